@@ -1,0 +1,116 @@
+"""Registry of the MLI-named facade: C function name -> Python callable, C struct name -> class."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import typing
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported"]
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {}
+"""Every implemented MLI API function, by its C name."""
+
+UNSUPPORTED: dict[str, str] = {}
+"""MLI API functions pymli does not provide, with the reason."""
+
+STRUCTS: dict[str, type] = {}
+"""cfg / handle struct classes by C type name (``mli_conv2d_cfg`` ...)."""
+
+ENUMS: dict[str, type[enum.Enum]] = {}
+"""C enums by type name; their members are looked up by C enumerator name in cfg dicts."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound=type)
+
+
+def mli_function(*names: str) -> Callable[[F], F]:
+    """Register a facade function under one or more C names (specialisations share one body)."""
+
+    def deco(fn: F) -> F:
+        for name in names or (fn.__name__,):
+            if name in FUNCTIONS and FUNCTIONS[name] is not fn:
+                raise RuntimeError(f"{name} registered twice")
+            FUNCTIONS[name] = fn
+        return fn
+
+    return deco
+
+
+def unsupported(name: str, reason: str) -> None:
+    """List an MLI function that pymli deliberately does not provide."""
+    UNSUPPORTED[name] = reason
+
+
+def c_enum(name: str) -> Callable[[T], T]:
+    """Register an enum (``MLI_RELU_6`` style member names map via ``C_NAMES`` or the member name)."""
+
+    def deco(cls: T) -> T:
+        ENUMS[name] = cls
+        return cls
+
+    return deco
+
+
+def enum_from_c(cls: type[enum.Enum], value: Any) -> enum.Enum:
+    """Enum member from a C enumerator name, a member name or an integer value."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        for m in cls:
+            if value in (m.name, getattr(m, "c_name", None)):
+                return m
+        raise KeyError(f"{value!r} is not a {cls.__name__}")
+    return cls(value)
+
+
+def c_struct(name: str) -> Callable[[T], T]:
+    """Register a dataclass as the Python form of the C struct ``name``.
+
+    The class gets ``from_dict`` (C field names, nested structs as dicts, enums by C name) and
+    ``to_dict`` unless it defines its own.
+    """
+
+    def deco(cls: T) -> T:
+        STRUCTS[name] = cls
+        if "from_dict" not in cls.__dict__:
+            cls.from_dict = classmethod(_from_dict)  # type: ignore[attr-defined]
+        if "to_dict" not in cls.__dict__:
+            cls.to_dict = _to_dict  # type: ignore[attr-defined]
+        return cls
+
+    return deco
+
+
+def _from_dict(cls: type, d: dict[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            continue
+        v = d[f.name]
+        tp = hints.get(f.name)
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp) and isinstance(v, dict):
+            v = tp.from_dict(v) if hasattr(tp, "from_dict") else tp(**v)
+        elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+            v = enum_from_c(tp, v)
+        elif isinstance(v, list):
+            v = list(v)
+        kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+def _to_dict(self: Any) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(self):
+        v = getattr(self, f.name)
+        if dataclasses.is_dataclass(v):
+            v = v.to_dict()
+        elif isinstance(v, enum.Enum):
+            v = getattr(v, "c_name", v.name)
+        elif hasattr(v, "tolist"):
+            v = v.tolist()
+        out[f.name] = v
+    return out

@@ -1,0 +1,198 @@
+"""Argument checks shared by MLI functions (``private/mli_check.cc``).
+
+Each function raises :class:`~pymli.errors.MliError` with the status the C library's checked build
+(``MLI_DEBUG_MODE = DBG_MODE_RET_CODES``) returns, or returns ``None``. Function-specific checks
+live with their facade module in :mod:`pymli.capi` and are built from these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import MliError, Status
+from .formats import ElType
+from .tensor import MLI_MAX_RANK, Lut, Tensor, address
+
+__all__ = [
+    "fail",
+    "shape_at",
+    "stride_at",
+    "check_tensor",
+    "check_tensor_private",
+    "check_quant_params",
+    "check_scalar_tensor",
+    "tensor_is_scalar",
+    "tensors_not_overlapped",
+    "check_lut",
+    "inner_most_dimension_is_one",
+    "layout_is_contiguous",
+    "mem_stride_matches",
+    "same_shape",
+    "calc_shift_idx",
+    "INT32_MAX",
+]
+
+INT32_MAX = 2**31 - 1
+
+
+def fail(status: Status, message: str) -> None:
+    """Raise ``MliError(status, message)``."""
+    raise MliError(status, message)
+
+
+def shape_at(t: Tensor, i: int) -> int:
+    """``t->shape[i]`` with C's fixed ``MLI_MAX_RANK`` array (entries past the list are 0)."""
+    return int(t.shape[i]) if i < len(t.shape) else 0
+
+
+def stride_at(t: Tensor, i: int) -> int:
+    """``t->mem_stride[i]`` (entries past the list are 0)."""
+    return int(t.mem_stride[i]) if i < len(t.mem_stride) else 0
+
+
+def check_tensor_private(shape: list[int], mem_stride: list[int], rank: int, capacity: int,
+                         element_size: int) -> None:
+    """``check_tensor_private``: rank, strides, shape and capacity of a tensor description."""
+    if rank > MLI_MAX_RANK or capacity > INT32_MAX:
+        fail(Status.BAD_TENSOR, f"rank {rank} > {MLI_MAX_RANK} or capacity {capacity} too big")
+    sh = [int(shape[i]) if i < len(shape) else 0 for i in range(rank)]
+    ms = [int(mem_stride[i]) if i < len(mem_stride) else 0 for i in range(rank)]
+    for i in range(rank):
+        if ms[i] <= 0 or not (0 < sh[i] <= INT32_MAX):
+            fail(Status.BAD_TENSOR, f"bad mem_stride {ms} or shape {sh}")
+    size = 1
+    prev_shape, prev_stride = 1, 1
+    bad = False
+    for i in range(rank - 1, -1, -1):
+        bad |= ms[i] < prev_shape * prev_stride
+        prev_shape, prev_stride = sh[i], ms[i]
+        size += (prev_shape - 1) * prev_stride
+    if bad:
+        fail(Status.BAD_TENSOR, f"mem_stride {ms} smaller than the dense strides of shape {sh}")
+    size *= element_size
+    # C compares as signed int: a capacity above INT32_MAX was refused above.
+    if capacity < size:
+        fail(Status.NOT_ENGH_MEM, f"capacity {capacity} bytes < {size} bytes needed by shape {sh}, mem_stride {ms}")
+
+
+def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
+    """``mli_chk_tensor_quant_params``: SA dim, per-axis array sizes, positive scales, zero points.
+
+    ``zp_used_bits`` limits the zero point to ``[-2**bits, 2**bits - 1]`` (0: zero points must be 0);
+    a zero point out of that range gives INCOMPATEBLE_TENSORS.
+    """
+    if not t.el_type.is_sa:
+        return
+    per_axis = t.dim >= 0
+    if per_axis and t.dim >= t.rank:
+        fail(Status.BAD_TENSOR, f"quantisation dim {t.dim} >= rank {t.rank}")
+    n = shape_at(t, t.dim) if per_axis else 1
+    if per_axis:
+        for name, itemsize in (("scale", 2), ("zero_point", 2), ("scale_frac_bits", 1)):
+            arr = getattr(t, name)
+            if not isinstance(arr, np.ndarray) or arr.nbytes < n * itemsize:
+                fail(Status.BAD_TENSOR, f"per-axis {name} holds fewer than shape[{t.dim}] = {n} values")
+    scales = t.quant_vector("scale", n)
+    zps = t.quant_vector("zero_point", n)
+    zp_min = 0 if zp_used_bits == 0 else -(1 << zp_used_bits)
+    zp_max = 0 if zp_used_bits == 0 else (1 << zp_used_bits) - 1
+    for s, z in zip(scales.tolist(), zps.tolist()):
+        if s <= 0:
+            fail(Status.BAD_TENSOR, f"non-positive scale {s}")
+        if not (zp_min <= z <= zp_max):
+            fail(Status.INCOMPATEBLE_TENSORS, f"zero point {z} outside [{zp_min}, {zp_max}]")
+
+
+def check_tensor(t: Tensor | None, check_quant: bool = False) -> None:
+    """``mli_chk_tensor``: not NULL, data pointer set, valid shape/strides/capacity (+ quant params)."""
+    if t is None:
+        fail(Status.BAD_TENSOR, "NULL tensor")
+    if t.data is None:
+        fail(Status.BAD_TENSOR, "NULL data pointer")
+    check_tensor_private(t.shape, t.mem_stride, t.rank, t.capacity, t.el_type.size)
+    if check_quant:
+        check_quant_params(t)
+
+
+def tensor_is_scalar(t: Tensor | None) -> bool:
+    """``mli_tensor_is_scalar``: rank 0, or exactly one element."""
+    if t is None:
+        return False
+    return t.rank == 0 or _count(t) == 1
+
+
+def _count(t: Tensor) -> int:
+    n = 1
+    for i in range(t.rank):
+        n *= shape_at(t, i)
+    return n
+
+
+def check_scalar_tensor(t: Tensor | None) -> None:
+    """``mli_chk_scalar_tensor``: rank 0 (value in the struct) or a valid tensor of one element."""
+    if t is None:
+        fail(Status.BAD_TENSOR, "NULL tensor")
+    if t.rank == 0:
+        check_quant_params(t)
+        return
+    check_tensor(t)
+    if _count(t) != 1:
+        fail(Status.SHAPE_MISMATCH, "a scalar tensor must hold exactly one element")
+
+
+def tensors_not_overlapped(t1: Tensor, t2: Tensor) -> bool:
+    """``mli_chk_tensors_not_overlapped``: the two data containers share no byte."""
+    a1, a2 = address(t1.data), address(t2.data)
+    return a1 >= a2 + int(t2.capacity) or a2 >= a1 + int(t1.capacity)
+
+
+def check_lut(lut: Lut, buff_size: int) -> None:
+    """``mli_chk_lut``: the table's capacity holds ``buff_size`` bytes."""
+    if lut.capacity < buff_size:
+        fail(Status.NOT_ENGH_MEM, f"LUT capacity {lut.capacity} < {buff_size} bytes")
+
+
+def inner_most_dimension_is_one(t: Tensor) -> bool:
+    """``check_inner_most_dimension_is_one``: the innermost mem_stride is 1 (true for scalars)."""
+    if t.rank == 0:
+        return True
+    if not 0 < t.rank <= MLI_MAX_RANK:
+        return False
+    return stride_at(t, t.rank - 1) == 1
+
+
+def layout_is_contiguous(t: Tensor) -> bool:
+    """``check_layout_is_contiguous(shape, mem_stride, rank)``: strides equal the dense ones."""
+    if t.rank == 0:
+        return True
+    if not 0 < t.rank <= MLI_MAX_RANK:
+        return False
+    prev_shape, prev_stride = 1, 1
+    ok = True
+    for i in range(t.rank - 1, -1, -1):
+        ok &= stride_at(t, i) == prev_shape * prev_stride
+        prev_shape, prev_stride = shape_at(t, i), stride_at(t, i)
+    return ok
+
+
+def mem_stride_matches(t1: Tensor, t2: Tensor) -> bool:
+    """``check_mem_stride_matches``: same rank and same strides except the innermost."""
+    if t1.rank != t2.rank:
+        return False
+    return all(stride_at(t1, i) == stride_at(t2, i) for i in range(t1.rank - 1))
+
+
+def same_shape(t1: Tensor, t2: Tensor) -> bool:
+    """``check_same_shape``."""
+    return t1.rank == t2.rank and all(shape_at(t1, i) == shape_at(t2, i) for i in range(t1.rank))
+
+
+def calc_shift_idx(inp: Tensor, w: Tensor, out: Tensor, idx: int = 0) -> int:
+    """``mli_prv_calc_shift_idx``: in + weights fractional bits minus out's, for channel ``idx``."""
+    if inp.el_type in (ElType.FX_8, ElType.FX_16):
+        return inp.frac_bits + w.frac_bits - out.frac_bits
+
+    def sfb(t: Tensor) -> int:
+        return int(t.quant_vector("scale_frac_bits")[idx if t.dim >= 0 else 0])
+
+    return sfb(inp) + sfb(w) - sfb(out)

@@ -1,0 +1,56 @@
+"""The ``pymli`` command line."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import __version__
+
+__all__ = ["main"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="pymli")
+def main() -> None:
+    """pymli: the embARC MLI 2.0 library in NumPy, bit-exact with the C library."""
+
+
+@main.command()
+def info() -> None:
+    """Version, platform presets and the MLI functions pymli provides."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from . import capi
+    from .config import PRESETS
+
+    con = Console()
+    con.print(f"[bold]pymli {__version__}[/bold]: embARC MLI 2.0.2 kernels in NumPy, bit for bit")
+    t = Table(title="Platform presets")
+    for col in ("name", "round mode", "FULL_ACCU", "AVEPOOL_16BIT_MUL"):
+        t.add_column(col)
+    for p in PRESETS.values():
+        t.add_row(p.name, p.round_mode.value, str(p.full_accu), str(p.avepool_16bit_mul))
+    con.print(t)
+    con.print(f"{len(capi.FUNCTIONS)} MLI functions implemented; {len(capi.UNSUPPORTED)} listed as unsupported.")
+    for name in sorted(capi.FUNCTIONS):
+        con.print(f"  {name}")
+    for name, why in sorted(capi.UNSUPPORTED.items()):
+        con.print(f"  [dim]{name}: unsupported ({why})[/dim]")
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option("--only", help="Regular expression on the function name.")
+@click.option("--summary", is_flag=True, help="Per-function lines only.")
+def verify(dirs: tuple[str, ...], only: str | None, summary: bool) -> None:
+    """Replay golden C-library cases in DIRS; exit 1 if any case fails."""
+    from .verify import run_dirs
+
+    sys.exit(run_dirs(list(dirs), only, summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""Platform configuration: what the C library fixes at build time, pymli decides at run time.
+
+MLI's arithmetic depends on three build options: ``ROUND_MODE`` (UP on VPX, CONVERGENT on EM/HS),
+``FULL_ACCU`` (wide accumulator path of the sa8 MAC kernels) and ``AVEPOOL_16BIT_MUL``. pymli keeps
+them in a :class:`Platform` value; every function that rounds or accumulates reads the current one.
+
+Example:
+    >>> import pymli
+    >>> with pymli.use_platform(pymli.EM):
+    ...     pass  # every call here rounds half to even
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+
+from .formats import RoundMode
+
+__all__ = ["Platform", "VPX", "VPX_FULL_ACCU", "EM", "PRESETS", "get_platform", "use_platform", "set_platform"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """Build-time options of the MLI C library, as a run-time value.
+
+    Attributes:
+        round_mode: ROUND_UP (half up) or ROUND_CONVERGENT (half to even).
+        full_accu: FULL_ACCU build (sa8 MAC kernels keep the full accumulator before rescaling).
+        avepool_16bit_mul: AVEPOOL_16BIT_MUL build (average pooling divides with a 16-bit multiplier).
+        name: a label for reports.
+        debug_mode: MLI_DEBUG_MODE reported by ``mli_hlp_compile_options_string``. pymli always
+            validates its arguments (as the checked C build does) whatever this says.
+    """
+
+    round_mode: RoundMode = RoundMode.UP
+    full_accu: bool = False
+    avepool_16bit_mul: bool = False
+    name: str = "custom"
+    debug_mode: str = "DBG_MODE_RELEASE"
+
+    @property
+    def round_up(self) -> bool:
+        return self.round_mode is RoundMode.UP
+
+    def options_string(self) -> str:
+        """What ``mli_hlp_compile_options_string`` prints for a build with these options."""
+        rnd = "UP" if self.round_up else "CONVERGENT"
+        return f" MLI_BUILD_REFERENCE=OFF ROUND_MODE={rnd} MLI_DEBUG_MODE={self.debug_mode}"
+
+
+VPX = Platform(RoundMode.UP, False, False, "vpx")
+VPX_FULL_ACCU = Platform(RoundMode.UP, True, False, "vpx-full-accu")
+EM = Platform(RoundMode.CONVERGENT, False, False, "em")
+PRESETS: dict[str, Platform] = {p.name: p for p in (VPX, VPX_FULL_ACCU, EM)}
+
+_current: contextvars.ContextVar[Platform] = contextvars.ContextVar("pymli_platform", default=VPX)
+
+
+def get_platform() -> Platform:
+    """The platform in force (VPX, round up, unless changed)."""
+    return _current.get()
+
+
+def set_platform(platform: Platform | str) -> None:
+    """Make ``platform`` (a :class:`Platform` or a preset name) the default of this context."""
+    _current.set(PRESETS[platform] if isinstance(platform, str) else platform)
+
+
+@contextlib.contextmanager
+def use_platform(platform: Platform | str) -> Iterator[Platform]:
+    """Run a block under another platform setting."""
+    p = PRESETS[platform] if isinstance(platform, str) else platform
+    token = _current.set(p)
+    try:
+        yield p
+    finally:
+        _current.reset(token)

@@ -1,0 +1,49 @@
+"""MLI status codes (``mli_status``) and the one exception pymli raises for a misuse."""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["Status", "MliError"]
+
+
+class Status(enum.IntEnum):
+    """The ``mli_status`` enum of ``mli_types.h`` (MLI 2.0), with the C values."""
+
+    OK = 0
+    BAD_TENSOR = 1
+    SHAPE_MISMATCH = 2
+    INCOMPATEBLE_TENSORS = 3
+    BAD_FUNC_CFG = 4
+    NOT_ENGH_MEM = 5
+    NOT_SUPPORTED = 6
+    SPEC_PARAM_MISMATCH = 7
+    ARGUMENT_ERROR = 8
+    LENGTH_ERROR = 9
+    SIZE_MISMATCH = 10
+    RANK_MISMATCH = 11
+    TYPE_MISMATCH = 12
+    MEM_BANK_MISMATCH = 13
+    MISALIGNMENT_ERROR = 14
+
+    @property
+    def c_name(self) -> str:
+        """The C enumerator name, e.g. ``MLI_STATUS_BAD_TENSOR``."""
+        return "MLI_STATUS_" + self.name
+
+    @classmethod
+    def from_c_name(cls, name: str) -> "Status":
+        """Parse ``MLI_STATUS_X`` (or ``X``)."""
+        return cls[name.removeprefix("MLI_STATUS_")]
+
+
+class MliError(ValueError):
+    """A call that the C library would reject with a non-OK ``mli_status``.
+
+    Attributes:
+        status: the :class:`Status` the C library returns for the same misuse.
+    """
+
+    def __init__(self, status: Status, message: str = "") -> None:
+        self.status = Status(status)
+        super().__init__(f"{self.status.c_name}: {message}" if message else self.status.c_name)

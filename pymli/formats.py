@@ -1,0 +1,81 @@
+"""MLI element types and their containers (``mli_element_type`` of ``mli_types.h``)."""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+__all__ = ["ElType", "RoundMode"]
+
+
+class ElType(enum.IntEnum):
+    """MLI element types with their C enum values."""
+
+    FX_4 = 0x004
+    FX_8 = 0x008
+    FX_16 = 0x010
+    SA_8 = 0x108
+    SA_32 = 0x120
+    FP_16 = 0x210
+    FP_32 = 0x220
+
+    @property
+    def c_name(self) -> str:
+        return "MLI_EL_" + self.name
+
+    @classmethod
+    def from_c_name(cls, name: str) -> "ElType":
+        return cls[name.removeprefix("MLI_EL_")]
+
+    @property
+    def is_fx(self) -> bool:
+        return self in (ElType.FX_4, ElType.FX_8, ElType.FX_16)
+
+    @property
+    def is_sa(self) -> bool:
+        return self in (ElType.SA_8, ElType.SA_32)
+
+    @property
+    def is_fp(self) -> bool:
+        return self in (ElType.FP_16, ElType.FP_32)
+
+    @property
+    def supported(self) -> bool:
+        """Types the C library computes with (FX_4 and FP_16 are declared only)."""
+        return self in _DTYPES
+
+    @property
+    def dtype(self) -> np.dtype:
+        """NumPy dtype of the container (int8 for FX_8/SA_8, int16, int32, float32)."""
+        try:
+            return _DTYPES[self]
+        except KeyError:
+            raise ValueError(f"{self.c_name} has no container in MLI 2.0") from None
+
+    @property
+    def size(self) -> int:
+        """``mli_hlp_tensor_element_size``: container bytes (0 for unsupported types)."""
+        dt = _DTYPES.get(self)
+        return 0 if dt is None else dt.itemsize
+
+    @property
+    def bits(self) -> int:
+        """Bit depth of the value (8, 16, 32)."""
+        return self.size * 8
+
+
+_DTYPES: dict[ElType, np.dtype] = {
+    ElType.FX_8: np.dtype(np.int8),
+    ElType.FX_16: np.dtype(np.int16),
+    ElType.SA_8: np.dtype(np.int8),
+    ElType.SA_32: np.dtype(np.int32),
+    ElType.FP_32: np.dtype(np.float32),
+}
+
+
+class RoundMode(enum.Enum):
+    """Rounding of MLI's shifts: ROUND_UP (VPX) or ROUND_CONVERGENT (EM/HS)."""
+
+    UP = "up"
+    CONVERGENT = "convergent"

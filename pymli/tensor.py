@@ -1,0 +1,285 @@
+"""The MLI tensor (``mli_tensor`` of MLI 2.0) and the LUT descriptor (``mli_lut``).
+
+A :class:`Tensor` mirrors the C struct field for field: a data container (a 1-D NumPy array of the
+element container type, starting at the tensor's first element, plus a capacity in bytes), shape,
+mem_stride, rank, element type and element parameters. As in C, a tensor may view part of a larger
+buffer: ``data`` is then a NumPy view into that buffer and ``mem_stride`` skips the gaps. Building a
+struct does not validate it (C does not either, and invalid tensors must be representable); every
+MLI function validates its tensors on entry, and :meth:`Tensor.validate` runs the same checks.
+
+The Pythonic constructors (:meth:`Tensor.from_numpy`, :meth:`Tensor.from_float`,
+:meth:`Tensor.zeros`) build dense, valid tensors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import MliError, Status
+from .formats import ElType
+
+__all__ = ["Tensor", "Lut", "MLI_MAX_RANK", "dense_strides"]
+
+MLI_MAX_RANK = 4
+
+QuantParam = "int | np.ndarray"
+
+
+def dense_strides(shape: list[int] | tuple[int, ...]) -> list[int]:
+    """Row-major strides in elements: ``[W*C, C, 1]`` for ``[H, W, C]``."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * int(shape[i + 1])
+    return strides
+
+
+def address(arr: np.ndarray | None) -> int:
+    """Memory address of the first element of ``arr`` (0 for ``None``): MLI's data pointer."""
+    if arr is None:
+        return 0
+    return int(arr.__array_interface__["data"][0])
+
+
+@dataclasses.dataclass(eq=False)
+class Tensor:
+    """An ``mli_tensor``.
+
+    Attributes:
+        data: 1-D NumPy array of the container dtype (int8, int16, int32, float32) whose element 0 is
+            the tensor's first element (``data.mem.pi8`` ...); ``None`` is a NULL pointer. Unused for
+            rank-0 tensors, whose value is ``value``.
+        capacity: ``data.capacity`` in bytes.
+        shape: ``shape[rank]``, outermost dimension first.
+        mem_stride: ``mem_stride[rank]`` in elements; all zeros means dense (helpers only).
+        rank: number of dimensions (``<= MLI_MAX_RANK``); may disagree with ``len(shape)`` only in
+            deliberately invalid structs.
+        el_type: element type.
+        frac_bits: ``el_params.fx.frac_bits`` (FX types).
+        zero_point, scale, scale_frac_bits: ``el_params.sa`` (SA types). Python ints when
+            ``dim < 0``; int16 / int16 / int8 arrays of length ``shape[dim]`` when ``dim >= 0``.
+        dim: ``el_params.sa.dim``: the per-axis dimension, or -1 for per-tensor parameters.
+        value: the scalar held in the data container of a rank-0 tensor.
+    """
+
+    data: np.ndarray | None = None
+    capacity: int = 0
+    shape: list[int] = dataclasses.field(default_factory=list)
+    mem_stride: list[int] = dataclasses.field(default_factory=list)
+    rank: int = 0
+    el_type: ElType = ElType.FX_16
+    frac_bits: int = 0
+    zero_point: Any = 0
+    scale: Any = 1
+    scale_frac_bits: Any = 0
+    dim: int = -1
+    value: Any = 0
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_numpy(cls, array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int = 0,
+                   zero_point: Any = 0, scale: Any = 1, scale_frac_bits: Any = 0,
+                   dim: int = -1) -> "Tensor":
+        """A dense tensor holding ``array`` (already quantised values of the container type).
+
+        Args:
+            array: values; cast to the container dtype after a range check.
+            el_type: element type (an :class:`ElType` or its name, e.g. ``"SA_8"``).
+            frac_bits: FX fractional bits.
+            zero_point, scale, scale_frac_bits, dim: SA parameters (arrays when ``dim >= 0``).
+
+        Raises:
+            MliError: BAD_TENSOR if the values do not fit the container or the rank exceeds 4.
+        """
+        el = ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
+        arr = np.asarray(array)
+        dt = el.dtype
+        if arr.ndim > MLI_MAX_RANK:
+            raise MliError(Status.BAD_TENSOR, f"rank {arr.ndim} > MLI_MAX_RANK ({MLI_MAX_RANK})")
+        if dt.kind == "i" and arr.size:
+            info = np.iinfo(dt)
+            if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):
+                raise MliError(Status.BAD_TENSOR, "from_numpy takes quantised integers; use from_float")
+            if arr.min() < info.min or arr.max() > info.max:
+                raise MliError(Status.BAD_TENSOR, f"values outside the {dt} container of {el.c_name}")
+        params = _sa_params(el, zero_point, scale, scale_frac_bits, dim)
+        if arr.ndim == 0:
+            return cls(data=None, capacity=0, shape=[], mem_stride=[], rank=0, el_type=el,
+                       frac_bits=frac_bits, value=arr.astype(dt).item(), **params)
+        flat = np.ascontiguousarray(arr, dtype=dt).reshape(-1).copy()
+        return cls(data=flat, capacity=flat.nbytes, shape=list(arr.shape),
+                   mem_stride=dense_strides(arr.shape), rank=arr.ndim, el_type=el,
+                   frac_bits=frac_bits, **params)
+
+    @classmethod
+    def zeros(cls, shape: tuple[int, ...] | list[int], el_type: ElType | str, **params: Any) -> "Tensor":
+        """A dense tensor of zeros (e.g. an output buffer) with the given parameters."""
+        el = ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
+        return cls.from_numpy(np.zeros(tuple(shape), dtype=el.dtype), el, **params)
+
+    @classmethod
+    def from_float(cls, array: npt.ArrayLike, el_type: ElType | str, **kwargs: Any) -> "Tensor":
+        """Quantise float data into a new tensor; see :func:`pymli.quant.quantize`."""
+        from .quant import quantize
+
+        return quantize(array, el_type, **kwargs)
+
+    def to_float(self) -> np.ndarray:
+        """Dequantised values as float32 (MLI's conversion to ``MLI_EL_FP_32``)."""
+        from .quant import dequantize
+
+        return dequantize(self)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def element_size(self) -> int:
+        """``mli_hlp_tensor_element_size``."""
+        return self.el_type.size
+
+    @property
+    def is_per_axis(self) -> bool:
+        return self.el_type.is_sa and self.dim >= 0
+
+    @property
+    def num_elements(self) -> int:
+        """Product of the first ``rank`` shape entries (1 for a scalar)."""
+        n = 1
+        for s in self.shape[: self.rank]:
+            n *= int(s)
+        return n
+
+    def strides(self) -> list[int]:
+        """``mem_stride``, or the dense strides when all of them are zero."""
+        ms = [int(s) for s in self.mem_stride[: self.rank]]
+        if all(s == 0 for s in ms):
+            return dense_strides(self.shape[: self.rank])
+        return ms
+
+    def quant_vector(self, name: str, length: int | None = None) -> np.ndarray:
+        """Per-axis ``zero_point`` / ``scale`` / ``scale_frac_bits`` as int64, or a 1-element array."""
+        v = getattr(self, name)
+        if self.dim >= 0:
+            n = int(self.shape[self.dim]) if length is None else length
+            return np.asarray(v, dtype=np.int64).reshape(-1)[:n]
+        return np.asarray([int(v)], dtype=np.int64)
+
+    # ------------------------------------------------------------------ memory access
+    def _span(self) -> int:
+        """Number of container elements the tensor touches (last offset + 1)."""
+        return 1 + sum((int(s) - 1) * int(m) for s, m in zip(self.shape[: self.rank], self.strides()))
+
+    def view(self) -> np.ndarray:
+        """A NumPy view (shape ``shape``, MLI strides) on the data; writes go to the buffer.
+
+        Raises:
+            MliError: BAD_TENSOR for a NULL data pointer, a negative stride or shape, or a view
+                that would reach past the end of the NumPy buffer (a C out-of-bounds access).
+        """
+        if self.rank == 0:
+            raise MliError(Status.BAD_TENSOR, "a rank-0 tensor holds its value in the struct")
+        if self.data is None:
+            raise MliError(Status.BAD_TENSOR, "NULL data pointer")
+        shape = [int(s) for s in self.shape[: self.rank]]
+        ms = self.strides()
+        if any(s <= 0 for s in shape) or any(m < 0 for m in ms):
+            raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
+        if self._span() > self.data.shape[0]:
+            raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {self._span()} elements, buffer holds {self.data.shape[0]}")
+        it = self.data.itemsize
+        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * it for m in ms])
+
+    def numpy(self) -> np.ndarray:
+        """A dense copy of the tensor's values (container dtype); 0-d for a scalar tensor."""
+        if self.rank == 0:
+            return np.asarray(self.value, dtype=self.el_type.dtype)
+        return np.array(self.view())
+
+    def write(self, values: npt.ArrayLike) -> None:
+        """Store ``values`` (broadcast to ``shape``) into the tensor's memory, leaving gaps alone.
+
+        Values must already be in the container range: casting here would wrap silently.
+        """
+        values = np.asarray(values)
+        if self.rank == 0:
+            self.value = values.astype(self.el_type.dtype).item()
+            return
+        dt = self.el_type.dtype
+        if dt.kind == "i" and values.dtype.kind in "iu" and values.size:
+            info = np.iinfo(dt)
+            if values.min() < info.min or values.max() > info.max:
+                raise ValueError(f"write: values outside the {dt} container (saturate first)")
+        self.view()[...] = values
+
+    def copy(self) -> "Tensor":
+        """A deep copy: own buffer (dense), same parameters."""
+        q = {k: (np.array(getattr(self, k)) if isinstance(getattr(self, k), np.ndarray) else getattr(self, k))
+             for k in ("zero_point", "scale", "scale_frac_bits")}
+        if self.rank == 0:
+            return dataclasses.replace(self, **q)
+        arr = self.numpy().reshape(-1)
+        return dataclasses.replace(self, data=arr, capacity=arr.nbytes, shape=list(self.shape[: self.rank]),
+                                   mem_stride=dense_strides(self.shape[: self.rank]), **q)
+
+    def validate(self) -> "Tensor":
+        """Run MLI's tensor check (``mli_chk_tensor`` with quantisation parameters); raise on failure."""
+        from .checks import check_tensor
+
+        check_tensor(self, check_quant=True)
+        return self
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        shape = "x".join(str(s) for s in self.shape[: self.rank]) or "scalar"
+        if self.el_type.is_fx:
+            q = f"frac_bits={self.frac_bits}"
+        elif self.el_type.is_sa:
+            if self.dim >= 0:
+                q = (f"dim={self.dim}, zero_point={np.asarray(self.zero_point).tolist()}, "
+                     f"scale={np.asarray(self.scale).tolist()}, scale_frac_bits={np.asarray(self.scale_frac_bits).tolist()}")
+            else:
+                q = f"zero_point={self.zero_point}, scale={self.scale}, scale_frac_bits={self.scale_frac_bits}"
+        else:
+            q = ""
+        dense = self.rank == 0 or self.strides() == dense_strides(self.shape[: self.rank])
+        mem = "" if dense else f", mem_stride={self.strides()}"
+        try:
+            vals = np.array2string(self.numpy(), threshold=8, edgeitems=2, separator=", ").replace("\n", "")
+        except (MliError, ValueError):
+            vals = "<invalid>"
+        return f"Tensor({self.el_type.name} {shape}{mem}, {q}, capacity={self.capacity}: {vals})"
+
+
+def _sa_params(el: ElType, zero_point: Any, scale: Any, scale_frac_bits: Any, dim: int) -> dict[str, Any]:
+    if not el.is_sa:
+        return {}
+    if dim >= 0:
+        return dict(dim=dim, zero_point=np.asarray(zero_point, np.int16).reshape(-1),
+                    scale=np.asarray(scale, np.int16).reshape(-1),
+                    scale_frac_bits=np.asarray(scale_frac_bits, np.int8).reshape(-1))
+    return dict(dim=-1, zero_point=int(zero_point), scale=int(scale), scale_frac_bits=int(scale_frac_bits))
+
+
+@dataclasses.dataclass(eq=False)
+class Lut:
+    """An ``mli_lut``: a look-up table for an activation, as built by ``mli_krn_*_create_lut``.
+
+    Attributes:
+        data: 1-D NumPy array of the table (``None`` = NULL).
+        capacity: bytes available in ``data``.
+        type: element type of the table entries (normally ``FX_16``).
+        length: number of entries.
+        in_frac_bits, out_frac_bits: fixed-point formats of the table's input and output.
+        input_offset, output_offset: offsets of the zero input / output within the table.
+    """
+
+    data: np.ndarray | None = None
+    capacity: int = 0
+    type: ElType = ElType.FX_16
+    length: int = 0
+    in_frac_bits: int = 0
+    out_frac_bits: int = 0
+    input_offset: int = 0
+    output_offset: int = 0
