@@ -1,0 +1,1 @@
+"""MLI kernels as pure NumPy functions over arrays and keyword scalars (no Tensor, no cfg)."""
