@@ -107,3 +107,24 @@ def test_gather_softmax_equals_small_path() -> None:
     big8 = K.softmax_fx(x, lut, in_frac_bits=4, bits=8, axis=0)
     cols = np.concatenate([K.softmax_fx(x[:, j:j + 1], lut, in_frac_bits=4, bits=8, axis=0) for j in range(40)], axis=1)
     assert np.array_equal(big8, cols)
+
+
+def test_gather_fx16_equals_direct() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(-32768, 32768, (300, 1000)).astype(np.int16)[:, ::2]  # 150000 elements, strided
+    lut = L.create_lut("tanh")
+    with use_platform(EM):
+        got = K.lut_activation_fx(x, lut, in_frac_bits=9, out_bits=16)
+        want = L.activation_fx(x.astype(np.int64), lut, 9, 16)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_whole_tensor_softmax_sa8_histogram_path(mode: str) -> None:
+    rng = np.random.default_rng(4)
+    x = rng.integers(-128, 128, (20, 40)).astype(np.int8)
+    table, lin, lout, off = _fields("softmax")
+    with use_platform(MODES[mode]):
+        got = K.softmax_sa8(x, L.create_lut("softmax"), in_scale=30000, in_shift=22, axis=-1)
+    want = O.softmax_sa8_slice([int(v) for v in x.reshape(-1)], table, lin, lout, off, 30000, 22, mode)
+    assert got.reshape(-1).tolist() == want
