@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arith.rnn import LutTable
 from ..arith.rounding import asr_rnd
 from ..checks import (
     calc_shift_idx,
@@ -36,7 +35,6 @@ __all__ = [
     "mli_krn_rnn_dense_fx16", "mli_krn_rnn_dense_fx16_fx8_fx8", "mli_krn_rnn_dense_sa8_sa8_sa32",
     "mli_krn_lstm_cell_fx16", "mli_krn_lstm_cell_fx16_fx8_fx8", "mli_krn_lstm_cell_sa8_sa8_sa32",
     "mli_krn_gru_cell_fx16", "mli_krn_gru_cell_fx16_fx8_fx8", "mli_krn_gru_cell_sa8_sa8_sa32",
-    "lut_table",
 ]
 
 MLI_RNN_MAX_INPUT = 4
@@ -63,12 +61,6 @@ def _count(t: Tensor, start: int = 0) -> int:
     for i in range(start, t.rank):
         n *= shape_at(t, i)
     return n
-
-
-def lut_table(lut: Lut) -> LutTable:
-    """The table and fields of an ``mli_lut`` as the kernels take them."""
-    data = np.zeros(0, np.int64) if lut.data is None else np.asarray(lut.data, dtype=np.int64).reshape(-1)
-    return LutTable(data, int(lut.in_frac_bits), int(lut.out_frac_bits), int(lut.input_offset), int(lut.length))
 
 
 def _q(t: Tensor, kind: str) -> int | krn.SaQ:
@@ -276,7 +268,7 @@ def _lstm(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor,
     _check_cell(kind, 4, inp, prev_out, w_in, w_out, bias, tanh_lut, sigm_lut, cfg, cell, out)
     act = {RnnOutActivation.NONE: "none", RnnOutActivation.TANH: "tanh", RnnOutActivation.SIGM: "sigm"}[cfg.act]
     res, c = krn.lstm_cell(inp.view(), prev_out.view(), cell.view(), w_in.view(), w_out.view(), bias.view(),
-                           lut_table(tanh_lut), lut_table(sigm_lut), kind=kind, in_q=_q(inp, kind),
+                           tanh_lut, sigm_lut, kind=kind, in_q=_q(inp, kind),
                            prev_q=_q(prev_out, kind), w_in_q=_q(w_in, kind), w_out_q=_q(w_out, kind),
                            b_q=_q(bias, kind), cell_q=_q(cell, kind), out_q=_q(out, kind),
                            backward=cfg.direction == RnnDirection.BACKWARD,
@@ -289,8 +281,8 @@ def _lstm(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor,
 def _gru(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor, bias: Tensor, tanh_lut: Lut,
          sigm_lut: Lut, cfg: RnnCellCfg, out: Tensor) -> Status:
     _check_cell(kind, 3, inp, prev_out, w_in, w_out, bias, tanh_lut, sigm_lut, cfg, None, out)
-    res = krn.gru_cell(inp.view(), prev_out.view(), w_in.view(), w_out.view(), bias.view(), lut_table(tanh_lut),
-                       lut_table(sigm_lut), kind=kind, in_q=_q(inp, kind), prev_q=_q(prev_out, kind),
+    res = krn.gru_cell(inp.view(), prev_out.view(), w_in.view(), w_out.view(), bias.view(), tanh_lut,
+                       sigm_lut, kind=kind, in_q=_q(inp, kind), prev_q=_q(prev_out, kind),
                        w_in_q=_q(w_in, kind), w_out_q=_q(w_out, kind), b_q=_q(bias, kind), out_q=_q(out, kind),
                        backward=cfg.direction == RnnDirection.BACKWARD, all_results=cfg.results == RnnResults.ALL)
     _write_cell_out(out, res)

@@ -25,26 +25,23 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..arith.lut import activation_fx as lut_fx
+from ..arith.lut import activation_sa8 as lut_sa8
+from ..arith.requant import acc_container_bits, fx_bias, sa8_bias, sa8_out_params, wrap_acc
 from ..arith.rnn import (
     K_SIGM_OUT,
     K_TANH_OUT,
-    LutTable,
     eltwise_fx,
     eltwise_sa8,
-    fx_bias_term,
     fx_ir_requantize,
-    lut_fx,
-    lut_sa8,
     mac,
-    sa_bias_term,
-    sa_in_to_out,
     sa_ir_cast,
     sa_ir_requantize,
-    sa_out_mul,
 )
 from ..arith.rounding import add_sat, sat, wrap
+from ..tensor import Lut
 
-__all__ = ["SaQ", "LutTable", "KINDS", "rnn_dense", "lstm_cell", "gru_cell"]
+__all__ = ["SaQ", "KINDS", "rnn_dense", "lstm_cell", "gru_cell"]
 
 I64 = np.int64
 KINDS = ("fx16", "fx16_fx8_fx8", "sa8")
@@ -91,16 +88,16 @@ _TANH_Q = (K_TANH_OUT[0], 1, K_TANH_OUT[1])
 def _dense_fx(kind: str, xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray,
               in_fb: list[int], w_fb: list[int], b_fb: int, out_fb: int) -> np.ndarray:
     """Stacked FX dense: ``ws[i]`` is (G, N_i, M), ``bias`` (G, M); returns int16 values (G, M)."""
-    acc_bits = 64 if kind == "fx16" else 32
+    acc_bits = 40 if kind == "fx16" else 32
+    cb = acc_container_bits(acc_bits)
     res = np.zeros(bias.shape, I64)
     for i, (x, w) in enumerate(zip(xs, ws)):
         acc = mac(x, w)
-        if i == 0:
-            acc = acc + fx_bias_term(bias, in_fb[0] + w_fb[0] - b_fb, acc_bits)
-        if acc_bits == 32:
-            acc = wrap(acc, 32)  # the C MAC wraps around in a 32-bit accumulator
+        if i == 0:  # the bias joins the first MAC series
+            acc = acc + fx_bias(bias, in_fb[0] + w_fb[0] - b_fb, acc_bits)
+        acc = wrap_acc(acc, acc_bits)  # a 32-bit C accumulator wraps around
         ir = fx_ir_requantize(acc, in_fb[i] + w_fb[i] - out_fb, acc_bits)
-        res = add_sat(res, ir, acc_bits)
+        res = add_sat(res, ir, cb)
     return sat(res, 16)
 
 
@@ -111,19 +108,16 @@ def _dense_sa(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, in_q
     out_zp, out_scale, out_sfb = out_q.triple
     for i, (x, w) in enumerate(zip(xs, ws)):
         in_zp, in_scale, in_sfb = in_q[i].triple
-        ratio, sh = sa_in_to_out(in_scale, in_sfb, out_scale, out_sfb)
-        ms = [sa_out_mul(ratio, sh, s, f) for s, f in zip(*w_scales[i])]
-        mul = np.array([m for m, _ in ms], I64)[:, None]
-        shift = np.array([s for _, s in ms], I64)[:, None]
+        mul, shift = sa8_out_params(in_scale, in_sfb, out_scale, out_sfb, *w_scales[i])
         x = np.asarray(x, I64)
         w = np.asarray(w, I64)
         acc = mac(x, w) - in_zp * w.sum(axis=-2)
-        if i == 0:
-            acc = acc + sa_bias_term(bias)
+        if i == 0:  # the bias joins the first MAC series
+            acc = acc + sa8_bias(bias)
         acc = wrap(acc, 32)
         other = wrap(-w_zp[i] * int(x.sum()) + x.shape[0] * in_zp * w_zp[i], 32)
         acc = add_sat(acc, other, 32)
-        res = add_sat(res, sa_ir_requantize(acc, mul, shift), 32)
+        res = add_sat(res, sa_ir_requantize(acc, mul[:, None], shift[:, None]), 32)
     return sa_ir_cast(res, out_zp)
 
 
@@ -157,7 +151,7 @@ def _order(t: int, backward: bool) -> range:
 
 
 def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
-              bias: np.ndarray, tanh_lut: LutTable, sigm_lut: LutTable, *, kind: str,
+              bias: np.ndarray, tanh_lut: Lut, sigm_lut: Lut, *, kind: str,
               in_q: int | SaQ, prev_q: int | SaQ, w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ,
               cell_q: int | SaQ, out_q: int | SaQ, backward: bool = False, all_results: bool = False,
               act: str = "tanh") -> tuple[np.ndarray, np.ndarray]:
@@ -232,7 +226,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
 
 
 def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, bias: np.ndarray,
-             tanh_lut: LutTable, sigm_lut: LutTable, *, kind: str, in_q: int | SaQ, prev_q: int | SaQ,
+             tanh_lut: Lut, sigm_lut: Lut, *, kind: str, in_q: int | SaQ, prev_q: int | SaQ,
              w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ, out_q: int | SaQ,
              backward: bool = False, all_results: bool = False) -> np.ndarray:
     """``mli_krn_gru_cell_<kind>`` over a sequence.
