@@ -34,6 +34,7 @@ __all__ = [
     "c_div",
     "norm_cast",
     "mac",
+    "MacPlan",
     "fx_ir_requantize",
     "sa_ir_requantize",
     "sa_ir_cast",
@@ -64,26 +65,37 @@ def norm_cast(x: int, in_bits: int, out_bits: int, mode: RoundMode | None = None
     return int(val), shift
 
 
-def mac(x: npt.ArrayLike, w: npt.ArrayLike) -> np.ndarray:
-    """Exact dot products ``sum_j x[..., j] * w[g, j, m]`` (the MAC series of the dense part).
+class MacPlan:
+    """The weights of MAC series prepared once: ``plan(x)`` = ``sum_j x[..., j] * w[g, j, m]``.
 
-    ``x``: (..., N) int; ``w``: (G, N, M) int. Returns int64 (..., G, M). float64 BLAS is used
-    when every partial sum is provably below 2**53 (N * max|x| * max|w|, exact in a double),
-    int64 arithmetic otherwise.
+    ``w``: (G, N, M) int. Calls return exact int64 (..., G, M). float64 BLAS is used when every
+    partial sum is provably below 2**53 (N * max|x| * max|w|, exact in a double), int64
+    arithmetic otherwise. ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
     """
-    x = np.asarray(x, dtype=I64)
-    w = np.asarray(w, dtype=I64)
-    g, n, m = w.shape
-    lead = x.shape[:-1]
-    if n == 0:
-        return np.zeros(lead + (g, m), dtype=I64)
-    w2 = np.moveaxis(w, 1, 0).reshape(n, g * m)
-    bound = n * int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0))
-    if bound < 2**53:
-        r = (x.astype(np.float64) @ w2.astype(np.float64)).astype(I64)
-    else:
-        r = x @ w2
-    return r.reshape(lead + (g, m))
+
+    def __init__(self, w: npt.ArrayLike) -> None:
+        w = np.asarray(w, dtype=I64)
+        self.g, self.n, self.m = w.shape
+        self.w2 = np.ascontiguousarray(np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m))
+        self.w2f = self.w2.astype(np.float64)
+        self.wmax = int(np.abs(w).max(initial=0))
+        self.colsum = w.sum(axis=1)
+
+    def __call__(self, x: npt.ArrayLike) -> np.ndarray:
+        x = np.asarray(x, dtype=I64)
+        lead = x.shape[:-1]
+        if self.n == 0:
+            return np.zeros(lead + (self.g, self.m), dtype=I64)
+        if self.n * int(np.abs(x).max(initial=0)) * self.wmax < 2**53:
+            r = (x.astype(np.float64) @ self.w2f).astype(I64)
+        else:
+            r = x @ self.w2
+        return r.reshape(lead + (self.g, self.m))
+
+
+def mac(x: npt.ArrayLike, w: npt.ArrayLike) -> np.ndarray:
+    """Exact dot products ``sum_j x[..., j] * w[g, j, m]``: ``MacPlan(w)(x)``, (..., G, M) int64."""
+    return MacPlan(w)(x)
 
 
 # ---------------------------------------------------------------------------------- dense

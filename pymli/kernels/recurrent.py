@@ -34,8 +34,8 @@ from ..arith.rnn import (
     K_TANH_OUT,
     eltwise_fx,
     eltwise_sa8,
+    MacPlan,
     fx_ir_requantize,
-    mac,
     sa_ir_cast,
     sa_ir_requantize,
 )
@@ -131,10 +131,10 @@ def _sa_series_sum(accs: list[np.ndarray], others: list[int], requants: list, ou
     return sa_ir_cast(res, out_zp)
 
 
-def _sa_series(x: np.ndarray, w: np.ndarray, x_zp: int, w_zp: int) -> tuple[np.ndarray, np.ndarray]:
+def _sa_series(x: np.ndarray, w: MacPlan, x_zp: int, w_zp: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact MAC sums of sa8 series for frames ``x`` (..., N): ``x @ w - x_zp * sum(w)``, plus the
     additive of non-zero weight zero points (``in_additive + zp_additive``, 32-bit wrapped)."""
-    acc = mac(x, w) - x_zp * w.sum(axis=-2)
+    acc = w(x) - x_zp * w.colsum
     n = x.shape[-1]
     other = wrap(-w_zp * x.sum(axis=-1) + n * x_zp * w_zp, 32)
     return acc, other
@@ -159,13 +159,13 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
     ws3 = [np.asarray(w, I64)[None] for w in ws]
     b2 = np.asarray(bias, I64)[None]
     if kind == "sa8":
-        series = [_sa_series(x, w, q.zero_point, wq.zero_point) for x, w, q, wq in zip(xs, ws3, in_q, w_q)]
+        series = [_sa_series(x, MacPlan(w), q.zero_point, wq.zero_point) for x, w, q, wq in zip(xs, ws3, in_q, w_q)]
         accs = [a for a, _ in series]
         accs[0] = accs[0] + sa8_bias(b2)
         req = [_sa_requant(q, out_q, wq.gates([0])) for q, wq in zip(in_q, w_q)]
         return _sa_series_sum(accs, [int(o) for _, o in series], req, out_q.zero_point)[0]
     acc_bits = 40 if kind == "fx16" else 32
-    accs = [mac(x, w) for x, w in zip(xs, ws3)]
+    accs = [MacPlan(w)(x) for x, w in zip(xs, ws3)]
     accs[0] = accs[0] + fx_bias(b2, in_q[0] + w_q[0] - b_q, acc_bits)
     shifts = [q + wq - out_q for q, wq in zip(in_q, w_q)]
     return _fx_series_sum(accs, shifts, acc_bits)[0]
@@ -201,8 +201,8 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
     c = np.asarray(cell, I64)
-    w_in = np.asarray(w_in, I64)
-    w_out = np.asarray(w_out, I64)
+    w_in = MacPlan(w_in)
+    w_out = MacPlan(w_out)
     bias = np.asarray(bias, I64)
     outs = []
     if kind == "sa8":
@@ -237,9 +237,9 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         ir_fb = min(_LSTM_IR_FX, in_q + w_in_q)
         h_q = prev_q
         one = _FX_ONE
-        xw = mac(x, w_in) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
+        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
         for t in _order(x.shape[0], backward):
-            ir = _fx_series_sum([xw[t], mac(h, w_out)], [in_q + w_in_q - ir_fb, h_q + w_out_q - ir_fb], acc_bits)
+            ir = _fx_series_sum([xw[t], w_out(h)], [in_q + w_in_q - ir_fb, h_q + w_out_q - ir_fb], acc_bits)
             i = lut_fx(ir[0], sigm_lut, ir_fb)
             g = lut_fx(ir[1], tanh_lut, ir_fb)
             f = lut_fx(ir[2], sigm_lut, ir_fb)
@@ -277,10 +277,10 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     """
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
-    w_in = np.asarray(w_in, I64)
+    w_in = MacPlan(w_in)
     w_out = np.asarray(w_out, I64)
     bias = np.asarray(bias, I64)
-    w_zr, w_u = w_out[:2], w_out[2:3]
+    w_zr, w_u = MacPlan(w_out[:2]), MacPlan(w_out[2:3])
     outs = []
     h_q = prev_q
     if kind == "sa8":
@@ -316,17 +316,17 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         acc_bits = 40 if kind == "fx16" else 32
         ir_fb = min(_GRU_IR_FX, in_q + w_in_q)
         one = _FX_ONE
-        xw = mac(x, w_in) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
+        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
         x_shift = in_q + w_in_q - ir_fb
         for t in _order(x.shape[0], backward):
             h_shift = h_q + w_out_q - ir_fb
-            zr = _fx_series_sum([xw[t, :2], mac(h, w_zr)], [x_shift, h_shift], acc_bits)
+            zr = _fx_series_sum([xw[t, :2], w_zr(h)], [x_shift, h_shift], acc_bits)
             z = lut_fx(zr[0], sigm_lut, ir_fb)
             r = lut_fx(zr[1], sigm_lut, ir_fb)
             hr = eltwise_fx("mul", r, h, one, h_q, h_q)
             hz = eltwise_fx("mul", h, z, h_q, one, h_q)
             z1 = eltwise_fx("sub", np.full_like(z, 32767), z, one, one, one)
-            u = _fx_series_sum([xw[t, 2:3], mac(hr, w_u)], [x_shift, h_shift], acc_bits)[0]
+            u = _fx_series_sum([xw[t, 2:3], w_u(hr)], [x_shift, h_shift], acc_bits)[0]
             u = lut_fx(u, tanh_lut, ir_fb)
             tmp = eltwise_fx("mul", u, z1, one, one, out_q)
             h = eltwise_fx("add", tmp, hz, out_q, h_q, out_q)
