@@ -63,22 +63,26 @@ def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) 
 
 def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
     """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
-    per_axis = w.dim >= 0
-    n = shape_at(w, w.dim) if per_axis else 1
-    ws = w.quant_vector("scale", n)
-    bs = b.quant_vector("scale", n) if b.dim >= 0 else np.asarray([int(b.scale)], dtype=np.int64)
+    n = shape_at(w, w.dim) if w.dim >= 0 else 1
+
+    def vec(t: Tensor, name: str) -> np.ndarray:
+        v = t.quant_vector(name, n)
+        if len(v) < n:
+            fail(Status.BAD_TENSOR, f"{name} of a per-axis tensor holds fewer than {n} values")
+        return v[:n] if t.dim >= 0 else np.broadcast_to(v[:1], (n,))
+
     s_in = int(inp.quant_vector("scale")[0])
-    for idx in range(n):
-        expected = int(wrap(s_in * int(ws[idx]), 32))
-        sh = calc_shift_idx(inp, w, b, idx)
-        expected = int(asr_rnd(expected, sh, 32)) if sh > 0 else int(wrap(expected << -sh, 32))
-        b_idx = idx if b.dim >= 0 else 0
-        if b_idx >= len(bs):
-            fail(Status.BAD_TENSOR, "bias holds fewer scales than the weights")
-        diff = expected - int(bs[b_idx])
-        if not -1 <= diff <= 1:
-            fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(bs[b_idx])} != in scale x weights scale "
-                 f"({expected}) for channel {idx}")
+    expected = wrap(s_in * vec(w, "scale"), 32)
+    sh = (int(inp.quant_vector("scale_frac_bits")[0]) + vec(w, "scale_frac_bits") - vec(b, "scale_frac_bits"))
+    right = asr_rnd(expected, np.maximum(sh, 1), 32)
+    left = wrap(expected << np.clip(-sh, 0, 63), 32)
+    expected = np.where(sh > 0, right, left)
+    diff = expected - vec(b, "scale")
+    bad = np.flatnonzero((diff < -1) | (diff > 1))
+    if bad.size:
+        i = int(bad[0])
+        fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(vec(b, 'scale')[i])} != in scale x weights scale "
+             f"({int(expected[i])}) for channel {i}")
 
 
 def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
