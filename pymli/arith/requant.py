@@ -42,9 +42,16 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+import functools
+
 from ..config import get_platform
 from ..formats import RoundMode
-from .rounding import add_sat, asl, asr_rnd, limits, sat, wrap
+from .rounding import asl, asr_rnd, limits, sat, wrap
+
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
 
 __all__ = [
     "wrap_acc",
@@ -175,7 +182,7 @@ def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | No
             return acc + bias.astype(np.int32)
         return acc + bias
     lo, hi = limits(32)
-    return np.clip(acc.astype(I64, copy=False) + bias, lo, hi)
+    return _clip(acc.astype(I64, copy=False) + bias, I64(lo), I64(hi))
 
 
 def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
@@ -199,7 +206,7 @@ def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
     else:
         r = asr_rnd(acc, s, cb)
     lo, hi = limits(out_bits)
-    return np.clip(r, lo, hi)
+    return _clip(r, r.dtype.type(lo), r.dtype.type(hi))
 
 
 # --------------------------------------------------------------------------------------- SA8
@@ -219,26 +226,35 @@ def sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int,
         full_accu: FULL_ACCU build; ``None`` reads the current platform.
 
     Returns:
-        (out_mul, out_shift): int64 arrays, the accumulator is scaled as
+        (out_mul, out_shift): int64 arrays (read-only, cached), the accumulator is scaled as
         ``acc * out_mul * 2**-out_shift``.
     """
-    full = _full_accu(full_accu)
-    in_scale, out_scale = int(in_scale), int(out_scale)
+    ws = np.ascontiguousarray(w_scales, dtype=I64).reshape(-1)
+    wf = np.ascontiguousarray(w_fracs, dtype=I64).reshape(-1)
+    return _sa8_out_params(int(in_scale), int(in_frac), int(out_scale), int(out_frac), ws.tobytes(), wf.tobytes(),
+                           _full_accu(full_accu), get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, w_scales: bytes,
+                    w_fracs: bytes, full: bool, mode: RoundMode) -> tuple[np.ndarray, np.ndarray]:
     n_in = int(norm32(in_scale))
     unfinished = int(asl(in_scale, n_in, 32))
     # C integer division truncates toward zero.
     q = abs(unfinished) // abs(out_scale) if out_scale != 0 else 0
     unfinished = q if (unfinished >= 0) == (out_scale > 0) else -q
     n_ratio = int(norm32(unfinished))
-    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32), 16))
+    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32, mode), 16))
     in_to_out_shift = int(in_frac) + n_in - int(out_frac) - (16 - n_ratio)
-    mul = ratio * np.asarray(w_scales, dtype=I64).reshape(-1)
-    shift = in_to_out_shift + np.asarray(w_fracs, dtype=I64).reshape(-1)
+    mul = ratio * np.frombuffer(w_scales, dtype=I64)
+    shift = in_to_out_shift + np.frombuffer(w_fracs, dtype=I64)
     mul = wrap(mul, 32)
     if not full:
         nrm = norm32(mul)
         mul = wrap(mul << nrm, 32)
         shift = shift + nrm
+    mul.flags.writeable = False
+    shift.flags.writeable = False
     return mul, shift
 
 
@@ -249,7 +265,8 @@ def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     if _full_accu(full_accu):
         return b
     sh = np.maximum(16 - norm32(b), 0)
-    return asl(b >> sh, sh, 32)
+    # Shifting back left cannot saturate: the low bits were just cleared.
+    return (b >> sh) << sh
 
 
 def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,
@@ -280,35 +297,56 @@ def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
     acc = np.asarray(acc)
     if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
         acc = acc.astype(I64)
-    mul = np.asarray(out_mul, dtype=I64).reshape(-1)
-    shift = np.asarray(out_shift, dtype=I64).reshape(-1)
+    mul = np.ascontiguousarray(out_mul, dtype=I64).reshape(-1)
+    shift = np.ascontiguousarray(out_shift, dtype=I64).reshape(-1)
+    full = _full_accu(full_accu)
+    mode = get_platform().round_mode
+    plan = _cast_plan(mul.tobytes(), shift.tobytes(), full, mode)
+    if not full:
+        m16, pre, pre_max, sh, sh_ok = plan
+        a = acc
+        if pre_max:
+            a = asr_rnd32(a, pre, mode, x_bound=acc_bound)
+        a = _clip(a, a.dtype.type(-(1 << 15)), a.dtype.type((1 << 15) - 1))
+        if a.dtype == np.int32 and sh_ok:
+            # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
+            r = shift_round(a * m16.astype(np.int32), sh.astype(np.int32), mode)
+        else:
+            p = a.astype(I64, copy=False) * m16
+            r = shift_round(p, sh, mode) if sh_ok or _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+    else:
+        m, _, _, sh, _ = plan
+        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and shift_round's
+        # add of at most 2**61 cannot overflow int64.
+        p = acc.astype(I64, copy=False) * m
+        r = shift_round(p, sh, mode) if _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+    t = r.dtype.type
+    r = _clip(r, t(-(1 << 15)), t((1 << 15) - 1))
+    r += t(int(out_zp))
+    lo, hi = max(int(clamp[0]), -128), min(int(clamp[1]), 127)
+    return _clip(r, t(lo), t(hi))
+
+
+def _in_range(a: np.ndarray, lo: int, hi: int) -> bool:
+    return bool(np.all((a >= lo) & (a <= hi)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> tuple:
+    """Per-channel constants of :func:`sa8_result_cast` (scalars when all channels agree)."""
+    mul = np.frombuffer(mul_b, dtype=I64)
+    shift = np.frombuffer(shift_b, dtype=I64)
     if mul.size > 1 and (mul == mul[0]).all() and (shift == shift[0]).all():
         mul, shift = mul[:1], shift[:1]
     if mul.size == 1:
         mul, shift = mul.reshape(()), shift.reshape(())
-    if not _full_accu(full_accu):
-        mul = asr_rnd(mul, 16, 32)
-        shift = shift - 16
-        pre = np.clip(shift - (32 - 8 - 3), 0, 8)
-        a = asr_rnd32(acc, pre, x_bound=acc_bound) if np.any(pre) else acc
-        a = np.clip(a, -(1 << 15), (1 << 15) - 1)
-        shift = np.minimum(shift - pre, 63)
-        if a.dtype == np.int32 and np.all((shift >= 0) & (shift <= 30)):
-            # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
-            r = shift_round(a * mul.astype(np.int32), shift.astype(np.int32))
-        else:
-            p = a.astype(I64, copy=False) * mul
-            r = shift_round(p, shift) if np.all((shift >= 0) & (shift <= 62)) else asr_rnd(p, shift, 64)
-    else:
-        shift = np.minimum(shift, 63)
-        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and shift_round's
-        # add of at most 2**61 cannot overflow int64.
-        p = acc.astype(I64, copy=False) * mul
-        r = shift_round(p, shift) if np.all((shift >= 0) & (shift <= 62)) else asr_rnd(p, shift, 64)
-    r = np.clip(r, -(1 << 15), (1 << 15) - 1)
-    r += r.dtype.type(int(out_zp))
-    lo, hi = max(int(clamp[0]), -128), min(int(clamp[1]), 127)
-    return np.clip(r, lo, hi)
+    if full:
+        return mul, None, 0, np.minimum(shift, 63), True
+    m16 = asr_rnd(mul, 16, 32, mode)
+    sh = shift - 16
+    pre = np.clip(sh - (32 - 8 - 3), 0, 8)
+    sh = np.minimum(sh - pre, 63)
+    return m16, pre, int(np.max(pre)), sh, _in_range(sh, 0, 30)
 
 
 # -------------------------------------------------------------------------------------- ReLU

@@ -76,14 +76,15 @@ class FxQuant:
         return self.in_frac + self.w_frac - self.out_frac
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sa8Quant:
     """s8asym parameters of a MAC kernel (input/output per tensor, weights per tensor or per channel).
 
     Attributes:
         in_zp, in_scale, in_frac: input zero point, scale, scale_frac_bits.
         w_zp: weights zero point used by C (per-axis weights: the first channel's).
-        w_scales, w_fracs: weights scales and frac bits (length 1 or number of output channels).
+        w_scales, w_fracs: weights scales and frac bits (int64 arrays of length 1 or the number of
+            output channels).
         out_zp, out_scale, out_frac: output parameters.
     """
 
@@ -91,8 +92,8 @@ class Sa8Quant:
     in_scale: int
     in_frac: int
     w_zp: int
-    w_scales: tuple[int, ...]
-    w_fracs: tuple[int, ...]
+    w_scales: np.ndarray
+    w_fracs: np.ndarray
     out_zp: int
     out_scale: int
     out_frac: int
@@ -101,8 +102,7 @@ class Sa8Quant:
 
     def out_params(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-channel (multiplier, shift) for the current platform."""
-        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac,
-                              np.asarray(self.w_scales), np.asarray(self.w_fracs))
+        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac, self.w_scales, self.w_fracs)
 
 
 Quant = FxQuant | Sa8Quant
