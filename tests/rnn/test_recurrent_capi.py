@@ -160,3 +160,14 @@ def test_gru_candidate_scales_reproduce_the_c_pointer_step():
     assert _gru_candidate_scales(per_tensor) == ((-32766,), (-127,))   # int16 / int8 wrap-around
     per_gate = SaQ(0, (10, 11, 12), (3, 4, 5), True)
     assert _gru_candidate_scales(per_gate) == ((12,), (5,))
+
+
+def test_lstm_short_out_buffer_writes_nothing():
+    a = _lstm_args()
+    a["out"].data = a["out"].data[:7]        # capacity still claims room for 3 x 5 results
+    a["out"].shape = [7]
+    cell_before = a["cell"].data.copy()
+    with pytest.raises(MliError) as e:
+        _call(capi.mli_krn_lstm_cell_fx16, a)
+    assert e.value.status == Status.NOT_ENGH_MEM
+    assert np.array_equal(a["cell"].data, cell_before) and a["out"].rank == 1
