@@ -1,8 +1,8 @@
 """Arithmetic of MLI's recurrent kernels: RNN dense, LSTM cell and GRU cell.
 
 The recurrent kernels of MLI 2.0.2 combine several families of integer operations; the two that
-are specific to them are mirrored here by small vectorised helpers (the kernels in :mod:`pymli.kernels.recurrent` only orchestrate
-them):
+are specific to them are mirrored here by small vectorised helpers (the kernels in
+:mod:`pymli.kernels.recurrent` only orchestrate them):
 
 * the dense part (``rnn_dense_op`` of ``bricks/impl/mli_krn_rnn_dense_op_ref.h``): one MAC series
   per input, each series rescaled on its own to the intermediate format
