@@ -1,0 +1,392 @@
+"""Arithmetic of MLI's MAC kernels: accumulator, bias, output requantisation, fused ReLU bounds.
+
+This mirrors ``bricks/impl/mli_prv_quant_ref.h`` and the accumulator types of the reference PAL
+(``pal/ref/mli_math.h``) as used by convolution, fully connected and the recurrent kernels. All
+functions are vectorised over NumPy int64 arrays; per-channel parameters broadcast along the last
+axis (the output channel axis of HWC / [N] outputs).
+
+Accumulators (reference build, x86):
+
+=====================  ==============  ============================================================
+kernel types            ``acc_bits``    C accumulator
+=====================  ==============  ============================================================
+sa8 x sa8 (+ sa32)      32              ``int32_t``; every MAC wraps (two's complement)
+fx16 x fx8 (+ fx8)      32              ``int32_t``; every MAC wraps
+fx8 x fx8 (+ fx8)       32              ``int32_t``; every MAC wraps
+fx16 x fx16 (+ fx16)    40              ``mli_acc40_t`` = ``int64_t`` on x86: never wraps in practice
+=====================  ==============  ============================================================
+
+Since a sequence of wrapping additions equals the exact sum reduced modulo ``2**acc_bits``, a
+kernel may compute the dot products and the zero-point additives exactly (int64 or exact float)
+and call :func:`wrap_acc` once; the bias is then added with saturation (``mli_math_add_fx``).
+
+Public API (stable; other kernels rely on it):
+
+* :func:`wrap_acc` -- ``acc_bits``-bit wrap-around of an exact sum (MAC chains).
+* :func:`acc_container_bits` -- C container width of an accumulator (32 or 64).
+* :func:`norm32` -- ``mli_math_norm_fx<int32_t>``.
+* :func:`fx_bias` -- FX bias aligned to the accumulator (``bias_additive`` for FX, before the add).
+* :func:`add_bias` -- saturating ``mli_math_add_fx`` of accumulator and aligned bias.
+* :func:`fx_result_cast` -- FX accumulator to output container (``result_cast`` for FX).
+* :func:`sa8_out_params` -- per-channel output multiplier and shift (``define_quant_params`` +
+  ``adjust_quant_params`` for s8asym), honouring FULL_ACCU.
+* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU).
+* :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
+* :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
+* :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
+* :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+import functools
+
+from ..config import get_platform
+from ..formats import RoundMode
+from .rounding import asl, asr_rnd, limits, sat, wrap
+
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
+
+__all__ = [
+    "wrap_acc",
+    "acc_container_bits",
+    "norm32",
+    "fx_bias",
+    "add_bias",
+    "fx_result_cast",
+    "sa8_out_params",
+    "sa8_bias",
+    "sa8_result_cast",
+    "relu_bounds",
+    "shift_round",
+    "asr_rnd32",
+    "RELU_NONE",
+    "RELU_GEN",
+    "RELU_1",
+    "RELU_6",
+]
+
+I64 = np.int64
+ArrayLike = npt.ArrayLike
+
+RELU_NONE, RELU_GEN, RELU_1, RELU_6 = 0, 1, 2, 3
+
+
+def _full_accu(full_accu: bool | None) -> bool:
+    return get_platform().full_accu if full_accu is None else bool(full_accu)
+
+
+def acc_container_bits(acc_bits: int) -> int:
+    """Width of the C container of an accumulator: 32 for ``mli_acc32_t``, 64 for ``mli_acc40_t``."""
+    return 32 if acc_bits <= 32 else 64
+
+
+def wrap_acc(acc: ArrayLike, acc_bits: int) -> np.ndarray:
+    """Reduce an exact sum of MACs to the C accumulator (wraps for 32 bits, int64 otherwise)."""
+    return wrap(acc, acc_container_bits(acc_bits))
+
+
+def norm32(x: ArrayLike) -> np.ndarray:
+    """``mli_math_norm_fx<int32_t>``: redundant sign bits of a 32-bit value (31 for 0 and -1)."""
+    x = np.asarray(x, dtype=I64)
+    mag = np.where(x < 0, ~x, x)
+    # frexp is exact for |values| < 2**53: its exponent is the bit length.
+    _, e = np.frexp(mag.astype(np.float64))
+    return (31 - e).astype(I64)
+
+
+def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
+    """``2**(n-1)`` (0 for ``n == 0``) in ``dtype``, computed in int64 (``0 <= n <= 62``)."""
+    return ((I64(1) << np.asarray(n, dtype=I64)) >> 1).astype(dtype)
+
+
+def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
+    """``mli_math_asr_rnd_fx`` for ``0 <= n`` when ``|x| + 2**(n-1)`` fits the dtype of ``x``.
+
+    ``x`` keeps its integer dtype (int32 or int64; Python ints become int64). Under that bound
+    neither the rounding add nor the shift can overflow, so no saturation is needed and the result
+    equals the C function for any container in which ``x`` fits (``n`` must also stay below the
+    dtype's width). ``n == 0`` returns ``x``.
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
+    half = _half(n, x.dtype)
+    n = np.asarray(n, dtype=x.dtype)
+    mode = get_platform().round_mode if mode is None else mode
+    if mode is RoundMode.UP:
+        return (x + half) >> n
+    r = x >> n
+    bump = ((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0))
+    return r + bump
+
+
+def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None, x_bound: int | None = None) -> np.ndarray:
+    """``mli_math_asr_rnd_fx<int32_t>`` for int32 values and ``0 <= n <= 31`` (fast path).
+
+    ROUND_UP saturates the rounding add at INT32_MAX: clamping ``x`` to ``INT32_MAX - half``
+    first gives exactly the same shifted value (skipped when ``x_bound``, a bound on ``|x|``,
+    proves the add cannot saturate). ROUND_CONVERGENT never saturates. The dtype of ``x`` is kept
+    (int32 or int64).
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
+    mode = get_platform().round_mode if mode is None else mode
+    if mode is RoundMode.UP:
+        nmax = int(np.max(n)) if np.size(n) else 0
+        if x_bound is None or x_bound + ((1 << nmax) >> 1) > (1 << 31) - 1:
+            x = np.minimum(x, x.dtype.type((1 << 31) - 1) - _half(n, x.dtype))
+    return shift_round(x, n, mode)
+
+
+# ---------------------------------------------------------------------------------------- FX
+def fx_bias(bias: ArrayLike, bias_shift: int, acc_bits: int) -> np.ndarray:
+    """FX bias brought to the accumulator format (``bias_additive`` for MLI_FX, before the add).
+
+    Args:
+        bias: bias values (int8 or int16 container values).
+        bias_shift: ``in.frac_bits + weights.frac_bits - bias.frac_bits`` (left shift).
+        acc_bits: 32 (``mli_acc32_t``) or 40 (``mli_acc40_t``).
+
+    Returns:
+        int64 array: for 32-bit accumulators a saturating shift in 32 bits; for the 40-bit
+        accumulator the C code shifts in 64 bits and then casts to ``int32_t`` (wraps).
+    """
+    b = np.asarray(bias, dtype=I64)
+    if acc_bits <= 32:
+        return asr_rnd(b, -int(bias_shift), 32)
+    return wrap(asr_rnd(b, -int(bias_shift), 64), 32)
+
+
+def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None) -> np.ndarray:
+    """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
+
+    ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
+    proves the sum fits 31 bits; int64 otherwise.
+    """
+    acc = np.asarray(acc)
+    bias = np.asarray(bias, dtype=I64)
+    if acc_container_bits(acc_bits) == 64:
+        # |acc| < 2**62 and |bias| < 2**32 in every MLI kernel: the int64 add cannot overflow.
+        return acc.astype(I64, copy=False) + bias
+    bmax = int(np.abs(bias).max()) if bias.size else 0
+    if acc_bound is not None and acc_bound + bmax < (1 << 31):
+        if acc.dtype == np.int32:
+            return acc + bias.astype(np.int32)
+        return acc + bias
+    lo, hi = limits(32)
+    return _clip(acc.astype(I64, copy=False) + bias, I64(lo), I64(hi))
+
+
+def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
+                   acc_bound: int | None = None) -> np.ndarray:
+    """``result_cast`` for MLI_FX: rounding shift right by ``out_shift`` in the accumulator container,
+    then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``).
+
+    ``acc_bound`` (optional) bounds ``|acc|`` and lets the 32-bit path skip the saturation of the
+    rounding add. The dtype of ``acc`` (int32 or int64) is kept.
+    """
+    cb = acc_container_bits(acc_bits)
+    acc = np.asarray(acc)
+    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+        acc = acc.astype(I64)
+    s = int(out_shift)
+    if cb == 32 and 0 <= s <= 31:
+        r = asr_rnd32(acc, s, x_bound=acc_bound)
+    elif cb == 64 and 0 <= s <= 62:
+        # 40-bit accumulators of real kernels stay far below 2**61: no saturation possible.
+        r = shift_round(acc.astype(I64, copy=False), s)
+    else:
+        r = asr_rnd(acc, s, cb)
+    lo, hi = limits(out_bits)
+    return _clip(r, r.dtype.type(lo), r.dtype.type(hi))
+
+
+# --------------------------------------------------------------------------------------- SA8
+def sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int,
+                   w_scales: ArrayLike, w_fracs: ArrayLike,
+                   full_accu: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel output multiplier and shift of an s8asym MAC kernel.
+
+    Mirrors ``define_quant_params`` (in/out scale ratio normalised and cut to 16 bits) followed
+    by ``adjust_quant_params`` for each output channel (ratio times the weights scale; without
+    FULL_ACCU the product is normalised to use all 32 bits).
+
+    Args:
+        in_scale, in_frac: input scale (int16) and scale_frac_bits (int8), per tensor.
+        out_scale, out_frac: output scale and scale_frac_bits, per tensor.
+        w_scales, w_fracs: weights scales / frac bits, one per output channel (or one value).
+        full_accu: FULL_ACCU build; ``None`` reads the current platform.
+
+    Returns:
+        (out_mul, out_shift): int64 arrays (read-only, cached), the accumulator is scaled as
+        ``acc * out_mul * 2**-out_shift``.
+    """
+    ws = np.ascontiguousarray(w_scales, dtype=I64).reshape(-1)
+    wf = np.ascontiguousarray(w_fracs, dtype=I64).reshape(-1)
+    return _sa8_out_params(int(in_scale), int(in_frac), int(out_scale), int(out_frac), ws.tobytes(), wf.tobytes(),
+                           _full_accu(full_accu), get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, w_scales: bytes,
+                    w_fracs: bytes, full: bool, mode: RoundMode) -> tuple[np.ndarray, np.ndarray]:
+    n_in = int(norm32(in_scale))
+    unfinished = int(asl(in_scale, n_in, 32))
+    # C integer division truncates toward zero.
+    q = abs(unfinished) // abs(out_scale) if out_scale != 0 else 0
+    unfinished = q if (unfinished >= 0) == (out_scale > 0) else -q
+    n_ratio = int(norm32(unfinished))
+    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32, mode), 16))
+    in_to_out_shift = int(in_frac) + n_in - int(out_frac) - (16 - n_ratio)
+    mul = ratio * np.frombuffer(w_scales, dtype=I64)
+    shift = in_to_out_shift + np.frombuffer(w_fracs, dtype=I64)
+    mul = wrap(mul, 32)
+    if not full:
+        nrm = norm32(mul)
+        mul = wrap(mul << nrm, 32)
+        shift = shift + nrm
+    mul.flags.writeable = False
+    shift.flags.writeable = False
+    return mul, shift
+
+
+def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
+    """sa32 bias as ``bias_additive`` adds it: without FULL_ACCU only its 16 most significant
+    bits are kept (lower bits cleared by an arithmetic shift pair)."""
+    b = np.asarray(bias, dtype=I64)
+    if _full_accu(full_accu):
+        return b
+    sh = np.maximum(16 - norm32(b), 0)
+    # Shifting back left cannot saturate: the low bits were just cleared.
+    return (b >> sh) << sh
+
+
+def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,
+                    full_accu: bool | None = None, *, clamp: tuple[int, int] = (-128, 127),
+                    acc_bound: int | None = None) -> np.ndarray:
+    """``result_cast`` for s8asym: int32 accumulator to int8 output, per-channel ``out_mul/out_shift``.
+
+    Without FULL_ACCU the multiplier is reduced to 16 bits and the accumulator pre-shifted
+    (at most 8 bits, rounding) and saturated to 16 bits before the 64-bit product; with FULL_ACCU
+    the full 32-bit accumulator multiplies the full multiplier. The product is shifted with
+    rounding (64 bits), saturated to 16 bits, the output zero point added (saturating 16-bit add)
+    and the result saturated to int8.
+
+    Args:
+        acc: int32 accumulator values (bias included), channels on the last axis; int32 or int64
+            dtype (kept when the arithmetic provably fits it).
+        out_mul, out_shift: from :func:`sa8_out_params` (broadcast along the last axis).
+        out_zp: output zero point.
+        full_accu: FULL_ACCU build; ``None`` reads the current platform.
+        clamp: a further clamp inside the int8 range (a fused ReLU's bounds); merging it here is
+            exact because saturating to int16 and then clamping to a sub-range of int8 equals
+            clamping directly.
+        acc_bound: optional bound on ``|acc|`` (skips a saturation that cannot happen).
+
+    Returns:
+        array of int8 values (dtype of the computation: int32 or int64).
+    """
+    acc = np.asarray(acc)
+    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+        acc = acc.astype(I64)
+    mul = np.ascontiguousarray(out_mul, dtype=I64).reshape(-1)
+    shift = np.ascontiguousarray(out_shift, dtype=I64).reshape(-1)
+    full = _full_accu(full_accu)
+    mode = get_platform().round_mode
+    plan = _cast_plan(mul.tobytes(), shift.tobytes(), full, mode)
+    if not full:
+        m16, pre, pre_max, sh, sh_ok = plan
+        a = acc
+        if pre_max:
+            a = asr_rnd32(a, pre, mode, x_bound=acc_bound)
+        a = _clip(a, a.dtype.type(-(1 << 15)), a.dtype.type((1 << 15) - 1))
+        if a.dtype == np.int32 and sh_ok:
+            # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
+            r = shift_round(a * m16.astype(np.int32), sh.astype(np.int32), mode)
+        else:
+            p = a.astype(I64, copy=False) * m16
+            r = shift_round(p, sh, mode) if sh_ok or _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+    else:
+        m, _, _, sh, _ = plan
+        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and shift_round's
+        # add of at most 2**61 cannot overflow int64.
+        p = acc.astype(I64, copy=False) * m
+        r = shift_round(p, sh, mode) if _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+    t = r.dtype.type
+    r = _clip(r, t(-(1 << 15)), t((1 << 15) - 1))
+    r += t(int(out_zp))
+    lo, hi = max(int(clamp[0]), -128), min(int(clamp[1]), 127)
+    return _clip(r, t(lo), t(hi))
+
+
+def _in_range(a: np.ndarray, lo: int, hi: int) -> bool:
+    return bool(np.all((a >= lo) & (a <= hi)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> tuple:
+    """Per-channel constants of :func:`sa8_result_cast` (scalars when all channels agree)."""
+    mul = np.frombuffer(mul_b, dtype=I64)
+    shift = np.frombuffer(shift_b, dtype=I64)
+    if mul.size > 1 and (mul == mul[0]).all() and (shift == shift[0]).all():
+        mul, shift = mul[:1], shift[:1]
+    if mul.size == 1:
+        mul, shift = mul.reshape(()), shift.reshape(())
+    if full:
+        return mul, None, 0, np.minimum(shift, 63), True
+    m16 = asr_rnd(mul, 16, 32, mode)
+    sh = shift - 16
+    pre = np.clip(sh - (32 - 8 - 3), 0, 8)
+    sh = np.minimum(sh - pre, 63)
+    return m16, pre, int(np.max(pre)), sh, _in_range(sh, 0, 30)
+
+
+# -------------------------------------------------------------------------------------- ReLU
+def _c_div(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("division by a zero scale")
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def relu_bounds(relu_type: int, out_bits: int, *, zero_point: int = 0, scale: int = 1,
+                frac_bits: int = 0) -> tuple[int, int]:
+    """``mli_prv_get_relu_limits``: (min, max) clamp of a fused ReLU in output container units.
+
+    Args:
+        relu_type: 0 NONE, 1 GEN, 2 RELU_1, 3 RELU_6 (``mli_relu_type`` values).
+        out_bits: 8 or 16 (output container).
+        zero_point, scale, frac_bits: output quantisation; FX outputs pass ``frac_bits`` only
+            (zero 0, scale 1); SA outputs pass their zero point, scale and scale_frac_bits.
+
+    Returns:
+        (lo, hi) as the C code casts them to the output container (``int16_t`` then ``io_T``).
+    """
+    lo_c, hi_c = limits(out_bits)
+    zero, scale, shift = int(zero_point), int(scale), int(frac_bits)
+    rt = int(relu_type)
+    if rt == RELU_GEN:
+        lo, hi = max(zero, lo_c), hi_c
+    elif rt == RELU_6:
+        if shift >= 0:
+            six = _c_div(6 << shift, scale) if shift < 28 else hi_c
+        else:
+            six = _c_div(6 >> -shift, scale) if shift > -3 else 0
+        six += zero
+        lo, hi = max(zero, lo_c), min(six, hi_c)
+    elif rt == RELU_1:
+        one = (_c_div(1 << shift, scale) if shift < 30 else hi_c) if shift >= 0 else 0
+        lo, hi = max(zero - one, lo_c), min(one + zero, hi_c)
+    else:
+        lo, hi = lo_c, hi_c
+    # (int16_t) then (io_T) casts of the C code.
+    lo, hi = int(wrap(wrap(lo, 16), out_bits)), int(wrap(wrap(hi, 16), out_bits))
+    return lo, hi
