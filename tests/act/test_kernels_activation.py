@@ -85,3 +85,30 @@ def test_prelu_sa8_vectorised_equals_scalar(x: np.ndarray, data, in_q, out_q, sl
     # one slope everywhere: the same as the leaky ReLU
     same = K.prelu_sa8(x, [slopes[0]] * x.shape[axis], axis=axis, **q)
     assert np.array_equal(same, K.leaky_relu_sa8(x, slopes[0], **q))
+
+
+@given(seed=st.integers(0, 2**32 - 1), in_q=sa_q, out_q=sa_q,
+       sl_q=st.tuples(st.integers(-16384, 16383), st.integers(1, 32767), st.integers(8, 28)))
+def test_tabulated_paths_equal_direct(seed: int, in_q, out_q, sl_q) -> None:
+    """Large inputs go through a per-value table: same results as the element-wise arithmetic."""
+    rng = np.random.default_rng(seed)
+    x8 = rng.integers(-128, 128, (3, 40, 7)).astype(np.int8)
+    slopes = rng.integers(-128, 128, 3)
+    q = dict(in_zp=in_q[0], in_scale=in_q[1], in_sfb=in_q[2], out_zp=out_q[0], out_scale=out_q[1],
+             out_sfb=out_q[2], slope_zp=sl_q[0], slope_scale=sl_q[1], slope_sfb=sl_q[2])
+    ident = A.sa8_identity_params(in_q[1], in_q[2], out_q[1], out_q[2], out_q[0])
+    alpha = A.sa8_alpha_params(slopes, sl_q[0], sl_q[1], sl_q[2], ident)
+    shp = (3, 1, 1)
+    direct = A.leaky_relu_sa8(x8, in_q[0], ident, A.SaRequant(alpha.scale.reshape(shp), alpha.shift.reshape(shp),
+                                                              alpha.offset.reshape(shp)))
+    assert np.array_equal(K.prelu_sa8(x8, slopes, axis=0, **q), direct)
+    a0 = A.SaRequant(alpha.scale[0], alpha.shift[0], alpha.offset[0])
+    assert np.array_equal(K.leaky_relu_sa8(x8, slopes[0], **q), A.leaky_relu_sa8(x8, in_q[0], ident, a0))
+    x16 = rng.integers(-32768, 32768, (70000,)).astype(np.int16)
+    s16 = int(rng.integers(-32768, 32768))
+    s, sh = A.leaky_fx_slope(s16, 17, 16, True)
+    assert np.array_equal(K.leaky_relu_fx(x16, s16, 17, normalise=True), A.leaky_relu_fx(x16, s, sh, 16))
+    xs = rng.integers(-128, 128, (3, 200, 7)).astype(np.int8)
+    sl7 = rng.integers(-128, 128, 7)
+    want = A.leaky_relu_fx(xs, sl7.reshape(1, 1, 7), 9, 8)
+    assert np.array_equal(K.prelu_fx(xs, sl7, 9, axis=2), want)
