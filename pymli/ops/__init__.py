@@ -16,5 +16,7 @@ for _m in pkgutil.iter_modules(__path__):
     if not _m.name.startswith("_"):
         _mod = importlib.import_module(f"{__name__}.{_m.name}")
         for _n in getattr(_mod, "__all__", []):
+            if _n in __all__:
+                raise ImportError(f"pymli.ops.{_m.name} exports {_n!r}, already exported by another module")
             globals()[_n] = getattr(_mod, _n)
             __all__.append(_n)
