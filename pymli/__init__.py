@@ -14,11 +14,13 @@ from __future__ import annotations
 from .config import EM, PRESETS, VPX, VPX_FULL_ACCU, Platform, get_platform, set_platform, use_platform
 from .errors import MliError, Status
 from .formats import ElType, RoundMode
+from .quant import dequantize, quantize
 from .tensor import MLI_MAX_RANK, Lut, Tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "Lut", "ElType", "RoundMode", "Status", "MliError", "Platform", "VPX", "VPX_FULL_ACCU", "EM",
-    "PRESETS", "get_platform", "set_platform", "use_platform", "MLI_MAX_RANK", "__version__",
+    "PRESETS", "get_platform", "set_platform", "use_platform", "MLI_MAX_RANK", "quantize", "dequantize",
+    "__version__",
 ]

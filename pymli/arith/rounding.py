@@ -60,7 +60,8 @@ def wrap(x: ArrayLike, bits: int) -> np.ndarray:
 def sat(x: ArrayLike, bits: int) -> np.ndarray:
     """Saturate to the range of a signed ``bits``-bit integer (``mli_math_cast_fx`` clamp)."""
     lo, hi = limits(bits)
-    return np.clip(_i64(x), lo, hi)
+    # minimum/maximum rather than np.clip: same result, far less overhead on small arrays.
+    return np.minimum(np.maximum(_i64(x), lo), hi)
 
 
 def add_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
