@@ -156,3 +156,25 @@ def test_calibrated_output_is_close_to_float() -> None:
         r = fn(x, y)
         step = r.scale / 2.0 ** r.scale_frac_bits
         assert np.max(np.abs(f(r) - ref(f(x), f(y)))) <= 1.5 * step
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_table_paths_equal_direct_arithmetic(op: str) -> None:
+    from pymli.arith.eltwise import EltOp, fx_eltwise, fx_params, sa8_eltwise, sa8_params
+
+    rng = np.random.default_rng(17)
+    a = rng.integers(-128, 128, (40, 30, 40)).astype(np.int8)  # above the table threshold
+    b = rng.integers(-128, 128, (40, 30, 40)).astype(np.int8)
+    q1, q2, qo = (23000, 19, -4), (23000, 19, -4) if op in ("min", "max") else (15000, 21, 9), (30000, 20, 3)
+    p = sa8_params(EltOp(op), q1, q2, qo)
+    for x, y in ((a, b), (a, np.asarray(np.int8(-77))), (np.asarray(np.int8(101)), b)):
+        got = eltwise_sa8(op, x, y, q1=q1, q2=q2, qo=qo)
+        np.testing.assert_array_equal(got, sa8_eltwise(EltOp(op), x, y, p))
+    fp = fx_params(EltOp(op), 5, 5 if op in ("min", "max") else 3, 4, 8)
+    got = eltwise_fx(op, a, b, frac_bits=(5, 5 if op in ("min", "max") else 3, 4), bits=8)
+    np.testing.assert_array_equal(got, fx_eltwise(EltOp(op), a, b, fp, 8))
+    a16 = rng.integers(-32768, 32768, (300, 500)).astype(np.int16)
+    fp = fx_params(EltOp(op), 9, 9 if op in ("min", "max") else 12, 8, 16)
+    for x, y in ((a16, a16[::-1]), (a16, np.asarray(np.int16(-1234)))):
+        got = eltwise_fx(op, x, y, frac_bits=(9, 9 if op in ("min", "max") else 12, 8), bits=16)
+        np.testing.assert_array_equal(got, fx_eltwise(EltOp(op), x, y, fp, 16))
