@@ -93,15 +93,17 @@ def reciprocal(div: int) -> tuple[int, int]:
 
     ``mul`` is a Q15 value in [0x4000, 0x7fff]: the truncated ``2**31 / div`` normalised so that
     its top bit is bit 14. (MLI tabulates divisors below 32; the table equals this formula.)
+    ``div`` is taken as the C ``unsigned`` it is: 0 gives (0, 0), and a negative window size (only
+    in degenerate geometries) wraps to a huge divisor whose reciprocal is 0.
     """
-    div = int(div)
-    if div <= 0:
+    div = int(div) & 0xFFFFFFFF
+    if div == 0:
         return 0, 0
     val = (1 << 31) // div  # u1.31
     norm = 0
     if div > 1:
         norm = norm_fx(val, 32) + 1
-        val = (val << norm) & 0xFFFFFFFF
+        val = (val << (norm & 31)) & 0xFFFFFFFF  # x86 masks the shift count
     return val >> 17, 14 + norm
 
 
