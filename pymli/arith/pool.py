@@ -17,6 +17,7 @@ import dataclasses
 
 import numpy as np
 
+from ..config import get_platform
 from .rounding import asl, asr_rnd, cast_fx, sat, wrap
 
 __all__ = [
@@ -129,24 +130,39 @@ def avepool_multiplier(count: int, base_shift: int, scale: int | None = None,
 
 
 def avepool_output(window_sum: np.ndarray, mul: int, shift: int, offset: int,
-                   acc_bits: int, out_bits: int) -> np.ndarray:
+                   acc_bits: int, out_bits: int, sum_bound: int | None = None) -> np.ndarray:
     """``compute_avepool``: bias + reciprocal x sum, rounding shift, saturation to the output.
 
     Args:
-        window_sum: int64 sums of the valid inputs of each window (any shape).
+        window_sum: integer sums of the valid inputs of each window (any shape).
         mul, shift: from :func:`avepool_multiplier`.
         offset: zero-point offset of the output (``RequantParams.offset``; 0 for fx).
         acc_bits: accumulator width: 32 for 8-bit data (``mli_acc32_t``, wraps), 64 for 16-bit
             data (``mli_acc40_t`` is an int64 in the reference PAL).
         out_bits: 8 or 16.
+        sum_bound: a bound on ``|window_sum|`` (computed from the data if not given).
 
     Returns:
         int64 array of output values.
     """
     bias = int(asl(np.int64(offset), shift, acc_bits)) if offset else 0
-    acc = window_sum * np.int64(mul)
+    acc = window_sum.astype(np.int64)
+    acc *= mul
     if bias:
         acc += bias
-    if acc_bits < 64:
+    if sum_bound is None:
+        sum_bound = int(np.abs(window_sum).max(initial=0))
+    # |acc| bound: decides whether the wrap-around and the saturating rounding add can trigger.
+    bound = abs(mul) * sum_bound + abs(bias)
+    top = (1 << (acc_bits - 1)) - 1
+    if acc_bits < 64 and bound > top:
         acc = wrap(acc, acc_bits)
-    return sat(asr_rnd(acc, shift, acc_bits), out_bits)
+        bound = top + 1
+    if get_platform().round_up and 0 < shift < acc_bits and bound + (1 << (shift - 1)) <= top:
+        # ROUND_UP without saturation: add half an LSB, shift (what asr_rnd does here).
+        acc += 1 << (shift - 1)
+        acc >>= shift
+    else:
+        acc = asr_rnd(acc, shift, acc_bits)
+    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    return np.clip(acc, lo, hi, out=acc)

@@ -129,8 +129,9 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     h, w, _ = x.shape
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
     bits = x.dtype.itemsize * 8
-    # |x| <= 2**(bits-1) per element; int32 sums are exact below 2**16 taps.
-    sdt = np.int32 if kh * kw < (1 << (32 - bits)) else np.int64
+    # |x| <= 2**(bits-1) per element: the sum of n taps needs bits + log2(n) bits.
+    taps = kh * kw
+    sdt = np.int16 if taps < (1 << (16 - bits)) else np.int32 if taps < (1 << (32 - bits)) else np.int64
     sums = window_reduce(x, kernel, stride, pad, out_hw, np.add, 0, sdt)
     acc_bits = 32 if bits == 8 else 64  # mli_acc32_t for 8-bit data, mli_acc40_t (int64) for 16-bit
     shift0 = requant.shift if requant is not None else base_shift
@@ -142,8 +143,8 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     for r0, r1, nr in rows:
         for c0, c1, nc in cols:
             mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
-            blk = sums[r0:r1, c0:c1].astype(np.int64)
-            out[r0:r1, c0:c1] = avepool_output(blk, mul, shift, offset, acc_bits, bits)
+            out[r0:r1, c0:c1] = avepool_output(sums[r0:r1, c0:c1], mul, shift, offset, acc_bits, bits,
+                                               sum_bound=nr * nc << (bits - 1))
     return out
 
 
