@@ -1,0 +1,309 @@
+"""Look-up-table activations of MLI 2.0 (``private/mli_prv_activation_lut.*``, ``bricks/mli_prv_lut*``).
+
+MLI evaluates sigmoid, tanh, exp(-x) (softmax) and 1/sqrt(x) (L2 normalisation) through a table of
+Q15 (or Q17) int16 samples taken at a fixed input step of ``2**-in_frac_bits``, plus linear
+interpolation between neighbouring samples when the input is finer than the table. This module
+builds those tables (bit-exact with the constant arrays of the C library, regenerated here with
+NumPy) and models the reference lookup of ``mli_prv_lut_ref.h`` element for element:
+
+* :func:`lut_interpolate` - ``activation_lut_one_elem_interpolate`` without conversions: table index,
+  fraction, and the rounded correction ``(lut[i] - lut[i+1]) * frac >> shift``.
+* :func:`lut_nearest` - ``activation_lut_one_elem_no_interpolate``: the input is coarser than
+  the table; its value is scaled up (saturating) to a table index.
+* :func:`lut_lookup` - the choice made by ``compute_activation_lut`` between the two.
+* :func:`activation_fx` / :func:`activation_sa8` - the complete ``mli_krn_sigm_*`` /
+  ``mli_krn_tanh_*`` element transform (fx8 / fx16 / sa8 in and out).
+* :func:`sa8_to_lut_input`, :func:`fx16_to_sa8` - ``mli_prv_convert_sa8_fx16`` (shift flavour) and
+  ``mli_prv_convert_fx16_sa8`` as used around the lookup.
+
+Public API (stable; the recurrent-cell kernels rely on it)::
+
+    create_lut(kind, lut=None) -> Lut          # kind: "sigm" | "tanh" | "softmax" | "l2_normalize"
+    lut_size(kind) -> int                       # bytes, mli_krn_<kind>_get_lut_size()
+    lut_table(kind) -> np.ndarray               # read-only int16 samples
+    LUT_SPECS[kind]                             # LutSpec: length, in/out frac bits, input_offset
+    lut_lookup(x, lut, in_frac_bits) -> int16 values in Q(lut.out_frac_bits)
+    activation_fx(x, lut, in_frac_bits, out_bits) -> int8/int16 values (Q7 / Q15)
+    activation_sa8(x, lut, in_zp, in_scale, in_shift, out_zp, out_shift) -> int8 values
+
+Every function takes and returns integer NumPy arrays (any shape; int64 inside) and rounds through
+:mod:`pymli.arith.rounding`, hence under the current platform's rounding mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from ..formats import ElType
+from ..tensor import Lut
+from .rounding import add_sat, asl, asr, asr_rnd, sat, sub_sat, wrap
+
+__all__ = [
+    "LutSpec",
+    "LUT_SPECS",
+    "LUT_KINDS",
+    "lut_table",
+    "lut_size",
+    "create_lut",
+    "lut_data",
+    "lut_interpolate",
+    "lut_nearest",
+    "lut_lookup",
+    "activation_fx",
+    "activation_sa8",
+    "sa8_lut_in_frac_bits",
+    "sa8_to_lut_input",
+    "fx16_to_sa8",
+    "MAX_FRAC_BITS_FX16",
+    "MAX_FRAC_BITS_FX8",
+]
+
+MAX_FRAC_BITS_FX16 = 15
+MAX_FRAC_BITS_FX8 = 7
+
+
+def _sigm(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _invsqrt(x: np.ndarray) -> np.ndarray:
+    return 1.0 / np.sqrt(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class LutSpec:
+    """How MLI's constant table for one activation is laid out.
+
+    Entry ``i`` holds ``func((i - input_offset) / 2**in_frac_bits)`` in Q(out_frac_bits), rounded to
+    nearest and saturated to int16.
+
+    Attributes:
+        kind: ``"sigm"``, ``"tanh"``, ``"softmax"`` (exp of a non-positive input) or ``"l2_normalize"``.
+        length: number of int16 entries.
+        in_frac_bits: fractional bits of the table input (sample step ``2**-in_frac_bits``).
+        out_frac_bits: fractional bits of the entries.
+        input_offset: index of the entry for input 0 (may lie outside the table).
+        output_offset: always 0 in MLI 2.0.2.
+        func: the real function sampled.
+    """
+
+    kind: str
+    length: int
+    in_frac_bits: int
+    out_frac_bits: int
+    input_offset: int
+    func: Callable[[np.ndarray], np.ndarray]
+    output_offset: int = 0
+
+    @property
+    def size_bytes(self) -> int:
+        return self.length * 2
+
+
+# Layouts of MLI 2.0.2's tables: sigmoid Q11.4 -> Q15 centred on 320 entries; tanh Q10.5 -> Q15
+# centred on 344 entries; exp Q10.5 -> Q15 with input 0 at the second-to-last of 358 entries;
+# 1/sqrt Q7.0 -> Q17 covering inputs 32..128.
+LUT_SPECS: dict[str, LutSpec] = {
+    "sigm": LutSpec("sigm", 320, 4, 15, 160, _sigm),
+    "tanh": LutSpec("tanh", 344, 5, 15, 172, np.tanh),
+    "softmax": LutSpec("softmax", 358, 5, 15, 356, np.exp),
+    "l2_normalize": LutSpec("l2_normalize", 97, 0, 17, -32, _invsqrt),
+}
+LUT_KINDS = tuple(LUT_SPECS)
+
+
+@functools.cache
+def lut_table(kind: str) -> np.ndarray:
+    """The int16 table of ``kind`` exactly as MLI 2.0.2 stores it (read-only array).
+
+    Samples are computed in float64 and rounded half away from zero; every entry of the four MLI
+    tables lies at least 8e-4 LSB away from a rounding tie, so float64 reproduces them exactly.
+    """
+    spec = LUT_SPECS[kind]
+    x = (np.arange(spec.length, dtype=np.float64) - spec.input_offset) / float(1 << spec.in_frac_bits)
+    v = spec.func(x) * float(1 << spec.out_frac_bits)
+    q = np.sign(v) * np.floor(np.abs(v) + 0.5)
+    t = np.clip(q, -32768, 32767).astype(np.int16)
+    t.setflags(write=False)
+    return t
+
+
+def lut_size(kind: str) -> int:
+    """``mli_krn_<kind>_get_lut_size``: bytes of the table."""
+    return LUT_SPECS[kind].size_bytes
+
+
+def create_lut(kind: str, lut: Lut | None = None) -> Lut:
+    """Fill ``lut`` (or a new :class:`Lut`) with the table of ``kind`` and its format fields.
+
+    No capacity check here (the facade's ``mli_krn_*_create_lut`` does it). With ``lut`` given, its
+    ``data`` buffer is written in place and must hold ``length`` int16 entries.
+    """
+    spec = LUT_SPECS[kind]
+    table = lut_table(kind)
+    if lut is None:
+        lut = Lut(data=table.copy(), capacity=spec.size_bytes)
+    else:
+        if lut.data is None or lut.data.nbytes < spec.size_bytes:
+            raise ValueError(f"create_lut({kind!r}): LUT buffer holds fewer than {spec.size_bytes} bytes")
+        lut.data.view(np.int16)[: spec.length] = table
+    lut.type = ElType.FX_16
+    lut.length = spec.length
+    lut.in_frac_bits = spec.in_frac_bits
+    lut.out_frac_bits = spec.out_frac_bits
+    lut.input_offset = spec.input_offset
+    lut.output_offset = spec.output_offset
+    return lut
+
+
+def lut_data(lut: Lut) -> np.ndarray:
+    """The first ``lut.length`` int16 entries of ``lut`` as int64 (C reads ``data.mem.pi16``)."""
+    if lut.data is None:
+        raise ValueError("LUT has a NULL data pointer")
+    d = np.asarray(lut.data)
+    if d.dtype != np.int16:
+        d = np.ascontiguousarray(d).view(np.int16)
+    n = int(lut.length)
+    if n < 2 or d.shape[0] < n:
+        raise ValueError(f"LUT length {n} invalid for a buffer of {d.shape[0]} int16 entries")
+    return d[:n].astype(np.int64)
+
+
+def lut_interpolate(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
+    """Interpolated lookup of ``activation_lut_one_elem_interpolate`` (no input/output conversion).
+
+    Args:
+        x: int32-range input values in Q(in_frac_bits) (already offset / converted).
+        lut: the table; ``in_frac_bits`` must exceed ``lut.in_frac_bits`` (else see :func:`lut_nearest`).
+        in_frac_bits: fractional bits of ``x``.
+
+    Returns:
+        int64 array of int16 results in Q(lut.out_frac_bits):
+        ``lut[i] - rnd((lut[i] - lut[i+1]) * frac, shift)`` with ``i = (x >> shift) + input_offset``
+        clamped to ``[0, length - 2]`` and ``frac`` the low ``shift`` bits of ``x``.
+    """
+    table = lut_data(lut)
+    shift_in = int(in_frac_bits) - int(lut.in_frac_bits)
+    if shift_in < 0:
+        raise ValueError(f"interpolation needs input frac bits {in_frac_bits} >= LUT's {lut.in_frac_bits}")
+    # Very fine inputs are pre-shifted so that the interpolation shift stays <= 15.
+    preshift = min(max(shift_in - MAX_FRAC_BITS_FX16, 0), 15)
+    shift_in = min(shift_in, MAX_FRAC_BITS_FX16)
+    mask = (1 << shift_in) - 1
+    xs = asr(x, preshift, 32)
+    idx = add_sat(asr(xs, shift_in, 32), int(lut.input_offset), 32)
+    idx = np.clip(idx, 0, table.shape[0] - 2)
+    frac = xs & mask                              # Q(shift_in) in [0, 1)
+    lo = table[idx]
+    diff = wrap(lo - table[idx + 1], 16)          # int16 difference of neighbours
+    corr = sat(asr_rnd(diff * frac, shift_in, 32), 16)
+    return wrap(lo - corr, 16)
+
+
+def lut_nearest(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
+    """Lookup without interpolation (``activation_lut_one_elem_no_interpolate``, fx input).
+
+    For inputs no finer than the table (``in_frac_bits <= lut.in_frac_bits``): the index is
+    ``(x << (lut.in_frac_bits - in_frac_bits)) + input_offset`` (32-bit saturating shift), clamped
+    to ``[0, length - 1]``. Returns the int16 entries as int64.
+    """
+    table = lut_data(lut)
+    shift_in = min(int(in_frac_bits) - int(lut.in_frac_bits), MAX_FRAC_BITS_FX16)
+    idx = add_sat(asl(x, -shift_in, 32), int(lut.input_offset), 32)
+    idx = np.clip(idx, 0, table.shape[0] - 1)
+    return table[idx]
+
+
+def lut_lookup(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
+    """``compute_activation_lut``'s choice: interpolate if the input is finer than the table.
+
+    Returns int16 results (as int64) in Q(lut.out_frac_bits).
+    """
+    if min(int(in_frac_bits) - int(lut.in_frac_bits), MAX_FRAC_BITS_FX16) > 0:
+        return lut_interpolate(x, lut, in_frac_bits)
+    return lut_nearest(x, lut, in_frac_bits)
+
+
+def _cast_out_fx(res: np.ndarray, out_bits: int) -> np.ndarray:
+    """``mli_math_cast_fx<int16_t, out_T>(res, 16 - out_bits)``: Q15 -> Q7 for 8-bit outputs."""
+    if out_bits == 16:
+        return res
+    return sat(asr_rnd(res, 16 - out_bits, 16), out_bits)
+
+
+def activation_fx(x: npt.ArrayLike, lut: Lut, in_frac_bits: int, out_bits: int = 16,
+                  in_offset: npt.ArrayLike | None = None) -> np.ndarray:
+    """Element transform of ``mli_krn_sigm_fx*`` / ``mli_krn_tanh_fx*`` (``activation_lut<T, false>``).
+
+    Args:
+        x: fx8 or fx16 input values in Q(in_frac_bits).
+        lut: the activation's table.
+        in_frac_bits: the input tensor's frac_bits (an int8 in C).
+        out_bits: 8 or 16: the output container; the result is Q(out_bits - 1) when the table is Q15.
+        in_offset: if given, ``x - in_offset`` (32-bit saturating) is looked up instead (softmax
+            subtracts the maximum this way); an int or an array broadcasting against ``x``.
+
+    Returns:
+        int64 array of values in the output container range.
+    """
+    xv = np.asarray(x, dtype=np.int64)
+    if in_offset is not None:
+        xv = sub_sat(xv, np.asarray(in_offset, dtype=np.int64), 32)
+    res = lut_lookup(xv, lut, wrap(int(in_frac_bits), 8).item())
+    return _cast_out_fx(res, out_bits)
+
+
+def sa8_lut_in_frac_bits(lut: Lut) -> int:
+    """Fractional bits of the fx16 value an sa8 input is converted to before the lookup.
+
+    The sa8 range is mapped onto 16 bits keeping the table's integer bits: ``15 - (7 - lut_in_frac)``.
+    """
+    return MAX_FRAC_BITS_FX16 - (MAX_FRAC_BITS_FX8 - int(lut.in_frac_bits))
+
+
+def sa8_to_lut_input(x: npt.ArrayLike, zero_point: npt.ArrayLike, scale: int, scale_frac_bits: int,
+                     frac_bits: int) -> np.ndarray:
+    """``mli_prv_convert_sa8_fx16<int8_t, int32_t>(x, zp, scale, shift)``: sa8 to a Q(frac_bits) int32.
+
+    ``(int16)(x - zp) * scale`` rounded-shifted right by ``scale_frac_bits - frac_bits`` (a
+    saturating left shift if negative) in 32 bits. ``zero_point`` may be an array broadcasting
+    against ``x`` (softmax passes the per-slice maximum there).
+    """
+    t = wrap(np.asarray(x, dtype=np.int64) - np.asarray(zero_point, dtype=np.int64), 16)
+    return asr_rnd(t * int(scale), int(scale_frac_bits) - int(frac_bits), 32)
+
+
+def fx16_to_sa8(x: npt.ArrayLike, zero_point: int, shift: npt.ArrayLike) -> np.ndarray:
+    """``mli_prv_convert_fx16_sa8<acc, int8_t>(x, zp, shift)``: rounding shift, add zp, saturate to int8.
+
+    ``shift`` may be an int or an array broadcasting against ``x``.
+    """
+    sh = int(shift) if np.ndim(shift) == 0 else np.asarray(shift, dtype=np.int64)
+    v = asr_rnd(x, sh, 32) + int(zero_point)
+    return sat(wrap(v, 32), 8)
+
+
+def activation_sa8(x: npt.ArrayLike, lut: Lut, in_zp: int, in_scale: int, in_shift: int,
+                   out_zp: int, out_shift: int) -> np.ndarray:
+    """Element transform of ``mli_krn_sigm_sa8`` / ``mli_krn_tanh_sa8`` (``activation_lut<int8_t, true>``).
+
+    Args:
+        x: sa8 input values.
+        lut: the activation's table (Q15 output).
+        in_zp, in_scale, in_shift: the input's zero point, scale and scale_frac_bits.
+        out_zp, out_shift: the output's zero point and scale_frac_bits (scale is 1): sigmoid uses
+            (-128, 8), tanh (0, 7).
+
+    Returns:
+        int64 array of int8 output values.
+    """
+    fb = sa8_lut_in_frac_bits(lut)
+    xin = sa8_to_lut_input(x, in_zp, in_scale, wrap(int(in_shift), 16).item(), fb)
+    # The sa8 input always lands 8 bits finer than the table, so the lookup interpolates.
+    res = lut_lookup(xin, lut, fb)
+    return fx16_to_sa8(res, out_zp, int(lut.out_frac_bits) - int(out_shift))

@@ -1,0 +1,275 @@
+"""``mli_kernels_api.h``: LUT-based activations (sigm, tanh, softmax, l2_normalize) and their LUTs.
+
+Each kernel validates its arguments as the checked C build does (``mli_chk_basic_activation_*``,
+``mli_chk_softmax_*``, ``mli_chk_l2_normalize_*``), computes into a temporary, writes ``out``
+through its mem_stride and then sets ``out``'s quantisation as C does: fx outputs get
+``frac_bits = bits - 1``; sa8 outputs get a fixed per-tensor (zero_point, scale = 1,
+scale_frac_bits). The LUT itself is not validated by the kernels (C does not either).
+"""
+
+from __future__ import annotations
+
+from ..arith.lut import LUT_SPECS, create_lut, lut_size
+from ..checks import (
+    check_lut,
+    check_quant_params,
+    check_tensor,
+    fail,
+    inner_most_dimension_is_one,
+    same_shape,
+)
+from ..errors import Status
+from ..formats import ElType
+from ..kernels import transform as K
+from ..tensor import Lut, Tensor
+from ._registry import mli_function
+from .types import L2NormalizeCfg, SoftmaxCfg
+
+__all__ = [
+    "mli_krn_sigm_fx8", "mli_krn_sigm_fx16", "mli_krn_sigm_sa8",
+    "mli_krn_tanh_fx8", "mli_krn_tanh_fx16", "mli_krn_tanh_sa8",
+    "mli_krn_softmax_fx8", "mli_krn_softmax_fx16", "mli_krn_softmax_sa8",
+    "mli_krn_l2_normalize_fx16", "mli_krn_l2_normalize_sa8",
+    "mli_krn_sigm_get_lut_size", "mli_krn_tanh_get_lut_size", "mli_krn_softmax_get_lut_size",
+    "mli_krn_l2_normalize_get_lut_size",
+    "mli_krn_sigm_create_lut", "mli_krn_tanh_create_lut", "mli_krn_softmax_create_lut",
+    "mli_krn_l2_normalize_create_lut",
+    "check_basic_activation",
+]
+
+_ZP_BYTE_RANGE_BITS = 7  # kZeroPointBitsByteRange: sa8 zero points within [-128, 127]
+
+
+# ---------------------------------------------------------------------------------------- checks
+def check_basic_activation(inp: Tensor, out: Tensor, el_type: ElType, fn: str) -> None:
+    """``mli_chk_basic_activation_<type>``: valid tensors of one type and shape, innermost stride 1.
+
+    For SA_8 also the input's quantisation (zero point in int8 range, per-tensor).
+    """
+    check_tensor(inp)
+    check_tensor(out)
+    if out.el_type != inp.el_type:
+        fail(Status.TYPE_MISMATCH, f"{fn}: output type {out.el_type.c_name} != input {inp.el_type.c_name}")
+    if not same_shape(inp, out):
+        fail(Status.SHAPE_MISMATCH, f"{fn}: output shape {out.shape[:out.rank]} != input {inp.shape[:inp.rank]}")
+    if not (inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)):
+        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
+    if inp.el_type != el_type:
+        fail(Status.TYPE_MISMATCH, f"{fn}: input type {inp.el_type.c_name}, expected {el_type.c_name}")
+
+
+def _check_sa8_input(inp: Tensor, fn: str) -> None:
+    check_quant_params(inp, _ZP_BYTE_RANGE_BITS)
+    if inp.dim >= 0:
+        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: per-tensor quantisation expected, got dim {inp.dim}")
+
+
+def _check_axis_cfg(inp: Tensor, cfg: SoftmaxCfg | L2NormalizeCfg | None, fn: str) -> None:
+    if cfg is None:
+        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
+    if not int(cfg.axis) < int(inp.rank):
+        fail(Status.BAD_FUNC_CFG, f"{fn}: axis {cfg.axis} >= rank {inp.rank}")
+
+
+def _set_sa8_out(out: Tensor, zp: int, shift: int) -> None:
+    out.zero_point = zp
+    out.scale = 1
+    out.scale_frac_bits = shift
+    out.dim = -1
+
+
+def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
+    zp = int(inp.quant_vector("zero_point")[0])
+    scale = int(inp.quant_vector("scale")[0])
+    shift = int(inp.quant_vector("scale_frac_bits")[0])
+    return zp, scale, shift
+
+
+# ---------------------------------------------------------------------------------------- sigm / tanh
+def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Status:
+    check_basic_activation(inp, out, el, fn)
+    bits = el.bits
+    res = K.lut_activation_fx(inp.view(), lut, in_frac_bits=int(inp.frac_bits), out_bits=bits)
+    out.view()[...] = res
+    out.frac_bits = bits - 1
+    return Status.OK
+
+
+def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Status:
+    check_basic_activation(inp, out, ElType.SA_8, fn)
+    _check_sa8_input(inp, fn)
+    zp, scale, shift = _sa8_in_params(inp)
+    res = K.lut_activation_sa8(inp.view(), lut, in_zp=zp, in_scale=scale, in_shift=shift,
+                               out_zp=out_q[0], out_shift=out_q[1])
+    out.view()[...] = res
+    _set_sa8_out(out, *out_q)
+    return Status.OK
+
+
+@mli_function()
+def mli_krn_sigm_fx8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7."""
+    return _fx_activation("mli_krn_sigm_fx8", inp, lut, out, ElType.FX_8)
+
+
+@mli_function()
+def mli_krn_sigm_fx16(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15."""
+    return _fx_activation("mli_krn_sigm_fx16", inp, lut, out, ElType.FX_16)
+
+
+@mli_function()
+def mli_krn_sigm_sa8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."""
+    return _sa8_activation("mli_krn_sigm_sa8", inp, lut, out, K.SIGM_SA8_OUT)
+
+
+@mli_function()
+def mli_krn_tanh_fx8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7."""
+    return _fx_activation("mli_krn_tanh_fx8", inp, lut, out, ElType.FX_8)
+
+
+@mli_function()
+def mli_krn_tanh_fx16(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15."""
+    return _fx_activation("mli_krn_tanh_fx16", inp, lut, out, ElType.FX_16)
+
+
+@mli_function()
+def mli_krn_tanh_sa8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+    """Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7."""
+    return _sa8_activation("mli_krn_tanh_sa8", inp, lut, out, K.TANH_SA8_OUT)
+
+
+# ---------------------------------------------------------------------------------------- softmax
+def _softmax_fx(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: ElType) -> Status:
+    check_basic_activation(inp, out, el, fn)
+    _check_axis_cfg(inp, cfg, fn)
+    bits = el.bits
+    res = K.softmax_fx(inp.view(), lut, in_frac_bits=int(inp.frac_bits), bits=bits, axis=int(cfg.axis))
+    out.view()[...] = res
+    out.frac_bits = bits - 1
+    return Status.OK
+
+
+@mli_function()
+def mli_krn_softmax_fx8(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
+    """Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.
+
+    Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the
+    results are not a usable softmax).
+    """
+    return _softmax_fx("mli_krn_softmax_fx8", inp, lut, cfg, out, ElType.FX_8)
+
+
+@mli_function()
+def mli_krn_softmax_fx16(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
+    """Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15."""
+    return _softmax_fx("mli_krn_softmax_fx16", inp, lut, cfg, out, ElType.FX_16)
+
+
+@mli_function()
+def mli_krn_softmax_sa8(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
+    """Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."""
+    fn = "mli_krn_softmax_sa8"
+    check_basic_activation(inp, out, ElType.SA_8, fn)
+    _check_axis_cfg(inp, cfg, fn)
+    _check_sa8_input(inp, fn)
+    _, scale, shift = _sa8_in_params(inp)
+    res = K.softmax_sa8(inp.view(), lut, in_scale=scale, in_shift=shift, axis=int(cfg.axis))
+    out.view()[...] = res
+    _set_sa8_out(out, *K.SOFTMAX_SA8_OUT)
+    return Status.OK
+
+
+# ---------------------------------------------------------------------------------------- l2_normalize
+@mli_function()
+def mli_krn_l2_normalize_fx16(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
+                              out: Tensor) -> Status:
+    """L2 normalisation of an fx16 tensor (whole or along ``cfg.axis``); ``out`` becomes Q15.
+
+    ``epsilon`` is accepted and ignored, as in MLI 2.0.2.
+    """
+    fn = "mli_krn_l2_normalize_fx16"
+    check_basic_activation(inp, out, ElType.FX_16, fn)
+    _check_axis_cfg(inp, cfg, fn)
+    res = K.l2_normalize(inp.view(), lut, bits=16, out_shift=15, axis=int(cfg.axis))
+    out.view()[...] = res
+    out.frac_bits = 15
+    return Status.OK
+
+
+@mli_function()
+def mli_krn_l2_normalize_sa8(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
+                             out: Tensor) -> Status:
+    """L2 normalisation of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.
+
+    ``epsilon`` is accepted and ignored, as in MLI 2.0.2.
+    """
+    fn = "mli_krn_l2_normalize_sa8"
+    check_basic_activation(inp, out, ElType.SA_8, fn)
+    _check_axis_cfg(inp, cfg, fn)
+    _check_sa8_input(inp, fn)
+    zp, _, _ = _sa8_in_params(inp)
+    zp_out, shift_out = K.L2NORM_SA8_OUT
+    res = K.l2_normalize(inp.view(), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=int(cfg.axis))
+    out.view()[...] = res
+    _set_sa8_out(out, zp_out, shift_out)
+    return Status.OK
+
+
+# ---------------------------------------------------------------------------------------- LUTs
+def _create(kind: str, lut: Lut, fn: str) -> Status:
+    lut.type = ElType.FX_16  # C sets the type before checking the capacity
+    check_lut(lut, LUT_SPECS[kind].size_bytes)
+    create_lut(kind, lut)
+    return Status.OK
+
+
+@mli_function()
+def mli_krn_sigm_get_lut_size() -> int:
+    """Bytes needed by the sigmoid LUT (640)."""
+    return lut_size("sigm")
+
+
+@mli_function()
+def mli_krn_tanh_get_lut_size() -> int:
+    """Bytes needed by the tanh LUT (688)."""
+    return lut_size("tanh")
+
+
+@mli_function()
+def mli_krn_softmax_get_lut_size() -> int:
+    """Bytes needed by the softmax exp LUT (716)."""
+    return lut_size("softmax")
+
+
+@mli_function()
+def mli_krn_l2_normalize_get_lut_size() -> int:
+    """Bytes needed by the L2-normalisation 1/sqrt LUT (194)."""
+    return lut_size("l2_normalize")
+
+
+@mli_function()
+def mli_krn_sigm_create_lut(lut: Lut) -> Status:
+    """Fill ``lut`` (``data`` of ``capacity`` >= 640 bytes) with the sigmoid table."""
+    return _create("sigm", lut, "mli_krn_sigm_create_lut")
+
+
+@mli_function()
+def mli_krn_tanh_create_lut(lut: Lut) -> Status:
+    """Fill ``lut`` (``data`` of ``capacity`` >= 688 bytes) with the tanh table."""
+    return _create("tanh", lut, "mli_krn_tanh_create_lut")
+
+
+@mli_function()
+def mli_krn_softmax_create_lut(lut: Lut) -> Status:
+    """Fill ``lut`` (``data`` of ``capacity`` >= 716 bytes) with the exp table used by softmax."""
+    return _create("softmax", lut, "mli_krn_softmax_create_lut")
+
+
+@mli_function()
+def mli_krn_l2_normalize_create_lut(lut: Lut) -> Status:
+    """Fill ``lut`` (``data`` of ``capacity`` >= 194 bytes) with the 1/sqrt table."""
+    return _create("l2_normalize", lut, "mli_krn_l2_normalize_create_lut")

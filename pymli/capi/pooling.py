@@ -1,0 +1,131 @@
+"""Pooling kernels of ``mli_kernels_api.h``: ``mli_krn_avepool_hwc_*`` and ``mli_krn_maxpool_hwc_*``.
+
+Each function validates its arguments as the checked C build does (``mli_chk_avepool_hwc`` /
+``mli_chk_maxpool_hwc`` of ``private/src/mli_check.cc``), then computes into a temporary and writes
+``out`` through its mem_stride. The ``_k2x2`` / ``_k3x3`` specialisations are the generic kernel
+plus the kernel-size check (SHAPE_MISMATCH).
+"""
+
+from __future__ import annotations
+
+from ..arith.pool import requant_params
+from ..checks import (check_quant_params, check_tensor, fail, inner_most_dimension_is_one, shape_at,
+                      tensors_not_overlapped)
+from ..config import get_platform
+from ..errors import Status
+from ..formats import ElType
+from ..kernels.pooling import avepool_hwc, maxpool_hwc
+from ..tensor import Tensor
+from ._registry import mli_function
+from .types import PoolCfg
+
+__all__ = [
+    "mli_krn_avepool_hwc_fx8", "mli_krn_avepool_hwc_fx16", "mli_krn_avepool_hwc_sa8",
+    "mli_krn_maxpool_hwc_fx8", "mli_krn_maxpool_hwc_fx16", "mli_krn_maxpool_hwc_sa8",
+    "check_pool_hwc",
+]
+
+_U8 = 0xFF  # mli_pool_cfg fields are uint8_t
+
+
+def _cfg(cfg: PoolCfg) -> dict[str, int]:
+    return {k: int(getattr(cfg, k)) & _U8 for k in (
+        "kernel_width", "kernel_height", "stride_width", "stride_height",
+        "padding_left", "padding_right", "padding_top", "padding_bottom")}
+
+
+def check_pool_hwc(fn: str, inp: Tensor, cfg: PoolCfg | None, out: Tensor, el_type: ElType,
+                   kernel_size: int = 0, ave: bool = False) -> dict[str, int]:
+    """``mli_chk_{ave,max}pool_hwc_<type>``; returns the cfg fields as the C struct holds them."""
+    if cfg is None:
+        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
+    c = _cfg(cfg)
+    if kernel_size and (c["kernel_height"] != kernel_size or c["kernel_width"] != kernel_size):
+        fail(Status.SHAPE_MISMATCH, f"{fn}: kernel {c['kernel_height']}x{c['kernel_width']} "
+                                    f"for a {kernel_size}x{kernel_size} specialisation")
+    check_tensor(inp)
+    check_tensor(out)
+    if out.el_type != inp.el_type:
+        fail(Status.TYPE_MISMATCH, f"{fn}: out {out.el_type.name} != in {inp.el_type.name}")
+    if inp.rank != 3 or out.rank != 3:
+        fail(Status.SHAPE_MISMATCH, f"{fn}: ranks in={inp.rank}, out={out.rank}; HWC needs 3")
+    if not inner_most_dimension_is_one(inp) or not inner_most_dimension_is_one(out):
+        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
+    if (c["padding_left"] >= c["kernel_width"] or c["padding_right"] >= c["kernel_width"]
+            or c["padding_top"] >= c["kernel_height"] or c["padding_bottom"] >= c["kernel_height"]
+            or c["stride_height"] <= 0 or c["stride_width"] <= 0):
+        fail(Status.BAD_FUNC_CFG, f"{fn}: padding must be smaller than the kernel and strides > 0: {c}")
+    eff_w = shape_at(inp, 1) + c["padding_left"] + c["padding_right"]
+    eff_h = shape_at(inp, 0) + c["padding_top"] + c["padding_bottom"]
+    req_w = shape_at(out, 1) * c["stride_width"] + c["kernel_width"] - c["stride_width"]
+    req_h = shape_at(out, 0) * c["stride_height"] + c["kernel_height"] - c["stride_height"]
+    if req_h > eff_h or req_w > eff_w or shape_at(out, 2) != shape_at(inp, 2):
+        fail(Status.BAD_FUNC_CFG, f"{fn}: output {out.shape[:3]} does not fit input {inp.shape[:3]} with {c}")
+    if not tensors_not_overlapped(inp, out):
+        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: in and out buffers overlap")
+    if inp.el_type != el_type:
+        fail(Status.TYPE_MISMATCH, f"{fn}: input is {inp.el_type.name}, expected {el_type.name}")
+    if el_type is ElType.SA_8:
+        if inp.dim >= 0 or out.dim >= 0:
+            fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: per-tensor quantisation expected")
+        if ave:
+            check_quant_params(inp, 7)
+            check_quant_params(out, 7)
+    return c
+
+
+def _geometry(inp: Tensor, out: Tensor, c: dict[str, int]) -> dict[str, tuple[int, int]]:
+    return dict(kernel=(c["kernel_height"], c["kernel_width"]), stride=(c["stride_height"], c["stride_width"]),
+                pad=(c["padding_top"], c["padding_left"]), out_hw=(int(out.shape[0]), int(out.shape[1])))
+
+
+def _avepool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+    c = check_pool_hwc(fn, inp, cfg, out, el_type, k, ave=True)
+    x = inp.view()
+    if el_type is ElType.SA_8:
+        rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
+                            int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
+        res = avepool_hwc(x, **_geometry(inp, out, c), base_shift=0, requant=rq,
+                          mul16=get_platform().avepool_16bit_mul)
+    else:
+        res = avepool_hwc(x, **_geometry(inp, out, c), base_shift=int(inp.frac_bits) - int(out.frac_bits))
+    out.view()[...] = res
+    return Status.OK
+
+
+def _maxpool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+    c = check_pool_hwc(fn, inp, cfg, out, el_type, k)
+    res = maxpool_hwc(inp.view(), **_geometry(inp, out, c))
+    out.view()[...] = res
+    # MLI copies the input's element parameters to the output.
+    out.frac_bits = inp.frac_bits
+    if el_type.is_sa:
+        out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
+    return Status.OK
+
+
+def _bind(impl, name: str, el_type: ElType, k: int, doc: str):  # noqa: ANN001, ANN202
+    def fn(inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+        return impl(name, el_type, k, inp, cfg, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+def _make(kind: str, suffix: str, el_type: ElType) -> None:
+    base = f"mli_krn_{kind}pool_hwc_{suffix}"
+    impl = _avepool if kind == "ave" else _maxpool
+    what = "average" if kind == "ave" else "max"
+    for k, name in ((0, base), (2, base + "_k2x2"), (3, base + "_k3x3")):
+        doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
+               + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
+               + "\n\nReturns Status.OK or raises MliError with the status of the checked C build.")
+        globals()[name] = mli_function(name)(_bind(impl, name, el_type, k, doc))
+        if name not in __all__:
+            __all__.append(name)
+
+
+for _kind in ("ave", "max"):
+    for _suffix, _el in (("fx8", ElType.FX_8), ("fx16", ElType.FX_16), ("sa8", ElType.SA_8)):
+        _make(_kind, _suffix, _el)

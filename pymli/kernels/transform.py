@@ -1,0 +1,200 @@
+"""LUT-based transform kernels of MLI 2.0 (``kernels/transform``: sigm, tanh, softmax, l2_normalize).
+
+Pure functions over integer NumPy arrays (any shape) plus the activation's :class:`~pymli.tensor.Lut`
+descriptor and keyword scalars. They return new int64 arrays holding values of the output
+container (int8 / int16); the facade stores them and sets the output quantisation. All arithmetic
+is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
+
+Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
+1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..arith.lut import (
+    MAX_FRAC_BITS_FX16,
+    activation_fx,
+    activation_sa8,
+    fx16_to_sa8,
+    lut_interpolate,
+    sa8_lut_in_frac_bits,
+    sa8_to_lut_input,
+)
+from ..arith.rounding import asr_rnd, sat, sub_sat, wrap
+from ..tensor import Lut
+
+__all__ = [
+    "SIGM_SA8_OUT",
+    "TANH_SA8_OUT",
+    "SOFTMAX_SA8_OUT",
+    "L2NORM_SA8_OUT",
+    "lut_activation_fx",
+    "lut_activation_sa8",
+    "softmax_fx",
+    "softmax_sa8",
+    "l2_normalize",
+    "norm32",
+    "norm64",
+]
+
+# Output quantisation the sa8 kernels impose: (zero_point, scale_frac_bits), scale 1.
+SIGM_SA8_OUT = (-128, 8)       # [0, 1) onto [-128, 127]: q = 256 * y - 128
+TANH_SA8_OUT = (0, 7)          # (-1, 1) onto [-128, 127]: q = 128 * y
+SOFTMAX_SA8_OUT = (-128, 8)
+L2NORM_SA8_OUT = (0, 7)
+
+# Input format of the inverse-square-root lookup: the normalised sum of squares is Q7.8.
+_L2NORM_LUT_FRAC_BITS = 8
+
+
+def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits: int) -> np.ndarray:
+    """``mli_krn_sigm_fx8/fx16``, ``mli_krn_tanh_fx8/fx16``: table lookup of fx values.
+
+    Args:
+        x: int8/int16 input values in Q(in_frac_bits).
+        lut: the sigmoid or tanh table (Q15 output).
+        in_frac_bits: the input's fractional bits.
+        out_bits: 8 or 16 (the output is Q7 or Q15).
+
+    Returns:
+        int64 array of Q(out_bits - 1) values.
+    """
+    return activation_fx(x, lut, in_frac_bits, out_bits)
+
+
+def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int, in_shift: int,
+                       out_zp: int, out_shift: int) -> np.ndarray:
+    """``mli_krn_sigm_sa8`` / ``mli_krn_tanh_sa8``: sa8 in, lookup, sa8 out (scale 1, ``out_shift``)."""
+    return activation_sa8(x, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
+
+
+def norm32(x: npt.ArrayLike) -> np.ndarray:
+    """``mli_math_norm_fx<int32_t, int>``: redundant sign bits of a 32-bit value (31 for 0)."""
+    return _norm(x, 32)
+
+
+def norm64(x: npt.ArrayLike) -> np.ndarray:
+    """``mli_math_norm_fx<int64_t, int>``: redundant sign bits of a 64-bit value (63 for 0)."""
+    return _norm(x, 64)
+
+
+def _norm(x: npt.ArrayLike, bits: int) -> np.ndarray:
+    v = np.asarray(x, dtype=np.int64)
+    mag = np.where(v < 0, ~v, v)  # the bits that differ from the sign
+    # bit length of a non-negative int64, exactly (frexp is exact for integers < 2**53; larger
+    # values are split so that no float rounding can change the exponent).
+    hi = mag >> 32
+    lo = mag & 0xFFFFFFFF
+    bl_hi = np.frexp(hi.astype(np.float64))[1]
+    bl_lo = np.frexp(lo.astype(np.float64))[1]
+    bitlen = np.where(hi > 0, bl_hi + 32, bl_lo).astype(np.int64)
+    return (bits - 1) - bitlen
+
+
+def _reduce_axes(ndim: int, axis: int) -> tuple[int, ...]:
+    """Axes summed over: all of them for ``axis < 0``, else the complement of nothing but ``axis``."""
+    if axis < 0:
+        return tuple(range(ndim))
+    return (axis,)
+
+
+def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Normalise a 32-bit sum of exponentials and take 0.5 / mantissa.
+
+    Returns ``(sum_exp, recip)``: the sum's redundant sign bits and ``min(2**29 // mnt, 32767)``
+    cast (wrapping) to the ``bits``-bit kernel type, where ``mnt`` is the sum rounded to 16
+    significant bits and saturated to that type (C truncates the division towards zero).
+    """
+    total = wrap(total, 32)
+    sum_exp = norm32(total)
+    mnt = sat(asr_rnd(total, 16 - sum_exp, 32), bits)
+    safe = np.where(mnt == 0, 1, mnt)  # a zero mantissa divides by zero in C; never for a real LUT
+    q = np.abs(1 << 29) // np.abs(safe) * np.sign(safe)
+    recip = wrap(np.minimum(q, 32767), bits)
+    return sum_exp, recip
+
+
+def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis: int = -1) -> np.ndarray:
+    """``mli_krn_softmax_fx8`` / ``mli_krn_softmax_fx16`` (reference implementation).
+
+    Per slice: ``e = exp_lut(x - max)`` stored in the kernel type (Q7 / Q15), ``sum(e)`` normalised,
+    ``e * (0.5 / mantissa)`` shifted to Q(bits - 1). The 8-bit variant reproduces C exactly,
+    including its wrap of the reciprocal into int8.
+
+    Args:
+        x: int8/int16 values in Q(in_frac_bits).
+        lut: the exp(-x) table of ``mli_krn_softmax_create_lut``.
+        in_frac_bits: the input's fractional bits.
+        bits: 8 or 16 (the container).
+        axis: dimension to normalise along, or -1 for the whole tensor.
+
+    Returns:
+        int64 array of Q(bits - 1) values.
+    """
+    xv = np.asarray(x, dtype=np.int64)
+    red = _reduce_axes(xv.ndim, axis)
+    mx = xv.max(axis=red, keepdims=True)
+    e = activation_fx(xv, lut, in_frac_bits, bits, in_offset=mx)
+    sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), bits)
+    out_frac_bits = bits - 1
+    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
+    return sat(asr_rnd(recip * e, shift, 32), bits)
+
+
+def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axis: int = -1) -> np.ndarray:
+    """``mli_krn_softmax_sa8`` (reference implementation).
+
+    The input zero point cancels in ``x - max``; the difference is scaled into the table's Q.13
+    input and interpolated (int16 Q15 exponentials, not stored), summed, and each exponential times
+    ``0.5 / mantissa`` is converted to the fixed sa8 output (zero point -128, scale 2**-8).
+
+    Returns:
+        int64 array of int8 values.
+    """
+    xv = np.asarray(x, dtype=np.int64)
+    red = _reduce_axes(xv.ndim, axis)
+    mx = xv.max(axis=red, keepdims=True)
+    fb = sa8_lut_in_frac_bits(lut)
+    xin = sa8_to_lut_input(xv, mx, in_scale, wrap(int(in_shift), 16).item(), fb)
+    e = lut_interpolate(xin, lut, fb)
+    sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), 16)
+    zp, out_shift = SOFTMAX_SA8_OUT
+    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_shift, 31)
+    return fx16_to_sa8(recip * e, zp, shift)
+
+
+def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
+                 axis: int = -1) -> np.ndarray:
+    """``mli_krn_l2_normalize_fx16`` / ``mli_krn_l2_normalize_sa8`` (reference implementation).
+
+    Per slice: the sum of squares (40-bit accumulator, exact here) is normalised to a Q7.8 int16
+    with an even shift, looked up in the 1/sqrt table, and each element times that factor is
+    shifted to the output format.
+
+    Args:
+        x: int16 (fx16) or int8 (sa8) values.
+        lut: the 1/sqrt table of ``mli_krn_l2_normalize_create_lut``.
+        bits: the container bits (16 or 8).
+        out_shift: the output's fractional bits (15 for fx16) or scale_frac_bits (7 for sa8).
+        in_zp: the sa8 input zero point (subtracted with 16-bit saturation); None for fx16.
+        axis: dimension to normalise along, or -1 for the whole tensor.
+
+    Returns:
+        int64 array of output values.
+    """
+    xv = np.asarray(x, dtype=np.int64)
+    if in_zp is not None:
+        xv = sub_sat(xv, int(in_zp), 16)
+    red = _reduce_axes(xv.ndim, axis)
+    # The sum of squares is below 2**30 * 2**31 elements only in theory; each square < 2**30 and
+    # int64 holds any realistic tensor exactly (C's 40-bit accumulator likewise never wraps here).
+    total = (xv * xv).sum(axis=red, keepdims=True)
+    norm_shift = 48 - norm64(total)
+    norm_shift = norm_shift + (norm_shift & 1)  # even, so that the square root halves it exactly
+    sum_cast = sat(asr_rnd(total, norm_shift, 64), 16)
+    inv = lut_interpolate(sum_cast, lut, _L2NORM_LUT_FRAC_BITS)
+    shift = int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
+    return sat(asr_rnd(inv * xv, shift, 32), bits)
