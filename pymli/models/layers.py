@@ -142,6 +142,12 @@ class Layer:
             return in_qs[0] if not self.kernel_sets_output else QParams(in_qs[0].el_type)
         raise ValueError(f"layer {self.name}: output quantisation not set (quantise the network first)")
 
+    def result_qparams(self, in_qs: list[QParams]) -> QParams:
+        """Parameters the output has after the call (what the kernel sets, or what was asked)."""
+        if self.kernel_sets_output:
+            raise NotImplementedError
+        return self.output_qparams(in_qs)
+
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         """Call the facade function with the C argument order."""
         fn(ins[0], out)
@@ -162,6 +168,30 @@ class Layer:
 class _MacLayer(Layer):
     weights: Const
     bias: Const
+    relu: str = "none"
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.relu(self.linear(xs[0], self.weights.value(original), self.bias.value(original)), self.relu)
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+        """The exact integer accumulator (bias included, before rescaling) for quantised inputs ``x_q``.
+
+        FX: ``sum(x * w) + (bias << (in_frac + w_frac - bias_frac))``; SA8: ``sum((x - zp) * w) + bias``.
+        Computed in float64: exact while every partial sum stays below 2**53, which holds for
+        8/16-bit operands and fewer than 2**21 products per output.
+        """
+        wq, bqp = self.weights.qp, self.bias.qp
+        w = np.asarray(self.weights.q, np.float64)
+        b = np.asarray(self.bias.q, np.float64)
+        x = np.asarray(x_q, np.float64)
+        if in_q.el_type.is_sa:
+            x = x - float(in_q.zero_point)
+        else:
+            b = b * 2.0 ** (in_q.frac_bits + wq.frac_bits - bqp.frac_bits)  # type: ignore[union-attr]
+        return self.linear(x, w, b)
 
     def consts(self) -> dict[str, Const]:
         return {"weights": self.weights, "bias": self.bias}
@@ -212,10 +242,9 @@ class Conv2D(_MacLayer):
         kh, kw, cin = self.weights.shape[:3]
         return kh * kw * cin
 
-    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
-        y = F.conv2d(xs[0], self.weights.value(original), self.bias.value(original), self.stride, self.padding,
-                     self.dilation)
-        return F.relu(y, self.relu)
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The layer before its fused ReLU, on given (float or integer-valued) arrays."""
+        return F.conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class DepthwiseConv2D(Conv2D):
@@ -228,10 +257,8 @@ class DepthwiseConv2D(Conv2D):
         kh, kw = self.weights.shape[:2]
         return kh * kw
 
-    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
-        y = F.depthwise_conv2d(xs[0], self.weights.value(original), self.bias.value(original), self.stride,
-                               self.padding, self.dilation)
-        return F.relu(y, self.relu)
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return F.depthwise_conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class FullyConnected(_MacLayer):
@@ -263,8 +290,8 @@ class FullyConnected(_MacLayer):
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         return self.weights.shape[0]
 
-    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
-        return F.relu(F.fully_connected(xs[0], self.weights.value(original), self.bias.value(original)), self.relu)
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return F.fully_connected(x, w, b)
 
 
 # ====================================================================== pooling
@@ -447,6 +474,14 @@ class _LutLayer(Layer):
 
     kernel_sets_output = True
     _lut_name: ClassVar[str] = ""
+    #: output parameters the MLI kernel writes: (sa8 zero point, sa8 scale_frac_bits); fx: all value bits fractional
+    _sa8_out: ClassVar[tuple[int, int]] = (-128, 8)
+
+    def result_qparams(self, in_qs: list[QParams]) -> QParams:
+        el = in_qs[0].el_type
+        if el.is_sa:
+            return QParams.sa(self._sa8_out[0], 1, self._sa8_out[1])
+        return QParams(el, frac_bits=el.bits - 1)
 
     def __init__(self, lut: Lut | None = None, **kw: Any) -> None:
         super().__init__(**kw)
@@ -510,6 +545,7 @@ class Tanh(Sigmoid):
 
     kind = "tanh"
     _lut_name = "tanh"
+    _sa8_out = (0, 7)
 
     def c_name(self, in_qs: list[QParams]) -> str:
         return "mli_krn_tanh_" + data_suffix(in_qs[0].el_type)

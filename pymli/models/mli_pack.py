@@ -40,6 +40,8 @@ class Pack:
         call_keys: layer name -> vectors key of its recorded output.
         input_key: vectors key of the quantised input.
         accuracy: accuracy the C program printed (fraction).
+        in_keys: layer name -> vectors keys of its recorded inputs (``input.q`` for the network input).
+        in_qparams: layer name -> element parameters of its inputs exactly as the C program passed them.
     """
 
     network: Network
@@ -48,6 +50,8 @@ class Pack:
     call_keys: dict[str, str]
     input_key: str
     accuracy: float
+    in_keys: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    in_qparams: dict[str, list[QParams]] = dataclasses.field(default_factory=dict)
 
     @property
     def labels(self) -> np.ndarray:
@@ -167,6 +171,8 @@ def load_pack(folder: str | Path) -> Pack:
                   name=f"{model['example']}/{model['variant']}")
     producers: dict[str, str] = {}
     keys: dict[str, str] = {}
+    in_qs: dict[str, list[QParams]] = {}
+    in_keys: dict[str, list[str]] = {}
     for call in model["calls"]:
         if "loop" in call:
             raise NotImplementedError("packs with loops (RNN) are not supported by the loader yet")
@@ -177,8 +183,12 @@ def load_pack(folder: str | Path) -> Pack:
         key = _arg(call, "out").get("vectors_key", f"{call['id']}.out")
         producers[key] = layer.name
         keys[layer.name] = key
+        in_args = [a for a in call["args"] if a["param"] in ("in", "in1", "in2") and "tensor" in a]
+        in_qs[layer.name] = [_qparams(a["tensor"], consts) for a in in_args]
+        in_keys[layer.name] = [next((k for k, v in producers.items() if v == i), inp["vectors_keys"]["quantised"])
+                               for i in layer.inputs]
     import re
 
     m = re.search(r"([\d.]+) %", model["reference"]["example_binary_accuracy_line"])
     acc = float(m.group(1)) / 100 if m else float("nan")
-    return Pack(net, vectors, model, keys, inp["vectors_keys"]["quantised"], acc)
+    return Pack(net, vectors, model, keys, inp["vectors_keys"]["quantised"], acc, in_keys, in_qs)

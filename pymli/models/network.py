@@ -136,9 +136,17 @@ class Network:
         """The quantisation of every tensor as the network hands it to the kernels (before any call)."""
         if self.input_q is None:
             raise ValueError("network is not quantised")
+        after = self.expected_qparams()
+        return {INPUT: self.input_q, **{la.name: la.output_qparams([after[i] for i in la.inputs])
+                                         for la in self.layers}}
+
+    def expected_qparams(self) -> dict[str, QParams]:
+        """The quantisation every tensor has after its call (kernel-set parameters included)."""
+        if self.input_q is None:
+            raise ValueError("network is not quantised")
         qs: dict[str, QParams] = {INPUT: self.input_q}
         for la in self.layers:
-            qs[la.name] = la.output_qparams([qs[i] for i in la.inputs])
+            qs[la.name] = la.result_qparams([qs[i] for i in la.inputs])
         return qs
 
     def function_names(self) -> dict[str, str]:
@@ -198,8 +206,10 @@ class Network:
             raise KernelMissing(missing[0])
         plat = platform if platform is not None else get_platform()
         names = self.function_names()
-        keep = {la.name for la in self.layers} if capture is True else set(capture or ())
+        keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
         keep.add(self.output_name)
+        keep_input = INPUT in keep
+        keep.discard(INPUT)
         with use_platform(plat) as p:
             for la in self.layers:
                 la.prepare()
@@ -221,9 +231,35 @@ class Network:
                     qparams[k] = acts[k][1]
                 if progress is not None:
                     progress(1)
-        if INPUT in keep:
+        if keep_input:
             values[INPUT] = list(x)
         return RunResult({k: np.stack(v) for k, v in values.items()}, qparams, self.output_name, p)
+
+    def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
+                  platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
+        """Run one layer alone on a batch of given quantised inputs (per-layer bit-exact checks).
+
+        Args:
+            name: layer name.
+            inputs: one batch per layer input, quantised values.
+            in_qs: the element parameters of those inputs.
+
+        Returns:
+            (output batch, output parameters after the call of the last sample).
+        """
+        la = self[name]
+        in_qs = list(in_qs)
+        oq = la.output_qparams(in_qs)
+        fn = capi_function(la.function_name(in_qs))
+        shape = la.out_shape([tuple(np.asarray(i).shape[1:]) for i in inputs])
+        outs = []
+        with use_platform(platform if platform is not None else get_platform()):
+            la.prepare()
+            for n in range(np.asarray(inputs[0]).shape[0]):
+                out = oq.empty(shape)
+                la.invoke(fn, [q.tensor(x[n]) for q, x in zip(in_qs, inputs)], out)
+                outs.append(out.numpy())
+        return np.stack(outs), QParams.of(out)
 
     def predict(self, x: np.ndarray, **kw: Any) -> np.ndarray:
         """Class per sample of the quantised network (MLI arg-max tie rule)."""
