@@ -181,6 +181,9 @@ def run_case(case: Case) -> list[str]:
 
     status: Status = Status.OK
     ret: Any = None
+    reset = getattr(fn, "mli_reset_state", None)
+    if reset is not None:
+        reset()  # library globals (the mli_mov DMA pool) start every recorded call in their initial state
     with use_platform(case.platform()):
         try:
             ret = fn(*args)

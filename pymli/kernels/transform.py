@@ -50,6 +50,22 @@ L2NORM_SA8_OUT = (0, 7)
 _L2NORM_LUT_FRAC_BITS = 8
 
 
+# Tensors with more elements than this evaluate an 8-bit kernel once per possible input code and
+# gather (same function per element, so the result is identical; only faster).
+_GATHER_MIN_SIZE = 512
+
+
+def _per_code(x: np.ndarray, lo: int, hi: int, f) -> np.ndarray:
+    """``f(x)`` for integer ``x`` in ``[lo, hi]``: direct for small arrays, else via a table of codes."""
+    if x.size <= _GATHER_MIN_SIZE:
+        return f(np.asarray(x, dtype=np.int64))
+    tab = f(np.arange(lo, hi + 1, dtype=np.int64))
+    if x.dtype == np.int8 and (lo, hi) == (-128, 127):
+        # Index by the byte pattern: codes 0..127 then -128..-1.
+        return np.concatenate([tab[128:], tab[:128]])[x.view(np.uint8)]
+    return tab[np.asarray(x, dtype=np.intp) - lo]
+
+
 def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits: int) -> np.ndarray:
     """``mli_krn_sigm_fx8/fx16``, ``mli_krn_tanh_fx8/fx16``: table lookup of fx values.
 
@@ -62,13 +78,20 @@ def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits
     Returns:
         int64 array of Q(out_bits - 1) values.
     """
-    return activation_fx(x, lut, in_frac_bits, out_bits)
+    xa = np.asarray(x)
+    if xa.dtype == np.int8:
+        return _per_code(xa, -128, 127, lambda v: activation_fx(v, lut, in_frac_bits, out_bits))
+    return activation_fx(xa, lut, in_frac_bits, out_bits)
 
 
 def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int, in_shift: int,
                        out_zp: int, out_shift: int) -> np.ndarray:
     """``mli_krn_sigm_sa8`` / ``mli_krn_tanh_sa8``: sa8 in, lookup, sa8 out (scale 1, ``out_shift``)."""
-    return activation_sa8(x, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
+    xa = np.asarray(x)
+    if xa.dtype != np.int8:
+        return activation_sa8(xa, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
+    return _per_code(xa, -128, 127,
+                     lambda v: activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift))
 
 
 def norm32(x: npt.ArrayLike) -> np.ndarray:
@@ -137,7 +160,11 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     xv = np.asarray(x, dtype=np.int64)
     red = _reduce_axes(xv.ndim, axis)
     mx = xv.max(axis=red, keepdims=True)
-    e = activation_fx(xv, lut, in_frac_bits, bits, in_offset=mx)
+    if bits == 8:
+        # x - max lies in [-255, 0]: evaluate the exponential once per difference.
+        e = _per_code(xv - mx, -255, 0, lambda d: activation_fx(d, lut, in_frac_bits, bits))
+    else:
+        e = activation_fx(xv, lut, in_frac_bits, bits, in_offset=mx)
     sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), bits)
     out_frac_bits = bits - 1
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
@@ -158,8 +185,9 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     red = _reduce_axes(xv.ndim, axis)
     mx = xv.max(axis=red, keepdims=True)
     fb = sa8_lut_in_frac_bits(lut)
-    xin = sa8_to_lut_input(xv, mx, in_scale, wrap(int(in_shift), 16).item(), fb)
-    e = lut_interpolate(xin, lut, fb)
+    sh = wrap(int(in_shift), 16).item()
+    # x - max lies in [-255, 0]: evaluate the exponential once per difference.
+    e = _per_code(xv - mx, -255, 0, lambda d: lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb))
     sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), 16)
     zp, out_shift = SOFTMAX_SA8_OUT
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_shift, 31)

@@ -1,0 +1,187 @@
+"""Arithmetic of MLI's tensor conversions (``helpers/src/impl/mli_hlp_convert_tensor_ref.h``).
+
+Three families, each vectorised over NumPy arrays (per-axis parameters broadcast like values):
+
+* requantisation between integer formats (FX / SA, any container): the 16-bit ratio of the input
+  and output scales from ``define_requant_params`` (``bricks/impl/mli_prv_quant_ref.h``), then the
+  element step of ``calc_convert`` with a 32-bit accumulator (8/16-bit containers) or the 64-bit
+  normalised multiply (when an SA_32 container takes part);
+* float32 -> integer (``convert_float_data`` in QUANTIZE mode: ``mli_math_float_scale``);
+* integer -> float32 (DEQUANTIZE mode).
+
+Float steps reproduce the single-precision operations of the x86 build (no FMA, float32
+multiplies and adds, ``ldexp`` in double then rounded to float, truncating casts).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..formats import RoundMode
+from .rounding import add_sat, asl, asr_rnd, sat, sub_sat, wrap
+
+__all__ = [
+    "bit_length",
+    "norm",
+    "norm_cast",
+    "requant_params",
+    "requantize",
+    "float_to_int32",
+    "float_scale",
+    "quant_multiplier",
+    "dequant_multiplier",
+    "quantize_float",
+    "dequantize_float",
+    "trunc_div",
+]
+
+I64 = np.int64
+F32 = np.float32
+
+
+def bit_length(x: npt.ArrayLike) -> np.ndarray:
+    """Number of significant bits of non-negative int64 values (``int.bit_length`` vectorised)."""
+    v = np.asarray(x, dtype=I64).copy()
+    bl = np.zeros(v.shape, dtype=I64)
+    for s in (32, 16, 8, 4, 2, 1):
+        m = (v >> s) != 0
+        bl += np.where(m, s, 0)
+        v = np.where(m, v >> s, v)
+    return bl + (v != 0)
+
+
+def norm(x: npt.ArrayLike, bits: int = 32) -> np.ndarray:
+    """``mli_math_norm_fx<T>``: redundant sign bits of ``x`` as a ``bits``-bit integer (``bits-1`` for 0)."""
+    x = wrap(x, bits)
+    mag = np.where(x < 0, ~x, x)
+    return (bits - 1) - bit_length(mag)
+
+
+def trunc_div(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
+    """C integer division (rounds toward zero); ``b`` must not hold zeros."""
+    a, b = np.asarray(a, dtype=I64), np.asarray(b, dtype=I64)
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def norm_cast(val: npt.ArrayLike, in_bits: int = 32, out_bits: int = 16,
+              mode: RoundMode | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``mli_math_norm_cast_fx<in_T, out_T>``: normalise ``val`` into ``out_bits`` bits.
+
+    Returns:
+        (value, norm_shift): the rounded, saturated ``out_bits`` value and the right shift applied
+        (negative: the value was shifted left).
+    """
+    val = np.asarray(val, dtype=I64)
+    shift = (in_bits - out_bits) - norm(val, in_bits)
+    return sat(asr_rnd(val, shift, in_bits, mode), out_bits), shift
+
+
+def requant_params(in_scale: npt.ArrayLike, in_frac: npt.ArrayLike, out_scale: npt.ArrayLike,
+                   out_frac: npt.ArrayLike, mode: RoundMode | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``define_requant_params``: ``in_scale * 2^-in_frac / (out_scale * 2^-out_frac)`` as Q15-ish ``scale * 2^-shift``.
+
+    Args:
+        in_scale, out_scale: int scales (``mli_hlp_tensor_scale``: 1 for FX), any broadcastable shape.
+        in_frac, out_frac: their fractional bits (``mli_hlp_tensor_scale_shift``).
+
+    Returns:
+        (scale, shift): int16 multiplier and int16 right shift.
+
+    Raises:
+        ZeroDivisionError: an output scale of 0 (the C library divides by it).
+    """
+    in_scale = wrap(in_scale, 32)
+    out_scale16 = wrap(out_scale, 16)
+    out_scale = wrap(out_scale, 32)
+    if np.any(out_scale == 0):
+        raise ZeroDivisionError("output scale of 0")
+    pre = norm(in_scale, 32) - norm(out_scale16, 16)
+    # (int32)in_scale << pre: pre >= 1 for positive 16-bit scales and never overflows int32.
+    num = wrap(np.where(pre >= 0, in_scale << np.clip(pre, 0, 63), in_scale >> np.clip(-pre, 0, 63)), 32)
+    ratio = wrap(trunc_div(num, out_scale), 32)
+    scale, norm_shift = norm_cast(ratio, 32, 16, mode)
+    shift = wrap(pre + np.asarray(in_frac, I64) - np.asarray(out_frac, I64) - norm_shift, 16)
+    return scale, shift
+
+
+def requantize(x: npt.ArrayLike, in_zp: npt.ArrayLike, scale: npt.ArrayLike, shift: npt.ArrayLike,
+               out_zp: npt.ArrayLike, *, wide: bool, out_bits: int, mode: RoundMode | None = None) -> np.ndarray:
+    """``calc_convert``: ``(x - in_zp) * scale * 2^-shift + out_zp`` saturated to ``out_bits``.
+
+    Args:
+        x: input container values.
+        in_zp, scale, shift, out_zp: per-element (broadcastable) parameters; ``shift`` is the
+            requantisation shift of :func:`requant_params`.
+        wide: the 64-bit accumulator path (an SA_32 container on either side); otherwise the
+            32-bit one (int8/int16 containers).
+        out_bits: output container bits (8, 16 or 32).
+    """
+    x = np.asarray(x, dtype=I64)
+    shift = np.asarray(shift, dtype=I64)
+    if not wide:
+        # int16 difference (saturated), int16 x int16 -> int32 product, rounding shift in int32.
+        d = sub_sat(x, in_zp, 16)
+        acc = d * np.asarray(scale, I64)
+        acc = asr_rnd(acc, np.minimum(shift, 31), 32, mode)
+        return sat(add_sat(acc, out_zp, 32), out_bits)
+    # 64-bit path: normalise both operands to Q31, keep the high word of the product.
+    d = sub_sat(x, in_zp, 32)
+    d_norm = norm(d, 32)
+    d = asl(d, d_norm, 32)
+    scale = np.asarray(scale, I64)
+    s_norm = norm(scale, 32)
+    s32 = asl(scale, s_norm, 32)
+    hi = (d * s32) >> 32  # |d * s32| < 2**62: exact in int64
+    total = np.minimum(shift, 63) + s_norm + d_norm - 32
+    acc = asr_rnd(hi, total, 32, mode)
+    val = add_sat(acc, out_zp, 32)
+    return val if out_bits >= 32 else sat(val, out_bits)
+
+
+def float_to_int32(v: npt.ArrayLike) -> np.ndarray:
+    """A C cast ``(int32_t)`` of float values on x86: truncation; NaN and out-of-range give INT32_MIN."""
+    v = np.asarray(v, dtype=np.float64)
+    ok = np.isfinite(v) & (v > -(2.0**31) - 1.0) & (v < 2.0**31)
+    t = np.trunc(np.where(ok, v, 0.0)).astype(I64)
+    return np.where(ok, t, I64(-(2**31)))
+
+
+def float_scale(value: npt.ArrayLike, scale: npt.ArrayLike) -> np.ndarray:
+    """``mli_math_float_scale``: ``(int32_t)(value * scale +/- 0.5f)`` in single precision."""
+    value = np.asarray(value, dtype=F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        prod = value * np.asarray(scale, dtype=F32)
+        rnd = np.where(value > 0, F32(0.5), F32(-0.5)).astype(F32)
+        return float_to_int32((prod + rnd).astype(F32))
+
+
+def quant_multiplier(scale: npt.ArrayLike, frac_bits: npt.ArrayLike) -> np.ndarray:
+    """``(float)ldexp(1.0f / scale, frac_bits)``: the float32 factor that quantises a float value."""
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = F32(1.0) / np.asarray(scale, dtype=F32)
+        return np.ldexp(inv.astype(np.float64), wrap(frac_bits, 8)).astype(F32)
+
+
+def dequant_multiplier(scale: npt.ArrayLike, frac_bits: npt.ArrayLike) -> np.ndarray:
+    """``(float)ldexp((float)scale, -frac_bits)``: the float32 factor that dequantises a value."""
+    with np.errstate(over="ignore"):
+        return np.ldexp(np.asarray(scale, dtype=F32).astype(np.float64), -wrap(frac_bits, 8)).astype(F32)
+
+
+def quantize_float(value: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.ArrayLike,
+                   zero_point: npt.ArrayLike, out_bits: int) -> np.ndarray:
+    """float32 -> integer of ``out_bits`` bits as ``convert_float_data`` (QUANTIZE) does."""
+    q = float_scale(value, quant_multiplier(scale, frac_bits))
+    q = add_sat(q, zero_point, 32)
+    return q if out_bits >= 32 else sat(q, out_bits)
+
+
+def dequantize_float(x: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.ArrayLike,
+                     zero_point: npt.ArrayLike) -> np.ndarray:
+    """integer -> float32 as ``convert_float_data`` (DEQUANTIZE) does: ``float(x - zp) * multiplier``."""
+    d = sub_sat(x, zero_point, 32).astype(F32)
+    with np.errstate(over="ignore", under="ignore"):
+        return (d * dequant_multiplier(scale, frac_bits)).astype(F32)
+

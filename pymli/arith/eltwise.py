@@ -1,0 +1,185 @@
+"""Arithmetic of MLI's element-wise kernels (``kernels/eltwise/impl/mli_krn_eltwise_ref.h``).
+
+Two families:
+
+* fx8 / fx16: operands are aligned to the larger number of fractional bits with a saturating left
+  shift, combined in a 32-bit (add/sub, saturating) or 64-bit (mul) accumulator, then shifted to
+  the output format with rounding and saturated. min/max work in the container type and only
+  shift the result (with the container's own rounding and saturation).
+* sa8: each operand loses its zero point; add/sub rescale each operand by a 16-bit ratio
+  ``in_scale / out_scale`` with a pre-shift, min/max rescale after comparing, and mul rescales the
+  product of the two centred operands in two steps. The result is saturated to 16 bits, offset
+  by the output zero point and saturated to 8 bits.
+
+Parameter derivation (``eltwise_prepare_and_run``) is done once per call on Python ints; the
+element arithmetic is vectorised over int64 arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+import numpy as np
+import numpy.typing as npt
+
+from .pool import norm_cast
+from .rounding import add_sat, asr_rnd, sat, sub_sat
+
+__all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "sa8_eltwise"]
+
+MUL_MAX_SHIFT = 31
+MAX_MIN_UPPER_LIMIT_SHIFT = 23
+
+
+class EltOp(enum.Enum):
+    """``mli_eltwise_type``."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
+
+
+@dataclasses.dataclass(frozen=True)
+class FxParams:
+    """Shifts of an fx element-wise operation: ``pre1``/``pre2`` (right; negative = left), ``post``."""
+
+    pre1: int
+    pre2: int
+    post: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SaParams:
+    """Requantisation of an sa8 element-wise operation."""
+
+    zp1: int
+    zp2: int
+    zp_out: int
+    scale1: int
+    scale2: int
+    pre1: int
+    pre2: int
+    post: int
+
+
+def fx_params(op: EltOp, fb1: int, fb2: int, fb_out: int, bits: int) -> FxParams:
+    """Shifts of ``eltwise_prepare_and_run`` for fx operands of ``bits`` (8 or 16) bits."""
+    pre1 = pre2 = 0
+    if op is EltOp.MUL:
+        max_shift, post = 2 * bits - 1, fb1 + fb2 - fb_out
+    elif op in (EltOp.MIN, EltOp.MAX):
+        max_shift, post = bits - 1, fb1 - fb_out
+    else:
+        max_shift = 2 * bits - 1
+        pre1, pre2 = min(fb1 - fb2, 0), min(fb2 - fb1, 0)
+        post = max(fb1, fb2) - fb_out
+    return FxParams(pre1, pre2, min(post, max_shift))
+
+
+def _c_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _asr_rnd16(x: int, n: int) -> int:
+    return int(asr_rnd(np.int64(x), n, 16))
+
+
+def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
+               qo: tuple[int, int, int]) -> SaParams:
+    """Multipliers and shifts of ``eltwise_prepare_and_run`` for sa8 tensors.
+
+    Args:
+        op: the operation.
+        q1, q2, qo: (scale, scale_frac_bits, zero_point) of in1, in2 and out.
+    """
+    (s1, f1, z1), (s2, f2, z2), (so, fo, zo) = q1, q2, qo
+    pre1 = pre2 = post = 0
+    if op in (EltOp.MAX, EltOp.MIN):
+        sf, sh = norm_cast(s1, 32, 32)
+        sf = _c_div(sf, so)
+        post = f1 - fo - sh
+        m1, sh = norm_cast(sf, 32, 16)
+        post -= sh
+        sh = max(post - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + post, 0)
+        m1 = _asr_rnd16(m1, sh)
+        post -= sh
+        m2 = m1
+    elif op is EltOp.MUL:
+        sf, sh = norm_cast(s1 * s2, 32, 32)
+        sf = _c_div(sf, so)
+        post = f1 + f2 - fo - sh
+        m1, sh = norm_cast(sf, 32, 16)
+        post -= sh
+        sh = max(post - MUL_MAX_SHIFT, 0) + min(MUL_MAX_SHIFT + post, 0)
+        m1 = _asr_rnd16(m1, sh)
+        post -= sh
+        m2 = 1
+    else:
+        sf1, n1 = norm_cast(s1, 32, 32)
+        sf2, n2 = norm_cast(s2, 32, 32)
+        sf1, sf2 = _c_div(sf1, so), _c_div(sf2, so)
+        pre1, pre2 = -n1 + f1 - fo, -n2 + f2 - fo
+        m1, n1 = norm_cast(sf1, 32, 16)
+        m2, n2 = norm_cast(sf2, 32, 16)
+        pre1, pre2 = pre1 - n1, pre2 - n2
+        sh1 = max(pre1 - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + pre1, 0)
+        sh2 = max(pre2 - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + pre2, 0)
+        m1, m2 = _asr_rnd16(m1, sh1), _asr_rnd16(m2, sh2)
+        pre1, pre2 = pre1 - sh1, pre2 - sh2
+    return SaParams(z1, z2, zo, m1, m2, pre1, pre2, post)
+
+
+def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits: int) -> np.ndarray:
+    """``eltwise_perform_operation`` for fx data of ``bits`` bits (broadcasting ``a`` and ``b``).
+
+    Returns:
+        int64 array of output values (within the ``bits``-bit range).
+    """
+    a64, b64 = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if op in (EltOp.MAX, EltOp.MIN):
+        acc = np.maximum(a64, b64) if op is EltOp.MAX else np.minimum(a64, b64)
+        # mli_math_cast_fx<T, T>: a rounding shift done in the container type itself.
+        return asr_rnd(acc, p.post, bits)
+    x1 = asr_rnd(a64, p.pre1, 32) if p.pre1 else a64
+    x2 = asr_rnd(b64, p.pre2, 32) if p.pre2 else b64
+    if op is EltOp.ADD:
+        acc = add_sat(x1, x2, 32)
+    elif op is EltOp.SUB:
+        acc = sub_sat(x1, x2, 32)
+    else:
+        acc = x1 * x2  # |x| <= 2**15: exact in int64
+    return sat(asr_rnd(acc, p.post, 64), bits)
+
+
+def sa8_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: SaParams) -> np.ndarray:
+    """``eltwise_perform_operation<int8_t, int8_t, op, convert=true>`` (broadcasting).
+
+    Returns:
+        int64 array of sa8 output values.
+    """
+    a64, b64 = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    # Centred operands: |a - zp| <= 255 (zero points are checked to lie in [-128, 127]).
+    c1 = sub_sat(a64, p.zp1, 16)
+    c2 = sub_sat(b64, p.zp2, 16)
+    if op is EltOp.MUL:
+        acc = c1 * c2
+        target = 32 - 8 - 3  # accumulator bits - output bits - headroom
+        preshift = min(max(p.post - target, 0), 3)
+        r = sat(asr_rnd(acc, preshift, 32), 16)
+        tmp = sat(asr_rnd(r * p.scale1, p.post - preshift, 32), 16)
+    else:
+        x1 = c1 * p.scale1  # Q: |x| < 2**24, exact
+        x2 = c2 * p.scale2
+        if op in (EltOp.MAX, EltOp.MIN):
+            acc = np.maximum(x1, x2) if op is EltOp.MAX else np.minimum(x1, x2)
+            tmp = sat(asr_rnd(acc, p.post, 32), 16)
+        else:
+            x1 = asr_rnd(x1, p.pre1, 32)
+            x2 = asr_rnd(x2, p.pre2, 32)
+            acc = add_sat(x1, x2, 32) if op is EltOp.ADD else sub_sat(x1, x2, 32)
+            tmp = sat(asr_rnd(acc, p.post, 64), 16)
+    return sat(add_sat(tmp, p.zp_out, 16), 8)

@@ -1,0 +1,98 @@
+"""``mli_krn_fully_connected_*`` (``mli_kernels_api.h``) with the checks of ``mli_chk_fully_connected``.
+
+As the C kernel, the input is read as its ``count_elem_num`` consecutive elements (the check
+requires a contiguous layout), the weights row by row through ``mem_stride[0]``, and the output
+written to consecutive elements. The output struct is not modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..checks import check_tensor, fail, inner_most_dimension_is_one, layout_is_contiguous, shape_at, tensors_not_overlapped
+from ..errors import Status
+from ..kernels.fully_connected import fully_connected
+from ..tensor import Tensor
+from ._registry import mli_function, unsupported
+from .convolution import check_conv_types, check_sa8_params, fx_quant, out_bounds, sa8_quant
+from .types import FullyConnectedCfg
+
+__all__ = [
+    "mli_krn_fully_connected_fx8",
+    "mli_krn_fully_connected_fx16",
+    "mli_krn_fully_connected_fx16_fx8_fx8",
+    "mli_krn_fully_connected_sa8_sa8_sa32",
+    "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias",
+    "check_fully_connected",
+]
+
+
+def _count(t: Tensor) -> int:
+    n = 1
+    for i in range(t.rank):
+        n *= shape_at(t, i)
+    return n
+
+
+def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
+    """``mli_chk_fully_connected`` (generic part)."""
+    for t in (inp, w, b, out):
+        check_tensor(t)
+    if out.el_type != inp.el_type:
+        fail(Status.TYPE_MISMATCH, f"output type {out.el_type.name} != input type {inp.el_type.name}")
+    if cfg is None:
+        fail(Status.BAD_FUNC_CFG, "NULL cfg")
+    if not (w.rank == 2 and b.rank == 1 and out.rank == 1 and _count(inp) == shape_at(w, 0)
+            and shape_at(b, 0) == shape_at(w, 1) and shape_at(out, 0) == shape_at(w, 1)):
+        fail(Status.SHAPE_MISMATCH, f"fully connected shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, "
+             f"out {out.shape}")
+    out_contig = out.rank == 0 or (out.rank == 1 and len(out.mem_stride) > 0 and int(out.mem_stride[0]) == 1)
+    if not (layout_is_contiguous(inp) and inner_most_dimension_is_one(w) and layout_is_contiguous(b) and out_contig):
+        fail(Status.INCOMPATEBLE_TENSORS, "in, bias and out must be contiguous, weights rows dense")
+    if not tensors_not_overlapped(inp, out):
+        fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
+
+
+def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
+    sa = kind == "sa8"
+    if sa:
+        check_fully_connected(inp, w, b, cfg, out)
+        check_sa8_params(inp, w, b, out, 1)
+    else:
+        check_conv_types(inp, w, b, out, kind)
+        check_fully_connected(inp, w, b, cfg, out)
+    n_in, m = shape_at(w, 0), shape_at(w, 1)
+    x = inp.data[:n_in]
+    it = w.data.itemsize
+    span = (n_in - 1) * int(w.mem_stride[0]) + m
+    if w.data.shape[0] < span or inp.data.shape[0] < n_in or b.data.shape[0] < m or out.data.shape[0] < m:
+        fail(Status.NOT_ENGH_MEM, "a buffer is shorter than the tensor it holds")
+    wt = np.lib.stride_tricks.as_strided(w.data, shape=(n_in, m), strides=(int(w.mem_stride[0]) * it, it), writeable=False)
+    if sa:
+        q = sa8_quant(inp, w, out, m, in_zp=0 if ext_bias else None)
+    else:
+        q = fx_quant(inp, w, b, out, 40 if kind == "fx16" else 32, 8 if kind == "fx8" else 16)
+    res = fully_connected(x, wt, b.data[:m], q, out_bounds(cfg.relu, out, sa))
+    out.data[:m] = res.astype(out.data.dtype)
+    return Status.OK
+
+
+def _make(kind: str, ext_bias: bool, name: str) -> Callable[..., Status]:
+    def fn(in_: Tensor, weights: Tensor, bias: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
+        return _run(kind, ext_bias, in_, weights, bias, cfg, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``{name}``: see :mod:`pymli.capi.fully_connected`."
+    return mli_function(name)(fn)
+
+
+mli_krn_fully_connected_fx8 = _make("fx8", False, "mli_krn_fully_connected_fx8")
+mli_krn_fully_connected_fx16 = _make("fx16", False, "mli_krn_fully_connected_fx16")
+mli_krn_fully_connected_fx16_fx8_fx8 = _make("fx16_fx8_fx8", False, "mli_krn_fully_connected_fx16_fx8_fx8")
+mli_krn_fully_connected_sa8_sa8_sa32 = _make("sa8", False, "mli_krn_fully_connected_sa8_sa8_sa32")
+mli_krn_fully_connected_sa8_sa8_sa32_ext_bias = _make("sa8", True, "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias")
+
+unsupported("mli_krn_fully_connected_fx8w16d",
+            "declared in the MLI 2.0.2 header but neither implemented nor exported by the library")

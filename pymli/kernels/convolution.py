@@ -1,0 +1,367 @@
+"""2-D convolutions of MLI (HWC feature maps, HWCN / HW1N weights) as pure NumPy functions.
+
+Covers ``conv2d``, ``depthwise_conv2d``, ``group_conv2d`` and ``transpose_conv2d`` of
+``kernels/convolution`` for the three type combinations (fx16, fx16 x fx8 weights, sa8 x sa8 + sa32
+bias). Every output is the C reference's value bit for bit:
+
+* Only the taps that fall on input pixels are accumulated (MLI computes a "valid area" for each
+  output position instead of reading padded values). The input is centred on its zero point and
+  padded with zeros, which gives exactly the C sum ``sum_valid((x - in_zp) * w)``.
+* Dot products are computed as an im2col matrix product in float32 or float64 when the bound
+  ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
+  2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
+* The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
+  and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
+
+Weights zero points (rejected by the checked build, but honoured by a release build) are modelled
+with the additive terms of the C code, including its count of ``rows * columns`` (not times the
+input channels) for the ``in_zp * w_zp`` term of conv2d / group conv2d. The C ``in_additive`` of
+conv2d ignores dilation; that defect is not reproduced (only reachable with weights zero points).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias, sa8_out_params, sa8_result_cast, wrap_acc
+from ..arith.rounding import wrap
+
+__all__ = [
+    "FxQuant",
+    "Sa8Quant",
+    "exact_matmul",
+    "conv_accumulate",
+    "depthwise_accumulate",
+    "transpose_accumulate",
+    "finish",
+    "conv2d_hwcn",
+    "depthwise_conv2d_hwcn",
+    "group_conv2d_hwcn",
+    "transpose_conv2d_hwcn",
+    "out_size",
+    "transpose_out_size",
+]
+
+I64 = np.int64
+_F32_EXACT = 1 << 24
+_F64_EXACT = 1 << 53
+
+
+# ------------------------------------------------------------------------------ parameters
+@dataclass(frozen=True)
+class FxQuant:
+    """MLI_FX parameters of a MAC kernel.
+
+    Attributes:
+        in_frac, w_frac, b_frac, out_frac: fractional bits of input, weights, bias, output.
+        acc_bits: 40 for fx16 x fx16 (``mli_acc40_t``), 32 for fx16 x fx8 and fx8 x fx8.
+        out_bits: output container bits (16, or 8 for fully_connected_fx8).
+    """
+
+    in_frac: int
+    w_frac: int
+    b_frac: int
+    out_frac: int
+    acc_bits: int = 40
+    out_bits: int = 16
+
+    @property
+    def bias_shift(self) -> int:
+        return self.in_frac + self.w_frac - self.b_frac
+
+    @property
+    def out_shift(self) -> int:
+        return self.in_frac + self.w_frac - self.out_frac
+
+
+@dataclass(frozen=True)
+class Sa8Quant:
+    """s8asym parameters of a MAC kernel (input/output per tensor, weights per tensor or per channel).
+
+    Attributes:
+        in_zp, in_scale, in_frac: input zero point, scale, scale_frac_bits.
+        w_zp: weights zero point used by C (per-axis weights: the first channel's).
+        w_scales, w_fracs: weights scales and frac bits (length 1 or number of output channels).
+        out_zp, out_scale, out_frac: output parameters.
+    """
+
+    in_zp: int
+    in_scale: int
+    in_frac: int
+    w_zp: int
+    w_scales: tuple[int, ...]
+    w_fracs: tuple[int, ...]
+    out_zp: int
+    out_scale: int
+    out_frac: int
+
+    acc_bits = 32
+
+    def out_params(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-channel (multiplier, shift) for the current platform."""
+        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac,
+                              np.asarray(self.w_scales), np.asarray(self.w_fracs))
+
+
+Quant = FxQuant | Sa8Quant
+
+
+# ------------------------------------------------------------------------------ exact dot products
+def _max_abs(a: np.ndarray) -> int:
+    if a.size == 0:
+        return 0
+    return int(max(abs(int(a.max())), abs(int(a.min()))))
+
+
+def _work_dtype(k: int, amax: int, bmax: int) -> np.dtype:
+    """Narrowest exact dtype for sums of ``k`` products bounded by ``amax * bmax``."""
+    bound = k * amax * bmax
+    if bound < _F32_EXACT:
+        return np.dtype(np.float32)
+    if bound < _F64_EXACT:
+        return np.dtype(np.float64)
+    return np.dtype(np.int64)
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: int | None = None) -> np.ndarray:
+    """``a @ b`` of integer arrays, exact, as int64 (float BLAS only within the exactness bound)."""
+    amax = _max_abs(a) if amax is None else amax
+    bmax = _max_abs(b) if bmax is None else bmax
+    dt = _work_dtype(a.shape[-1], amax, bmax)
+    r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+    return r.astype(I64) if dt.kind == "f" else r
+
+
+def out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
+    """Output length of a convolution: ``(in + pads - effective_k) // stride + 1``."""
+    eff = (k - 1) * dilation + 1
+    return (in_size + pad_a + pad_b - eff) // stride + 1
+
+
+def transpose_out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int) -> int:
+    """Output length of a transpose convolution as the MLI check expects it."""
+    return (in_size - 1) * stride + 1 + (k - pad_a - 1) + (k - pad_b - 1) - k + 1
+
+
+def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype) -> np.ndarray:
+    """``x`` (H, W, C) placed at (top, left) in a zero (hp, wp, C) array; rows/cols beyond are cut."""
+    h, w, c = x.shape
+    out = np.zeros((hp, wp, c), dtype=dtype)
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + h, hp), min(left + w, wp)
+    if r1 > r0 and c1 > c0:
+        out[r0:r1, c0:c1] = x[r0 - top:r1 - top, c0 - left:c1 - left]
+    return out
+
+
+def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
+    """(ho, wo, kh, kw, C) strided view of the windows of a padded (Hp, Wp, C) array."""
+    s0, s1, s2 = xp.strides
+    return np.lib.stride_tricks.as_strided(
+        xp, shape=(ho, wo, kh, kw, xp.shape[2]), strides=(s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2), writeable=False)
+
+
+def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+              pad_tl: tuple[int, int], out_hw: tuple[int, int]) -> tuple[int, int]:
+    ho, wo = out_hw
+    hp = (ho - 1) * stride[0] + (k_hw[0] - 1) * dilation[0] + 1
+    wp = (wo - 1) * stride[1] + (k_hw[1] - 1) * dilation[1] + 1
+    return hp, wp
+
+
+def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
+                    dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
+                    out_hw: tuple[int, int], groups: int = 1) -> np.ndarray:
+    """Exact ``sum_valid(x * w)`` of a (grouped) convolution, int64 (Ho, Wo, N).
+
+    Args:
+        x: (H, W, C) integer input (already centred on its zero point).
+        w: (Kh, Kw, C // groups, N) integer HWCN weights; output channel ``n`` belongs to group
+            ``n // (N // groups)``.
+        stride, dilation: (height, width).
+        pad: (top, left) padding; bottom/right follow from ``out_hw``.
+        out_hw: output (height, width).
+        groups: number of groups.
+    """
+    kh, kw, cg, n = w.shape
+    ho, wo = out_hw
+    hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
+    k = kh * kw * cg
+    dt = _work_dtype(k, _max_abs(x), _max_abs(w))
+    xp = _padded(x, pad[0], pad[1], hp, wp, dt)
+    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
+    p = ho * wo
+    wd = w.astype(dt, copy=False)
+    if groups == 1:
+        cols = win.reshape(p, k)
+        r = cols @ wd.reshape(k, n)
+    else:
+        ng = n // groups
+        cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
+        wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
+        r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
+    return r.reshape(ho, wo, n).astype(I64, copy=False)
+
+
+def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
+                         dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
+                         out_hw: tuple[int, int]) -> np.ndarray:
+    """Exact ``sum_valid(x * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> int64 (Ho, Wo, C)."""
+    kh, kw, _, c = w.shape
+    ho, wo = out_hw
+    hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
+    bound = kh * kw * _max_abs(x) * _max_abs(w)
+    # int32 / float64 products and sums are exact below their bounds; int64 otherwise.
+    dt = np.dtype(np.int32) if bound < (1 << 31) else (np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64))
+    xp = _padded(x, pad[0], pad[1], hp, wp, dt)
+    wd = w.reshape(kh, kw, c).astype(dt)
+    sh, sw = stride
+    dh, dw = dilation
+    acc = np.zeros((ho, wo, c), dtype=dt)
+    tmp = np.empty_like(acc)
+    for i in range(kh):
+        for j in range(kw):
+            tap = xp[i * dh: i * dh + (ho - 1) * sh + 1: sh, j * dw: j * dw + (wo - 1) * sw + 1: sw]
+            np.multiply(tap, wd[i, j], out=tmp)
+            acc += tmp
+    return acc.astype(I64, copy=False)
+
+
+def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], pad: tuple[int, int],
+                         out_hw: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact transpose-convolution sums: ``out[oy, ox] += x[iy, ix] * w[ky, kx]`` for
+    ``oy = iy * stride + ky - pad_top`` (same for x), int64 (Ho, Wo, N).
+
+    Computed as a stride-1 convolution of the zero-inserted input with the mirrored kernel.
+
+    Returns:
+        (acc, x_dilated, pads): the sums, the zero-inserted input and the (top, left) padding of
+        the equivalent direct convolution (for the zero-point terms).
+    """
+    kh, kw, c, n = w.shape
+    h, wd = x.shape[:2]
+    sh, sw = stride
+    xd = np.zeros(((h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
+    xd[::sh, ::sw] = x
+    pads = (kh - 1 - pad[0], kw - 1 - pad[1])
+    acc = conv_accumulate(xd, w[::-1, ::-1], pad=pads, out_hw=out_hw)
+    return acc, xd, np.asarray(pads)
+
+
+# ------------------------------------------------------------------------------ zero points
+def _wzp_terms(xc: np.ndarray, mask: np.ndarray, kh: int, kw: int, *, stride: tuple[int, int],
+               dilation: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], groups: int,
+               depthwise: bool, a: int, b: int, in_zp: int, w_zp: int, cg: int, n: int) -> np.ndarray:
+    """C's weights-zero-point additives: ``-b * sum_valid(x) + in_zp * w_zp * taps``.
+
+    ``xc`` is the centred input (``x - a``), ``mask`` 1 on real pixels; ``a``/``b`` the effective
+    offsets of the C MACs (``-(int16)(-zp)``).
+    """
+    kw_ones = np.ones((kh, kw, 1, 1), dtype=I64)
+    taps = conv_accumulate(mask[..., None], kw_ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    if depthwise:
+        ones = np.ones((kh, kw, 1, xc.shape[2]), dtype=I64)
+        sx = depthwise_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+        sum_x = sx + a * taps
+    else:
+        ones = np.ones((kh, kw, cg, groups), dtype=I64)
+        sx = conv_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)
+        sum_x = np.repeat(sx, n // groups, axis=2) + a * taps * cg
+    return -b * sum_x + in_zp * w_zp * taps
+
+
+def _eff_offset(zp: int) -> int:
+    """The offset a C MAC really applies: ``-(int16_t)(-zp)``."""
+    return -int(wrap(-int(zp), 16))
+
+
+# ------------------------------------------------------------------------------ output stage
+def finish(acc: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> np.ndarray:
+    """Accumulator (exact sum, channels last) -> output values: wrap, bias, requantise, ReLU clamp.
+
+    Returns int64 values in the output container range.
+    """
+    acc = wrap_acc(acc, q.acc_bits)
+    if isinstance(q, FxQuant):
+        acc = add_bias(acc, fx_bias(bias, q.bias_shift, q.acc_bits), q.acc_bits)
+        out = fx_result_cast(acc, q.out_shift, q.acc_bits, q.out_bits)
+    else:
+        acc = add_bias(acc, sa8_bias(bias), 32)
+        mul, sh = q.out_params()
+        out = sa8_result_cast(acc, mul, sh, q.out_zp)
+    return np.clip(out, bounds[0], bounds[1])
+
+
+def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int]:
+    if isinstance(q, Sa8Quant):
+        a = _eff_offset(q.in_zp)
+        return np.asarray(x, dtype=I64) - a if a else np.asarray(x), a, _eff_offset(q.w_zp)
+    return np.asarray(x), 0, 0
+
+
+# ------------------------------------------------------------------------------ kernels
+def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
+                dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
+                bounds: tuple[int, int], groups: int = 1) -> np.ndarray:
+    """``mli_krn_conv2d_hwcn_*`` / ``mli_krn_group_conv2d_hwcn_*``.
+
+    Args:
+        x: (H, W, C) input values (container integers).
+        w: (Kh, Kw, C // groups, N) HWCN weights.
+        bias: (N,) bias values.
+        q: :class:`FxQuant` or :class:`Sa8Quant`.
+        stride, dilation: (height, width).
+        pad: (top, left) padding (bottom / right follow from ``out_hw``).
+        out_hw: output (height, width).
+        bounds: fused-ReLU clamp (:func:`pymli.arith.requant.relu_bounds`).
+        groups: group count (1 for conv2d).
+
+    Returns:
+        (Ho, Wo, N) int64 output values.
+    """
+    xc, a, b = _centre(x, q)
+    acc = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)
+    if b:
+        kh, kw, cg, n = w.shape
+        mask = np.ones(x.shape[:2], dtype=I64)
+        acc = acc + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+                               groups=groups, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=n)
+    return finish(acc, bias, q, bounds)
+
+
+def group_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, **kw: object) -> np.ndarray:
+    """``mli_krn_group_conv2d_hwcn_*``: :func:`conv2d_hwcn` with ``groups = C // w.shape[2]``."""
+    return conv2d_hwcn(x, w, bias, q, groups=x.shape[2] // w.shape[2], **kw)  # type: ignore[arg-type]
+
+
+def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
+                          stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
+                          pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
+                          bounds: tuple[int, int]) -> np.ndarray:
+    """``mli_krn_depthwise_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, 1, C), bias (C,)."""
+    xc, a, b = _centre(x, q)
+    acc = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    if b:
+        kh, kw, _, c = w.shape
+        mask = np.ones(x.shape[:2], dtype=I64)
+        acc = acc + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+                               groups=c, depthwise=True, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=1, n=c)
+    return finish(acc, bias, q, bounds)
+
+
+def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
+                          stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
+                          bounds: tuple[int, int]) -> np.ndarray:
+    """``mli_krn_transpose_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, C, N), pad = (top, left)."""
+    xc, a, b = _centre(x, q)
+    acc, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
+    if b:
+        kh, kw, cg, n = w.shape
+        mask = np.zeros(xd.shape[:2], dtype=I64)
+        mask[::stride[0], ::stride[1]] = 1
+        acc = acc + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1), pad=(int(pads[0]), int(pads[1])),
+                               out_hw=out_hw, groups=1, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp,
+                               cg=cg, n=n)
+    return finish(acc, bias, q, bounds)

@@ -1,0 +1,50 @@
+"""Fully connected layer of MLI (``kernels/common/mli_krn_fully_connected``) as a pure NumPy function.
+
+``out[o] = requant(sum_i (x[i] - in_zp) * w[i, o] + bias[o])`` with the accumulator, bias and
+requantisation of the C reference (see :mod:`pymli.arith.requant`). The dot products are an exact
+matrix product (float BLAS within its exactness bound, int64 beyond). As in C, the weights
+zero-point additives (``-w_zp * sum(x) + in_zp * w_zp * N``) are summed apart and added to the
+accumulator with saturation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..arith.requant import add_bias, wrap_acc
+from .convolution import FxQuant, Sa8Quant, _eff_offset, exact_matmul, finish
+
+__all__ = ["fully_connected"]
+
+I64 = np.int64
+
+
+def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant,
+                    bounds: tuple[int, int]) -> np.ndarray:
+    """``mli_krn_fully_connected_*``.
+
+    Args:
+        x: (N_in,) or (..., N_in) input values (container integers). Leading axes are a batch
+            (each row is one independent call).
+        w: (N_in, M_out) weights.
+        bias: (M_out,) bias.
+        q: :class:`FxQuant` or :class:`Sa8Quant` (for the ``_ext_bias`` variant pass ``in_zp = 0``).
+        bounds: fused-ReLU clamp.
+
+    Returns:
+        int64 output values, shape (..., M_out).
+    """
+    x = np.asarray(x)
+    if isinstance(q, Sa8Quant):
+        a, b = _eff_offset(q.in_zp), _eff_offset(q.w_zp)
+        xc = x.astype(I64) - a if a else x
+    else:
+        a = b = 0
+        xc = x
+    acc = exact_matmul(xc, w)
+    if b:
+        # in_additive + zp_additive: a separate 32-bit sum added with saturation.
+        n = x.shape[-1]
+        other = wrap_acc(-b * np.asarray(x, dtype=I64).sum(axis=-1, keepdims=True) + q.in_zp * q.w_zp * n, 32)
+        acc = add_bias(wrap_acc(acc, 32), other, 32)
+    return finish(acc, bias, q, bounds)

@@ -1,0 +1,126 @@
+"""Pythonic LUT activations: ``sigmoid``, ``tanh``, ``softmax``, ``l2_normalize``.
+
+Each function takes a :class:`~pymli.tensor.Tensor` (FX_8, FX_16 or SA_8), runs the checked MLI
+kernel of its type with the library's table (built once and cached) and returns a new dense
+tensor carrying the output quantisation MLI assigns (Q7 / Q15, or a fixed sa8 scale).
+
+Example:
+    >>> import numpy as np
+    >>> from pymli.tensor import Tensor
+    >>> from pymli.ops import sigmoid
+    >>> y = sigmoid(Tensor.from_numpy(np.array([-64, 0, 64], np.int16), "FX_16", frac_bits=5))
+    >>> y.frac_bits, y.numpy().tolist()
+    (15, [3906, 16384, 28862])
+"""
+
+from __future__ import annotations
+
+from ..arith.lut import create_lut
+from ..capi import lut_activations as C
+from ..capi.types import L2NormalizeCfg, SoftmaxCfg
+from ..errors import MliError, Status
+from ..formats import ElType
+from ..tensor import Lut, Tensor
+
+__all__ = ["sigmoid", "tanh", "softmax", "l2_normalize", "activation_lut"]
+
+_LUTS: dict[str, Lut] = {}
+
+
+def activation_lut(kind: str) -> Lut:
+    """The cached LUT of ``kind`` (``"sigm"``, ``"tanh"``, ``"softmax"``, ``"l2_normalize"``).
+
+    The returned object is shared: treat it as read-only.
+    """
+    lut = _LUTS.get(kind)
+    if lut is None:
+        lut = _LUTS[kind] = create_lut(kind)
+    return lut
+
+
+def _out_like(x: Tensor) -> Tensor:
+    return Tensor.zeros(list(x.shape[: x.rank]), x.el_type)
+
+
+def _pick(x: Tensor, fns: dict[ElType, object], op: str):
+    fn = fns.get(x.el_type)
+    if fn is None:
+        supported = ", ".join(t.name for t in fns)
+        raise MliError(Status.NOT_SUPPORTED, f"{op}: element type {x.el_type.name} not supported (only {supported})")
+    return fn
+
+
+def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
+    """C axis from a Python axis: None -> -1 (whole tensor); negatives count from the end."""
+    if axis is None:
+        return -1
+    a = int(axis)
+    if a < 0:
+        a += x.rank
+    if not 0 <= a < x.rank:
+        raise MliError(Status.BAD_FUNC_CFG, f"{op}: axis {axis} out of range for rank {x.rank}")
+    return a
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """Logistic sigmoid ``1 / (1 + exp(-x))`` of ``x`` (mli_krn_sigm_*).
+
+    Returns:
+        FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8.
+    """
+    fn = _pick(x, {ElType.FX_8: C.mli_krn_sigm_fx8, ElType.FX_16: C.mli_krn_sigm_fx16,
+                   ElType.SA_8: C.mli_krn_sigm_sa8}, "sigmoid")
+    out = _out_like(x)
+    fn(x, activation_lut("sigm"), out)
+    return out
+
+
+def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent of ``x`` (mli_krn_tanh_*).
+
+    Returns:
+        FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
+    """
+    fn = _pick(x, {ElType.FX_8: C.mli_krn_tanh_fx8, ElType.FX_16: C.mli_krn_tanh_fx16,
+                   ElType.SA_8: C.mli_krn_tanh_sa8}, "tanh")
+    out = _out_like(x)
+    fn(x, activation_lut("tanh"), out)
+    return out
+
+
+def softmax(x: Tensor, axis: int | None = None) -> Tensor:
+    """Softmax of ``x`` over the whole tensor (``axis=None``) or along ``axis`` (mli_krn_softmax_*).
+
+    Args:
+        x: FX_16 or SA_8 tensor (FX_8 runs MLI's deprecated fx8 kernel, whose results are not a
+            proper softmax but are reproduced bit-exactly).
+        axis: dimension to normalise along; negative values count from the end (NumPy style).
+            Note this differs from ``mli_softmax_cfg.axis``, where -1 means the whole tensor.
+
+    Returns:
+        FX_16 Q15 (FX_8 Q7), or SA_8 with zero point -128 and scale 2**-8.
+    """
+    fn = _pick(x, {ElType.FX_8: C.mli_krn_softmax_fx8, ElType.FX_16: C.mli_krn_softmax_fx16,
+                   ElType.SA_8: C.mli_krn_softmax_sa8}, "softmax")
+    cfg = SoftmaxCfg(axis=_axis_cfg(x, axis, "softmax"))
+    out = _out_like(x)
+    fn(x, activation_lut("softmax"), cfg, out)
+    return out
+
+
+def l2_normalize(x: Tensor, axis: int | None = None) -> Tensor:
+    """``x / ||x||_2`` over the whole tensor (``axis=None``) or along ``axis`` (mli_krn_l2_normalize_*).
+
+    Args:
+        x: FX_16 or SA_8 tensor.
+        axis: dimension to normalise along; negative values count from the end (NumPy style).
+
+    Returns:
+        FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
+    """
+    fn = _pick(x, {ElType.FX_16: C.mli_krn_l2_normalize_fx16, ElType.SA_8: C.mli_krn_l2_normalize_sa8},
+               "l2_normalize")
+    cfg = L2NormalizeCfg(axis=_axis_cfg(x, axis, "l2_normalize"))
+    out = _out_like(x)
+    fn(x, None, activation_lut("l2_normalize"), cfg, out)
+    return out
