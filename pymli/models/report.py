@@ -32,7 +32,7 @@ from .layers import _MacLayer
 from .network import INPUT, Network, RunResult, mli_argmax
 from .qparams import QParams
 
-__all__ = ["LayerStats", "Report", "compare", "snr_db", "accu_guard_bits"]
+__all__ = ["LayerStats", "Report", "compare", "snr_db", "accu_guard_bits", "ARC_GUARD_BITS"]
 
 
 def snr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -47,11 +47,23 @@ def snr_db(ref: np.ndarray, test: np.ndarray) -> float:
     return 10.0 * math.log10(p_sig / p_err)
 
 
+#: guard bits of ARC builds (40-bit fx16 accumulator), for ``compare(..., guard_bits=ARC_GUARD_BITS)``
+ARC_GUARD_BITS = {"sa8_sa8": 16, "fx16_fx16": 8, "fx16_fx8": 8}
+
+
+def _guard_key(in_el: ElType, w_el: ElType) -> str:
+    if in_el.is_sa:
+        return "sa8_sa8"
+    return "fx16_fx8" if w_el == ElType.FX_8 else "fx16_fx16"
+
+
 def accu_guard_bits(in_el: ElType, w_el: ElType) -> int:
     """Guard bits of the accumulator of a MAC kernel for these operand types on the current platform.
 
     Uses ``mli_hlp_accu_guard_bits_*`` of :mod:`pymli.capi` when present; otherwise the reference build's
-    values (32-bit accumulator for sa8 x sa8 and fx16 x fx8, 40-bit for fx16 x fx16: 16, 8, 8).
+    values (32-bit accumulator for sa8 x sa8 and fx16 x fx8: 16 and 8 guard bits). Note that the x86
+    reference build holds the "40-bit" fx16 accumulator in an int64 (32 guard bits), while ARC builds
+    have 8: see :data:`ARC_GUARD_BITS`.
     """
     from .. import capi
 
@@ -128,30 +140,36 @@ class Report:
             Path(path).write_text(text)
         return text
 
-    def table(self, title: str | None = None) -> Any:
-        """A rich Table of the per-layer figures."""
+    def table(self, title: str | None = None, *, kernels: bool = False) -> Any:
+        """A rich Table of the per-layer figures (``kernels``: add the MLI function of each layer)."""
         from rich.table import Table
 
         t = Table(title=title or f"{self.network} on MLI ({self.platform}), {self.samples} samples")
-        for col, j in (("layer", "left"), ("MLI function", "left"), ("output", "left"), ("SNR dB", "right"),
-                       ("local SNR", "right"), ("max err", "right"), ("sat %", "right"), ("headroom", "right"),
-                       ("guard need/have", "right"), ("acc free bits", "right")):
-            t.add_column(col, justify=j)  # type: ignore[arg-type]
+        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
+                ("alone", "right"), ("max err", "right"), ("sat%", "right"), ("free", "right"),
+                ("guard", "right"), ("acc free", "right")]
+        if not kernels:
+            cols.pop(1)
+        for col, j in cols:
+            t.add_column(col, justify=j, no_wrap=True)  # type: ignore[arg-type]
         for s in self.layers:
             guard = f"{s.guard_needed}/{s.guard_available}" if s.guard_needed is not None else ""
             style = "red" if (s.acc_headroom_bits is not None and s.acc_headroom_bits < 0) else None
-            t.add_row(s.name, s.function, s.out_q, _fmt_db(s.snr_db), _fmt_db(s.snr_local_db), f"{s.max_err:.3g}",
+            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db), _fmt_db(s.snr_local_db), f"{s.max_err:.3g}",
                       f"{100 * s.saturated:.2f}", "" if s.headroom_bits is None else str(s.headroom_bits), guard,
-                      "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits), style=style)
+                      "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
+            if not kernels:
+                cells.pop(1)
+            t.add_row(*cells, style=style)
         if self.accuracy is not None:
             fa = "" if self.float_accuracy is None else f", float {100 * self.float_accuracy:.2f} %"
             t.caption = f"accuracy {100 * self.accuracy:.2f} %{fa}"
         return t
 
-    def print(self, console: Any = None) -> None:
+    def print(self, console: Any = None, *, kernels: bool = False) -> None:
         from rich.console import Console
 
-        (console or Console()).print(self.table())
+        (console or Console()).print(self.table(kernels=kernels))
 
     def plot(self, path: str | Path | None = None, ax: Any = None) -> Any:
         """Bar chart of per-layer SNR (end to end and local) with matplotlib; saved to ``path`` if given."""
@@ -178,22 +196,43 @@ class Report:
         return ax
 
 
+def _short_q(desc: str) -> str:
+    """Compact form of :meth:`QParams.describe`: ``fx16 q12``, ``sa8 z-128 s0.0276``."""
+    import re
+
+    m = re.fullmatch(r"(\w+) zp (-?\d+), scale (\d+), sfb (-?\d+)", desc)
+    if m:
+        return f"{m[1].replace('_', '')} z{m[2]} s{int(m[3]) * 2.0 ** -int(m[4]):.3g}"
+    return desc.replace("_", "").replace(" frac ", " q")
+
+
 def _fmt_db(v: float) -> str:
     return "inf" if v == math.inf else f"{v:.1f}"
 
 
 def _headroom(q: np.ndarray, qp: QParams) -> tuple[float, int | None]:
+    """(fraction of values clipped at a container limit, integer bits of the format left unused).
+
+    A value equal to the zero point is exact even where the zero point is a container limit
+    (SA8 after ReLU), so only limits away from the zero point count as saturation.
+    """
     v = np.asarray(q, np.int64)
-    sat = float(np.mean((v == qp.qmin) | (v == qp.qmax))) if v.size else 0.0
-    zp = int(np.max(np.abs(qp.zero_point))) if qp.el_type.is_sa and qp.dim < 0 else 0
-    peak = int(np.max(np.abs(v - zp))) if v.size else 0
-    if peak == 0:
-        return sat, qp.bits - 1
-    return sat, int(math.floor(math.log2(qp.qmax / peak))) if peak <= qp.qmax else 0
+    if not v.size:
+        return 0.0, None
+    zp = int(qp.zero_point) if qp.el_type.is_sa and qp.dim < 0 else 0
+    at_max = (v == qp.qmax) if qp.qmax != zp else np.zeros(v.shape, bool)
+    at_min = (v == qp.qmin) if qp.qmin != zp else np.zeros(v.shape, bool)
+    sat = float(np.mean(at_max | at_min))
+    free = qp.bits - 1
+    for peak, lim in ((int(np.max(v - zp)), qp.qmax - zp), (int(np.max(zp - v)), zp - qp.qmin)):
+        if peak > 0:
+            free = min(free, int(math.floor(math.log2(lim / peak))) if lim > 0 else 0)
+    return sat, max(free, 0)
 
 
 def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, result: RunResult | None = None,
-            reference: str = "float", platform: Any = None, progress: Callable[[int], None] | None = None) -> Report:
+            reference: str = "float", platform: Any = None, progress: Callable[[int], None] | None = None,
+            guard_bits: dict[str, int] | None = None) -> Report:
     """Run ``qnet`` on MLI kernels and in float64 and compare every layer.
 
     Args:
@@ -205,6 +244,8 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
             dequantised constants); ``"dequantized"``: always the dequantised constants.
         platform: platform for the MLI run.
         progress: progress callback passed to :meth:`Network.run`.
+        guard_bits: override of the accumulator guard bits per operand pair (keys ``sa8_sa8``,
+            ``fx16_fx16``, ``fx16_fx8``), e.g. :data:`ARC_GUARD_BITS`; default: the current platform's.
     """
     if result is None:
         result = qnet.run(x, capture=True, platform=platform, progress=progress)
@@ -231,7 +272,10 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
             in_el = in_q[0].el_type
             st.macs = la.mac_count([tuple(np.asarray(in_vals[0]).shape[1:])])
             st.guard_needed = int(math.ceil(math.log2(st.macs + 1)))
-            st.guard_available = accu_guard_bits(in_el, w_el)
+            key = _guard_key(in_el, w_el)
+            st.guard_available = (guard_bits or {}).get(key, None)
+            if st.guard_available is None:
+                st.guard_available = accu_guard_bits(in_el, w_el)
             st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
             acc = la.accumulator(in_vals[0], in_q[0])
             peak = float(np.max(np.abs(acc))) if acc.size else 0.0
