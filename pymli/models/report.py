@@ -144,7 +144,9 @@ class Report:
         """A rich Table of the per-layer figures (``kernels``: add the MLI function of each layer)."""
         from rich.table import Table
 
-        t = Table(title=title or f"{self.network} on MLI ({self.platform}), {self.samples} samples")
+        from rich.markup import escape
+
+        t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
         cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
                 ("alone", "right"), ("max err", "right"), ("sat%", "right"), ("free", "right"),
                 ("guard", "right"), ("acc free", "right")]
