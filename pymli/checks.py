@@ -18,6 +18,7 @@ __all__ = [
     "shape_at",
     "stride_at",
     "check_tensor",
+    "data_is_null",
     "check_tensor_private",
     "check_quant_params",
     "check_scalar_tensor",
@@ -60,19 +61,25 @@ def check_tensor_private(shape: list[int], mem_stride: list[int], rank: int, cap
     for i in range(rank):
         if ms[i] <= 0 or not (0 < sh[i] <= INT32_MAX):
             fail(Status.BAD_TENSOR, f"bad mem_stride {ms} or shape {sh}")
+    # C computes the span in 32-bit ints (wrapping); the same wrap is kept here.
     size = 1
     prev_shape, prev_stride = 1, 1
     bad = False
     for i in range(rank - 1, -1, -1):
-        bad |= ms[i] < prev_shape * prev_stride
+        bad |= ms[i] < _s32(prev_shape * prev_stride)
         prev_shape, prev_stride = sh[i], ms[i]
-        size += (prev_shape - 1) * prev_stride
+        size = _s32(size + _s32((prev_shape - 1) * prev_stride))
     if bad:
         fail(Status.BAD_TENSOR, f"mem_stride {ms} smaller than the dense strides of shape {sh}")
-    size *= element_size
-    # C compares as signed int: a capacity above INT32_MAX was refused above.
+    size = _s32(size * element_size)
     if capacity < size:
         fail(Status.NOT_ENGH_MEM, f"capacity {capacity} bytes < {size} bytes needed by shape {sh}, mem_stride {ms}")
+
+
+def _s32(v: int) -> int:
+    """The int32 a C computation wraps ``v`` to."""
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
 
 
 def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
@@ -103,11 +110,24 @@ def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
             fail(Status.INCOMPATEBLE_TENSORS, f"zero point {z} outside [{zp_min}, {zp_max}]")
 
 
+def data_is_null(t: Tensor) -> bool:
+    """``!check_ptr_not_null(t)``: the data pointer is NULL.
+
+    For a rank-0 tensor the C union holds the value itself, so the "pointer" is NULL exactly when
+    the value's bytes are all zero (the rest of the struct zero-initialised).
+    """
+    if t.data is not None:
+        return False
+    if t.rank == 0 and t.el_type.supported:
+        return not np.asarray(t.value, dtype=t.el_type.dtype).tobytes().strip(b"\0")
+    return True
+
+
 def check_tensor(t: Tensor | None, check_quant: bool = False) -> None:
     """``mli_chk_tensor``: not NULL, data pointer set, valid shape/strides/capacity (+ quant params)."""
     if t is None:
         fail(Status.BAD_TENSOR, "NULL tensor")
-    if t.data is None:
+    if data_is_null(t):
         fail(Status.BAD_TENSOR, "NULL data pointer")
     check_tensor_private(t.shape, t.mem_stride, t.rank, t.capacity, t.el_type.size)
     if check_quant:

@@ -34,6 +34,8 @@ __all__ = [
     "quantize_float",
     "dequantize_float",
     "trunc_div",
+    "round_half_away",
+    "split_scale",
 ]
 
 I64 = np.int64
@@ -185,3 +187,24 @@ def dequantize_float(x: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.Arra
     with np.errstate(over="ignore", under="ignore"):
         return (d * dequant_multiplier(scale, frac_bits)).astype(F32)
 
+
+
+def round_half_away(x: npt.ArrayLike) -> np.ndarray:
+    """Round float values to the nearest integer, ties away from zero (parameter choice, not MLI arithmetic)."""
+    x = np.asarray(x, dtype=np.float64)
+    return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(I64)
+
+
+def split_scale(real: npt.ArrayLike, bits: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """A positive real scale as ``scale * 2^-frac_bits`` with a normalised ``bits``-bit ``scale``.
+
+    ``frexp`` gives ``real = m * 2^e`` (``0.5 <= m < 1``); ``scale = round(m * 2^(bits-1))`` and
+    ``frac_bits = bits - 1 - e`` (one bit less when the rounding reaches ``2^(bits-1)``).
+    """
+    m, e = np.frexp(np.asarray(real, dtype=np.float64))
+    s = round_half_away(np.ldexp(m, bits - 1))
+    frac = (bits - 1) - e.astype(I64)
+    top = s >= (1 << (bits - 1))
+    s = np.where(top, s >> 1, s)
+    frac = np.where(top, frac - 1, frac)
+    return s, frac

@@ -55,14 +55,16 @@ _L2NORM_LUT_FRAC_BITS = 8
 _GATHER_MIN_SIZE = 512
 
 
-def _per_code(x: np.ndarray, lo: int, hi: int, f) -> np.ndarray:
+def _per_code(x: np.ndarray, lo: int, hi: int, f, min_size: int = _GATHER_MIN_SIZE) -> np.ndarray:
     """``f(x)`` for integer ``x`` in ``[lo, hi]``: direct for small arrays, else via a table of codes."""
-    if x.size <= _GATHER_MIN_SIZE:
+    if x.size <= min_size:
         return f(np.asarray(x, dtype=np.int64))
     tab = f(np.arange(lo, hi + 1, dtype=np.int64))
-    if x.dtype == np.int8 and (lo, hi) == (-128, 127):
-        # Index by the byte pattern: codes 0..127 then -128..-1.
-        return np.concatenate([tab[128:], tab[:128]])[x.view(np.uint8)]
+    for sdt, udt in ((np.int8, np.uint8), (np.int16, np.uint16)):
+        info = np.iinfo(sdt)
+        if x.dtype == sdt and (lo, hi) == (info.min, info.max):
+            # Index by the bit pattern: codes 0..max then min..-1.
+            return np.concatenate([tab[-lo:], tab[:-lo]])[x.view(udt)]
     return tab[np.asarray(x, dtype=np.intp) - lo]
 
 
@@ -81,6 +83,10 @@ def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits
     xa = np.asarray(x)
     if xa.dtype == np.int8:
         return _per_code(xa, -128, 127, lambda v: activation_fx(v, lut, in_frac_bits, out_bits))
+    if xa.dtype == np.int16:
+        # Worth a table of all 65536 codes only for large tensors.
+        return _per_code(xa, -32768, 32767, lambda v: activation_fx(v, lut, in_frac_bits, out_bits),
+                         min_size=2 * 65536)
     return activation_fx(xa, lut, in_frac_bits, out_bits)
 
 
@@ -181,17 +187,35 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     Returns:
         int64 array of int8 values.
     """
-    xv = np.asarray(x, dtype=np.int64)
+    xv = np.asarray(x)
     red = _reduce_axes(xv.ndim, axis)
-    mx = xv.max(axis=red, keepdims=True)
+    mx = xv.max(axis=red, keepdims=True).astype(np.int64)
     fb = sa8_lut_in_frac_bits(lut)
     sh = wrap(int(in_shift), 16).item()
-    # x - max lies in [-255, 0]: evaluate the exponential once per difference.
-    e = _per_code(xv - mx, -255, 0, lambda d: lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb))
-    sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), 16)
     zp, out_shift = SOFTMAX_SA8_OUT
-    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_shift, 31)
-    return fx16_to_sa8(recip * e, zp, shift)
+
+    def exp_of(d: np.ndarray) -> np.ndarray:
+        return lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb)
+
+    def finish(e: np.ndarray, total: np.ndarray) -> np.ndarray:
+        sum_exp, recip = _recip_of_sum(total, 16)
+        shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_shift, 31)
+        return fx16_to_sa8(recip * e, zp, shift)
+
+    if xv.size <= _GATHER_MIN_SIZE:
+        d = xv.astype(np.int64) - mx
+        e = exp_of(d)
+        return finish(e, e.sum(axis=red, keepdims=True))
+    # x - max lies in [-255, 0]: evaluate the exponential once per difference.
+    codes = np.arange(-255, 1, dtype=np.int64)
+    g = exp_of(codes)
+    idx = (xv.astype(np.int16) - mx.astype(np.int16) + 255).astype(np.intp)
+    if axis < 0:
+        # One slice: the sum is a histogram of codes, and the output a function of the code.
+        total = np.bincount(idx.reshape(-1), minlength=256) @ g
+        return finish(g, np.asarray(total))[idx]
+    e = g[idx]
+    return finish(e, e.sum(axis=red, keepdims=True))
 
 
 def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,

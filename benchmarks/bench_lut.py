@@ -1,0 +1,64 @@
+"""Speed of the LUT activations on a 56x56x64 feature map (time per call, best of N).
+
+Run: ``python benchmarks/bench_lut.py [repeats]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without install
+
+from pymli import capi
+from pymli.arith.lut import create_lut
+from pymli.capi.types import SoftmaxCfg
+from pymli.tensor import Tensor
+
+SHAPE = (56, 56, 64)
+
+
+def best_of(fn, repeats: int) -> float:
+    fn()  # warm-up (LUT cache, code paths)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    rng = np.random.default_rng(0)
+    q8 = rng.integers(-128, 128, SHAPE).astype(np.int8)
+    q16 = rng.integers(-32768, 32768, SHAPE).astype(np.int16)
+    sa8 = dict(zero_point=-3, scale=24000, scale_frac_bits=20)
+    x_sa8 = Tensor.from_numpy(q8, "SA_8", **sa8)
+    x_fx16 = Tensor.from_numpy(q16, "FX_16", frac_bits=11)
+    out_sa8 = Tensor.zeros(SHAPE, "SA_8")
+    out_fx16 = Tensor.zeros(SHAPE, "FX_16")
+    sigm, tanh, smax = create_lut("sigm"), create_lut("tanh"), create_lut("softmax")
+    F = capi.FUNCTIONS
+    cases = [
+        ("mli_krn_sigm_sa8", lambda: F["mli_krn_sigm_sa8"](x_sa8, sigm, out_sa8)),
+        ("mli_krn_tanh_sa8", lambda: F["mli_krn_tanh_sa8"](x_sa8, tanh, out_sa8)),
+        ("mli_krn_sigm_fx16", lambda: F["mli_krn_sigm_fx16"](x_fx16, sigm, out_fx16)),
+        ("mli_krn_softmax_sa8 axis=-1 (whole)", lambda: F["mli_krn_softmax_sa8"](x_sa8, smax, SoftmaxCfg(-1), out_sa8)),
+        ("mli_krn_softmax_sa8 axis=2 (channels)", lambda: F["mli_krn_softmax_sa8"](x_sa8, smax, SoftmaxCfg(2), out_sa8)),
+        ("mli_krn_softmax_fx16 axis=2 (channels)",
+         lambda: F["mli_krn_softmax_fx16"](x_fx16, smax, SoftmaxCfg(2), out_fx16)),
+    ]
+    n = int(np.prod(SHAPE))
+    print(f"LUT activations on {'x'.join(map(str, SHAPE))} ({n} elements), best of {repeats}")
+    print(f"{'function':42s} {'ms/call':>9s} {'ns/elem':>9s}")
+    for name, fn in cases:
+        t = best_of(fn, repeats)
+        print(f"{name:42s} {t * 1e3:9.2f} {t * 1e9 / n:9.1f}")
+
+
+if __name__ == "__main__":
+    main()

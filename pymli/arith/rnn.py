@@ -1,0 +1,164 @@
+"""Arithmetic of MLI's recurrent kernels: RNN dense, LSTM cell and GRU cell.
+
+The recurrent kernels of MLI 2.0.2 combine several families of integer operations; the two that
+are specific to them are mirrored here by small vectorised helpers (the kernels in :mod:`pymli.kernels.recurrent` only orchestrate
+them):
+
+* the dense part (``rnn_dense_op`` of ``bricks/impl/mli_krn_rnn_dense_op_ref.h``): one MAC series
+  per input, each series rescaled on its own to the intermediate format
+  (``ir_rnn_result_requantize``), the partial results added with saturation and cast to the
+  output container (``ir_result_cast_relu_store``);
+* the element-wise products and sums inside the cells (``eltwise_perform_operation`` of
+  ``kernels/eltwise/impl/mli_krn_eltwise_ref.h``).
+
+The parts shared with the other MAC kernels come from :mod:`pymli.arith.requant` (bias
+alignment, sa8 output multipliers, ``define_quant_params``) and the sigmoid / tanh lookups the
+cells apply to their gates from :mod:`pymli.arith.lut`. All helpers compute in int64 and model the
+C container widths explicitly (``bits`` arguments); rounding follows the current platform through
+:mod:`pymli.arith.rounding`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from .requant import acc_container_bits, norm32
+from .rounding import add_sat, asr_rnd, sat, sub_sat
+
+__all__ = [
+    "c_div",
+    "norm_cast",
+    "mac",
+    "fx_ir_requantize",
+    "sa_ir_requantize",
+    "sa_ir_cast",
+    "eltwise_fx",
+    "eltwise_sa8",
+    "K_SIGM_OUT",
+    "K_TANH_OUT",
+]
+
+I64 = np.int64
+
+# Output quantisation the sa8 sigmoid / tanh give their result (zero point, scale_frac_bits; scale 1).
+K_SIGM_OUT = (-128, 8)
+K_TANH_OUT = (0, 7)
+
+
+# ---------------------------------------------------------------------------------- basics
+def c_div(a: int, b: int) -> int:
+    """C integer division (truncation toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def norm_cast(x: int, in_bits: int, out_bits: int) -> tuple[int, int]:
+    """``mli_math_norm_cast_fx<int32_t, out_T>``: (normalised value cast to ``out_bits``, its shift)."""
+    shift = (in_bits - out_bits) - int(norm32(x))
+    val = sat(asr_rnd(x, shift, in_bits), out_bits)
+    return int(val), shift
+
+
+def mac(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Exact dot products ``sum_j x[j] * w[..., j, m]`` over the second-to-last axis of ``w``.
+
+    ``x``: (N,) int; ``w``: (..., N, M) int. Returns int64 (..., M). float64 BLAS is used when
+    every partial sum is provably below 2**53 (N * max|x| * max|w|), int64 otherwise.
+    """
+    x = np.asarray(x, dtype=I64)
+    w = np.asarray(w, dtype=I64)
+    n = x.shape[0]
+    if n == 0:
+        return np.zeros(w.shape[:-2] + w.shape[-1:], dtype=I64)
+    bound = n * int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0))
+    if bound < 2**53:
+        return np.matmul(x.astype(np.float64), w.astype(np.float64)).astype(I64)
+    return np.einsum("j,...jm->...m", x, w)
+
+
+# ---------------------------------------------------------------------------------- dense
+def fx_ir_requantize(acc: npt.ArrayLike, out_shift: int, acc_bits: int) -> np.ndarray:
+    """``ir_rnn_result_requantize`` for FX: rounding shift of one series to the output format.
+
+    ``acc_bits`` 40 (``mli_acc40_t``, an int64 in the reference build; the shift is capped at 39)
+    or 32 (``mli_acc32_t``). A negative shift is a saturating left shift.
+    """
+    cb = acc_container_bits(acc_bits)
+    if cb == 64:
+        out_shift = min(out_shift, 39)
+    return asr_rnd(acc, out_shift, cb)
+
+
+def sa_ir_requantize(acc: npt.ArrayLike, mul: npt.ArrayLike, shift: npt.ArrayLike) -> np.ndarray:
+    """``ir_rnn_result_requantize`` (sa8): 64-bit product, rounding shift, saturation to int32."""
+    prod = np.asarray(acc, dtype=I64) * np.asarray(mul, dtype=I64)
+    return sat(asr_rnd(prod, np.minimum(shift, 63), 64), 32)
+
+
+def sa_ir_cast(acc: npt.ArrayLike, out_zp: int) -> np.ndarray:
+    """``ir_result_cast_relu_store`` (sa8): to int16, add the zero point, saturate to int8."""
+    return sat(add_sat(sat(acc, 16), out_zp, 16), 8)
+
+
+# ---------------------------------------------------------------------------------- eltwise
+def eltwise_fx(op: str, a: npt.ArrayLike, b: npt.ArrayLike, fa: int, fb: int, fo: int,
+               io_bits: int = 16) -> np.ndarray:
+    """``eltwise_perform_operation`` for FX (no conversion): ``op`` is "add", "sub" or "mul"."""
+    a = np.asarray(a, dtype=I64)
+    b = np.asarray(b, dtype=I64)
+    max_shift = 2 * io_bits - 1
+    if op == "mul":
+        post = min(fa + fb - fo, max_shift)
+        return sat(asr_rnd(a * b, post, 64), io_bits)
+    pre1 = min(fa - fb, 0)
+    pre2 = min(fb - fa, 0)
+    post = min(max(fa, fb) - fo, max_shift)
+    in1 = asr_rnd(a, pre1, 32)
+    in2 = asr_rnd(b, pre2, 32)
+    acc = add_sat(in1, in2, 32) if op == "add" else sub_sat(in1, in2, 32)
+    return sat(asr_rnd(acc, post, 64), io_bits)
+
+
+def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int, int],
+                qb: tuple[int, int, int], qo: tuple[int, int, int]) -> np.ndarray:
+    """``eltwise_perform_operation`` for sa8 (with conversion); ``q* = (zero_point, scale, sfb)``.
+
+    The scale factors and shifts are derived as ``eltwise_prepare_and_run`` does for per-tensor
+    quantisation: one 16-bit multiplier for a product, one per operand for a sum or difference.
+    """
+    za, sa_, fa = (int(v) for v in qa)
+    zb, sb, fb = (int(v) for v in qb)
+    zo, so, fo = (int(v) for v in qo)
+    a = np.asarray(a, dtype=I64)
+    b = np.asarray(b, dtype=I64)
+    in1 = sub_sat(a, za, 16)
+    in2 = sub_sat(b, zb, 16)
+    if op == "mul":
+        f, sh = norm_cast(sa_ * sb, 32, 32)
+        f = c_div(f, so)
+        post = fa + fb - fo - sh
+        s16, sh = norm_cast(f, 32, 16)
+        post -= sh
+        sh = max(post - 31, 0) + min(31 + post, 0)
+        s16 = int(asr_rnd(s16, sh, 16))
+        post -= sh
+        acc = in1 * in2
+        preshift = min(max(post - (32 - 8 - 3), 0), 3)
+        acc16 = sat(asr_rnd(acc, preshift, 32), 16)
+        tmp = sat(asr_rnd(acc16 * s16, post - preshift, 32), 16)
+        return sat(add_sat(tmp, zo, 16), 8)
+    scales = []
+    for s, f_ in ((sa_, fa), (sb, fb)):
+        v, ns = norm_cast(s, 32, 32)
+        v = c_div(v, so)
+        pre = -ns + f_ - fo
+        s16, ns = norm_cast(v, 32, 16)
+        pre -= ns
+        sh = max(pre - 23, 0) + min(31 + pre, 0)
+        scales.append((int(asr_rnd(s16, sh, 16)), pre - sh))
+    (s1, p1), (s2, p2) = scales
+    x1 = asr_rnd(in1 * s1, p1, 32)
+    x2 = asr_rnd(in2 * s2, p2, 32)
+    acc = add_sat(x1, x2, 32) if op == "add" else sub_sat(x1, x2, 32)
+    return sat(add_sat(sat(acc, 16), zo, 16), 8)

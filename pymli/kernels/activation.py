@@ -1,0 +1,101 @@
+"""ReLU, leaky ReLU and PReLU kernels (``kernels/transform/impl/mli_krn_{relu,leaky_relu,prelu}_ref.h``).
+
+Pure functions over NumPy arrays of the container type (int8 for fx8/sa8, int16 for fx16) in any
+layout; the results have the input's shape and dtype. The arithmetic (bounds, rounding shifts,
+requantisation) is in :mod:`pymli.arith.activation`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..arith import activation as act
+
+__all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
+
+
+def _bits(x: np.ndarray) -> int:
+    return x.dtype.itemsize * 8
+
+
+def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0) -> np.ndarray:
+    """ReLU of type ``kind`` (0 NONE, 1 GEN, 2 RELU_1, 3 RELU_6): clamp to the type's bounds.
+
+    Args:
+        x: int8 / int16 values.
+        kind: ``mli_relu_type`` value.
+        zero, scale, shift: the input's quantisation (fx: ``0, 1, frac_bits``; sa: zero point,
+            scale, scale_frac_bits), which places 0, 1 and 6 on the integer grid.
+
+    Returns:
+        ``min(max(x, lo), hi)`` in ``x``'s dtype.
+    """
+    x = np.asarray(x)
+    lo, hi = act.relu_limits(int(kind), _bits(x), int(zero), int(scale), int(shift))
+    # max then min, as C does (a lo above hi yields hi everywhere).
+    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
+
+
+def axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:
+    """Shape that broadcasts ``n`` per-axis values along dimension ``axis`` of an ``ndim`` array."""
+    shape = [1] * ndim
+    shape[axis] = n
+    return tuple(shape)
+
+
+def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normalise: bool) -> np.ndarray:
+    """fx leaky ReLU: ``x`` for ``x >= 0``, ``x * slope >> shift`` (rounded, saturated) below.
+
+    Args:
+        x: int8 / int16 values.
+        slope: the slope in the container type (its frac_bits are accounted for in ``shift``).
+        shift: ``in.frac_bits + slope.frac_bits - out.frac_bits``.
+        normalise: normalise the slope first (``mli_krn_leaky_relu_fx16`` does, fx8 does not).
+    """
+    x = np.asarray(x)
+    s, sh = act.leaky_fx_slope(slope, shift, _bits(x), normalise)
+    return act.leaky_relu_fx(x, s, sh, _bits(x)).astype(x.dtype)
+
+
+def prelu_fx(x: npt.NDArray[np.integer], slopes: npt.ArrayLike, shift: int, *, axis: int) -> np.ndarray:
+    """fx PReLU: the leaky ReLU step with one (raw, unnormalised) slope per index of ``axis``."""
+    x = np.asarray(x)
+    slopes = np.asarray(slopes, dtype=np.int64).reshape(axis_shape(x.ndim, axis, -1))
+    return act.leaky_relu_fx(x, slopes, shift, _bits(x)).astype(x.dtype)
+
+
+def _sa8_params(alpha_q: npt.ArrayLike, in_scale: int, in_sfb: int, out_zp: int, out_scale: int, out_sfb: int,
+                slope_zp: int, slope_scale: int, slope_sfb: int) -> tuple[act.SaRequant, act.SaRequant]:
+    ident = act.sa8_identity_params(in_scale, in_sfb, out_scale, out_sfb, out_zp)
+    return ident, act.sa8_alpha_params(alpha_q, slope_zp, slope_scale, slope_sfb, ident)
+
+
+def leaky_relu_sa8(x: npt.NDArray[np.int8], slope_q: int, *, in_zp: int, in_scale: int, in_sfb: int,
+                   out_zp: int, out_scale: int, out_sfb: int, slope_zp: int, slope_scale: int,
+                   slope_sfb: int) -> np.ndarray:
+    """sa8 leaky ReLU: requantise ``x`` from the input to the output quantisation, times the slope
+    below the input zero point.
+
+    Args:
+        x: int8 values with per-tensor parameters ``in_zp, in_scale, in_sfb``.
+        slope_q: the quantised slope (int8) with parameters ``slope_zp, slope_scale, slope_sfb``.
+        out_zp, out_scale, out_sfb: the output's per-tensor parameters.
+    """
+    x = np.asarray(x)
+    ident, alpha = _sa8_params(slope_q, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+                               slope_sfb)
+    return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)
+
+
+def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in_zp: int, in_scale: int,
+              in_sfb: int, out_zp: int, out_scale: int, out_sfb: int, slope_zp: int, slope_scale: int,
+              slope_sfb: int) -> np.ndarray:
+    """sa8 PReLU: :func:`leaky_relu_sa8` with one quantised slope per index of ``axis``."""
+    x = np.asarray(x)
+    slopes = np.asarray(slopes_q, dtype=np.int64).reshape(-1)
+    ident, alpha = _sa8_params(slopes, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+                               slope_sfb)
+    shp = axis_shape(x.ndim, axis, slopes.size)
+    alpha = act.SaRequant(alpha.scale.reshape(shp), alpha.shift.reshape(shp), alpha.offset.reshape(shp))
+    return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)

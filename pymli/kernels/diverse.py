@@ -1,0 +1,174 @@
+"""Permute and argmax kernels (``kernels/diverse/impl/mli_krn_{permute,argmax}_ref.h``).
+
+Pure functions over NumPy arrays. :func:`argmax` reproduces the C library's selection exactly,
+ties included: MLI keeps a min-heap of ``topk`` candidates per slice (an element equal to the
+heap's minimum replaces it) and heap-sorts it at the end, so the order among equal values depends
+on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
+depend on that history and replays the heap, in the C order, for the other slices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
+
+
+def permute(x: npt.NDArray, perm: Sequence[int]) -> np.ndarray:
+    """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy)."""
+    x = np.asarray(x)
+    return np.ascontiguousarray(np.transpose(x, [int(p) for p in perm[: x.ndim]]))
+
+
+def element_offsets(shape: Sequence[int], strides: Sequence[int] | None = None) -> np.ndarray:
+    """Memory offset (in elements) of every element of a tensor: ``sum(index[k] * strides[k])``."""
+    shape = [int(s) for s in shape]
+    if strides is None:
+        return np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape)
+    off = np.zeros(shape, dtype=np.int64)
+    for k, (s, m) in enumerate(zip(shape, strides)):
+        sh = [1] * len(shape)
+        sh[k] = s
+        off = off + (np.arange(s, dtype=np.int64) * int(m)).reshape(sh)
+    return off
+
+
+# ---------------------------------------------------------------------------------------- heap
+def _sift(hv: list[int], hi: list[int], size: int, root: int) -> None:
+    """``heapify``: sift ``root`` down a min-heap of ``size`` entries (strict ``<`` comparisons)."""
+    half = size // 2
+    while root < half:
+        left = 2 * root + 1
+        right = left + 1
+        small = root
+        if left < size and hv[left] < hv[small]:
+            small = left
+        if right < size and hv[right] < hv[small]:
+            small = right
+        if small == root:
+            return
+        hv[root], hv[small] = hv[small], hv[root]
+        hi[root], hi[small] = hi[small], hi[root]
+        root = small
+
+
+def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
+    """MLI's heap selection of the ``k`` largest of ``values`` (1-D, in the C visiting order).
+
+    Returns positions into ``values``, largest value first, ties in the order MLI produces. The
+    first ``k`` values seed the heap; later ones enter when not smaller than the heap minimum.
+    As the minimum never decreases, blocks of values are screened against it with NumPy and the
+    heap is replayed only for the values that pass.
+    """
+    v = np.asarray(values)
+    n = v.shape[0]
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k > n:
+        raise ValueError(f"topk {k} > {n} values")
+    hv = [int(a) for a in v[:k]]
+    hi = list(range(k))
+    for i in range(k // 2 - 1, -1, -1):
+        _sift(hv, hi, k, i)
+    pos, block = k, 64
+    while pos < n:
+        end = min(n, pos + block)
+        for c in (np.flatnonzero(v[pos:end] >= hv[0]) + pos).tolist():
+            val = int(v[c])
+            if hv[0] > val:
+                continue
+            hv[0], hi[0] = val, c
+            _sift(hv, hi, k, 0)
+        pos, block = end, min(block * 2, 1 << 16)
+    for i in range(k // 2 - 1, -1, -1):
+        _sift(hv, hi, k, i)
+    for i in range(k - 1, 0, -1):
+        hv[0], hv[i] = hv[i], hv[0]
+        hi[0], hi[i] = hi[i], hi[0]
+        _sift(hv, hi, i, 0)
+    return np.asarray(hi, dtype=np.int64)
+
+
+def _slices(x: np.ndarray, axis: int) -> np.ndarray:
+    """(slices, elements) view in the C visiting order: one slice per index of ``axis`` (or one)."""
+    if axis < 0:
+        return x.reshape(1, -1)
+    return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+
+
+def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[int] | None = None) -> np.ndarray:
+    """``mli_krn_argmax``: memory offsets of the ``topk`` largest values, per slice.
+
+    Args:
+        x: int8 / int16 values, logical shape (any rank).
+        axis: ``axis >= 0``: one slice per index of that dimension (the slice holds every element
+            with that index); ``axis < 0``: the whole tensor is one slice.
+        topk: how many positions per slice (``1 <= topk <= slice size``; none if ``<= 0``).
+        strides: the input's memory strides in elements (dense if omitted): MLI reports
+            ``sum(index * stride)``, the element's offset from the first element.
+
+    Returns:
+        int32 array ``[slices, topk]``, largest value first; among equal values the order of the
+        C library.
+    """
+    x = np.asarray(x)
+    vals = _slices(x, axis).astype(np.int64)
+    offs = _slices(element_offsets(x.shape, strides), axis)
+    s, n = vals.shape
+    k = int(topk)
+    if k <= 0:
+        return np.zeros((s, 0), dtype=np.int32)
+    if k > n:
+        raise ValueError(f"topk {k} > slice size {n}")
+    if k == 1:
+        # A one-entry heap: every value not below the kept one replaces it -> last maximum.
+        idx = (n - 1 - np.argmax(vals[:, ::-1], axis=1))[:, None]
+    else:
+        # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
+        # above the next one, the heap's result is that order whatever its history.
+        if k < n:
+            part = np.argpartition(-vals, k, axis=1)[:, : k + 1]
+        else:
+            part = np.broadcast_to(np.arange(n), (s, n))
+        pv = np.take_along_axis(vals, part, axis=1)
+        order = np.argsort(-pv, axis=1, kind="stable")
+        part = np.take_along_axis(part, order, axis=1)
+        pv = np.take_along_axis(pv, order, axis=1)
+        ok = np.all(pv[:, 1:k] < pv[:, : k - 1], axis=1)
+        if k < n:
+            ok &= pv[:, k - 1] > pv[:, k]
+        idx = np.array(part[:, :k])
+        for i in np.flatnonzero(~ok).tolist():
+            idx[i] = heap_topk(vals[i], k)
+    return np.take_along_axis(offs, idx, axis=1).astype(np.int32)
+
+
+def argmax_reference(x: npt.NDArray[np.integer], axis: int, topk: int,
+                     strides: Sequence[int] | None = None) -> np.ndarray:
+    """Slow element-by-element replay of MLI's argmax (every slice through the heap): a test oracle."""
+    x = np.asarray(x)
+    vals = _slices(x, axis).astype(np.int64)
+    offs = _slices(element_offsets(x.shape, strides), axis)
+    out = np.zeros((vals.shape[0], max(int(topk), 0)), dtype=np.int32)
+    for i in range(vals.shape[0]):
+        v = vals[i].tolist()
+        k = int(topk)
+        if k <= 0:
+            continue
+        hv, hi = v[:k], list(range(k))
+        for j in range(k // 2 - 1, -1, -1):
+            _sift(hv, hi, k, j)
+        for c in range(k, len(v)):
+            if hv[0] > v[c]:
+                continue
+            hv[0], hi[0] = v[c], c
+            _sift(hv, hi, k, 0)
+        for j in range(k - 1, 0, -1):
+            hv[0], hv[j] = hv[j], hv[0]
+            hi[0], hi[j] = hi[j], hi[0]
+            _sift(hv, hi, j, 0)
+        out[i] = offs[i][hi]
+    return out

@@ -1,0 +1,305 @@
+"""Recurrent kernels of MLI 2.0.2: RNN dense, LSTM cell and GRU cell, over NumPy arrays.
+
+Data layouts (all arrays are dense int arrays of the quantised values):
+
+* ``rnn_dense``: inputs ``x_i`` of any shape (flattened, N_i values), weights ``(N_i, M)``,
+  bias ``(M,)``; out ``(M,)`` = bias + sum_i x_i @ W_i, each series rescaled separately.
+* ``lstm_cell``: input sequence ``(T, N)``, previous output and cell ``(M,)``, weights
+  ``(4, N, M)`` and ``(4, M, M)``, bias ``(4, M)``; gates in the order i, g, f, o.
+* ``gru_cell``: same with 3 gates z, r, u (update, reset, candidate); the reset gate is applied to
+  the hidden state before its product with the candidate's recurrent weights.
+
+Quantisation is given per tensor as keyword arguments: an ``int`` (frac_bits) for the FX kinds,
+an :class:`SaQ` for sa8. ``kind`` is ``"fx16"`` (int16 everything, 40-bit accumulator),
+``"fx16_fx8_fx8"`` (int16 data, int8 weights and bias, 32-bit accumulator) or ``"sa8"``
+(int8 data and weights, int32 bias, 32-bit accumulator).
+
+The cells run the sequence step by step as the C reference does: a dense part into an
+intermediate ("ir") format fixed by the kernel, LUT sigmoid / tanh on the gates, element-wise
+products and sums whose output formats follow the tensors they are written to.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..arith.lut import activation_fx as lut_fx
+from ..arith.lut import activation_sa8 as lut_sa8
+from ..arith.requant import acc_container_bits, fx_bias, sa8_bias, sa8_out_params, wrap_acc
+from ..arith.rnn import (
+    K_SIGM_OUT,
+    K_TANH_OUT,
+    eltwise_fx,
+    eltwise_sa8,
+    fx_ir_requantize,
+    mac,
+    sa_ir_cast,
+    sa_ir_requantize,
+)
+from ..arith.rounding import add_sat, sat, wrap
+from ..tensor import Lut
+
+__all__ = ["SaQ", "KINDS", "rnn_dense", "lstm_cell", "gru_cell"]
+
+I64 = np.int64
+KINDS = ("fx16", "fx16_fx8_fx8", "sa8")
+
+# Intermediate formats the C cells use for the dense results feeding sigmoid / tanh.
+_LSTM_IR_FX = 10          # frac bits, at most in + weights_in frac bits
+_GRU_IR_FX = 16 - 1 - 4   # 1 sign and 4 integer bits
+_FX_ONE = 15              # frac bits of the sigm / tanh outputs and of "one" (32767)
+
+
+class SaQ(NamedTuple):
+    """sa8 quantisation of one tensor.
+
+    ``scale`` and ``scale_frac_bits`` hold one value (per tensor) or one per gate
+    (``per_axis``, weights and bias of the cells quantised along dimension 0).
+    """
+
+    zero_point: int
+    scale: tuple[int, ...]
+    scale_frac_bits: tuple[int, ...]
+    per_axis: bool = False
+
+    @classmethod
+    def of(cls, zero_point: int, scale: int, scale_frac_bits: int) -> "SaQ":
+        return cls(int(zero_point), (int(scale),), (int(scale_frac_bits),))
+
+    @property
+    def triple(self) -> tuple[int, int, int]:
+        """(zero_point, scale, scale_frac_bits) of a per-tensor quantisation."""
+        return self.zero_point, self.scale[0], self.scale_frac_bits[0]
+
+    def gates(self, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Scales and shifts used for the given gates (the first value if per tensor)."""
+        if self.per_axis:
+            return (np.array([self.scale[i] for i in idx], I64), np.array([self.scale_frac_bits[i] for i in idx], I64))
+        return np.full(len(idx), self.scale[0], I64), np.full(len(idx), self.scale_frac_bits[0], I64)
+
+
+_SIGM_Q = (K_SIGM_OUT[0], 1, K_SIGM_OUT[1])
+_TANH_Q = (K_TANH_OUT[0], 1, K_TANH_OUT[1])
+
+
+# ------------------------------------------------------------------------------ dense core
+def _dense_fx(kind: str, xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray,
+              in_fb: list[int], w_fb: list[int], b_fb: int, out_fb: int) -> np.ndarray:
+    """Stacked FX dense: ``ws[i]`` is (G, N_i, M), ``bias`` (G, M); returns int16 values (G, M)."""
+    acc_bits = 40 if kind == "fx16" else 32
+    cb = acc_container_bits(acc_bits)
+    res = np.zeros(bias.shape, I64)
+    for i, (x, w) in enumerate(zip(xs, ws)):
+        acc = mac(x, w)
+        if i == 0:  # the bias joins the first MAC series
+            acc = acc + fx_bias(bias, in_fb[0] + w_fb[0] - b_fb, acc_bits)
+        acc = wrap_acc(acc, acc_bits)  # a 32-bit C accumulator wraps around
+        ir = fx_ir_requantize(acc, in_fb[i] + w_fb[i] - out_fb, acc_bits)
+        res = add_sat(res, ir, cb)
+    return sat(res, 16)
+
+
+def _dense_sa(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, in_q: list[SaQ],
+              w_scales: list[tuple[np.ndarray, np.ndarray]], w_zp: list[int], out_q: SaQ) -> np.ndarray:
+    """Stacked sa8 dense: ``w_scales[i]`` = per-gate (scales, shifts) of input i's weights."""
+    res = np.zeros(bias.shape, I64)
+    out_zp, out_scale, out_sfb = out_q.triple
+    for i, (x, w) in enumerate(zip(xs, ws)):
+        in_zp, in_scale, in_sfb = in_q[i].triple
+        mul, shift = sa8_out_params(in_scale, in_sfb, out_scale, out_sfb, *w_scales[i])
+        x = np.asarray(x, I64)
+        w = np.asarray(w, I64)
+        acc = mac(x, w) - in_zp * w.sum(axis=-2)
+        if i == 0:  # the bias joins the first MAC series
+            acc = acc + sa8_bias(bias)
+        acc = wrap(acc, 32)
+        other = wrap(-w_zp[i] * int(x.sum()) + x.shape[0] * in_zp * w_zp[i], 32)
+        acc = add_sat(acc, other, 32)
+        res = add_sat(res, sa_ir_requantize(acc, mul[:, None], shift[:, None]), 32)
+    return sa_ir_cast(res, out_zp)
+
+
+def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, kind: str,
+              in_q: list, w_q: list, b_q: int | SaQ, out_q: int | SaQ) -> np.ndarray:
+    """``mli_krn_rnn_dense_<kind>``: ``bias + sum_i x_i @ ws[i]`` in the output format.
+
+    Args:
+        xs: inputs, each flattened to N_i values (int16 or int8 values).
+        ws: weights ``(N_i, M)``.
+        bias: ``(M,)``.
+        kind: one of :data:`KINDS`.
+        in_q, w_q: quantisation of each input / weights tensor (frac_bits or :class:`SaQ`).
+        b_q, out_q: quantisation of bias and output.
+
+    Returns:
+        int64 array ``(M,)`` of output values (within the output container).
+    """
+    xs = [np.asarray(x, I64).reshape(-1) for x in xs]
+    ws3 = [np.asarray(w, I64)[None] for w in ws]
+    b2 = np.asarray(bias, I64)[None]
+    if kind == "sa8":
+        scales = [q.gates([0]) for q in w_q]
+        return _dense_sa(xs, ws3, b2, in_q, scales, [q.zero_point for q in w_q], out_q)[0]
+    return _dense_fx(kind, xs, ws3, b2, in_q, w_q, b_q, out_q)[0]
+
+
+# ------------------------------------------------------------------------------ cells
+def _order(t: int, backward: bool) -> range:
+    return range(t - 1, -1, -1) if backward else range(t)
+
+
+def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
+              bias: np.ndarray, tanh_lut: Lut, sigm_lut: Lut, *, kind: str,
+              in_q: int | SaQ, prev_q: int | SaQ, w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ,
+              cell_q: int | SaQ, out_q: int | SaQ, backward: bool = False, all_results: bool = False,
+              act: str = "tanh") -> tuple[np.ndarray, np.ndarray]:
+    """``mli_krn_lstm_cell_<kind>`` over a sequence.
+
+    Args:
+        x: input frames ``(T, N)``.
+        prev_out: previous output ``(M,)`` (quantised with ``prev_q``).
+        cell: previous cell state ``(M,)`` (``cell_q``; the new state keeps that format).
+        w_in, w_out: weights ``(4, N, M)`` and ``(4, M, M)``, gates i, g, f, o.
+        bias: ``(4, M)``.
+        tanh_lut, sigm_lut: the activation tables.
+        kind: one of :data:`KINDS`.
+        backward: process the frames last to first.
+        all_results: return every step's output (else only the last one).
+        act: output activation "tanh", "sigm" or "none".
+
+    Returns:
+        (outputs ``(T or 1, M)`` in ``out_q``, new cell state ``(M,)``), int64 arrays.
+    """
+    x = np.asarray(x, I64)
+    h = np.asarray(prev_out, I64)
+    c = np.asarray(cell, I64)
+    w_in = np.asarray(w_in, I64)
+    w_out = np.asarray(w_out, I64)
+    bias = np.asarray(bias, I64)
+    outs = []
+    if kind == "sa8":
+        ir_q = SaQ.of(0, 1, 4)
+        h_q = prev_q
+        cq, oq = cell_q.triple, out_q.triple
+        scales = [w_in_q.gates([0, 1, 2, 3]), w_out_q.gates([0, 1, 2, 3])]
+        zps = [w_in_q.zero_point, w_out_q.zero_point]
+        for t in _order(x.shape[0], backward):
+            ir = _dense_sa([x[t], h], [w_in, w_out], bias, [in_q, h_q], scales, zps, ir_q)
+            i, g, f, o = (lut_sa8(ir[k], lut, 0, 1, 4, *k_out) for k, lut, k_out in
+                          ((0, sigm_lut, K_SIGM_OUT), (1, tanh_lut, K_TANH_OUT),
+                           (2, sigm_lut, K_SIGM_OUT), (3, sigm_lut, K_SIGM_OUT)))
+            c = eltwise_sa8("mul", c, f, cq, _SIGM_Q, cq)
+            g = eltwise_sa8("mul", g, i, _TANH_Q, _SIGM_Q, _TANH_Q)
+            c = eltwise_sa8("add", c, g, cq, _TANH_Q, cq)
+            if act == "none":
+                h = eltwise_sa8("mul", c, o, cq, _SIGM_Q, oq)
+            else:
+                k_out = K_TANH_OUT if act == "tanh" else K_SIGM_OUT
+                a = lut_sa8(c, tanh_lut if act == "tanh" else sigm_lut, *cq, *k_out)
+                h = eltwise_sa8("mul", a, o, (k_out[0], 1, k_out[1]), _SIGM_Q, oq)
+            h_q = out_q
+            outs.append(h)
+    else:
+        ir_fb = min(_LSTM_IR_FX, in_q + w_in_q)
+        h_q = prev_q
+        one = _FX_ONE
+        for t in _order(x.shape[0], backward):
+            ir = _dense_fx(kind, [x[t], h], [w_in, w_out], bias, [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)
+            i = lut_fx(ir[0], sigm_lut, ir_fb)
+            g = lut_fx(ir[1], tanh_lut, ir_fb)
+            f = lut_fx(ir[2], sigm_lut, ir_fb)
+            o = lut_fx(ir[3], sigm_lut, ir_fb)
+            c = eltwise_fx("mul", c, f, cell_q, one, cell_q)
+            g = eltwise_fx("mul", g, i, one, one, one)
+            c = eltwise_fx("add", c, g, cell_q, one, cell_q)
+            if act == "none":
+                h = eltwise_fx("mul", c, o, cell_q, one, out_q)
+            else:
+                a = lut_fx(c, tanh_lut if act == "tanh" else sigm_lut, cell_q)
+                h = eltwise_fx("mul", a, o, one, one, out_q)
+            h_q = out_q
+            outs.append(h)
+    res = np.stack(outs) if all_results else outs[-1][None]
+    return res, c
+
+
+def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, bias: np.ndarray,
+             tanh_lut: Lut, sigm_lut: Lut, *, kind: str, in_q: int | SaQ, prev_q: int | SaQ,
+             w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ, out_q: int | SaQ,
+             backward: bool = False, all_results: bool = False) -> np.ndarray:
+    """``mli_krn_gru_cell_<kind>`` over a sequence.
+
+    Args:
+        x: input frames ``(T, N)``.
+        prev_out: previous hidden state ``(M,)`` (quantised with ``prev_q``).
+        w_in, w_out: weights ``(3, N, M)`` and ``(3, M, M)``, gates z, r, u.
+        bias: ``(3, M)``.
+        kind: one of :data:`KINDS`.
+        backward, all_results: direction and results kept, as for :func:`lstm_cell`.
+
+    Returns:
+        outputs ``(T or 1, M)`` in ``out_q`` (int64).
+    """
+    x = np.asarray(x, I64)
+    h = np.asarray(prev_out, I64)
+    w_in = np.asarray(w_in, I64)
+    w_out = np.asarray(w_out, I64)
+    bias = np.asarray(bias, I64)
+    zr_w = [w_in[:2], w_out[:2]]
+    u_w = [w_in[2:3], w_out[2:3]]
+    outs = []
+    h_q = prev_q
+    if kind == "sa8":
+        ir_q = SaQ.of(0, 21, 9)
+        irt = ir_q.triple
+        oq = out_q.triple
+        one_q = (-128, 1, 8)
+        zr_scales = [w_in_q.gates([0, 1]), w_out_q.gates([0, 1])]
+        u_scales = [_gru_candidate_scales(w_in_q), _gru_candidate_scales(w_out_q)]
+        zps = [w_in_q.zero_point, w_out_q.zero_point]
+        for t in _order(x.shape[0], backward):
+            hq = h_q.triple
+            zr = _dense_sa([x[t], h], zr_w, bias[:2], [in_q, h_q], zr_scales, zps, ir_q)
+            z = lut_sa8(zr[0], sigm_lut, *irt, *K_SIGM_OUT)
+            r = lut_sa8(zr[1], sigm_lut, *irt, *K_SIGM_OUT)
+            hr = eltwise_sa8("mul", r, h, _SIGM_Q, hq, hq)
+            hz = eltwise_sa8("mul", h, z, hq, _SIGM_Q, hq)
+            z1 = eltwise_sa8("sub", np.full_like(z, 127), z, one_q, _SIGM_Q, _SIGM_Q)
+            u = _dense_sa([x[t], hr], u_w, bias[2:3], [in_q, h_q], u_scales, zps, ir_q)[0]
+            u = lut_sa8(u, tanh_lut, *irt, *K_TANH_OUT)
+            tmp = eltwise_sa8("mul", u, z1, _TANH_Q, _SIGM_Q, oq)
+            h = eltwise_sa8("add", tmp, hz, oq, hq, oq)
+            h_q = out_q
+            outs.append(h)
+    else:
+        ir_fb = min(_GRU_IR_FX, in_q + w_in_q)
+        one = _FX_ONE
+        for t in _order(x.shape[0], backward):
+            zr = _dense_fx(kind, [x[t], h], zr_w, bias[:2], [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)
+            z = lut_fx(zr[0], sigm_lut, ir_fb)
+            r = lut_fx(zr[1], sigm_lut, ir_fb)
+            hr = eltwise_fx("mul", r, h, one, h_q, h_q)
+            hz = eltwise_fx("mul", h, z, h_q, one, h_q)
+            z1 = eltwise_fx("sub", np.full_like(z, 32767), z, one, one, one)
+            u = _dense_fx(kind, [x[t], hr], u_w, bias[2:3], [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)[0]
+            u = lut_fx(u, tanh_lut, ir_fb)
+            tmp = eltwise_fx("mul", u, z1, one, one, out_q)
+            h = eltwise_fx("add", tmp, hz, out_q, h_q, out_q)
+            h_q = out_q
+            outs.append(h)
+    return np.stack(outs) if all_results else outs[-1][None]
+
+
+def _gru_candidate_scales(q: SaQ) -> tuple[np.ndarray, np.ndarray]:
+    """Scale and shift the C GRU uses for the candidate gate's weights.
+
+    Per axis: the third gate's values. Per tensor, the C code advances the scale and
+    scale_frac_bits "pointers" by two gates although they hold the values themselves, so the
+    candidate gate is computed with scale + 4 (two int16 steps) and scale_frac_bits + 2, each
+    wrapped to its C type. The recorded library does exactly this.
+    """
+    if q.per_axis:
+        return q.gates([2])
+    return (np.array([int(wrap(q.scale[0] + 4, 16))], I64), np.array([int(wrap(q.scale_frac_bits[0] + 2, 8))], I64))

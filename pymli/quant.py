@@ -1,0 +1,224 @@
+"""Quantise float data into MLI tensors and back.
+
+:func:`quantize` chooses the quantisation parameters the way MLI users do when they are not given,
+then converts exactly as ``mli_hlp_convert_tensor`` does from ``MLI_EL_FP_32``; :func:`dequantize`
+is the C conversion to ``MLI_EL_FP_32``. Parameter choice:
+
+* FX_8 / FX_16: the largest ``frac_bits`` with which the data (or ``range``) converts without
+  saturating (:func:`choose_fx_frac_bits`);
+* SA_8: asymmetric, from the minimum and maximum (widened to include 0):
+  ``scale = (max - min) / 254`` as a normalised 16-bit ``scale`` with ``scale_frac_bits``, and
+  ``zero_point = round(-(max + min) / 2 / scale)``; per tensor, or per index of ``dim``;
+* SA_32 (biases): symmetric, ``scale = max|x| / (2**31 - 1)``, zero point 0. For a bias of an
+  sa8 MAC kernel, pass ``scale`` and ``scale_frac_bits`` = the product of the input and weights
+  scales, as MLI requires.
+
+Example:
+    >>> import numpy as np
+    >>> from pymli.quant import quantize, dequantize
+    >>> t = quantize(np.array([-1.0, 0.5, 0.25], np.float32), "FX_8")
+    >>> t.frac_bits, t.numpy().tolist()
+    (7, [-128, 64, 32])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .arith.convert import float_scale, quant_multiplier, round_half_away, split_scale
+from .errors import MliError, Status
+from .formats import ElType
+from .kernels import convert as kconv
+from .tensor import MLI_MAX_RANK, Tensor
+
+__all__ = ["quantize", "dequantize", "choose_fx_frac_bits", "choose_sa_params"]
+
+_FRAC_MIN, _FRAC_MAX = -128, 127  # int8 fields
+
+
+def _el(el_type: ElType | str) -> ElType:
+    return ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
+
+
+def _minmax(x: np.ndarray, dim: int, rng: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Minimum and maximum per index of ``dim`` (1-element arrays for ``dim < 0``)."""
+    if rng is not None:
+        lo, hi = (np.asarray(v, dtype=np.float64).reshape(-1) for v in rng)
+        return lo, hi
+    if x.size == 0:
+        return np.zeros(1), np.zeros(1)
+    if dim < 0:
+        return np.asarray([np.min(x)], np.float64), np.asarray([np.max(x)], np.float64)
+    axes = tuple(i for i in range(x.ndim) if i != dim)
+    return np.min(x, axis=axes).astype(np.float64), np.max(x, axis=axes).astype(np.float64)
+
+
+def choose_fx_frac_bits(data: npt.ArrayLike | None, el_type: ElType | str = ElType.FX_16, *,
+                        range: tuple[float, float] | None = None) -> int:
+    """The largest ``frac_bits`` with which ``data`` (or ``range``) converts to ``el_type`` unsaturated.
+
+    Args:
+        data: float values (ignored when ``range`` is given).
+        el_type: FX_8 or FX_16.
+        range: (min, max) of the values to represent.
+
+    Returns:
+        frac_bits in [-128, 127]; ``bits - 1`` for all-zero data.
+    """
+    el = _el(el_type)
+    if not el.is_fx:
+        raise ValueError(f"choose_fx_frac_bits needs an FX type, not {el.c_name}")
+    x = None if data is None else np.asarray(data, dtype=np.float32)
+    lo, hi = _minmax(x if x is not None else np.zeros(0, np.float32), -1, range)
+    lo_v, hi_v = float(np.min(lo)), float(np.max(hi))
+    if not (np.isfinite(lo_v) and np.isfinite(hi_v)):
+        raise ValueError("choose_fx_frac_bits: data must be finite")
+    qmin, qmax = -(1 << (el.bits - 1)), (1 << (el.bits - 1)) - 1
+    maxabs = max(abs(lo_v), abs(hi_v))
+    if maxabs == 0.0:
+        return el.bits - 1
+
+    def fits(fb: int) -> bool:
+        q = float_scale(np.asarray([lo_v, hi_v], np.float32), quant_multiplier(1, fb))
+        return bool(np.all((q >= qmin) & (q <= qmax)))
+
+    fb = int(np.clip((el.bits - 1) - np.frexp(maxabs)[1], _FRAC_MIN, _FRAC_MAX))
+    while fb > _FRAC_MIN and not fits(fb):
+        fb -= 1
+    while fb < _FRAC_MAX and fits(fb + 1):
+        fb += 1
+    return fb
+
+
+def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.SA_8, *, dim: int = -1,
+                     range: tuple[Any, Any] | None = None,
+                     scale: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zero points, 16-bit scales and ``scale_frac_bits`` for SA data (see the module docstring).
+
+    Args:
+        data: float values (ignored when ``range`` is given).
+        el_type: SA_8 (asymmetric) or SA_32 (symmetric, zero point 0).
+        dim: per-axis dimension, or -1 for one set of parameters.
+        range: (min, max), scalars or per-axis arrays, instead of the data's.
+        scale: real-valued scale(s) to use instead of choosing them (zero points follow).
+
+    Returns:
+        (zero_point, scale, scale_frac_bits): int16, int16, int8 arrays (one entry per index of
+        ``dim``, or one entry).
+    """
+    el = _el(el_type)
+    if not el.is_sa:
+        raise ValueError(f"choose_sa_params needs an SA type, not {el.c_name}")
+    x = None if data is None else np.asarray(data, dtype=np.float32)
+    if x is None and range is None:
+        raise ValueError("choose_sa_params needs data or a range")
+    lo, hi = _minmax(x if x is not None else np.zeros(0, np.float32), dim, range)
+    lo, hi = np.broadcast_arrays(np.minimum(lo, 0.0), np.maximum(hi, 0.0))
+    if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError("choose_sa_params: data must be finite")
+    if scale is None:
+        if el is ElType.SA_8:
+            real = (hi - lo) / 254.0
+        else:
+            real = np.maximum(np.abs(lo), np.abs(hi)) / float(2**31 - 1)
+        real = np.where(real > 0, real, 1.0)
+    else:
+        real = np.broadcast_to(np.asarray(scale, dtype=np.float64).reshape(-1), lo.shape)
+        if np.any(real <= 0):
+            raise ValueError("choose_sa_params: scales must be positive")
+    s, frac = split_scale(real)
+    if np.any(frac > _FRAC_MAX) or np.any(frac < _FRAC_MIN):
+        raise ValueError(f"choose_sa_params: scale {real} outside the 16-bit scale / int8 frac_bits range")
+    if el is ElType.SA_8:
+        q_real = s.astype(np.float64) * np.ldexp(1.0, -frac)
+        zp = np.clip(round_half_away(-(hi + lo) / 2.0 / q_real), -128, 127)
+    else:
+        zp = np.zeros_like(s)
+    return zp.astype(np.int16), s.astype(np.int16), frac.astype(np.int8)
+
+
+def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | None = None, dim: int = -1,
+             zero_point: Any = None, scale: Any = None, scale_frac_bits: Any = None,
+             range: tuple[Any, Any] | None = None) -> Tensor:
+    """A new dense tensor of ``el_type`` holding ``array`` quantised as ``mli_hlp_convert_tensor`` does.
+
+    Args:
+        array: float data, rank 0 to 4.
+        el_type: FX_8, FX_16, SA_8, SA_32 or FP_32 (an :class:`ElType` or its name).
+        frac_bits: FX fractional bits (chosen from the data when ``None``).
+        dim: SA per-axis dimension (-1: per tensor).
+        zero_point: SA zero point(s) (chosen when ``None``).
+        scale: SA scale(s): integers with ``scale_frac_bits``, or real values without it
+            (chosen from the data when ``None``).
+        scale_frac_bits: fractional bits of integer ``scale`` values.
+        range: (min, max) (scalars, or per-axis arrays for SA) to choose parameters from instead of
+            the data.
+
+    Returns:
+        The quantised :class:`Tensor`.
+
+    Raises:
+        MliError: BAD_TENSOR for a rank above 4 or a bad ``dim``.
+        ValueError: parameters that cannot be represented.
+    """
+    el = _el(el_type)
+    x = np.asarray(array, dtype=np.float32)
+    if x.ndim > MLI_MAX_RANK:
+        raise MliError(Status.BAD_TENSOR, f"quantize: rank {x.ndim} > {MLI_MAX_RANK}")
+    if el is ElType.FP_32:
+        return Tensor.from_numpy(x.copy(), el)
+    if el.is_fx:
+        fb = choose_fx_frac_bits(x, el, range=range) if frac_bits is None else int(frac_bits)
+        q = kconv.quantize(x, el.dtype, scale=1, frac_bits=fb, zero_point=0)
+        return Tensor.from_numpy(q, el, frac_bits=fb)
+    if not el.is_sa:
+        raise MliError(Status.NOT_SUPPORTED, f"quantize: {el.c_name} has no container")
+    if dim >= x.ndim or (dim < -1):
+        raise MliError(Status.BAD_TENSOR, f"quantize: dim {dim} for rank {x.ndim}")
+    n = x.shape[dim] if dim >= 0 else 1
+    if scale is not None and scale_frac_bits is not None:
+        sc = np.broadcast_to(np.asarray(scale, np.int64).reshape(-1), (n,))
+        sfb = np.broadcast_to(np.asarray(scale_frac_bits, np.int64).reshape(-1), (n,))
+        if zero_point is None:
+            real = sc.astype(np.float64) * np.ldexp(1.0, -sfb)
+            zp = choose_sa_params(x, el, dim=dim, range=range, scale=real)[0]
+        else:
+            zp = zero_point
+    else:
+        zp_c, sc, sfb = choose_sa_params(x, el, dim=dim, range=range, scale=scale)
+        zp = zp_c if zero_point is None else zero_point
+    zp = np.broadcast_to(np.asarray(zp, np.int64).reshape(-1), (n,))
+    for name, v, lo_, hi_ in (("zero_point", zp, -32768, 32767), ("scale", sc, 1, 32767),
+                              ("scale_frac_bits", sfb, -128, 127)):
+        if np.any(v < lo_) or np.any(v > hi_):
+            raise ValueError(f"quantize: {name} {np.asarray(v).tolist()} outside [{lo_}, {hi_}]")
+    axis = dim if dim >= 0 else None
+    q = kconv.quantize(x, el.dtype, scale=sc, frac_bits=sfb, zero_point=zp, axis=axis)
+    if dim >= 0:
+        return Tensor.from_numpy(q, el, zero_point=zp.copy(), scale=sc.copy(), scale_frac_bits=sfb.copy(), dim=dim)
+    return Tensor.from_numpy(q, el, zero_point=int(zp[0]), scale=int(sc[0]), scale_frac_bits=int(sfb[0]))
+
+
+def dequantize(t: Tensor) -> np.ndarray:
+    """The tensor's values as float32, exactly as ``mli_hlp_convert_tensor`` to ``MLI_EL_FP_32`` computes them.
+
+    Returns:
+        float32 array of shape ``t.shape`` (0-d for a rank-0 tensor).
+    """
+    el = t.el_type
+    x = t.numpy()
+    if el is ElType.FP_32:
+        return x.astype(np.float32)
+    if el.is_fx:
+        return kconv.dequantize(x, scale=1, frac_bits=int(t.frac_bits), zero_point=0)
+    if not el.is_sa:
+        raise MliError(Status.NOT_SUPPORTED, f"dequantize: {el.c_name} has no container")
+    if t.dim >= 0:
+        n = x.shape[t.dim]
+        params = [np.asarray(getattr(t, k), np.int64).reshape(-1)[:n] for k in ("scale", "scale_frac_bits", "zero_point")]
+        return kconv.dequantize(x, scale=params[0], frac_bits=params[1], zero_point=params[2], axis=t.dim)
+    return kconv.dequantize(x, scale=int(t.scale), frac_bits=int(t.scale_frac_bits), zero_point=int(t.zero_point))
+
