@@ -231,8 +231,11 @@ class Conv2D(_MacLayer):
         fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, _ = in_shapes[0]
-        kh, kw = self.weights.shape[:2]
+        h, w, c = in_shapes[0]
+        kh, kw, wc = self.weights.shape[:3]
+        if wc != (1 if self.kind == "depthwise_conv2d" else c) or (self.kind == "depthwise_conv2d"
+                                                                    and self.weights.shape[-1] != c):
+            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         t, b, l, r = self.padding
         ekh, ekw = (kh - 1) * self.dilation[0] + 1, (kw - 1) * self.dilation[1] + 1
         return ((h + t + b - ekh) // self.stride[0] + 1, (w + l + r - ekw) // self.stride[1] + 1,
@@ -285,6 +288,9 @@ class FullyConnected(_MacLayer):
         fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        n = int(np.prod(in_shapes[0]))
+        if n != self.weights.shape[0]:
+            raise ValueError(f"{self.name}: input {in_shapes[0]} has {n} values, weights expect {self.weights.shape[0]}")
         return (self.weights.shape[-1],)
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
@@ -442,13 +448,14 @@ class LeakyReLU(Layer):
 
 
 class PReLU(LeakyReLU):
-    """Parametric ReLU: one slope per slice along ``axis`` (default: channels)."""
+    """Parametric ReLU: one slope per slice along ``axis`` of the sample (default: the last, channels)."""
 
     kind = "prelu"
 
-    def __init__(self, slope: Any, axis: int = -1, **kw: Any) -> None:
+    def __init__(self, slope: Any, axis: int | None = None, **kw: Any) -> None:
         super().__init__(slope, **kw)
         self.axis = axis
+        self._slope_tensor: tuple[int, Tensor] | None = None
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
@@ -456,16 +463,26 @@ class PReLU(LeakyReLU):
     def c_name(self, in_qs: list[QParams]) -> str:
         return "mli_krn_prelu_" + data_suffix(in_qs[0].el_type)
 
+    def _axis(self, rank: int) -> int:
+        return rank - 1 if self.axis is None else self.axis
+
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         from ..capi.types import PreluCfg
 
-        fn(ins[0], self.slope.tensor(), PreluCfg(axis=self.axis), out)
+        rank = ins[0].rank
+        axis = self._axis(rank)
+        if self._slope_tensor is None or self._slope_tensor[0] != rank:
+            # MLI wants the slopes as a tensor of the input's rank: shape 1 except on the axis
+            shape = [1] * rank
+            shape[axis] = -1
+            self._slope_tensor = (rank, self.slope.qp.tensor(np.asarray(self.slope.q).reshape(shape)))  # type: ignore[union-attr]
+        fn(ins[0], self._slope_tensor[1], PreluCfg(axis=axis), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
         s = self.slope.value(original)
         shape = [1] * x.ndim
-        shape[self.axis + 1 if self.axis >= 0 else x.ndim + self.axis] = -1  # axis 0 is the batch
+        shape[self._axis(x.ndim - 1) + 1] = -1  # axis 0 is the batch
         return np.where(x >= 0, x, x * s.reshape(shape))
 
 

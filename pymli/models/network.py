@@ -103,6 +103,11 @@ class Network:
             if i not in known:
                 raise ValueError(f"layer {layer.name!r} reads unknown tensor {i!r}")
         self.layers.append(layer)
+        try:
+            self.shapes()
+        except Exception:
+            self.layers.pop()
+            raise
         return self
 
     def __getitem__(self, name: str) -> Layer:

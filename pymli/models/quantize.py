@@ -131,6 +131,8 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
         else:
             for c in la.consts().values():
                 _quantize_const(c, in_qs[0], scheme)
+            if hasattr(la, "_slope_tensor"):
+                la._slope_tensor = None  # type: ignore[attr-defined]
             if la.follows(in_qs):
                 la.out_q = None
             else:
