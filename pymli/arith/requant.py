@@ -42,9 +42,16 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+import functools
+
 from ..config import get_platform
 from ..formats import RoundMode
-from .rounding import add_sat, asl, asr_rnd, limits, sat, wrap
+from .rounding import asl, asr_rnd, limits, sat, wrap
+
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
 
 __all__ = [
     "wrap_acc",
@@ -94,18 +101,25 @@ def norm32(x: ArrayLike) -> np.ndarray:
     return (31 - e).astype(I64)
 
 
-def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
-    """``mli_math_asr_rnd_fx`` on int64 for ``0 <= n <= 62`` and ``|x| < 2**62``.
+def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
+    """``2**(n-1)`` (0 for ``n == 0``) in ``dtype``, computed in int64 (``0 <= n <= 62``)."""
+    return ((I64(1) << np.asarray(n, dtype=I64)) >> 1).astype(dtype)
 
-    Under these bounds neither the rounding add nor the shift can overflow, so no saturation is
-    needed: the result equals the C function for any container of 32 or 64 bits in which ``x``
-    fits (for 32-bit containers the caller guarantees ``x + 2**(n-1)`` stays below ``2**31`` or
-    clamps afterwards). ``n == 0`` returns ``x``.
+
+def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
+    """``mli_math_asr_rnd_fx`` for ``0 <= n`` when ``|x| + 2**(n-1)`` fits the dtype of ``x``.
+
+    ``x`` keeps its integer dtype (int32 or int64; Python ints become int64). Under that bound
+    neither the rounding add nor the shift can overflow, so no saturation is needed and the result
+    equals the C function for any container in which ``x`` fits (``n`` must also stay below the
+    dtype's width). ``n == 0`` returns ``x``.
     """
-    x = np.asarray(x, dtype=I64)
-    n = np.asarray(n, dtype=I64)
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
+    half = _half(n, x.dtype)
+    n = np.asarray(n, dtype=x.dtype)
     mode = get_platform().round_mode if mode is None else mode
-    half = (I64(1) << n) >> 1
     if mode is RoundMode.UP:
         return (x + half) >> n
     r = x >> n
@@ -113,17 +127,22 @@ def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np
     return r + bump
 
 
-def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
+def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None, x_bound: int | None = None) -> np.ndarray:
     """``mli_math_asr_rnd_fx<int32_t>`` for int32 values and ``0 <= n <= 31`` (fast path).
 
     ROUND_UP saturates the rounding add at INT32_MAX: clamping ``x`` to ``INT32_MAX - half``
-    first gives exactly the same shifted value. ROUND_CONVERGENT never saturates.
+    first gives exactly the same shifted value (skipped when ``x_bound``, a bound on ``|x|``,
+    proves the add cannot saturate). ROUND_CONVERGENT never saturates. The dtype of ``x`` is kept
+    (int32 or int64).
     """
-    x = np.asarray(x, dtype=I64)
-    n = np.asarray(n, dtype=I64)
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
     mode = get_platform().round_mode if mode is None else mode
     if mode is RoundMode.UP:
-        x = np.minimum(x, ((1 << 31) - 1) - ((I64(1) << n) >> 1))
+        nmax = int(np.max(n)) if np.size(n) else 0
+        if x_bound is None or x_bound + ((1 << nmax) >> 1) > (1 << 31) - 1:
+            x = np.minimum(x, x.dtype.type((1 << 31) - 1) - _half(n, x.dtype))
     return shift_round(x, n, mode)
 
 
@@ -146,31 +165,48 @@ def fx_bias(bias: ArrayLike, bias_shift: int, acc_bits: int) -> np.ndarray:
     return wrap(asr_rnd(b, -int(bias_shift), 64), 32)
 
 
-def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int) -> np.ndarray:
-    """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container."""
-    acc = np.asarray(acc, dtype=I64)
+def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None) -> np.ndarray:
+    """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
+
+    ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
+    proves the sum fits 31 bits; int64 otherwise.
+    """
+    acc = np.asarray(acc)
     bias = np.asarray(bias, dtype=I64)
     if acc_container_bits(acc_bits) == 64:
         # |acc| < 2**62 and |bias| < 2**32 in every MLI kernel: the int64 add cannot overflow.
+        return acc.astype(I64, copy=False) + bias
+    bmax = int(np.abs(bias).max()) if bias.size else 0
+    if acc_bound is not None and acc_bound + bmax < (1 << 31):
+        if acc.dtype == np.int32:
+            return acc + bias.astype(np.int32)
         return acc + bias
     lo, hi = limits(32)
-    return np.clip(acc + bias, lo, hi)
+    return _clip(acc.astype(I64, copy=False) + bias, I64(lo), I64(hi))
 
 
-def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int) -> np.ndarray:
+def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
+                   acc_bound: int | None = None) -> np.ndarray:
     """``result_cast`` for MLI_FX: rounding shift right by ``out_shift`` in the accumulator container,
-    then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``)."""
+    then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``).
+
+    ``acc_bound`` (optional) bounds ``|acc|`` and lets the 32-bit path skip the saturation of the
+    rounding add. The dtype of ``acc`` (int32 or int64) is kept.
+    """
     cb = acc_container_bits(acc_bits)
-    acc = np.asarray(acc, dtype=I64)
+    acc = np.asarray(acc)
+    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+        acc = acc.astype(I64)
     s = int(out_shift)
     if cb == 32 and 0 <= s <= 31:
-        r = asr_rnd32(acc, s)
+        r = asr_rnd32(acc, s, x_bound=acc_bound)
     elif cb == 64 and 0 <= s <= 62:
         # 40-bit accumulators of real kernels stay far below 2**61: no saturation possible.
-        r = shift_round(acc, s)
+        r = shift_round(acc.astype(I64, copy=False), s)
     else:
         r = asr_rnd(acc, s, cb)
-    return sat(r, out_bits)
+    lo, hi = limits(out_bits)
+    return _clip(r, r.dtype.type(lo), r.dtype.type(hi))
 
 
 # --------------------------------------------------------------------------------------- SA8
@@ -190,26 +226,35 @@ def sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int,
         full_accu: FULL_ACCU build; ``None`` reads the current platform.
 
     Returns:
-        (out_mul, out_shift): int64 arrays, the accumulator is scaled as
+        (out_mul, out_shift): int64 arrays (read-only, cached), the accumulator is scaled as
         ``acc * out_mul * 2**-out_shift``.
     """
-    full = _full_accu(full_accu)
-    in_scale, out_scale = int(in_scale), int(out_scale)
+    ws = np.ascontiguousarray(w_scales, dtype=I64).reshape(-1)
+    wf = np.ascontiguousarray(w_fracs, dtype=I64).reshape(-1)
+    return _sa8_out_params(int(in_scale), int(in_frac), int(out_scale), int(out_frac), ws.tobytes(), wf.tobytes(),
+                           _full_accu(full_accu), get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, w_scales: bytes,
+                    w_fracs: bytes, full: bool, mode: RoundMode) -> tuple[np.ndarray, np.ndarray]:
     n_in = int(norm32(in_scale))
     unfinished = int(asl(in_scale, n_in, 32))
     # C integer division truncates toward zero.
     q = abs(unfinished) // abs(out_scale) if out_scale != 0 else 0
     unfinished = q if (unfinished >= 0) == (out_scale > 0) else -q
     n_ratio = int(norm32(unfinished))
-    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32), 16))
+    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32, mode), 16))
     in_to_out_shift = int(in_frac) + n_in - int(out_frac) - (16 - n_ratio)
-    mul = ratio * np.asarray(w_scales, dtype=I64).reshape(-1)
-    shift = in_to_out_shift + np.asarray(w_fracs, dtype=I64).reshape(-1)
+    mul = ratio * np.frombuffer(w_scales, dtype=I64)
+    shift = in_to_out_shift + np.frombuffer(w_fracs, dtype=I64)
     mul = wrap(mul, 32)
     if not full:
         nrm = norm32(mul)
         mul = wrap(mul << nrm, 32)
         shift = shift + nrm
+    mul.flags.writeable = False
+    shift.flags.writeable = False
     return mul, shift
 
 
@@ -220,11 +265,13 @@ def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     if _full_accu(full_accu):
         return b
     sh = np.maximum(16 - norm32(b), 0)
-    return asl(b >> sh, sh, 32)
+    # Shifting back left cannot saturate: the low bits were just cleared.
+    return (b >> sh) << sh
 
 
 def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,
-                    full_accu: bool | None = None) -> np.ndarray:
+                    full_accu: bool | None = None, *, clamp: tuple[int, int] = (-128, 127),
+                    acc_bound: int | None = None) -> np.ndarray:
     """``result_cast`` for s8asym: int32 accumulator to int8 output, per-channel ``out_mul/out_shift``.
 
     Without FULL_ACCU the multiplier is reduced to 16 bits and the accumulator pre-shifted
@@ -234,40 +281,72 @@ def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
     and the result saturated to int8.
 
     Args:
-        acc: int32 accumulator values (bias included), channels on the last axis.
+        acc: int32 accumulator values (bias included), channels on the last axis; int32 or int64
+            dtype (kept when the arithmetic provably fits it).
         out_mul, out_shift: from :func:`sa8_out_params` (broadcast along the last axis).
         out_zp: output zero point.
         full_accu: FULL_ACCU build; ``None`` reads the current platform.
+        clamp: a further clamp inside the int8 range (a fused ReLU's bounds); merging it here is
+            exact because saturating to int16 and then clamping to a sub-range of int8 equals
+            clamping directly.
+        acc_bound: optional bound on ``|acc|`` (skips a saturation that cannot happen).
 
     Returns:
-        int64 array of int8 values.
+        array of int8 values (dtype of the computation: int32 or int64).
     """
-    acc = np.asarray(acc, dtype=I64)
-    mul = np.asarray(out_mul, dtype=I64)
-    shift = np.asarray(out_shift, dtype=I64)
-    if len(np.unique(shift)) == 1 and len(np.unique(mul)) == 1:
-        mul, shift = mul.reshape(-1)[:1].reshape(()), shift.reshape(-1)[:1].reshape(())
-    if not _full_accu(full_accu):
-        mul = sat(asr_rnd(mul, 16, 32), 32)
-        shift = shift - 16
-        pre = np.clip(shift - (32 - 8 - 3), 0, 8)
-        # Rounding add saturated at INT32_MAX: a clamp before the add gives the same 16-bit result.
-        a = asr_rnd32(acc, pre)
-        a = np.clip(a, -(1 << 15), (1 << 15) - 1)
-        shift = np.minimum(shift - pre, 63)
-    else:
+    acc = np.asarray(acc)
+    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+        acc = acc.astype(I64)
+    mul = np.ascontiguousarray(out_mul, dtype=I64).reshape(-1)
+    shift = np.ascontiguousarray(out_shift, dtype=I64).reshape(-1)
+    full = _full_accu(full_accu)
+    mode = get_platform().round_mode
+    plan = _cast_plan(mul.tobytes(), shift.tobytes(), full, mode)
+    if not full:
+        m16, pre, pre_max, sh, sh_ok = plan
         a = acc
-        shift = np.minimum(shift, 63)
-    # Non-FULL_ACCU: |a| <= 2**15, |mul| <= 2**15. FULL_ACCU: |a| <= 2**31, |mul| <= 2**30 (a product
-    # of two int16). So |p| <= 2**61 and shift_round's add of at most 2**61 cannot overflow int64.
-    p = a * mul
-    if np.all((shift >= 0) & (shift <= 62)):
-        r = shift_round(p, shift)
+        if pre_max:
+            a = asr_rnd32(a, pre, mode, x_bound=acc_bound)
+        a = _clip(a, a.dtype.type(-(1 << 15)), a.dtype.type((1 << 15) - 1))
+        if a.dtype == np.int32 and sh_ok:
+            # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
+            r = shift_round(a * m16.astype(np.int32), sh.astype(np.int32), mode)
+        else:
+            p = a.astype(I64, copy=False) * m16
+            r = shift_round(p, sh, mode) if sh_ok or _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
     else:
-        r = asr_rnd(p, shift, 64)
-    r = np.clip(r, -(1 << 15), (1 << 15) - 1)
-    r = np.clip(r + int(out_zp), -(1 << 15), (1 << 15) - 1)
-    return np.clip(r, -128, 127)
+        m, _, _, sh, _ = plan
+        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and shift_round's
+        # add of at most 2**61 cannot overflow int64.
+        p = acc.astype(I64, copy=False) * m
+        r = shift_round(p, sh, mode) if _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+    t = r.dtype.type
+    r = _clip(r, t(-(1 << 15)), t((1 << 15) - 1))
+    r += t(int(out_zp))
+    lo, hi = max(int(clamp[0]), -128), min(int(clamp[1]), 127)
+    return _clip(r, t(lo), t(hi))
+
+
+def _in_range(a: np.ndarray, lo: int, hi: int) -> bool:
+    return bool(np.all((a >= lo) & (a <= hi)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> tuple:
+    """Per-channel constants of :func:`sa8_result_cast` (scalars when all channels agree)."""
+    mul = np.frombuffer(mul_b, dtype=I64)
+    shift = np.frombuffer(shift_b, dtype=I64)
+    if mul.size > 1 and (mul == mul[0]).all() and (shift == shift[0]).all():
+        mul, shift = mul[:1], shift[:1]
+    if mul.size == 1:
+        mul, shift = mul.reshape(()), shift.reshape(())
+    if full:
+        return mul, None, 0, np.minimum(shift, 63), True
+    m16 = asr_rnd(mul, 16, 32, mode)
+    sh = shift - 16
+    pre = np.clip(sh - (32 - 8 - 3), 0, 8)
+    sh = np.minimum(sh - pre, 63)
+    return m16, pre, int(np.max(pre)), sh, _in_range(sh, 0, 30)
 
 
 # -------------------------------------------------------------------------------------- ReLU

@@ -11,6 +11,7 @@ the cfg, as the C kernel does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -26,8 +27,9 @@ from ..checks import (
     shape_at,
     tensors_not_overlapped,
 )
+from ..config import get_platform
 from ..errors import Status
-from ..formats import ElType
+from ..formats import ElType, RoundMode
 from ..kernels import convolution as K
 from ..tensor import Tensor
 from ._registry import mli_function
@@ -47,6 +49,32 @@ _KH, _KW, _KD, _KC = 0, 1, 2, 3
 
 
 # ------------------------------------------------------------------------------ shared checks
+def check_quant(t: Tensor, zp_used_bits: int) -> None:
+    """``mli_chk_tensor_quant_params``, vectorised over the channels of a per-axis tensor (same
+    statuses and order as :func:`pymli.checks.check_quant_params`)."""
+    if not t.el_type.is_sa or t.dim < 0 or t.dim >= t.rank:
+        check_quant_params(t, zp_used_bits)
+        return
+    n = shape_at(t, t.dim)
+    arrs = []
+    for name, itemsize in (("scale", 2), ("zero_point", 2), ("scale_frac_bits", 1)):
+        a = getattr(t, name)
+        if not isinstance(a, np.ndarray) or a.nbytes < n * itemsize:
+            fail(Status.BAD_TENSOR, f"per-axis {name} holds fewer than shape[{t.dim}] = {n} values")
+        arrs.append(a.reshape(-1)[:n])
+    scales, zps = arrs[0], arrs[1]
+    zp_min = 0 if zp_used_bits == 0 else -(1 << zp_used_bits)
+    zp_max = 0 if zp_used_bits == 0 else (1 << zp_used_bits) - 1
+    bad_s = scales <= 0
+    bad_z = (zps < zp_min) | (zps > zp_max)
+    if bad_s.any() or bad_z.any():
+        # C stops at the first channel with a problem; a bad scale there wins over its zero point.
+        i = int(np.flatnonzero(bad_s | bad_z)[0])
+        if bad_s[i]:
+            fail(Status.BAD_TENSOR, f"non-positive scale {int(scales[i])} at channel {i}")
+        fail(Status.INCOMPATEBLE_TENSORS, f"zero point {int(zps[i])} outside [{zp_min}, {zp_max}] at channel {i}")
+
+
 def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) -> None:
     """Type checks of an fx kind (fx16 / fx16_fx8_fx8 / fx8): types, bias and output frac bits."""
     want = {"fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
@@ -63,32 +91,46 @@ def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) 
 
 def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
     """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
-    per_axis = w.dim >= 0
-    n = shape_at(w, w.dim) if per_axis else 1
-    ws = w.quant_vector("scale", n)
-    bs = b.quant_vector("scale", n) if b.dim >= 0 else np.asarray([int(b.scale)], dtype=np.int64)
-    s_in = int(inp.quant_vector("scale")[0])
-    for idx in range(n):
-        expected = int(wrap(s_in * int(ws[idx]), 32))
-        sh = calc_shift_idx(inp, w, b, idx)
-        expected = int(asr_rnd(expected, sh, 32)) if sh > 0 else int(wrap(expected << -sh, 32))
-        b_idx = idx if b.dim >= 0 else 0
-        if b_idx >= len(bs):
-            fail(Status.BAD_TENSOR, "bias holds fewer scales than the weights")
-        diff = expected - int(bs[b_idx])
-        if not -1 <= diff <= 1:
-            fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(bs[b_idx])} != in scale x weights scale "
-                 f"({expected}) for channel {idx}")
+    n = shape_at(w, w.dim) if w.dim >= 0 else 1
+
+    def vec(t: Tensor, name: str) -> tuple[int, ...]:
+        v = t.quant_vector(name, n)
+        if len(v) < n:
+            fail(Status.BAD_TENSOR, f"{name} of a per-axis tensor holds fewer than {n} values")
+        return tuple(v[:n].tolist()) if t.dim >= 0 else (int(v[0]),) * n
+
+    bad = _bias_scale_mismatch(int(inp.quant_vector("scale")[0]), int(inp.quant_vector("scale_frac_bits")[0]),
+                               vec(w, "scale"), vec(w, "scale_frac_bits"), vec(b, "scale"),
+                               vec(b, "scale_frac_bits"), get_platform().round_mode)
+    if bad is not None:
+        fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {bad[1]} != in scale x weights scale ({bad[2]}) "
+             f"for channel {bad[0]}")
+
+
+@functools.lru_cache(maxsize=256)
+def _bias_scale_mismatch(s_in: int, f_in: int, ws: tuple[int, ...], wf: tuple[int, ...], bs: tuple[int, ...],
+                         bf: tuple[int, ...], mode: RoundMode) -> tuple[int, int, int] | None:
+    expected = wrap(s_in * np.asarray(ws, dtype=np.int64), 32)
+    sh = f_in + np.asarray(wf, dtype=np.int64) - np.asarray(bf, dtype=np.int64)
+    right = asr_rnd(expected, np.maximum(sh, 1), 32, mode)
+    left = wrap(expected << np.clip(-sh, 0, 63), 32)
+    expected = np.where(sh > 0, right, left)
+    diff = expected - np.asarray(bs, dtype=np.int64)
+    bad = np.flatnonzero((diff < -1) | (diff > 1))
+    if bad.size:
+        i = int(bad[0])
+        return i, bs[i], int(expected[i])
+    return None
 
 
 def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
     """sa8 x sa8 + sa32 requirements shared by the conv and FC checks (after the generic check)."""
     if inp.el_type != ElType.SA_8 or w.el_type != ElType.SA_8 or b.el_type != ElType.SA_32:
         fail(Status.TYPE_MISMATCH, f"sa8: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/{b.el_type.name}")
-    check_quant_params(inp, 7)
-    check_quant_params(out, 7)
-    check_quant_params(w, 0)
-    check_quant_params(b, 0)
+    check_quant(inp, 7)
+    check_quant(out, 7)
+    check_quant(w, 0)
+    check_quant(b, 0)
     if w.dim < 0:
         if b.dim >= 0:
             fail(Status.INCOMPATEBLE_TENSORS, "bias: per-tensor quantisation expected, like the weights")
@@ -222,13 +264,15 @@ def fx_quant(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, acc_bits: int, out_
 def sa8_quant(inp: Tensor, w: Tensor, out: Tensor, n: int, in_zp: int | None = None) -> K.Sa8Quant:
     """:class:`~pymli.kernels.convolution.Sa8Quant` of sa8 tensors for ``n`` output channels."""
     def first(t: Tensor, name: str) -> int:
-        return int(np.asarray(getattr(t, name)).reshape(-1)[0])
+        v = getattr(t, name)
+        return int(v) if not isinstance(v, np.ndarray) else int(v.reshape(-1)[0])
 
     if w.dim >= 0:
-        ws = tuple(int(v) for v in np.asarray(w.scale).reshape(-1)[:n])
-        wf = tuple(int(v) for v in np.asarray(w.scale_frac_bits).reshape(-1)[:n])
+        ws = np.asarray(w.scale, dtype=np.int64).reshape(-1)[:n]
+        wf = np.asarray(w.scale_frac_bits, dtype=np.int64).reshape(-1)[:n]
     else:
-        ws, wf = (int(w.scale),), (int(w.scale_frac_bits),)
+        ws = np.asarray([int(w.scale)], dtype=np.int64)
+        wf = np.asarray([int(w.scale_frac_bits)], dtype=np.int64)
     return K.Sa8Quant(first(inp, "zero_point") if in_zp is None else in_zp, first(inp, "scale"),
                       first(inp, "scale_frac_bits"), first(w, "zero_point"), ws, wf,
                       first(out, "zero_point"), first(out, "scale"), first(out, "scale_frac_bits"))

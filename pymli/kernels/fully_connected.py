@@ -37,14 +37,15 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
     x = np.asarray(x)
     if isinstance(q, Sa8Quant):
         a, b = _eff_offset(q.in_zp), _eff_offset(q.w_zp)
-        xc = x.astype(I64) - a if a else x
+        xc = x.astype(np.int16 if -128 <= a <= 127 else I64) - a if a else x
     else:
         a = b = 0
         xc = x
-    acc = exact_matmul(xc, w)
+    acc, bound = exact_matmul(xc, w)
     if b:
+        bound = None  # type: ignore[assignment]
         # in_additive + zp_additive: a separate 32-bit sum added with saturation.
         n = x.shape[-1]
         other = wrap_acc(-b * np.asarray(x, dtype=I64).sum(axis=-1, keepdims=True) + q.in_zp * q.w_zp * n, 32)
         acc = add_bias(wrap_acc(acc, 32), other, 32)
-    return finish(acc, bias, q, bounds)
+    return finish(acc, bias, q, bounds, bound)

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
 
-__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size"]
+__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate"]
 
 
 def out_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
@@ -66,6 +66,26 @@ def window_reduce(x: npt.NDArray[np.integer], kernel: tuple[int, int], stride: t
     for dy in range(1, kh):
         op(res, part[dy:dy + hspan:sh], out=res)
     return res
+
+
+def degenerate(in_h: int, in_w: int, kernel: tuple[int, int], stride: tuple[int, int],
+               pads: tuple[int, int, int, int], out_hw: tuple[int, int]) -> bool:
+    """Whether MLI's border processing of this geometry reaches outside the output tensor.
+
+    MLI computes the outputs next to each padded side in a separate pass whose extent is
+    ``ceil(pad / stride)`` rows or columns. When that exceeds the output (a kernel much wider than
+    the input, tiny outputs), the C reference writes past the output tensor's edges.
+
+    Args:
+        pads: (top, bottom, left, right) as in the cfg; bottom/right are re-derived from ``out_hw``.
+    """
+    (kh, kw), (sh, sw), (oh, ow) = kernel, stride, out_hw
+    pt, _, pl, _ = pads
+    pr = max(ow * sw + kw - sw - in_w - pl, 0)
+    pb = max(oh * sh + kh - sh - in_h - pt, 0)
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    return bool((pt and (cdiv(pt, sh) > oh or cdiv(pl, sw) > ow)) or (pr and cdiv(pr, sw) > ow)
+                or (pb and cdiv(pb, sh) > oh) or (pl and cdiv(pl, sw) > ow))
 
 
 def _runs(v: np.ndarray) -> list[tuple[int, int, int]]:
