@@ -57,7 +57,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
     net = p.network
     la = net[layer]
     _skip_missing([la.function_name(p.in_qparams[layer])])
-    xs = [p.vectors[k] for k in p.in_keys[layer]]
+    xs = p.recorded_inputs(layer)
     out, q = net.run_layer(layer, xs, p.in_qparams[layer])
     ref = p.vectors[p.call_keys[layer]]
     assert out.dtype == ref.dtype
