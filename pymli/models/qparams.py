@@ -168,16 +168,18 @@ def fx_frac_for_range(max_abs: float, bits: int, headroom_bits: int = 0) -> int:
     return int(frac)
 
 
-def sa_scale_repr(step: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+def sa_scale_repr(step: np.ndarray | float, *, round_up: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Represent real scale factors as MLI's ``scale * 2**-scale_frac_bits``, scale in [2**14, 2**15).
 
-    Returns (scale int16 values, scale_frac_bits values) as int64 arrays.
+    ``round_up`` never makes the represented step smaller than asked (the calibrated range then
+    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays.
     """
     step = np.atleast_1d(np.asarray(step, np.float64))
     step = np.where(step > 0, step, 1.0)
     e = np.floor(np.log2(step)).astype(np.int64)      # step = m * 2**e with m in [1, 2)
     sfb = 14 - e
-    scale = np.rint(step * np.exp2(sfb.astype(np.float64))).astype(np.int64)
+    mant = step * np.exp2(sfb.astype(np.float64))
+    scale = (np.ceil(mant) if round_up else np.rint(mant)).astype(np.int64)
     # rounding may reach 2**15: move one bit into the exponent
     over = scale >= (1 << 15)
     scale = np.where(over, scale >> 1, scale)

@@ -269,20 +269,23 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
         st = LayerStats(la.name, la.kind, fns[la.name], qp.describe(), snr_db(ref[la.name], out),
                         snr_db(local, out), float(np.max(np.abs(out - ref[la.name]))),
                         float(np.max(np.abs(ref[la.name]))), sat, head)
-        if isinstance(la, _MacLayer):
-            w_el = la.weights.qp.el_type  # type: ignore[union-attr]
+        macs = la.mac_count([tuple(np.asarray(v).shape[1:]) for v in in_vals])
+        w_const = getattr(la, "weights", None) or getattr(la, "weights_in", None)
+        if macs is not None and w_const is not None and w_const.qp is not None:
+            w_el = w_const.qp.el_type
             in_el = in_q[0].el_type
-            st.macs = la.mac_count([tuple(np.asarray(in_vals[0]).shape[1:])])
+            st.macs = macs
             st.guard_needed = int(math.ceil(math.log2(st.macs + 1)))
             key = _guard_key(in_el, w_el)
             st.guard_available = (guard_bits or {}).get(key, None)
             if st.guard_available is None:
                 st.guard_available = accu_guard_bits(in_el, w_el)
             st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
-            acc = la.accumulator(in_vals[0], in_q[0])
-            peak = float(np.max(np.abs(acc))) if acc.size else 0.0
-            st.acc_peak_bits = int(math.ceil(math.log2(peak + 1))) if peak > 0 else 0
-            st.acc_headroom_bits = st.acc_bits - st.acc_peak_bits
+            acc = la.accumulator(in_vals[0], in_q[0]) if isinstance(la, _MacLayer) else None
+            if acc is not None:
+                peak = float(np.max(np.abs(acc))) if acc.size else 0.0
+                st.acc_peak_bits = int(math.ceil(math.log2(peak + 1))) if peak > 0 else 0
+                st.acc_headroom_bits = st.acc_bits - st.acc_peak_bits
         rows.append(st)
     acc_q = acc_f = None
     if labels is not None:
