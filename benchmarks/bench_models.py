@@ -9,14 +9,15 @@ as the bit-exact test does), per image without capture, and the float64 twin per
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pymli.models import load_pack  # noqa: E402
-from pymli.paths import shared_dir  # noqa: E402
+from pymli.models import load_pack
+from pymli.paths import shared_dir
 
 
 def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -39,9 +40,9 @@ def main() -> None:
         p = load_pack(root / v)
         x = p.inputs[: args.images]
         n = len(x)
-        t_cap = best(lambda: p.network.run(x), args.repeat) / n
-        t_out = best(lambda: p.network.run(x, capture=False), args.repeat) / n
-        t_flt = best(lambda: p.network.run_float(x), args.repeat) / n
+        t_cap = best(lambda p=p, x=x: p.network.run(x), args.repeat) / n
+        t_out = best(lambda p=p, x=x: p.network.run(x, capture=False), args.repeat) / n
+        t_flt = best(lambda p=p, x=x: p.network.run_float(x), args.repeat) / n
         print(f"{v:<14} {1e3 * t_cap:>19.2f} {1e3 * t_out:>10.2f} {1e3 * t_flt:>15.2f}")
     try:
         from rich.console import Console
@@ -50,7 +51,8 @@ def main() -> None:
     except ImportError:
         return
     t0 = time.perf_counter()
-    run_demo(Console(file=open("/dev/null", "w")))
+    with open(os.devnull, "w") as sink:
+        run_demo(Console(file=sink))
     print(f"pymli demo (360 digits x 3 builds, with reports): {time.perf_counter() - t0:.2f} s")
 
 

@@ -11,15 +11,51 @@
 
 from __future__ import annotations
 
-from .layers import (AvgPool, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, KernelMissing, Layer, LeakyReLU,
-                     MaxPool, Permute, PReLU, ReLU, Sigmoid, Softmax, Tanh)
+from .layers import (
+                     AvgPool,
+                     Conv2D,
+                     DepthwiseConv2D,
+                     Eltwise,
+                     FullyConnected,
+                     KernelMissing,
+                     Layer,
+                     LeakyReLU,
+                     MaxPool,
+                     Permute,
+                     PReLU,
+                     ReLU,
+                     Sigmoid,
+                     Softmax,
+                     Tanh,
+)
 from .mli_pack import Pack, load_pack
 from .network import Network, RunResult, mli_argmax
 from .qparams import Const, QParams
 from .recurrent import LSTM, UnrolledLSTM
 
 __all__ = [
-    "Network", "RunResult", "Layer", "Conv2D", "DepthwiseConv2D", "FullyConnected", "MaxPool", "AvgPool",
-    "Eltwise", "ReLU", "LeakyReLU", "PReLU", "Softmax", "Sigmoid", "Tanh", "Permute", "LSTM", "UnrolledLSTM", "KernelMissing",
-    "QParams", "Const", "load_pack", "Pack", "mli_argmax",
+                     "LSTM",
+                     "AvgPool",
+                     "Const",
+                     "Conv2D",
+                     "DepthwiseConv2D",
+                     "Eltwise",
+                     "FullyConnected",
+                     "KernelMissing",
+                     "Layer",
+                     "LeakyReLU",
+                     "MaxPool",
+                     "Network",
+                     "PReLU",
+                     "Pack",
+                     "Permute",
+                     "QParams",
+                     "ReLU",
+                     "RunResult",
+                     "Sigmoid",
+                     "Softmax",
+                     "Tanh",
+                     "UnrolledLSTM",
+                     "load_pack",
+                     "mli_argmax",
 ]

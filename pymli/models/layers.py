@@ -24,9 +24,25 @@ from . import floatops as F
 from .qparams import Const, QParams
 
 __all__ = [
-    "Layer", "Conv2D", "DepthwiseConv2D", "FullyConnected", "MaxPool", "AvgPool", "Eltwise", "ReLU",
-    "LeakyReLU", "PReLU", "Softmax", "Sigmoid", "Tanh", "Permute", "KernelMissing", "data_suffix",
-    "mac_suffix", "capi_function", "LAYER_TYPES",
+    "LAYER_TYPES",
+    "AvgPool",
+    "Conv2D",
+    "DepthwiseConv2D",
+    "Eltwise",
+    "FullyConnected",
+    "KernelMissing",
+    "Layer",
+    "LeakyReLU",
+    "MaxPool",
+    "PReLU",
+    "Permute",
+    "ReLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "capi_function",
+    "data_suffix",
+    "mac_suffix",
 ]
 
 _RELU_NAMES = {"none": 0, "gen": 1, "relu_1": 2, "relu_6": 3}
@@ -424,7 +440,7 @@ class ReLU(Layer):
     kind = "relu"
     follows_input = True
 
-    def __init__(self, type: str = "gen", **kw: Any) -> None:  # noqa: A002 - MLI field name
+    def __init__(self, type: str = "gen", **kw: Any) -> None:
         super().__init__(**kw)
         self.type = type
 

@@ -134,7 +134,7 @@ def _layer(call: dict[str, Any], model: dict[str, Any], consts: Any, producers: 
     fn = call["fn"]
     generic = call.get("generic_fn", fn)
     out = _arg(call, "out")
-    kw: dict[str, Any] = dict(name=call["id"], fn=fn, out_q=_qparams(out["tensor"], consts))
+    kw: dict[str, Any] = {"name": call["id"], "fn": fn, "out_q": _qparams(out["tensor"], consts)}
     kw["inputs"] = [_source(a, producers) for a in _data_inputs(call)]
     if "lstm_cell" in generic:
         f = _fields(call)

@@ -90,7 +90,7 @@ class Network:
             self.add(layer)
 
     # ---------------------------------------------------------------- building
-    def add(self, layer: Layer) -> "Network":
+    def add(self, layer: Layer) -> Network:
         """Append a layer (wired to the previous tensor unless it names its inputs)."""
         if not layer.name:
             layer.name = f"{layer.kind}{len(self.layers) + 1}"
@@ -333,5 +333,5 @@ class Network:
         lines = [f"Network {self.name!r}: input {self.input_shape}"
                  + (f" ({self.input_q.describe()})" if self.input_q else " (float)")]
         for r in self.summary():
-            lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {str(r['shape']):<14} {r['function']} {r['out_q']}")
+            lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
         return "\n".join(lines)

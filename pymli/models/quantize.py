@@ -21,11 +21,11 @@ import numpy as np
 
 from ..formats import ElType
 from .layers import Layer, _MacLayer
-from .recurrent import UnrolledLSTM, _LstmBase
 from .network import INPUT, Network
 from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
+from .recurrent import UnrolledLSTM, _LstmBase
 
-__all__ = ["SCHEMES", "quantize_network", "calibrate", "tensor_qparams"]
+__all__ = ["SCHEMES", "calibrate", "quantize_network", "tensor_qparams"]
 
 SCHEMES = ("fx16", "fx16_fx8_fx8", "sa8")
 

@@ -18,7 +18,7 @@ from . import floatops as F
 from .layers import Layer, capi_function, data_suffix, mac_suffix
 from .qparams import Const, QParams
 
-__all__ = ["LSTM", "UnrolledLSTM", "GATES"]
+__all__ = ["GATES", "LSTM", "UnrolledLSTM"]
 
 GATES = ("i", "g", "f", "o")
 

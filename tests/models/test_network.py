@@ -13,8 +13,25 @@ from hypothesis import strategies as st
 
 from pymli import capi
 from pymli.formats import ElType
-from pymli.models import (AvgPool, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, KernelMissing, LeakyReLU,
-                          MaxPool, Network, Permute, PReLU, QParams, ReLU, Sigmoid, Softmax, Tanh, mli_argmax)
+from pymli.models import (
+    AvgPool,
+    Conv2D,
+    DepthwiseConv2D,
+    Eltwise,
+    FullyConnected,
+    KernelMissing,
+    LeakyReLU,
+    MaxPool,
+    Network,
+    Permute,
+    PReLU,
+    QParams,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    mli_argmax,
+)
 from pymli.models import floatops as F
 from pymli.models.qparams import fx_frac_for_range, sa_scale_repr
 from pymli.models.quantize import quantize_network
@@ -292,7 +309,7 @@ def test_lstm_float_matches_textbook_cell() -> None:
     acts = net.run_float(x)
     la = net["lstm"]
     w_in, w_out, b = (c.value() for c in (la.weights_in, la.weights_out, la.bias))
-    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    sig = lambda v: 1 / (1 + np.exp(-v))
     h = np.zeros(6)
     c = np.zeros(6)
     for t in range(10):   # sample 1, gates i, g, f, o
