@@ -93,33 +93,42 @@ def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
     """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
     n = shape_at(w, w.dim) if w.dim >= 0 else 1
 
-    def vec(t: Tensor, name: str) -> tuple[int, ...]:
-        v = t.quant_vector(name, n)
-        if len(v) < n:
+    def vec(t: Tensor, name: str) -> bytes:
+        v = getattr(t, name)
+        if t.dim < 0 or not isinstance(v, np.ndarray):
+            return np.full(n, int(v) if not isinstance(v, np.ndarray) else int(v.reshape(-1)[0]), np.int64).tobytes()
+        v = v.reshape(-1)
+        if v.size < n:
             fail(Status.BAD_TENSOR, f"{name} of a per-axis tensor holds fewer than {n} values")
-        return tuple(v[:n].tolist()) if t.dim >= 0 else (int(v[0]),) * n
+        return np.ascontiguousarray(v[:n], dtype=np.int64).tobytes()
 
-    bad = _bias_scale_mismatch(int(inp.quant_vector("scale")[0]), int(inp.quant_vector("scale_frac_bits")[0]),
-                               vec(w, "scale"), vec(w, "scale_frac_bits"), vec(b, "scale"),
-                               vec(b, "scale_frac_bits"), get_platform().round_mode)
+    def first(t: Tensor, name: str) -> int:
+        v = getattr(t, name)
+        return int(v) if not isinstance(v, np.ndarray) else int(v.reshape(-1)[0])
+
+    bad = _bias_scale_mismatch(first(inp, "scale"), first(inp, "scale_frac_bits"), vec(w, "scale"),
+                               vec(w, "scale_frac_bits"), vec(b, "scale"), vec(b, "scale_frac_bits"),
+                               get_platform().round_mode)
     if bad is not None:
         fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {bad[1]} != in scale x weights scale ({bad[2]}) "
              f"for channel {bad[0]}")
 
 
 @functools.lru_cache(maxsize=256)
-def _bias_scale_mismatch(s_in: int, f_in: int, ws: tuple[int, ...], wf: tuple[int, ...], bs: tuple[int, ...],
-                         bf: tuple[int, ...], mode: RoundMode) -> tuple[int, int, int] | None:
-    expected = wrap(s_in * np.asarray(ws, dtype=np.int64), 32)
-    sh = f_in + np.asarray(wf, dtype=np.int64) - np.asarray(bf, dtype=np.int64)
+def _bias_scale_mismatch(s_in: int, f_in: int, ws: bytes, wf: bytes, bs: bytes, bf: bytes,
+                         mode: RoundMode) -> tuple[int, int, int] | None:
+    w_s, w_f = np.frombuffer(ws, np.int64), np.frombuffer(wf, np.int64)
+    b_s, b_f = np.frombuffer(bs, np.int64), np.frombuffer(bf, np.int64)
+    expected = wrap(s_in * w_s, 32)
+    sh = f_in + w_f - b_f
     right = asr_rnd(expected, np.maximum(sh, 1), 32, mode)
     left = wrap(expected << np.clip(-sh, 0, 63), 32)
     expected = np.where(sh > 0, right, left)
-    diff = expected - np.asarray(bs, dtype=np.int64)
+    diff = expected - b_s
     bad = np.flatnonzero((diff < -1) | (diff > 1))
     if bad.size:
         i = int(bad[0])
-        return i, bs[i], int(expected[i])
+        return i, int(b_s[i]), int(expected[i])
     return None
 
 
