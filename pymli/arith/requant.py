@@ -30,11 +30,13 @@ Public API (stable; other kernels rely on it):
 * :func:`fx_result_cast` -- FX accumulator to output container (``result_cast`` for FX).
 * :func:`sa8_out_params` -- per-channel output multiplier and shift (``define_quant_params`` +
   ``adjust_quant_params`` for s8asym), honouring FULL_ACCU.
-* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU).
+* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU);
+  :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
+* :func:`asr_rnd_int` -- the same on one Python int (parameter set-up without NumPy overhead).
 """
 
 from __future__ import annotations
@@ -63,10 +65,12 @@ __all__ = [
     "fx_result_cast",
     "sa8_out_params",
     "sa8_bias",
+    "sa8_bias_bound",
     "sa8_result_cast",
     "relu_bounds",
     "shift_round",
     "asr_rnd32",
+    "asr_rnd_int",
     "RELU_NONE",
     "RELU_GEN",
     "RELU_1",
@@ -100,6 +104,26 @@ def norm32(x: ArrayLike) -> np.ndarray:
     # frexp is exact for |values| < 2**53: its exponent is the bit length.
     _, e = np.frexp(mag.astype(np.float64))
     return (31 - e).astype(I64)
+
+
+def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -> int:
+    """``mli_math_asr_rnd_fx`` on one Python int modelling a ``bits``-bit C integer (no NumPy)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if n < 0:
+        m = -n
+        if m > bits - 1:
+            return 0 if x == 0 else (lo if x < 0 else hi)
+        return max(lo, min(hi, x << m))
+    if n == 0:
+        return x
+    if n > bits - 1:
+        return 0
+    mode = get_platform().round_mode if mode is None else mode
+    half = 1 << (n - 1)
+    if mode is RoundMode.UP:
+        return min(x + half, hi) >> n
+    r = x >> n
+    return r + 1 if (x & half) and ((r & 1) or (x & (half - 1))) else r
 
 
 def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
@@ -166,7 +190,8 @@ def fx_bias(bias: ArrayLike, bias_shift: int, acc_bits: int) -> np.ndarray:
     return wrap(asr_rnd(b, -int(bias_shift), 64), 32)
 
 
-def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None) -> np.ndarray:
+def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None,
+             bias_bound: int | None = None) -> np.ndarray:
     """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
 
     ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
@@ -177,7 +202,7 @@ def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | No
     if acc_container_bits(acc_bits) == 64:
         # |acc| < 2**62 and |bias| < 2**32 in every MLI kernel: the int64 add cannot overflow.
         return acc.astype(I64, copy=False) + bias
-    bmax = int(np.abs(bias).max()) if bias.size else 0
+    bmax = bias_bound if bias_bound is not None else (int(np.abs(bias).max()) if bias.size else 0)
     if acc_bound is not None and acc_bound + bmax < (1 << 31):
         if acc.dtype == np.int32:
             return acc + bias.astype(np.int32)
@@ -262,20 +287,26 @@ def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, 
 def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     """sa32 bias as ``bias_additive`` adds it: without FULL_ACCU only its 16 most significant
     bits are kept (lower bits cleared by an arithmetic shift pair)."""
+    return sa8_bias_bound(bias, full_accu)[0]
+
+
+def sa8_bias_bound(bias: ArrayLike, full_accu: bool | None = None) -> tuple[np.ndarray, int]:
+    """:func:`sa8_bias` and the largest magnitude of its values (cached per bias content)."""
     b = np.ascontiguousarray(bias, dtype=I64)
-    if _full_accu(full_accu):
-        return b
-    return _sa8_bias_reduced(b.tobytes(), b.shape)
+    return _sa8_bias_reduced(b.tobytes(), b.shape, _full_accu(full_accu))
 
 
 @functools.lru_cache(maxsize=256)
-def _sa8_bias_reduced(b_bytes: bytes, shape: tuple[int, ...]) -> np.ndarray:
+def _sa8_bias_reduced(b_bytes: bytes, shape: tuple[int, ...], full: bool) -> tuple[np.ndarray, int]:
     b = np.frombuffer(b_bytes, dtype=I64).reshape(shape)
-    sh = np.maximum(16 - norm32(b), 0)
-    # Shifting back left cannot saturate: the low bits were just cleared.
-    r = (b >> sh) << sh
+    if full:
+        r = b.copy()
+    else:
+        sh = np.maximum(16 - norm32(b), 0)
+        # Shifting back left cannot saturate: the low bits were just cleared.
+        r = (b >> sh) << sh
     r.flags.writeable = False
-    return r
+    return r, int(np.abs(r).max()) if r.size else 0
 
 
 def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,

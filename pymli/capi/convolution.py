@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.requant import relu_bounds
+from ..arith.requant import asr_rnd_int, relu_bounds
 from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
     calc_shift_idx,
@@ -89,9 +89,24 @@ def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) 
         fail(Status.INCOMPATEBLE_TENSORS, f"out frac_bits {out.frac_bits} > in + weights frac_bits")
 
 
+def _wrap32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
 def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
     """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
     n = shape_at(w, w.dim) if w.dim >= 0 else 1
+    if w.dim < 0 and b.dim < 0 and not isinstance(w.scale, np.ndarray) and not isinstance(b.scale, np.ndarray):
+        # One channel: plain integer arithmetic (the C check's int32 expressions).
+        s_in = int(np.asarray(inp.scale).reshape(-1)[0])
+        f_in = int(np.asarray(inp.scale_frac_bits).reshape(-1)[0])
+        expected = _wrap32(s_in * int(w.scale))
+        sh = f_in + int(w.scale_frac_bits) - int(b.scale_frac_bits)
+        expected = asr_rnd_int(expected, sh, 32) if sh > 0 else _wrap32(expected << min(-sh, 63))
+        if not -1 <= expected - int(b.scale) <= 1:
+            fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(b.scale)} != in scale x weights scale ({expected})")
+        return
 
     def vec(t: Tensor, name: str) -> bytes:
         v = getattr(t, name)

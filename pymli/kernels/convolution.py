@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias, sa8_out_params, sa8_result_cast, wrap_acc
+from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias_bound, sa8_out_params, sa8_result_cast, wrap_acc
 from ..arith.rounding import wrap
 
 __all__ = [
@@ -194,8 +194,12 @@ def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtyp
 def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
     """(ho, wo, kh, kw, C) strided view of the windows of a padded (Hp, Wp, C) array."""
     s0, s1, s2 = xp.strides
-    return np.lib.stride_tricks.as_strided(
-        xp, shape=(ho, wo, kh, kw, xp.shape[2]), strides=(s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2), writeable=False)
+    shape = (ho, wo, kh, kw, xp.shape[2])
+    strides = (s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2)
+    # xp is a fresh C-contiguous array: the ndarray constructor (bounds-checked) is the cheap view.
+    v = np.ndarray(shape, dtype=xp.dtype, buffer=xp, strides=strides)
+    v.flags.writeable = False
+    return v
 
 
 def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
@@ -348,9 +352,9 @@ def finish(acc: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int],
         nb = None if acc_bound is None else acc_bound + (int(np.abs(b).max()) if b.size else 0)
         out = fx_result_cast(acc, q.out_shift, q.acc_bits, q.out_bits, acc_bound=nb)
         return np.clip(out, bounds[0], bounds[1])
-    b = sa8_bias(bias)
-    acc = add_bias(acc, b, 32, acc_bound)
-    nb = None if acc_bound is None else acc_bound + (int(np.abs(b).max()) if b.size else 0)
+    b, bmax = sa8_bias_bound(bias)
+    acc = add_bias(acc, b, 32, acc_bound, bmax)
+    nb = None if acc_bound is None else acc_bound + bmax
     mul, sh = q.out_params()
     return sa8_result_cast(acc, mul, sh, q.out_zp, clamp=bounds, acc_bound=nb)
 

@@ -118,3 +118,13 @@ def test_relu_bounds():
     assert R.relu_bounds(R.RELU_6, 8, zero_point=-10, scale=16384, frac_bits=18) == (-10, 86)
     assert R.relu_bounds(R.RELU_1, 8, zero_point=-10, scale=16384, frac_bits=18) == (-26, 6)
     assert R.relu_bounds(R.RELU_GEN, 8, zero_point=-10, scale=16384, frac_bits=18) == (-10, 127)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_asr_rnd_int_equals_c_model(mode):
+    r = np.random.default_rng(8)
+    for bits in (16, 32, 64):
+        xs = r.integers(-(2 ** (bits - 1)), 2 ** (bits - 1), 2000, dtype=np.int64, endpoint=False)
+        ns = r.integers(-bits - 2, bits + 3, 2000)
+        for x, n in zip(xs.tolist(), ns.tolist()):
+            assert R.asr_rnd_int(x, n, bits, mode) == int(asr_rnd(x, n, bits, mode))
