@@ -122,10 +122,13 @@ def conv2d(x, w, b, p, *, stride, dilation, pad, out_hw, groups, depthwise, boun
     n = w.shape[3]
     out = np.zeros((ho, wo, n), dtype=np.int64)
     zp = p.get("in_zp", 0)
+    wzp = p.get("w_zp", 0)
     for oy in range(ho):
         for ox in range(wo):
             for o in range(n):
                 acc = 0
+                sum_x = 0
+                taps = 0
                 for ky in range(kh):
                     iy = oy * stride[0] - pad[0] + ky * dilation[0]
                     if not 0 <= iy < h:
@@ -134,13 +137,18 @@ def conv2d(x, w, b, p, *, stride, dilation, pad, out_hw, groups, depthwise, boun
                         ix = ox * stride[1] - pad[1] + kx * dilation[1]
                         if not 0 <= ix < wd:
                             continue
+                        taps += 1
                         if depthwise:
                             acc += (int(x[iy, ix, o]) - zp) * int(w[ky, kx, 0, o])
+                            sum_x += int(x[iy, ix, o])
                         else:
                             cg = w.shape[2]
                             g = o // (n // groups)
                             for ci in range(cg):
                                 acc += (int(x[iy, ix, g * cg + ci]) - zp) * int(w[ky, kx, ci, o])
+                                sum_x += int(x[iy, ix, g * cg + ci])
+                # C's weights-zero-point additives: -w_zp * sum(x) + in_zp * w_zp * (rows * columns)
+                acc += -wzp * sum_x + zp * wzp * taps
                 v = finish_one(acc, int(b[o]), o, p, up, full)
                 out[oy, ox, o] = max(bounds[0], min(bounds[1], v))
     return out
@@ -176,9 +184,13 @@ def transpose_conv2d(x, w, b, p, *, stride, pad, out_hw, bounds, up, full):
 
 def fully_connected(x, w, b, p, *, bounds, up, full):
     zp = p.get("in_zp", 0)
+    wzp = p.get("w_zp", 0)
+    other = wrap(-wzp * sum(int(v) for v in x) + zp * wzp * w.shape[0], 32)
     out = []
     for o in range(w.shape[1]):
         acc = sum((int(x[i]) - zp) * int(w[i, o]) for i in range(w.shape[0]))
+        if wzp:
+            acc = sat(wrap(acc, 32) + other, 32)
         v = finish_one(acc, int(b[o]), o, p, up, full)
         out.append(max(bounds[0], min(bounds[1], v)))
     return np.asarray(out, dtype=np.int64)

@@ -171,3 +171,36 @@ def test_sa8_accumulator_wraps_at_32_bits():
     want = oracle.finish_one(acc_exact, 0, 0, p, True, False)
     assert oracle.wrap(acc_exact, 32) < 0  # the wrapped sum is negative: saturates low
     assert int(got[0]) == want == -128
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), op=st.sampled_from(["conv", "depthwise", "group", "fc"]), plat=platforms)
+def test_weights_zero_point_additives(data, op, plat):
+    """Release builds accept weights zero points: the C additive terms are reproduced."""
+    draw = data.draw
+    q0, p, _ = draw(quant("sa8", 4 if op != "group" else 4))
+    w_zp = draw(st.integers(-20, 20).filter(bool))
+    p["w_zp"] = w_zp
+    q = K.Sa8Quant(q0.in_zp, q0.in_scale, q0.in_frac, w_zp, q0.w_scales, q0.w_fracs, q0.out_zp, q0.out_scale,
+                   q0.out_frac)
+    b = rand(draw, (4,), np.int32, True)
+    with use_platform(plat):
+        if op == "fc":
+            x = rand(draw, (12,), np.int8, False)
+            w = rand(draw, (12, 4), np.int8, False)
+            got = fully_connected(x, w, b, q, (-128, 127))
+            want = oracle.fully_connected(x, w, b, p, bounds=(-128, 127), up=plat.round_up, full=plat.full_accu)
+        else:
+            x = rand(draw, (4, 5, 4), np.int8, False)
+            groups = {"conv": 1, "group": 2, "depthwise": 4}[op]
+            wshape = (3, 2, 1, 4) if op == "depthwise" else (3, 2, 4 // groups, 4)
+            w = rand(draw, wshape, np.int8, False)
+            s = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+            geo = dict(stride=s, dilation=(1, 1), pad=(1, 1), out_hw=(K.out_size(4, 3, s[0], 1, 1), K.out_size(5, 2, s[1], 1, 0)))
+            if op == "depthwise":
+                got = K.depthwise_conv2d_hwcn(x, w, b, q, bounds=(-128, 127), **geo)
+            else:
+                got = K.conv2d_hwcn(x, w, b, q, bounds=(-128, 127), groups=groups, **geo)
+            want = oracle.conv2d(x, w, b, p, groups=groups, depthwise=op == "depthwise", bounds=(-128, 127),
+                                 up=plat.round_up, full=plat.full_accu, **geo)
+    np.testing.assert_array_equal(got, want)
