@@ -62,7 +62,15 @@ def check_quant(t: Tensor, zp_used_bits: int) -> None:
         if not isinstance(a, np.ndarray) or a.nbytes < n * itemsize:
             fail(Status.BAD_TENSOR, f"per-axis {name} holds fewer than shape[{t.dim}] = {n} values")
         arrs.append(a.reshape(-1)[:n])
-    scales, zps = arrs[0], arrs[1]
+    bad = _quant_problem(np.ascontiguousarray(arrs[0]).tobytes(), np.ascontiguousarray(arrs[1]).tobytes(),
+                         arrs[0].dtype.str, arrs[1].dtype.str, zp_used_bits)
+    if bad is not None:
+        fail(bad[0], bad[1])
+
+
+@functools.lru_cache(maxsize=512)
+def _quant_problem(s_b: bytes, z_b: bytes, s_dt: str, z_dt: str, zp_used_bits: int) -> tuple[Status, str] | None:
+    scales, zps = np.frombuffer(s_b, s_dt), np.frombuffer(z_b, z_dt)
     zp_min = 0 if zp_used_bits == 0 else -(1 << zp_used_bits)
     zp_max = 0 if zp_used_bits == 0 else (1 << zp_used_bits) - 1
     bad_s = scales <= 0
@@ -71,22 +79,9 @@ def check_quant(t: Tensor, zp_used_bits: int) -> None:
         # C stops at the first channel with a problem; a bad scale there wins over its zero point.
         i = int(np.flatnonzero(bad_s | bad_z)[0])
         if bad_s[i]:
-            fail(Status.BAD_TENSOR, f"non-positive scale {int(scales[i])} at channel {i}")
-        fail(Status.INCOMPATEBLE_TENSORS, f"zero point {int(zps[i])} outside [{zp_min}, {zp_max}] at channel {i}")
-
-
-def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) -> None:
-    """Type checks of an fx kind (fx16 / fx16_fx8_fx8 / fx8): types, bias and output frac bits."""
-    want = {"fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
-            "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
-            "fx8": (ElType.FX_8, ElType.FX_8, ElType.FX_8)}[kind]
-    if (inp.el_type, w.el_type, b.el_type) != want:
-        fail(Status.TYPE_MISMATCH, f"{kind}: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/"
-             f"{b.el_type.name}")
-    if b.frac_bits > inp.frac_bits + w.frac_bits:
-        fail(Status.INCOMPATEBLE_TENSORS, f"bias frac_bits {b.frac_bits} > in + weights frac_bits")
-    if out.frac_bits > inp.frac_bits + w.frac_bits:
-        fail(Status.INCOMPATEBLE_TENSORS, f"out frac_bits {out.frac_bits} > in + weights frac_bits")
+            return Status.BAD_TENSOR, f"non-positive scale {int(scales[i])} at channel {i}"
+        return Status.INCOMPATEBLE_TENSORS, f"zero point {int(zps[i])} outside [{zp_min}, {zp_max}] at channel {i}"
+    return None
 
 
 def _wrap32(v: int) -> int:
