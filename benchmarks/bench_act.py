@@ -1,18 +1,22 @@
 """Speed of the ReLU family, permute and argmax through the facade (time per call, best of N).
 
-    python benchmarks/bench_act.py [--repeat N]
+    python benchmarks/bench_act.py [--repeat N]      (from the repository root)
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-from pymli import Tensor, capi
-from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's pymli, installed or not
+
+from pymli import Tensor, capi  # noqa: E402
+from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType  # noqa: E402
 
 
 def best_of(fn: Callable[[], object], repeat: int) -> float:

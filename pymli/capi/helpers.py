@@ -112,7 +112,7 @@ def mli_hlp_count_elem_num(in_: Tensor, start_dim: int) -> int:
 @mli_function()
 def mli_hlp_tensor_element_size(in_: Tensor) -> int:
     """Container size in bytes of the element type (0 for FX_4 / FP_16)."""
-    return ElType(in_.el_type).size if in_.el_type in ElType._value2member_map_ else 0
+    return ElType(in_.el_type).size
 
 
 def _per_axis_value(t: Tensor, name: str, idx: int) -> int:

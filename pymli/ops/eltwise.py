@@ -64,9 +64,8 @@ def _sa8_params(values: np.ndarray) -> dict[str, int]:
 
 
 def _out_shape(x: Tensor, y: Tensor) -> list[int]:
-    if not tensor_is_scalar(x):
-        return list(x.shape[: x.rank])
-    return list(y.shape[: y.rank]) if y.rank > 0 else [1]
+    """MLI's rule: the output has the shape of the first non-scalar operand, else of ``y``."""
+    return list(x.shape[: x.rank]) if not tensor_is_scalar(x) else list(y.shape[: y.rank])
 
 
 def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[str, int] | None) -> Tensor:
@@ -91,8 +90,12 @@ def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[st
         params = dict(frac_bits=frac_bits)
     else:
         params = dict(quant) if quant is not None else _sa8_params(_FLOAT_OPS[op](_to_float(x), _to_float(y)))
-    out = Tensor.zeros(shape, el, **params)
+    out = Tensor.zeros(shape or [1], el, **params)
+    if not shape:  # a rank-0 result: MLI stores it at the data pointer of a rank-0 output
+        out.rank, out.shape, out.mem_stride = 0, [], []
     getattr(capi, f"mli_krn_eltwise_{op}_{suffix}")(x, y, out)
+    if not shape:
+        out.value, out.data, out.capacity = out.data[0].item(), None, 0
     return out
 
 

@@ -106,7 +106,7 @@ def mul_shift(div: int) -> tuple[int, int]:
     sh = 0
     if div > 1:
         sh = norm(val, 32) + 1
-        val = (val << sh) & 0xFFFFFFFF
+        val = (val << (sh % 32)) & 0xFFFFFFFF  # x86 shift count is taken modulo 32
     return val >> 17, 14 + sh
 
 
@@ -148,8 +148,14 @@ def _ceil_div(a: int, b: int) -> int:
 def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int, int],
            pads: tuple[int, int, int, int], out_hw: tuple[int, int], *, fx_shift: int = 0,
            sa: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None, fixed: int = 0,
-           up: bool = True, mul16: bool = False) -> np.ndarray:
-    """mli_krn_pool_hwc for an HWC int array; unwritten outputs stay at a sentinel (None -> error)."""
+           up: bool = True, mul16: bool = False, out_buf: np.ndarray | None = None,
+           out_strides: tuple[int, int] | None = None) -> np.ndarray:
+    """mli_krn_pool_hwc for an HWC int array.
+
+    Without ``out_buf``: returns the dense output and fails if any store misses it or an output
+    element is left unwritten. With ``out_buf`` (1-D, from the output's first element) and
+    ``out_strides``: applies every store that lands inside the buffer and returns the buffer.
+    """
     h_in, w_in, ch = x.shape
     bits = x.dtype.itemsize * 8
     src = [int(v) for v in x.reshape(-1)]
@@ -157,7 +163,7 @@ def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int,
     sh, sw = stride
     pt, pb, pl, pr = pads
     oh, ow = out_hw
-    dst: list[int | None] = [None] * (oh * ow * ch)
+    dst: dict[int, int] = {}
     if fixed:
         kh = kw = fixed
     pr = (ow * sw + kw - sw) - w_in - pl
@@ -176,10 +182,11 @@ def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int,
     else:
         p_scale = p_shift = p_off = 0
     tin = _T(0, h_in, w_in, ch, x.shape[1] * ch, ch)
-    tout = _T(0, oh, ow, ch, ow * ch, ch)
+    tout = _T(0, oh, ow, ch, *(out_strides or (ow * ch, ch)))
 
     def params(count: int) -> tuple[int, int]:
-        mul, s = mul_shift(count)
+        count &= 0xFFFFFFFF  # C passes an unsigned divisor
+        mul, s = mul_shift(count) if count else (0, 0)
         s += p_shift
         if sa is not None:
             mul, ns = norm_cast(p_scale * mul, 32, 16 if mul16 else 8, up)
@@ -187,17 +194,20 @@ def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int,
         return mul, s
 
     def window(tin: _T, tout: _T, ip: int, op: int, mul: int, s: int, cols: int, rows: int) -> None:
+        def rd(i: int) -> int:  # memory outside the input buffer reads as 0 (C: undefined)
+            return src[i] if 0 <= i < len(src) else 0
+
         if kind == "max":
-            v = src[ip]
+            v = rd(ip)
             for r in range(rows):
                 for c in range(cols):
-                    v = max(v, src[ip + tin.row * r + tin.col * c])
+                    v = max(v, rd(ip + tin.row * r + tin.col * c))
         else:
             acc_bits = 32 if bits == 8 else 64
             acc = asl_fx(p_off, s, acc_bits)
             for r in range(rows):
                 for c in range(cols):
-                    acc = wrap(acc + mul * src[ip + tin.row * r + tin.col * c], acc_bits)
+                    acc = wrap(acc + mul * rd(ip + tin.row * r + tin.col * c), acc_bits)
             v = sat_bits(asr_rnd(acc, s, acc_bits, up), acc_bits - bits, acc_bits)
         dst[op] = v
 
@@ -265,9 +275,14 @@ def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int,
             compute_pad(sh, sw, pl, pb, (0, _ceil_div(pl, sw), 0, oh - r_beg), tin.rotate(3), tout.rotate(3), kw, kh)
     else:
         nopad(0, oh, 0, ow, tin, tout)
-    if any(v is None for v in dst):
-        raise AssertionError("the C loop structure left output elements unwritten")
-    return np.array(dst, dtype=x.dtype).reshape(oh, ow, ch)
+    if out_buf is not None:
+        for off, v in dst.items():
+            if 0 <= off < out_buf.shape[0]:
+                out_buf[off] = v
+        return out_buf
+    if sorted(dst) != list(range(oh * ow * ch)):
+        raise AssertionError("the C loop structure stored outside the output or left elements unwritten")
+    return np.array([dst[i] for i in range(oh * ow * ch)], dtype=x.dtype).reshape(oh, ow, ch)
 
 # ----------------------------------------------------------------------------- element-wise
 

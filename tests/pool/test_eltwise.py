@@ -178,3 +178,12 @@ def test_table_paths_equal_direct_arithmetic(op: str) -> None:
     for x, y in ((a16, a16[::-1]), (a16, np.asarray(np.int16(-1234)))):
         got = eltwise_fx(op, x, y, frac_bits=(9, 9 if op in ("min", "max") else 12, 8), bits=16)
         np.testing.assert_array_equal(got, fx_eltwise(EltOp(op), x, y, fp, 16))
+
+
+def test_ops_two_scalars_follow_mli_shape_rule() -> None:
+    one = Tensor.from_numpy(np.array([5], np.int16), "FX_16", frac_bits=2)
+    zero_d = Tensor.from_numpy(np.int16(3), "FX_16", frac_bits=2)
+    r = ops.sub(one, zero_d, frac_bits=2)  # in1 scalar -> out takes in2's (rank-0) shape
+    assert r.rank == 0 and r.value == 2
+    r = ops.sub(zero_d, one, frac_bits=2)
+    assert r.shape == [1] and r.numpy().tolist() == [-2]

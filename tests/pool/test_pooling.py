@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import pymli
@@ -252,3 +252,50 @@ def test_convergent_rounding_is_used() -> None:
         assert ops.avepool(x, (1, 2)).numpy().item() == 2  # 2.5 -> even
     assert ops.avepool(x, (1, 2)).numpy().item() == 3
     assert isinstance(pymli.ops.maxpool(x, 1), Tensor)
+
+
+@st.composite
+def degenerate_case(draw: st.DrawFn) -> dict:
+    kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    pads = tuple(draw(st.integers(0, k - 1)) for k in (kh, kh, kw, kw))
+    h = draw(st.integers(max(1, kh - pads[0] - pads[1]), max(1, kh - pads[0] - pads[1]) + 2))
+    w = draw(st.integers(max(1, kw - pads[2] - pads[3]), max(1, kw - pads[2] - pads[3]) + 2))
+    oh_max, ow_max = out_size(h, kh, sh, pads[0], pads[1]), out_size(w, kw, sw, pads[2], pads[3])
+    oh, ow = draw(st.integers(1, oh_max)), draw(st.integers(1, ow_max))
+    assume(degenerate(h, w, (kh, kw), (sh, sw), pads, (oh, ow)))
+    return dict(h=h, w=w, c=draw(st.integers(1, 3)), kernel=(kh, kw), stride=(sh, sw), pads=pads, out_hw=(oh, ow),
+                el=draw(st.sampled_from(list(DT))), seed=draw(st.integers(0, 2**32 - 1)),
+                kind=draw(st.sampled_from(["ave", "max"])), gap=draw(st.integers(0, 3)), tail=draw(st.integers(0, 40)),
+                special=kh == kw and kh in (2, 3) and draw(st.booleans()))
+
+
+@settings(suppress_health_check=[HealthCheck.filter_too_much], deadline=None)
+@given(degenerate_case())
+def test_degenerate_geometry_replays_c_stores(case: dict) -> None:
+    """Kernels wider than the input: MLI's border passes store past the output; the buffer shows it."""
+    rng = np.random.default_rng(case["seed"])
+    el, ch = case["el"], case["c"]
+    info = np.iinfo(DT[el])
+    x = rng.integers(info.min, info.max, (case["h"], case["w"], ch), endpoint=True).astype(DT[el])
+    oh, ow = case["out_hw"]
+    q = dict(frac_bits=3) if el.is_fx else dict(zero_point=-9, scale=25000, scale_frac_bits=19)
+    qo = dict(frac_bits=2) if el.is_fx else dict(zero_point=4, scale=17000, scale_frac_bits=18)
+    row_stride = ow * ch + case["gap"]
+    buf = np.full(oh * row_stride + case["tail"], 33, DT[el])
+    out = Tensor(data=buf, capacity=buf.nbytes, shape=[oh, ow, ch], mem_stride=[row_stride, ch, 1], rank=3,
+                 el_type=el, **qo)
+    inp = Tensor.from_numpy(x, el, **q)
+    kh, kw = case["kernel"]
+    pt, pb, pl, pr = case["pads"]
+    cfg = PoolCfg(kernel_width=kw, kernel_height=kh, stride_width=case["stride"][1], stride_height=case["stride"][0],
+                  padding_left=pl, padding_right=pr, padding_top=pt, padding_bottom=pb)
+    suffix = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}[el]
+    fixed = kh if case["special"] else 0
+    name = f"mli_krn_{case['kind']}pool_hwc_{suffix}" + (f"_k{kh}x{kh}" if fixed else "")
+    getattr(capi, name)(inp, cfg, out)
+    want = np.full_like(buf, 33)
+    sa = ((25000, 19, -9), (17000, 18, 4)) if el.is_sa else None
+    oracle.pool_c(x, case["kind"], case["kernel"], case["stride"], case["pads"], case["out_hw"], fx_shift=1, sa=sa,
+                  out_buf=want, out_strides=(row_stride, ch), fixed=fixed)
+    np.testing.assert_array_equal(buf, want)

@@ -157,8 +157,17 @@ def test_basic_rnn_cell_is_listed_unsupported():
 
 def test_gru_candidate_scales_reproduce_the_c_pointer_step():
     per_tensor = SaQ.of(0, 32766, 127)
-    s, f = _gru_candidate_scales(per_tensor)
-    assert (s.tolist(), f.tolist()) == ([-32766], [-127])   # int16 / int8 wrap-around
+    assert _gru_candidate_scales(per_tensor) == ((-32766,), (-127,))   # int16 / int8 wrap-around
     per_gate = SaQ(0, (10, 11, 12), (3, 4, 5), True)
-    s, f = _gru_candidate_scales(per_gate)
-    assert (s.tolist(), f.tolist()) == ([12], [5])
+    assert _gru_candidate_scales(per_gate) == ((12,), (5,))
+
+
+def test_lstm_short_out_buffer_writes_nothing():
+    a = _lstm_args()
+    a["out"].data = a["out"].data[:7]        # capacity still claims room for 3 x 5 results
+    a["out"].shape = [7]
+    cell_before = a["cell"].data.copy()
+    with pytest.raises(MliError) as e:
+        _call(capi.mli_krn_lstm_cell_fx16, a)
+    assert e.value.status == Status.NOT_ENGH_MEM
+    assert np.array_equal(a["cell"].data, cell_before) and a["out"].rank == 1

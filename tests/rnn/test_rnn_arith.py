@@ -176,4 +176,6 @@ def test_mac_exact_on_both_paths():
     exact = np.array([[sum(int(a) * int(b) for a, b in zip(x, w[g, :, m])) for m in range(7)] for g in range(3)])
     assert np.array_equal(mac(x, w), exact)              # float64 path (bound < 2**53)
     big = np.full(5, 2**40)
-    assert mac(big, np.full((5, 1), 2**20)).tolist() == [5 * 2**60]   # int64 path
+    assert mac(big, np.full((1, 5, 1), 2**20)).tolist() == [[5 * 2**60]]   # int64 path
+    frames = rng.integers(-128, 128, (4, 50))
+    assert np.array_equal(mac(frames, w), np.stack([mac(f, w) for f in frames]))
