@@ -84,6 +84,20 @@ def _quant_problem(s_b: bytes, z_b: bytes, s_dt: str, z_dt: str, zp_used_bits: i
     return None
 
 
+def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) -> None:
+    """Type checks of an fx kind (fx16 / fx16_fx8_fx8 / fx8): types, bias and output frac bits."""
+    want = {"fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
+            "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
+            "fx8": (ElType.FX_8, ElType.FX_8, ElType.FX_8)}[kind]
+    if (inp.el_type, w.el_type, b.el_type) != want:
+        fail(Status.TYPE_MISMATCH, f"{kind}: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/"
+             f"{b.el_type.name}")
+    if b.frac_bits > inp.frac_bits + w.frac_bits:
+        fail(Status.INCOMPATEBLE_TENSORS, f"bias frac_bits {b.frac_bits} > in + weights frac_bits")
+    if out.frac_bits > inp.frac_bits + w.frac_bits:
+        fail(Status.INCOMPATEBLE_TENSORS, f"out frac_bits {out.frac_bits} > in + weights frac_bits")
+
+
 def _wrap32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v >= 1 << 31 else v
