@@ -9,7 +9,9 @@ The scheme names are MLI's three builds of its examples:
 
 FX choices follow MLI's constraints: ``bias.frac_bits <= in + weights`` and ``out.frac_bits <= in +
 weights`` for MAC layers; layers whose kernel keeps or sets the output format (max pooling, ReLU,
-permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it.
+permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it. The two inputs of an
+element-wise min / max must share one format: their producers get the coarser of the two (FX) or the
+union of their ranges (SA8), where the producer's format is the network's to choose.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import Layer, _MacLayer
+from .layers import Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
 from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
 from .recurrent import UnrolledLSTM, _LstmBase
@@ -152,9 +154,59 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
         raise ValueError(f"scheme {scheme!r} not in {SCHEMES}")
     acts = net.run_float(np.asarray(calib_x, np.float64), original=True)
     ranges = _ranges(acts, percentile)
+    groups = _same_format_groups(net)
+    forced: dict[str, QParams] = {}
+    for _ in range(4):
+        q, qs = _quantize_pass(net, acts, ranges, scheme, headroom_bits, percentile, forced)
+        changed = False
+        for group in groups:
+            fmts = [qs[n] for n in group]
+            if all(f == fmts[0] for f in fmts):
+                continue
+            if scheme == "sa8":
+                lo = min(ranges[n][0] for n in group)
+                hi = max(ranges[n][1] for n in group)
+                target = tensor_qparams(lo, hi, scheme, headroom_bits)
+            else:
+                target = QParams.fx(16, min(f.frac_bits for f in fmts))
+            for n in group:
+                if forced.get(n) != target:
+                    forced[n] = target
+                    changed = True
+        if not changed:
+            break
+    return q
+
+
+def _same_format_groups(net: Network) -> list[list[str]]:
+    """Tensors that must share one format: the two inputs of an element-wise min / max (MLI checks it)."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for la in net.layers:
+        if isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2:
+            a, b = find(la.inputs[0]), find(la.inputs[1])
+            if a != b:
+                parent[b] = a
+    groups: dict[str, list[str]] = {}
+    for n in parent:
+        groups.setdefault(find(n), []).append(n)
+    for root, members in groups.items():
+        if root not in members:
+            members.append(root)
+    return [m for m in groups.values() if len(m) > 1]
+
+
+def _quantize_pass(net: Network, acts: dict[str, np.ndarray], ranges: dict[str, tuple[float, float]], scheme: str,
+                   headroom_bits: int, percentile: float | None, forced: dict[str, QParams]
+                   ) -> tuple[Network, dict[str, QParams]]:
     q = copy.deepcopy(net)
     q.name = f"{net.name} [{scheme}]"
-    q.input_q = tensor_qparams(*ranges[INPUT], scheme, headroom_bits)
+    q.input_q = forced.get(INPUT) or tensor_qparams(*ranges[INPUT], scheme, headroom_bits)
     qs: dict[str, QParams] = {INPUT: q.input_q}
     for la in q.layers:
         in_qs = [qs[i] for i in la.inputs]
@@ -176,8 +228,10 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
                 la.out_q = None
             else:
                 la.out_q = tensor_qparams(*ranges[la.name], scheme, headroom_bits)
+        if la.out_q is not None and la.name in forced:
+            la.out_q = forced[la.name]
         qs[la.name] = la.result_qparams(in_qs)
-    return q
+    return q, qs
 
 
 def describe(qnet: Network) -> list[dict[str, Any]]:

@@ -250,6 +250,9 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
     """
     if result is None:
         result = qnet.run(x, capture=True, platform=platform, progress=progress)
+    missing = [n for n in ("input", *(la.name for la in qnet.layers)) if n not in result.values]
+    if missing:
+        raise ValueError(f"compare needs a run with every intermediate captured; missing {missing}")
     original = reference == "float"
     xf = np.asarray(x)
     if xf.dtype.kind != "f":

@@ -333,3 +333,20 @@ def test_lstm_network_quantised_tracks_float(scheme: str, min_snr: float) -> Non
     for s in rep.layers:
         assert s.snr_db > min_snr, f"{scheme}/{s.name}: {s.snr_db:.1f} dB"
     assert rep["lstm"].guard_needed == 4   # 8 inputs + 6 recurrent products + bias -> 15 terms
+
+
+@pytest.mark.parametrize("scheme", ["fx16", "sa8"])
+def test_eltwise_max_inputs_share_a_format(scheme: str) -> None:
+    rng = np.random.default_rng(7)
+    net = Network((4, 4, 2), [
+        Conv2D(rng.normal(0, .2, (1, 1, 2, 3)), np.zeros(3), name="small"),
+        Conv2D(rng.normal(0, 2.0, (1, 1, 2, 3)), np.zeros(3), name="big", inputs=["input"]),
+        Eltwise("max", name="mx", inputs=["small", "big"]),
+    ])
+    x = rng.uniform(-1, 1, (10, 4, 4, 2))
+    q = quantize_network(net, x, scheme)
+    qs = q.expected_qparams()
+    assert qs["small"] == qs["big"]
+    _need(q)
+    rep = compare(q, x)
+    assert rep["mx"].snr_db > (60 if scheme == "fx16" else 25)
