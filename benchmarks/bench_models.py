@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Time per CIFAR-10 image of MLI's example network on pymli's kernels (three builds), and the demo.
+"""Time per CIFAR-10 image of MLI's example network on pymli's kernels (three builds), HAR, the demo.
 
 usage: python benchmarks/bench_models.py [--repeat 3] [--images 20]
 Prints, per build: best-of-N seconds per image for the quantised run (every intermediate captured,
-as the bit-exact test does), per image without capture, and the float64 twin per image.
+as the bit-exact test does), per image without capture, and the float64 twin per image; then the
+time per HAR sequence (128 steps) and of the whole ``pymli demo``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ def main() -> None:
         t_out = best(lambda p=p, x=x: p.network.run(x, capture=False), args.repeat) / n
         t_flt = best(lambda p=p, x=x: p.network.run_float(x), args.repeat) / n
         print(f"{v:<14} {1e3 * t_cap:>19.2f} {1e3 * t_out:>10.2f} {1e3 * t_flt:>15.2f}")
+    har = shared_dir() / "models" / "har_smartphone"
+    if har.is_dir():
+        print(f"{'HAR build':<14} {'ms/sequence':>19}")
+        for v in ("fx16", "fx16_fx8_fx8", "sa8"):
+            p = load_pack(har / v)
+            x = p.inputs[:2]
+            print(f"{v:<14} {1e3 * best(lambda p=p, x=x: p.network.run(x), 1) / len(x):>19.1f}")
     try:
         from rich.console import Console
 
