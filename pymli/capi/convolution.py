@@ -28,7 +28,7 @@ from ..checks import (
     tensors_not_overlapped,
 )
 from ..config import get_platform
-from ..errors import Status
+from ..errors import MliError, Status
 from ..formats import ElType, RoundMode
 from ..kernels import convolution as K
 from ..tensor import Tensor
@@ -157,7 +157,38 @@ def _bias_scale_mismatch(s_in: int, f_in: int, ws: bytes, wf: bytes, bs: bytes, 
 
 
 def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
-    """sa8 x sa8 + sa32 requirements shared by the conv and FC checks (after the generic check)."""
+    """sa8 x sa8 + sa32 requirements shared by the conv and FC checks (after the generic check).
+
+    They depend only on types, ranks, dims and quantisation parameters: the outcome is cached
+    under a key made of exactly those fields.
+    """
+    key = (_qkey(inp), _qkey(w), _qkey(b), _qkey(out), w_dim, get_platform().round_mode)
+    bad = _SA8_CHECKED.get(key, False)
+    if bad is False:
+        try:
+            _check_sa8_params(inp, w, b, out, w_dim)
+            bad = None
+        except MliError as e:
+            bad = (e.status, str(e))
+        if len(_SA8_CHECKED) > 512:
+            _SA8_CHECKED.clear()
+        _SA8_CHECKED[key] = bad
+    if bad is not None:
+        raise MliError(bad[0], bad[1].split(": ", 1)[-1])
+
+
+_SA8_CHECKED: dict = {}
+
+
+def _qkey(t: Tensor) -> tuple:
+    def part(v: object) -> object:
+        return (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else int(v)  # type: ignore[call-overload]
+
+    sd = shape_at(t, t.dim) if 0 <= t.dim else -1
+    return (t.el_type, t.rank, t.dim, sd, part(t.scale), part(t.zero_point), part(t.scale_frac_bits))
+
+
+def _check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
     if inp.el_type != ElType.SA_8 or w.el_type != ElType.SA_8 or b.el_type != ElType.SA_32:
         fail(Status.TYPE_MISMATCH, f"sa8: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/{b.el_type.name}")
     check_quant(inp, 7)
@@ -335,17 +366,20 @@ def _quant(kind: str, inp: Tensor, w: Tensor, b: Tensor, out: Tensor, n: int) ->
 def fast_view(t: Tensor) -> np.ndarray:
     """``t.view()`` built with the ``ndarray`` constructor (cheaper than as_strided); same checks."""
     d = t.data
-    if d is None or t.rank == 0 or not d.flags.c_contiguous:
+    r = t.rank
+    if d is None or r == 0 or not d.flags.c_contiguous or len(t.shape) < r or len(t.mem_stride) < r:
         return t.view()
-    shape = t.shape[: t.rank]
-    ms = t.mem_stride[: t.rank]
-    if len(shape) != t.rank or len(ms) != t.rank or min(shape) <= 0 or min(ms) <= 0:
-        return t.view()
-    span = 1 + sum((int(a) - 1) * int(m) for a, m in zip(shape, ms))
+    shape = tuple(t.shape[:r])
+    ms = t.mem_stride[:r]
+    span = 1
+    for a, m in zip(shape, ms):
+        if a <= 0 or m <= 0:
+            return t.view()
+        span += (a - 1) * m
     if span > d.shape[0]:
         return t.view()
     it = d.itemsize
-    return np.ndarray(tuple(int(a) for a in shape), dtype=d.dtype, buffer=d, strides=tuple(int(m) * it for m in ms))
+    return np.ndarray(shape, dtype=d.dtype, buffer=d, strides=tuple(m * it for m in ms))
 
 
 def _store(out: Tensor, values: np.ndarray) -> None:

@@ -21,6 +21,7 @@ conv2d ignores dilation; that defect is not reproduced (only reachable with weig
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,7 +166,12 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None,
 
 def container_bound(a: np.ndarray, offset: int = 0) -> int:
     """Bound on ``|a - offset|`` from the integer container of ``a`` (no scan of the values)."""
-    info = np.iinfo(a.dtype)
+    return _container_bound(a.dtype.char, int(offset))
+
+
+@functools.lru_cache(maxsize=64)
+def _container_bound(char: str, offset: int) -> int:
+    info = np.iinfo(np.dtype(char))
     return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
 
 
