@@ -14,8 +14,7 @@ import pytest
 from pymli import capi
 from pymli.models import load_pack, mli_argmax
 from pymli.models.qparams import QParams
-
-from ..conftest import shared_dir
+from pymli.paths import shared_dir
 
 CIFAR = shared_dir() / "models" / "cifar10"
 VARIANTS = {"fx16": 0.80, "fx16_fx8_fx8": 0.85, "sa8": 0.75}

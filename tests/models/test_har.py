@@ -16,8 +16,7 @@ import pytest
 
 from pymli import capi
 from pymli.models import load_pack, mli_argmax
-
-from ..conftest import shared_dir
+from pymli.paths import shared_dir
 
 HAR = shared_dir() / "models" / "har_smartphone"
 VARIANTS = ["fx16", "fx16_fx8_fx8", "sa8"]
