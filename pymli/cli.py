@@ -52,5 +52,23 @@ def verify(dirs: tuple[str, ...], only: str | None, summary: bool) -> None:
     sys.exit(run_dirs(list(dirs), only, summary))
 
 
+@main.command()
+@click.option("--samples", type=int, default=None, help="Test digits to run (default: the whole test split, 360).")
+@click.option("--platform", "platform", default=None, help="Platform preset (vpx, vpx-full-accu, em).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Write the reports as JSON.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Save a per-layer SNR chart (matplotlib).")
+def demo(samples: int | None, platform: str | None, json_path: str | None, plot_path: str | None) -> None:
+    """Quantise a small CNN for the 8x8 digits (fx16, fx16_fx8_fx8, sa8) and run it on pymli's MLI kernels."""
+    try:
+        from .models.demo import run_demo
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise click.ClickException(f"the demo needs scikit-learn: {e}") from e
+    try:
+        run_demo(samples=samples, platform=platform, json_path=json_path, plot_path=plot_path)
+    except ImportError as e:
+        raise click.ClickException(f"the demo needs scikit-learn (and matplotlib for --plot): {e}") from e
+
+
 if __name__ == "__main__":
     main()

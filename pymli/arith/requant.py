@@ -30,11 +30,13 @@ Public API (stable; other kernels rely on it):
 * :func:`fx_result_cast` -- FX accumulator to output container (``result_cast`` for FX).
 * :func:`sa8_out_params` -- per-channel output multiplier and shift (``define_quant_params`` +
   ``adjust_quant_params`` for s8asym), honouring FULL_ACCU.
-* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU).
+* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU);
+  :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
+* :func:`asr_rnd_int` -- the same on one Python int (parameter set-up without NumPy overhead).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+import dataclasses
 import functools
 
 from ..config import get_platform
@@ -62,10 +65,12 @@ __all__ = [
     "fx_result_cast",
     "sa8_out_params",
     "sa8_bias",
+    "sa8_bias_bound",
     "sa8_result_cast",
     "relu_bounds",
     "shift_round",
     "asr_rnd32",
+    "asr_rnd_int",
     "RELU_NONE",
     "RELU_GEN",
     "RELU_1",
@@ -99,6 +104,26 @@ def norm32(x: ArrayLike) -> np.ndarray:
     # frexp is exact for |values| < 2**53: its exponent is the bit length.
     _, e = np.frexp(mag.astype(np.float64))
     return (31 - e).astype(I64)
+
+
+def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -> int:
+    """``mli_math_asr_rnd_fx`` on one Python int modelling a ``bits``-bit C integer (no NumPy)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if n < 0:
+        m = -n
+        if m > bits - 1:
+            return 0 if x == 0 else (lo if x < 0 else hi)
+        return max(lo, min(hi, x << m))
+    if n == 0:
+        return x
+    if n > bits - 1:
+        return 0
+    mode = get_platform().round_mode if mode is None else mode
+    half = 1 << (n - 1)
+    if mode is RoundMode.UP:
+        return min(x + half, hi) >> n
+    r = x >> n
+    return r + 1 if (x & half) and ((r & 1) or (x & (half - 1))) else r
 
 
 def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
@@ -165,7 +190,8 @@ def fx_bias(bias: ArrayLike, bias_shift: int, acc_bits: int) -> np.ndarray:
     return wrap(asr_rnd(b, -int(bias_shift), 64), 32)
 
 
-def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None) -> np.ndarray:
+def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None,
+             bias_bound: int | None = None) -> np.ndarray:
     """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
 
     ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
@@ -176,7 +202,7 @@ def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | No
     if acc_container_bits(acc_bits) == 64:
         # |acc| < 2**62 and |bias| < 2**32 in every MLI kernel: the int64 add cannot overflow.
         return acc.astype(I64, copy=False) + bias
-    bmax = int(np.abs(bias).max()) if bias.size else 0
+    bmax = bias_bound if bias_bound is not None else (int(np.abs(bias).max()) if bias.size else 0)
     if acc_bound is not None and acc_bound + bmax < (1 << 31):
         if acc.dtype == np.int32:
             return acc + bias.astype(np.int32)
@@ -261,12 +287,26 @@ def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, 
 def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     """sa32 bias as ``bias_additive`` adds it: without FULL_ACCU only its 16 most significant
     bits are kept (lower bits cleared by an arithmetic shift pair)."""
-    b = np.asarray(bias, dtype=I64)
-    if _full_accu(full_accu):
-        return b
-    sh = np.maximum(16 - norm32(b), 0)
-    # Shifting back left cannot saturate: the low bits were just cleared.
-    return (b >> sh) << sh
+    return sa8_bias_bound(bias, full_accu)[0]
+
+
+def sa8_bias_bound(bias: ArrayLike, full_accu: bool | None = None) -> tuple[np.ndarray, int]:
+    """:func:`sa8_bias` and the largest magnitude of its values (cached per bias content)."""
+    b = np.ascontiguousarray(bias, dtype=I64)
+    return _sa8_bias_reduced(b.tobytes(), b.shape, _full_accu(full_accu))
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_bias_reduced(b_bytes: bytes, shape: tuple[int, ...], full: bool) -> tuple[np.ndarray, int]:
+    b = np.frombuffer(b_bytes, dtype=I64).reshape(shape)
+    if full:
+        r = b.copy()
+    else:
+        sh = np.maximum(16 - norm32(b), 0)
+        # Shifting back left cannot saturate: the low bits were just cleared.
+        r = (b >> sh) << sh
+    r.flags.writeable = False
+    return r, int(np.abs(r).max()) if r.size else 0
 
 
 def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,
@@ -295,31 +335,34 @@ def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
         array of int8 values (dtype of the computation: int32 or int64).
     """
     acc = np.asarray(acc)
-    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+    if acc.dtype != np.int32 and acc.dtype != I64:
         acc = acc.astype(I64)
-    mul = np.ascontiguousarray(out_mul, dtype=I64).reshape(-1)
-    shift = np.ascontiguousarray(out_shift, dtype=I64).reshape(-1)
+    mul = np.ascontiguousarray(out_mul, dtype=I64)
+    shift = np.ascontiguousarray(out_shift, dtype=I64)
     full = _full_accu(full_accu)
     mode = get_platform().round_mode
+    up = mode is RoundMode.UP
     plan = _cast_plan(mul.tobytes(), shift.tobytes(), full, mode)
     if not full:
-        m16, pre, pre_max, sh, sh_ok = plan
         a = acc
-        if pre_max:
-            a = asr_rnd32(a, pre, mode, x_bound=acc_bound)
+        if plan.pre_max:
+            pre, half = plan.pre[a.dtype.char], plan.pre_half[a.dtype.char]
+            if up and (acc_bound is None or acc_bound + (1 << (plan.pre_max - 1)) > (1 << 31) - 1):
+                # ROUND_UP's rounding add saturates at INT32_MAX: clamping first is equivalent.
+                a = np.minimum(a, plan.pre_lim[a.dtype.char])
+            a = _rnd(a, pre, half, up)
         a = _clip(a, a.dtype.type(-(1 << 15)), a.dtype.type((1 << 15) - 1))
-        if a.dtype == np.int32 and sh_ok:
+        if a.dtype == np.int32 and plan.sh_ok32:
             # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
-            r = shift_round(a * m16.astype(np.int32), sh.astype(np.int32), mode)
+            r = _rnd(a * plan.mul["i"], plan.sh["i"], plan.sh_half["i"], up)
         else:
-            p = a.astype(I64, copy=False) * m16
-            r = shift_round(p, sh, mode) if sh_ok or _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+            p = a.astype(I64, copy=False) * plan.mul["l"]
+            r = _rnd(p, plan.sh["l"], plan.sh_half["l"], up) if plan.sh_ok64 else asr_rnd(p, plan.sh["l"], 64, mode)
     else:
-        m, _, _, sh, _ = plan
-        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and shift_round's
+        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and the rounding
         # add of at most 2**61 cannot overflow int64.
-        p = acc.astype(I64, copy=False) * m
-        r = shift_round(p, sh, mode) if _in_range(sh, 0, 62) else asr_rnd(p, sh, 64, mode)
+        p = acc.astype(I64, copy=False) * plan.mul["l"]
+        r = _rnd(p, plan.sh["l"], plan.sh_half["l"], up) if plan.sh_ok64 else asr_rnd(p, plan.sh["l"], 64, mode)
     t = r.dtype.type
     r = _clip(r, t(-(1 << 15)), t((1 << 15) - 1))
     r += t(int(out_zp))
@@ -327,12 +370,40 @@ def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
     return _clip(r, t(lo), t(hi))
 
 
+def _rnd(x: np.ndarray, n: np.ndarray, half: np.ndarray, up: bool) -> np.ndarray:
+    """Rounding shift right with precomputed ``half = 2**(n-1)`` (no overflow: see callers)."""
+    if up:
+        return (x + half) >> n
+    r = x >> n
+    return r + (((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _CastPlan:
+    """Per-channel constants of :func:`sa8_result_cast` in int32 ('i') and int64 ('l') forms."""
+
+    mul: dict
+    sh: dict
+    sh_half: dict
+    pre: dict
+    pre_half: dict
+    pre_lim: dict
+    pre_max: int
+    sh_ok32: bool
+    sh_ok64: bool
+
+
+def _forms(v: np.ndarray) -> dict:
+    v64 = np.asarray(v, dtype=I64)
+    return {"l": v64, "i": v64.astype(np.int32) if v64.size and np.all(np.abs(v64) < (1 << 31)) else v64}
+
+
 def _in_range(a: np.ndarray, lo: int, hi: int) -> bool:
     return bool(np.all((a >= lo) & (a <= hi)))
 
 
 @functools.lru_cache(maxsize=256)
-def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> tuple:
+def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> _CastPlan:
     """Per-channel constants of :func:`sa8_result_cast` (scalars when all channels agree)."""
     mul = np.frombuffer(mul_b, dtype=I64)
     shift = np.frombuffer(shift_b, dtype=I64)
@@ -341,12 +412,18 @@ def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> tup
     if mul.size == 1:
         mul, shift = mul.reshape(()), shift.reshape(())
     if full:
-        return mul, None, 0, np.minimum(shift, 63), True
+        sh = np.minimum(shift, 63)
+        ok = _in_range(sh, 0, 62)
+        half = _half(np.clip(sh, 0, 62), I64)
+        return _CastPlan(_forms(mul), _forms(sh), _forms(half), {}, {}, {}, 0, False, ok)
     m16 = asr_rnd(mul, 16, 32, mode)
     sh = shift - 16
     pre = np.clip(sh - (32 - 8 - 3), 0, 8)
     sh = np.minimum(sh - pre, 63)
-    return m16, pre, int(np.max(pre)), sh, _in_range(sh, 0, 30)
+    pre_half = _half(pre, I64)
+    sh_half = _half(np.clip(sh, 0, 62), I64)
+    return _CastPlan(_forms(m16), _forms(sh), _forms(sh_half), _forms(pre), _forms(pre_half),
+                     _forms(((1 << 31) - 1) - pre_half), int(np.max(pre)), _in_range(sh, 0, 30), _in_range(sh, 0, 62))
 
 
 # -------------------------------------------------------------------------------------- ReLU
@@ -388,5 +465,10 @@ def relu_bounds(relu_type: int, out_bits: int, *, zero_point: int = 0, scale: in
     else:
         lo, hi = lo_c, hi_c
     # (int16_t) then (io_T) casts of the C code.
-    lo, hi = int(wrap(wrap(lo, 16), out_bits)), int(wrap(wrap(hi, 16), out_bits))
-    return lo, hi
+    return _wrap_int(_wrap_int(lo, 16), out_bits), _wrap_int(_wrap_int(hi, 16), out_bits)
+
+
+def _wrap_int(v: int, bits: int) -> int:
+    m = 1 << bits
+    v &= m - 1
+    return v - m if v >= m >> 1 else v

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.requant import relu_bounds
+from ..arith.requant import asr_rnd_int, relu_bounds
 from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
     calc_shift_idx,
@@ -28,7 +28,7 @@ from ..checks import (
     tensors_not_overlapped,
 )
 from ..config import get_platform
-from ..errors import Status
+from ..errors import MliError, Status
 from ..formats import ElType, RoundMode
 from ..kernels import convolution as K
 from ..tensor import Tensor
@@ -62,7 +62,15 @@ def check_quant(t: Tensor, zp_used_bits: int) -> None:
         if not isinstance(a, np.ndarray) or a.nbytes < n * itemsize:
             fail(Status.BAD_TENSOR, f"per-axis {name} holds fewer than shape[{t.dim}] = {n} values")
         arrs.append(a.reshape(-1)[:n])
-    scales, zps = arrs[0], arrs[1]
+    bad = _quant_problem(np.ascontiguousarray(arrs[0]).tobytes(), np.ascontiguousarray(arrs[1]).tobytes(),
+                         arrs[0].dtype.str, arrs[1].dtype.str, zp_used_bits)
+    if bad is not None:
+        fail(bad[0], bad[1])
+
+
+@functools.lru_cache(maxsize=512)
+def _quant_problem(s_b: bytes, z_b: bytes, s_dt: str, z_dt: str, zp_used_bits: int) -> tuple[Status, str] | None:
+    scales, zps = np.frombuffer(s_b, s_dt), np.frombuffer(z_b, z_dt)
     zp_min = 0 if zp_used_bits == 0 else -(1 << zp_used_bits)
     zp_max = 0 if zp_used_bits == 0 else (1 << zp_used_bits) - 1
     bad_s = scales <= 0
@@ -71,8 +79,9 @@ def check_quant(t: Tensor, zp_used_bits: int) -> None:
         # C stops at the first channel with a problem; a bad scale there wins over its zero point.
         i = int(np.flatnonzero(bad_s | bad_z)[0])
         if bad_s[i]:
-            fail(Status.BAD_TENSOR, f"non-positive scale {int(scales[i])} at channel {i}")
-        fail(Status.INCOMPATEBLE_TENSORS, f"zero point {int(zps[i])} outside [{zp_min}, {zp_max}] at channel {i}")
+            return Status.BAD_TENSOR, f"non-positive scale {int(scales[i])} at channel {i}"
+        return Status.INCOMPATEBLE_TENSORS, f"zero point {int(zps[i])} outside [{zp_min}, {zp_max}] at channel {i}"
+    return None
 
 
 def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) -> None:
@@ -89,42 +98,97 @@ def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) 
         fail(Status.INCOMPATEBLE_TENSORS, f"out frac_bits {out.frac_bits} > in + weights frac_bits")
 
 
+def _wrap32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
 def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
     """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
     n = shape_at(w, w.dim) if w.dim >= 0 else 1
+    if w.dim < 0 and b.dim < 0 and not isinstance(w.scale, np.ndarray) and not isinstance(b.scale, np.ndarray):
+        # One channel: plain integer arithmetic (the C check's int32 expressions).
+        s_in = int(np.asarray(inp.scale).reshape(-1)[0])
+        f_in = int(np.asarray(inp.scale_frac_bits).reshape(-1)[0])
+        expected = _wrap32(s_in * int(w.scale))
+        sh = f_in + int(w.scale_frac_bits) - int(b.scale_frac_bits)
+        expected = asr_rnd_int(expected, sh, 32) if sh > 0 else _wrap32(expected << min(-sh, 63))
+        if not -1 <= expected - int(b.scale) <= 1:
+            fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(b.scale)} != in scale x weights scale ({expected})")
+        return
 
-    def vec(t: Tensor, name: str) -> tuple[int, ...]:
-        v = t.quant_vector(name, n)
-        if len(v) < n:
+    def vec(t: Tensor, name: str) -> bytes:
+        v = getattr(t, name)
+        if t.dim < 0 or not isinstance(v, np.ndarray):
+            return np.full(n, int(v) if not isinstance(v, np.ndarray) else int(v.reshape(-1)[0]), np.int64).tobytes()
+        v = v.reshape(-1)
+        if v.size < n:
             fail(Status.BAD_TENSOR, f"{name} of a per-axis tensor holds fewer than {n} values")
-        return tuple(v[:n].tolist()) if t.dim >= 0 else (int(v[0]),) * n
+        return np.ascontiguousarray(v[:n], dtype=np.int64).tobytes()
 
-    bad = _bias_scale_mismatch(int(inp.quant_vector("scale")[0]), int(inp.quant_vector("scale_frac_bits")[0]),
-                               vec(w, "scale"), vec(w, "scale_frac_bits"), vec(b, "scale"),
-                               vec(b, "scale_frac_bits"), get_platform().round_mode)
+    def first(t: Tensor, name: str) -> int:
+        v = getattr(t, name)
+        return int(v) if not isinstance(v, np.ndarray) else int(v.reshape(-1)[0])
+
+    bad = _bias_scale_mismatch(first(inp, "scale"), first(inp, "scale_frac_bits"), vec(w, "scale"),
+                               vec(w, "scale_frac_bits"), vec(b, "scale"), vec(b, "scale_frac_bits"),
+                               get_platform().round_mode)
     if bad is not None:
         fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {bad[1]} != in scale x weights scale ({bad[2]}) "
              f"for channel {bad[0]}")
 
 
 @functools.lru_cache(maxsize=256)
-def _bias_scale_mismatch(s_in: int, f_in: int, ws: tuple[int, ...], wf: tuple[int, ...], bs: tuple[int, ...],
-                         bf: tuple[int, ...], mode: RoundMode) -> tuple[int, int, int] | None:
-    expected = wrap(s_in * np.asarray(ws, dtype=np.int64), 32)
-    sh = f_in + np.asarray(wf, dtype=np.int64) - np.asarray(bf, dtype=np.int64)
+def _bias_scale_mismatch(s_in: int, f_in: int, ws: bytes, wf: bytes, bs: bytes, bf: bytes,
+                         mode: RoundMode) -> tuple[int, int, int] | None:
+    w_s, w_f = np.frombuffer(ws, np.int64), np.frombuffer(wf, np.int64)
+    b_s, b_f = np.frombuffer(bs, np.int64), np.frombuffer(bf, np.int64)
+    expected = wrap(s_in * w_s, 32)
+    sh = f_in + w_f - b_f
     right = asr_rnd(expected, np.maximum(sh, 1), 32, mode)
     left = wrap(expected << np.clip(-sh, 0, 63), 32)
     expected = np.where(sh > 0, right, left)
-    diff = expected - np.asarray(bs, dtype=np.int64)
+    diff = expected - b_s
     bad = np.flatnonzero((diff < -1) | (diff > 1))
     if bad.size:
         i = int(bad[0])
-        return i, bs[i], int(expected[i])
+        return i, int(b_s[i]), int(expected[i])
     return None
 
 
 def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
-    """sa8 x sa8 + sa32 requirements shared by the conv and FC checks (after the generic check)."""
+    """sa8 x sa8 + sa32 requirements shared by the conv and FC checks (after the generic check).
+
+    They depend only on types, ranks, dims and quantisation parameters: the outcome is cached
+    under a key made of exactly those fields.
+    """
+    key = (_qkey(inp), _qkey(w), _qkey(b), _qkey(out), w_dim, get_platform().round_mode)
+    bad = _SA8_CHECKED.get(key, False)
+    if bad is False:
+        try:
+            _check_sa8_params(inp, w, b, out, w_dim)
+            bad = None
+        except MliError as e:
+            bad = (e.status, str(e))
+        if len(_SA8_CHECKED) > 512:
+            _SA8_CHECKED.clear()
+        _SA8_CHECKED[key] = bad
+    if bad is not None:
+        raise MliError(bad[0], bad[1].split(": ", 1)[-1])
+
+
+_SA8_CHECKED: dict = {}
+
+
+def _qkey(t: Tensor) -> tuple:
+    def part(v: object) -> object:
+        return (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else int(v)  # type: ignore[call-overload]
+
+    sd = shape_at(t, t.dim) if 0 <= t.dim else -1
+    return (t.el_type, t.rank, t.dim, sd, part(t.scale), part(t.zero_point), part(t.scale_frac_bits))
+
+
+def _check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int) -> None:
     if inp.el_type != ElType.SA_8 or w.el_type != ElType.SA_8 or b.el_type != ElType.SA_32:
         fail(Status.TYPE_MISMATCH, f"sa8: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/{b.el_type.name}")
     check_quant(inp, 7)
@@ -299,8 +363,27 @@ def _quant(kind: str, inp: Tensor, w: Tensor, b: Tensor, out: Tensor, n: int) ->
     return fx_quant(inp, w, b, out, _ACC[kind])
 
 
+def fast_view(t: Tensor) -> np.ndarray:
+    """``t.view()`` built with the ``ndarray`` constructor (cheaper than as_strided); same checks."""
+    d = t.data
+    r = t.rank
+    if d is None or r == 0 or not d.flags.c_contiguous or len(t.shape) < r or len(t.mem_stride) < r:
+        return t.view()
+    shape = tuple(t.shape[:r])
+    ms = t.mem_stride[:r]
+    span = 1
+    for a, m in zip(shape, ms):
+        if a <= 0 or m <= 0:
+            return t.view()
+        span += (a - 1) * m
+    if span > d.shape[0]:
+        return t.view()
+    it = d.itemsize
+    return np.ndarray(shape, dtype=d.dtype, buffer=d, strides=tuple(m * it for m in ms))
+
+
 def _store(out: Tensor, values: np.ndarray) -> None:
-    out.view()[...] = values.astype(out.el_type.dtype)
+    fast_view(out)[...] = values
 
 
 def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
@@ -317,7 +400,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     else:
         check_conv_types(inp, w, b, out, kind)
         chk(inp, w, b, cfg, out, ksize)
-    x, wt, bias = inp.view(), w.view(), b.view()
+    x, wt, bias = fast_view(inp), fast_view(w), fast_view(b)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
     out.el_type = inp.el_type
@@ -349,7 +432,7 @@ def _run_transpose(kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
     bounds = out_bounds(cfg.relu, out, sa)
-    res = K.transpose_conv2d_hwcn(inp.view(), w.view(), b.view(), q, stride=(cfg.stride_height, cfg.stride_width),
+    res = K.transpose_conv2d_hwcn(fast_view(inp), fast_view(w), fast_view(b), q, stride=(cfg.stride_height, cfg.stride_width),
                                   pad=(cfg.padding_top, cfg.padding_left), out_hw=(shape_at(out, 0), shape_at(out, 1)),
                                   bounds=bounds)
     _store(out, res)

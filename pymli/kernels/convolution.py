@@ -21,11 +21,12 @@ conv2d ignores dilation; that defect is not reproduced (only reachable with weig
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias, sa8_out_params, sa8_result_cast, wrap_acc
+from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias_bound, sa8_out_params, sa8_result_cast, wrap_acc
 from ..arith.rounding import wrap
 
 __all__ = [
@@ -134,16 +135,44 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None,
                  bmax: int | None = None) -> tuple[np.ndarray, int]:
     """``a @ b`` of integer arrays, exact (float BLAS only within the exactness bound).
 
+    Args:
+        a: (..., K) integers; b: (K, M) integers.
+        amax, bmax: bounds on ``|a|`` and ``|b|`` (scanned when omitted).
+
     Returns:
-        (product, bound): int32 when the bound ``K * max|a| * max|b|`` on every sum is below
-        2**31, int64 otherwise; and that bound.
+        (product, bound): int32 when the bound ``K * amax * bmax`` on every sum is below 2**31,
+        int64 otherwise; and that bound. When float32 cannot hold the whole sum but can hold sums
+        of at least 128 products, K is cut into such chunks (each an exact float32 product) and
+        the chunk results are added as integers.
     """
     amax = _max_abs(a) if amax is None else amax
     bmax = _max_abs(b) if bmax is None else bmax
-    bound = a.shape[-1] * amax * bmax
-    dt = _work_dtype(a.shape[-1], amax, bmax)
+    k = a.shape[-1]
+    bound = k * amax * bmax
+    dt = _work_dtype(k, amax, bmax)
+    per = amax * bmax
+    chunk = (_F32_EXACT - 1) // per if per else k
+    if dt != np.float32 and 128 <= chunk < k:
+        it = np.int32 if bound < (1 << 31) else I64
+        total = None
+        for k0 in range(0, k, chunk):
+            part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
+            part = part.astype(it)
+            total = part if total is None else total + part
+        return total, bound
     r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
     return _to_int(r, bound), bound
+
+
+def container_bound(a: np.ndarray, offset: int = 0) -> int:
+    """Bound on ``|a - offset|`` from the integer container of ``a`` (no scan of the values)."""
+    return _container_bound(a.dtype.char, int(offset))
+
+
+@functools.lru_cache(maxsize=64)
+def _container_bound(char: str, offset: int) -> int:
+    info = np.iinfo(np.dtype(char))
+    return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
 
 
 def out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
@@ -171,8 +200,12 @@ def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtyp
 def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
     """(ho, wo, kh, kw, C) strided view of the windows of a padded (Hp, Wp, C) array."""
     s0, s1, s2 = xp.strides
-    return np.lib.stride_tricks.as_strided(
-        xp, shape=(ho, wo, kh, kw, xp.shape[2]), strides=(s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2), writeable=False)
+    shape = (ho, wo, kh, kw, xp.shape[2])
+    strides = (s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2)
+    # xp is a fresh C-contiguous array: the ndarray constructor (bounds-checked) is the cheap view.
+    v = np.ndarray(shape, dtype=xp.dtype, buffer=xp, strides=strides)
+    v.flags.writeable = False
+    return v
 
 
 def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
@@ -185,7 +218,8 @@ def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, i
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                     dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                    out_hw: tuple[int, int], groups: int = 1) -> tuple[np.ndarray, int]:
+                    out_hw: tuple[int, int], groups: int = 1, x_bound: int | None = None,
+                    w_bound: int | None = None) -> tuple[np.ndarray, int]:
     """Exact ``sum_valid(x * w)`` of a (grouped) convolution, (Ho, Wo, N).
 
     Returns (sums, bound): int32 sums when the bound ``K * max|x| * max|w|`` on their magnitude is
@@ -199,12 +233,14 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
         pad: (top, left) padding; bottom/right follow from ``out_hw``.
         out_hw: output (height, width).
         groups: number of groups.
+        x_bound, w_bound: bounds on ``|x|`` and ``|w|`` (scanned when omitted).
     """
     kh, kw, cg, n = w.shape
     ho, wo = out_hw
     hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
     k = kh * kw * cg
-    xm, wm = _max_abs(x), _max_abs(w)
+    xm = _max_abs(x) if x_bound is None else x_bound
+    wm = _max_abs(w) if w_bound is None else w_bound
     bound = k * xm * wm
     dt = _work_dtype(k, xm, wm)
     xp = _padded(x, pad[0], pad[1], hp, wp, dt)
@@ -224,12 +260,13 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                          dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                         out_hw: tuple[int, int]) -> tuple[np.ndarray, int]:
+                         out_hw: tuple[int, int], x_bound: int | None = None,
+                         w_bound: int | None = None) -> tuple[np.ndarray, int]:
     """Exact ``sum_valid(x * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> ((Ho, Wo, C), bound)."""
     kh, kw, _, c = w.shape
     ho, wo = out_hw
     hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
-    bound = kh * kw * _max_abs(x) * _max_abs(w)
+    bound = kh * kw * (_max_abs(x) if x_bound is None else x_bound) * (_max_abs(w) if w_bound is None else w_bound)
     # int32 / float64 products and sums are exact below their bounds; int64 otherwise.
     dt = np.dtype(np.int32) if bound < (1 << 31) else (np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64))
     xp = _padded(x, pad[0], pad[1], hp, wp, dt)
@@ -321,22 +358,24 @@ def finish(acc: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int],
         nb = None if acc_bound is None else acc_bound + (int(np.abs(b).max()) if b.size else 0)
         out = fx_result_cast(acc, q.out_shift, q.acc_bits, q.out_bits, acc_bound=nb)
         return np.clip(out, bounds[0], bounds[1])
-    b = sa8_bias(bias)
-    acc = add_bias(acc, b, 32, acc_bound)
-    nb = None if acc_bound is None else acc_bound + (int(np.abs(b).max()) if b.size else 0)
+    b, bmax = sa8_bias_bound(bias)
+    acc = add_bias(acc, b, 32, acc_bound, bmax)
+    nb = None if acc_bound is None else acc_bound + bmax
     mul, sh = q.out_params()
     return sa8_result_cast(acc, mul, sh, q.out_zp, clamp=bounds, acc_bound=nb)
 
 
-def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int]:
-    """Input minus the (effective) zero point, in the narrowest exact dtype; (xc, a, b)."""
+def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int, int]:
+    """Input minus the (effective) zero point in the narrowest exact dtype: (xc, a, b, bound on |xc|)."""
+    x = np.asarray(x)
     if isinstance(q, Sa8Quant):
         a = _eff_offset(q.in_zp)
+        xb = container_bound(x, a)
         if not a:
-            return np.asarray(x), 0, _eff_offset(q.w_zp)
-        dt = np.int16 if -128 <= a <= 127 else np.int32  # int8 - a stays within +-255
-        return np.asarray(x).astype(dt) - dt(a), a, _eff_offset(q.w_zp)
-    return np.asarray(x), 0, 0
+            return x, 0, _eff_offset(q.w_zp), xb
+        dt = np.int16 if xb < (1 << 15) else np.int32
+        return x.astype(dt) - dt(a), a, _eff_offset(q.w_zp), xb
+    return x, 0, 0, container_bound(x)
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -359,8 +398,9 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     Returns:
         (Ho, Wo, N) int64 output values.
     """
-    xc, a, b = _centre(x, q)
-    acc, bound = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)
+    xc, a, b, xb = _centre(x, q)
+    acc, bound = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups,
+                                 x_bound=xb, w_bound=container_bound(w))
     if b:
         kh, kw, cg, n = w.shape
         mask = np.ones(x.shape[:2], dtype=I64)
@@ -380,8 +420,9 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
                           pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
     """``mli_krn_depthwise_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, 1, C), bias (C,)."""
-    xc, a, b = _centre(x, q)
-    acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    xc, a, b, xb = _centre(x, q)
+    acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+                                      x_bound=xb, w_bound=container_bound(w))
     if b:
         kh, kw, _, c = w.shape
         mask = np.ones(x.shape[:2], dtype=I64)
@@ -395,7 +436,7 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
                           stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
     """``mli_krn_transpose_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, C, N), pad = (top, left)."""
-    xc, a, b = _centre(x, q)
+    xc, a, b, _ = _centre(x, q)
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     if b:
         kh, kw, cg, n = w.shape

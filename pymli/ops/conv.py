@@ -212,7 +212,7 @@ def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | 
         if op == "depthwise":
             acc = K.depthwise_accumulate(xc, wv, **geo)[0]
         else:
-            acc = K.conv_accumulate(xc, wv, groups=h and int(x.shape[2]) // int(w.shape[2]), **geo)[0]
+            acc = K.conv_accumulate(xc, wv, groups=int(x.shape[2]) // int(w.shape[2]), **geo)[0]
         return _apply_relu(_dequant_acc(kind, acc.astype(np.float64), x, w, b, n), relu)
 
     out = _out_tensor((ho, wo, n), x, w, out_quant, float_ref)

@@ -1,0 +1,127 @@
+"""``pymli demo``: the digits CNN quantised three ways and run through pymli's MLI kernels.
+
+Needs scikit-learn (the 8x8 digits ship with it; nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .digits import digits_network, load_split
+from .network import mli_argmax
+from .quantize import SCHEMES, quantize_network
+from .report import Report, compare
+
+__all__ = ["run_demo"]
+
+
+def _db(v: float) -> str:
+    return "inf" if v == math.inf else f"{v:.1f}"
+
+
+def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 500, platform: str | None = None,
+             json_path: str | Path | None = None, plot_path: str | Path | None = None) -> dict[str, Report]:
+    """Quantise the digits CNN for fx16, fx16_fx8_fx8 and sa8, run the test split on MLI kernels, report.
+
+    Args:
+        console: rich Console to print to (a new one by default).
+        samples: number of test images (default: the whole test split, 360).
+        calib: number of training images used for calibration.
+        platform: platform preset name (``vpx``, ``em``, ...); default: the current platform.
+        json_path: write the three reports as JSON there.
+        plot_path: save a matplotlib chart of per-layer SNR there.
+
+    Returns:
+        scheme -> :class:`Report`.
+    """
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.table import Table
+
+    from ..config import PRESETS, get_platform
+
+    con = console or Console()
+    plat = PRESETS[platform] if platform else get_platform()
+    t0 = time.perf_counter()
+    xtr, xte, _, yte = load_split()
+    if samples is not None:
+        xte, yte = xte[:samples], yte[:samples]
+    net = digits_network()
+    ref = net.run_float(xte, original=True)
+    float_acc = float(np.mean(mli_argmax(ref[net.output_name]) == yte))
+    con.print(f"[bold]pymli demo[/bold]: {net.name}, {len(xte)} test digits (8x8, scikit-learn), "
+              f"float64 accuracy {100 * float_acc:.2f} %, platform {plat.name}")
+
+    reports: dict[str, Report] = {}
+    qnets = {s: quantize_network(net, xtr[:calib], s) for s in SCHEMES}
+    with Progress(TextColumn("{task.description:<14}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=con, transient=False) as prog:
+        for s in SCHEMES:
+            task = prog.add_task(s, total=len(xte))
+            res = qnets[s].run(xte, platform=plat, progress=lambda n, t=task: prog.advance(t, n))
+            reports[s] = compare(qnets[s], xte, yte, result=res, platform=plat)
+
+    acc = Table(title="Accuracy on the test split")
+    for c in ("build", "MLI accuracy", "float accuracy", "output SNR dB", "max output error"):
+        acc.add_column(c, justify="right" if c != "build" else "left")
+    for s, r in reports.items():
+        last = r.layers[-1]
+        acc.add_row(s, f"{100 * (r.accuracy or 0):.2f} %", f"{100 * float_acc:.2f} %", _db(last.snr_db),
+                    f"{last.max_err:.3g}")
+    con.print(acc)
+
+    t = Table(title="Per layer: SNR vs float (dB) | unused bits of the output format | accumulator free bits")
+    t.add_column("layer")
+    for s in SCHEMES:
+        t.add_column(f"{s} SNR", justify="right")
+    for s in SCHEMES:
+        t.add_column(f"{s} free / acc", justify="right")
+    for i, la in enumerate(net.layers):
+        cells = [la.name]
+        cells += [_db(reports[s].layers[i].snr_db) for s in SCHEMES]
+        for s in SCHEMES:
+            st = reports[s].layers[i]
+            accs = "" if st.acc_headroom_bits is None else f" / {st.acc_headroom_bits}"
+            cells.append(f"{st.headroom_bits}{accs}")
+        t.add_row(*cells)
+    con.print(t)
+    con.print("[dim]guard bits (needed worst case / available): " + ", ".join(
+        f"{s}: " + " ".join(f"{st.name} {st.guard_needed}/{st.guard_available}" for st in reports[s].layers
+                            if st.guard_needed is not None) for s in SCHEMES) + "[/dim]")
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps({s: r.to_dict() for s, r in reports.items()}, indent=2))
+        con.print(f"JSON report written to {json_path}")
+    if plot_path is not None:
+        _plot(reports, plot_path)
+        con.print(f"plot written to {plot_path}")
+    con.print(f"[dim]{time.perf_counter() - t0:.1f} s[/dim]")
+    return reports
+
+
+def _plot(reports: dict[str, Report], path: str | Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for s, r in reports.items():
+        ax.plot([st.name for st in r.layers], [min(st.snr_db, 150.0) for st in r.layers], marker="o",
+                label=f"{s} ({100 * (r.accuracy or 0):.1f} %)")
+    ax.set_ylabel("SNR vs float (dB)")
+    ax.set_title("digits CNN on pymli's MLI kernels")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)

@@ -1,0 +1,131 @@
+"""Float64 reference maths of the network layers (batched, NumPy only).
+
+Every function takes a batch (axis 0) of HWC activations and returns a batch; layouts follow MLI:
+convolution weights HWCN ``[kh, kw, cin, cout]``, depthwise weights ``[kh, kw, 1, c]``, fully
+connected weights ``[in, out]``. These are the float counterparts used for per-layer comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+__all__ = [
+    "avg_pool",
+    "conv2d",
+    "depthwise_conv2d",
+    "fully_connected",
+    "gru_cell_seq",
+    "lstm_cell_seq",
+    "max_pool",
+    "pad_hw",
+    "relu",
+    "sigmoid",
+    "softmax",
+]
+
+
+def pad_hw(x: np.ndarray, pad: tuple[int, int, int, int], value: float = 0.0) -> np.ndarray:
+    """Pad a batch ``[N, H, W, C]`` by (top, bottom, left, right)."""
+    t, b, l, r = pad
+    return np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)), constant_values=value)
+
+
+def _windows(x: np.ndarray, kh: int, kw: int, stride: tuple[int, int], dil: tuple[int, int]) -> np.ndarray:
+    """``[N, OH, OW, C, kh, kw]`` windows of a padded batch."""
+    sh, sw = stride
+    dh, dw = dil
+    ekh, ekw = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    win = sliding_window_view(x, (ekh, ekw), axis=(1, 2))
+    return win[:, ::sh, ::sw, :, ::dh, ::dw]
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int] = (1, 1),
+           pad: tuple[int, int, int, int] = (0, 0, 0, 0), dil: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """2-D convolution: x ``[N, H, W, Cin]``, w ``[kh, kw, Cin, Cout]``, b ``[Cout]``."""
+    win = _windows(pad_hw(x, pad), w.shape[0], w.shape[1], stride, dil)
+    return np.einsum("nhwcij,ijco->nhwo", win, w, optimize=True) + b
+
+
+def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int] = (1, 1),
+                     pad: tuple[int, int, int, int] = (0, 0, 0, 0), dil: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """Depthwise convolution: x ``[N, H, W, C]``, w ``[kh, kw, 1, C]``, b ``[C]``."""
+    win = _windows(pad_hw(x, pad), w.shape[0], w.shape[1], stride, dil)
+    return np.einsum("nhwcij,ijc->nhwc", win, w[:, :, 0, :], optimize=True) + b
+
+
+def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x ``[N, ...]`` flattened row-major, w ``[in, out]``."""
+    return x.reshape(x.shape[0], -1) @ w + b
+
+
+def max_pool(x: np.ndarray, k: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int, int, int]) -> np.ndarray:
+    """Max pooling; padding never wins."""
+    win = _windows(pad_hw(x, pad, -np.inf), k[0], k[1], stride, (1, 1))
+    return win.max(axis=(-2, -1))
+
+
+def avg_pool(x: np.ndarray, k: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int, int, int]) -> np.ndarray:
+    """Average pooling over the real (non-padding) elements of each window, as MLI does."""
+    win = _windows(pad_hw(x, pad), k[0], k[1], stride, (1, 1))
+    ones = pad_hw(np.ones((1,) + x.shape[1:3] + (1,)), pad)
+    cnt = _windows(ones, k[0], k[1], stride, (1, 1)).sum(axis=(-2, -1))
+    return win.sum(axis=(-2, -1)) / cnt
+
+
+def relu(x: np.ndarray, kind: str) -> np.ndarray:
+    """MLI ReLU types: ``none``, ``gen`` (max 0), ``relu_1`` (clip to [-1, 1]), ``relu_6`` (clip to [0, 6])."""
+    if kind == "gen":
+        return np.maximum(x, 0.0)
+    if kind == "relu_1":
+        return np.clip(x, -1.0, 1.0)
+    if kind == "relu_6":
+        return np.clip(x, 0.0, 6.0)
+    return x
+
+
+def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def lstm_cell_seq(x: np.ndarray, h0: np.ndarray, c0: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
+                  b: np.ndarray, act: str = "tanh") -> tuple[np.ndarray, np.ndarray]:
+    """LSTM over a sequence, MLI gate order (i, g, f, o).
+
+    Args:
+        x: ``[N, T, in]``; h0, c0: ``[N, out]``; w_in ``[4, in, out]``; w_out ``[4, out, out]``; b ``[4, out]``.
+
+    Returns:
+        (all outputs ``[N, T, out]``, last cell ``[N, out]``).
+    """
+    h, c = h0, c0
+    outs = []
+    for t in range(x.shape[1]):
+        pre = np.einsum("ni,gio->gno", x[:, t], w_in) + np.einsum("ni,gio->gno", h, w_out) + b[:, None, :]
+        i, g, f, o = sigmoid(pre[0]), np.tanh(pre[1]), sigmoid(pre[2]), sigmoid(pre[3])
+        c = f * c + i * g
+        a = np.tanh(c) if act == "tanh" else sigmoid(c) if act == "sigm" else c
+        h = o * a
+        outs.append(h)
+    return np.stack(outs, 1), c
+
+
+def gru_cell_seq(x: np.ndarray, h0: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, b: np.ndarray,
+                 act: str = "tanh") -> np.ndarray:
+    """GRU over a sequence, MLI gate order (z, r, u); returns all outputs ``[N, T, out]``."""
+    h = h0
+    outs = []
+    for t in range(x.shape[1]):
+        xin = np.einsum("ni,gio->gno", x[:, t], w_in) + b[:, None, :]
+        z = sigmoid(xin[0] + h @ w_out[0])
+        r = sigmoid(xin[1] + h @ w_out[1])
+        pre_u = xin[2] + (r * h) @ w_out[2]
+        u = np.tanh(pre_u) if act == "tanh" else sigmoid(pre_u) if act == "sigm" else pre_u
+        h = z * h + (1 - z) * u
+        outs.append(h)
+    return np.stack(outs, 1)

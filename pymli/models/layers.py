@@ -1,0 +1,643 @@
+"""Layers of a :class:`pymli.models.Network`: one MLI kernel call each, plus its float64 counterpart.
+
+A layer knows
+* its constants (:class:`~pymli.models.qparams.Const`: weights, bias, slopes) and cfg values;
+* which MLI C function runs it for given element types (``mli_krn_conv2d_hwcn_fx16`` ...), or an
+  exact symbol given by ``fn`` (e.g. a ``_k5x5`` specialisation an example calls);
+* how to call that function through :mod:`pymli.capi` (argument order of the C API);
+* the same operation in float64 NumPy (:mod:`pymli.models.floatops`);
+* how many products one output accumulates (for the accumulator guard-bit report).
+
+Activations are HWC (batch axis first in the float path), as in MLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..formats import ElType
+from ..tensor import Lut, Tensor
+from . import floatops as F
+from .qparams import Const, QParams
+
+__all__ = [
+    "LAYER_TYPES",
+    "AvgPool",
+    "Conv2D",
+    "DepthwiseConv2D",
+    "Eltwise",
+    "FullyConnected",
+    "KernelMissing",
+    "Layer",
+    "LeakyReLU",
+    "MaxPool",
+    "PReLU",
+    "Permute",
+    "ReLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "capi_function",
+    "data_suffix",
+    "mac_suffix",
+]
+
+_RELU_NAMES = {"none": 0, "gen": 1, "relu_1": 2, "relu_6": 3}
+
+
+class KernelMissing(NotImplementedError):
+    """The MLI function a layer needs is not (yet) provided by :mod:`pymli.capi`."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not implemented in pymli.capi")
+        self.name = name
+
+
+def capi_function(name: str) -> Callable[..., Any]:
+    """The facade function registered under C name ``name``; :class:`KernelMissing` if absent."""
+    from .. import capi
+
+    try:
+        return capi.FUNCTIONS[name]
+    except KeyError:
+        raise KernelMissing(name) from None
+
+
+def data_suffix(el: ElType) -> str:
+    """Suffix of single-type kernels: ``fx16``, ``fx8``, ``sa8``."""
+    return {ElType.FX_16: "fx16", ElType.FX_8: "fx8", ElType.SA_8: "sa8"}[el]
+
+
+def mac_suffix(in_el: ElType, w_el: ElType) -> str:
+    """Suffix of MAC kernels from the input and weight types."""
+    key = (in_el, w_el)
+    table = {(ElType.FX_16, ElType.FX_16): "fx16", (ElType.FX_16, ElType.FX_8): "fx16_fx8_fx8",
+             (ElType.SA_8, ElType.SA_8): "sa8_sa8_sa32", (ElType.FX_8, ElType.FX_8): "fx8"}
+    if key not in table:
+        raise ValueError(f"no MLI MAC kernel for input {in_el.name} with weights {w_el.name}")
+    return table[key]
+
+
+def _relu_type(kind: str) -> Any:
+    from ..capi.types import ReluType
+
+    return ReluType(_RELU_NAMES[kind])
+
+
+def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
+    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
+
+
+def _pad4(p: int | tuple[int, ...]) -> tuple[int, int, int, int]:
+    """Padding as (top, bottom, left, right); an int pads every side."""
+    if isinstance(p, int):
+        return (p, p, p, p)
+    if len(p) == 2:
+        return (p[0], p[0], p[1], p[1])
+    return tuple(int(v) for v in p)  # type: ignore[return-value]
+
+
+class Layer:
+    """Base class of all layers.
+
+    Attributes:
+        name: unique name in the network (also the key of captured intermediates).
+        inputs: names of the tensors it reads (``"input"`` = network input); default: previous layer.
+        out_q: quantisation of the output the network asks for; None when the kernel sets it itself
+            or (for layers that keep their input's parameters) when it follows the input.
+        fn: exact C function to call, overriding the name derived from the element types.
+    """
+
+    kind: ClassVar[str] = "layer"
+    n_inputs: ClassVar[int] = 1
+    #: output quantisation equals the input's (MLI copies it or checks equality)
+    follows_input: ClassVar[bool] = False
+    #: the kernel writes the output parameters itself
+    kernel_sets_output: ClassVar[bool] = False
+
+    def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
+                 fn: str | None = None) -> None:
+        self.name = name or ""
+        self.inputs = list(inputs) if inputs else []
+        self.out_q = out_q
+        self.fn = fn
+
+    # ---------------------------------------------------------------- description
+    def consts(self) -> dict[str, Const]:
+        return {}
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {}
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        return tuple(in_shapes[0])
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int | None:
+        """Products accumulated per output value (None: not a MAC layer)."""
+        return None
+
+    def follows(self, in_qs: list[QParams]) -> bool:
+        """Whether the output keeps the input's quantisation for these input types."""
+        return self.follows_input
+
+    # ---------------------------------------------------------------- quantised path
+    def c_name(self, in_qs: list[QParams]) -> str:
+        raise NotImplementedError
+
+    def function_name(self, in_qs: list[QParams]) -> str:
+        return self.fn or self.c_name(in_qs)
+
+    def output_qparams(self, in_qs: list[QParams]) -> QParams:
+        """Parameters of the output tensor struct handed to the kernel."""
+        if self.out_q is not None:
+            return self.out_q
+        if self.follows(in_qs) or self.kernel_sets_output:
+            return in_qs[0] if not self.kernel_sets_output else QParams(in_qs[0].el_type)
+        raise ValueError(f"layer {self.name}: output quantisation not set (quantise the network first)")
+
+    def result_qparams(self, in_qs: list[QParams]) -> QParams:
+        """Parameters the output has after the call (what the kernel sets, or what was asked)."""
+        if self.kernel_sets_output:
+            raise NotImplementedError
+        return self.output_qparams(in_qs)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any] | None:
+        """Call the facade function with the C argument order.
+
+        May return extra named results ``{name: (values, QParams)}`` (e.g. an LSTM's cell state),
+        captured as ``"<layer>.<name>"``.
+        """
+        fn(ins[0], out)
+
+    def prepare(self) -> None:
+        """One-time set-up before inference (e.g. LUT creation)."""
+
+    # ---------------------------------------------------------------- float path
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        cfg = ", ".join(f"{k}={v}" for k, v in self.cfg_dict().items())
+        return f"{type(self).__name__}({self.name!r}{', ' if cfg else ''}{cfg})"
+
+
+# ====================================================================== MAC layers
+class _MacLayer(Layer):
+    weights: Const
+    bias: Const
+    relu: str = "none"
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.relu(self.linear(xs[0], self.weights.value(original), self.bias.value(original)), self.relu)
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+        """The exact integer accumulator (bias included, before rescaling) for quantised inputs ``x_q``.
+
+        FX: ``sum(x * w) + (bias << (in_frac + w_frac - bias_frac))``; SA8: ``sum((x - zp) * w) + bias``.
+        Computed in float64: exact while every partial sum stays below 2**53, which holds for
+        8/16-bit operands and fewer than 2**21 products per output.
+        """
+        wq, bqp = self.weights.qp, self.bias.qp
+        w = np.asarray(self.weights.q, np.float64)
+        b = np.asarray(self.bias.q, np.float64)
+        x = np.asarray(x_q, np.float64)
+        if in_q.el_type.is_sa:
+            x = x - float(in_q.zero_point)
+        else:
+            b = b * 2.0 ** (in_q.frac_bits + wq.frac_bits - bqp.frac_bits)  # type: ignore[union-attr]
+        return self.linear(x, w, b)
+
+    def consts(self) -> dict[str, Const]:
+        return {"weights": self.weights, "bias": self.bias}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return self._prefix + mac_suffix(in_qs[0].el_type, self.weights.qp.el_type)  # type: ignore[union-attr]
+
+    _prefix: ClassVar[str] = ""
+
+
+class Conv2D(_MacLayer):
+    """2-D convolution, HWCN weights ``[kh, kw, cin, cout]``, optional fused ReLU."""
+
+    kind = "conv2d"
+    _prefix = "mli_krn_conv2d_hwcn_"
+
+    def __init__(self, weights: Any, bias: Any, *, stride: int | tuple[int, int] = 1,
+                 padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, int] = 1, relu: str = "none",
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
+        self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
+        self.stride, self.padding, self.dilation, self.relu = _pair(stride), _pad4(padding), _pair(dilation), relu
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "relu": self.relu}
+
+    def cfg(self) -> Any:
+        from ..capi.types import Conv2dCfg, ReluCfg
+
+        t, b, l, r = self.padding
+        return Conv2dCfg(relu=ReluCfg(_relu_type(self.relu)), stride_width=self.stride[1],
+                         stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,
+                         padding_bottom=b, dilation_width=self.dilation[1], dilation_height=self.dilation[0])
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        h, w, c = in_shapes[0]
+        kh, kw, wc = self.weights.shape[:3]
+        if wc != (1 if self.kind == "depthwise_conv2d" else c) or (self.kind == "depthwise_conv2d"
+                                                                    and self.weights.shape[-1] != c):
+            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
+        t, b, l, r = self.padding
+        ekh, ekw = (kh - 1) * self.dilation[0] + 1, (kw - 1) * self.dilation[1] + 1
+        return ((h + t + b - ekh) // self.stride[0] + 1, (w + l + r - ekw) // self.stride[1] + 1,
+                self.weights.shape[-1])
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        kh, kw, cin = self.weights.shape[:3]
+        return kh * kw * cin
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The layer before its fused ReLU, on given (float or integer-valued) arrays."""
+        return F.conv2d(x, w, b, self.stride, self.padding, self.dilation)
+
+
+class DepthwiseConv2D(Conv2D):
+    """Depthwise convolution, weights ``[kh, kw, 1, c]``."""
+
+    kind = "depthwise_conv2d"
+    _prefix = "mli_krn_depthwise_conv2d_hwcn_"
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        kh, kw = self.weights.shape[:2]
+        return kh * kw
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return F.depthwise_conv2d(x, w, b, self.stride, self.padding, self.dilation)
+
+
+class FullyConnected(_MacLayer):
+    """Fully connected layer, weights ``[in, out]``; the input is taken flat (row-major HWC)."""
+
+    kind = "fully_connected"
+    _prefix = "mli_krn_fully_connected_"
+
+    def __init__(self, weights: Any, bias: Any, *, relu: str = "none", per_step: bool = False, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
+        self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
+        self.relu = relu
+        self.per_step = per_step
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"relu": self.relu, **({"per_step": True} if self.per_step else {})}
+
+    def cfg(self) -> Any:
+        from ..capi.types import FullyConnectedCfg, ReluCfg
+
+        return FullyConnectedCfg(relu=ReluCfg(_relu_type(self.relu)))
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        if not self.per_step:
+            fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
+            return
+        # one call per time step (row of the [T, in] input), as MLI's recurrent examples do
+        x = ins[0].numpy()
+        in_q, out_q = QParams.of(ins[0]), QParams.of(out)
+        rows = []
+        for t in range(x.shape[0]):
+            o = out_q.empty((self.weights.shape[-1],))
+            fn(in_q.tensor(x[t].reshape(-1)), self.weights.tensor(), self.bias.tensor(), self.cfg(), o)
+            rows.append(o.numpy())
+        out.view()[...] = np.stack(rows)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        if self.per_step:
+            if int(np.prod(in_shapes[0][1:])) != self.weights.shape[0]:
+                raise ValueError(f"{self.name}: steps of {in_shapes[0]} do not fit weights {self.weights.shape}")
+            return (in_shapes[0][0], self.weights.shape[-1])
+        n = int(np.prod(in_shapes[0]))
+        if n != self.weights.shape[0]:
+            raise ValueError(f"{self.name}: input {in_shapes[0]} has {n} values, weights expect {self.weights.shape[0]}")
+        return (self.weights.shape[-1],)
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        return self.weights.shape[0]
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.per_step:
+            return x.reshape(x.shape[0], x.shape[1], -1) @ w + b
+        return F.fully_connected(x, w, b)
+
+
+# ====================================================================== pooling
+class _Pool(Layer):
+    _prefix: ClassVar[str] = ""
+
+    def __init__(self, kernel: int | tuple[int, int], *, stride: int | tuple[int, int] = 1,
+                 padding: int | tuple[int, ...] = 0, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.kernel, self.stride, self.padding = _pair(kernel), _pair(stride), _pad4(padding)
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "stride": self.stride, "padding": self.padding}
+
+    def cfg(self) -> Any:
+        from ..capi.types import PoolCfg
+
+        t, b, l, r = self.padding
+        return PoolCfg(kernel_width=self.kernel[1], kernel_height=self.kernel[0], stride_width=self.stride[1],
+                       stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,
+                       padding_bottom=b)
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return self._prefix + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        fn(ins[0], self.cfg(), out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        h, w, c = in_shapes[0]
+        t, b, l, r = self.padding
+        return ((h + t + b - self.kernel[0]) // self.stride[0] + 1,
+                (w + l + r - self.kernel[1]) // self.stride[1] + 1, c)
+
+
+class MaxPool(_Pool):
+    """Max pooling (HWC); the kernel copies the input's parameters to the output."""
+
+    kind = "maxpool"
+    _prefix = "mli_krn_maxpool_hwc_"
+    follows_input = True
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.max_pool(xs[0], self.kernel, self.stride, self.padding)
+
+
+class AvgPool(_Pool):
+    """Average pooling (HWC) over the real elements of each window; converts to ``out_q``."""
+
+    kind = "avepool"
+    _prefix = "mli_krn_avepool_hwc_"
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int | None:
+        return None
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.avg_pool(xs[0], self.kernel, self.stride, self.padding)
+
+
+# ====================================================================== element-wise
+class Eltwise(Layer):
+    """Element-wise ``add``, ``sub``, ``mul``, ``min`` or ``max`` of two tensors (or a tensor and a constant)."""
+
+    kind = "eltwise"
+    _OPS: ClassVar[dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+        "add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+    def __init__(self, op: str, *, const: Any = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        if op not in self._OPS:
+            raise ValueError(f"eltwise op {op!r} not in {sorted(self._OPS)}")
+        self.op = op
+        self.const = None if const is None else (const if isinstance(const, Const) else Const.from_float(const))
+        self.n_inputs = 1 if self.const is not None else 2  # type: ignore[misc]
+
+    def consts(self) -> dict[str, Const]:
+        return {"in2": self.const} if self.const is not None else {}
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"op": self.op}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return f"mli_krn_eltwise_{self.op}_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        second = self.const.tensor() if self.const is not None else ins[1]
+        fn(ins[0], second, out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        other = self.const.shape if self.const is not None else in_shapes[1]
+        return tuple(np.broadcast_shapes(tuple(in_shapes[0]), tuple(other)))
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        b = self.const.value(original) if self.const is not None else xs[1]
+        return self._OPS[self.op](xs[0], b)
+
+
+# ====================================================================== activations
+class ReLU(Layer):
+    """ReLU of a given MLI type (``gen``, ``relu_1``, ``relu_6``); keeps the input's quantisation."""
+
+    kind = "relu"
+    follows_input = True
+
+    def __init__(self, type: str = "gen", **kw: Any) -> None:
+        super().__init__(**kw)
+        self.type = type
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"type": self.type}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_relu_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import ReluCfg
+
+        fn(ins[0], ReluCfg(_relu_type(self.type)), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.relu(xs[0], self.type)
+
+
+class LeakyReLU(Layer):
+    """Leaky ReLU with a scalar slope (a rank-0 constant); FX keeps the input's frac_bits."""
+
+    kind = "leaky_relu"
+
+    def __init__(self, slope: Any, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.slope = slope if isinstance(slope, Const) else Const.from_float(np.asarray(slope, np.float64))
+
+    def consts(self) -> dict[str, Const]:
+        return {"slope": self.slope}
+
+    def follows(self, in_qs: list[QParams]) -> bool:
+        return in_qs[0].el_type.is_fx
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_leaky_relu_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        fn(ins[0], self.slope.tensor(), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        s = self.slope.value(original)
+        return np.where(xs[0] >= 0, xs[0], xs[0] * s)
+
+
+class PReLU(LeakyReLU):
+    """Parametric ReLU: one slope per slice along ``axis`` of the sample (default: the last, channels)."""
+
+    kind = "prelu"
+
+    def __init__(self, slope: Any, axis: int | None = None, **kw: Any) -> None:
+        super().__init__(slope, **kw)
+        self.axis = axis
+        self._slope_tensor: tuple[int, Tensor] | None = None
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_prelu_" + data_suffix(in_qs[0].el_type)
+
+    def _axis(self, rank: int) -> int:
+        return rank - 1 if self.axis is None else self.axis
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import PreluCfg
+
+        rank = ins[0].rank
+        axis = self._axis(rank)
+        if self._slope_tensor is None or self._slope_tensor[0] != rank:
+            # MLI wants the slopes as a tensor of the input's rank: shape 1 except on the axis
+            shape = [1] * rank
+            shape[axis] = -1
+            self._slope_tensor = (rank, self.slope.qp.tensor(np.asarray(self.slope.q).reshape(shape)))  # type: ignore[union-attr]
+        fn(ins[0], self._slope_tensor[1], PreluCfg(axis=axis), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        x = xs[0]
+        s = self.slope.value(original)
+        shape = [1] * x.ndim
+        shape[self._axis(x.ndim - 1) + 1] = -1  # axis 0 is the batch
+        return np.where(x >= 0, x, x * s.reshape(shape))
+
+
+class _LutLayer(Layer):
+    """A LUT-based activation; the LUT is created once with ``mli_krn_<name>_create_lut``."""
+
+    kernel_sets_output = True
+    _lut_name: ClassVar[str] = ""
+    #: output parameters the MLI kernel writes: (sa8 zero point, sa8 scale_frac_bits); fx: all value bits fractional
+    _sa8_out: ClassVar[tuple[int, int]] = (-128, 8)
+
+    def result_qparams(self, in_qs: list[QParams]) -> QParams:
+        el = in_qs[0].el_type
+        if el.is_sa:
+            return QParams.sa(self._sa8_out[0], 1, self._sa8_out[1])
+        return QParams(el, frac_bits=el.bits - 1)
+
+    def __init__(self, lut: Lut | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.lut = lut
+
+    def prepare(self) -> None:
+        if self.lut is not None:
+            return
+        size = int(capi_function(f"mli_krn_{self._lut_name}_get_lut_size")())
+        lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
+        capi_function(f"mli_krn_{self._lut_name}_create_lut")(lut)
+        self.lut = lut
+
+
+class Softmax(_LutLayer):
+    """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
+
+    kind = "softmax"
+    _lut_name = "softmax"
+
+    def __init__(self, axis: int = -1, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.axis = axis
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_softmax_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import SoftmaxCfg
+
+        fn(ins[0], self.lut, SoftmaxCfg(axis=self.axis), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        x = xs[0]
+        if self.axis < 0:  # MLI: a negative axis means the whole tensor
+            return F.softmax(x.reshape(x.shape[0], -1), -1).reshape(x.shape)
+        return F.softmax(x, self.axis + 1)
+
+
+class Sigmoid(_LutLayer):
+    """LUT-based logistic function."""
+
+    kind = "sigm"
+    _lut_name = "sigm"
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_sigm_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        fn(ins[0], self.lut, out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.sigmoid(xs[0])
+
+
+class Tanh(Sigmoid):
+    """LUT-based hyperbolic tangent."""
+
+    kind = "tanh"
+    _lut_name = "tanh"
+    _sa8_out = (0, 7)
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_tanh_" + data_suffix(in_qs[0].el_type)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return np.tanh(xs[0])
+
+
+# ====================================================================== data movement
+class Permute(Layer):
+    """Reorder dimensions (``perm`` over the sample's axes); keeps the quantisation."""
+
+    kind = "permute"
+    follows_input = True
+
+    def __init__(self, perm: list[int], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.perm = [int(p) for p in perm]
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"perm": self.perm}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_permute_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import PermuteCfg
+
+        fn(ins[0], PermuteCfg(perm_dim=self.perm + [0] * (4 - len(self.perm))), out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        return tuple(in_shapes[0][p] for p in self.perm)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return np.transpose(xs[0], [0] + [p + 1 for p in self.perm])
+
+
+LAYER_TYPES: dict[str, type[Layer]] = {c.kind: c for c in (
+    Conv2D, DepthwiseConv2D, FullyConnected, MaxPool, AvgPool, Eltwise, ReLU, LeakyReLU, PReLU, Softmax,
+    Sigmoid, Tanh, Permute)}

@@ -1,0 +1,337 @@
+"""An ordered graph of MLI layers with the quantisation of every tensor, run through pymli's kernels.
+
+Example:
+    >>> net = Network((8, 8, 1), [Conv2D(w, b, padding=1, relu="gen", name="conv"), ...])
+    >>> qnet = quantize_network(net, calib_x, "sa8")      # pymli.models.quantize
+    >>> res = qnet.run(x_test)                            # MLI kernels, one sample after the other
+    >>> res["conv"]                                       # quantised intermediate, [N, 8, 8, c]
+    >>> ref = qnet.run_float(x_test)                      # float64 NumPy, same description
+
+Tensors are named after the layer producing them; ``"input"`` is the network input. A layer reads
+the previous layer's output unless it names its ``inputs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import Platform, get_platform, use_platform
+from .layers import KernelMissing, Layer, capi_function
+from .qparams import QParams
+
+__all__ = ["Network", "RunResult", "mli_argmax"]
+
+INPUT = "input"
+
+
+def mli_argmax(x: np.ndarray) -> np.ndarray:
+    """Arg-max over the last axis with MLI's tie rule (``mli_krn_argmax``, topk 1: the last maximum wins)."""
+    x = np.asarray(x)
+    return x.shape[-1] - 1 - np.argmax(x[..., ::-1], axis=-1)
+
+
+@dataclasses.dataclass
+class RunResult:
+    """Result of :meth:`Network.run`.
+
+    Attributes:
+        values: tensor name -> quantised values, batch axis first (captured tensors + the output).
+        qparams: tensor name -> the element parameters the tensor had after its call (kernels may
+            set them, e.g. softmax).
+        output_name: name of the network output.
+        platform: the platform the run used.
+    """
+
+    values: dict[str, np.ndarray]
+    qparams: dict[str, QParams]
+    output_name: str
+    platform: Platform
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.values[name]
+
+    @property
+    def output(self) -> np.ndarray:
+        return self.values[self.output_name]
+
+    def dequantized(self, name: str | None = None) -> np.ndarray:
+        """Float values of a captured tensor (the output by default)."""
+        name = name or self.output_name
+        return self.qparams[name].dequantize(self.values[name], batch=True)
+
+    def predictions(self) -> np.ndarray:
+        """Class per sample: MLI arg-max (last maximum on ties) of the output."""
+        out = self.output
+        return mli_argmax(out.reshape(out.shape[0], -1))
+
+
+class Network:
+    """An ordered list of layers forming a DAG over named tensors.
+
+    Args:
+        input_shape: shape of one input sample (HWC for images).
+        layers: the layers in execution order; unnamed layers get ``<kind><index>``.
+        input_q: quantisation of the input tensor (None for a float-only network).
+        name: a label for reports.
+    """
+
+    def __init__(self, input_shape: Sequence[int], layers: Iterable[Layer] = (), input_q: QParams | None = None,
+                 name: str = "network") -> None:
+        self.input_shape = tuple(int(s) for s in input_shape)
+        self.input_q = input_q
+        self.name = name
+        self.layers: list[Layer] = []
+        self.input_preprocess: Callable[[np.ndarray], np.ndarray] | None = None
+        for layer in layers:
+            self.add(layer)
+
+    # ---------------------------------------------------------------- building
+    def add(self, layer: Layer) -> Network:
+        """Append a layer (wired to the previous tensor unless it names its inputs)."""
+        if not layer.name:
+            layer.name = f"{layer.kind}{len(self.layers) + 1}"
+        if any(la.name == layer.name for la in self.layers) or layer.name == INPUT:
+            raise ValueError(f"duplicate layer name {layer.name!r}")
+        if not layer.inputs:
+            layer.inputs = [self.layers[-1].name if self.layers else INPUT]
+        known = {INPUT, *(la.name for la in self.layers)}
+        for i in layer.inputs:
+            if i not in known:
+                raise ValueError(f"layer {layer.name!r} reads unknown tensor {i!r}")
+        self.layers.append(layer)
+        try:
+            self.shapes()
+        except Exception:
+            self.layers.pop()
+            raise
+        return self
+
+    def __getitem__(self, name: str) -> Layer:
+        for la in self.layers:
+            if la.name == name:
+                return la
+        raise KeyError(name)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    @property
+    def output_name(self) -> str:
+        return self.layers[-1].name
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        """Shape of every tensor (one sample)."""
+        shapes: dict[str, tuple[int, ...]] = {INPUT: self.input_shape}
+        for la in self.layers:
+            shapes[la.name] = tuple(la.out_shape([shapes[i] for i in la.inputs]))
+        return shapes
+
+    @property
+    def is_quantized(self) -> bool:
+        return self.input_q is not None and all(c.is_quantized for la in self.layers for c in la.consts().values())
+
+    def planned_qparams(self) -> dict[str, QParams]:
+        """The quantisation of every tensor as the network hands it to the kernels (before any call)."""
+        if self.input_q is None:
+            raise ValueError("network is not quantised")
+        after = self.expected_qparams()
+        return {INPUT: self.input_q, **{la.name: la.output_qparams([after[i] for i in la.inputs])
+                                         for la in self.layers}}
+
+    def expected_qparams(self) -> dict[str, QParams]:
+        """The quantisation every tensor has after its call (kernel-set parameters included)."""
+        if self.input_q is None:
+            raise ValueError("network is not quantised")
+        qs: dict[str, QParams] = {INPUT: self.input_q}
+        for la in self.layers:
+            qs[la.name] = la.result_qparams([qs[i] for i in la.inputs])
+        return qs
+
+    def function_names(self) -> dict[str, str]:
+        """Layer name -> the MLI C function it calls."""
+        qs = self.planned_qparams()
+        return {la.name: la.function_name([qs[i] for i in la.inputs]) for la in self.layers}
+
+    def missing_functions(self) -> list[str]:
+        """MLI functions this network needs that :mod:`pymli.capi` does not provide yet."""
+        from .. import capi
+
+        need = list(self.function_names().values())
+        after = self.expected_qparams()
+        for la in self.layers:
+            if hasattr(la, "functions"):
+                need += la.functions([after[i] for i in la.inputs])
+            luts = [(getattr(la, "_lut_name", ""), getattr(la, "lut", None))]
+            luts += [("tanh", getattr(la, "tanh_lut", 0)), ("sigm", getattr(la, "sigm_lut", 0))]
+            for lut_name, lut in luts:
+                if lut_name and lut is None:
+                    need += [f"mli_krn_{lut_name}_get_lut_size", f"mli_krn_{lut_name}_create_lut"]
+        need = list(dict.fromkeys(need))
+        return [n for n in need if n not in capi.FUNCTIONS]
+
+    # ---------------------------------------------------------------- quantised inference
+    def quantize_input(self, x: np.ndarray) -> np.ndarray:
+        """Float samples -> quantised input (offline conversion with ``input_q``)."""
+        if self.input_q is None:
+            raise ValueError("network is not quantised")
+        return self.input_q.quantize(x, batch=True)
+
+    def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
+        x = np.asarray(x)
+        single = x.shape == self.input_shape
+        if single:
+            x = x[None]
+        if x.shape[1:] != self.input_shape:
+            raise ValueError(f"input shape {x.shape[1:]} != network input {self.input_shape}")
+        return x, single
+
+    def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
+            progress: Callable[[int], None] | None = None) -> RunResult:
+        """Run the quantised network through pymli's MLI kernels.
+
+        Args:
+            x: one sample or a batch; integer arrays are taken as already quantised input, float arrays
+                are quantised with ``input_q`` first.
+            capture: True keeps every intermediate, False only the output, or a list of tensor names.
+            platform: platform (rounding, accumulator options) to run under; default: current.
+            progress: called with 1 after each sample (for progress bars).
+
+        Raises:
+            KernelMissing: a needed MLI function is not implemented.
+            MliError: a kernel rejected its arguments.
+        """
+        if self.input_q is None:
+            raise ValueError("network is not quantised: use pymli.models.quantize_network or load a pack")
+        x, _ = self._as_batch(x)
+        if x.dtype.kind == "f":
+            x = self.quantize_input(x)
+        missing = self.missing_functions()
+        if missing:
+            raise KernelMissing(missing[0])
+        plat = platform if platform is not None else get_platform()
+        names = self.function_names()
+        keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
+        keep.add(self.output_name)
+        keep_input = INPUT in keep
+        keep.discard(INPUT)
+        with use_platform(plat) as p:
+            for la in self.layers:
+                la.prepare()
+            fns = {la.name: capi_function(names[la.name]) for la in self.layers}
+            shapes = self.shapes()
+            values: dict[str, list[np.ndarray]] = {k: [] for k in keep}
+            qparams: dict[str, QParams] = {INPUT: self.input_q}
+            for n in range(x.shape[0]):
+                acts: dict[str, Any] = {INPUT: (x[n], self.input_q)}
+                for la in self.layers:
+                    ins = [acts[i][1].tensor(acts[i][0]) for i in la.inputs]
+                    oq = la.output_qparams([acts[i][1] for i in la.inputs])
+                    out = oq.empty(shapes[la.name])
+                    extras = la.invoke(fns[la.name], ins, out)
+                    acts[la.name] = (out.numpy(), QParams.of(out))
+                    for k, v in (extras or {}).items():
+                        key = f"{la.name}.{k}"
+                        if capture is True or key in keep:
+                            acts[key] = v
+                            values.setdefault(key, []).append(v[0])
+                    if la.name in keep:
+                        values[la.name].append(acts[la.name][0])
+                for k in values:
+                    qparams[k] = acts[k][1]
+                if progress is not None:
+                    progress(1)
+        if keep_input:
+            values[INPUT] = list(x)
+        return RunResult({k: np.stack(v) for k, v in values.items() if v}, qparams, self.output_name, p)
+
+    def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
+                  platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
+        """Run one layer alone on a batch of given quantised inputs (per-layer bit-exact checks).
+
+        Args:
+            name: layer name.
+            inputs: one batch per layer input, quantised values.
+            in_qs: the element parameters of those inputs.
+
+        Returns:
+            (output batch, output parameters after the call of the last sample).
+        """
+        la = self[name]
+        in_qs = list(in_qs)
+        oq = la.output_qparams(in_qs)
+        fn = capi_function(la.function_name(in_qs))
+        shape = la.out_shape([tuple(np.asarray(i).shape[1:]) for i in inputs])
+        outs = []
+        with use_platform(platform if platform is not None else get_platform()):
+            la.prepare()
+            for n in range(np.asarray(inputs[0]).shape[0]):
+                out = oq.empty(shape)
+                la.invoke(fn, [q.tensor(x[n]) for q, x in zip(in_qs, inputs)], out)
+                outs.append(out.numpy())
+        return np.stack(outs), QParams.of(out)
+
+    def predict(self, x: np.ndarray, **kw: Any) -> np.ndarray:
+        """Class per sample of the quantised network (MLI arg-max tie rule)."""
+        return self.run(x, capture=False, **kw).predictions()
+
+    # ---------------------------------------------------------------- float inference
+    def run_float(self, x: np.ndarray, *, original: bool = False, inputs: dict[str, np.ndarray] | None = None
+                  ) -> dict[str, np.ndarray]:
+        """Run the same description in float64.
+
+        Args:
+            x: float input batch (or one sample). For a quantised network an integer array is
+                dequantised with ``input_q`` first.
+            original: use the float constants the network was quantised from (when known) instead of
+                the dequantised constants.
+            inputs: replace the input of named layers by these float arrays (per-layer comparison).
+
+        Returns:
+            tensor name -> float64 batch, every tensor including ``"input"``.
+        """
+        x, _ = self._as_batch(x)
+        if x.dtype.kind != "f":
+            if self.input_q is None:
+                raise ValueError("integer input given to a float network")
+            x = self.input_q.dequantize(x, batch=True)
+        acts: dict[str, np.ndarray] = {INPUT: np.asarray(x, np.float64)}
+        for la in self.layers:
+            xs = [acts[i] for i in la.inputs]
+            if inputs and la.name in inputs:
+                xs = [inputs[la.name]]
+            acts[la.name] = la.forward_float(xs, original)
+        return acts
+
+    def forward_layer_float(self, name: str, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return self[name].forward_float(xs, original)
+
+    # ---------------------------------------------------------------- display
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per layer: name, kind, inputs, output shape, cfg, C function, quantisation."""
+        shapes = self.shapes()
+        try:
+            qs = self.planned_qparams()
+            fns = self.function_names()
+        except ValueError:
+            qs, fns = {}, {}
+        rows = []
+        for la in self.layers:
+            rows.append({"name": la.name, "kind": la.kind, "inputs": la.inputs, "shape": shapes[la.name],
+                         "cfg": la.cfg_dict(), "function": fns.get(la.name, ""),
+                         "out_q": qs[la.name].describe() if la.name in qs else "",
+                         "kernel_sets_output": la.kernel_sets_output})
+        return rows
+
+    def __repr__(self) -> str:
+        lines = [f"Network {self.name!r}: input {self.input_shape}"
+                 + (f" ({self.input_q.describe()})" if self.input_q else " (float)")]
+        for r in self.summary():
+            lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
+        return "\n".join(lines)

@@ -1,0 +1,299 @@
+"""Per-layer comparison of a quantised network run on MLI kernels against its float64 twin.
+
+For every layer :func:`compare` reports
+
+* ``snr_db``: SNR of the layer's dequantised MLI output against the float network run end to end
+  (errors accumulated over all previous layers): ``10 log10(sum(ref**2) / sum((out - ref)**2))``;
+* ``snr_local_db``: the same for the layer alone, its float version fed the dequantised MLI inputs;
+* ``max_err``: largest absolute error against the end-to-end float reference;
+* ``saturated``: fraction of outputs at the container's limits, ``headroom_bits``: integer bits of
+  the output format left unused by the largest output;
+* for MAC layers: products per output, accumulator guard bits needed in the worst case
+  (``ceil(log2(products + 1))``, the bias counts as one more term), guard bits the platform's
+  accumulator has (``mli_hlp_accu_guard_bits_*``), and the peak of the real accumulator over the
+  data with the bits it leaves free (``acc_headroom_bits``; negative = overflow).
+
+Accuracy over a labelled set is reported for the quantised and the float network.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..formats import ElType
+from .layers import _MacLayer
+from .network import Network, RunResult, mli_argmax
+from .qparams import QParams
+
+__all__ = ["ARC_GUARD_BITS", "LayerStats", "Report", "accu_guard_bits", "compare", "snr_db"]
+
+
+def snr_db(ref: np.ndarray, test: np.ndarray) -> float:
+    """Signal-to-noise ratio of ``test`` against ``ref`` in dB (inf when equal, -inf for a zero signal)."""
+    ref = np.asarray(ref, np.float64)
+    err = np.asarray(test, np.float64) - ref
+    p_sig, p_err = float(np.sum(ref * ref)), float(np.sum(err * err))
+    if p_err == 0.0:
+        return math.inf
+    if p_sig == 0.0:
+        return -math.inf
+    return 10.0 * math.log10(p_sig / p_err)
+
+
+#: guard bits of ARC builds (40-bit fx16 accumulator), for ``compare(..., guard_bits=ARC_GUARD_BITS)``
+ARC_GUARD_BITS = {"sa8_sa8": 16, "fx16_fx16": 8, "fx16_fx8": 8}
+
+
+def _guard_key(in_el: ElType, w_el: ElType) -> str:
+    if in_el.is_sa:
+        return "sa8_sa8"
+    return "fx16_fx8" if w_el == ElType.FX_8 else "fx16_fx16"
+
+
+def accu_guard_bits(in_el: ElType, w_el: ElType) -> int:
+    """Guard bits of the accumulator of a MAC kernel for these operand types on the current platform.
+
+    Uses ``mli_hlp_accu_guard_bits_*`` of :mod:`pymli.capi` when present; otherwise the reference build's
+    values (32-bit accumulator for sa8 x sa8 and fx16 x fx8: 16 and 8 guard bits). Note that the x86
+    reference build holds the "40-bit" fx16 accumulator in an int64 (32 guard bits), while ARC builds
+    have 8: see :data:`ARC_GUARD_BITS`.
+    """
+    from .. import capi
+
+    if in_el.is_sa:
+        name, ref = "mli_hlp_accu_guard_bits_sa8_sa8", 32 - 16
+    elif w_el == ElType.FX_8:
+        name, ref = "mli_hlp_accu_guard_bits_fx16_fx8", 32 - 24
+    else:
+        name, ref = "mli_hlp_accu_guard_bits_fx16_fx16", 40 - 32
+    fn = capi.FUNCTIONS.get(name)
+    return int(fn()) if fn is not None else ref
+
+
+@dataclasses.dataclass
+class LayerStats:
+    """Comparison figures of one layer (see the module docstring)."""
+
+    name: str
+    kind: str
+    function: str
+    out_q: str
+    snr_db: float
+    snr_local_db: float
+    max_err: float
+    ref_max: float
+    saturated: float
+    headroom_bits: int | None
+    macs: int | None = None
+    guard_needed: int | None = None
+    guard_available: int | None = None
+    acc_peak_bits: int | None = None
+    acc_bits: int | None = None
+    acc_headroom_bits: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) and k == "max_err" else v)
+                for k, v in d.items()}
+
+
+@dataclasses.dataclass
+class Report:
+    """Result of :func:`compare`: per-layer statistics and accuracies."""
+
+    network: str
+    platform: str
+    samples: int
+    layers: list[LayerStats]
+    accuracy: float | None = None
+    float_accuracy: float | None = None
+    reference: str = "float"
+
+    def __getitem__(self, name: str) -> LayerStats:
+        for s in self.layers:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    # ---------------------------------------------------------------- output
+    def to_dict(self) -> dict[str, Any]:
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return "inf" if v > 0 else "-inf"
+            return v
+
+        return {"network": self.network, "platform": self.platform, "samples": self.samples,
+                "reference": self.reference, "accuracy": self.accuracy, "float_accuracy": self.float_accuracy,
+                "layers": [{k: clean(v) for k, v in dataclasses.asdict(s).items()} for s in self.layers]}
+
+    def to_json(self, path: str | Path | None = None, **kw: Any) -> str:
+        """JSON text of the report (infinite SNRs as ``"inf"``); written to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=kw.pop("indent", 2), **kw)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def table(self, title: str | None = None, *, kernels: bool = False) -> Any:
+        """A rich Table of the per-layer figures (``kernels``: add the MLI function of each layer)."""
+        from rich.markup import escape
+        from rich.table import Table
+
+        t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
+        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
+                ("alone", "right"), ("max err", "right"), ("sat%", "right"), ("free", "right"),
+                ("guard", "right"), ("acc free", "right")]
+        if not kernels:
+            cols.pop(1)
+        for col, j in cols:
+            t.add_column(col, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        for s in self.layers:
+            guard = f"{s.guard_needed}/{s.guard_available}" if s.guard_needed is not None else ""
+            style = "red" if (s.acc_headroom_bits is not None and s.acc_headroom_bits < 0) else None
+            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db), _fmt_db(s.snr_local_db), f"{s.max_err:.3g}",
+                      f"{100 * s.saturated:.2f}", "" if s.headroom_bits is None else str(s.headroom_bits), guard,
+                      "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
+            if not kernels:
+                cells.pop(1)
+            t.add_row(*cells, style=style)
+        if self.accuracy is not None:
+            fa = "" if self.float_accuracy is None else f", float {100 * self.float_accuracy:.2f} %"
+            t.caption = f"accuracy {100 * self.accuracy:.2f} %{fa}"
+        return t
+
+    def print(self, console: Any = None, *, kernels: bool = False) -> None:
+        from rich.console import Console
+
+        (console or Console()).print(self.table(kernels=kernels))
+
+    def plot(self, path: str | Path | None = None, ax: Any = None) -> Any:
+        """Bar chart of per-layer SNR (end to end and local) with matplotlib; saved to ``path`` if given."""
+        import matplotlib
+
+        if path is not None and ax is None:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(6, len(self.layers) * 0.8), 4))
+        names = [s.name for s in self.layers]
+        cap = lambda v: 150.0 if v == math.inf else v
+        x = np.arange(len(names))
+        ax.bar(x - 0.2, [cap(s.snr_db) for s in self.layers], 0.4, label="SNR vs float (end to end)")
+        ax.bar(x + 0.2, [cap(s.snr_local_db) for s in self.layers], 0.4, label="SNR of the layer alone")
+        ax.set_xticks(x, names, rotation=45, ha="right")
+        ax.set_ylabel("dB")
+        ax.set_title(f"{self.network} ({self.platform})")
+        ax.legend()
+        ax.figure.tight_layout()
+        if path is not None:
+            ax.figure.savefig(path)
+        return ax
+
+
+def _short_q(desc: str) -> str:
+    """Compact form of :meth:`QParams.describe`: ``fx16 q12``, ``sa8 z-128 s0.0276``."""
+    import re
+
+    m = re.fullmatch(r"(\w+) zp (-?\d+), scale (\d+), sfb (-?\d+)", desc)
+    if m:
+        return f"{m[1].replace('_', '')} z{m[2]} s{int(m[3]) * 2.0 ** -int(m[4]):.3g}"
+    return desc.replace("_", "").replace(" frac ", " q")
+
+
+def _fmt_db(v: float) -> str:
+    return "inf" if v == math.inf else f"{v:.1f}"
+
+
+def _headroom(q: np.ndarray, qp: QParams) -> tuple[float, int | None]:
+    """(fraction of values clipped at a container limit, integer bits of the format left unused).
+
+    A value equal to the zero point is exact even where the zero point is a container limit
+    (SA8 after ReLU), so only limits away from the zero point count as saturation.
+    """
+    v = np.asarray(q, np.int64)
+    if not v.size:
+        return 0.0, None
+    zp = int(qp.zero_point) if qp.el_type.is_sa and qp.dim < 0 else 0
+    at_max = (v == qp.qmax) if qp.qmax != zp else np.zeros(v.shape, bool)
+    at_min = (v == qp.qmin) if qp.qmin != zp else np.zeros(v.shape, bool)
+    sat = float(np.mean(at_max | at_min))
+    free = qp.bits - 1
+    for peak, lim in ((int(np.max(v - zp)), qp.qmax - zp), (int(np.max(zp - v)), zp - qp.qmin)):
+        if peak > 0:
+            free = min(free, math.floor(math.log2(lim / peak)) if lim > 0 else 0)
+    return sat, max(free, 0)
+
+
+def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, result: RunResult | None = None,
+            reference: str = "float", platform: Any = None, progress: Callable[[int], None] | None = None,
+            guard_bits: dict[str, int] | None = None) -> Report:
+    """Run ``qnet`` on MLI kernels and in float64 and compare every layer.
+
+    Args:
+        qnet: a quantised network.
+        x: inputs (float, or quantised integers).
+        labels: class labels for the accuracy (optional).
+        result: a previous :meth:`Network.run` result on ``x`` with every intermediate captured.
+        reference: ``"float"``: the float constants the network was quantised from when known (else the
+            dequantised constants); ``"dequantized"``: always the dequantised constants.
+        platform: platform for the MLI run.
+        progress: progress callback passed to :meth:`Network.run`.
+        guard_bits: override of the accumulator guard bits per operand pair (keys ``sa8_sa8``,
+            ``fx16_fx16``, ``fx16_fx8``), e.g. :data:`ARC_GUARD_BITS`; default: the current platform's.
+    """
+    if result is None:
+        result = qnet.run(x, capture=True, platform=platform, progress=progress)
+    missing = [n for n in ("input", *(la.name for la in qnet.layers)) if n not in result.values]
+    if missing:
+        raise ValueError(f"compare needs a run with every intermediate captured; missing {missing}")
+    original = reference == "float"
+    xf = np.asarray(x)
+    if xf.dtype.kind != "f":
+        xf = qnet.input_q.dequantize(xf, batch=True)  # type: ignore[union-attr]
+    ref = qnet.run_float(xf, original=original)
+    fns = qnet.function_names()
+    rows = []
+    for la in qnet.layers:
+        qp = result.qparams[la.name]
+        out = qp.dequantize(result[la.name], batch=True)
+        in_q = [result.qparams[i] for i in la.inputs]
+        in_vals = [result[i] for i in la.inputs]
+        deq_in = [q.dequantize(v, batch=True) for q, v in zip(in_q, in_vals)]
+        local = la.forward_float(deq_in, original)
+        sat, head = _headroom(result[la.name], qp)
+        st = LayerStats(la.name, la.kind, fns[la.name], qp.describe(), snr_db(ref[la.name], out),
+                        snr_db(local, out), float(np.max(np.abs(out - ref[la.name]))),
+                        float(np.max(np.abs(ref[la.name]))), sat, head)
+        macs = la.mac_count([tuple(np.asarray(v).shape[1:]) for v in in_vals])
+        w_const = getattr(la, "weights", None) or getattr(la, "weights_in", None)
+        if macs is not None and w_const is not None and w_const.qp is not None:
+            w_el = w_const.qp.el_type
+            in_el = in_q[0].el_type
+            st.macs = macs
+            st.guard_needed = math.ceil(math.log2(st.macs + 1))
+            key = _guard_key(in_el, w_el)
+            st.guard_available = (guard_bits or {}).get(key, None)
+            if st.guard_available is None:
+                st.guard_available = accu_guard_bits(in_el, w_el)
+            st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
+            acc = la.accumulator(in_vals[0], in_q[0]) if isinstance(la, _MacLayer) else None
+            if acc is not None:
+                peak = float(np.max(np.abs(acc))) if acc.size else 0.0
+                st.acc_peak_bits = math.ceil(math.log2(peak + 1)) if peak > 0 else 0
+                st.acc_headroom_bits = st.acc_bits - st.acc_peak_bits
+        rows.append(st)
+    acc_q = acc_f = None
+    if labels is not None:
+        labels = np.asarray(labels)
+        acc_q = float(np.mean(result.predictions() == labels))
+        out_f = ref[qnet.output_name]
+        acc_f = float(np.mean(mli_argmax(out_f.reshape(out_f.shape[0], -1)) == labels))
+    return Report(qnet.name, result.platform.name, int(result.output.shape[0]), rows, acc_q, acc_f,
+                  "float constants" if original else "dequantised constants")
