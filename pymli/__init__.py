@@ -24,3 +24,11 @@ __all__ = [
     "PRESETS", "get_platform", "set_platform", "use_platform", "MLI_MAX_RANK", "quantize", "dequantize",
     "__version__",
 ]
+
+
+def __getattr__(name: str):  # lazy subpackages: pymli.capi, pymli.ops, pymli.models, pymli.quant
+    if name in ("capi", "ops", "models", "quant", "arith", "kernels", "checks", "verify"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'pymli' has no attribute {name!r}")

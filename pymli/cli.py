@@ -18,6 +18,14 @@ def main() -> None:
 
 
 @main.command()
+def tour() -> None:
+    """A short walk-through: tensors, fp32 <-> fx16/sa8 conversions, helpers, rounding modes."""
+    from .walkthrough import run
+
+    run()
+
+
+@main.command()
 def info() -> None:
     """Version, platform presets and the MLI functions pymli provides."""
     from rich.console import Console
