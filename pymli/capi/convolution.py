@@ -19,7 +19,6 @@ import numpy as np
 from ..arith.requant import asr_rnd_int, relu_bounds
 from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
-    calc_shift_idx,
     check_quant_params,
     check_tensor,
     fail,
@@ -36,12 +35,12 @@ from ._registry import mli_function
 from .types import Conv2dCfg
 
 __all__ = [
+    "check_bias_scale_asym",
     "check_conv_types",
     "check_sa8_params",
-    "check_bias_scale_asym",
     "fx_quant",
-    "sa8_quant",
     "out_bounds",
+    "sa8_quant",
 ]
 
 # Weights dimensions of HWCN (and HW1N) layouts.
@@ -443,8 +442,8 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     bounds = out_bounds(cfg.relu, out, sa)
     no_pad = ksize == 1
     pad = (0, 0) if no_pad else (cfg.padding_top, cfg.padding_left)
-    geo = dict(stride=(cfg.stride_height, cfg.stride_width), dilation=(cfg.dilation_height, cfg.dilation_width),
-               pad=pad, out_hw=(shape_at(out, 0), shape_at(out, 1)), bounds=bounds)
+    geo = {"stride": (cfg.stride_height, cfg.stride_width), "dilation": (cfg.dilation_height, cfg.dilation_width),
+               "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
     if op == "depthwise":
         res = K.depthwise_conv2d_hwcn(x, wt, bias, q, **geo)
     elif op == "group":

@@ -11,21 +11,35 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks import check_tensor, fail, inner_most_dimension_is_one, layout_is_contiguous, shape_at, tensors_not_overlapped
+from ..checks import (
+    check_tensor,
+    fail,
+    inner_most_dimension_is_one,
+    layout_is_contiguous,
+    shape_at,
+    tensors_not_overlapped,
+)
 from ..errors import MliError, Status
 from ..kernels.fully_connected import fully_connected
 from ..tensor import Tensor
 from ._registry import mli_function, unsupported
-from .convolution import _tkey, check_conv_types, check_sa8_params, fx_quant, out_bounds, sa8_quant
+from .convolution import (
+    _tkey,
+    check_conv_types,
+    check_sa8_params,
+    fx_quant,
+    out_bounds,
+    sa8_quant,
+)
 from .types import FullyConnectedCfg
 
 __all__ = [
+    "check_fully_connected",
     "mli_krn_fully_connected_fx8",
     "mli_krn_fully_connected_fx16",
     "mli_krn_fully_connected_fx16_fx8_fx8",
     "mli_krn_fully_connected_sa8_sa8_sa32",
     "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias",
-    "check_fully_connected",
 ]
 
 
