@@ -47,7 +47,7 @@ def bias32(n, in_scale=16384, in_frac=20, w_scale=16384, w_frac=20, dim=-1):
     # bias scale = in_scale * w_scale, expressed with 16 significant bits
     s = in_scale * w_scale
     sh = s.bit_length() - 15
-    kw = dict(scale=s >> sh, scale_frac_bits=in_frac + w_frac - sh)
+    kw = {"scale": s >> sh, "scale_frac_bits": in_frac + w_frac - sh}
     if dim >= 0:
         kw = {k: np.full(n, v) for k, v in kw.items()}
         kw["zero_point"] = np.zeros(n)

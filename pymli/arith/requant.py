@@ -41,11 +41,11 @@ Public API (stable; other kernels rely on it):
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
-
 import dataclasses
 import functools
+
+import numpy as np
+import numpy.typing as npt
 
 from ..config import get_platform
 from ..formats import RoundMode
@@ -57,24 +57,24 @@ except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
 
 __all__ = [
-    "wrap_acc",
-    "acc_container_bits",
-    "norm32",
-    "fx_bias",
-    "add_bias",
-    "fx_result_cast",
-    "sa8_out_params",
-    "sa8_bias",
-    "sa8_bias_bound",
-    "sa8_result_cast",
-    "relu_bounds",
-    "shift_round",
-    "asr_rnd32",
-    "asr_rnd_int",
-    "RELU_NONE",
-    "RELU_GEN",
     "RELU_1",
     "RELU_6",
+    "RELU_GEN",
+    "RELU_NONE",
+    "acc_container_bits",
+    "add_bias",
+    "asr_rnd32",
+    "asr_rnd_int",
+    "fx_bias",
+    "fx_result_cast",
+    "norm32",
+    "relu_bounds",
+    "sa8_bias",
+    "sa8_bias_bound",
+    "sa8_out_params",
+    "sa8_result_cast",
+    "shift_round",
+    "wrap_acc",
 ]
 
 I64 = np.int64

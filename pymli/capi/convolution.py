@@ -19,7 +19,6 @@ import numpy as np
 from ..arith.requant import asr_rnd_int, relu_bounds
 from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
-    calc_shift_idx,
     check_quant_params,
     check_tensor,
     fail,
@@ -36,12 +35,12 @@ from ._registry import mli_function
 from .types import Conv2dCfg
 
 __all__ = [
+    "check_bias_scale_asym",
     "check_conv_types",
     "check_sa8_params",
-    "check_bias_scale_asym",
     "fx_quant",
-    "sa8_quant",
     "out_bounds",
+    "sa8_quant",
 ]
 
 # Weights dimensions of HWCN (and HW1N) layouts.
@@ -227,7 +226,7 @@ def _check_kernel_size(w: Tensor, ksize: int) -> None:
              f"{shape_at(w, _KH)}x{shape_at(w, _KW)}")
 
 
-def _check_geometry(inp: Tensor, w: Tensor, cfg: Conv2dCfg | None, out: Tensor) -> None:
+def _check_geometry(inp: Tensor, w: Tensor, cfg: Conv2dCfg | None, out: Tensor, overlap: bool = True) -> None:
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
     ekw = (shape_at(w, _KW) - 1) * cfg.dilation_width + 1
@@ -243,11 +242,12 @@ def _check_geometry(inp: Tensor, w: Tensor, cfg: Conv2dCfg | None, out: Tensor) 
           and rh <= eih and rw <= eiw)
     if not ok:
         fail(Status.BAD_FUNC_CFG, f"cfg {cfg} does not fit in {inp.shape} / weights {w.shape} / out {out.shape}")
-    if not tensors_not_overlapped(inp, out):
+    if overlap and not tensors_not_overlapped(inp, out):
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
 
-def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0) -> None:
+def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0,
+                 overlap: bool = True) -> None:
     """``mli_chk_conv2d_hwcn`` (generic part)."""
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
@@ -255,10 +255,11 @@ def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: 
             and shape_at(out, 2) == shape_at(w, _KC) and shape_at(b, 0) == shape_at(w, _KC)):
         fail(Status.SHAPE_MISMATCH, f"conv2d shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
     _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out)
+    _check_geometry(inp, w, cfg, out, overlap)
 
 
-def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0) -> None:
+def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0,
+                    overlap: bool = True) -> None:
     """``mli_chk_depthwise_conv2d_hwcn`` (generic part)."""
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
@@ -266,10 +267,11 @@ def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, ou
             and shape_at(w, _KC) == shape_at(inp, 2) and shape_at(w, _KC) == shape_at(out, 2)):
         fail(Status.SHAPE_MISMATCH, f"depthwise shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
     _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out)
+    _check_geometry(inp, w, cfg, out, overlap)
 
 
-def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0) -> None:
+def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor, ksize: int = 0,
+                overlap: bool = True) -> None:
     """``mli_chk_group_conv2d_hwcn`` (generic part)."""
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
@@ -283,7 +285,7 @@ def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: T
     if not ok:
         fail(Status.SHAPE_MISMATCH, f"group conv shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
     _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out)
+    _check_geometry(inp, w, cfg, out, overlap)
 
 
 def check_transpose(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg | None, out: Tensor) -> None:
@@ -386,6 +388,39 @@ def _store(out: Tensor, values: np.ndarray) -> None:
     fast_view(out)[...] = values
 
 
+_STRUCT_CHECKED: dict = {}
+
+
+def _tkey(t: Tensor | None) -> tuple | None:
+    if t is None:
+        return None
+    return (t.el_type, t.rank, tuple(t.shape), tuple(t.mem_stride), t.capacity, t.data is None)
+
+
+def _checked_structure(chk: Callable[..., None], op: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor,
+                       cfg: Conv2dCfg | None, out: Tensor) -> None:
+    """Run ``chk`` (shapes, strides, capacities, cfg: a pure function of the struct fields, cached
+    under them), then the buffer-overlap check, which depends on the data addresses."""
+    ck = None if cfg is None else (int(cfg.relu.type), cfg.stride_width, cfg.stride_height, cfg.padding_left,
+                                   cfg.padding_right, cfg.padding_top, cfg.padding_bottom, cfg.dilation_width,
+                                   cfg.dilation_height)
+    key = (op, ksize, _tkey(inp), _tkey(w), _tkey(b), _tkey(out), ck)
+    bad = _STRUCT_CHECKED.get(key, False)
+    if bad is False:
+        try:
+            chk(inp, w, b, cfg, out, ksize, overlap=False)
+            bad = None
+        except MliError as e:
+            bad = (e.status, str(e).split(": ", 1)[-1])
+        if len(_STRUCT_CHECKED) > 512:
+            _STRUCT_CHECKED.clear()
+        _STRUCT_CHECKED[key] = bad
+    if bad is not None:
+        raise MliError(bad[0], bad[1])
+    if not tensors_not_overlapped(inp, out):
+        fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
+
+
 def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
     sa = kind == "sa8"
     if op == "conv":
@@ -395,11 +430,11 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     else:
         chk = check_group
     if sa:
-        chk(inp, w, b, cfg, out, ksize)
+        _checked_structure(chk, op, ksize, inp, w, b, cfg, out)
         check_sa8_params(inp, w, b, out, _KC)
     else:
         check_conv_types(inp, w, b, out, kind)
-        chk(inp, w, b, cfg, out, ksize)
+        _checked_structure(chk, op, ksize, inp, w, b, cfg, out)
     x, wt, bias = fast_view(inp), fast_view(w), fast_view(b)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
@@ -407,8 +442,8 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     bounds = out_bounds(cfg.relu, out, sa)
     no_pad = ksize == 1
     pad = (0, 0) if no_pad else (cfg.padding_top, cfg.padding_left)
-    geo = dict(stride=(cfg.stride_height, cfg.stride_width), dilation=(cfg.dilation_height, cfg.dilation_width),
-               pad=pad, out_hw=(shape_at(out, 0), shape_at(out, 1)), bounds=bounds)
+    geo = {"stride": (cfg.stride_height, cfg.stride_width), "dilation": (cfg.dilation_height, cfg.dilation_width),
+               "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
     if op == "depthwise":
         res = K.depthwise_conv2d_hwcn(x, wt, bias, q, **geo)
     elif op == "group":

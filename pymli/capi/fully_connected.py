@@ -11,21 +11,35 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks import check_tensor, fail, inner_most_dimension_is_one, layout_is_contiguous, shape_at, tensors_not_overlapped
-from ..errors import Status
+from ..checks import (
+    check_tensor,
+    fail,
+    inner_most_dimension_is_one,
+    layout_is_contiguous,
+    shape_at,
+    tensors_not_overlapped,
+)
+from ..errors import MliError, Status
 from ..kernels.fully_connected import fully_connected
 from ..tensor import Tensor
 from ._registry import mli_function, unsupported
-from .convolution import check_conv_types, check_sa8_params, fx_quant, out_bounds, sa8_quant
+from .convolution import (
+    _tkey,
+    check_conv_types,
+    check_sa8_params,
+    fx_quant,
+    out_bounds,
+    sa8_quant,
+)
 from .types import FullyConnectedCfg
 
 __all__ = [
+    "check_fully_connected",
     "mli_krn_fully_connected_fx8",
     "mli_krn_fully_connected_fx16",
     "mli_krn_fully_connected_fx16_fx8_fx8",
     "mli_krn_fully_connected_sa8_sa8_sa32",
     "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias",
-    "check_fully_connected",
 ]
 
 
@@ -37,7 +51,29 @@ def _count(t: Tensor) -> int:
 
 
 def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
-    """``mli_chk_fully_connected`` (generic part)."""
+    """``mli_chk_fully_connected`` (generic part). All but the final overlap check depend only on
+    the tensors' struct fields; their outcome is cached under those fields."""
+    key = (_tkey(inp), _tkey(w), _tkey(b), _tkey(out), cfg is None)
+    bad = _FC_CHECKED.get(key, False)
+    if bad is False:
+        try:
+            _check_fc_structure(inp, w, b, cfg, out)
+            bad = None
+        except MliError as e:
+            bad = (e.status, str(e).split(": ", 1)[-1])
+        if len(_FC_CHECKED) > 512:
+            _FC_CHECKED.clear()
+        _FC_CHECKED[key] = bad
+    if bad is not None:
+        raise MliError(bad[0], bad[1])
+    if not tensors_not_overlapped(inp, out):
+        fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
+
+
+_FC_CHECKED: dict = {}
+
+
+def _check_fc_structure(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
     for t in (inp, w, b, out):
         check_tensor(t)
     if out.el_type != inp.el_type:
@@ -51,8 +87,6 @@ def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnected
     out_contig = out.rank == 0 or (out.rank == 1 and len(out.mem_stride) > 0 and int(out.mem_stride[0]) == 1)
     if not (layout_is_contiguous(inp) and inner_most_dimension_is_one(w) and layout_is_contiguous(b) and out_contig):
         fail(Status.INCOMPATEBLE_TENSORS, "in, bias and out must be contiguous, weights rows dense")
-    if not tensors_not_overlapped(inp, out):
-        fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
 
 def _strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:

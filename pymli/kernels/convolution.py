@@ -26,22 +26,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias_bound, sa8_out_params, sa8_result_cast, wrap_acc
+from ..arith.requant import (
+    add_bias,
+    fx_bias,
+    fx_result_cast,
+    sa8_bias_bound,
+    sa8_out_params,
+    sa8_result_cast,
+    wrap_acc,
+)
 from ..arith.rounding import wrap
 
 __all__ = [
     "FxQuant",
     "Sa8Quant",
-    "exact_matmul",
+    "conv2d_hwcn",
     "conv_accumulate",
     "depthwise_accumulate",
-    "transpose_accumulate",
-    "finish",
-    "conv2d_hwcn",
     "depthwise_conv2d_hwcn",
+    "exact_matmul",
+    "finish",
     "group_conv2d_hwcn",
-    "transpose_conv2d_hwcn",
     "out_size",
+    "transpose_accumulate",
+    "transpose_conv2d_hwcn",
     "transpose_out_size",
 ]
 
@@ -294,7 +302,7 @@ def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
         (acc, bound, x_dilated, pads): the sums and their bound, the zero-inserted input and the
         (top, left) padding of the equivalent direct convolution (for the zero-point terms).
     """
-    kh, kw, c, n = w.shape
+    kh, kw, c, _n = w.shape
     h, wd = x.shape[:2]
     sh, sw = stride
     xd = np.zeros(((h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)

@@ -12,7 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith.requant import add_bias, wrap_acc
-from .convolution import FxQuant, Sa8Quant, _eff_offset, container_bound, exact_matmul, finish
+from .convolution import (
+    FxQuant,
+    Sa8Quant,
+    _eff_offset,
+    container_bound,
+    exact_matmul,
+    finish,
+)
 
 __all__ = ["fully_connected"]
 

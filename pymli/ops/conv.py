@@ -33,8 +33,15 @@ from ..formats import ElType
 from ..kernels import convolution as K
 from ..tensor import Tensor
 
-__all__ = ["conv2d", "depthwise_conv2d", "group_conv2d", "transpose_conv2d", "fully_connected",
-           "conv_output_size", "same_padding"]
+__all__ = [
+    "conv2d",
+    "conv_output_size",
+    "depthwise_conv2d",
+    "fully_connected",
+    "group_conv2d",
+    "same_padding",
+    "transpose_conv2d",
+]
 
 _RELU = {None: capi.ReluType.NONE, "none": capi.ReluType.NONE, "gen": capi.ReluType.GEN, "relu": capi.ReluType.GEN,
          "relu1": capi.ReluType.RELU_1, "relu6": capi.ReluType.RELU_6}
@@ -126,16 +133,16 @@ def _sa_params(lo: float, hi: float) -> dict[str, int]:
     lo, hi = min(lo, 0.0), max(hi, 0.0)
     scale = (hi - lo) / 254.0 if hi > lo else 1.0 / 128
     mant, exp = math.frexp(scale)
-    s16 = min(int(math.floor(mant * 32768 + 0.5)), 32767)
+    s16 = min(math.floor(mant * 32768 + 0.5), 32767)
     frac = 15 - exp
     centre = (hi + lo) / 2
     real_scale = s16 / 2.0 ** frac
-    zp = int(math.floor(-centre / real_scale + 0.5))
+    zp = math.floor(-centre / real_scale + 0.5)
     return {"zero_point": max(-128, min(127, zp)), "scale": s16, "scale_frac_bits": frac}
 
 
 def _out_tensor(shape: tuple[int, ...], x: Tensor, w: Tensor, out_quant: Any,
-                float_ref: "callable[[], np.ndarray]") -> Tensor:
+                float_ref: callable[[], np.ndarray]) -> Tensor:
     el = x.el_type
     if isinstance(out_quant, dict) and ("frac_bits" in out_quant or "scale" in out_quant):
         params = dict(out_quant)
@@ -208,7 +215,7 @@ def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | 
 
     def float_ref() -> np.ndarray:
         xc, wv = _centred(x), w.numpy().astype(np.int64)
-        geo = dict(stride=s, dilation=d, pad=(t, l), out_hw=(ho, wo))
+        geo = {"stride": s, "dilation": d, "pad": (t, l), "out_hw": (ho, wo)}
         if op == "depthwise":
             acc = K.depthwise_accumulate(xc, wv, **geo)[0]
         else:

@@ -116,7 +116,7 @@ def finish_one(acc: int, bias: int, ch: int, p: dict, up: bool, full: bool) -> i
 
 def conv2d(x, w, b, p, *, stride, dilation, pad, out_hw, groups, depthwise, bounds, up, full):
     """Element-by-element conv2d / group / depthwise: only taps on input pixels are summed."""
-    h, wd, c = x.shape
+    h, wd, _c = x.shape
     kh, kw = w.shape[:2]
     ho, wo = out_hw
     n = w.shape[3]

@@ -31,9 +31,9 @@ def quant(draw, kind: str, n: int):
         wf0 = draw(st.integers(12, 24))
         wf = [wf0 + d for d in draw(st.lists(st.integers(0, 1), min_size=nw, max_size=nw))]
         e = draw(st.integers(20, 27))
-        p = dict(kind="sa8", in_zp=draw(st.integers(-128, 127)), in_scale=draw(st.integers(8192, 32767)),
-                 in_frac=in_frac, w_scales=ws, w_fracs=wf, out_zp=draw(st.integers(-64, 63)),
-                 out_scale=draw(st.integers(8192, 32767)), out_frac=max(-128, min(127, in_frac + wf[0] - e)))
+        p = {"kind": "sa8", "in_zp": draw(st.integers(-128, 127)), "in_scale": draw(st.integers(8192, 32767)),
+                 "in_frac": in_frac, "w_scales": ws, "w_fracs": wf, "out_zp": draw(st.integers(-64, 63)),
+                 "out_scale": draw(st.integers(8192, 32767)), "out_frac": max(-128, min(127, in_frac + wf[0] - e))}
         q = K.Sa8Quant(p["in_zp"], p["in_scale"], p["in_frac"], 0, np.asarray(ws), np.asarray(wf),
                        p["out_zp"], p["out_scale"], p["out_frac"])
         return q, p, (np.int8, np.int8, np.int32)
@@ -44,7 +44,7 @@ def quant(draw, kind: str, n: int):
     lo_e = 12 if kind == "fx16" else 5
     out_frac = max(0, in_frac + w_frac - draw(st.integers(lo_e, lo_e + 8)))
     acc_bits = 40 if kind == "fx16" else 32
-    p = dict(kind="fx", in_frac=in_frac, w_frac=w_frac, b_frac=b_frac, out_frac=out_frac, acc_bits=acc_bits, out_bits=16)
+    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac, "acc_bits": acc_bits, "out_bits": 16}
     q = K.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16)
     wt = np.int16 if kind == "fx16" else np.int8
     return q, p, (np.int16, wt, wt)
@@ -97,7 +97,7 @@ def test_conv_matches_oracle(data, kind, op, plat, relu):
     wt = rand(draw, wshape, tw, False)
     b = rand(draw, (n,), tb, small)
     bnd = bounds_for(relu, p)
-    geo = dict(stride=s, dilation=d, pad=pad, out_hw=(ho, wo), bounds=bnd)
+    geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
     with use_platform(plat):
         if op == "depthwise":
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
@@ -141,8 +141,8 @@ def test_fully_connected_matches_oracle(data, kind, plat, relu):
     nin, m = draw(st.integers(1, 40)), draw(st.integers(1, 6))
     if kind == "fx8":
         in_frac, w_frac = draw(st.integers(0, 7)), draw(st.integers(0, 7))
-        p = dict(kind="fx", in_frac=in_frac, w_frac=w_frac, b_frac=draw(st.integers(0, in_frac + w_frac)),
-                 out_frac=draw(st.integers(0, in_frac + w_frac)), acc_bits=32, out_bits=8)
+        p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": draw(st.integers(0, in_frac + w_frac)),
+                 "out_frac": draw(st.integers(0, in_frac + w_frac)), "acc_bits": 32, "out_bits": 8}
         q = K.FxQuant(p["in_frac"], p["w_frac"], p["b_frac"], p["out_frac"], 32, 8)
         tx = tw = tb = np.int8
         bnd = relu_bounds(relu, 8, frac_bits=p["out_frac"])
@@ -166,8 +166,8 @@ def test_sa8_accumulator_wraps_at_32_bits():
     q = K.Sa8Quant(0, 1 << 14, 14, 0, np.asarray([1 << 14]), np.asarray([14]), 0, 1 << 14, 0)
     acc_exact = n * 127 * 127
     got = fully_connected(x, w, np.zeros(1, np.int32), q, (-128, 127))
-    p = dict(kind="sa8", in_zp=0, in_scale=1 << 14, in_frac=14, w_scales=[1 << 14], w_fracs=[14], out_zp=0,
-             out_scale=1 << 14, out_frac=0)
+    p = {"kind": "sa8", "in_zp": 0, "in_scale": 1 << 14, "in_frac": 14, "w_scales": [1 << 14], "w_fracs": [14], "out_zp": 0,
+             "out_scale": 1 << 14, "out_frac": 0}
     want = oracle.finish_one(acc_exact, 0, 0, p, True, False)
     assert oracle.wrap(acc_exact, 32) < 0  # the wrapped sum is negative: saturates low
     assert int(got[0]) == want == -128
@@ -178,7 +178,7 @@ def test_sa8_accumulator_wraps_at_32_bits():
 def test_weights_zero_point_additives(data, op, plat):
     """Release builds accept weights zero points: the C additive terms are reproduced."""
     draw = data.draw
-    q0, p, _ = draw(quant("sa8", 4 if op != "group" else 4))
+    q0, p, _ = draw(quant("sa8", 4))
     w_zp = draw(st.integers(-20, 20).filter(bool))
     p["w_zp"] = w_zp
     q = K.Sa8Quant(q0.in_zp, q0.in_scale, q0.in_frac, w_zp, q0.w_scales, q0.w_fracs, q0.out_zp, q0.out_scale,
@@ -196,7 +196,7 @@ def test_weights_zero_point_additives(data, op, plat):
             wshape = (3, 2, 1, 4) if op == "depthwise" else (3, 2, 4 // groups, 4)
             w = rand(draw, wshape, np.int8, False)
             s = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
-            geo = dict(stride=s, dilation=(1, 1), pad=(1, 1), out_hw=(K.out_size(4, 3, s[0], 1, 1), K.out_size(5, 2, s[1], 1, 0)))
+            geo = {"stride": s, "dilation": (1, 1), "pad": (1, 1), "out_hw": (K.out_size(4, 3, s[0], 1, 1), K.out_size(5, 2, s[1], 1, 0))}
             if op == "depthwise":
                 got = K.depthwise_conv2d_hwcn(x, w, b, q, bounds=(-128, 127), **geo)
             else:

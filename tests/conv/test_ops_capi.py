@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 
 from pymli import MliError, Status, Tensor, ops
 from pymli.capi import (
+    UNSUPPORTED,
     Conv2dCfg,
     FullyConnectedCfg,
     ReluCfg,
     ReluType,
-    UNSUPPORTED,
     mli_krn_conv2d_hwcn_fx16_fx8_fx8,
     mli_krn_conv2d_hwcn_sa8_sa8_sa32,
     mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3,

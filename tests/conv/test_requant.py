@@ -100,8 +100,8 @@ def test_fx_bias_and_cast(mode, acc_bits, out_bits):
         with use_platform(Platform(mode)):
             b = R.fx_bias(bias, bshift, acc_bits)
             got = R.fx_result_cast(R.add_bias(acc, b, acc_bits), oshift, acc_bits, out_bits)
-        p = dict(kind="fx", in_frac=bshift, w_frac=0, b_frac=0, out_frac=bshift - oshift, acc_bits=acc_bits,
-                 out_bits=out_bits)
+        p = {"kind": "fx", "in_frac": bshift, "w_frac": 0, "b_frac": 0, "out_frac": bshift - oshift, "acc_bits": acc_bits,
+                 "out_bits": out_bits}
         want = [[oracle.finish_one(int(a), int(bias[c]), c, p, up, False) for c, a in enumerate(row)] for row in acc]
         assert got.tolist() == want
 
