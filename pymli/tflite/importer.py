@@ -542,6 +542,9 @@ class _Importer:
         self.act(ia)
         out_t = self.act(op.outputs[0])
         rank = len(out_t.shape)
+        in_a = self.in_name(ia)
+        qa = self.cur_q(in_a)
+        minmax = kind in ("min", "max")
         if b.is_const:
             if b.type != "INT8" or not b.quantized or b.per_channel:
                 raise self.fail(f"constant operand {ib}: {b.type}, per-tensor int8 expected")
@@ -550,18 +553,33 @@ class _Importer:
                 if cshape[0] != 1:
                     raise self.fail(f"constant operand shape {cshape} has a batch")
                 cshape = cshape[1:]
-            const = Const.quantized(b.data.reshape(cshape), self.tq(b))  # type: ignore[union-attr]
+            sample = tuple(a.shape[1:])
+            try:
+                cval = np.broadcast_to(b.data.reshape(cshape), sample)  # type: ignore[union-attr]
+            except ValueError:
+                raise self.fail(f"constant operand {b.shape} does not broadcast to {a.shape}") from None
+            cq = self.tq(b)
+            if minmax and cq != qa:
+                # MLI min / max need operands of one format: express the constant in the input's (offline)
+                real = (cval.astype(np.float64) - float(b.zero_point[0] if b.zero_point.size else 0)) * float(b.scale[0])
+                cval = quantize_input(real, float(a.scale[0]), int(a.zero_point[0]) if a.zero_point.size else 0)
+                cq = qa
+            # MLI eltwise takes a scalar or an operand of the input's shape: expand broadcast constants
+            const = Const.quantized(np.ascontiguousarray(cval).astype(np.int8), cq)
             la = Eltwise(kind, const=const)
-            ins = [self.in_name(ia)]
+            ins = [in_a]
         else:
             self.act(ib)
             if a.shape != b.shape:
                 raise self.fail(f"broadcast of {a.shape} with {b.shape} between two activations is not mapped")
+            in_b = self.in_name(ib)
+            if minmax and self.cur_q(in_b) != qa:
+                in_b = self.add(Requant(), [in_b], out_q=qa, base=f"{self.t[ib].name}/requant")
+                self.qp[in_b] = qa
             la = Eltwise(kind)
-            ins = [self.in_name(ia), self.in_name(ib)]
+            ins = [in_a, in_b]
         oq = self.tq(out_t)
-        if tuple(la.out_shape([tuple(a.shape[1:])] + ([] if b.is_const else [tuple(b.shape[1:])]))) != \
-                tuple(out_t.shape[1:]):
+        if tuple(a.shape[1:]) != tuple(out_t.shape[1:]):
             raise self.fail(f"output shape {out_t.shape} does not match the operands")
         n = self.add(la, ins, op.outputs[0], out_q=oq)
         n = self.then_relu(n, self.fused(op.options), oq)

@@ -55,9 +55,8 @@ class Reshape(Layer):
         return self.shape
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import MovCfg
-
         from .. import capi
+        from ..capi.move import MovCfg
 
         cfg = MovCfg()
         capi.FUNCTIONS["mli_mov_cfg_for_copy"](cfg)
@@ -173,7 +172,8 @@ class ArgMax(Layer):
         x2 = _reshaped(x, (rows, c))
         tmp = QParams.sa(0, 1, 0, -1, ElType.SA_32).empty((rows, 1))
         fn(x2, ArgmaxCfg(axis=0, topk=1), tmp)
-        out.view()[...] = tmp.numpy().reshape(out.view().shape)
+        # MLI returns offsets from the first element of the (dense) input: the column is the offset mod c
+        out.view()[...] = (tmp.numpy() % c).reshape(out.view().shape)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
