@@ -91,6 +91,8 @@ class TensorDiff:
     differing: float
     snr_pymli_db: float | None
     snr_tflm_db: float | None
+    #: largest difference when pymli runs this operator alone on TFLite Micro's inputs (own error, no propagation)
+    own_max_lsb: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -130,11 +132,12 @@ class CompareReport:
 
         t = Table(title=f"{self.model_name}: pymli (MLI kernels) vs TFLite Micro, {self.samples} samples")
         for col, just in (("tensor", "left"), ("op", "left"), ("MLI function", "left"), ("shape", "left"),
-                          ("max |d| LSB", "right"), ("mean |d| LSB", "right"), ("differing %", "right"),
+                          ("max |d| LSB", "right"), ("own max LSB", "right"), ("mean |d| LSB", "right"), ("differing %", "right"),
                           ("SNR pymli dB", "right"), ("SNR TFLM dB", "right")):
             t.add_column(col, justify=just)  # type: ignore[arg-type]
         for r in self.rows:
-            t.add_row(r.name, r.op, r.functions, "x".join(map(str, r.shape)), str(r.max_lsb), f"{r.mean_lsb:.4f}",
+            t.add_row(r.name, r.op, r.functions, "x".join(map(str, r.shape)), str(r.max_lsb),
+                      "-" if r.own_max_lsb is None else str(r.own_max_lsb), f"{r.mean_lsb:.4f}",
                       f"{100 * r.differing:.2f}", _db(r.snr_pymli_db), _db(r.snr_tflm_db))
         return t
 
@@ -144,10 +147,11 @@ class CompareReport:
         (console or Console()).print(self.table())
 
     def markdown(self) -> str:
-        lines = ["| tensor | op | max LSB | mean LSB | differing % | SNR pymli dB | SNR TFLM dB |",
-                 "|---|---|---:|---:|---:|---:|---:|"]
+        lines = ["| tensor | op | max LSB | own max LSB | mean LSB | differing % | SNR pymli dB | SNR TFLM dB |",
+                 "|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in self.rows:
-            lines.append(f"| {r.name} | {r.op} | {r.max_lsb} | {r.mean_lsb:.4f} | {100 * r.differing:.2f} | "
+            own = "-" if r.own_max_lsb is None else r.own_max_lsb
+            lines.append(f"| {r.name} | {r.op} | {r.max_lsb} | {own} | {r.mean_lsb:.4f} | {100 * r.differing:.2f} | "
                          f"{_db(r.snr_pymli_db)} | {_db(r.snr_tflm_db)} |")
         return "\n".join(lines)
 
@@ -184,6 +188,34 @@ def _db(v: float | None) -> str:
     return "inf" if v == float("inf") else f"{v:.1f}"
 
 
+def _own_error(m: TfliteModel, op_index: int, out_index: int, ref: dict[int, np.ndarray], platform: Any
+               ) -> int | None:
+    """Largest difference of operator ``op_index`` run by pymli on TFLite Micro's input values."""
+    layers = m.op_layers.get(op_index, [])
+    if not layers or m.tensor_layer.get(out_index) != layers[-1]:
+        return None
+    net = m.network
+    qs = net.expected_qparams()
+    by_name = {v: k for k, v in m.tensor_layer.items()}
+    env: dict[str, np.ndarray] = {}
+    for name in layers:
+        la = net[name]
+        xs = []
+        for src in la.inputs:
+            if src in env:
+                xs.append(env[src])
+                continue
+            idx = by_name.get(src)
+            if idx is None or idx not in ref:
+                return None
+            shape = net.shapes()[src]
+            xs.append(ref[idx].reshape((ref[idx].shape[0],) + tuple(shape)))
+        y, _ = net.run_layer(name, xs, [qs[src] for src in la.inputs], platform=platform)
+        env[name] = y
+    mine = env[layers[-1]].reshape(ref[out_index].shape)
+    return int(np.abs(mine.astype(np.int64) - ref[out_index].astype(np.int64)).max(initial=0))
+
+
 def compare(model: TfliteModel | str | Path | bytes, x: np.ndarray | None = None, *, samples: int = 8,
             seed: int = 0, platform: Any = None) -> CompareReport:
     """Run ``model`` on pymli and TFLite Micro and compare every mapped tensor.
@@ -206,7 +238,10 @@ def compare(model: TfliteModel | str | Path | bytes, x: np.ndarray | None = None
     res = m.network.run(xq, capture=True, platform=platform)
     flt = m.network.run_float(xq)
     idx = [i for op in m.info.ops for i in op.outputs if i in m.tensor_layer and i != m.q_input_index]
-    ref = run_tflm(m, x.reshape((x.shape[0],) + tuple(m.input_shape[1:])), sorted({*idx, m.output_index}))
+    every = {j for op in m.info.ops for j in op.inputs + op.outputs if j >= 0 and not m.info.tensors[j].is_const}
+    ref = run_tflm(m, x.reshape((x.shape[0],) + tuple(m.input_shape[1:])), sorted(every | {m.output_index}))
+    if m.q_input_index not in ref:
+        ref[m.q_input_index] = xq.reshape((xq.shape[0],) + tuple(m.info.tensors[m.q_input_index].shape[1:]))
     fns = m.network.function_names()
     producer = {o: op for op in m.info.ops for o in op.outputs}
     rows = []
@@ -223,9 +258,10 @@ def compare(model: TfliteModel | str | Path | bytes, x: np.ndarray | None = None
             snr_p = float(snr_db(f, (mine.astype(np.float64) - z) * s))
             snr_t = float(snr_db(f, (theirs.astype(np.float64) - z) * s))
         op = producer[i]
+        own = _own_error(m, op.index, i, ref, platform)
         rows.append(TensorDiff(i, t.name, op.name, " + ".join(fns[n] for n in m.op_layers.get(op.index, [])),
                                tuple(t.shape), int(d.max(initial=0)), float(d.mean()) if d.size else 0.0,
-                               float(np.mean(d > 0)) if d.size else 0.0, snr_p, snr_t))
+                               float(np.mean(d > 0)) if d.size else 0.0, snr_p, snr_t, own))
     out_mine = m.output_from(res)
     out_equal = bool(np.array_equal(out_mine.reshape(ref[m.output_index].shape), ref[m.output_index]))
     return CompareReport(m.info.description or "model", int(x.shape[0]), rows, out_equal)
