@@ -30,6 +30,9 @@ from .reader import ACT_NAMES, PAD_NAMES, ModelInfo, OpInfo, TensorInfo, read_mo
 
 __all__ = ["load", "TfliteModel", "SUPPORTED_OPS", "quantize_input", "dequantize_output"]
 
+#: largest activation tensor accepted (elements); larger shapes are refused at load time
+MAX_ELEMENTS = 1 << 24
+
 _FUSED = {"NONE": "none", "RELU": "gen", "RELU6": "relu_6", "RELU_N1_TO_1": "relu_1"}
 #: kernel-set output parameters (zero point, real scale) of the LUT activations, as TFLite requires them
 _LUT_OUT = {"LOGISTIC": (-128, 1 / 256), "SOFTMAX": (-128, 1 / 256), "TANH": (0, 1 / 128),
@@ -166,6 +169,10 @@ def load(src: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Tflite
         raise TfliteFormatError(f"inconsistent model: {type(e).__name__}: {e}") from None
 
 
+def la_kind(net: Network, name: str) -> str:
+    return "input" if name == "input" else net[name].kind
+
+
 class _Importer:
     def __init__(self, info: ModelInfo, data: bytes) -> None:
         self.info, self.data = info, data
@@ -206,6 +213,8 @@ class _Importer:
             raise self.fail(f"tensor {idx} ({t.name}) shape {t.shape}: batch 1 expected")
         if len(t.shape) > 5:
             raise self.fail(f"tensor {idx} ({t.name}) rank {len(t.shape)}: MLI tensors have rank <= 4 plus batch")
+        if any(s <= 0 for s in t.shape) or int(np.prod(t.shape, dtype=object)) > MAX_ELEMENTS:
+            raise self.fail(f"tensor {idx} ({t.name}) shape {t.shape}: empty or more than {MAX_ELEMENTS} elements")
         return t
 
     def tensor(self, idx: int) -> TensorInfo:
@@ -341,6 +350,8 @@ class _Importer:
             ops = ops[:-1]
         self.op = None
         tin = self.tensor(q_in)
+        if any(s <= 0 for s in tin.shape) or int(np.prod(tin.shape, dtype=object)) > MAX_ELEMENTS:
+            raise TfliteUnsupported(None, "model", f"input tensor {q_in} shape {tin.shape}: empty or too large")
         if tin.type != "INT8" or not tin.quantized or tin.per_channel or not tin.shape or tin.shape[0] != 1:
             raise TfliteUnsupported(None, "model", f"input tensor {q_in} ({tin.name}): {tin.type} {tin.shape}; "
                                                    "an int8 per-tensor input with batch 1 is needed")
@@ -372,6 +383,15 @@ class _Importer:
                 op_idx = next(i for i, ls in self.op_layers.items() if la.name in ls)
                 op = self.info.ops[op_idx]
                 raise TfliteUnsupported(op_idx, op.name, f"layer {la.name}: {e}") from None
+        shapes = net.shapes()
+        for idx, name in self.names.items():
+            want = tuple(self.t[idx].shape[1:])
+            got = tuple(shapes[name])
+            if got != want and not (la_kind(net, name) == "argmax" and int(np.prod(got)) == int(np.prod(want))):
+                op_idx = next((i for i, ls in self.op_layers.items() if name in ls), None)
+                op_name = self.info.ops[op_idx].name if op_idx is not None else "model"
+                raise TfliteUnsupported(op_idx, op_name, f"tensor {idx} ({self.t[idx].name}) has shape "
+                                        f"{self.t[idx].shape}, the operator computes {(1,) + got}")
         try:
             net.planned_qparams()
             missing = net.missing_functions()

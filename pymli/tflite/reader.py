@@ -162,7 +162,8 @@ def read_model(data: bytes | bytearray | memoryview) -> ModelInfo:
     if buf[4:8] != b"TFL3":
         raise TfliteFormatError(f"file identifier {buf[4:8]!r} is not b'TFL3'")
     try:
-        return _read(buf)
+        with np.errstate(all="ignore"):
+            return _read(buf)
     except TfliteFormatError:
         raise
     except RecursionError as e:  # pragma: no cover - defensive
