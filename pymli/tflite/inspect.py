@@ -92,7 +92,10 @@ def print_inspect(m: TfliteModel, console: Any = None) -> None:
     t = Table(title="Operators")
     for c in ("#", "op", "inputs", "outputs", "output quantisation", "MLI function(s)", "MACs", "worst acc bits",
               "headroom (32-bit)", "guard need/avail"):
-        t.add_column(c)
+        if c == "MLI function(s)":
+            t.add_column(c, no_wrap=True, min_width=42)
+        else:
+            t.add_column(c, overflow="fold")
     for r in op_rows(m):
         h = r["headroom"] or {}
         t.add_row(str(r["index"]), r["op"], " ".join(r["inputs"]), " ".join(r["outputs"]), r["out_q"],
