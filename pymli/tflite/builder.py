@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .reader import _OPTION_FIELDS, _OPTION_VECTORS, ACT_NAMES, PAD_NAMES, OP_NAMES, TYPE_NAMES
+from .reader import _OPTION_FIELDS, _OPTION_VECTORS, ACT_NAMES, OP_NAMES, PAD_NAMES, TYPE_NAMES
 
 __all__ = ["ModelWriter", "quantize_per_channel", "quantize_per_tensor", "quantize_bias", "choose_qparams"]
 
@@ -77,7 +77,7 @@ class ModelWriter:
         self.ops: list[tuple[int, list[int], list[int], str, dict[str, Any]]] = []
         self.opcodes: list[str] = []
 
-    def tensor(self, name: str, shape: Sequence[int], type: str = "INT8", data: np.ndarray | None = None,  # noqa: A002
+    def tensor(self, name: str, shape: Sequence[int], type: str = "INT8", data: np.ndarray | None = None,
                scale: Any = None, zero_point: Any = None, qdim: int = 0) -> int:
         """Add a tensor (a constant when ``data`` is given); returns its index."""
         buf = 0

@@ -37,7 +37,7 @@ def tflm_available() -> bool:
 
 def _arena(model: TfliteModel) -> int:
     total = sum(int(np.prod(t.shape, dtype=np.int64)) * 8 for t in model.info.tensors)
-    return int(1 << 20) + 4 * total + 4 * len(model.data)
+    return (1 << 20) + 4 * total + 4 * len(model.data)
 
 
 def run_tflm(model: TfliteModel, x: np.ndarray, tensors: list[int] | None = None) -> dict[int, np.ndarray]:
@@ -48,7 +48,7 @@ def run_tflm(model: TfliteModel, x: np.ndarray, tensors: list[int] | None = None
     """
     try:
         from tflite_micro.python.tflite_micro import runtime
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         raise ImportError(TFLM_MISSING) from e
     if tensors is None:
         tensors = sorted({o for op in model.info.ops for o in op.outputs if o >= 0})
@@ -122,7 +122,16 @@ class CompareReport:
                 "max_lsb": self.max_lsb, "tensors": [r.to_dict() for r in self.rows]}
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=1, default=lambda v: None if v != v else v)
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not np.isfinite(v):
+                return None if np.isnan(v) else ("inf" if v > 0 else "-inf")
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple)):
+                return [clean(x) for x in v]
+            return v
+
+        text = json.dumps(clean(self.to_dict()), indent=1)
         if path is not None:
             Path(path).write_text(text)
         return text

@@ -90,7 +90,7 @@ class GraphMaker:
     # ------------------------------------------------------------------ MAC layers
     def conv(self, cout: int, k: int | tuple[int, int] = 3, stride: int = 1, padding: str = "SAME",
              dilation: int = 1, act: str = "NONE", per_channel: bool = True, depthwise: bool = False,
-             bias: bool = True) -> "GraphMaker":
+             bias: bool = True) -> GraphMaker:
         kh, kw = (k, k) if isinstance(k, int) else k
         _, h, wd, cin = self.f.shape
         if depthwise:
@@ -129,10 +129,10 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def dwconv(self, k: int = 3, **kw: Any) -> "GraphMaker":
+    def dwconv(self, k: int = 3, **kw: Any) -> GraphMaker:
         return self.conv(0, k, depthwise=True, **kw)
 
-    def fc(self, n: int, act: str = "NONE", per_channel: bool = False) -> "GraphMaker":
+    def fc(self, n: int, act: str = "NONE", per_channel: bool = False) -> GraphMaker:
         x = self.f.reshape(self.f.shape[0], -1)
         nin = x.shape[1]
         wf = self.rng.normal(0, 1.2 / np.sqrt(nin), (n, nin))
@@ -146,7 +146,7 @@ class GraphMaker:
         return self
 
     def transpose_conv(self, cout: int, k: int = 3, stride: int = 2, padding: str = "SAME",
-                       per_channel: bool = True) -> "GraphMaker":
+                       per_channel: bool = True) -> GraphMaker:
         _, h, wd, cin = self.f.shape
         wf = self.rng.normal(0, 1.2 / np.sqrt(k * k * cin), (cout, k, k, cin))
         wq, ws = self._weights(wf, 0, per_channel)
@@ -163,8 +163,8 @@ class GraphMaker:
             total = max((n - 1) * stride + k - n_out, 0)
             return total // 2, (n_in - 1) * stride + k - n_out - total // 2
 
-        t, b = pads(h, oh)
-        l, r = pads(wd, ow)
+        t, _ = pads(h, oh)
+        l, _ = pads(wd, ow)
         full = np.zeros((self.f.shape[0], (h - 1) * stride + k, (wd - 1) * stride + k, cout))
         for i in range(k):
             for j in range(k):
@@ -178,7 +178,7 @@ class GraphMaker:
         return self
 
     # ------------------------------------------------------------------ pooling
-    def pool(self, kind: str, k: int = 2, stride: int = 2, padding: str = "VALID", act: str = "NONE") -> "GraphMaker":
+    def pool(self, kind: str, k: int = 2, stride: int = 2, padding: str = "VALID", act: str = "NONE") -> GraphMaker:
         _, h, wd, _ = self.f.shape
         if padding == "SAME":
             t, b, _ = _same(h, k, stride)
@@ -199,7 +199,7 @@ class GraphMaker:
         return self
 
     # ------------------------------------------------------------------ element-wise, activations
-    def eltwise(self, op: str, const: bool = False, act: str = "NONE", branch: str = "relu") -> "GraphMaker":
+    def eltwise(self, op: str, const: bool = False, act: str = "NONE", branch: str = "relu") -> GraphMaker:
         """``op`` in ADD, SUB, MUL, MINIMUM, MAXIMUM of the current tensor with a constant, or with a
         second branch of it: ``relu`` (same parameters, exact in both runtimes, so the comparison sees the
         operator's own error) or ``conv`` (a 1x1 convolution, other parameters)."""
@@ -228,7 +228,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def unary(self, op: str, **opts: Any) -> "GraphMaker":
+    def unary(self, op: str, **opts: Any) -> GraphMaker:
         """RELU, RELU6, RELU_N1_TO_1, LOGISTIC, TANH, SOFTMAX, L2_NORMALIZATION, LEAKY_RELU (``Alpha``)."""
         x = self.f
         q = None
@@ -255,7 +255,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def prelu(self) -> "GraphMaker":
+    def prelu(self) -> GraphMaker:
         c = self.f.shape[-1]
         af = self.rng.uniform(-0.5, 0.8, c)
         s, z = choose_qparams(float(af.min()), float(af.max()))
@@ -269,7 +269,7 @@ class GraphMaker:
         return self
 
     # ------------------------------------------------------------------ data movement
-    def reshape(self, shape: tuple[int, ...], op: str = "RESHAPE") -> "GraphMaker":
+    def reshape(self, shape: tuple[int, ...], op: str = "RESHAPE") -> GraphMaker:
         y = self.f.reshape((self.f.shape[0],) + tuple(shape))
         dims = [i + 1 for i, s in enumerate(self.f.shape[1:]) if s == 1]
         out = self._act_out(op.lower(), y, self.q)
@@ -281,7 +281,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def transpose(self, perm: list[int]) -> "GraphMaker":
+    def transpose(self, perm: list[int]) -> GraphMaker:
         y = np.transpose(self.f, perm)
         out = self._act_out("transpose", y, self.q)
         pt = self.w.const(self._name("perm"), np.array(perm, np.int32))
@@ -289,7 +289,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def concat(self, equal_scales: bool = True, axis: int = -1) -> "GraphMaker":
+    def concat(self, equal_scales: bool = True, axis: int = -1) -> GraphMaker:
         """Concatenate the current tensor with a branch of it: a RELU (same parameters, no rescaling)
         or a 1x1 convolution (other parameters: inputs are requantised to the output's)."""
         a_idx, af, aq = self.cur, self.f, self.q
@@ -304,7 +304,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def pad(self, pads: tuple[int, int, int, int], v2: bool = False) -> "GraphMaker":
+    def pad(self, pads: tuple[int, int, int, int], v2: bool = False) -> GraphMaker:
         t, b, l, r = pads
         y = F.pad_hw(self.f, pads)
         out = self._act_out("pad", y, self.q)
@@ -317,7 +317,7 @@ class GraphMaker:
         self.cur = out
         return self
 
-    def argmax(self) -> "GraphMaker":
+    def argmax(self) -> GraphMaker:
         ax = self.w.const(self._name("axis"), np.array([len(self.f.shape) - 1], np.int32))
         y = np.argmax(self.f, axis=-1)
         out = self.w.tensor(self._name("argmax"), (1,) + y.shape[1:], "INT32")

@@ -19,8 +19,22 @@ import numpy as np
 
 from ..config import Platform
 from ..formats import ElType
-from ..models.layers import (AvgPool, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, Layer, LeakyReLU,
-                             MaxPool, Permute, PReLU, ReLU, Sigmoid, Softmax, Tanh)
+from ..models.layers import (
+    AvgPool,
+    Conv2D,
+    DepthwiseConv2D,
+    Eltwise,
+    FullyConnected,
+    Layer,
+    LeakyReLU,
+    MaxPool,
+    Permute,
+    PReLU,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
 from ..models.network import Network, RunResult
 from ..models.qparams import Const, QParams
 from .errors import TfliteError, TfliteFormatError, TfliteUnsupported
@@ -114,7 +128,7 @@ class TfliteModel:
         With ``capture=True`` returns ``(output, RunResult)`` with every intermediate.
         """
         xq = self.prepare_input(x)
-        res = self.network.run(xq, capture=True if capture else False, platform=platform)
+        res = self.network.run(xq, capture=bool(capture), platform=platform)
         out = self.output_from(res)
         return (out, res) if capture else out
 

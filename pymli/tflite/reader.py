@@ -25,9 +25,8 @@ def _enum_names(cls: Any) -> dict[int, str]:
 
 def _tfl() -> Any:
     try:
-        import tflite  # noqa: F401
-        from tflite import (ActivationFunctionType, BuiltinOperator, Model, Padding,  # noqa: F401
-                            TensorType)
+        import tflite
+        from tflite import ActivationFunctionType, BuiltinOperator, Model, Padding, TensorType  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("pymli.tflite needs the 'tflite' and 'flatbuffers' packages: "
                           "pip install 'tflite>=2.18' 'flatbuffers>=23'") from e
@@ -35,11 +34,11 @@ def _tfl() -> Any:
 
 
 tflite = _tfl()
-from tflite.ActivationFunctionType import ActivationFunctionType  # noqa: E402
-from tflite.BuiltinOperator import BuiltinOperator  # noqa: E402
-from tflite.Model import Model  # noqa: E402
-from tflite.Padding import Padding  # noqa: E402
-from tflite.TensorType import TensorType  # noqa: E402
+from tflite.ActivationFunctionType import ActivationFunctionType
+from tflite.BuiltinOperator import BuiltinOperator
+from tflite.Model import Model
+from tflite.Padding import Padding
+from tflite.TensorType import TensorType
 
 OP_NAMES = _enum_names(BuiltinOperator)
 TYPE_NAMES = _enum_names(TensorType)

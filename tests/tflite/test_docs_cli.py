@@ -17,7 +17,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "tflite.md"
 
 
 def _blocks(kind: str) -> list[str]:
-    return re.findall(rf"```{kind}\n(.*?)```", DOC.read_text(), flags=re.S)
+    return re.findall(rf"```{kind}\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
 
 
 def test_doc_python_and_console_examples(tmp_path, monkeypatch):

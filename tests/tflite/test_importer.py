@@ -53,7 +53,7 @@ def test_case_maps_and_runs_close_to_float(case):
 
 def _ref_conv(x, w_ohwi, b, zp_in, s_in, s_w, s_out, zp_out, stride, pad, depthwise=False):
     """TFLite int8 convolution semantics computed naively from the TFLite layouts (float64 exact here)."""
-    n, h, wd, c = x.shape
+    n, h, wd, _ = x.shape
     if depthwise:
         _, kh, kw, co = w_ohwi.shape
     else:
