@@ -129,6 +129,10 @@ def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.
         real = np.broadcast_to(np.asarray(scale, dtype=np.float64).reshape(-1), lo.shape)
         if np.any(real <= 0):
             raise ValueError("choose_sa_params: scales must be positive")
+    # A 16-bit scale with int8 frac_bits spans [2**-113, 32767 * 2**128]: clamp chosen scales into it
+    # (data with a smaller range then quantise to the zero point).
+    if scale is None:
+        real = np.clip(real, 2.0**-113, 2.0**127)
     s, frac = split_scale(real)
     if np.any(frac > _FRAC_MAX) or np.any(frac < _FRAC_MIN):
         raise ValueError(f"choose_sa_params: scale {real} outside the 16-bit scale / int8 frac_bits range")

@@ -237,8 +237,10 @@ class Tensor:
             q = f"frac_bits={self.frac_bits}"
         elif self.el_type.is_sa:
             if self.dim >= 0:
-                q = (f"dim={self.dim}, zero_point={np.asarray(self.zero_point).tolist()}, "
-                     f"scale={np.asarray(self.scale).tolist()}, scale_frac_bits={np.asarray(self.scale_frac_bits).tolist()}")
+                n = int(self.shape[self.dim]) if self.dim < len(self.shape) else None
+                zp, sc, sfb = (np.asarray(getattr(self, k)).reshape(-1)[:n].tolist()
+                               for k in ("zero_point", "scale", "scale_frac_bits"))
+                q = f"dim={self.dim}, zero_point={zp}, scale={sc}, scale_frac_bits={sfb}"
             else:
                 q = f"zero_point={self.zero_point}, scale={self.scale}, scale_frac_bits={self.scale_frac_bits}"
         else:
@@ -249,7 +251,8 @@ class Tensor:
             vals = np.array2string(self.numpy(), threshold=8, edgeitems=2, separator=", ").replace("\n", "")
         except (MliError, ValueError):
             vals = "<invalid>"
-        return f"Tensor({self.el_type.name} {shape}{mem}, {q}, capacity={self.capacity}: {vals})"
+        q = f", {q}" if q else ""
+        return f"Tensor({self.el_type.name} {shape}{mem}{q}, capacity={self.capacity}: {vals})"
 
 
 def _sa_params(el: ElType, zero_point: Any, scale: Any, scale_frac_bits: Any, dim: int) -> dict[str, Any]:

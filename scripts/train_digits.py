@@ -15,14 +15,14 @@ usage: python scripts/train_digits.py [--epochs 60] [--out pymli/data/digits_cnn
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pymli.models.digits import SEED, load_split as split  # the split the demo evaluates on
+from pymli.models.digits import SEED  # the split the demo evaluates on
+from pymli.models.digits import load_split as split
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
 
     torch.manual_seed(SEED)
     xtr, xte, ytr, yte = split()
-    to_t = lambda a: torch.tensor(np.transpose(a, (0, 3, 1, 2)), dtype=torch.float32)  # noqa: E731  NHWC -> NCHW
+    to_t = lambda a: torch.tensor(np.transpose(a, (0, 3, 1, 2)), dtype=torch.float32)
     xtr_t, xte_t = to_t(xtr), to_t(xte)
     ytr_t = torch.tensor(ytr, dtype=torch.long)
 
@@ -64,7 +64,7 @@ def main() -> None:
     model.eval()
     with torch.no_grad():
         acc = float((model(xte_t).argmax(1).numpy() == yte).mean())
-    hwcn = lambda w: w.detach().numpy().transpose(2, 3, 1, 0)  # noqa: E731  [out, in, kh, kw] -> [kh, kw, in, out]
+    hwcn = lambda w: w.detach().numpy().transpose(2, 3, 1, 0)
     # torch flattens CHW; MLI's fully connected reads the HWC tensor row-major
     fc_w = fc.weight.detach().numpy().reshape(10, 16, 2, 2).transpose(2, 3, 1, 0).reshape(64, 10)
     out = Path(args.out)

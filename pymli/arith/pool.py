@@ -17,6 +17,7 @@ import dataclasses
 
 import numpy as np
 
+from ..config import get_platform
 from .rounding import asl, asr_rnd, cast_fx, sat, wrap
 
 __all__ = [
@@ -93,15 +94,17 @@ def reciprocal(div: int) -> tuple[int, int]:
 
     ``mul`` is a Q15 value in [0x4000, 0x7fff]: the truncated ``2**31 / div`` normalised so that
     its top bit is bit 14. (MLI tabulates divisors below 32; the table equals this formula.)
+    ``div`` is taken as the C ``unsigned`` it is: 0 gives (0, 0), and a negative window size (only
+    in degenerate geometries) wraps to a huge divisor whose reciprocal is 0.
     """
-    div = int(div)
-    if div <= 0:
+    div = int(div) & 0xFFFFFFFF
+    if div == 0:
         return 0, 0
     val = (1 << 31) // div  # u1.31
     norm = 0
     if div > 1:
         norm = norm_fx(val, 32) + 1
-        val = (val << norm) & 0xFFFFFFFF
+        val = (val << (norm & 31)) & 0xFFFFFFFF  # x86 masks the shift count
     return val >> 17, 14 + norm
 
 
@@ -127,24 +130,39 @@ def avepool_multiplier(count: int, base_shift: int, scale: int | None = None,
 
 
 def avepool_output(window_sum: np.ndarray, mul: int, shift: int, offset: int,
-                   acc_bits: int, out_bits: int) -> np.ndarray:
+                   acc_bits: int, out_bits: int, sum_bound: int | None = None) -> np.ndarray:
     """``compute_avepool``: bias + reciprocal x sum, rounding shift, saturation to the output.
 
     Args:
-        window_sum: int64 sums of the valid inputs of each window (any shape).
+        window_sum: integer sums of the valid inputs of each window (any shape).
         mul, shift: from :func:`avepool_multiplier`.
         offset: zero-point offset of the output (``RequantParams.offset``; 0 for fx).
         acc_bits: accumulator width: 32 for 8-bit data (``mli_acc32_t``, wraps), 64 for 16-bit
             data (``mli_acc40_t`` is an int64 in the reference PAL).
         out_bits: 8 or 16.
+        sum_bound: a bound on ``|window_sum|`` (computed from the data if not given).
 
     Returns:
         int64 array of output values.
     """
     bias = int(asl(np.int64(offset), shift, acc_bits)) if offset else 0
-    acc = window_sum * np.int64(mul)
+    acc = window_sum.astype(np.int64)
+    acc *= mul
     if bias:
         acc += bias
-    if acc_bits < 64:
+    if sum_bound is None:
+        sum_bound = int(np.abs(window_sum).max(initial=0))
+    # |acc| bound: decides whether the wrap-around and the saturating rounding add can trigger.
+    bound = abs(mul) * sum_bound + abs(bias)
+    top = (1 << (acc_bits - 1)) - 1
+    if acc_bits < 64 and bound > top:
         acc = wrap(acc, acc_bits)
-    return sat(asr_rnd(acc, shift, acc_bits), out_bits)
+        bound = top + 1
+    if get_platform().round_up and 0 < shift < acc_bits and bound + (1 << (shift - 1)) <= top:
+        # ROUND_UP without saturation: add half an LSB, shift (what asr_rnd does here).
+        acc += 1 << (shift - 1)
+        acc >>= shift
+    else:
+        acc = asr_rnd(acc, shift, acc_bits)
+    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    return np.clip(acc, lo, hi, out=acc)

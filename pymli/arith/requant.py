@@ -30,11 +30,13 @@ Public API (stable; other kernels rely on it):
 * :func:`fx_result_cast` -- FX accumulator to output container (``result_cast`` for FX).
 * :func:`sa8_out_params` -- per-channel output multiplier and shift (``define_quant_params`` +
   ``adjust_quant_params`` for s8asym), honouring FULL_ACCU.
-* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU).
+* :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU);
+  :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
+* :func:`asr_rnd_int` -- the same on one Python int (parameter set-up without NumPy overhead).
 """
 
 from __future__ import annotations
@@ -42,9 +44,17 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+import dataclasses
+import functools
+
 from ..config import get_platform
 from ..formats import RoundMode
-from .rounding import add_sat, asl, asr_rnd, limits, sat, wrap
+from .rounding import asl, asr_rnd, limits, sat, wrap
+
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
 
 __all__ = [
     "wrap_acc",
@@ -55,10 +65,12 @@ __all__ = [
     "fx_result_cast",
     "sa8_out_params",
     "sa8_bias",
+    "sa8_bias_bound",
     "sa8_result_cast",
     "relu_bounds",
     "shift_round",
     "asr_rnd32",
+    "asr_rnd_int",
     "RELU_NONE",
     "RELU_GEN",
     "RELU_1",
@@ -94,18 +106,45 @@ def norm32(x: ArrayLike) -> np.ndarray:
     return (31 - e).astype(I64)
 
 
-def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
-    """``mli_math_asr_rnd_fx`` on int64 for ``0 <= n <= 62`` and ``|x| < 2**62``.
-
-    Under these bounds neither the rounding add nor the shift can overflow, so no saturation is
-    needed: the result equals the C function for any container of 32 or 64 bits in which ``x``
-    fits (for 32-bit containers the caller guarantees ``x + 2**(n-1)`` stays below ``2**31`` or
-    clamps afterwards). ``n == 0`` returns ``x``.
-    """
-    x = np.asarray(x, dtype=I64)
-    n = np.asarray(n, dtype=I64)
+def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -> int:
+    """``mli_math_asr_rnd_fx`` on one Python int modelling a ``bits``-bit C integer (no NumPy)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if n < 0:
+        m = -n
+        if m > bits - 1:
+            return 0 if x == 0 else (lo if x < 0 else hi)
+        return max(lo, min(hi, x << m))
+    if n == 0:
+        return x
+    if n > bits - 1:
+        return 0
     mode = get_platform().round_mode if mode is None else mode
-    half = (I64(1) << n) >> 1
+    half = 1 << (n - 1)
+    if mode is RoundMode.UP:
+        return min(x + half, hi) >> n
+    r = x >> n
+    return r + 1 if (x & half) and ((r & 1) or (x & (half - 1))) else r
+
+
+def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
+    """``2**(n-1)`` (0 for ``n == 0``) in ``dtype``, computed in int64 (``0 <= n <= 62``)."""
+    return ((I64(1) << np.asarray(n, dtype=I64)) >> 1).astype(dtype)
+
+
+def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
+    """``mli_math_asr_rnd_fx`` for ``0 <= n`` when ``|x| + 2**(n-1)`` fits the dtype of ``x``.
+
+    ``x`` keeps its integer dtype (int32 or int64; Python ints become int64). Under that bound
+    neither the rounding add nor the shift can overflow, so no saturation is needed and the result
+    equals the C function for any container in which ``x`` fits (``n`` must also stay below the
+    dtype's width). ``n == 0`` returns ``x``.
+    """
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
+    half = _half(n, x.dtype)
+    n = np.asarray(n, dtype=x.dtype)
+    mode = get_platform().round_mode if mode is None else mode
     if mode is RoundMode.UP:
         return (x + half) >> n
     r = x >> n
@@ -113,17 +152,22 @@ def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np
     return r + bump
 
 
-def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
+def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None, x_bound: int | None = None) -> np.ndarray:
     """``mli_math_asr_rnd_fx<int32_t>`` for int32 values and ``0 <= n <= 31`` (fast path).
 
     ROUND_UP saturates the rounding add at INT32_MAX: clamping ``x`` to ``INT32_MAX - half``
-    first gives exactly the same shifted value. ROUND_CONVERGENT never saturates.
+    first gives exactly the same shifted value (skipped when ``x_bound``, a bound on ``|x|``,
+    proves the add cannot saturate). ROUND_CONVERGENT never saturates. The dtype of ``x`` is kept
+    (int32 or int64).
     """
-    x = np.asarray(x, dtype=I64)
-    n = np.asarray(n, dtype=I64)
+    x = np.asarray(x)
+    if x.dtype.kind != "i" or x.dtype.itemsize < 4:
+        x = x.astype(I64)
     mode = get_platform().round_mode if mode is None else mode
     if mode is RoundMode.UP:
-        x = np.minimum(x, ((1 << 31) - 1) - ((I64(1) << n) >> 1))
+        nmax = int(np.max(n)) if np.size(n) else 0
+        if x_bound is None or x_bound + ((1 << nmax) >> 1) > (1 << 31) - 1:
+            x = np.minimum(x, x.dtype.type((1 << 31) - 1) - _half(n, x.dtype))
     return shift_round(x, n, mode)
 
 
@@ -146,31 +190,49 @@ def fx_bias(bias: ArrayLike, bias_shift: int, acc_bits: int) -> np.ndarray:
     return wrap(asr_rnd(b, -int(bias_shift), 64), 32)
 
 
-def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int) -> np.ndarray:
-    """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container."""
-    acc = np.asarray(acc, dtype=I64)
+def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | None = None,
+             bias_bound: int | None = None) -> np.ndarray:
+    """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
+
+    ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
+    proves the sum fits 31 bits; int64 otherwise.
+    """
+    acc = np.asarray(acc)
     bias = np.asarray(bias, dtype=I64)
     if acc_container_bits(acc_bits) == 64:
         # |acc| < 2**62 and |bias| < 2**32 in every MLI kernel: the int64 add cannot overflow.
+        return acc.astype(I64, copy=False) + bias
+    bmax = bias_bound if bias_bound is not None else (int(np.abs(bias).max()) if bias.size else 0)
+    if acc_bound is not None and acc_bound + bmax < (1 << 31):
+        if acc.dtype == np.int32:
+            return acc + bias.astype(np.int32)
         return acc + bias
     lo, hi = limits(32)
-    return np.clip(acc + bias, lo, hi)
+    return _clip(acc.astype(I64, copy=False) + bias, I64(lo), I64(hi))
 
 
-def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int) -> np.ndarray:
+def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
+                   acc_bound: int | None = None) -> np.ndarray:
     """``result_cast`` for MLI_FX: rounding shift right by ``out_shift`` in the accumulator container,
-    then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``)."""
+    then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``).
+
+    ``acc_bound`` (optional) bounds ``|acc|`` and lets the 32-bit path skip the saturation of the
+    rounding add. The dtype of ``acc`` (int32 or int64) is kept.
+    """
     cb = acc_container_bits(acc_bits)
-    acc = np.asarray(acc, dtype=I64)
+    acc = np.asarray(acc)
+    if acc.dtype.kind != "i" or acc.dtype.itemsize < 4:
+        acc = acc.astype(I64)
     s = int(out_shift)
     if cb == 32 and 0 <= s <= 31:
-        r = asr_rnd32(acc, s)
+        r = asr_rnd32(acc, s, x_bound=acc_bound)
     elif cb == 64 and 0 <= s <= 62:
         # 40-bit accumulators of real kernels stay far below 2**61: no saturation possible.
-        r = shift_round(acc, s)
+        r = shift_round(acc.astype(I64, copy=False), s)
     else:
         r = asr_rnd(acc, s, cb)
-    return sat(r, out_bits)
+    lo, hi = limits(out_bits)
+    return _clip(r, r.dtype.type(lo), r.dtype.type(hi))
 
 
 # --------------------------------------------------------------------------------------- SA8
@@ -190,41 +252,66 @@ def sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int,
         full_accu: FULL_ACCU build; ``None`` reads the current platform.
 
     Returns:
-        (out_mul, out_shift): int64 arrays, the accumulator is scaled as
+        (out_mul, out_shift): int64 arrays (read-only, cached), the accumulator is scaled as
         ``acc * out_mul * 2**-out_shift``.
     """
-    full = _full_accu(full_accu)
-    in_scale, out_scale = int(in_scale), int(out_scale)
+    ws = np.ascontiguousarray(w_scales, dtype=I64).reshape(-1)
+    wf = np.ascontiguousarray(w_fracs, dtype=I64).reshape(-1)
+    return _sa8_out_params(int(in_scale), int(in_frac), int(out_scale), int(out_frac), ws.tobytes(), wf.tobytes(),
+                           _full_accu(full_accu), get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, w_scales: bytes,
+                    w_fracs: bytes, full: bool, mode: RoundMode) -> tuple[np.ndarray, np.ndarray]:
     n_in = int(norm32(in_scale))
     unfinished = int(asl(in_scale, n_in, 32))
     # C integer division truncates toward zero.
     q = abs(unfinished) // abs(out_scale) if out_scale != 0 else 0
     unfinished = q if (unfinished >= 0) == (out_scale > 0) else -q
     n_ratio = int(norm32(unfinished))
-    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32), 16))
+    ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32, mode), 16))
     in_to_out_shift = int(in_frac) + n_in - int(out_frac) - (16 - n_ratio)
-    mul = ratio * np.asarray(w_scales, dtype=I64).reshape(-1)
-    shift = in_to_out_shift + np.asarray(w_fracs, dtype=I64).reshape(-1)
+    mul = ratio * np.frombuffer(w_scales, dtype=I64)
+    shift = in_to_out_shift + np.frombuffer(w_fracs, dtype=I64)
     mul = wrap(mul, 32)
     if not full:
         nrm = norm32(mul)
         mul = wrap(mul << nrm, 32)
         shift = shift + nrm
+    mul.flags.writeable = False
+    shift.flags.writeable = False
     return mul, shift
 
 
 def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     """sa32 bias as ``bias_additive`` adds it: without FULL_ACCU only its 16 most significant
     bits are kept (lower bits cleared by an arithmetic shift pair)."""
-    b = np.asarray(bias, dtype=I64)
-    if _full_accu(full_accu):
-        return b
-    sh = np.maximum(16 - norm32(b), 0)
-    return asl(b >> sh, sh, 32)
+    return sa8_bias_bound(bias, full_accu)[0]
+
+
+def sa8_bias_bound(bias: ArrayLike, full_accu: bool | None = None) -> tuple[np.ndarray, int]:
+    """:func:`sa8_bias` and the largest magnitude of its values (cached per bias content)."""
+    b = np.ascontiguousarray(bias, dtype=I64)
+    return _sa8_bias_reduced(b.tobytes(), b.shape, _full_accu(full_accu))
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_bias_reduced(b_bytes: bytes, shape: tuple[int, ...], full: bool) -> tuple[np.ndarray, int]:
+    b = np.frombuffer(b_bytes, dtype=I64).reshape(shape)
+    if full:
+        r = b.copy()
+    else:
+        sh = np.maximum(16 - norm32(b), 0)
+        # Shifting back left cannot saturate: the low bits were just cleared.
+        r = (b >> sh) << sh
+    r.flags.writeable = False
+    return r, int(np.abs(r).max()) if r.size else 0
 
 
 def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int,
-                    full_accu: bool | None = None) -> np.ndarray:
+                    full_accu: bool | None = None, *, clamp: tuple[int, int] = (-128, 127),
+                    acc_bound: int | None = None) -> np.ndarray:
     """``result_cast`` for s8asym: int32 accumulator to int8 output, per-channel ``out_mul/out_shift``.
 
     Without FULL_ACCU the multiplier is reduced to 16 bits and the accumulator pre-shifted
@@ -234,40 +321,109 @@ def sa8_result_cast(acc: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
     and the result saturated to int8.
 
     Args:
-        acc: int32 accumulator values (bias included), channels on the last axis.
+        acc: int32 accumulator values (bias included), channels on the last axis; int32 or int64
+            dtype (kept when the arithmetic provably fits it).
         out_mul, out_shift: from :func:`sa8_out_params` (broadcast along the last axis).
         out_zp: output zero point.
         full_accu: FULL_ACCU build; ``None`` reads the current platform.
+        clamp: a further clamp inside the int8 range (a fused ReLU's bounds); merging it here is
+            exact because saturating to int16 and then clamping to a sub-range of int8 equals
+            clamping directly.
+        acc_bound: optional bound on ``|acc|`` (skips a saturation that cannot happen).
 
     Returns:
-        int64 array of int8 values.
+        array of int8 values (dtype of the computation: int32 or int64).
     """
-    acc = np.asarray(acc, dtype=I64)
-    mul = np.asarray(out_mul, dtype=I64)
-    shift = np.asarray(out_shift, dtype=I64)
-    if len(np.unique(shift)) == 1 and len(np.unique(mul)) == 1:
-        mul, shift = mul.reshape(-1)[:1].reshape(()), shift.reshape(-1)[:1].reshape(())
-    if not _full_accu(full_accu):
-        mul = sat(asr_rnd(mul, 16, 32), 32)
-        shift = shift - 16
-        pre = np.clip(shift - (32 - 8 - 3), 0, 8)
-        # Rounding add saturated at INT32_MAX: a clamp before the add gives the same 16-bit result.
-        a = asr_rnd32(acc, pre)
-        a = np.clip(a, -(1 << 15), (1 << 15) - 1)
-        shift = np.minimum(shift - pre, 63)
-    else:
+    acc = np.asarray(acc)
+    if acc.dtype != np.int32 and acc.dtype != I64:
+        acc = acc.astype(I64)
+    mul = np.ascontiguousarray(out_mul, dtype=I64)
+    shift = np.ascontiguousarray(out_shift, dtype=I64)
+    full = _full_accu(full_accu)
+    mode = get_platform().round_mode
+    up = mode is RoundMode.UP
+    plan = _cast_plan(mul.tobytes(), shift.tobytes(), full, mode)
+    if not full:
         a = acc
-        shift = np.minimum(shift, 63)
-    # Non-FULL_ACCU: |a| <= 2**15, |mul| <= 2**15. FULL_ACCU: |a| <= 2**31, |mul| <= 2**30 (a product
-    # of two int16). So |p| <= 2**61 and shift_round's add of at most 2**61 cannot overflow int64.
-    p = a * mul
-    if np.all((shift >= 0) & (shift <= 62)):
-        r = shift_round(p, shift)
+        if plan.pre_max:
+            pre, half = plan.pre[a.dtype.char], plan.pre_half[a.dtype.char]
+            if up and (acc_bound is None or acc_bound + (1 << (plan.pre_max - 1)) > (1 << 31) - 1):
+                # ROUND_UP's rounding add saturates at INT32_MAX: clamping first is equivalent.
+                a = np.minimum(a, plan.pre_lim[a.dtype.char])
+            a = _rnd(a, pre, half, up)
+        a = _clip(a, a.dtype.type(-(1 << 15)), a.dtype.type((1 << 15) - 1))
+        if a.dtype == np.int32 and plan.sh_ok32:
+            # |a| <= 2**15 and |mul| <= 2**15: |a * mul| + 2**29 < 2**31, int32 is exact.
+            r = _rnd(a * plan.mul["i"], plan.sh["i"], plan.sh_half["i"], up)
+        else:
+            p = a.astype(I64, copy=False) * plan.mul["l"]
+            r = _rnd(p, plan.sh["l"], plan.sh_half["l"], up) if plan.sh_ok64 else asr_rnd(p, plan.sh["l"], 64, mode)
     else:
-        r = asr_rnd(p, shift, 64)
-    r = np.clip(r, -(1 << 15), (1 << 15) - 1)
-    r = np.clip(r + int(out_zp), -(1 << 15), (1 << 15) - 1)
-    return np.clip(r, -128, 127)
+        # |acc| <= 2**31, |mul| <= 2**30 (a product of two int16): |p| <= 2**61, and the rounding
+        # add of at most 2**61 cannot overflow int64.
+        p = acc.astype(I64, copy=False) * plan.mul["l"]
+        r = _rnd(p, plan.sh["l"], plan.sh_half["l"], up) if plan.sh_ok64 else asr_rnd(p, plan.sh["l"], 64, mode)
+    t = r.dtype.type
+    r = _clip(r, t(-(1 << 15)), t((1 << 15) - 1))
+    r += t(int(out_zp))
+    lo, hi = max(int(clamp[0]), -128), min(int(clamp[1]), 127)
+    return _clip(r, t(lo), t(hi))
+
+
+def _rnd(x: np.ndarray, n: np.ndarray, half: np.ndarray, up: bool) -> np.ndarray:
+    """Rounding shift right with precomputed ``half = 2**(n-1)`` (no overflow: see callers)."""
+    if up:
+        return (x + half) >> n
+    r = x >> n
+    return r + (((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _CastPlan:
+    """Per-channel constants of :func:`sa8_result_cast` in int32 ('i') and int64 ('l') forms."""
+
+    mul: dict
+    sh: dict
+    sh_half: dict
+    pre: dict
+    pre_half: dict
+    pre_lim: dict
+    pre_max: int
+    sh_ok32: bool
+    sh_ok64: bool
+
+
+def _forms(v: np.ndarray) -> dict:
+    v64 = np.asarray(v, dtype=I64)
+    return {"l": v64, "i": v64.astype(np.int32) if v64.size and np.all(np.abs(v64) < (1 << 31)) else v64}
+
+
+def _in_range(a: np.ndarray, lo: int, hi: int) -> bool:
+    return bool(np.all((a >= lo) & (a <= hi)))
+
+
+@functools.lru_cache(maxsize=256)
+def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> _CastPlan:
+    """Per-channel constants of :func:`sa8_result_cast` (scalars when all channels agree)."""
+    mul = np.frombuffer(mul_b, dtype=I64)
+    shift = np.frombuffer(shift_b, dtype=I64)
+    if mul.size > 1 and (mul == mul[0]).all() and (shift == shift[0]).all():
+        mul, shift = mul[:1], shift[:1]
+    if mul.size == 1:
+        mul, shift = mul.reshape(()), shift.reshape(())
+    if full:
+        sh = np.minimum(shift, 63)
+        ok = _in_range(sh, 0, 62)
+        half = _half(np.clip(sh, 0, 62), I64)
+        return _CastPlan(_forms(mul), _forms(sh), _forms(half), {}, {}, {}, 0, False, ok)
+    m16 = asr_rnd(mul, 16, 32, mode)
+    sh = shift - 16
+    pre = np.clip(sh - (32 - 8 - 3), 0, 8)
+    sh = np.minimum(sh - pre, 63)
+    pre_half = _half(pre, I64)
+    sh_half = _half(np.clip(sh, 0, 62), I64)
+    return _CastPlan(_forms(m16), _forms(sh), _forms(sh_half), _forms(pre), _forms(pre_half),
+                     _forms(((1 << 31) - 1) - pre_half), int(np.max(pre)), _in_range(sh, 0, 30), _in_range(sh, 0, 62))
 
 
 # -------------------------------------------------------------------------------------- ReLU
@@ -309,5 +465,10 @@ def relu_bounds(relu_type: int, out_bits: int, *, zero_point: int = 0, scale: in
     else:
         lo, hi = lo_c, hi_c
     # (int16_t) then (io_T) casts of the C code.
-    lo, hi = int(wrap(wrap(lo, 16), out_bits)), int(wrap(wrap(hi, 16), out_bits))
-    return lo, hi
+    return _wrap_int(_wrap_int(lo, 16), out_bits), _wrap_int(_wrap_int(hi, 16), out_bits)
+
+
+def _wrap_int(v: int, bits: int) -> int:
+    m = 1 << bits
+    v &= m - 1
+    return v - m if v >= m >> 1 else v

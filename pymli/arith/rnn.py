@@ -1,8 +1,8 @@
 """Arithmetic of MLI's recurrent kernels: RNN dense, LSTM cell and GRU cell.
 
 The recurrent kernels of MLI 2.0.2 combine several families of integer operations; the two that
-are specific to them are mirrored here by small vectorised helpers (the kernels in :mod:`pymli.kernels.recurrent` only orchestrate
-them):
+are specific to them are mirrored here by small vectorised helpers (the kernels in
+:mod:`pymli.kernels.recurrent` only orchestrate them):
 
 * the dense part (``rnn_dense_op`` of ``bricks/impl/mli_krn_rnn_dense_op_ref.h``): one MAC series
   per input, each series rescaled on its own to the intermediate format
@@ -20,9 +20,13 @@ C container widths explicitly (``bits`` arguments); rounding follows the current
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import numpy.typing as npt
 
+from ..config import get_platform
+from ..formats import RoundMode
 from .requant import acc_container_bits, norm32
 from .rounding import add_sat, asr_rnd, sat, sub_sat
 
@@ -30,6 +34,7 @@ __all__ = [
     "c_div",
     "norm_cast",
     "mac",
+    "MacPlan",
     "fx_ir_requantize",
     "sa_ir_requantize",
     "sa_ir_cast",
@@ -53,28 +58,44 @@ def c_div(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
-def norm_cast(x: int, in_bits: int, out_bits: int) -> tuple[int, int]:
+def norm_cast(x: int, in_bits: int, out_bits: int, mode: RoundMode | None = None) -> tuple[int, int]:
     """``mli_math_norm_cast_fx<int32_t, out_T>``: (normalised value cast to ``out_bits``, its shift)."""
     shift = (in_bits - out_bits) - int(norm32(x))
-    val = sat(asr_rnd(x, shift, in_bits), out_bits)
+    val = sat(asr_rnd(x, shift, in_bits, mode), out_bits)
     return int(val), shift
 
 
-def mac(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Exact dot products ``sum_j x[j] * w[..., j, m]`` over the second-to-last axis of ``w``.
+class MacPlan:
+    """The weights of MAC series prepared once: ``plan(x)`` = ``sum_j x[..., j] * w[g, j, m]``.
 
-    ``x``: (N,) int; ``w``: (..., N, M) int. Returns int64 (..., M). float64 BLAS is used when
-    every partial sum is provably below 2**53 (N * max|x| * max|w|), int64 otherwise.
+    ``w``: (G, N, M) int. Calls return exact int64 (..., G, M). float64 BLAS is used when every
+    partial sum is provably below 2**53 (N * max|x| * max|w|, exact in a double), int64
+    arithmetic otherwise. ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
     """
-    x = np.asarray(x, dtype=I64)
-    w = np.asarray(w, dtype=I64)
-    n = x.shape[0]
-    if n == 0:
-        return np.zeros(w.shape[:-2] + w.shape[-1:], dtype=I64)
-    bound = n * int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0))
-    if bound < 2**53:
-        return np.matmul(x.astype(np.float64), w.astype(np.float64)).astype(I64)
-    return np.einsum("j,...jm->...m", x, w)
+
+    def __init__(self, w: npt.ArrayLike) -> None:
+        w = np.asarray(w, dtype=I64)
+        self.g, self.n, self.m = w.shape
+        self.w2 = np.ascontiguousarray(np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m))
+        self.w2f = self.w2.astype(np.float64)
+        self.wmax = int(np.abs(w).max(initial=0))
+        self.colsum = w.sum(axis=1)
+
+    def __call__(self, x: npt.ArrayLike) -> np.ndarray:
+        x = np.asarray(x, dtype=I64)
+        lead = x.shape[:-1]
+        if self.n == 0:
+            return np.zeros(lead + (self.g, self.m), dtype=I64)
+        if self.n * int(np.abs(x).max(initial=0)) * self.wmax < 2**53:
+            r = (x.astype(np.float64) @ self.w2f).astype(I64)
+        else:
+            r = x @ self.w2
+        return r.reshape(lead + (self.g, self.m))
+
+
+def mac(x: npt.ArrayLike, w: npt.ArrayLike) -> np.ndarray:
+    """Exact dot products ``sum_j x[..., j] * w[g, j, m]``: ``MacPlan(w)(x)``, (..., G, M) int64."""
+    return MacPlan(w)(x)
 
 
 # ---------------------------------------------------------------------------------- dense
@@ -120,44 +141,54 @@ def eltwise_fx(op: str, a: npt.ArrayLike, b: npt.ArrayLike, fa: int, fb: int, fo
     return sat(asr_rnd(acc, post, 64), io_bits)
 
 
+@functools.lru_cache(maxsize=256)
+def _eltwise_sa8_params(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int],
+                        mode: RoundMode) -> tuple[tuple[int, int], ...]:
+    """Multipliers and shifts ``eltwise_prepare_and_run`` derives for per-tensor sa8 operands.
+
+    A product gets one 16-bit multiplier and a post shift; a sum or difference one multiplier and
+    a pre shift per operand.
+    """
+    (_, sa_, fa), (_, sb, fb), (_, so, fo) = qa, qb, qo
+    if op == "mul":
+        f, sh = norm_cast(sa_ * sb, 32, 32, mode)
+        f = c_div(f, so)
+        post = fa + fb - fo - sh
+        s16, sh = norm_cast(f, 32, 16, mode)
+        post -= sh
+        sh = max(post - 31, 0) + min(31 + post, 0)
+        return ((int(asr_rnd(s16, sh, 16, mode)), post - sh),)
+    res = []
+    for s, f_ in ((sa_, fa), (sb, fb)):
+        v, ns = norm_cast(s, 32, 32, mode)
+        v = c_div(v, so)
+        pre = -ns + f_ - fo
+        s16, ns = norm_cast(v, 32, 16, mode)
+        pre -= ns
+        sh = max(pre - 23, 0) + min(31 + pre, 0)
+        res.append((int(asr_rnd(s16, sh, 16, mode)), pre - sh))
+    return tuple(res)
+
+
 def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int, int],
                 qb: tuple[int, int, int], qo: tuple[int, int, int]) -> np.ndarray:
     """``eltwise_perform_operation`` for sa8 (with conversion); ``q* = (zero_point, scale, sfb)``.
 
     The scale factors and shifts are derived as ``eltwise_prepare_and_run`` does for per-tensor
-    quantisation: one 16-bit multiplier for a product, one per operand for a sum or difference.
+    quantisation (:func:`_eltwise_sa8_params`).
     """
-    za, sa_, fa = (int(v) for v in qa)
-    zb, sb, fb = (int(v) for v in qb)
-    zo, so, fo = (int(v) for v in qo)
-    a = np.asarray(a, dtype=I64)
-    b = np.asarray(b, dtype=I64)
-    in1 = sub_sat(a, za, 16)
-    in2 = sub_sat(b, zb, 16)
+    qa, qb, qo = (tuple(int(v) for v in q) for q in (qa, qb, qo))
+    params = _eltwise_sa8_params(op, qa, qb, qo, get_platform().round_mode)
+    zo = qo[0]
+    in1 = sub_sat(a, qa[0], 16)
+    in2 = sub_sat(b, qb[0], 16)
     if op == "mul":
-        f, sh = norm_cast(sa_ * sb, 32, 32)
-        f = c_div(f, so)
-        post = fa + fb - fo - sh
-        s16, sh = norm_cast(f, 32, 16)
-        post -= sh
-        sh = max(post - 31, 0) + min(31 + post, 0)
-        s16 = int(asr_rnd(s16, sh, 16))
-        post -= sh
-        acc = in1 * in2
+        ((s16, post),) = params
         preshift = min(max(post - (32 - 8 - 3), 0), 3)
-        acc16 = sat(asr_rnd(acc, preshift, 32), 16)
+        acc16 = sat(asr_rnd(in1 * in2, preshift, 32), 16)
         tmp = sat(asr_rnd(acc16 * s16, post - preshift, 32), 16)
         return sat(add_sat(tmp, zo, 16), 8)
-    scales = []
-    for s, f_ in ((sa_, fa), (sb, fb)):
-        v, ns = norm_cast(s, 32, 32)
-        v = c_div(v, so)
-        pre = -ns + f_ - fo
-        s16, ns = norm_cast(v, 32, 16)
-        pre -= ns
-        sh = max(pre - 23, 0) + min(31 + pre, 0)
-        scales.append((int(asr_rnd(s16, sh, 16)), pre - sh))
-    (s1, p1), (s2, p2) = scales
+    (s1, p1), (s2, p2) = params
     x1 = asr_rnd(in1 * s1, p1, 32)
     x2 = asr_rnd(in2 * s2, p2, 32)
     acc = add_sat(x1, x2, 32) if op == "add" else sub_sat(x1, x2, 32)

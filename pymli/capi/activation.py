@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith.rounding import wrap
-from ..checks import (check_quant_params, check_scalar_tensor, check_tensor, fail, inner_most_dimension_is_one,
-                      same_shape, shape_at)
+from ..checks import (check_quant_params, check_scalar_tensor, check_tensor, check_tensor_private, fail,
+                      inner_most_dimension_is_one, same_shape, shape_at)
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import activation as K
@@ -175,6 +175,16 @@ def mli_krn_leaky_relu_sa8(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Sta
 
 
 # ----------------------------------------------------------------------------------------- PReLU
+def _check_any_tensor(t: Tensor) -> None:
+    """``mli_chk_tensor`` also for a rank-0 tensor, whose value C reads as the data pointer."""
+    if t is not None and t.rank == 0:
+        if int(t.value) == 0:
+            fail(Status.BAD_TENSOR, "rank-0 tensor: its zero value reads as a NULL data pointer")
+        check_tensor_private([], [], 0, t.capacity, t.el_type.size)
+        return
+    check_tensor(t)
+
+
 def _check_prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg | None, out: Tensor) -> None:
     check_tensor(inp)
     if cfg is None:
@@ -183,7 +193,7 @@ def _check_prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg 
     if axis == -1:
         check_scalar_tensor(slope)
     else:
-        check_tensor(slope)
+        _check_any_tensor(slope)
     check_tensor(out)
     _check_io_common(fn, inp, out)
     if axis >= inp.rank:

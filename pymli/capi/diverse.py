@@ -43,6 +43,12 @@ def _cap(v: Any) -> int:
     return int(v.nbytes) if isinstance(v, np.ndarray) else 0
 
 
+def _perm(cfg: PermuteCfg, rank: int) -> list[int]:
+    """``cfg.perm_dim`` as C reads it: ``uint8_t`` entries."""
+    perm = [int(p) & 0xFF for p in cfg.perm_dim]
+    return perm + [0] * max(0, rank - len(perm))
+
+
 def _check_permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg | None, out: Tensor) -> None:
     check_tensor(inp)
     check_tensor(out)
@@ -50,10 +56,9 @@ def _check_permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg | None, out
         fail(Status.TYPE_MISMATCH, f"{fn}: out type {out.el_type.c_name} != in type {inp.el_type.c_name}")
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
-    perm = [int(p) for p in cfg.perm_dim] + [0] * max(0, inp.rank - len(cfg.perm_dim))
+    perm = _perm(cfg, inp.rank)
     for i in range(inp.rank):
-        # perm_dim (int) is compared with the unsigned rank: a negative entry is out of range too.
-        if not 0 <= perm[i] < inp.rank:
+        if not perm[i] < inp.rank:
             fail(Status.BAD_FUNC_CFG, f"{fn}: perm_dim[{i}] = {perm[i]} outside [0, {inp.rank})")
         if perm[i] in perm[i + 1: inp.rank]:
             fail(Status.BAD_FUNC_CFG, f"{fn}: perm_dim {perm[:inp.rank]} repeats {perm[i]}")
@@ -85,7 +90,7 @@ def _check_permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg | None, out
 
 def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
     _check_permute(fn, el, inp, cfg, out)
-    perm = [int(p) for p in cfg.perm_dim[: inp.rank]]
+    perm = _perm(cfg, inp.rank)[: inp.rank]
     out.view()[...] = K.permute(inp.view(), perm)
     if not el.is_sa:
         out.frac_bits = inp.frac_bits

@@ -21,7 +21,7 @@ from ._registry import mli_function
 __all__ = ["check_eltwise", "scalar_operand"]
 
 
-def _check_operand(fn: str, name: str, t: Tensor | None) -> None:
+def _check_operand(t: Tensor | None) -> None:
     if tensor_is_scalar(t):
         check_scalar_tensor(t)
     else:
@@ -30,8 +30,8 @@ def _check_operand(fn: str, name: str, t: Tensor | None) -> None:
 
 def check_eltwise(fn: str, in1: Tensor, in2: Tensor, out: Tensor, op: EltOp, el_type: ElType) -> None:
     """``mli_chk_eltwise`` followed by the type-specific check of ``fn``."""
-    _check_operand(fn, "in1", in1)
-    _check_operand(fn, "in2", in2)
+    _check_operand(in1)
+    _check_operand(in2)
     check_tensor(out)
     if in1.rank == 0 and in2.rank == 0:
         fail(Status.NOT_SUPPORTED, f"{fn}: one operand must be a tensor of rank > 0")

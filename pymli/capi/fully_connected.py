@@ -55,6 +55,16 @@ def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnected
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
 
+def _strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A read-only strided view of a 1-D buffer (``ndarray`` constructor: cheaper than as_strided)."""
+    if buf.flags.c_contiguous:
+        v = np.ndarray(shape, dtype=buf.dtype, buffer=buf, strides=strides)
+    else:
+        v = np.lib.stride_tricks.as_strided(buf, shape=shape, strides=strides)
+    v.flags.writeable = False
+    return v
+
+
 def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
     sa = kind == "sa8"
     if sa:
@@ -69,7 +79,7 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
     span = (n_in - 1) * int(w.mem_stride[0]) + m
     if w.data.shape[0] < span or inp.data.shape[0] < n_in or b.data.shape[0] < m or out.data.shape[0] < m:
         fail(Status.NOT_ENGH_MEM, "a buffer is shorter than the tensor it holds")
-    wt = np.lib.stride_tricks.as_strided(w.data, shape=(n_in, m), strides=(int(w.mem_stride[0]) * it, it), writeable=False)
+    wt = _strided(w.data, (n_in, m), (int(w.mem_stride[0]) * it, it))
     if sa:
         q = sa8_quant(inp, w, out, m, in_zp=0 if ext_bias else None)
     else:

@@ -112,7 +112,7 @@ def mli_hlp_count_elem_num(in_: Tensor, start_dim: int) -> int:
 @mli_function()
 def mli_hlp_tensor_element_size(in_: Tensor) -> int:
     """Container size in bytes of the element type (0 for FX_4 / FP_16)."""
-    return ElType(in_.el_type).size if in_.el_type in ElType._value2member_map_ else 0
+    return ElType(in_.el_type).size
 
 
 def _per_axis_value(t: Tensor, name: str, idx: int) -> int:
@@ -340,13 +340,14 @@ def mli_hlp_create_subtensor(in_: Tensor, cfg: SubTensorCfg, out: Tensor) -> Sta
     out.shape, out.mem_stride, out.rank = shape, mem_stride, out_rank
     _copy_el_params(out, in_)
     if is_sa and in_.dim >= 0:
-        zp, sc, sfb = (np.asarray(v).reshape(-1)[asym_off:] for v in (in_.zero_point, in_.scale, in_.scale_frac_bits))
+        arrays = [np.asarray(v).reshape(-1) for v in (in_.zero_point, in_.scale, in_.scale_frac_bits)]
         if asym_dim >= 0:
-            out.zero_point, out.scale, out.scale_frac_bits = zp, sc, sfb
+            out.zero_point, out.scale, out.scale_frac_bits = (a[asym_off:] for a in arrays)
         else:
-            # The quantised axis was dropped: C leaves dim = -1 with the advanced pointers in the
+            # The quantised axis was dropped: C leaves dim = -1 with the array pointers in the
             # per-tensor fields (garbage); we keep the values of the selected index instead.
-            out.zero_point, out.scale, out.scale_frac_bits = int(zp[0]), int(sc[0]), int(sfb[0])
+            k = off[in_.dim] if in_.dim < in_rank else 0
+            out.zero_point, out.scale, out.scale_frac_bits = (int(a[k]) for a in arrays)
         out.dim = asym_dim
     return Status.OK
 

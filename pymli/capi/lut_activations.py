@@ -10,6 +10,7 @@ scale_frac_bits). The LUT itself is not validated by the kernels (C does not eit
 from __future__ import annotations
 
 from ..arith.lut import LUT_SPECS, create_lut, lut_size
+from ..arith.rounding import wrap
 from ..checks import (
     check_lut,
     check_quant_params,
@@ -79,9 +80,10 @@ def _set_sa8_out(out: Tensor, zp: int, shift: int) -> None:
 
 
 def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
-    zp = int(inp.quant_vector("zero_point")[0])
-    scale = int(inp.quant_vector("scale")[0])
-    shift = int(inp.quant_vector("scale_frac_bits")[0])
+    """Per-tensor (zero_point, scale, scale_frac_bits) as the C struct holds them (int16, int16, int8)."""
+    zp = wrap(int(inp.quant_vector("zero_point")[0]), 16).item()
+    scale = wrap(int(inp.quant_vector("scale")[0]), 16).item()
+    shift = wrap(int(inp.quant_vector("scale_frac_bits")[0]), 8).item()
     return zp, scale, shift
 
 
@@ -220,7 +222,7 @@ def mli_krn_l2_normalize_sa8(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg:
 
 
 # ---------------------------------------------------------------------------------------- LUTs
-def _create(kind: str, lut: Lut, fn: str) -> Status:
+def _create(kind: str, lut: Lut) -> Status:
     lut.type = ElType.FX_16  # C sets the type before checking the capacity
     check_lut(lut, LUT_SPECS[kind].size_bytes)
     create_lut(kind, lut)
@@ -254,22 +256,22 @@ def mli_krn_l2_normalize_get_lut_size() -> int:
 @mli_function()
 def mli_krn_sigm_create_lut(lut: Lut) -> Status:
     """Fill ``lut`` (``data`` of ``capacity`` >= 640 bytes) with the sigmoid table."""
-    return _create("sigm", lut, "mli_krn_sigm_create_lut")
+    return _create("sigm", lut)
 
 
 @mli_function()
 def mli_krn_tanh_create_lut(lut: Lut) -> Status:
     """Fill ``lut`` (``data`` of ``capacity`` >= 688 bytes) with the tanh table."""
-    return _create("tanh", lut, "mli_krn_tanh_create_lut")
+    return _create("tanh", lut)
 
 
 @mli_function()
 def mli_krn_softmax_create_lut(lut: Lut) -> Status:
     """Fill ``lut`` (``data`` of ``capacity`` >= 716 bytes) with the exp table used by softmax."""
-    return _create("softmax", lut, "mli_krn_softmax_create_lut")
+    return _create("softmax", lut)
 
 
 @mli_function()
 def mli_krn_l2_normalize_create_lut(lut: Lut) -> Status:
     """Fill ``lut`` (``data`` of ``capacity`` >= 194 bytes) with the 1/sqrt table."""
-    return _create("l2_normalize", lut, "mli_krn_l2_normalize_create_lut")
+    return _create("l2_normalize", lut)

@@ -440,7 +440,7 @@ def mli_mov_start(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status
 @mli_function()
 def mli_mov_isdone(h: MovHandle) -> bool:
     """True once the transfer on ``h`` has completed."""
-    return MovState(h.state) is MovState.DONE
+    return int(h.state) == MovState.DONE
 
 
 @_resets_pool

@@ -14,7 +14,7 @@ from ..checks import (check_quant_params, check_tensor, fail, inner_most_dimensi
 from ..config import get_platform
 from ..errors import Status
 from ..formats import ElType
-from ..kernels.pooling import avepool_hwc, maxpool_hwc
+from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc, pool_writes_c_order
 from ..tensor import Tensor
 from ._registry import mli_function
 from .types import PoolCfg
@@ -79,24 +79,38 @@ def _geometry(inp: Tensor, out: Tensor, c: dict[str, int]) -> dict[str, tuple[in
                 pad=(c["padding_top"], c["padding_left"]), out_hw=(int(out.shape[0]), int(out.shape[1])))
 
 
+def _compute(kind: str, inp: Tensor, out: Tensor, c: dict[str, int], k: int, **arith: object) -> None:
+    geo = _geometry(inp, out, c)
+    h, w, ch = (int(v) for v in inp.shape[:3])
+    pads = (c["padding_top"], c["padding_bottom"], c["padding_left"], c["padding_right"])
+    if degenerate(h, w, geo["kernel"], geo["stride"], pads, geo["out_hw"]):
+        # MLI's border passes store outside the output here: replay its stores in order.
+        writes = pool_writes_c_order(inp.data, tuple(inp.strides()[:2]), (h, w, ch), tuple(out.strides()[:2]),
+                                     kind=kind, fixed=k, **geo, **arith)  # type: ignore[arg-type]
+        n = out.data.shape[0]
+        for offs, vals in writes:
+            inside = (offs >= 0) & (offs < n)
+            out.data[offs[inside]] = vals[inside]
+        return
+    x = inp.view()
+    res = avepool_hwc(x, **geo, **arith) if kind == "ave" else maxpool_hwc(x, **geo)  # type: ignore[arg-type]
+    out.view()[...] = res
+
+
 def _avepool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
     c = check_pool_hwc(fn, inp, cfg, out, el_type, k, ave=True)
-    x = inp.view()
     if el_type is ElType.SA_8:
         rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
                             int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
-        res = avepool_hwc(x, **_geometry(inp, out, c), base_shift=0, requant=rq,
-                          mul16=get_platform().avepool_16bit_mul)
+        _compute("ave", inp, out, c, k, base_shift=0, requant=rq, mul16=get_platform().avepool_16bit_mul)
     else:
-        res = avepool_hwc(x, **_geometry(inp, out, c), base_shift=int(inp.frac_bits) - int(out.frac_bits))
-    out.view()[...] = res
+        _compute("ave", inp, out, c, k, base_shift=int(inp.frac_bits) - int(out.frac_bits))
     return Status.OK
 
 
 def _maxpool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
     c = check_pool_hwc(fn, inp, cfg, out, el_type, k)
-    res = maxpool_hwc(inp.view(), **_geometry(inp, out, c))
-    out.view()[...] = res
+    _compute("max", inp, out, c, k)
     # MLI copies the input's element parameters to the output.
     out.frac_bits = inp.frac_bits
     if el_type.is_sa:

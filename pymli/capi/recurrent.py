@@ -10,9 +10,11 @@ intermediate results in its own arrays.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from ..arith.rounding import asr_rnd
+from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
     calc_shift_idx,
     check_lut,
@@ -83,7 +85,7 @@ def _check_bias_scale_asym(inp: Tensor, w: Tensor, bias: Tensor) -> None:
     for idx in range(n):
         expected = in_scale * int(w_scales[idx])
         sh = calc_shift_idx(inp, w, bias, idx)
-        expected = int(asr_rnd(expected, sh, 32)) if sh > 0 else expected << -sh
+        expected = int(asr_rnd(expected, sh, 32)) if sh > 0 else int(wrap(expected << -sh, 32))
         if abs(expected - int(b_scales[idx])) > 1:
             fail(Status.INCOMPATEBLE_TENSORS, f"bias scale {int(b_scales[idx])} is not input scale x weights "
                                               f"scale ({expected}) at index {idx}")
@@ -254,13 +256,16 @@ def _check_cell(kind: str, gates: int, inp: Tensor, prev_out: Tensor, w_in: Tens
     _check_bias_scale_asym(inp, w_in, bias)
 
 
-def _write_cell_out(out: Tensor, res: np.ndarray) -> None:
-    """Rewrite ``out`` to the (steps, M) dense struct the C cells leave and store ``res``."""
+def _cell_out_view(out: Tensor, res: np.ndarray) -> tuple[Tensor, np.ndarray]:
+    """The (steps, M) dense struct the C cells leave in ``out`` and a view of its memory."""
     steps, m = res.shape
-    out.rank = 2
-    out.shape = [int(steps), int(m)]
-    out.mem_stride = [int(m), 1]
-    out.view()[...] = res
+    new = dataclasses.replace(out, rank=2, shape=[int(steps), int(m)], mem_stride=[int(m), 1])
+    return new, new.view()
+
+
+def _store_cell_out(out: Tensor, new: Tensor, view: np.ndarray, res: np.ndarray) -> None:
+    view[...] = res
+    out.rank, out.shape, out.mem_stride = new.rank, new.shape, new.mem_stride
 
 
 def _lstm(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor, bias: Tensor, tanh_lut: Lut,
@@ -273,8 +278,9 @@ def _lstm(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor,
                            b_q=_q(bias, kind), cell_q=_q(cell, kind), out_q=_q(out, kind),
                            backward=cfg.direction == RnnDirection.BACKWARD,
                            all_results=cfg.results == RnnResults.ALL, act=act)
+    new, view = _cell_out_view(out, res)  # may raise: nothing is written before
     cell.view()[...] = c
-    _write_cell_out(out, res)
+    _store_cell_out(out, new, view, res)
     return Status.OK
 
 
@@ -285,7 +291,8 @@ def _gru(kind: str, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor, 
                        sigm_lut, kind=kind, in_q=_q(inp, kind), prev_q=_q(prev_out, kind),
                        w_in_q=_q(w_in, kind), w_out_q=_q(w_out, kind), b_q=_q(bias, kind), out_q=_q(out, kind),
                        backward=cfg.direction == RnnDirection.BACKWARD, all_results=cfg.results == RnnResults.ALL)
-    _write_cell_out(out, res)
+    new, view = _cell_out_view(out, res)
+    _store_cell_out(out, new, view, res)
     return Status.OK
 
 

@@ -19,6 +19,27 @@ def _bits(x: np.ndarray) -> int:
     return x.dtype.itemsize * 8
 
 
+def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1) -> np.ndarray:
+    """``fn`` applied to every element of ``x``, evaluated once per possible input value.
+
+    The activations are pure functions of the (8- or 16-bit) input value and, for PReLU, the index
+    along ``axis``: when ``x`` has more elements than its type has values, ``fn`` runs on the
+    whole value range (``fn(values)`` of shape ``[n, 2**bits]`` for ``n`` per-axis parameters,
+    broadcast on the first dimension) and the result is gathered; otherwise ``fn(x)`` directly.
+    Both give identical results: the same integer arithmetic on the same values.
+    """
+    info = np.iinfo(x.dtype)
+    span = int(info.max) - int(info.min) + 1
+    if x.size <= span * n:
+        return fn(x)
+    table = np.broadcast_to(fn(np.arange(info.min, info.max + 1, dtype=np.int64)[None, :]), (n, span))
+    col = x.astype(np.intp) - int(info.min)
+    if axis is None:
+        return table[0][col]
+    row = np.arange(n, dtype=np.intp).reshape(axis_shape(x.ndim, axis, n))
+    return table[row, col]
+
+
 def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0) -> np.ndarray:
     """ReLU of type ``kind`` (0 NONE, 1 GEN, 2 RELU_1, 3 RELU_6): clamp to the type's bounds.
 
@@ -55,14 +76,18 @@ def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normali
     """
     x = np.asarray(x)
     s, sh = act.leaky_fx_slope(slope, shift, _bits(x), normalise)
-    return act.leaky_relu_fx(x, s, sh, _bits(x)).astype(x.dtype)
+    return _tabulated(x, lambda v: act.leaky_relu_fx(v, s, sh, _bits(x))).astype(x.dtype)
 
 
 def prelu_fx(x: npt.NDArray[np.integer], slopes: npt.ArrayLike, shift: int, *, axis: int) -> np.ndarray:
     """fx PReLU: the leaky ReLU step with one (raw, unnormalised) slope per index of ``axis``."""
     x = np.asarray(x)
-    slopes = np.asarray(slopes, dtype=np.int64).reshape(axis_shape(x.ndim, axis, -1))
-    return act.leaky_relu_fx(x, slopes, shift, _bits(x)).astype(x.dtype)
+    slopes = np.asarray(slopes, dtype=np.int64).reshape(-1)
+    n = slopes.size
+    if x.size <= (1 << _bits(x)) * n:
+        return act.leaky_relu_fx(x, slopes.reshape(axis_shape(x.ndim, axis, n)), shift, _bits(x)).astype(x.dtype)
+    table = _tabulated(x, lambda v: act.leaky_relu_fx(v, slopes[:, None], shift, _bits(x)), axis, n)
+    return table.astype(x.dtype)
 
 
 def _sa8_params(alpha_q: npt.ArrayLike, in_scale: int, in_sfb: int, out_zp: int, out_scale: int, out_sfb: int,
@@ -85,7 +110,7 @@ def leaky_relu_sa8(x: npt.NDArray[np.int8], slope_q: int, *, in_zp: int, in_scal
     x = np.asarray(x)
     ident, alpha = _sa8_params(slope_q, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
                                slope_sfb)
-    return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)
+    return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, ident, alpha)).astype(np.int8)
 
 
 def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in_zp: int, in_scale: int,
@@ -96,6 +121,10 @@ def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in
     slopes = np.asarray(slopes_q, dtype=np.int64).reshape(-1)
     ident, alpha = _sa8_params(slopes, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
                                slope_sfb)
-    shp = axis_shape(x.ndim, axis, slopes.size)
-    alpha = act.SaRequant(alpha.scale.reshape(shp), alpha.shift.reshape(shp), alpha.offset.reshape(shp))
-    return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)
+    n = slopes.size
+    if x.size <= 256 * n:
+        shp = axis_shape(x.ndim, axis, n)
+        alpha = act.SaRequant(alpha.scale.reshape(shp), alpha.shift.reshape(shp), alpha.offset.reshape(shp))
+        return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)
+    col = act.SaRequant(alpha.scale[:, None], alpha.shift[:, None], alpha.offset[:, None])
+    return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, ident, col), axis, n).astype(np.int8)

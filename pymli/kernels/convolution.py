@@ -21,11 +21,12 @@ conv2d ignores dilation; that defect is not reproduced (only reachable with weig
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias, sa8_out_params, sa8_result_cast, wrap_acc
+from ..arith.requant import add_bias, fx_bias, fx_result_cast, sa8_bias_bound, sa8_out_params, sa8_result_cast, wrap_acc
 from ..arith.rounding import wrap
 
 __all__ = [
@@ -76,14 +77,15 @@ class FxQuant:
         return self.in_frac + self.w_frac - self.out_frac
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Sa8Quant:
     """s8asym parameters of a MAC kernel (input/output per tensor, weights per tensor or per channel).
 
     Attributes:
         in_zp, in_scale, in_frac: input zero point, scale, scale_frac_bits.
         w_zp: weights zero point used by C (per-axis weights: the first channel's).
-        w_scales, w_fracs: weights scales and frac bits (length 1 or number of output channels).
+        w_scales, w_fracs: weights scales and frac bits (int64 arrays of length 1 or the number of
+            output channels).
         out_zp, out_scale, out_frac: output parameters.
     """
 
@@ -91,8 +93,8 @@ class Sa8Quant:
     in_scale: int
     in_frac: int
     w_zp: int
-    w_scales: tuple[int, ...]
-    w_fracs: tuple[int, ...]
+    w_scales: np.ndarray
+    w_fracs: np.ndarray
     out_zp: int
     out_scale: int
     out_frac: int
@@ -101,8 +103,7 @@ class Sa8Quant:
 
     def out_params(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-channel (multiplier, shift) for the current platform."""
-        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac,
-                              np.asarray(self.w_scales), np.asarray(self.w_fracs))
+        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac, self.w_scales, self.w_fracs)
 
 
 Quant = FxQuant | Sa8Quant
@@ -125,13 +126,53 @@ def _work_dtype(k: int, amax: int, bmax: int) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None, bmax: int | None = None) -> np.ndarray:
-    """``a @ b`` of integer arrays, exact, as int64 (float BLAS only within the exactness bound)."""
+def _to_int(r: np.ndarray, bound: int) -> np.ndarray:
+    """Exact integer sums held in float/int arrays -> int32 when ``bound < 2**31``, else int64."""
+    return r.astype(np.int32 if bound < (1 << 31) else I64, copy=False)
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None,
+                 bmax: int | None = None) -> tuple[np.ndarray, int]:
+    """``a @ b`` of integer arrays, exact (float BLAS only within the exactness bound).
+
+    Args:
+        a: (..., K) integers; b: (K, M) integers.
+        amax, bmax: bounds on ``|a|`` and ``|b|`` (scanned when omitted).
+
+    Returns:
+        (product, bound): int32 when the bound ``K * amax * bmax`` on every sum is below 2**31,
+        int64 otherwise; and that bound. When float32 cannot hold the whole sum but can hold sums
+        of at least 128 products, K is cut into such chunks (each an exact float32 product) and
+        the chunk results are added as integers.
+    """
     amax = _max_abs(a) if amax is None else amax
     bmax = _max_abs(b) if bmax is None else bmax
-    dt = _work_dtype(a.shape[-1], amax, bmax)
+    k = a.shape[-1]
+    bound = k * amax * bmax
+    dt = _work_dtype(k, amax, bmax)
+    per = amax * bmax
+    chunk = (_F32_EXACT - 1) // per if per else k
+    if dt != np.float32 and 128 <= chunk < k:
+        it = np.int32 if bound < (1 << 31) else I64
+        total = None
+        for k0 in range(0, k, chunk):
+            part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
+            part = part.astype(it)
+            total = part if total is None else total + part
+        return total, bound
     r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
-    return r.astype(I64) if dt.kind == "f" else r
+    return _to_int(r, bound), bound
+
+
+def container_bound(a: np.ndarray, offset: int = 0) -> int:
+    """Bound on ``|a - offset|`` from the integer container of ``a`` (no scan of the values)."""
+    return _container_bound(a.dtype.char, int(offset))
+
+
+@functools.lru_cache(maxsize=64)
+def _container_bound(char: str, offset: int) -> int:
+    info = np.iinfo(np.dtype(char))
+    return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
 
 
 def out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
@@ -159,8 +200,12 @@ def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtyp
 def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
     """(ho, wo, kh, kw, C) strided view of the windows of a padded (Hp, Wp, C) array."""
     s0, s1, s2 = xp.strides
-    return np.lib.stride_tricks.as_strided(
-        xp, shape=(ho, wo, kh, kw, xp.shape[2]), strides=(s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2), writeable=False)
+    shape = (ho, wo, kh, kw, xp.shape[2])
+    strides = (s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2)
+    # xp is a fresh C-contiguous array: the ndarray constructor (bounds-checked) is the cheap view.
+    v = np.ndarray(shape, dtype=xp.dtype, buffer=xp, strides=strides)
+    v.flags.writeable = False
+    return v
 
 
 def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
@@ -173,8 +218,12 @@ def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, i
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                     dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                    out_hw: tuple[int, int], groups: int = 1) -> np.ndarray:
-    """Exact ``sum_valid(x * w)`` of a (grouped) convolution, int64 (Ho, Wo, N).
+                    out_hw: tuple[int, int], groups: int = 1, x_bound: int | None = None,
+                    w_bound: int | None = None) -> tuple[np.ndarray, int]:
+    """Exact ``sum_valid(x * w)`` of a (grouped) convolution, (Ho, Wo, N).
+
+    Returns (sums, bound): int32 sums when the bound ``K * max|x| * max|w|`` on their magnitude is
+    below 2**31, int64 otherwise.
 
     Args:
         x: (H, W, C) integer input (already centred on its zero point).
@@ -184,12 +233,16 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
         pad: (top, left) padding; bottom/right follow from ``out_hw``.
         out_hw: output (height, width).
         groups: number of groups.
+        x_bound, w_bound: bounds on ``|x|`` and ``|w|`` (scanned when omitted).
     """
     kh, kw, cg, n = w.shape
     ho, wo = out_hw
     hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
     k = kh * kw * cg
-    dt = _work_dtype(k, _max_abs(x), _max_abs(w))
+    xm = _max_abs(x) if x_bound is None else x_bound
+    wm = _max_abs(w) if w_bound is None else w_bound
+    bound = k * xm * wm
+    dt = _work_dtype(k, xm, wm)
     xp = _padded(x, pad[0], pad[1], hp, wp, dt)
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     p = ho * wo
@@ -202,17 +255,18 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
         cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
         wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
         r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
-    return r.reshape(ho, wo, n).astype(I64, copy=False)
+    return _to_int(r.reshape(ho, wo, n), bound), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                          dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                         out_hw: tuple[int, int]) -> np.ndarray:
-    """Exact ``sum_valid(x * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> int64 (Ho, Wo, C)."""
+                         out_hw: tuple[int, int], x_bound: int | None = None,
+                         w_bound: int | None = None) -> tuple[np.ndarray, int]:
+    """Exact ``sum_valid(x * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> ((Ho, Wo, C), bound)."""
     kh, kw, _, c = w.shape
     ho, wo = out_hw
     hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
-    bound = kh * kw * _max_abs(x) * _max_abs(w)
+    bound = kh * kw * (_max_abs(x) if x_bound is None else x_bound) * (_max_abs(w) if w_bound is None else w_bound)
     # int32 / float64 products and sums are exact below their bounds; int64 otherwise.
     dt = np.dtype(np.int32) if bound < (1 << 31) else (np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64))
     xp = _padded(x, pad[0], pad[1], hp, wp, dt)
@@ -226,19 +280,19 @@ def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
             tap = xp[i * dh: i * dh + (ho - 1) * sh + 1: sh, j * dw: j * dw + (wo - 1) * sw + 1: sw]
             np.multiply(tap, wd[i, j], out=tmp)
             acc += tmp
-    return acc.astype(I64, copy=False)
+    return _to_int(acc, bound), bound
 
 
 def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], pad: tuple[int, int],
-                         out_hw: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                         out_hw: tuple[int, int]) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """Exact transpose-convolution sums: ``out[oy, ox] += x[iy, ix] * w[ky, kx]`` for
     ``oy = iy * stride + ky - pad_top`` (same for x), int64 (Ho, Wo, N).
 
     Computed as a stride-1 convolution of the zero-inserted input with the mirrored kernel.
 
     Returns:
-        (acc, x_dilated, pads): the sums, the zero-inserted input and the (top, left) padding of
-        the equivalent direct convolution (for the zero-point terms).
+        (acc, bound, x_dilated, pads): the sums and their bound, the zero-inserted input and the
+        (top, left) padding of the equivalent direct convolution (for the zero-point terms).
     """
     kh, kw, c, n = w.shape
     h, wd = x.shape[:2]
@@ -246,8 +300,8 @@ def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
     xd = np.zeros(((h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
     xd[::sh, ::sw] = x
     pads = (kh - 1 - pad[0], kw - 1 - pad[1])
-    acc = conv_accumulate(xd, w[::-1, ::-1], pad=pads, out_hw=out_hw)
-    return acc, xd, np.asarray(pads)
+    acc, bound = conv_accumulate(xd, w[::-1, ::-1], pad=pads, out_hw=out_hw)
+    return acc, bound, xd, np.asarray(pads)
 
 
 # ------------------------------------------------------------------------------ zero points
@@ -260,14 +314,16 @@ def _wzp_terms(xc: np.ndarray, mask: np.ndarray, kh: int, kw: int, *, stride: tu
     offsets of the C MACs (``-(int16)(-zp)``).
     """
     kw_ones = np.ones((kh, kw, 1, 1), dtype=I64)
-    taps = conv_accumulate(mask[..., None], kw_ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    taps = conv_accumulate(mask[..., None], kw_ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0]
+    taps = taps.astype(I64)
     if depthwise:
         ones = np.ones((kh, kw, 1, xc.shape[2]), dtype=I64)
-        sx = depthwise_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+        sx = depthwise_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0].astype(I64)
         sum_x = sx + a * taps
     else:
         ones = np.ones((kh, kw, cg, groups), dtype=I64)
-        sx = conv_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)
+        sx = conv_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)[0]
+        sx = sx.astype(I64)
         sum_x = np.repeat(sx, n // groups, axis=2) + a * taps * cg
     return -b * sum_x + in_zp * w_zp * taps
 
@@ -278,27 +334,48 @@ def _eff_offset(zp: int) -> int:
 
 
 # ------------------------------------------------------------------------------ output stage
-def finish(acc: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> np.ndarray:
+def finish(acc: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int],
+           acc_bound: int | None = None) -> np.ndarray:
     """Accumulator (exact sum, channels last) -> output values: wrap, bias, requantise, ReLU clamp.
 
-    Returns int64 values in the output container range.
+    Args:
+        acc: exact sums (int32 or int64).
+        bias: (N,) bias values.
+        q: quantisation parameters.
+        bounds: fused-ReLU clamp, inside the output container range.
+        acc_bound: optional bound on ``|acc|``; lets the arithmetic skip wrap-arounds and
+            saturations that provably cannot happen and stay in int32.
+
+    Returns:
+        int32 or int64 values in the output container range.
     """
-    acc = wrap_acc(acc, q.acc_bits)
+    if acc_bound is None or acc_bound >= 1 << 31:
+        acc = wrap_acc(acc, q.acc_bits)
+        acc_bound = (1 << 31) if q.acc_bits <= 32 else None
     if isinstance(q, FxQuant):
-        acc = add_bias(acc, fx_bias(bias, q.bias_shift, q.acc_bits), q.acc_bits)
-        out = fx_result_cast(acc, q.out_shift, q.acc_bits, q.out_bits)
-    else:
-        acc = add_bias(acc, sa8_bias(bias), 32)
-        mul, sh = q.out_params()
-        out = sa8_result_cast(acc, mul, sh, q.out_zp)
-    return np.clip(out, bounds[0], bounds[1])
+        b = fx_bias(bias, q.bias_shift, q.acc_bits)
+        acc = add_bias(acc, b, q.acc_bits, acc_bound)
+        nb = None if acc_bound is None else acc_bound + (int(np.abs(b).max()) if b.size else 0)
+        out = fx_result_cast(acc, q.out_shift, q.acc_bits, q.out_bits, acc_bound=nb)
+        return np.clip(out, bounds[0], bounds[1])
+    b, bmax = sa8_bias_bound(bias)
+    acc = add_bias(acc, b, 32, acc_bound, bmax)
+    nb = None if acc_bound is None else acc_bound + bmax
+    mul, sh = q.out_params()
+    return sa8_result_cast(acc, mul, sh, q.out_zp, clamp=bounds, acc_bound=nb)
 
 
-def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int]:
+def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int, int]:
+    """Input minus the (effective) zero point in the narrowest exact dtype: (xc, a, b, bound on |xc|)."""
+    x = np.asarray(x)
     if isinstance(q, Sa8Quant):
         a = _eff_offset(q.in_zp)
-        return np.asarray(x, dtype=I64) - a if a else np.asarray(x), a, _eff_offset(q.w_zp)
-    return np.asarray(x), 0, 0
+        xb = container_bound(x, a)
+        if not a:
+            return x, 0, _eff_offset(q.w_zp), xb
+        dt = np.int16 if xb < (1 << 15) else np.int32
+        return x.astype(dt) - dt(a), a, _eff_offset(q.w_zp), xb
+    return x, 0, 0, container_bound(x)
 
 
 # ------------------------------------------------------------------------------ kernels
@@ -321,14 +398,16 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     Returns:
         (Ho, Wo, N) int64 output values.
     """
-    xc, a, b = _centre(x, q)
-    acc = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)
+    xc, a, b, xb = _centre(x, q)
+    acc, bound = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups,
+                                 x_bound=xb, w_bound=container_bound(w))
     if b:
         kh, kw, cg, n = w.shape
         mask = np.ones(x.shape[:2], dtype=I64)
-        acc = acc + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+        bound = None  # type: ignore[assignment]
+        acc = acc.astype(I64) + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
                                groups=groups, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=n)
-    return finish(acc, bias, q, bounds)
+    return finish(acc, bias, q, bounds, bound)
 
 
 def group_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, **kw: object) -> np.ndarray:
@@ -341,27 +420,30 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
                           pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
     """``mli_krn_depthwise_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, 1, C), bias (C,)."""
-    xc, a, b = _centre(x, q)
-    acc = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    xc, a, b, xb = _centre(x, q)
+    acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+                                      x_bound=xb, w_bound=container_bound(w))
     if b:
         kh, kw, _, c = w.shape
         mask = np.ones(x.shape[:2], dtype=I64)
-        acc = acc + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+        bound = None  # type: ignore[assignment]
+        acc = acc.astype(I64) + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
                                groups=c, depthwise=True, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=1, n=c)
-    return finish(acc, bias, q, bounds)
+    return finish(acc, bias, q, bounds, bound)
 
 
 def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
                           stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
     """``mli_krn_transpose_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, C, N), pad = (top, left)."""
-    xc, a, b = _centre(x, q)
-    acc, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
+    xc, a, b, _ = _centre(x, q)
+    acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     if b:
         kh, kw, cg, n = w.shape
         mask = np.zeros(xd.shape[:2], dtype=I64)
         mask[::stride[0], ::stride[1]] = 1
-        acc = acc + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1), pad=(int(pads[0]), int(pads[1])),
+        bound = None  # type: ignore[assignment]
+        acc = acc.astype(I64) + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1), pad=(int(pads[0]), int(pads[1])),
                                out_hw=out_hw, groups=1, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp,
                                cg=cg, n=n)
-    return finish(acc, bias, q, bounds)
+    return finish(acc, bias, q, bounds, bound)

@@ -1,16 +1,94 @@
 """Element-wise add, sub, mul, min and max of MLI 2.0 (``kernels/eltwise``).
 
 Operands broadcast as in MLI: both have the output's shape, or one is a scalar (a 0-d array here).
+
+The element arithmetic lives in :mod:`pymli.arith.eltwise`. This module only decides how to apply
+it quickly: the result of an 8-bit operation depends on at most two 8-bit values, so large 8-bit
+inputs go through a table of every possible result (256 entries with a scalar operand, 65536 for
+two tensors) built by that same arithmetic; 16-bit inputs are processed in cache-sized chunks.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from ..arith.eltwise import EltOp, fx_eltwise, fx_params, sa8_eltwise, sa8_params
+from ..arith.rounding import round_mode
 
-__all__ = ["EltOp", "eltwise_fx", "eltwise_sa8"]
+__all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "apply_binary"]
+
+_CHUNK = 1 << 15  # elements per block of the direct path (int64 temporaries stay in cache)
+_PAIR_TABLE_MIN = 1 << 15  # two 8-bit tensors at least this big use the 65536-entry table
+
+
+def _by_unsigned(dtype: np.dtype) -> np.ndarray:
+    """All values of a signed 8/16-bit dtype, ordered by their unsigned bit pattern."""
+    u = np.dtype(f"u{dtype.itemsize}")
+    return np.arange(1 << (8 * dtype.itemsize), dtype=np.int64).astype(u).view(dtype)
+
+
+def apply_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,
+                 out_dtype: npt.DTypeLike, key: tuple | None = None) -> np.ndarray:
+    """Evaluate ``f`` (an exact element-wise function of two integer arrays) over ``a`` and ``b``.
+
+    ``a`` and ``b`` have one shape or one of them is 0-d. Results are identical to ``f(a, b)``;
+    only the evaluation strategy (tables, chunks) changes. ``key`` (hashable, fully describing
+    ``f``) lets tables be reused across calls.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    n = int(np.prod(shape))
+    small = a.dtype.itemsize == 1
+    if a.ndim == 0 and b.ndim == 0:
+        return np.asarray(f(a, b)).astype(out_dtype)
+    if a.ndim == 0 or b.ndim == 0:
+        arr, scalar_first = (b, True) if a.ndim == 0 else (a, False)
+        if small or n > (1 << 17):
+            sval = int(a if scalar_first else b)
+            table = _table(f, key, ("scalar", scalar_first, sval, arr.dtype.str), out_dtype,
+                           lambda v: f(np.asarray(sval, arr.dtype), v) if scalar_first else f(v, np.asarray(sval, arr.dtype)),
+                           arr.dtype)
+            return np.take(table, arr.view(f"u{arr.dtype.itemsize}"))
+    elif small and n >= _PAIR_TABLE_MIN:
+        table = _table(f, key, ("pair",), out_dtype, None, a.dtype)
+        idx = (a.view(np.uint8).astype(np.uint16) << 8) | b.view(np.uint8)
+        return np.take(table, idx)
+    if n <= _CHUNK:
+        return f(a, b).astype(out_dtype)
+    a_flat = np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1)
+    b_flat = np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1)
+    out = np.empty(n, dtype=out_dtype)
+    for i in range(0, n, _CHUNK // 2):
+        out[i:i + _CHUNK // 2] = f(a_flat[i:i + _CHUNK // 2], b_flat[i:i + _CHUNK // 2])
+    return out.reshape(shape)
+
+
+def _table(f: Callable[[np.ndarray, np.ndarray], np.ndarray], key: tuple | None, kind: tuple,
+           out_dtype: npt.DTypeLike, unary: Callable[[np.ndarray], np.ndarray] | None,
+           in_dtype: np.dtype) -> np.ndarray:
+    """Every result of ``f`` indexed by the operands' unsigned bit patterns (cached by ``key``)."""
+    full_key = None if key is None else (key, kind, np.dtype(out_dtype).str, round_mode())
+    if full_key is not None and full_key in _TABLES:
+        return _TABLES[full_key]
+    vals = _by_unsigned(in_dtype)
+    if unary is not None:
+        table = unary(vals).astype(out_dtype)
+    else:
+        first, second = np.repeat(vals, 256), np.tile(vals, 256)
+        table = np.empty(first.size, dtype=out_dtype)
+        for i in range(0, first.size, _CHUNK // 2):
+            table[i:i + _CHUNK // 2] = f(first[i:i + _CHUNK // 2], second[i:i + _CHUNK // 2])
+    if full_key is not None:
+        if len(_TABLES) >= 64:
+            _TABLES.pop(next(iter(_TABLES)))
+        _TABLES[full_key] = table
+    return table
+
+
+_TABLES: dict[tuple, np.ndarray] = {}
 
 
 def eltwise_fx(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, frac_bits: tuple[int, int, int],
@@ -19,7 +97,7 @@ def eltwise_fx(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, frac_bits
 
     Args:
         op: operation (:class:`EltOp` or its value, e.g. ``"add"``).
-        a, b: int8 / int16 operands of one shape, or one of them a scalar.
+        a, b: int8 / int16 operands of one shape, or one of them a scalar (0-d).
         frac_bits: fractional bits of a, b and the output.
         bits: 8 or 16.
 
@@ -28,7 +106,9 @@ def eltwise_fx(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, frac_bits
     """
     op = EltOp(op)
     p = fx_params(op, *frac_bits, bits)
-    return fx_eltwise(op, a, b, p, bits).astype(np.int8 if bits == 8 else np.int16)
+    dt = np.int8 if bits == 8 else np.int16
+    return apply_binary(lambda x, y: fx_eltwise(op, x, y, p, bits), np.asarray(a, dt), np.asarray(b, dt), dt,
+                        key=("fx", op, p, bits))
 
 
 def eltwise_sa8(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, q1: tuple[int, int, int],
@@ -45,4 +125,5 @@ def eltwise_sa8(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, q1: tupl
     """
     op = EltOp(op)
     p = sa8_params(op, q1, q2, qo)
-    return sa8_eltwise(op, a, b, p).astype(np.int8)
+    return apply_binary(lambda x, y: sa8_eltwise(op, x, y, p), np.asarray(a, np.int8), np.asarray(b, np.int8),
+                        np.int8, key=("sa8", op, p))

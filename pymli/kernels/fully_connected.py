@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith.requant import add_bias, wrap_acc
-from .convolution import FxQuant, Sa8Quant, _eff_offset, exact_matmul, finish
+from .convolution import FxQuant, Sa8Quant, _eff_offset, container_bound, exact_matmul, finish
 
 __all__ = ["fully_connected"]
 
@@ -37,14 +37,20 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
     x = np.asarray(x)
     if isinstance(q, Sa8Quant):
         a, b = _eff_offset(q.in_zp), _eff_offset(q.w_zp)
-        xc = x.astype(I64) - a if a else x
+        xb = container_bound(x, a)
+        xc = x.astype(np.int16 if xb < (1 << 15) else I64) - a if a else x
     else:
         a = b = 0
-        xc = x
-    acc = exact_matmul(xc, w)
+        xc, xb = x, container_bound(x)
+    # The input is small next to the weights: scanning it can tighten the bound enough for a
+    # single float32 product; the weights keep their container bound.
+    if xc.size <= w.size // 8:
+        xb = min(xb, int(np.abs(xc).max()) if xc.size else 0)
+    acc, bound = exact_matmul(xc, w, xb, container_bound(w))
     if b:
+        bound = None  # type: ignore[assignment]
         # in_additive + zp_additive: a separate 32-bit sum added with saturation.
         n = x.shape[-1]
         other = wrap_acc(-b * np.asarray(x, dtype=I64).sum(axis=-1, keepdims=True) + q.in_zp * q.w_zp * n, 32)
         acc = add_bias(wrap_acc(acc, 32), other, 32)
-    return finish(acc, bias, q, bounds)
+    return finish(acc, bias, q, bounds, bound)

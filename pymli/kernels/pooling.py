@@ -17,7 +17,8 @@ import numpy.typing as npt
 
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
 
-__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size"]
+__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate",
+           "pool_writes_c_order"]
 
 
 def out_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
@@ -68,6 +69,26 @@ def window_reduce(x: npt.NDArray[np.integer], kernel: tuple[int, int], stride: t
     return res
 
 
+def degenerate(in_h: int, in_w: int, kernel: tuple[int, int], stride: tuple[int, int],
+               pads: tuple[int, int, int, int], out_hw: tuple[int, int]) -> bool:
+    """Whether MLI's border processing of this geometry reaches outside the output tensor.
+
+    MLI computes the outputs next to each padded side in a separate pass whose extent is
+    ``ceil(pad / stride)`` rows or columns. When that exceeds the output (a kernel much wider than
+    the input, tiny outputs), the C reference writes past the output tensor's edges.
+
+    Args:
+        pads: (top, bottom, left, right) as in the cfg; bottom/right are re-derived from ``out_hw``.
+    """
+    (kh, kw), (sh, sw), (oh, ow) = kernel, stride, out_hw
+    pt, _, pl, _ = pads
+    pr = max(ow * sw + kw - sw - in_w - pl, 0)
+    pb = max(oh * sh + kh - sh - in_h - pt, 0)
+    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    return bool((pt and (cdiv(pt, sh) > oh or cdiv(pl, sw) > ow)) or (pr and cdiv(pr, sw) > ow)
+                or (pb and cdiv(pb, sh) > oh) or (pl and cdiv(pl, sw) > ow))
+
+
 def _runs(v: np.ndarray) -> list[tuple[int, int, int]]:
     """Runs of equal values: (begin, end, value)."""
     edges = np.flatnonzero(np.diff(v)) + 1
@@ -108,8 +129,9 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     h, w, _ = x.shape
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
     bits = x.dtype.itemsize * 8
-    # |x| <= 2**(bits-1) per element; int32 sums are exact below 2**16 taps.
-    sdt = np.int32 if kh * kw < (1 << (32 - bits)) else np.int64
+    # |x| <= 2**(bits-1) per element: the sum of n taps needs bits + log2(n) bits.
+    taps = kh * kw
+    sdt = np.int16 if taps < (1 << (16 - bits)) else np.int32 if taps < (1 << (32 - bits)) else np.int64
     sums = window_reduce(x, kernel, stride, pad, out_hw, np.add, 0, sdt)
     acc_bits = 32 if bits == 8 else 64  # mli_acc32_t for 8-bit data, mli_acc40_t (int64) for 16-bit
     shift0 = requant.shift if requant is not None else base_shift
@@ -121,6 +143,139 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     for r0, r1, nr in rows:
         for c0, c1, nc in cols:
             mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
-            blk = sums[r0:r1, c0:c1].astype(np.int64)
-            out[r0:r1, c0:c1] = avepool_output(blk, mul, shift, offset, acc_bits, bits)
+            out[r0:r1, c0:c1] = avepool_output(sums[r0:r1, c0:c1], mul, shift, offset, acc_bits, bits,
+                                               sum_bound=nr * nc << (bits - 1))
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Degenerate geometries: replay MLI's border passes literally.
+# ----------------------------------------------------------------------------------------------
+
+class _Frame:
+    """A (possibly rotated) view of an HWC tensor: first-element offset, sizes, element strides."""
+
+    __slots__ = ("ptr", "height", "width", "row", "col")
+
+    def __init__(self, ptr: int, height: int, width: int, row: int, col: int) -> None:
+        self.ptr, self.height, self.width, self.row, self.col = ptr, height, width, row, col
+
+    def rotated(self, quarter_turns: int) -> "_Frame":
+        """``mli_prv_rotate_tensor_private<n>``: turn the frame counter-clockwise."""
+        f = _Frame(self.ptr, self.height, self.width, self.row, self.col)
+        if quarter_turns == 1:
+            f.ptr += self.col * (self.width - 1)
+            f.height, f.width, f.row, f.col = self.width, self.height, -self.col, self.row
+        elif quarter_turns == 2:
+            f.ptr += self.col * (self.width - 1) + self.row * (self.height - 1)
+            f.row, f.col = -self.row, -self.col
+        elif quarter_turns == 3:
+            f.ptr += self.row * (self.height - 1)
+            f.height, f.width, f.row, f.col = self.width, self.height, self.col, -self.row
+        return f
+
+
+def pool_writes_c_order(in_buf: np.ndarray, in_strides: tuple[int, int], in_hwc: tuple[int, int, int],
+                        out_strides: tuple[int, int], *, kind: str, kernel: tuple[int, int],
+                        stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
+                        base_shift: int = 0, requant: RequantParams | None = None,
+                        mul16: bool = False, fixed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The stores of MLI's pooling loops, in order, as (element offsets, values) pairs.
+
+    Used for geometries where :func:`degenerate` is true: MLI's border passes then cover rows or
+    columns outside the output tensor (and may reuse a neighbour's window clipping), so the output
+    buffer receives stores that no per-window formula describes. Offsets are relative to the
+    output's first element and may fall outside the output tensor; the caller applies the stores
+    that land inside the output buffer, in order.
+
+    Args:
+        in_buf: the input buffer (1-D, from the tensor's first element); stores may read any of it.
+        in_strides, out_strides: (row, column) element strides of input and output.
+        in_hwc: input (height, width, channels).
+        kind: ``"ave"`` or ``"max"``.
+        fixed: kernel size of a ``_k2x2`` / ``_k3x3`` specialisation (0: generic).
+        Others: as :func:`avepool_hwc`.
+    """
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    h_in, w_in, ch = in_hwc
+    bits = in_buf.dtype.itemsize * 8
+    acc_bits = 32 if bits == 8 else 64
+    shift0 = requant.shift if requant is not None else base_shift
+    offset = requant.offset if requant is not None else 0
+    scale = requant.scale if requant is not None else None
+    pr = ow * sw + kw - sw - w_in - pl
+    pb = oh * sh + kh - sh - h_in - pt
+    if pr < 0:
+        w_in, pr = w_in + pr, 0
+    if pb < 0:
+        h_in, pb = h_in + pb, 0
+    chan = np.arange(ch, dtype=np.int64)
+    writes: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def load(offs: np.ndarray) -> np.ndarray:
+        idx = offs[:, None] + chan[None, :]
+        inside = (idx >= 0) & (idx < in_buf.shape[0])
+        return np.where(inside, in_buf[np.clip(idx, 0, in_buf.shape[0] - 1)].astype(np.int64), 0)
+
+    def store(fi: _Frame, fo: _Frame, in_off: int, out_off: int, rows: int, cols: int,
+              mul: int, shift: int) -> None:
+        rr, cc = np.meshgrid(np.arange(max(rows, 0)), np.arange(max(cols, 0)), indexing="ij")
+        offs = (in_off + fi.row * rr + fi.col * cc).reshape(-1)
+        vals = load(offs) if offs.size else np.zeros((0, ch), np.int64)
+        if kind == "max":
+            v = load(np.array([in_off], np.int64))[0]
+            if vals.size:
+                v = np.maximum(v, vals.max(axis=0))
+        else:
+            v = avepool_output(vals.sum(axis=0) if vals.size else np.zeros(ch, np.int64), mul, shift, offset,
+                               acc_bits, bits)
+        writes.append((out_off + chan, v))
+
+    def params(count: int) -> tuple[int, int]:
+        return avepool_multiplier(count, shift0, scale, mul16) if kind == "ave" else (0, 0)
+
+    def border(fi: _Frame, fo: _Frame, area: tuple[int, int, int, int], s_w: int, s_h: int, p_t: int,
+               p_l: int, k_h: int, k_w: int) -> None:
+        rb, re, cb, ce = area
+        comp_l = comp_t = rows = cols = mul = shift = 0
+        for r in range(rb, re):
+            c = cb
+            while c < min(cb + k_w, ce):
+                comp_l = -min(c * s_w - p_l, 0)
+                comp_r = -min(fi.width - (c * s_w - p_l + k_w), 0)
+                comp_t = -min(r * s_h - p_t, 0)
+                comp_b = -min(fi.height - (r * s_h - p_t + k_h), 0)
+                rows, cols = k_h - comp_t - comp_b, k_w - comp_r - comp_l
+                mul, shift = params(rows * cols)
+                store(fi, fo, fi.ptr + fi.row * (r * s_h - p_t + comp_t) + fi.col * (c * s_w - p_l + comp_l),
+                      fo.ptr + fo.row * r + fo.col * c, rows, cols, mul, shift)
+                c += 1
+            if fixed:
+                cols = fixed
+            for c in range(c, ce):  # MLI keeps the clipping of the last column computed above
+                store(fi, fo, fi.ptr + fi.row * (r * s_h - p_t + comp_t) + fi.col * (c * s_w - p_l + comp_l),
+                      fo.ptr + fo.row * r + fo.col * c, rows, cols, mul, shift)
+
+    def cdiv(a: int, b: int) -> int:
+        return -(-a // b)
+
+    fin = _Frame(0, h_in, w_in, in_strides[0], in_strides[1])
+    fout = _Frame(0, oh, ow, out_strides[0], out_strides[1])
+    rb, re = cdiv(pt, sh), cdiv(h_in + pt - kh + 1, sh)
+    cb, ce = cdiv(pl, sw), cdiv(w_in + pl - kw + 1, sw)
+    if re > rb and ce > cb and h_in >= kh and w_in >= kw:
+        mul, shift = params(kh * kw)
+        for r in range(rb, re):
+            for c in range(cb, ce):
+                store(fin, fout, fin.row * (r * sh - pt) + fin.col * (c * sw - pl),
+                      fout.row * r + fout.col * c, kh, kw, mul, shift)
+    if pt or pl or pb or pr:
+        if pt:
+            border(fin, fout, (0, cdiv(pt, sh), 0, max(cdiv(pl, sw), ow - cdiv(pr, sw))), sw, sh, pt, pl, kh, kw)
+        if pr:
+            border(fin.rotated(1), fout.rotated(1), (0, cdiv(pr, sw), 0, oh - cdiv(pb, sh)), sh, sw, pr, pt, kw, kh)
+        if pb:
+            border(fin.rotated(2), fout.rotated(2), (0, cdiv(pb, sh), 0, ow - cdiv(pl, sw)), sw, sh, pb, pr, kh, kw)
+        if pl:
+            border(fin.rotated(3), fout.rotated(3), (0, cdiv(pl, sw), 0, oh - cdiv(pt, sh)), sh, sw, pl, pb, kw, kh)
+    return writes

@@ -21,6 +21,7 @@ products and sums whose output formats follow the tensors they are written to.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -33,12 +34,13 @@ from ..arith.rnn import (
     K_TANH_OUT,
     eltwise_fx,
     eltwise_sa8,
+    MacPlan,
     fx_ir_requantize,
-    mac,
     sa_ir_cast,
     sa_ir_requantize,
 )
 from ..arith.rounding import add_sat, sat, wrap
+from ..config import get_platform
 from ..tensor import Lut
 
 __all__ = ["SaQ", "KINDS", "rnn_dense", "lstm_cell", "gru_cell"]
@@ -73,11 +75,11 @@ class SaQ(NamedTuple):
         """(zero_point, scale, scale_frac_bits) of a per-tensor quantisation."""
         return self.zero_point, self.scale[0], self.scale_frac_bits[0]
 
-    def gates(self, idx: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def gates(self, idx: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Scales and shifts used for the given gates (the first value if per tensor)."""
         if self.per_axis:
-            return (np.array([self.scale[i] for i in idx], I64), np.array([self.scale_frac_bits[i] for i in idx], I64))
-        return np.full(len(idx), self.scale[0], I64), np.full(len(idx), self.scale_frac_bits[0], I64)
+            return tuple(self.scale[i] for i in idx), tuple(self.scale_frac_bits[i] for i in idx)
+        return (self.scale[0],) * len(idx), (self.scale_frac_bits[0],) * len(idx)
 
 
 _SIGM_Q = (K_SIGM_OUT[0], 1, K_SIGM_OUT[1])
@@ -85,40 +87,57 @@ _TANH_Q = (K_TANH_OUT[0], 1, K_TANH_OUT[1])
 
 
 # ------------------------------------------------------------------------------ dense core
-def _dense_fx(kind: str, xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray,
-              in_fb: list[int], w_fb: list[int], b_fb: int, out_fb: int) -> np.ndarray:
-    """Stacked FX dense: ``ws[i]`` is (G, N_i, M), ``bias`` (G, M); returns int16 values (G, M)."""
-    acc_bits = 40 if kind == "fx16" else 32
+# The dense part of every kernel is a sum of MAC series, one per input (x, or the fed-back
+# output), each rescaled on its own to the output format. The series of the input frames do not
+# depend on the recurrence, so the cells compute them for all frames at once.
+
+def _fx_series_sum(accs: list[np.ndarray], out_shifts: list[int], acc_bits: int) -> np.ndarray:
+    """FX ``rnn_dense_op`` after the MACs: wrap, rescale each series, saturating sum, cast to int16.
+
+    ``accs[i]`` are exact MAC sums (bias included in the first one), (G, M).
+    """
     cb = acc_container_bits(acc_bits)
-    res = np.zeros(bias.shape, I64)
-    for i, (x, w) in enumerate(zip(xs, ws)):
-        acc = mac(x, w)
-        if i == 0:  # the bias joins the first MAC series
-            acc = acc + fx_bias(bias, in_fb[0] + w_fb[0] - b_fb, acc_bits)
-        acc = wrap_acc(acc, acc_bits)  # a 32-bit C accumulator wraps around
-        ir = fx_ir_requantize(acc, in_fb[i] + w_fb[i] - out_fb, acc_bits)
+    res = np.zeros(accs[0].shape, I64)
+    for acc, sh in zip(accs, out_shifts):
+        ir = fx_ir_requantize(wrap_acc(acc, acc_bits), sh, acc_bits)
         res = add_sat(res, ir, cb)
     return sat(res, 16)
 
 
-def _dense_sa(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, in_q: list[SaQ],
-              w_scales: list[tuple[np.ndarray, np.ndarray]], w_zp: list[int], out_q: SaQ) -> np.ndarray:
-    """Stacked sa8 dense: ``w_scales[i]`` = per-gate (scales, shifts) of input i's weights."""
-    res = np.zeros(bias.shape, I64)
-    out_zp, out_scale, out_sfb = out_q.triple
-    for i, (x, w) in enumerate(zip(xs, ws)):
-        in_zp, in_scale, in_sfb = in_q[i].triple
-        mul, shift = sa8_out_params(in_scale, in_sfb, out_scale, out_sfb, *w_scales[i])
-        x = np.asarray(x, I64)
-        w = np.asarray(w, I64)
-        acc = mac(x, w) - in_zp * w.sum(axis=-2)
-        if i == 0:  # the bias joins the first MAC series
-            acc = acc + sa8_bias(bias)
+@functools.lru_cache(maxsize=512)
+def _sa_requant_cached(in_q: tuple[int, int, int], out_q: tuple[int, int, int], w_scales: tuple[int, ...],
+                       w_sfbs: tuple[int, ...], full_accu: bool) -> tuple[np.ndarray, np.ndarray]:
+    mul, shift = sa8_out_params(in_q[1], in_q[2], out_q[1], out_q[2], w_scales, w_sfbs, full_accu=full_accu)
+    mul, shift = mul[:, None], shift[:, None]
+    mul.setflags(write=False)
+    shift.setflags(write=False)
+    return mul, shift
+
+
+def _sa_requant(in_q: SaQ, out_q: SaQ, w_scales: tuple[tuple[int, ...], tuple[int, ...]]):
+    """Per-gate output multipliers / shifts (G, 1) of one series (``define/adjust_quant_params``)."""
+    return _sa_requant_cached(in_q.triple, out_q.triple, *w_scales, get_platform().full_accu)
+
+
+def _sa_series_sum(accs: list[np.ndarray], others: list[int], requants: list, out_zp: int) -> np.ndarray:
+    """sa8 ``rnn_dense_op`` after the MACs: wrap (32-bit MACs), add the zero-point additive with
+    saturation, rescale each series (64-bit product), saturating sum, cast to int8."""
+    res = np.zeros(accs[0].shape, I64)
+    for acc, other, (mul, shift) in zip(accs, others, requants):
         acc = wrap(acc, 32)
-        other = wrap(-w_zp[i] * int(x.sum()) + x.shape[0] * in_zp * w_zp[i], 32)
-        acc = add_sat(acc, other, 32)
-        res = add_sat(res, sa_ir_requantize(acc, mul[:, None], shift[:, None]), 32)
+        if other:
+            acc = add_sat(acc, other, 32)
+        res = add_sat(res, sa_ir_requantize(acc, mul, shift), 32)
     return sa_ir_cast(res, out_zp)
+
+
+def _sa_series(x: np.ndarray, w: MacPlan, x_zp: int, w_zp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact MAC sums of sa8 series for frames ``x`` (..., N): ``x @ w - x_zp * sum(w)``, plus the
+    additive of non-zero weight zero points (``in_additive + zp_additive``, 32-bit wrapped)."""
+    acc = w(x) - x_zp * w.colsum
+    n = x.shape[-1]
+    other = wrap(-w_zp * x.sum(axis=-1) + n * x_zp * w_zp, 32)
+    return acc, other
 
 
 def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, kind: str,
@@ -140,9 +159,16 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
     ws3 = [np.asarray(w, I64)[None] for w in ws]
     b2 = np.asarray(bias, I64)[None]
     if kind == "sa8":
-        scales = [q.gates([0]) for q in w_q]
-        return _dense_sa(xs, ws3, b2, in_q, scales, [q.zero_point for q in w_q], out_q)[0]
-    return _dense_fx(kind, xs, ws3, b2, in_q, w_q, b_q, out_q)[0]
+        series = [_sa_series(x, MacPlan(w), q.zero_point, wq.zero_point) for x, w, q, wq in zip(xs, ws3, in_q, w_q)]
+        accs = [a for a, _ in series]
+        accs[0] = accs[0] + sa8_bias(b2)
+        req = [_sa_requant(q, out_q, wq.gates([0])) for q, wq in zip(in_q, w_q)]
+        return _sa_series_sum(accs, [int(o) for _, o in series], req, out_q.zero_point)[0]
+    acc_bits = 40 if kind == "fx16" else 32
+    accs = [MacPlan(w)(x) for x, w in zip(xs, ws3)]
+    accs[0] = accs[0] + fx_bias(b2, in_q[0] + w_q[0] - b_q, acc_bits)
+    shifts = [q + wq - out_q for q, wq in zip(in_q, w_q)]
+    return _fx_series_sum(accs, shifts, acc_bits)[0]
 
 
 # ------------------------------------------------------------------------------ cells
@@ -175,18 +201,23 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
     c = np.asarray(cell, I64)
-    w_in = np.asarray(w_in, I64)
-    w_out = np.asarray(w_out, I64)
+    w_in = MacPlan(w_in)
+    w_out = MacPlan(w_out)
     bias = np.asarray(bias, I64)
     outs = []
     if kind == "sa8":
         ir_q = SaQ.of(0, 1, 4)
         h_q = prev_q
         cq, oq = cell_q.triple, out_q.triple
-        scales = [w_in_q.gates([0, 1, 2, 3]), w_out_q.gates([0, 1, 2, 3])]
-        zps = [w_in_q.zero_point, w_out_q.zero_point]
+        all4 = [0, 1, 2, 3]
+        xw, x_other = _sa_series(x, w_in, in_q.zero_point, w_in_q.zero_point)
+        xw = xw + sa8_bias(bias)
+        req_x = _sa_requant(in_q, ir_q, w_in_q.gates(all4))
+        w_out_sc = w_out_q.gates(all4)
         for t in _order(x.shape[0], backward):
-            ir = _dense_sa([x[t], h], [w_in, w_out], bias, [in_q, h_q], scales, zps, ir_q)
+            hw, h_other = _sa_series(h, w_out, h_q.zero_point, w_out_q.zero_point)
+            ir = _sa_series_sum([xw[t], hw], [int(x_other[t]), int(h_other)],
+                                [req_x, _sa_requant(h_q, ir_q, w_out_sc)], 0)
             i, g, f, o = (lut_sa8(ir[k], lut, 0, 1, 4, *k_out) for k, lut, k_out in
                           ((0, sigm_lut, K_SIGM_OUT), (1, tanh_lut, K_TANH_OUT),
                            (2, sigm_lut, K_SIGM_OUT), (3, sigm_lut, K_SIGM_OUT)))
@@ -202,11 +233,13 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
             h_q = out_q
             outs.append(h)
     else:
+        acc_bits = 40 if kind == "fx16" else 32
         ir_fb = min(_LSTM_IR_FX, in_q + w_in_q)
         h_q = prev_q
         one = _FX_ONE
+        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
         for t in _order(x.shape[0], backward):
-            ir = _dense_fx(kind, [x[t], h], [w_in, w_out], bias, [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)
+            ir = _fx_series_sum([xw[t], w_out(h)], [in_q + w_in_q - ir_fb, h_q + w_out_q - ir_fb], acc_bits)
             i = lut_fx(ir[0], sigm_lut, ir_fb)
             g = lut_fx(ir[1], tanh_lut, ir_fb)
             f = lut_fx(ir[2], sigm_lut, ir_fb)
@@ -244,11 +277,10 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     """
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
-    w_in = np.asarray(w_in, I64)
+    w_in = MacPlan(w_in)
     w_out = np.asarray(w_out, I64)
     bias = np.asarray(bias, I64)
-    zr_w = [w_in[:2], w_out[:2]]
-    u_w = [w_in[2:3], w_out[2:3]]
+    w_zr, w_u = MacPlan(w_out[:2]), MacPlan(w_out[2:3])
     outs = []
     h_q = prev_q
     if kind == "sa8":
@@ -256,34 +288,45 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         irt = ir_q.triple
         oq = out_q.triple
         one_q = (-128, 1, 8)
-        zr_scales = [w_in_q.gates([0, 1]), w_out_q.gates([0, 1])]
-        u_scales = [_gru_candidate_scales(w_in_q), _gru_candidate_scales(w_out_q)]
-        zps = [w_in_q.zero_point, w_out_q.zero_point]
+        # Input series of all three gates for all frames, bias included.
+        xw, x_other = _sa_series(x, w_in, in_q.zero_point, w_in_q.zero_point)
+        xw = xw + sa8_bias(bias)
+        req_x_zr = _sa_requant(in_q, ir_q, w_in_q.gates([0, 1]))
+        req_x_u = _sa_requant(in_q, ir_q, _gru_candidate_scales(w_in_q))
+        w_out_zr, w_out_u = w_out_q.gates([0, 1]), _gru_candidate_scales(w_out_q)
         for t in _order(x.shape[0], backward):
             hq = h_q.triple
-            zr = _dense_sa([x[t], h], zr_w, bias[:2], [in_q, h_q], zr_scales, zps, ir_q)
+            hw, h_other = _sa_series(h, w_zr, h_q.zero_point, w_out_q.zero_point)
+            zr = _sa_series_sum([xw[t, :2], hw], [int(x_other[t]), int(h_other)],
+                                [req_x_zr, _sa_requant(h_q, ir_q, w_out_zr)], 0)
             z = lut_sa8(zr[0], sigm_lut, *irt, *K_SIGM_OUT)
             r = lut_sa8(zr[1], sigm_lut, *irt, *K_SIGM_OUT)
             hr = eltwise_sa8("mul", r, h, _SIGM_Q, hq, hq)
             hz = eltwise_sa8("mul", h, z, hq, _SIGM_Q, hq)
             z1 = eltwise_sa8("sub", np.full_like(z, 127), z, one_q, _SIGM_Q, _SIGM_Q)
-            u = _dense_sa([x[t], hr], u_w, bias[2:3], [in_q, h_q], u_scales, zps, ir_q)[0]
+            hrw, hr_other = _sa_series(hr, w_u, h_q.zero_point, w_out_q.zero_point)
+            u = _sa_series_sum([xw[t, 2:3], hrw], [int(x_other[t]), int(hr_other)],
+                               [req_x_u, _sa_requant(h_q, ir_q, w_out_u)], 0)[0]
             u = lut_sa8(u, tanh_lut, *irt, *K_TANH_OUT)
             tmp = eltwise_sa8("mul", u, z1, _TANH_Q, _SIGM_Q, oq)
             h = eltwise_sa8("add", tmp, hz, oq, hq, oq)
             h_q = out_q
             outs.append(h)
     else:
+        acc_bits = 40 if kind == "fx16" else 32
         ir_fb = min(_GRU_IR_FX, in_q + w_in_q)
         one = _FX_ONE
+        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
+        x_shift = in_q + w_in_q - ir_fb
         for t in _order(x.shape[0], backward):
-            zr = _dense_fx(kind, [x[t], h], zr_w, bias[:2], [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)
+            h_shift = h_q + w_out_q - ir_fb
+            zr = _fx_series_sum([xw[t, :2], w_zr(h)], [x_shift, h_shift], acc_bits)
             z = lut_fx(zr[0], sigm_lut, ir_fb)
             r = lut_fx(zr[1], sigm_lut, ir_fb)
             hr = eltwise_fx("mul", r, h, one, h_q, h_q)
             hz = eltwise_fx("mul", h, z, h_q, one, h_q)
             z1 = eltwise_fx("sub", np.full_like(z, 32767), z, one, one, one)
-            u = _dense_fx(kind, [x[t], hr], u_w, bias[2:3], [in_q, h_q], [w_in_q, w_out_q], b_q, ir_fb)[0]
+            u = _fx_series_sum([xw[t, 2:3], w_u(hr)], [x_shift, h_shift], acc_bits)[0]
             u = lut_fx(u, tanh_lut, ir_fb)
             tmp = eltwise_fx("mul", u, z1, one, one, out_q)
             h = eltwise_fx("add", tmp, hz, out_q, h_q, out_q)
@@ -292,7 +335,7 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     return np.stack(outs) if all_results else outs[-1][None]
 
 
-def _gru_candidate_scales(q: SaQ) -> tuple[np.ndarray, np.ndarray]:
+def _gru_candidate_scales(q: SaQ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Scale and shift the C GRU uses for the candidate gate's weights.
 
     Per axis: the third gate's values. Per tensor, the C code advances the scale and
@@ -302,4 +345,4 @@ def _gru_candidate_scales(q: SaQ) -> tuple[np.ndarray, np.ndarray]:
     """
     if q.per_axis:
         return q.gates([2])
-    return (np.array([int(wrap(q.scale[0] + 4, 16))], I64), np.array([int(wrap(q.scale_frac_bits[0] + 2, 8))], I64))
+    return (int(wrap(q.scale[0] + 4, 16)),), (int(wrap(q.scale_frac_bits[0] + 2, 8)),)

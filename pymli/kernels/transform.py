@@ -7,6 +7,8 @@ is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
+(C's softmax does the same for any negative axis; C's l2_normalize reads outside its shape array
+for ``axis < -1``, which pymli does not imitate: it normalises the whole tensor.)
 """
 
 from __future__ import annotations

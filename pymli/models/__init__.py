@@ -1,7 +1,7 @@
 """Whole quantised networks on pymli's MLI kernels: build, quantise, run, compare, report.
 
 * :class:`Network` of :mod:`~pymli.models.layers` (conv2d, depthwise, fully connected, pooling,
-  eltwise, activations, softmax, permute), holding quantised constants and the quantisation of
+  eltwise, activations, softmax, permute, LSTM), holding quantised constants and the quantisation of
   every intermediate; :meth:`Network.run` runs it through :mod:`pymli.capi`, :meth:`Network.run_float`
   runs the same description in float64.
 * :func:`quantize_network`: fx16, fx16_fx8_fx8 or sa8 from calibration data.
@@ -11,14 +11,51 @@
 
 from __future__ import annotations
 
-from .layers import (AvgPool, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, KernelMissing, Layer, LeakyReLU,
-                     MaxPool, Permute, PReLU, ReLU, Sigmoid, Softmax, Tanh)
+from .layers import (
+                     AvgPool,
+                     Conv2D,
+                     DepthwiseConv2D,
+                     Eltwise,
+                     FullyConnected,
+                     KernelMissing,
+                     Layer,
+                     LeakyReLU,
+                     MaxPool,
+                     Permute,
+                     PReLU,
+                     ReLU,
+                     Sigmoid,
+                     Softmax,
+                     Tanh,
+)
 from .mli_pack import Pack, load_pack
 from .network import Network, RunResult, mli_argmax
 from .qparams import Const, QParams
+from .recurrent import LSTM, UnrolledLSTM
 
 __all__ = [
-    "Network", "RunResult", "Layer", "Conv2D", "DepthwiseConv2D", "FullyConnected", "MaxPool", "AvgPool",
-    "Eltwise", "ReLU", "LeakyReLU", "PReLU", "Softmax", "Sigmoid", "Tanh", "Permute", "KernelMissing",
-    "QParams", "Const", "load_pack", "Pack", "mli_argmax",
+                     "LSTM",
+                     "AvgPool",
+                     "Const",
+                     "Conv2D",
+                     "DepthwiseConv2D",
+                     "Eltwise",
+                     "FullyConnected",
+                     "KernelMissing",
+                     "Layer",
+                     "LeakyReLU",
+                     "MaxPool",
+                     "Network",
+                     "PReLU",
+                     "Pack",
+                     "Permute",
+                     "QParams",
+                     "ReLU",
+                     "RunResult",
+                     "Sigmoid",
+                     "Softmax",
+                     "Tanh",
+                     "UnrolledLSTM",
+                     "load_pack",
+                     "mli_argmax",
 ]

@@ -41,7 +41,13 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
         scheme -> :class:`Report`.
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
     from rich.table import Table
 
     from ..config import PRESETS, get_platform
@@ -49,7 +55,7 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
     con = console or Console()
     plat = PRESETS[platform] if platform else get_platform()
     t0 = time.perf_counter()
-    xtr, xte, ytr, yte = load_split()
+    xtr, xte, _, yte = load_split()
     if samples is not None:
         xte, yte = xte[:samples], yte[:samples]
     net = digits_network()
@@ -91,7 +97,7 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
             cells.append(f"{st.headroom_bits}{accs}")
         t.add_row(*cells)
     con.print(t)
-    con.print(f"[dim]guard bits (needed worst case / available): " + ", ".join(
+    con.print("[dim]guard bits (needed worst case / available): " + ", ".join(
         f"{s}: " + " ".join(f"{st.name} {st.guard_needed}/{st.guard_available}" for st in reports[s].layers
                             if st.guard_needed is not None) for s in SCHEMES) + "[/dim]")
     if json_path is not None:

@@ -14,7 +14,7 @@ import numpy as np
 from .layers import AvgPool, Conv2D, FullyConnected, MaxPool, Softmax
 from .network import Network
 
-__all__ = ["DATA_FILE", "digits_network", "load_split", "SEED", "TEST_SIZE"]
+__all__ = ["DATA_FILE", "SEED", "TEST_SIZE", "digits_network", "load_split"]
 
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / "digits_cnn.npz"
 SEED = 0

@@ -10,8 +10,19 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["pad_hw", "conv2d", "depthwise_conv2d", "fully_connected", "max_pool", "avg_pool",
-           "relu", "softmax", "sigmoid", "lstm_cell_seq", "gru_cell_seq"]
+__all__ = [
+    "avg_pool",
+    "conv2d",
+    "depthwise_conv2d",
+    "fully_connected",
+    "gru_cell_seq",
+    "lstm_cell_seq",
+    "max_pool",
+    "pad_hw",
+    "relu",
+    "sigmoid",
+    "softmax",
+]
 
 
 def pad_hw(x: np.ndarray, pad: tuple[int, int, int, int], value: float = 0.0) -> np.ndarray:

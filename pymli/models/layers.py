@@ -24,9 +24,25 @@ from . import floatops as F
 from .qparams import Const, QParams
 
 __all__ = [
-    "Layer", "Conv2D", "DepthwiseConv2D", "FullyConnected", "MaxPool", "AvgPool", "Eltwise", "ReLU",
-    "LeakyReLU", "PReLU", "Softmax", "Sigmoid", "Tanh", "Permute", "KernelMissing", "data_suffix",
-    "mac_suffix", "capi_function", "LAYER_TYPES",
+    "LAYER_TYPES",
+    "AvgPool",
+    "Conv2D",
+    "DepthwiseConv2D",
+    "Eltwise",
+    "FullyConnected",
+    "KernelMissing",
+    "Layer",
+    "LeakyReLU",
+    "MaxPool",
+    "PReLU",
+    "Permute",
+    "ReLU",
+    "Sigmoid",
+    "Softmax",
+    "Tanh",
+    "capi_function",
+    "data_suffix",
+    "mac_suffix",
 ]
 
 _RELU_NAMES = {"none": 0, "gen": 1, "relu_1": 2, "relu_6": 3}
@@ -148,8 +164,12 @@ class Layer:
             raise NotImplementedError
         return self.output_qparams(in_qs)
 
-    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        """Call the facade function with the C argument order."""
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any] | None:
+        """Call the facade function with the C argument order.
+
+        May return extra named results ``{name: (values, QParams)}`` (e.g. an LSTM's cell state),
+        captured as ``"<layer>.<name>"``.
+        """
         fn(ins[0], out)
 
     def prepare(self) -> None:
@@ -270,14 +290,15 @@ class FullyConnected(_MacLayer):
     kind = "fully_connected"
     _prefix = "mli_krn_fully_connected_"
 
-    def __init__(self, weights: Any, bias: Any, *, relu: str = "none", **kw: Any) -> None:
+    def __init__(self, weights: Any, bias: Any, *, relu: str = "none", per_step: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
         self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
         self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
         self.relu = relu
+        self.per_step = per_step
 
     def cfg_dict(self) -> dict[str, Any]:
-        return {"relu": self.relu}
+        return {"relu": self.relu, **({"per_step": True} if self.per_step else {})}
 
     def cfg(self) -> Any:
         from ..capi.types import FullyConnectedCfg, ReluCfg
@@ -285,9 +306,24 @@ class FullyConnected(_MacLayer):
         return FullyConnectedCfg(relu=ReluCfg(_relu_type(self.relu)))
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
+        if not self.per_step:
+            fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
+            return
+        # one call per time step (row of the [T, in] input), as MLI's recurrent examples do
+        x = ins[0].numpy()
+        in_q, out_q = QParams.of(ins[0]), QParams.of(out)
+        rows = []
+        for t in range(x.shape[0]):
+            o = out_q.empty((self.weights.shape[-1],))
+            fn(in_q.tensor(x[t].reshape(-1)), self.weights.tensor(), self.bias.tensor(), self.cfg(), o)
+            rows.append(o.numpy())
+        out.view()[...] = np.stack(rows)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        if self.per_step:
+            if int(np.prod(in_shapes[0][1:])) != self.weights.shape[0]:
+                raise ValueError(f"{self.name}: steps of {in_shapes[0]} do not fit weights {self.weights.shape}")
+            return (in_shapes[0][0], self.weights.shape[-1])
         n = int(np.prod(in_shapes[0]))
         if n != self.weights.shape[0]:
             raise ValueError(f"{self.name}: input {in_shapes[0]} has {n} values, weights expect {self.weights.shape[0]}")
@@ -297,6 +333,8 @@ class FullyConnected(_MacLayer):
         return self.weights.shape[0]
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if self.per_step:
+            return x.reshape(x.shape[0], x.shape[1], -1) @ w + b
         return F.fully_connected(x, w, b)
 
 
@@ -402,7 +440,7 @@ class ReLU(Layer):
     kind = "relu"
     follows_input = True
 
-    def __init__(self, type: str = "gen", **kw: Any) -> None:  # noqa: A002 - MLI field name
+    def __init__(self, type: str = "gen", **kw: Any) -> None:
         super().__init__(**kw)
         self.type = type
 

@@ -6,9 +6,12 @@ parameters of every tensor handed to the kernels, the test inputs and every inte
 module rebuilds the network (layers calling the exact C symbols the example calls, with the same
 output parameters) so that it can be run through pymli and compared bit for bit.
 
-Supported calls: convolutions, depthwise, fully connected, pooling, eltwise, relu, softmax, sigm,
-tanh, permute. The final ``mli_krn_argmax`` of the harness is not a layer: use
-:meth:`RunResult.predictions`, which follows its tie rule.
+Supported calls: convolutions, depthwise, fully connected (also per time step in a loop), pooling,
+eltwise, relu, softmax, sigm, tanh, permute, LSTM cells, and the LSTM loop of MLI's HAR example
+built from rnn_dense / sigm / tanh / eltwise calls. Data movement and helper calls (copy, convert,
+sub-tensor views) and the state resets (multiplication by a zero scalar) are not layers; the
+network input is the quantised tensor the pack records. The final ``mli_krn_argmax`` of the
+harness is not a layer either: use :meth:`RunResult.predictions`, which follows its tie rule.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 from ..formats import ElType
 from ..tensor import Lut
 from . import layers as L
+from . import recurrent as R
 from .network import Network
 from .qparams import Const, QParams
 
@@ -52,6 +56,7 @@ class Pack:
     accuracy: float
     in_keys: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     in_qparams: dict[str, list[QParams]] = dataclasses.field(default_factory=dict)
+    in_steps: dict[str, list[int | None]] = dataclasses.field(default_factory=dict)
 
     @property
     def labels(self) -> np.ndarray:
@@ -60,6 +65,22 @@ class Pack:
     @property
     def inputs(self) -> np.ndarray:
         return np.asarray(self.vectors[self.input_key])
+
+    def recorded_inputs(self, layer: str, n: int | None = None) -> list[np.ndarray]:
+        """The C library's recorded inputs of ``layer`` (first ``n`` vectors), as the layer reads them."""
+        out = []
+        for key, step in zip(self.in_keys[layer], self.in_steps.get(layer, [None] * len(self.in_keys[layer]))):
+            v = np.asarray(self.vectors[key])[:n]
+            out.append(v if step is None else v[:, step])
+        return out
+
+    def recorded_output(self, layer: str, n: int | None = None) -> np.ndarray:
+        """The C library's recorded output of ``layer``; the last step only for an LSTM loop giving the last."""
+        v = np.asarray(self.vectors[self.call_keys[layer]])[:n]
+        la = self.network[layer]
+        if getattr(la, "kind", "") == "unrolled_lstm" and getattr(la, "results", "") == "last":
+            v = v[:, -1:]
+        return v
 
 
 def _qparams(desc: dict[str, Any], consts: Any) -> QParams:
@@ -113,18 +134,18 @@ def _layer(call: dict[str, Any], model: dict[str, Any], consts: Any, producers: 
     fn = call["fn"]
     generic = call.get("generic_fn", fn)
     out = _arg(call, "out")
-    kw: dict[str, Any] = dict(name=call["id"], fn=fn, out_q=_qparams(out["tensor"], consts))
-    ins = []
-    for p in ("in", "in1", "in2"):
-        try:
-            a = _arg(call, p)
-        except KeyError:
-            continue
-        src = a.get("data_source", [])
-        src = src[0] if src else ""
-        key = src.split(" ")[0]
-        ins.append(producers.get(key, "input"))
-    kw["inputs"] = ins
+    kw: dict[str, Any] = {"name": call["id"], "fn": fn, "out_q": _qparams(out["tensor"], consts)}
+    kw["inputs"] = [_source(a, producers) for a in _data_inputs(call)]
+    if "lstm_cell" in generic:
+        f = _fields(call)
+        return R.LSTM(_const(_arg(call, "weights_in")["const"], model, consts),
+                      _const(_arg(call, "weights_out")["const"], model, consts),
+                      _const(_arg(call, "bias")["const"], model, consts),
+                      results="all" if f.get("results") == "RNN_OUT_ALL" else "last",
+                      act={"RNN_ACT_TANH": "tanh", "RNN_ACT_SIGM": "sigm"}.get(f.get("act", ""), "none"),
+                      cell_q=_qparams(_arg(call, "cell")["tensor"], consts),
+                      tanh_lut=_lut(_arg(call, "tanh_lut")["lut"], model, consts),
+                      sigm_lut=_lut(_arg(call, "sigm_lut")["lut"], model, consts), **kw)
     if "conv2d" in generic or "fully_connected" in generic:
         w = _const(_arg(call, "weights")["const"], model, consts)
         b = _const(_arg(call, "bias")["const"], model, consts)
@@ -155,6 +176,66 @@ def _layer(call: dict[str, Any], model: dict[str, Any], consts: Any, producers: 
     raise NotImplementedError(f"pack call {call['id']}: {fn} is not supported by the pack loader")
 
 
+def _data_inputs(call: dict[str, Any]) -> list[dict[str, Any]]:
+    """The activation (non-constant) input arguments of a call, in C order."""
+    out = []
+    for a in call["args"]:
+        if a["param"] in ("in", "in1", "in2"):
+            if "array_of_tensors" in a:
+                out.append(a["array_of_tensors"][0])
+            elif "tensor" in a and "const" not in a:
+                out.append(a)
+    return out
+
+
+def _source_key(a: dict[str, Any]) -> str:
+    src = a.get("data_source", [])
+    if isinstance(src, dict):
+        src = next(iter(src.values()))
+    return (src[0] if src else "").split(" ")[0].split("[")[0]
+
+
+def _source_step(a: dict[str, Any]) -> int | None:
+    """The time step a loop result is read at (``x[t=127]``), or None."""
+    import re
+
+    src = a.get("data_source", [])
+    m = re.search(r"\[t=(\d+)\]$", (src[0] if isinstance(src, list) and src else "").split(" ")[0])
+    return int(m.group(1)) if m else None
+
+
+def _source(a: dict[str, Any], producers: dict[str, str]) -> str:
+    return producers.get(_source_key(a), "input")
+
+
+def _is_state_reset(call: dict[str, Any]) -> bool:
+    """The examples zero a state by multiplying it in place with a scalar zero constant."""
+    return "eltwise_mul" in call["fn"] and any("const" in a for a in call["args"])
+
+
+def _unrolled_lstm(loop: dict[str, Any], model: dict[str, Any], consts: Any, producers: dict[str, str],
+                   resets: dict[str, dict[str, Any]]) -> R.UnrolledLSTM:
+    body = {b["id"]: b for b in loop["body"]}
+    dense = body["dense_i"]
+    const_of = {a["param"]: a for a in dense["args"]}
+    w_in = _const(const_of["weights"]["array_of_tensors"][0]["const"], model, consts)
+    w_out = _const(const_of["weights"]["array_of_tensors"][1]["const"], model, consts)
+    bias = _const(const_of["bias"]["const"], model, consts)
+    qs = {k: _qparams(_arg(body[k], "out")["tensor"], consts) for k in body if k in R.UnrolledLSTM.OPS}
+    h_src = _arg(dense, "in")["array_of_tensors"][1]["data_source"]["t=0"][0].split(".")[0]
+    c_src = _arg(body["mul_fc"], "in2")["data_source"]["t=0"][0].split(".")[0]
+    qs["h0"] = _qparams(_arg(resets[h_src], "out")["tensor"], consts)
+    qs["c0"] = _qparams(_arg(resets[c_src], "out")["tensor"], consts)
+    luts = {}
+    for b in loop["body"]:
+        for a in b["args"]:
+            if "lut" in a:
+                luts[a["lut"]] = _lut(a["lut"], model, consts)
+    x_arg = _arg(dense, "in")["array_of_tensors"][0]
+    return R.UnrolledLSTM(w_in, w_out, bias, qs=qs, results="last", tanh_lut=luts.get("tanh"),
+                          sigm_lut=luts.get("sigm"), name=loop["loop"], inputs=[_source(x_arg, producers)])
+
+
 def load_pack(folder: str | Path) -> Pack:
     """Build the network of an MLI example pack folder (one bit-depth variant).
 
@@ -173,22 +254,41 @@ def load_pack(folder: str | Path) -> Pack:
     keys: dict[str, str] = {}
     in_qs: dict[str, list[QParams]] = {}
     in_keys: dict[str, list[str]] = {}
+    in_steps: dict[str, list[int | None]] = {}
+    resets: dict[str, dict[str, Any]] = {}
     for call in model["calls"]:
         if "loop" in call:
-            raise NotImplementedError("packs with loops (RNN) are not supported by the loader yet")
-        if "argmax" in call["fn"]:
+            body = call["body"]
+            if len(body) == 1 and "fully_connected" in body[0]["fn"]:
+                b = body[0]
+                layer = _layer(dict(b, id=call["loop"]), model, consts, producers)
+                layer.per_step = True  # type: ignore[attr-defined]
+                key = f"{call['loop']}.{b['id']}.out"
+                in_args = _data_inputs(b)
+            elif any(b["id"] == "dense_i" for b in body):
+                layer = _unrolled_lstm(call, model, consts, producers, resets)
+                key = f"{call['loop']}.mul_out.out"
+                in_args = [_arg(next(b for b in body if b["id"] == "dense_i"), "in")["array_of_tensors"][0]]
+            else:
+                raise NotImplementedError(f"pack loop {call['loop']} is not supported by the loader")
+        elif call["fn"].startswith(("mli_mov_", "mli_hlp_", "mli_krn_argmax")):
             continue
-        layer = _layer(call, model, consts, producers)
+        elif _is_state_reset(call):
+            resets[call["id"]] = call
+            continue
+        else:
+            layer = _layer(call, model, consts, producers)
+            key = _arg(call, "out").get("vectors_key", f"{call['id']}.out")
+            in_args = _data_inputs(call)
         net.add(layer)
-        key = _arg(call, "out").get("vectors_key", f"{call['id']}.out")
         producers[key] = layer.name
         keys[layer.name] = key
-        in_args = [a for a in call["args"] if a["param"] in ("in", "in1", "in2") and "tensor" in a]
         in_qs[layer.name] = [_qparams(a["tensor"], consts) for a in in_args]
+        in_steps[layer.name] = [_source_step(a) for a in in_args]
         in_keys[layer.name] = [next((k for k, v in producers.items() if v == i), inp["vectors_keys"]["quantised"])
                                for i in layer.inputs]
     import re
 
     m = re.search(r"([\d.]+) %", model["reference"]["example_binary_accuracy_line"])
     acc = float(m.group(1)) / 100 if m else float("nan")
-    return Pack(net, vectors, model, keys, inp["vectors_keys"]["quantised"], acc, in_keys, in_qs)
+    return Pack(net, vectors, model, keys, inp["vectors_keys"]["quantised"], acc, in_keys, in_qs, in_steps)

@@ -90,7 +90,7 @@ class Network:
             self.add(layer)
 
     # ---------------------------------------------------------------- building
-    def add(self, layer: Layer) -> "Network":
+    def add(self, layer: Layer) -> Network:
         """Append a layer (wired to the previous tensor unless it names its inputs)."""
         if not layer.name:
             layer.name = f"{layer.kind}{len(self.layers) + 1}"
@@ -163,11 +163,17 @@ class Network:
         """MLI functions this network needs that :mod:`pymli.capi` does not provide yet."""
         from .. import capi
 
-        need = list(dict.fromkeys(self.function_names().values()))
+        need = list(self.function_names().values())
+        after = self.expected_qparams()
         for la in self.layers:
-            lut_name = getattr(la, "_lut_name", "")
-            if lut_name and getattr(la, "lut", None) is None:
-                need += [f"mli_krn_{lut_name}_get_lut_size", f"mli_krn_{lut_name}_create_lut"]
+            if hasattr(la, "functions"):
+                need += la.functions([after[i] for i in la.inputs])
+            luts = [(getattr(la, "_lut_name", ""), getattr(la, "lut", None))]
+            luts += [("tanh", getattr(la, "tanh_lut", 0)), ("sigm", getattr(la, "sigm_lut", 0))]
+            for lut_name, lut in luts:
+                if lut_name and lut is None:
+                    need += [f"mli_krn_{lut_name}_get_lut_size", f"mli_krn_{lut_name}_create_lut"]
+        need = list(dict.fromkeys(need))
         return [n for n in need if n not in capi.FUNCTIONS]
 
     # ---------------------------------------------------------------- quantised inference
@@ -228,17 +234,22 @@ class Network:
                     ins = [acts[i][1].tensor(acts[i][0]) for i in la.inputs]
                     oq = la.output_qparams([acts[i][1] for i in la.inputs])
                     out = oq.empty(shapes[la.name])
-                    la.invoke(fns[la.name], ins, out)
+                    extras = la.invoke(fns[la.name], ins, out)
                     acts[la.name] = (out.numpy(), QParams.of(out))
+                    for k, v in (extras or {}).items():
+                        key = f"{la.name}.{k}"
+                        if capture is True or key in keep:
+                            acts[key] = v
+                            values.setdefault(key, []).append(v[0])
                     if la.name in keep:
                         values[la.name].append(acts[la.name][0])
-                for k in keep:
+                for k in values:
                     qparams[k] = acts[k][1]
                 if progress is not None:
                     progress(1)
         if keep_input:
             values[INPUT] = list(x)
-        return RunResult({k: np.stack(v) for k, v in values.items()}, qparams, self.output_name, p)
+        return RunResult({k: np.stack(v) for k, v in values.items() if v}, qparams, self.output_name, p)
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
                   platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
@@ -322,5 +333,5 @@ class Network:
         lines = [f"Network {self.name!r}: input {self.input_shape}"
                  + (f" ({self.input_q.describe()})" if self.input_q else " (float)")]
         for r in self.summary():
-            lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {str(r['shape']):<14} {r['function']} {r['out_q']}")
+            lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
         return "\n".join(lines)

@@ -21,7 +21,7 @@ import numpy as np
 from ..formats import ElType
 from ..tensor import Tensor
 
-__all__ = ["QParams", "Const", "fx_frac_for_range", "sa_scale_repr"]
+__all__ = ["Const", "QParams", "fx_frac_for_range", "sa_scale_repr"]
 
 
 def _broadcast(v: np.ndarray, dim: int, ndim: int) -> np.ndarray:
@@ -54,13 +54,13 @@ class QParams:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def fx(cls, bits: int, frac_bits: int) -> "QParams":
+    def fx(cls, bits: int, frac_bits: int) -> QParams:
         """FX8 or FX16 with ``frac_bits`` fractional bits."""
         return cls(ElType.FX_16 if bits == 16 else ElType.FX_8, frac_bits=int(frac_bits))
 
     @classmethod
     def sa(cls, zero_point: Any, scale: Any, scale_frac_bits: Any, dim: int = -1,
-           el_type: ElType = ElType.SA_8) -> "QParams":
+           el_type: ElType = ElType.SA_8) -> QParams:
         """SA8 (or SA32) parameters; arrays when ``dim >= 0``."""
         if dim >= 0:
             return cls(el_type, zero_point=np.asarray(zero_point, np.int64).reshape(-1),
@@ -69,7 +69,7 @@ class QParams:
         return cls(el_type, zero_point=int(zero_point), scale=int(scale), scale_frac_bits=int(scale_frac_bits))
 
     @classmethod
-    def of(cls, t: Tensor) -> "QParams":
+    def of(cls, t: Tensor) -> QParams:
         """The element parameters a tensor struct holds."""
         if t.el_type.is_sa:
             if t.dim >= 0:
@@ -79,7 +79,7 @@ class QParams:
         return cls(t.el_type, frac_bits=int(t.frac_bits))
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "QParams":
+    def from_dict(cls, d: dict[str, Any]) -> QParams:
         el = ElType.from_c_name(d["el_type"]) if isinstance(d["el_type"], str) else ElType(d["el_type"])
         if "sa" in d or el.is_sa:
             sa = d.get("sa", d)
@@ -138,9 +138,9 @@ class QParams:
 
     def _tensor_kwargs(self) -> dict[str, Any]:
         if self.el_type.is_sa:
-            return dict(zero_point=self.zero_point, scale=self.scale, scale_frac_bits=self.scale_frac_bits,
-                        dim=self.dim)
-        return dict(frac_bits=self.frac_bits)
+            return {"zero_point": self.zero_point, "scale": self.scale, "scale_frac_bits": self.scale_frac_bits,
+                    "dim": self.dim}
+        return {"frac_bits": self.frac_bits}
 
     def describe(self) -> str:
         if self.el_type.is_sa:
@@ -168,16 +168,18 @@ def fx_frac_for_range(max_abs: float, bits: int, headroom_bits: int = 0) -> int:
     return int(frac)
 
 
-def sa_scale_repr(step: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+def sa_scale_repr(step: np.ndarray | float, *, round_up: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Represent real scale factors as MLI's ``scale * 2**-scale_frac_bits``, scale in [2**14, 2**15).
 
-    Returns (scale int16 values, scale_frac_bits values) as int64 arrays.
+    ``round_up`` never makes the represented step smaller than asked (the calibrated range then
+    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays.
     """
     step = np.atleast_1d(np.asarray(step, np.float64))
     step = np.where(step > 0, step, 1.0)
     e = np.floor(np.log2(step)).astype(np.int64)      # step = m * 2**e with m in [1, 2)
     sfb = 14 - e
-    scale = np.rint(step * np.exp2(sfb.astype(np.float64))).astype(np.int64)
+    mant = step * np.exp2(sfb.astype(np.float64))
+    scale = (np.ceil(mant) if round_up else np.rint(mant)).astype(np.int64)
     # rounding may reach 2**15: move one bit into the exponent
     over = scale >= (1 << 15)
     scale = np.where(over, scale >> 1, scale)
@@ -201,11 +203,11 @@ class Const:
     _tensor: Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_float(cls, x: Any) -> "Const":
+    def from_float(cls, x: Any) -> Const:
         return cls(float_value=np.asarray(x, np.float64))
 
     @classmethod
-    def quantized(cls, q: np.ndarray, qp: QParams, float_value: np.ndarray | None = None) -> "Const":
+    def quantized(cls, q: np.ndarray, qp: QParams, float_value: np.ndarray | None = None) -> Const:
         return cls(q=np.asarray(q), qp=qp, float_value=float_value)
 
     @property

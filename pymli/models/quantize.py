@@ -9,7 +9,9 @@ The scheme names are MLI's three builds of its examples:
 
 FX choices follow MLI's constraints: ``bias.frac_bits <= in + weights`` and ``out.frac_bits <= in +
 weights`` for MAC layers; layers whose kernel keeps or sets the output format (max pooling, ReLU,
-permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it.
+permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it. The two inputs of an
+element-wise min / max must share one format: their producers get the coarser of the two (FX) or the
+union of their ranges (SA8), where the producer's format is the network's to choose.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import Layer, _MacLayer
+from .layers import Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
 from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
+from .recurrent import UnrolledLSTM, _LstmBase
 
-__all__ = ["SCHEMES", "quantize_network", "calibrate", "tensor_qparams"]
+__all__ = ["SCHEMES", "calibrate", "quantize_network", "tensor_qparams"]
 
 SCHEMES = ("fx16", "fx16_fx8_fx8", "sa8")
 
@@ -35,7 +38,10 @@ def calibrate(net: Network, x: np.ndarray, *, percentile: float | None = None) -
     ``percentile`` (e.g. 99.99) clips outliers: the range is taken between the ``100 - p`` and ``p``
     percentiles instead of the extremes.
     """
-    acts = net.run_float(np.asarray(x, np.float64), original=True)
+    return _ranges(net.run_float(np.asarray(x, np.float64), original=True), percentile)
+
+
+def _ranges(acts: dict[str, np.ndarray], percentile: float | None) -> dict[str, tuple[float, float]]:
     out = {}
     for k, v in acts.items():
         if percentile is None:
@@ -45,6 +51,35 @@ def calibrate(net: Network, x: np.ndarray, *, percentile: float | None = None) -
     return out
 
 
+def _quantize_lstm(la: _LstmBase, in_q: QParams, x: np.ndarray, out_range: tuple[float, float], scheme: str,
+                   headroom_bits: int, percentile: float | None) -> QParams:
+    """Weights per gate (SA8: per-gate scales on dim 0), bias on the input x weights_in scale, cell from calibration."""
+    w_in, w_out, b = (c.value(original=True) for c in (la.weights_in, la.weights_out, la.bias))
+    _, cells = la.float_sequence(x, original=True)
+    la.cell_q = tensor_qparams(*_ranges({"c": cells}, percentile)["c"], scheme, headroom_bits)  # type: ignore[attr-defined]
+    if scheme == "sa8":
+        qps = []
+        for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
+            wmax = np.abs(w).reshape(4, -1).max(axis=1)
+            scale, sfb = sa_scale_repr(np.where(wmax > 0, wmax / 127.0, 1.0))
+            qp = QParams.sa(np.zeros(4, np.int64), scale, sfb, 0)
+            c.set_quantized(qp.quantize(w), qp)
+            qps.append(qp)
+        bstep = float(in_q.step()) * qps[0].step()
+        bscale, bsfb = sa_scale_repr(bstep)
+        la.bias.set_quantized(np.clip(np.rint(b / bstep[:, None]), -(2 ** 31), 2 ** 31 - 1).astype(np.int32),
+                              QParams.sa(np.zeros(4, np.int64), bscale, bsfb, 0, ElType.SA_32))
+        return tensor_qparams(*out_range, "sa8", headroom_bits)
+    wbits = 8 if scheme == "fx16_fx8_fx8" else 16
+    for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
+        qp = QParams.fx(wbits, fx_frac_for_range(float(np.abs(w).max()), wbits))
+        c.set_quantized(qp.quantize(w), qp)
+    b_frac = min(fx_frac_for_range(float(np.abs(b).max()), wbits), in_q.frac_bits + la.weights_in.qp.frac_bits)  # type: ignore[union-attr]
+    bq = QParams.fx(wbits, b_frac)
+    la.bias.set_quantized(bq.quantize(b), bq)
+    return tensor_qparams(*out_range, "fx16", headroom_bits)
+
+
 def tensor_qparams(lo: float, hi: float, scheme: str, headroom_bits: int = 0) -> QParams:
     """Quantisation of an activation tensor whose values span [lo, hi]."""
     if scheme == "sa8":
@@ -52,7 +87,7 @@ def tensor_qparams(lo: float, hi: float, scheme: str, headroom_bits: int = 0) ->
         if hi - lo <= 0:
             hi = lo + 1.0
         step = (hi - lo) / 255.0 * (1 << headroom_bits)
-        scale, sfb = sa_scale_repr(step)
+        scale, sfb = sa_scale_repr(step, round_up=True)
         real_step = float(scale[0]) * 2.0 ** -float(sfb[0])
         zp = int(np.clip(-128 - np.rint(lo / real_step), -128, 127))
         return QParams.sa(zp, int(scale[0]), int(sfb[0]))
@@ -117,14 +152,70 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
     """
     if scheme not in SCHEMES:
         raise ValueError(f"scheme {scheme!r} not in {SCHEMES}")
-    ranges = calibrate(net, calib_x, percentile=percentile)
+    acts = net.run_float(np.asarray(calib_x, np.float64), original=True)
+    ranges = _ranges(acts, percentile)
+    groups = _same_format_groups(net)
+    forced: dict[str, QParams] = {}
+    for _ in range(4):
+        q, qs = _quantize_pass(net, acts, ranges, scheme, headroom_bits, percentile, forced)
+        changed = False
+        for group in groups:
+            fmts = [qs[n] for n in group]
+            if all(f == fmts[0] for f in fmts):
+                continue
+            if scheme == "sa8":
+                lo = min(ranges[n][0] for n in group)
+                hi = max(ranges[n][1] for n in group)
+                target = tensor_qparams(lo, hi, scheme, headroom_bits)
+            else:
+                target = QParams.fx(16, min(f.frac_bits for f in fmts))
+            for n in group:
+                if forced.get(n) != target:
+                    forced[n] = target
+                    changed = True
+        if not changed:
+            break
+    return q
+
+
+def _same_format_groups(net: Network) -> list[list[str]]:
+    """Tensors that must share one format: the two inputs of an element-wise min / max (MLI checks it)."""
+    parent: dict[str, str] = {}
+
+    def find(a: str) -> str:
+        while parent.get(a, a) != a:
+            a = parent[a]
+        return a
+
+    for la in net.layers:
+        if isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2:
+            a, b = find(la.inputs[0]), find(la.inputs[1])
+            if a != b:
+                parent[b] = a
+    groups: dict[str, list[str]] = {}
+    for n in parent:
+        groups.setdefault(find(n), []).append(n)
+    for root, members in groups.items():
+        if root not in members:
+            members.append(root)
+    return [m for m in groups.values() if len(m) > 1]
+
+
+def _quantize_pass(net: Network, acts: dict[str, np.ndarray], ranges: dict[str, tuple[float, float]], scheme: str,
+                   headroom_bits: int, percentile: float | None, forced: dict[str, QParams]
+                   ) -> tuple[Network, dict[str, QParams]]:
     q = copy.deepcopy(net)
     q.name = f"{net.name} [{scheme}]"
-    q.input_q = tensor_qparams(*ranges[INPUT], scheme, headroom_bits)
+    q.input_q = forced.get(INPUT) or tensor_qparams(*ranges[INPUT], scheme, headroom_bits)
     qs: dict[str, QParams] = {INPUT: q.input_q}
     for la in q.layers:
         in_qs = [qs[i] for i in la.inputs]
-        if isinstance(la, _MacLayer):
+        if isinstance(la, UnrolledLSTM):
+            raise NotImplementedError("UnrolledLSTM is built from a recorded pack; quantise an LSTM layer instead")
+        if isinstance(la, _LstmBase):
+            la.out_q = _quantize_lstm(la, in_qs[0], acts[la.inputs[0]], ranges[la.name], scheme, headroom_bits,
+                                      percentile)
+        elif isinstance(la, _MacLayer):
             la.out_q = _quantize_mac(la, in_qs[0], ranges[la.name], scheme, headroom_bits)
         elif la.kernel_sets_output:
             la.out_q = None
@@ -137,8 +228,10 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
                 la.out_q = None
             else:
                 la.out_q = tensor_qparams(*ranges[la.name], scheme, headroom_bits)
+        if la.out_q is not None and la.name in forced:
+            la.out_q = forced[la.name]
         qs[la.name] = la.result_qparams(in_qs)
-    return q
+    return q, qs
 
 
 def describe(qnet: Network) -> list[dict[str, Any]]:

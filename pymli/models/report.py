@@ -29,10 +29,10 @@ import numpy as np
 
 from ..formats import ElType
 from .layers import _MacLayer
-from .network import INPUT, Network, RunResult, mli_argmax
+from .network import Network, RunResult, mli_argmax
 from .qparams import QParams
 
-__all__ = ["LayerStats", "Report", "compare", "snr_db", "accu_guard_bits", "ARC_GUARD_BITS"]
+__all__ = ["ARC_GUARD_BITS", "LayerStats", "Report", "accu_guard_bits", "compare", "snr_db"]
 
 
 def snr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -142,9 +142,8 @@ class Report:
 
     def table(self, title: str | None = None, *, kernels: bool = False) -> Any:
         """A rich Table of the per-layer figures (``kernels``: add the MLI function of each layer)."""
-        from rich.table import Table
-
         from rich.markup import escape
+        from rich.table import Table
 
         t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
         cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
@@ -184,7 +183,7 @@ class Report:
         if ax is None:
             _, ax = plt.subplots(figsize=(max(6, len(self.layers) * 0.8), 4))
         names = [s.name for s in self.layers]
-        cap = lambda v: 150.0 if v == math.inf else v  # noqa: E731
+        cap = lambda v: 150.0 if v == math.inf else v
         x = np.arange(len(names))
         ax.bar(x - 0.2, [cap(s.snr_db) for s in self.layers], 0.4, label="SNR vs float (end to end)")
         ax.bar(x + 0.2, [cap(s.snr_local_db) for s in self.layers], 0.4, label="SNR of the layer alone")
@@ -228,7 +227,7 @@ def _headroom(q: np.ndarray, qp: QParams) -> tuple[float, int | None]:
     free = qp.bits - 1
     for peak, lim in ((int(np.max(v - zp)), qp.qmax - zp), (int(np.max(zp - v)), zp - qp.qmin)):
         if peak > 0:
-            free = min(free, int(math.floor(math.log2(lim / peak))) if lim > 0 else 0)
+            free = min(free, math.floor(math.log2(lim / peak)) if lim > 0 else 0)
     return sat, max(free, 0)
 
 
@@ -251,6 +250,9 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
     """
     if result is None:
         result = qnet.run(x, capture=True, platform=platform, progress=progress)
+    missing = [n for n in ("input", *(la.name for la in qnet.layers)) if n not in result.values]
+    if missing:
+        raise ValueError(f"compare needs a run with every intermediate captured; missing {missing}")
     original = reference == "float"
     xf = np.asarray(x)
     if xf.dtype.kind != "f":
@@ -269,20 +271,23 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
         st = LayerStats(la.name, la.kind, fns[la.name], qp.describe(), snr_db(ref[la.name], out),
                         snr_db(local, out), float(np.max(np.abs(out - ref[la.name]))),
                         float(np.max(np.abs(ref[la.name]))), sat, head)
-        if isinstance(la, _MacLayer):
-            w_el = la.weights.qp.el_type  # type: ignore[union-attr]
+        macs = la.mac_count([tuple(np.asarray(v).shape[1:]) for v in in_vals])
+        w_const = getattr(la, "weights", None) or getattr(la, "weights_in", None)
+        if macs is not None and w_const is not None and w_const.qp is not None:
+            w_el = w_const.qp.el_type
             in_el = in_q[0].el_type
-            st.macs = la.mac_count([tuple(np.asarray(in_vals[0]).shape[1:])])
-            st.guard_needed = int(math.ceil(math.log2(st.macs + 1)))
+            st.macs = macs
+            st.guard_needed = math.ceil(math.log2(st.macs + 1))
             key = _guard_key(in_el, w_el)
             st.guard_available = (guard_bits or {}).get(key, None)
             if st.guard_available is None:
                 st.guard_available = accu_guard_bits(in_el, w_el)
             st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
-            acc = la.accumulator(in_vals[0], in_q[0])
-            peak = float(np.max(np.abs(acc))) if acc.size else 0.0
-            st.acc_peak_bits = int(math.ceil(math.log2(peak + 1))) if peak > 0 else 0
-            st.acc_headroom_bits = st.acc_bits - st.acc_peak_bits
+            acc = la.accumulator(in_vals[0], in_q[0]) if isinstance(la, _MacLayer) else None
+            if acc is not None:
+                peak = float(np.max(np.abs(acc))) if acc.size else 0.0
+                st.acc_peak_bits = math.ceil(math.log2(peak + 1)) if peak > 0 else 0
+                st.acc_headroom_bits = st.acc_bits - st.acc_peak_bits
         rows.append(st)
     acc_q = acc_f = None
     if labels is not None:

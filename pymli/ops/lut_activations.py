@@ -15,6 +15,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..arith.lut import create_lut
 from ..capi import lut_activations as C
 from ..capi.types import L2NormalizeCfg, SoftmaxCfg
@@ -42,7 +45,7 @@ def _out_like(x: Tensor) -> Tensor:
     return Tensor.zeros(list(x.shape[: x.rank]), x.el_type)
 
 
-def _pick(x: Tensor, fns: dict[ElType, object], op: str):
+def _pick(x: Tensor, fns: dict[ElType, Callable[..., Any]], op: str) -> Callable[..., Any]:
     fn = fns.get(x.el_type)
     if fn is None:
         supported = ", ".join(t.name for t in fns)

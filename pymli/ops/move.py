@@ -6,7 +6,7 @@ parameters are sliced, sub-sampled, permuted or padded along with the data). Pad
 raw value 0, as MLI does (for sa types that is the real value ``-zero_point * scale``).
 
 Example:
-    >>> import numpy as np, pymli
+    >>> import numpy as np, pymli, pymli.ops
     >>> x = pymli.Tensor.from_numpy(np.arange(12).reshape(3, 4), "FX_16")
     >>> pymli.ops.slice_tensor(x, (1, 0), (2, 2)).numpy().tolist()
     [[4, 5], [8, 9]]

@@ -14,8 +14,7 @@ import pytest
 from pymli import capi
 from pymli.models import load_pack, mli_argmax
 from pymli.models.qparams import QParams
-
-from ..conftest import shared_dir
+from pymli.paths import shared_dir
 
 CIFAR = shared_dir() / "models" / "cifar10"
 VARIANTS = {"fx16": 0.80, "fx16_fx8_fx8": 0.85, "sa8": 0.75}
@@ -57,7 +56,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
     net = p.network
     la = net[layer]
     _skip_missing([la.function_name(p.in_qparams[layer])])
-    xs = [p.vectors[k] for k in p.in_keys[layer]]
+    xs = p.recorded_inputs(layer)
     out, q = net.run_layer(layer, xs, p.in_qparams[layer])
     ref = p.vectors[p.call_keys[layer]]
     assert out.dtype == ref.dtype

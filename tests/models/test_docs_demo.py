@@ -13,7 +13,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "models.md"
 
 
 def test_docs_models_python_blocks_run() -> None:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
     assert blocks, "docs/models.md has no python example"
     from pymli.models import Network
 

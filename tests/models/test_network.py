@@ -13,8 +13,25 @@ from hypothesis import strategies as st
 
 from pymli import capi
 from pymli.formats import ElType
-from pymli.models import (AvgPool, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, KernelMissing, LeakyReLU,
-                          MaxPool, Network, Permute, PReLU, QParams, ReLU, Sigmoid, Softmax, Tanh, mli_argmax)
+from pymli.models import (
+    AvgPool,
+    Conv2D,
+    DepthwiseConv2D,
+    Eltwise,
+    FullyConnected,
+    KernelMissing,
+    LeakyReLU,
+    MaxPool,
+    Network,
+    Permute,
+    PReLU,
+    QParams,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+    mli_argmax,
+)
 from pymli.models import floatops as F
 from pymli.models.qparams import fx_frac_for_range, sa_scale_repr
 from pymli.models.quantize import quantize_network
@@ -264,3 +281,72 @@ def test_fx_weights_respect_mli_frac_constraints() -> None:
             assert la.weights.qp.el_type == (ElType.FX_16 if bits == 16 else ElType.FX_8)
             assert la.bias.qp.frac_bits <= in_frac + la.weights.qp.frac_bits
             assert la.out_q.frac_bits <= in_frac + la.weights.qp.frac_bits
+
+
+@given(st.floats(min_value=1e-9, max_value=1e6))
+def test_sa_scale_repr_round_up_never_shrinks(step: float) -> None:
+    scale, sfb = sa_scale_repr(step, round_up=True)
+    assert scale[0] * 2.0 ** -sfb[0] >= step
+    assert 1 << 14 <= int(scale[0]) < 1 << 15
+
+
+def lstm_net(seed: int = 0) -> Network:
+    from pymli.models import LSTM
+
+    rng = np.random.default_rng(seed)
+    return Network((10, 5), [
+        FullyConnected(rng.normal(0, .4, (5, 8)), rng.normal(0, .1, 8), relu="gen", per_step=True, name="fc1"),
+        LSTM(rng.normal(0, .3, (4, 8, 6)), rng.normal(0, .3, (4, 6, 6)), rng.normal(0, .2, (4, 6)), name="lstm"),
+        LSTM(rng.normal(0, .3, (4, 6, 6)), rng.normal(0, .3, (4, 6, 6)), rng.normal(0, .2, (4, 6)),
+             results="last", name="last"),
+        FullyConnected(rng.normal(0, .4, (6, 3)), rng.normal(0, .1, 3), name="fc2"),
+    ], name="lstm-net")
+
+
+def test_lstm_float_matches_textbook_cell() -> None:
+    net = lstm_net()
+    x = np.random.default_rng(1).normal(size=(2, 10, 5))
+    acts = net.run_float(x)
+    la = net["lstm"]
+    w_in, w_out, b = (c.value() for c in (la.weights_in, la.weights_out, la.bias))
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    h = np.zeros(6)
+    c = np.zeros(6)
+    for t in range(10):   # sample 1, gates i, g, f, o
+        xt = acts["fc1"][1, t]
+        z = [xt @ w_in[k] + h @ w_out[k] + b[k] for k in range(4)]
+        c = sig(z[2]) * c + sig(z[0]) * np.tanh(z[1])
+        h = sig(z[3]) * np.tanh(c)
+        assert np.allclose(acts["lstm"][1, t], h)
+    assert acts["last"].shape == (2, 1, 6)
+
+
+@pytest.mark.parametrize("scheme,min_snr", [("fx16", 50.0), ("fx16_fx8_fx8", 30.0), ("sa8", 15.0)])
+def test_lstm_network_quantised_tracks_float(scheme: str, min_snr: float) -> None:
+    net = lstm_net()
+    x = np.random.default_rng(2).normal(size=(12, 10, 5))
+    q = quantize_network(net, x, scheme)
+    _need(q)
+    res = q.run(x[:3])
+    assert res["lstm.cell"].shape == (3, 6) and res["lstm"].shape == (3, 10, 6)
+    rep = compare(q, x[:3], result=res)
+    for s in rep.layers:
+        assert s.snr_db > min_snr, f"{scheme}/{s.name}: {s.snr_db:.1f} dB"
+    assert rep["lstm"].guard_needed == 4   # 8 inputs + 6 recurrent products + bias -> 15 terms
+
+
+@pytest.mark.parametrize("scheme", ["fx16", "sa8"])
+def test_eltwise_max_inputs_share_a_format(scheme: str) -> None:
+    rng = np.random.default_rng(7)
+    net = Network((4, 4, 2), [
+        Conv2D(rng.normal(0, .2, (1, 1, 2, 3)), np.zeros(3), name="small"),
+        Conv2D(rng.normal(0, 2.0, (1, 1, 2, 3)), np.zeros(3), name="big", inputs=["input"]),
+        Eltwise("max", name="mx", inputs=["small", "big"]),
+    ])
+    x = rng.uniform(-1, 1, (10, 4, 4, 2))
+    q = quantize_network(net, x, scheme)
+    qs = q.expected_qparams()
+    assert qs["small"] == qs["big"]
+    _need(q)
+    rep = compare(q, x)
+    assert rep["mx"].snr_db > (60 if scheme == "fx16" else 25)

@@ -217,3 +217,14 @@ def test_checks_report_c_status_and_write_nothing(mutate, status):
     assert e.value.status is status
     if before is not None:
         assert np.array_equal(dst.data, before)
+
+
+def test_structs_round_trip_golden_json():
+    h = capi.STRUCTS["mli_mov_handle_t"].from_dict({"dma_ch": 3, "num_ch": 1, "state": "MLI_MOV_STATE_DMA_RUNNING"})
+    assert h.state is MovState.DMA_RUNNING
+    assert h.to_dict() == {"dma_ch": 3, "num_ch": 1, "state": "MLI_MOV_STATE_DMA_RUNNING"}
+    assert capi.STRUCTS["mli_mov_handle_t"].from_dict({"dma_ch": 0, "num_ch": 0, "state": 0}).state is MovState.INVALID
+    d = {"offset": [1, 0, 0, 0], "size": [2, 0, 0, 0], "sub_sample_step": [1, 2, 1, 1], "dst_offset": [0, 1, 0, 0],
+         "dst_mem_stride": [9, 1, 0, 0], "perm_dim": [1, 0, 2, 3], "padding_pre": [0, 0, 1, 0],
+         "padding_post": [0, 2, 0, 0]}
+    assert capi.STRUCTS["mli_mov_cfg_t"].from_dict(d).to_dict() == d

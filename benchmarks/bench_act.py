@@ -1,0 +1,75 @@
+"""Speed of the ReLU family, permute and argmax through the facade (time per call, best of N).
+
+    python benchmarks/bench_act.py [--repeat N]      (from the repository root)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's pymli, installed or not
+
+from pymli import Tensor, capi  # noqa: E402
+from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType  # noqa: E402
+
+
+def best_of(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=7)
+    ns = ap.parse_args()
+    rng = np.random.default_rng(0)
+    shape = (56, 56, 64)
+    q = dict(zero_point=-7, scale=20000, scale_frac_bits=20)
+    x8 = Tensor.from_numpy(rng.integers(-128, 128, shape).astype(np.int8), "SA_8", **q)
+    o8 = Tensor.zeros(shape, "SA_8", zero_point=3, scale=23000, scale_frac_bits=20)
+    x16 = Tensor.from_numpy(rng.integers(-32768, 32768, shape).astype(np.int16), "FX_16", frac_bits=10)
+    o16 = Tensor.zeros(shape, "FX_16", frac_bits=10)
+    slope8 = Tensor.from_numpy(np.array(51, np.int8), "SA_8", zero_point=0, scale=16384, scale_frac_bits=21)
+    slopes8 = Tensor.from_numpy(rng.integers(-128, 128, (1, 1, 64)).astype(np.int8), "SA_8", zero_point=0,
+                                scale=16384, scale_frac_bits=21)
+    slope16 = Tensor.from_numpy(np.array(3277, np.int16), "FX_16", frac_bits=15)
+    perm_out8 = Tensor.zeros((64, 56, 56), "SA_8", **q)
+    perm_out16 = Tensor.zeros((64, 56, 56), "FX_16", frac_bits=10)
+    x8_ties = Tensor.from_numpy(rng.integers(-128, 128, shape).astype(np.int8), "SA_8", **q)
+
+    def argmax_out(rows: int, k: int) -> Tensor:
+        return Tensor.zeros((rows, k), "SA_32")
+
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("relu_sa8 RELU_6 56x56x64", lambda: capi.mli_krn_relu_sa8(x8, ReluCfg(ReluType.RELU_6), o8)),
+        ("relu_fx16 GEN 56x56x64", lambda: capi.mli_krn_relu_fx16(x16, ReluCfg(ReluType.GEN), o16)),
+        ("leaky_relu_sa8 56x56x64", lambda: capi.mli_krn_leaky_relu_sa8(x8, slope8, o8)),
+        ("leaky_relu_fx16 56x56x64", lambda: capi.mli_krn_leaky_relu_fx16(x16, slope16, o16)),
+        ("prelu_sa8 axis=2 56x56x64", lambda: capi.mli_krn_prelu_sa8(x8, slopes8, PreluCfg(2), o8)),
+        ("permute_sa8 [2,0,1] 56x56x64", lambda: capi.mli_krn_permute_sa8(x8, PermuteCfg([2, 0, 1, 3]), perm_out8)),
+        ("permute_fx16 [2,0,1] 56x56x64", lambda: capi.mli_krn_permute_fx16(x16, PermuteCfg([2, 0, 1, 3]),
+                                                                             perm_out16)),
+        ("argmax_fx16 whole, top1", lambda: capi.mli_krn_argmax_fx16(x16, ArgmaxCfg(-1, 1), argmax_out(1, 1))),
+        ("argmax_fx16 whole, top5", lambda: capi.mli_krn_argmax_fx16(x16, ArgmaxCfg(-1, 5), argmax_out(1, 5))),
+        ("argmax_sa8 whole, top5 (ties)", lambda: capi.mli_krn_argmax_sa8(x8_ties, ArgmaxCfg(-1, 5), argmax_out(1, 5))),
+        ("argmax_sa8 axis=2, top3 (ties)", lambda: capi.mli_krn_argmax_sa8(x8_ties, ArgmaxCfg(2, 3),
+                                                                          argmax_out(64, 3))),
+    ]
+    print(f"{'case':36s} {'ms/call':>10s}")
+    for name, fn in cases:
+        print(f"{name:36s} {best_of(fn, ns.repeat) * 1e3:10.3f}")
+
+
+if __name__ == "__main__":
+    main()

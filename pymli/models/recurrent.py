@@ -1,0 +1,226 @@
+"""Recurrent layers: MLI's LSTM cell over a sequence, and an LSTM unrolled into MLI primitives.
+
+Sequences are ``[T, features]`` per sample (``[N, T, features]`` in the float path). Weights follow
+MLI: ``weights_in [4, in, out]``, ``weights_out [4, out, out]``, ``bias [4, out]``, gates in the
+order i (input), g (cell candidate), f (forget), o (output). The state starts at zero (the zero
+point for SA8), as MLI's examples make it by multiplying the state by a zero scalar.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..tensor import Lut, Tensor
+from . import floatops as F
+from .layers import Layer, capi_function, data_suffix, mac_suffix
+from .qparams import Const, QParams
+
+__all__ = ["GATES", "LSTM", "UnrolledLSTM"]
+
+GATES = ("i", "g", "f", "o")
+
+
+def _zero_state(q: QParams, m: int) -> Tensor:
+    """A rank-1 state of ``m`` values equal to zero in format ``q`` (the zero point for SA)."""
+    zp = int(q.zero_point) if q.el_type.is_sa else 0
+    return q.tensor(np.full(m, zp, q.el_type.dtype))
+
+
+def _make_lut(name: str) -> Lut:
+    size = int(capi_function(f"mli_krn_{name}_get_lut_size")())
+    lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
+    capi_function(f"mli_krn_{name}_create_lut")(lut)
+    return lut
+
+
+class _LstmBase(Layer):
+    weights_in: Const
+    weights_out: Const
+    bias: Const
+    results: str
+    act: str
+
+    def _init(self, w_in: Any, w_out: Any, bias: Any, results: str, act: str, tanh_lut: Lut | None,
+              sigm_lut: Lut | None) -> None:
+        self.weights_in = w_in if isinstance(w_in, Const) else Const.from_float(w_in)
+        self.weights_out = w_out if isinstance(w_out, Const) else Const.from_float(w_out)
+        self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
+        if results not in ("all", "last"):
+            raise ValueError("results must be 'all' or 'last'")
+        self.results, self.act = results, act
+        self.tanh_lut, self.sigm_lut = tanh_lut, sigm_lut
+
+    @property
+    def units(self) -> int:
+        return int(self.weights_out.shape[-1])
+
+    def consts(self) -> dict[str, Const]:
+        return {"weights_in": self.weights_in, "weights_out": self.weights_out, "bias": self.bias}
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"units": self.units, "results": self.results, "act": self.act}
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        t, n_in = in_shapes[0][0], int(np.prod(in_shapes[0][1:]))
+        if n_in != self.weights_in.shape[1]:
+            raise ValueError(f"{self.name}: input {in_shapes[0]} does not fit weights_in {self.weights_in.shape}")
+        return (t if self.results == "all" else 1, self.units)
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        return int(self.weights_in.shape[1]) + self.units
+
+    def prepare(self) -> None:
+        if self.tanh_lut is None:
+            self.tanh_lut = _make_lut("tanh")
+        if self.sigm_lut is None:
+            self.sigm_lut = _make_lut("sigm")
+
+    def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(h for every step ``[N, T, out]``, cell for every step ``[N, T, out]``) in float64."""
+        n, m = x.shape[0], self.units
+        w_in, w_out, b = (c.value(original) for c in (self.weights_in, self.weights_out, self.bias))
+        h, c = np.zeros((n, m)), np.zeros((n, m))
+        hs, cs = [], []
+        for t in range(x.shape[1]):
+            pre = (np.einsum("ni,gio->gno", x[:, t].reshape(n, -1), w_in) + np.einsum("ni,gio->gno", h, w_out)
+                   + b[:, None, :])
+            i, g, f, o = F.sigmoid(pre[0]), np.tanh(pre[1]), F.sigmoid(pre[2]), F.sigmoid(pre[3])
+            c = f * c + i * g
+            h = o * (np.tanh(c) if self.act == "tanh" else F.sigmoid(c) if self.act == "sigm" else c)
+            hs.append(h)
+            cs.append(c)
+        return np.stack(hs, 1), np.stack(cs, 1)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        h, _ = self.float_sequence(xs[0], original)
+        return h if self.results == "all" else h[:, -1:]
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> None:
+        return None
+
+
+class LSTM(_LstmBase):
+    """``mli_krn_lstm_cell_*`` over the whole input sequence.
+
+    Args:
+        w_in, w_out, bias: constants ``[4, in, out]``, ``[4, out, out]``, ``[4, out]``.
+        results: ``"all"`` (output ``[T, out]``) or ``"last"`` (``[1, out]``).
+        act: output activation (``tanh``, ``sigm``, ``none``).
+        cell_q: quantisation of the cell state (set by the quantiser or a pack).
+        tanh_lut, sigm_lut: LUTs (created with ``mli_krn_*_create_lut`` when None).
+    """
+
+    kind = "lstm"
+
+    def __init__(self, w_in: Any, w_out: Any, bias: Any, *, results: str = "all", act: str = "tanh",
+                 cell_q: QParams | None = None, tanh_lut: Lut | None = None, sigm_lut: Lut | None = None,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self._init(w_in, w_out, bias, results, act, tanh_lut, sigm_lut)
+        self.cell_q = cell_q
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_lstm_cell_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
+        from ..capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
+
+        m = self.units
+        prev = _zero_state(QParams.of(out), m)
+        if self.cell_q is None:
+            raise ValueError(f"layer {self.name}: cell quantisation not set")
+        cell = _zero_state(self.cell_q, m)
+        cfg = RnnCellCfg(direction=RnnDirection.FORWARD,
+                         results=RnnResults.ALL if self.results == "all" else RnnResults.LAST,
+                         act={"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM,
+                              "none": RnnOutActivation.NONE}[self.act],
+                         scratch_capacity=4 * m * ins[0].el_type.size)
+        x = ins[0]
+        if x.rank != 2:  # MLI wants [T, in]
+            x = QParams.of(x).tensor(x.numpy().reshape(x.shape[0], -1))
+        fn(x, prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(), self.tanh_lut,
+           self.sigm_lut, cfg, cell, out)
+        return {"cell": (cell.numpy(), QParams.of(cell))}
+
+
+class UnrolledLSTM(_LstmBase):
+    """An LSTM built step by step from MLI primitives, as MLI's HAR example does for its FX builds.
+
+    Per step: ``rnn_dense`` for each gate (inputs x_t and h_{t-1}), ``sigm`` / ``tanh``, then
+    ``f * c``, ``i * g`` (``eltwise_mul``), ``c = f*c + i*g`` (``eltwise_add``), ``tanh(c)`` and
+    ``h = tanh(c) * o``. Every intermediate format is a parameter.
+
+    Args:
+        w_in, w_out, bias: as :class:`LSTM`.
+        qs: quantisation of the outputs of ``dense_i, dense_g, dense_f, dense_o, mul_fc, mul_ig, add_c,
+            mul_out`` (h), plus ``c0`` and ``h0`` (the zero initial states).
+        results: ``"all"`` or ``"last"``.
+    """
+
+    kind = "unrolled_lstm"
+    OPS: ClassVar[tuple[str, ...]] = ("dense_i", "dense_g", "dense_f", "dense_o", "sigm_i", "tanh_g", "sigm_f",
+                                      "sigm_o", "mul_fc", "mul_ig", "add_c", "tanh_c", "mul_out")
+
+    def __init__(self, w_in: Any, w_out: Any, bias: Any, *, qs: dict[str, QParams] | None = None,
+                 results: str = "last", tanh_lut: Lut | None = None, sigm_lut: Lut | None = None,
+                 **kw: Any) -> None:
+        super().__init__(**kw)
+        self._init(w_in, w_out, bias, results, "tanh", tanh_lut, sigm_lut)
+        self.qs = dict(qs or {})
+
+    def output_qparams(self, in_qs: list[QParams]) -> QParams:
+        return self.out_q or self.qs["mul_out"]
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_rnn_dense_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
+
+    def functions(self, in_qs: list[QParams]) -> list[str]:
+        d = data_suffix(in_qs[0].el_type)
+        return [self.c_name(in_qs), f"mli_krn_sigm_{d}", f"mli_krn_tanh_{d}", f"mli_krn_eltwise_mul_{d}",
+                f"mli_krn_eltwise_add_{d}"]
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
+        from ..capi.types import RnnDenseCfg
+
+        in_q = QParams.of(ins[0])
+        d = data_suffix(in_q.el_type)
+        sigm, tanh = capi_function(f"mli_krn_sigm_{d}"), capi_function(f"mli_krn_tanh_{d}")
+        mul, add = capi_function(f"mli_krn_eltwise_mul_{d}"), capi_function(f"mli_krn_eltwise_add_{d}")
+        m = self.units
+        x = ins[0].numpy().reshape(ins[0].shape[0], -1)
+        wi, wo, b = self.weights_in, self.weights_out, self.bias
+        w_t = [(wi.qp.tensor(wi.q[k]), wo.qp.tensor(wo.q[k])) for k in range(4)]  # type: ignore[union-attr,index]
+        b_t = [b.qp.tensor(b.q[k]) for k in range(4)]  # type: ignore[union-attr,index]
+        h = _zero_state(self.qs["h0"], m)
+        c = _zero_state(self.qs["c0"], m)
+        rec: dict[str, list[np.ndarray]] = {k: [] for k in self.OPS}
+        last_q: dict[str, QParams] = {}
+
+        def step(name: str, f: Callable[..., Any], args: list[Any], q: QParams) -> Tensor:
+            o = q.empty((m,))
+            f(*args, o)
+            rec[name].append(o.numpy())
+            last_q[name] = QParams.of(o)
+            return o
+
+        for t in range(x.shape[0]):
+            xt = in_q.tensor(x[t])
+            pre = {g: step(f"dense_{g}", fn, [[xt, h], list(w_t[k]), b_t[k], RnnDenseCfg(inputs_num=2)],
+                           self.qs[f"dense_{g}"]) for k, g in enumerate(GATES)}
+            act = {g: step(f"{'tanh' if g == 'g' else 'sigm'}_{g}", tanh if g == "g" else sigm,
+                           [pre[g], self.tanh_lut if g == "g" else self.sigm_lut], QParams(in_q.el_type))
+                   for g in ("i", "g", "f", "o")}
+            fc = step("mul_fc", mul, [act["f"], c], self.qs["mul_fc"])
+            ig = step("mul_ig", mul, [act["i"], act["g"]], self.qs["mul_ig"])
+            c = step("add_c", add, [fc, ig], self.qs["add_c"])
+            tc = step("tanh_c", tanh, [c, self.tanh_lut], QParams(in_q.el_type))
+            h = step("mul_out", mul, [tc, act["o"]], self.qs["mul_out"])
+        hs = np.stack(rec["mul_out"])
+        out.view()[...] = (hs if self.results == "all" else hs[-1:]).reshape(out.view().shape)
+        out_q = last_q["mul_out"]
+        if out_q.el_type.is_fx:
+            out.frac_bits = out_q.frac_bits
+        return {k: (np.stack(v), last_q[k]) for k, v in rec.items()}

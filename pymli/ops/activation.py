@@ -1,0 +1,122 @@
+"""Pythonic ReLU family: ``relu``, ``leaky_relu``, ``prelu`` over :class:`pymli.Tensor`.
+
+Each function allocates a dense output, runs the checked MLI function of the input's type
+(``mli_krn_<op>_{fx8,fx16,sa8}``) and returns the new tensor.
+
+Example:
+    >>> import numpy as np
+    >>> from pymli import Tensor, ops
+    >>> x = Tensor.from_numpy(np.array([-100, -3, 0, 5, 120], np.int8), "FX_8", frac_bits=4)
+    >>> ops.relu(x, "relu6").numpy().tolist()
+    [0, 0, 0, 5, 96]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..capi import activation as capi
+from ..capi.types import PreluCfg, ReluCfg, ReluType
+from ..errors import MliError, Status
+from ..formats import ElType
+from ..tensor import Tensor, dense_strides
+
+__all__ = ["relu", "leaky_relu", "prelu"]
+
+_KINDS = {"none": ReluType.NONE, "gen": ReluType.GEN, "relu": ReluType.GEN, "general": ReluType.GEN,
+          "relu1": ReluType.RELU_1, "relu_1": ReluType.RELU_1, "1": ReluType.RELU_1,
+          "relu6": ReluType.RELU_6, "relu_6": ReluType.RELU_6, "6": ReluType.RELU_6}
+
+_SUFFIX = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}
+
+
+def _suffix(x: Tensor, op: str) -> str:
+    try:
+        return _SUFFIX[x.el_type]
+    except KeyError:
+        raise MliError(Status.TYPE_MISMATCH, f"{op}: no MLI version for {x.el_type.c_name} tensors") from None
+
+
+def _relu_type(kind: Any) -> ReluType:
+    if isinstance(kind, ReluType):
+        return kind
+    if isinstance(kind, str):
+        key = kind.lower().removeprefix("mli_relu_").replace(" ", "")
+        if key in _KINDS:
+            return _KINDS[key]
+        raise ValueError(f"unknown ReLU type {kind!r}: one of none, gen, relu1, relu6")
+    return ReluType(int(kind))
+
+
+def _like(x: Tensor, **params: Any) -> Tensor:
+    """A dense zero tensor of ``x``'s shape and type with ``x``'s quantisation unless overridden."""
+    if x.el_type.is_sa:
+        q = dict(zero_point=x.zero_point, scale=x.scale, scale_frac_bits=x.scale_frac_bits, dim=x.dim)
+        q.update({k: v for k, v in params.items() if v is not None})
+    else:
+        q = dict(frac_bits=x.frac_bits)
+    return Tensor.zeros(list(x.shape[: x.rank]), x.el_type, **q)
+
+
+def relu(x: Tensor, kind: ReluType | str | int = ReluType.GEN) -> Tensor:
+    """Rectified linear unit of ``x``.
+
+    Args:
+        x: an fx8, fx16 or sa8 tensor (sa8: per-tensor quantisation).
+        kind: ``"gen"`` (max(x, 0), default), ``"relu1"`` (clamp to [-1, 1]), ``"relu6"`` (clamp to
+            [0, 6]), ``"none"`` (identity), or a :class:`ReluType`.
+
+    Returns:
+        A new tensor with ``x``'s quantisation.
+
+    Raises:
+        MliError: as ``mli_krn_relu_*`` (e.g. INCOMPATEBLE_TENSORS for per-axis sa8 input).
+    """
+    out = _like(x)
+    getattr(capi, f"mli_krn_relu_{_suffix(x, 'relu')}")(x, ReluCfg(_relu_type(kind)), out)
+    return out
+
+
+def leaky_relu(x: Tensor, slope: Tensor, *, zero_point: int | None = None, scale: int | None = None,
+               scale_frac_bits: int | None = None) -> Tensor:
+    """Leaky ReLU: ``x`` for ``x >= 0``, ``slope * x`` below.
+
+    Args:
+        x: an fx8, fx16 or sa8 tensor.
+        slope: a scalar tensor of ``x``'s type (rank 0 with ``value``, or one element).
+        zero_point, scale, scale_frac_bits: sa8 only, the output quantisation (default: ``x``'s).
+
+    Returns:
+        A new tensor (fx: ``x``'s frac_bits, as MLI requires).
+    """
+    out = _like(x, zero_point=zero_point, scale=scale, scale_frac_bits=scale_frac_bits)
+    getattr(capi, f"mli_krn_leaky_relu_{_suffix(x, 'leaky_relu')}")(x, slope, out)
+    return out
+
+
+def _slopes_along(x: Tensor, slopes: Tensor, axis: int) -> Tensor:
+    """A 1-D slope tensor seen with ``x``'s rank: its length on ``axis``, 1 elsewhere."""
+    if axis < 0 or slopes.rank != 1 or x.rank == 1:
+        return slopes
+    shape = [1] * x.rank
+    shape[axis] = int(slopes.shape[0])
+    return dataclasses.replace(slopes, shape=shape, mem_stride=dense_strides(shape), rank=x.rank)
+
+
+def prelu(x: Tensor, slopes: Tensor, axis: int = -1, *, zero_point: int | None = None, scale: int | None = None,
+          scale_frac_bits: int | None = None) -> Tensor:
+    """Parametric ReLU: one negative slope per index of ``axis`` (one for all if ``axis < 0``).
+
+    Args:
+        x: an fx8, fx16 or sa8 tensor.
+        slopes: slopes of ``x``'s type: a 1-D tensor of length ``x.shape[axis]`` or a tensor of
+            ``x``'s rank with that length on ``axis`` and 1 elsewhere; a scalar tensor if ``axis < 0``.
+        axis: the dimension the slopes run along.
+        zero_point, scale, scale_frac_bits: sa8 only, the output quantisation (default: ``x``'s).
+    """
+    if axis < -1:
+        axis = -1
+    out = _like(x, zero_point=zero_point, scale=scale, scale_frac_bits=scale_frac_bits)
+    getattr(capi, f"mli_krn_prelu_{_suffix(x, 'prelu')}")(x, _slopes_along(x, slopes, axis), PreluCfg(axis), out)
+    return out

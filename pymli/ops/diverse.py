@@ -1,0 +1,70 @@
+"""Pythonic ``permute`` and ``argmax`` over :class:`pymli.Tensor` (``mli_krn_permute_*``, ``mli_krn_argmax_*``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..capi import diverse as capi
+from ..capi.types import ArgmaxCfg, PermuteCfg
+from ..errors import MliError, Status
+from ..formats import ElType
+from ..tensor import MLI_MAX_RANK, Tensor
+
+__all__ = ["permute", "argmax"]
+
+
+def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
+    """Reorder the dimensions of ``x``: ``out.shape[k] = x.shape[perm[k]]``.
+
+    Args:
+        x: an fx8, fx16 or sa8 tensor; per-axis sa8 parameters follow their dimension.
+        perm: a permutation of ``range(x.rank)``.
+
+    Returns:
+        A new dense tensor.
+    """
+    suffix = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}.get(x.el_type)
+    if suffix is None:
+        raise MliError(Status.TYPE_MISMATCH, f"permute: no MLI version for {x.el_type.c_name} tensors")
+    perm = [int(p) for p in perm]
+    if sorted(perm) != list(range(x.rank)):
+        raise MliError(Status.BAD_FUNC_CFG, f"permute: {perm} is not a permutation of range({x.rank})")
+    shape = [int(x.shape[p]) for p in perm]
+    if x.el_type.is_sa and x.dim >= 0:
+        # Own parameter arrays for the output (the function copies the values into them).
+        q = {k: np.zeros_like(np.asarray(getattr(x, k))) for k in ("zero_point", "scale", "scale_frac_bits")}
+        out = Tensor.zeros(shape, x.el_type, dim=perm.index(x.dim), **q)
+        out.scale = np.ones_like(out.scale)
+    elif x.el_type.is_sa:
+        out = Tensor.zeros(shape, x.el_type, zero_point=x.zero_point, scale=x.scale,
+                           scale_frac_bits=x.scale_frac_bits)
+    else:
+        out = Tensor.zeros(shape, x.el_type, frac_bits=x.frac_bits)
+    cfg = PermuteCfg(perm + list(range(len(perm), MLI_MAX_RANK)))
+    getattr(capi, f"mli_krn_permute_{suffix}")(x, cfg, out)
+    return out
+
+
+def argmax(x: Tensor, axis: int = -1, topk: int = 1) -> Tensor:
+    """Positions of the ``topk`` largest values of ``x``, largest first.
+
+    Args:
+        x: an sa8 or fx16 tensor.
+        axis: ``< 0``: over the whole tensor; ``>= 0``: one result row per index of that
+            dimension, each over all elements having that index.
+        topk: positions per row.
+
+    Returns:
+        An ``SA_32`` tensor of shape ``[rows, topk]`` holding element offsets into ``x``'s memory
+        (``sum(index * mem_stride)``; the flat row-major index for a dense ``x``). Among equal
+        values the order is MLI's.
+    """
+    fn = {ElType.SA_8: capi.mli_krn_argmax_sa8, ElType.FX_16: capi.mli_krn_argmax_fx16}.get(x.el_type)
+    if fn is None:
+        raise MliError(Status.TYPE_MISMATCH, f"argmax: no MLI version for {x.el_type.c_name} tensors")
+    rows = int(x.shape[axis]) if 0 <= axis < x.rank else 1
+    out = Tensor.zeros([rows, max(int(topk), 1)], ElType.SA_32)
+    fn(x, ArgmaxCfg(axis, topk), out)
+    return out
