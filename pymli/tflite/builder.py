@@ -82,8 +82,11 @@ class ModelWriter:
         """Add a tensor (a constant when ``data`` is given); returns its index."""
         buf = 0
         if data is not None:
-            arr = np.asarray(data).astype(_NP[type]).reshape(tuple(shape))
-            self.buffers.append(arr.tobytes())
+            if type in _NP:
+                raw = np.asarray(data).astype(_NP[type]).reshape(tuple(shape)).tobytes()
+            else:   # packed types (INT4 ...): the bytes as given
+                raw = np.asarray(data, np.uint8).tobytes()
+            self.buffers.append(raw)
             buf = len(self.buffers) - 1
         q = None
         if scale is not None:

@@ -279,6 +279,8 @@ class _Importer:
             raise self.fail(f"{what} (tensor {idx}) must be a constant")
         if t.type not in types:
             raise self.fail(f"{what} (tensor {idx}) has type {t.type}, expected {'/'.join(types)}")
+        if t.sparse:
+            raise self.fail(f"{what} (tensor {idx}) is stored sparse; MLI takes dense constants")
         return t
 
     def fused(self, opts: dict[str, Any]) -> str:

@@ -78,7 +78,9 @@ class TensorInfo:
 
     Attributes:
         index: tensor index; name; shape (TFLite order, batch first); type (``INT8``, ...).
-        data: constant contents (from its buffer) shaped as ``shape``, or None for activations.
+        data: constant contents (from its buffer) shaped as ``shape``, or None for activations; raw
+            bytes for packed types (INT4 ...) and sparse tensors.
+        sparse: the tensor carries TFLite sparsity metadata.
         scale, zero_point: float / int arrays (empty when not quantised); qdim: quantised dimension.
     """
 
@@ -90,6 +92,7 @@ class TensorInfo:
     scale: np.ndarray
     zero_point: np.ndarray
     qdim: int
+    sparse: bool = False
 
     @property
     def is_const(self) -> bool:
@@ -202,20 +205,24 @@ def _read(buf: bytes) -> ModelInfo:
         b = int(t.Buffer())
         if b < 0 or (b >= n_buf and b != 0):
             raise TfliteFormatError(f"tensor {i} ({name}): buffer index {b} of {n_buf}")
+        sparse = t.Sparsity() is not None
         if 0 < b < n_buf:
             bo = m.Buffers(b)
             if int(bo.Offset()) > 1:
                 raise TfliteFormatError(f"tensor {i}: external buffer data (offset {bo.Offset()}) not supported")
             nb = chk(bo.DataLength(), f"buffer {b}")
             if nb:
-                raw = bo.DataAsNumpy()
-                if ttype not in _DTYPES:
-                    raise TfliteFormatError(f"tensor {i} ({name}): constant of type {ttype}")
-                dt = np.dtype(_DTYPES[ttype]).newbyteorder("<")
-                count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-                if count * dt.itemsize != nb:
-                    raise TfliteFormatError(f"tensor {i} ({name}): buffer of {nb} bytes for shape {shape} {ttype}")
-                data = np.frombuffer(raw.tobytes(), dt).astype(dt.newbyteorder("="), copy=True).reshape(shape)
+                raw = bo.DataAsNumpy().tobytes()
+                if ttype not in _DTYPES or sparse:
+                    # packed (INT4 ...) or sparse constants: kept as raw bytes, refused by the importer
+                    data = np.frombuffer(raw, np.uint8).copy()
+                else:
+                    dt = np.dtype(_DTYPES[ttype]).newbyteorder("<")
+                    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+                    if count * dt.itemsize != nb:
+                        raise TfliteFormatError(f"tensor {i} ({name}): buffer of {nb} bytes for shape {shape} "
+                                                f"{ttype}")
+                    data = np.frombuffer(raw, dt).astype(dt.newbyteorder("="), copy=True).reshape(shape)
         q = t.Quantization()
         scale, zp, qdim = np.zeros(0), np.zeros(0, np.int64), 0
         if q is not None:
@@ -226,7 +233,7 @@ def _read(buf: bytes) -> ModelInfo:
             if nz:
                 zp = np.asarray(q.ZeroPointAsNumpy(), np.int64).copy()
             qdim = int(q.QuantizedDimension())
-        tensors.append(TensorInfo(i, name, shape, ttype, data, scale, zp, qdim))
+        tensors.append(TensorInfo(i, name, shape, ttype, data, scale, zp, qdim, sparse))
     n_ops = chk(sg.OperatorsLength(), "operators", 4)
     ops: list[OpInfo] = []
     for i in range(n_ops):

@@ -169,6 +169,14 @@ def _conv_w(shape, per_channel_dim=None, **kw):
                                                                                     np.int32))]), "channel"),
     (_simple("TRANSPOSE", extra=[lambda w: w.const("perm", np.array([1, 0, 2, 3], np.int32))]), "batch axis"),
     (_simple("DEQUANTIZE", out_shape=(1, 4, 4, 2)), "DEQUANTIZE inside the graph"),
+    (_simple("FULLY_CONNECTED", in_shape=(1, 4), out_shape=(1, 2),
+             extra=[lambda w: w.tensor("w4", (2, 4), "INT8", None, scale=0.1, zero_point=0)]), "must be a constant"),
+    (_simple("CONV_2D", {"Padding": "VALID", "StrideW": 1, "StrideH": 1}, out_shape=(1, 4, 4, 2),
+             extra=[lambda w: w.tensor("w", (2, 1, 1, 2), "INT8", np.ones((2, 1, 1, 2)), scale=0.1, zero_point=3)]),
+     "non-zero zero point"),
+    (_simple("FULLY_CONNECTED", in_shape=(1, 4), out_shape=(1, 2),
+             extra=[lambda w: w.tensor("w4", (2, 4), "INT4", np.zeros(4, np.uint8), scale=0.1, zero_point=0)]),
+     "has type INT4, expected INT8"),
     (_simple("CONCATENATION", {"Axis": 0}, out_shape=(2, 4, 4, 2)), "batch 1 expected"),
 ], ids=lambda v: v if isinstance(v, str) else "model")
 def test_refused_with_op_index_and_reason(data, needle):
