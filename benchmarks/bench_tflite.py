@@ -36,7 +36,7 @@ def main() -> None:
     args = ap.parse_args()
     r = args.repeat
     rows: list[tuple[str, float]] = []
-    for name, data in (("cnn10 (12 layers, 16x16x3)", cnn10()), ("conv 3x3 7x6x3->5", OP_CASES["conv_same_s1_pc"][0](0))):
+    for name, data in (("cnn10 (11 layers, 16x16x3)", cnn10()), ("conv 3x3 7x6x3->5", OP_CASES["conv_same_s1_pc"][0](0))):
         m = load(data)
         x = np.random.default_rng(0).integers(-128, 128, (1,) + m.network.input_shape).astype(np.int8)
         rows.append((f"{name}: load", best_of(lambda d=data: load(d), r)))

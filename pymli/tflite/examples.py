@@ -3,7 +3,7 @@
 :class:`GraphMaker` builds a graph op by op with random float weights, quantises the constants
 (per channel or per tensor) and calibrates every activation from a float run of random inputs, as
 a TFLite converter would. :data:`OP_CASES` gives one-operator models with various settings;
-:func:`cnn10` a 12-layer CNN (conv, depthwise, pooling, fully connected, softmax).
+:func:`cnn10` an 11-layer CNN (conv, depthwise, pooling, fully connected, softmax).
 """
 
 from __future__ import annotations
@@ -335,7 +335,7 @@ class GraphMaker:
 
 
 def cnn10(seed: int = 0, float_io: bool = False) -> bytes:
-    """A 12-layer int8 CNN on 16x16x3 inputs: conv, depthwise, pooling, fully connected, softmax."""
+    """An 11-layer int8 CNN on 16x16x3 inputs: conv, depthwise, pooling, fully connected, softmax."""
     g = GraphMaker((16, 16, 3), seed, float_io=float_io, description="pymli cnn10")
     g.conv(8, 3, act="RELU")                       # 16x16x8
     g.dwconv(3, act="RELU6")                       # depthwise
