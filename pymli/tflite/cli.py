@@ -72,12 +72,12 @@ def compare(model: str, input_path: str | None, samples: int, seed: int, platfor
     import numpy as np
     from rich.console import Console
 
+    m = _load(model)
     from .compare import TFLM_MISSING, tflm_available
     from .compare import compare as do_compare
 
     if not tflm_available():
         raise click.ClickException(TFLM_MISSING)
-    m = _load(model)
     x = np.load(input_path) if input_path else None
     rep = do_compare(m, x, samples=samples, seed=seed, platform=platform)
     con = Console(width=max(Console().width, 160))
@@ -97,9 +97,9 @@ def inspect(model: str) -> None:
     """Operators, tensors, quantisation, MLI function per operator and accumulator headroom of MODEL."""
     from rich.console import Console
 
+    m = _load(model)
     from .inspect import print_inspect
 
-    m = _load(model)
     print_inspect(m, Console(width=max(Console().width, 160)))
 
 

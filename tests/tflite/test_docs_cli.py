@@ -84,3 +84,22 @@ def test_cli_compare_without_tflm(monkeypatch, tmp_path):
     p.write_bytes(OP_CASES["relu"][0](0))
     r = CliRunner().invoke(main, ["compare", str(p)])
     assert r.exit_code != 0 and "pip install tflite-micro" in r.output
+
+
+def test_cli_without_tflite_package(monkeypatch, tmp_path):
+    """The pymli CLI loads without the tflite package; the TFLite commands say what to install."""
+    import sys
+
+    for mod in [m for m in sys.modules if m == "tflite" or m.startswith("tflite.") or
+                m in ("pymli.tflite.reader", "pymli.tflite.importer", "pymli.tflite.compare", "pymli.tflite.inspect")]:
+        monkeypatch.delitem(sys.modules, mod)
+    import pymli.tflite as pkg
+
+    for sub in ("reader", "importer", "compare", "inspect"):
+        monkeypatch.delattr(pkg, sub, raising=False)
+    monkeypatch.setitem(sys.modules, "tflite", None)
+    p = tmp_path / "m.tflite"
+    p.write_bytes(b"\x00" * 16)
+    for cmd in (["inspect", str(p)], ["compare", str(p)]):
+        r = CliRunner().invoke(main, cmd)
+        assert r.exit_code == 1 and "pip install" in r.output, r.output
