@@ -79,3 +79,15 @@ def test_plot_and_json(tmp_path):
     rep.plot(tmp_path / "c.png")
     rep.to_json(tmp_path / "c.json")
     assert (tmp_path / "c.png").stat().st_size > 1000 and (tmp_path / "c.json").read_text().startswith("{")
+
+
+def test_float_input_quantisation_is_tflites():
+    """QUANTIZE at the graph input: same int8 values as TFLite Micro, ties included."""
+    m = load(OP_CASES["quant_dequant"][0](0))
+    s, z = m.in_quant
+    rng = np.random.default_rng(0)
+    halves = rng.choice([-0.5, 0.5, 0.25, 0.0], (20, 4, 4, 3))
+    x = ((rng.integers(-128, 128, (20, 4, 4, 3)) + halves - z) * np.float32(s)).astype(np.float32)
+    x = np.concatenate([x, rng.uniform(-5, 5, (20, 4, 4, 3)).astype(np.float32)])
+    ref = run_tflm(m, x, [m.q_input_index])[m.q_input_index]
+    assert np.array_equal(ref, m.prepare_input(x))
