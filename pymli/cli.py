@@ -78,5 +78,7 @@ def demo(samples: int | None, platform: str | None, json_path: str | None, plot_
         raise click.ClickException(f"the demo needs scikit-learn (and matplotlib for --plot): {e}") from e
 
 
+from .tflite.cli import register as _register_tflite; _register_tflite(main)  # TFLite run, compare, inspect
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,112 @@
+"""What a loaded TFLite model becomes on MLI: operators, tensors, quantisation, functions, headroom.
+
+Accumulator headroom of a MAC layer (sa8 x sa8, 32-bit accumulator in MLI's reference build): the
+worst-case accumulator over all inputs is ``max_o(sum_k |w[k, o]|) * max|x - zp| + |bias|``; the
+layer needs ``ceil(log2(worst + 1)) + 1`` bits (with the sign) and the headroom is what is left of 32.
+The guard bits MLI documents (``mli_hlp_accu_guard_bits_sa8_sa8``) are compared with
+``ceil(log2(products + 1))``, the bound for arbitrary 8-bit weights.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..formats import ElType
+from ..models.layers import Layer, _MacLayer
+from ..models.report import accu_guard_bits
+from .importer import TfliteModel
+
+__all__ = ["layer_headroom", "op_rows", "tensor_rows", "print_inspect"]
+
+
+def layer_headroom(la: Layer, in_shape: tuple[int, ...], in_zp: int, acc_bits: int = 32) -> dict[str, Any] | None:
+    """Worst-case accumulator figures of a MAC layer (None for other layers)."""
+    if not isinstance(la, _MacLayer):
+        return None
+    w = np.asarray(la.weights.q, np.int64)
+    b = np.abs(np.asarray(la.bias.q, np.int64))
+    macs = la.mac_count([in_shape])
+    per_out = np.abs(w).reshape(-1, w.shape[-1]).sum(axis=0)   # HWCN / HW1N / [in, out]: outputs last
+    xmax = max(abs(-128 - in_zp), abs(127 - in_zp))
+    worst = int((per_out * xmax + b).max(initial=0))
+    need = (math.ceil(math.log2(worst + 1)) if worst > 0 else 0) + 1
+    return {"macs": macs, "worst_acc": worst, "bits_needed": need, "headroom_bits": acc_bits - need,
+            "guard_needed": int(math.ceil(math.log2(macs + 1))),
+            "guard_available": accu_guard_bits(ElType.SA_8, ElType.SA_8)}
+
+
+def op_rows(m: TfliteModel) -> list[dict[str, Any]]:
+    """One row per TFLite operator: tensors, output quantisation, MLI functions, headroom."""
+    net = m.network
+    fns = m.functions()
+    shapes = net.shapes()
+    qs = net.expected_qparams()
+    rows = []
+    for op in m.info.ops:
+        t = m.info.tensors
+        outs = [t[i] for i in op.outputs if i >= 0]
+        head = None
+        for name in m.op_layers.get(op.index, []):
+            la = net[name]
+            src = la.inputs[0]
+            zp = int(qs[src].zero_point) if qs[src].el_type.is_sa and qs[src].dim < 0 else 0
+            h = layer_headroom(la, shapes[src], zp)
+            head = h or head
+        boundary = op.index not in m.op_layers or not m.op_layers[op.index]
+        rows.append({
+            "index": op.index, "op": op.name,
+            "inputs": [f"{i}:{'x'.join(map(str, t[i].shape))}{'(c)' if t[i].is_const else ''}" for i in op.inputs
+                       if i >= 0],
+            "outputs": [f"{o.index}:{'x'.join(map(str, o.shape))}" for o in outs],
+            "out_q": outs[0].describe_q() if outs else "",
+            "functions": fns.get(op.index, []) or (["(offline, graph boundary)"] if boundary else []),
+            "headroom": head,
+        })
+    return rows
+
+
+def tensor_rows(m: TfliteModel) -> list[dict[str, Any]]:
+    """One row per tensor: index, name, shape, type, constant, quantisation, sa8 parameters."""
+    qs = m.network.expected_qparams()
+    rows = []
+    for t in m.info.tensors:
+        layer = m.tensor_layer.get(t.index)
+        rows.append({"index": t.index, "name": t.name, "shape": t.shape, "type": t.type, "const": t.is_const,
+                     "tflite_q": t.describe_q(), "mli": qs[layer].describe() if layer in qs else ""})
+    return rows
+
+
+def print_inspect(m: TfliteModel, console: Any = None) -> None:
+    """Rich tables of :func:`op_rows` and :func:`tensor_rows`."""
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console()
+    con.print(f"[bold]{m.info.description or 'model'}[/bold]: {len(m.info.ops)} operators, "
+              f"{len(m.info.tensors)} tensors, schema version {m.info.version}; input {m.input_shape} "
+              f"{'float (QUANTIZE at the input)' if m.float_input else 'int8'}, output "
+              f"{m.info.tensors[m.output_index].shape} {'float (DEQUANTIZE)' if m.float_output else ''}")
+    t = Table(title="Operators")
+    for c in ("#", "op", "inputs", "outputs", "output quantisation", "MLI function(s)", "MACs", "worst acc bits",
+              "headroom (32-bit)", "guard need/avail"):
+        if c == "MLI function(s)":
+            t.add_column(c, no_wrap=True, min_width=42)
+        else:
+            t.add_column(c, overflow="fold")
+    for r in op_rows(m):
+        h = r["headroom"] or {}
+        t.add_row(str(r["index"]), r["op"], " ".join(r["inputs"]), " ".join(r["outputs"]), r["out_q"],
+                  "\n".join(r["functions"]), str(h.get("macs", "")), str(h.get("bits_needed", "")),
+                  str(h.get("headroom_bits", "")),
+                  f"{h['guard_needed']}/{h['guard_available']}" if h else "")
+    con.print(t)
+    t2 = Table(title="Tensors")
+    for c in ("#", "name", "shape", "type", "const", "TFLite quantisation", "MLI parameters"):
+        t2.add_column(c)
+    for r in tensor_rows(m):
+        t2.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
+                   r["tflite_q"], r["mli"])
+    con.print(t2)
