@@ -78,7 +78,10 @@ def demo(samples: int | None, platform: str | None, json_path: str | None, plot_
         raise click.ClickException(f"the demo needs scikit-learn (and matplotlib for --plot): {e}") from e
 
 
-from .tflite.cli import register as _register_tflite; _register_tflite(main)  # TFLite run, compare, inspect
+# TFLite commands: run, compare, inspect.
+from .tflite.cli import register as _register_tflite  # noqa: E402
+
+_register_tflite(main)
 
 if __name__ == "__main__":
     main()
