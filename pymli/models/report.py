@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import _MacLayer
 from .network import Network, RunResult, mli_argmax
 from .qparams import QParams
 
@@ -283,7 +282,8 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
             if st.guard_available is None:
                 st.guard_available = accu_guard_bits(in_el, w_el)
             st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
-            acc = la.accumulator(in_vals[0], in_q[0]) if isinstance(la, _MacLayer) else None
+            acc_fn = getattr(la, "accumulator", None)
+            acc = acc_fn(in_vals[0], in_q[0]) if acc_fn is not None else None
             if acc is not None:
                 peak = float(np.max(np.abs(acc))) if acc.size else 0.0
                 st.acc_peak_bits = math.ceil(math.log2(peak + 1)) if peak > 0 else 0
