@@ -10,8 +10,9 @@ The scheme names are MLI's three builds of its examples:
 FX choices follow MLI's constraints: ``bias.frac_bits <= in + weights`` and ``out.frac_bits <= in +
 weights`` for MAC layers; layers whose kernel keeps or sets the output format (max pooling, ReLU,
 permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it. The two inputs of an
-element-wise min / max must share one format: their producers get the coarser of the two (FX) or the
-union of their ranges (SA8), where the producer's format is the network's to choose.
+element-wise min / max, and the inputs of a concatenation, must share one format: their producers
+get the coarsest of them (FX) or the union of their ranges (SA8), where the producer's format is the
+network's to choose (not after a kernel that sets or keeps its output format).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import Eltwise, Layer, _MacLayer
+from .layers import Concat, Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
 from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
 from .recurrent import LSTM, UnrolledLSTM, _RnnBase
@@ -189,7 +190,8 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
 
 
 def _same_format_groups(net: Network) -> list[list[str]]:
-    """Tensors that must share one format: the two inputs of an element-wise min / max (MLI checks it)."""
+    """Tensors that must share one format: the two inputs of an element-wise min / max, the inputs of a
+    concatenation (the kernels check it)."""
     parent: dict[str, str] = {}
 
     def find(a: str) -> str:
@@ -198,10 +200,12 @@ def _same_format_groups(net: Network) -> list[list[str]]:
         return a
 
     for la in net.layers:
-        if isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2:
-            a, b = find(la.inputs[0]), find(la.inputs[1])
-            if a != b:
-                parent[b] = a
+        if (isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2) or isinstance(la, Concat):
+            a = find(la.inputs[0])
+            for other in la.inputs[1:]:
+                b = find(other)
+                if a != b:
+                    parent[b] = a
     groups: dict[str, list[str]] = {}
     for n in parent:
         groups.setdefault(find(n), []).append(n)

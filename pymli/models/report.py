@@ -293,7 +293,6 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
     if labels is not None:
         labels = np.asarray(labels)
         acc_q = float(np.mean(result.predictions() == labels))
-        out_f = ref[qnet.output_name]
-        acc_f = float(np.mean(mli_argmax(out_f.reshape(out_f.shape[0], -1)) == labels))
+        acc_f = float(np.mean(qnet.float_predictions(ref) == labels))
     return Report(qnet.name, result.platform.name, int(result.output.shape[0]), rows, acc_q, acc_f,
                   "float constants" if original else "dequantised constants")
