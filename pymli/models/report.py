@@ -182,14 +182,25 @@ class Report:
         if ax is None:
             _, ax = plt.subplots(figsize=(max(6, len(self.layers) * 0.8), 4))
         names = [s.name for s in self.layers]
-        cap = lambda v: 150.0 if v == math.inf else v
+        finite = [v for s in self.layers for v in (s.snr_db, s.snr_local_db) if math.isfinite(v)]
+        # exact layers (infinite SNR) get a hatched bar just above the highest finite one
+        exact_h = (max(finite) if finite else 10.0) * 1.1 + 5.0
         x = np.arange(len(names))
-        ax.bar(x - 0.2, [cap(s.snr_db) for s in self.layers], 0.4, label="SNR vs float (end to end)")
-        ax.bar(x + 0.2, [cap(s.snr_local_db) for s in self.layers], 0.4, label="SNR of the layer alone")
+        for off, attr, label in ((-0.2, "snr_db", "SNR vs float (end to end)"),
+                                 (0.2, "snr_local_db", "SNR of the layer alone")):
+            vals = [getattr(s, attr) for s in self.layers]
+            bars = ax.bar(x + off, [exact_h if v == math.inf else max(v, 0.0) for v in vals], 0.4, label=label)
+            for bar, v in zip(bars, vals):
+                if v == math.inf:
+                    bar.set_hatch("//")
+                    ax.annotate("exact", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                                va="bottom", fontsize=8)
+        ax.set_ylim(0, exact_h * 1.12)
         ax.set_xticks(x, names, rotation=45, ha="right")
-        ax.set_ylabel("dB")
+        ax.set_ylabel("SNR (dB)")
         ax.set_title(f"{self.network} ({self.platform})")
-        ax.legend()
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=8)
         ax.figure.tight_layout()
         if path is not None:
             ax.figure.savefig(path)
