@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .network import Network, RunResult, mli_argmax
+from .network import Network, RunResult
 from .qparams import QParams
 
 __all__ = ["ARC_GUARD_BITS", "LayerStats", "Report", "accu_guard_bits", "compare", "snr_db"]

@@ -58,7 +58,7 @@ def test_gru_float_matches_textbook_cell() -> None:
     la = net["rnn"]
     wi, wo, b = la.weights_in.value(), la.weights_out.value(), la.bias.value()
     x = _seq(rng, 3)
-    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    sig = lambda v: 1 / (1 + np.exp(-v))
     for n in range(3):
         h = np.zeros(M)
         hs = []
