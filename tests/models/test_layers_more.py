@@ -334,3 +334,26 @@ def test_pad_layer(scheme: str) -> None:
     np.testing.assert_array_equal(res["p"], expect)
     assert res.qparams["p"] == qp and res["p"].shape == (3, 7, 5, 5)
     assert snr_db(q.run_float(x[:3])["sm"], res.dequantized("sm")) > MIN_SNR[scheme] - 25
+
+
+SPECIALISED = {
+    "transpose_k4x4_str2": (lambda r, **kw: TransposeConv2D(r.normal(0, .3, (4, 4, 4, 3)), r.normal(0, .1, 3),
+                                                            stride=2, padding=1, name="o", **kw), "_k4x4_str2"),
+    "transpose_k2x2_str2": (lambda r, **kw: TransposeConv2D(r.normal(0, .3, (2, 2, 4, 3)), r.normal(0, .1, 3),
+                                                            stride=2, name="o", **kw), "_k2x2_str2"),
+    "group_k3x3": (lambda r, **kw: GroupConv2D(r.normal(0, .3, (3, 3, 2, 4)), r.normal(0, .1, 4), padding=1,
+                                               name="o", **kw), "_k3x3"),
+}
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("kind", sorted(SPECIALISED))
+def test_specialised_kernel_via_fn_equals_generic(kind: str, scheme: str) -> None:
+    """``fn=`` picks an MLI specialisation; it gives the generic kernel's bits."""
+    make, tail = SPECIALISED[kind]
+    x = _img(np.random.default_rng(17), 3)
+    generic = quantize_network(Network((6, 6, 4), [make(np.random.default_rng(18))]), x, scheme)
+    name = generic.function_names()["o"] + tail
+    special = quantize_network(Network((6, 6, 4), [make(np.random.default_rng(18), fn=name)]), x, scheme)
+    assert special.function_names()["o"] == name
+    np.testing.assert_array_equal(generic.run(x)["o"], special.run(x)["o"])
