@@ -145,22 +145,29 @@ class Report:
         from rich.table import Table
 
         t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
-        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
-                ("alone", "right"), ("max err", "right"), ("sat%", "right"), ("free", "right"),
-                ("guard", "right"), ("acc free", "right")]
-        if not kernels:
-            cols.pop(1)
-        for col, j in cols:
-            t.add_column(col, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        # two-line headers keep the numeric columns narrow enough for an 80-column console
+        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR\ndB", "right"),
+                ("alone\ndB", "right"), ("max\nerr", "right"), ("sat\n%", "right"), ("free\nbits", "right"),
+                ("guard\nbits", "right"), ("acc\nfree", "right")]
+        rows = []
         for s in self.layers:
             guard = f"{s.guard_needed}/{s.guard_available}" if s.guard_needed is not None else ""
             style = "red" if (s.acc_headroom_bits is not None and s.acc_headroom_bits < 0) else None
-            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db), _fmt_db(s.snr_local_db), f"{s.max_err:.3g}",
-                      f"{100 * s.saturated:.2f}", "" if s.headroom_bits is None else str(s.headroom_bits), guard,
-                      "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
-            if not kernels:
-                cells.pop(1)
-            t.add_row(*cells, style=style)
+            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db),
+                     _fmt_db(s.snr_local_db), f"{s.max_err:.2g}", f"{100 * s.saturated:.2f}",
+                     "" if s.headroom_bits is None else str(s.headroom_bits), guard,
+                     "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
+            rows.append((cells, style))
+        keep = [k for k in range(len(cols)) if kernels or k != 1]
+        for k in keep:
+            col, j = cols[k]
+            if k == 1:  # the kernel name folds first in a narrow console; numbers are never cut
+                t.add_column(col, justify=j, overflow="fold", min_width=12)  # type: ignore[arg-type]
+                continue
+            width = max([len(line) for line in col.split("\n")] + [len(c[k]) for c, _ in rows])
+            t.add_column(col, justify=j, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        for cells, style in rows:
+            t.add_row(*(cells[k] for k in keep), style=style)
         if self.accuracy is not None:
             fa = "" if self.float_accuracy is None else f", float {100 * self.float_accuracy:.2f} %"
             t.caption = f"accuracy {100 * self.accuracy:.2f} %{fa}"
