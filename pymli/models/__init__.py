@@ -1,7 +1,8 @@
 """Whole quantised networks on pymli's MLI kernels: build, quantise, run, compare, report.
 
-* :class:`Network` of :mod:`~pymli.models.layers` (conv2d, depthwise, fully connected, pooling,
-  eltwise, activations, softmax, permute, LSTM), holding quantised constants and the quantisation of
+* :class:`Network` of :mod:`~pymli.models.layers` (conv2d, depthwise, group and transpose conv,
+  fully connected, pooling, eltwise, activations, softmax, l2_normalize, argmax, permute, concat,
+  padding, LSTM and GRU in either direction), holding quantised constants and the quantisation of
   every intermediate; :meth:`Network.run` runs it through :mod:`pymli.capi`, :meth:`Network.run_float`
   runs the same description in float64.
 * :func:`quantize_network`: fx16, fx16_fx8_fx8 or sa8 from calibration data.
@@ -12,42 +13,54 @@
 from __future__ import annotations
 
 from .layers import (
+                     Argmax,
                      AvgPool,
+                     Concat,
                      Conv2D,
                      DepthwiseConv2D,
                      Eltwise,
                      FullyConnected,
+                     GroupConv2D,
                      KernelMissing,
+                     L2Normalize,
                      Layer,
                      LeakyReLU,
                      MaxPool,
+                     Pad2D,
                      Permute,
                      PReLU,
                      ReLU,
                      Sigmoid,
                      Softmax,
                      Tanh,
+                     TransposeConv2D,
 )
 from .mli_pack import Pack, load_pack
 from .network import Network, RunResult, mli_argmax
 from .qparams import Const, QParams
-from .recurrent import LSTM, UnrolledLSTM
+from .recurrent import GRU, LSTM, UnrolledLSTM
 
 __all__ = [
+                     "GRU",
                      "LSTM",
+                     "Argmax",
                      "AvgPool",
+                     "Concat",
                      "Const",
                      "Conv2D",
                      "DepthwiseConv2D",
                      "Eltwise",
                      "FullyConnected",
+                     "GroupConv2D",
                      "KernelMissing",
+                     "L2Normalize",
                      "Layer",
                      "LeakyReLU",
                      "MaxPool",
                      "Network",
                      "PReLU",
                      "Pack",
+                     "Pad2D",
                      "Permute",
                      "QParams",
                      "ReLU",
@@ -55,6 +68,7 @@ __all__ = [
                      "Sigmoid",
                      "Softmax",
                      "Tanh",
+                     "TransposeConv2D",
                      "UnrolledLSTM",
                      "load_pack",
                      "mli_argmax",

@@ -116,12 +116,18 @@ def _plot(reports: dict[str, Report], path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    top = 0.0
     for s, r in reports.items():
-        ax.plot([st.name for st in r.layers], [min(st.snr_db, 150.0) for st in r.layers], marker="o",
-                label=f"{s} ({100 * (r.accuracy or 0):.1f} %)")
-    ax.set_ylabel("SNR vs float (dB)")
-    ax.set_title("digits CNN on pymli's MLI kernels")
-    ax.legend()
+        snr = [min(st.snr_db, 150.0) for st in r.layers]
+        top = max(top, *snr)
+        ax.plot([st.name for st in r.layers], snr, marker="o", label=f"{s}: accuracy {100 * (r.accuracy or 0):.1f} %")
+    ax.set_ylim(0, top * 1.1 + 5)
+    ax.set_xlabel("layer (execution order)")
+    ax.set_ylabel("SNR vs float64, end to end (dB)")
+    ax.set_title("digits CNN on pymli's MLI kernels: per-layer SNR of each build")
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="MLI build", loc="lower left")
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -15,13 +15,16 @@ __all__ = [
     "conv2d",
     "depthwise_conv2d",
     "fully_connected",
+    "group_conv2d",
     "gru_cell_seq",
+    "l2_normalize",
     "lstm_cell_seq",
     "max_pool",
     "pad_hw",
     "relu",
     "sigmoid",
     "softmax",
+    "transpose_conv2d",
 ]
 
 
@@ -52,6 +55,43 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[
     """Depthwise convolution: x ``[N, H, W, C]``, w ``[kh, kw, 1, C]``, b ``[C]``."""
     win = _windows(pad_hw(x, pad), w.shape[0], w.shape[1], stride, dil)
     return np.einsum("nhwcij,ijc->nhwc", win, w[:, :, 0, :], optimize=True) + b
+
+
+def group_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int] = (1, 1),
+                 pad: tuple[int, int, int, int] = (0, 0, 0, 0), dil: tuple[int, int] = (1, 1)) -> np.ndarray:
+    """Grouped convolution: w ``[kh, kw, Cin / groups, Cout]``; output channel o reads input group
+    ``o // (Cout / groups)``."""
+    cg, cout = w.shape[2], w.shape[3]
+    groups = x.shape[3] // cg
+    og = cout // groups
+    outs = [conv2d(x[..., g * cg:(g + 1) * cg], w[..., g * og:(g + 1) * og], b[g * og:(g + 1) * og], stride, pad, dil)
+            for g in range(groups)]
+    return np.concatenate(outs, axis=-1)
+
+
+def transpose_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: tuple[int, int] = (1, 1),
+                     pad: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+    """Transpose convolution: ``out[iy*sh + ky - top, ix*sw + kx - left] += x[iy, ix] @ w[ky, kx]``,
+    w ``[kh, kw, Cin, Cout]``; the output is cut by the padding (top, bottom, left, right)."""
+    n, h, wd, _ = x.shape
+    kh, kw, _, cout = w.shape
+    sh, sw = stride
+    t, bo, l, r = pad
+    full = np.zeros((n, (h - 1) * sh + kh, (wd - 1) * sw + kw, cout))
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw] += x @ w[ky, kx]
+    return full[:, t:full.shape[1] - bo, l:full.shape[2] - r] + b
+
+
+def l2_normalize(x: np.ndarray, axis: int) -> np.ndarray:
+    """``x / ||x||_2`` along ``axis`` of the batch (None: over each whole sample)."""
+    if axis is None:
+        ax: tuple[int, ...] | int = tuple(range(1, x.ndim))
+    else:
+        ax = axis
+    nrm = np.sqrt(np.sum(x * x, axis=ax, keepdims=True))
+    return x / np.where(nrm > 0, nrm, 1.0)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -25,21 +25,27 @@ from .qparams import Const, QParams
 
 __all__ = [
     "LAYER_TYPES",
+    "Argmax",
     "AvgPool",
+    "Concat",
     "Conv2D",
     "DepthwiseConv2D",
     "Eltwise",
     "FullyConnected",
+    "GroupConv2D",
     "KernelMissing",
+    "L2Normalize",
     "Layer",
     "LeakyReLU",
     "MaxPool",
     "PReLU",
+    "Pad2D",
     "Permute",
     "ReLU",
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "TransposeConv2D",
     "capi_function",
     "data_suffix",
     "mac_suffix",
@@ -250,11 +256,13 @@ class Conv2D(_MacLayer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
 
+    def _channels_fit(self, c: int) -> bool:
+        return self.weights.shape[2] == c
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = in_shapes[0]
-        kh, kw, wc = self.weights.shape[:3]
-        if wc != (1 if self.kind == "depthwise_conv2d" else c) or (self.kind == "depthwise_conv2d"
-                                                                    and self.weights.shape[-1] != c):
+        kh, kw = self.weights.shape[:2]
+        if len(self.weights.shape) != 4 or not self._channels_fit(c):
             raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         t, b, l, r = self.padding
         ekh, ekw = (kh - 1) * self.dilation[0] + 1, (kw - 1) * self.dilation[1] + 1
@@ -276,12 +284,68 @@ class DepthwiseConv2D(Conv2D):
     kind = "depthwise_conv2d"
     _prefix = "mli_krn_depthwise_conv2d_hwcn_"
 
+    def _channels_fit(self, c: int) -> bool:
+        return self.weights.shape[2] == 1 and self.weights.shape[3] == c
+
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         kh, kw = self.weights.shape[:2]
         return kh * kw
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         return F.depthwise_conv2d(x, w, b, self.stride, self.padding, self.dilation)
+
+
+class GroupConv2D(Conv2D):
+    """Grouped convolution, weights ``[kh, kw, cin / groups, cout]`` (``groups = cin / weights.shape[2]``,
+    ``cout`` a multiple of ``groups``); output channel ``o`` reads input group ``o // (cout / groups)``."""
+
+    kind = "group_conv2d"
+    _prefix = "mli_krn_group_conv2d_hwcn_"
+
+    def _channels_fit(self, c: int) -> bool:
+        cg, cout = self.weights.shape[2], self.weights.shape[3]
+        return cg > 0 and c % cg == 0 and cout % (c // cg) == 0
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        kh, kw, cg = self.weights.shape[:3]
+        return kh * kw * cg
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return F.group_conv2d(x, w, b, self.stride, self.padding, self.dilation)
+
+
+class TransposeConv2D(Conv2D):
+    """Transpose convolution, HWCN weights ``[kh, kw, cin, cout]``.
+
+    Output size per axis: ``(in - 1) * stride + k - pad_a - pad_b``; MLI wants ``pad < k`` and
+    ``stride <= k``, no dilation.
+    """
+
+    kind = "transpose_conv2d"
+    _prefix = "mli_krn_transpose_conv2d_hwcn_"
+
+    def __init__(self, weights: Any, bias: Any, *, stride: int | tuple[int, int] = 1,
+                 padding: int | tuple[int, ...] = 0, relu: str = "none", **kw: Any) -> None:
+        super().__init__(weights, bias, stride=stride, padding=padding, dilation=1, relu=relu, **kw)
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"stride": self.stride, "padding": self.padding, "relu": self.relu}
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        h, w, c = in_shapes[0]
+        if len(self.weights.shape) != 4 or self.weights.shape[2] != c:
+            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
+        kh, kw = self.weights.shape[:2]
+        t, b, l, r = self.padding
+        return ((h - 1) * self.stride[0] + kh - t - b, (w - 1) * self.stride[1] + kw - l - r, self.weights.shape[3])
+
+    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        kh, kw, cin = self.weights.shape[:3]
+        # an output pixel meets at most ceil(k / stride) taps per axis
+        return -(-kh // self.stride[0]) * -(-kw // self.stride[1]) * cin
+
+    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return F.transpose_conv2d(x, w, b, self.stride, self.padding)
 
 
 class FullyConnected(_MacLayer):
@@ -609,6 +673,90 @@ class Tanh(Sigmoid):
         return np.tanh(xs[0])
 
 
+class L2Normalize(_LutLayer):
+    """``x / ||x||_2`` (``mli_krn_l2_normalize_*``) over the whole tensor (``axis < 0``) or along ``axis``;
+    the kernel sets the output parameters (FX16 Q15, SA8 zero point 0 and scale 2**-7)."""
+
+    kind = "l2_normalize"
+    _lut_name = "l2_normalize"
+    _sa8_out = (0, 7)
+
+    def __init__(self, axis: int = -1, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.axis = axis
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_l2_normalize_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import L2NormalizeCfg
+
+        fn(ins[0], None, self.lut, L2NormalizeCfg(axis=self.axis), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.l2_normalize(xs[0], None if self.axis < 0 else self.axis + 1)
+
+
+class Argmax(Layer):
+    """``mli_krn_argmax_*``: element offsets of the ``topk`` largest values, as an output layer.
+
+    ``axis < 0``: the whole sample is one slice (output ``[1, topk]``); else one slice per index of
+    ``axis`` (output ``[shape[axis], topk]``), each offset counted from the sample's first element.
+    The output is SA32 with zero point 0 and scale 1 (the plain offsets); as the network output,
+    :meth:`RunResult.predictions` returns the first offset per sample. Ties: MLI's order (last
+    maximum first for ``topk = 1``).
+    """
+
+    kind = "argmax"
+    kernel_sets_output = True
+    is_index_output = True
+
+    def __init__(self, axis: int = -1, topk: int = 1, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.axis, self.topk = int(axis), int(topk)
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis, "topk": self.topk}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_argmax_" + data_suffix(in_qs[0].el_type)
+
+    def output_qparams(self, in_qs: list[QParams]) -> QParams:
+        return QParams.sa(0, 1, 0, -1, ElType.SA_32)
+
+    def result_qparams(self, in_qs: list[QParams]) -> QParams:
+        return self.output_qparams(in_qs)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        shape = in_shapes[0]
+        slices = 1 if self.axis < 0 else shape[self.axis]
+        if not 1 <= self.topk <= int(np.prod(shape)) // slices:
+            raise ValueError(f"{self.name}: topk {self.topk} outside 1..{int(np.prod(shape)) // slices}")
+        return (slices, self.topk)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import ArgmaxCfg
+
+        fn(ins[0], ArgmaxCfg(axis=self.axis, topk=self.topk), out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        x = xs[0]
+        n = x.shape[0]
+        offs = np.arange(int(np.prod(x.shape[1:]))).reshape(x.shape[1:])
+        if self.axis < 0:
+            vals, offs = x.reshape(n, 1, -1), offs.reshape(1, -1)
+        else:
+            vals = np.moveaxis(x, self.axis + 1, 1).reshape(n, x.shape[self.axis + 1], -1)
+            offs = np.moveaxis(offs, self.axis, 0).reshape(x.shape[self.axis + 1], -1)
+        # largest first; among equal values the later element first, as MLI's heap does for topk 1
+        order = np.argsort(-vals[..., ::-1], axis=-1, kind="stable")[..., : self.topk]
+        idx = vals.shape[-1] - 1 - order
+        return np.take_along_axis(np.broadcast_to(offs, vals.shape), idx, axis=-1).astype(np.float64)
+
+
 # ====================================================================== data movement
 class Permute(Layer):
     """Reorder dimensions (``perm`` over the sample's axes); keeps the quantisation."""
@@ -638,6 +786,82 @@ class Permute(Layer):
         return np.transpose(xs[0], [0] + [p + 1 for p in self.perm])
 
 
+class Concat(Layer):
+    """Concatenation of several tensors along ``axis`` (``mli_krn_concat_*``, MLI 1.x API kept by pymli).
+
+    All inputs must have one quantisation (the quantiser gives their producers a common format);
+    the kernel copies it to the output.
+    """
+
+    kind = "concat"
+    follows_input = True
+
+    def __init__(self, axis: int = -1, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.axis = int(axis)
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"axis": self.axis}
+
+    def _axis(self, rank: int) -> int:
+        return self.axis % rank
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_concat_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import ConcatCfg
+
+        fn(ins, ConcatCfg(tensors_num=len(ins), axis=self._axis(ins[0].rank)), out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        if len(in_shapes) < 2:
+            raise ValueError(f"{self.name}: concat needs at least two inputs (name them in inputs=[...])")
+        rank = len(in_shapes[0])
+        ax = self._axis(rank)
+        for s in in_shapes[1:]:
+            if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, in_shapes[0])) if i != ax):
+                raise ValueError(f"{self.name}: shapes {in_shapes} do not concatenate along axis {ax}")
+        out = list(in_shapes[0])
+        out[ax] = sum(s[ax] for s in in_shapes)
+        return tuple(out)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return np.concatenate(xs, axis=self._axis(xs[0].ndim - 1) + 1)
+
+
+class Pad2D(Layer):
+    """Zero padding of an HWC feature map (``mli_krn_padding2d_hwc_*``); padding (top, bottom, left,
+    right) or one int for every side; SA8 pads with the zero point (the real value 0)."""
+
+    kind = "pad2d"
+    follows_input = True
+
+    def __init__(self, padding: int | tuple[int, ...], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.padding = _pad4(padding)
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {"padding": self.padding}
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_padding2d_hwc_" + data_suffix(in_qs[0].el_type)
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        from ..capi.types import Padding2dCfg
+
+        t, b, l, r = self.padding
+        fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        h, w, c = in_shapes[0]
+        t, b, l, r = self.padding
+        return (h + t + b, w + l + r, c)
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        return F.pad_hw(xs[0], self.padding)
+
+
 LAYER_TYPES: dict[str, type[Layer]] = {c.kind: c for c in (
-    Conv2D, DepthwiseConv2D, FullyConnected, MaxPool, AvgPool, Eltwise, ReLU, LeakyReLU, PReLU, Softmax,
-    Sigmoid, Tanh, Permute)}
+    Conv2D, DepthwiseConv2D, GroupConv2D, TransposeConv2D, FullyConnected, MaxPool, AvgPool, Eltwise, ReLU,
+    LeakyReLU, PReLU, Softmax, Sigmoid, Tanh, L2Normalize, Argmax, Permute, Concat, Pad2D)}

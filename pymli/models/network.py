@@ -44,12 +44,14 @@ class RunResult:
             set them, e.g. softmax).
         output_name: name of the network output.
         platform: the platform the run used.
+        index_output: the output holds element offsets (an :class:`~pymli.models.layers.Argmax` layer).
     """
 
     values: dict[str, np.ndarray]
     qparams: dict[str, QParams]
     output_name: str
     platform: Platform
+    index_output: bool = False
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.values[name]
@@ -64,8 +66,11 @@ class RunResult:
         return self.qparams[name].dequantize(self.values[name], batch=True)
 
     def predictions(self) -> np.ndarray:
-        """Class per sample: MLI arg-max (last maximum on ties) of the output."""
+        """Class per sample: MLI arg-max (last maximum on ties) of the output, or the first offset an
+        arg-max output layer found."""
         out = self.output
+        if self.index_output:
+            return out.reshape(out.shape[0], -1)[:, 0].astype(np.int64)
         return mli_argmax(out.reshape(out.shape[0], -1))
 
 
@@ -125,6 +130,18 @@ class Network:
     @property
     def output_name(self) -> str:
         return self.layers[-1].name
+
+    @property
+    def index_output(self) -> bool:
+        """Whether the output layer returns element offsets (arg-max) rather than values."""
+        return bool(self.layers) and bool(getattr(self.layers[-1], "is_index_output", False))
+
+    def float_predictions(self, acts: dict[str, np.ndarray]) -> np.ndarray:
+        """Class per sample from a :meth:`run_float` result (same rule as :meth:`RunResult.predictions`)."""
+        out = acts[self.output_name]
+        if self.index_output:
+            return out.reshape(out.shape[0], -1)[:, 0].astype(np.int64)
+        return mli_argmax(out.reshape(out.shape[0], -1))
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         """Shape of every tensor (one sample)."""
@@ -249,7 +266,8 @@ class Network:
                     progress(1)
         if keep_input:
             values[INPUT] = list(x)
-        return RunResult({k: np.stack(v) for k, v in values.items() if v}, qparams, self.output_name, p)
+        return RunResult({k: np.stack(v) for k, v in values.items() if v}, qparams, self.output_name, p,
+                         self.index_output)
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
                   platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:

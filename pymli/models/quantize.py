@@ -10,8 +10,9 @@ The scheme names are MLI's three builds of its examples:
 FX choices follow MLI's constraints: ``bias.frac_bits <= in + weights`` and ``out.frac_bits <= in +
 weights`` for MAC layers; layers whose kernel keeps or sets the output format (max pooling, ReLU,
 permute, softmax, sigmoid, tanh; leaky ReLU / PReLU in FX) are left to it. The two inputs of an
-element-wise min / max must share one format: their producers get the coarser of the two (FX) or the
-union of their ranges (SA8), where the producer's format is the network's to choose.
+element-wise min / max, and the inputs of a concatenation, must share one format: their producers
+get the coarsest of them (FX) or the union of their ranges (SA8), where the producer's format is the
+network's to choose (not after a kernel that sets or keeps its output format).
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import Eltwise, Layer, _MacLayer
+from .layers import Concat, Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
 from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
-from .recurrent import UnrolledLSTM, _LstmBase
+from .recurrent import LSTM, UnrolledLSTM, _RnnBase
 
 __all__ = ["SCHEMES", "calibrate", "quantize_network", "tensor_qparams"]
 
@@ -51,24 +52,34 @@ def _ranges(acts: dict[str, np.ndarray], percentile: float | None) -> dict[str, 
     return out
 
 
-def _quantize_lstm(la: _LstmBase, in_q: QParams, x: np.ndarray, out_range: tuple[float, float], scheme: str,
-                   headroom_bits: int, percentile: float | None) -> QParams:
-    """Weights per gate (SA8: per-gate scales on dim 0), bias on the input x weights_in scale, cell from calibration."""
+def _quantize_rnn(la: _RnnBase, in_q: QParams, x: np.ndarray, out_range: tuple[float, float], scheme: str,
+                  headroom_bits: int, percentile: float | None) -> QParams:
+    """LSTM / GRU: weights per gate (SA8: per-gate scales on dim 0), bias on the input x weights_in
+    scale, LSTM cell state from calibration.
+
+    SA8 always uses per-gate parameters: MLI 2.0.2's GRU reads the candidate gate's scale of
+    per-tensor weights from the wrong place (see :func:`pymli.kernels.recurrent._gru_candidate_scales`).
+    """
     w_in, w_out, b = (c.value(original=True) for c in (la.weights_in, la.weights_out, la.bias))
-    _, cells = la.float_sequence(x, original=True)
-    la.cell_q = tensor_qparams(*_ranges({"c": cells}, percentile)["c"], scheme, headroom_bits)  # type: ignore[attr-defined]
+    g = la.n_gates
+    hs, cells = la.float_sequence(x, original=True)
+    # every step's output feeds the next one: the output format must hold all of them, not only the kept ones
+    lo, hi = _ranges({"h": hs}, percentile)["h"]
+    out_range = (min(lo, out_range[0]), max(hi, out_range[1]))
+    if isinstance(la, LSTM):
+        la.cell_q = tensor_qparams(*_ranges({"c": cells}, percentile)["c"], scheme, headroom_bits)
     if scheme == "sa8":
         qps = []
         for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
-            wmax = np.abs(w).reshape(4, -1).max(axis=1)
+            wmax = np.abs(w).reshape(g, -1).max(axis=1)
             scale, sfb = sa_scale_repr(np.where(wmax > 0, wmax / 127.0, 1.0))
-            qp = QParams.sa(np.zeros(4, np.int64), scale, sfb, 0)
+            qp = QParams.sa(np.zeros(g, np.int64), scale, sfb, 0)
             c.set_quantized(qp.quantize(w), qp)
             qps.append(qp)
         bstep = float(in_q.step()) * qps[0].step()
         bscale, bsfb = sa_scale_repr(bstep)
         la.bias.set_quantized(np.clip(np.rint(b / bstep[:, None]), -(2 ** 31), 2 ** 31 - 1).astype(np.int32),
-                              QParams.sa(np.zeros(4, np.int64), bscale, bsfb, 0, ElType.SA_32))
+                              QParams.sa(np.zeros(g, np.int64), bscale, bsfb, 0, ElType.SA_32))
         return tensor_qparams(*out_range, "sa8", headroom_bits)
     wbits = 8 if scheme == "fx16_fx8_fx8" else 16
     for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
@@ -179,7 +190,8 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
 
 
 def _same_format_groups(net: Network) -> list[list[str]]:
-    """Tensors that must share one format: the two inputs of an element-wise min / max (MLI checks it)."""
+    """Tensors that must share one format: the two inputs of an element-wise min / max, the inputs of a
+    concatenation (the kernels check it)."""
     parent: dict[str, str] = {}
 
     def find(a: str) -> str:
@@ -188,10 +200,12 @@ def _same_format_groups(net: Network) -> list[list[str]]:
         return a
 
     for la in net.layers:
-        if isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2:
-            a, b = find(la.inputs[0]), find(la.inputs[1])
-            if a != b:
-                parent[b] = a
+        if (isinstance(la, Eltwise) and la.op in ("min", "max") and len(la.inputs) == 2) or isinstance(la, Concat):
+            a = find(la.inputs[0])
+            for other in la.inputs[1:]:
+                b = find(other)
+                if a != b:
+                    parent[b] = a
     groups: dict[str, list[str]] = {}
     for n in parent:
         groups.setdefault(find(n), []).append(n)
@@ -212,8 +226,8 @@ def _quantize_pass(net: Network, acts: dict[str, np.ndarray], ranges: dict[str, 
         in_qs = [qs[i] for i in la.inputs]
         if isinstance(la, UnrolledLSTM):
             raise NotImplementedError("UnrolledLSTM is built from a recorded pack; quantise an LSTM layer instead")
-        if isinstance(la, _LstmBase):
-            la.out_q = _quantize_lstm(la, in_qs[0], acts[la.inputs[0]], ranges[la.name], scheme, headroom_bits,
+        if isinstance(la, _RnnBase):
+            la.out_q = _quantize_rnn(la, in_qs[0], acts[la.inputs[0]], ranges[la.name], scheme, headroom_bits,
                                       percentile)
         elif isinstance(la, _MacLayer):
             la.out_q = _quantize_mac(la, in_qs[0], ranges[la.name], scheme, headroom_bits)

@@ -1,9 +1,14 @@
-"""Recurrent layers: MLI's LSTM cell over a sequence, and an LSTM unrolled into MLI primitives.
+"""Recurrent layers: MLI's LSTM and GRU cells over a sequence, and an LSTM unrolled into MLI primitives.
 
 Sequences are ``[T, features]`` per sample (``[N, T, features]`` in the float path). Weights follow
-MLI: ``weights_in [4, in, out]``, ``weights_out [4, out, out]``, ``bias [4, out]``, gates in the
-order i (input), g (cell candidate), f (forget), o (output). The state starts at zero (the zero
-point for SA8), as MLI's examples make it by multiplying the state by a zero scalar.
+MLI: ``weights_in [G, in, out]``, ``weights_out [G, out, out]``, ``bias [G, out]``; LSTM has G = 4
+gates in the order i (input), g (cell candidate), f (forget), o (output), GRU has G = 3 gates in
+the order z (update), r (reset), u (candidate). The state starts at zero (the zero point for SA8),
+as MLI's examples make it by multiplying the state by a zero scalar.
+
+``direction="backward"`` processes the frames last to first; the outputs are then stored in
+processing order, as MLI does (row 0 is the step on the last frame), and ``results="last"`` keeps
+the output of the step on frame 0.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from . import floatops as F
 from .layers import Layer, capi_function, data_suffix, mac_suffix
 from .qparams import Const, QParams
 
-__all__ = ["GATES", "LSTM", "UnrolledLSTM"]
+__all__ = ["GATES", "GRU", "GRU_GATES", "LSTM", "UnrolledLSTM"]
 
 GATES = ("i", "g", "f", "o")
+GRU_GATES = ("z", "r", "u")
 
 
 def _zero_state(q: QParams, m: int) -> Tensor:
@@ -36,21 +42,46 @@ def _make_lut(name: str) -> Lut:
     return lut
 
 
-class _LstmBase(Layer):
+def _rnn_cfg(results: str, direction: str, act: str, scratch: int) -> Any:
+    from ..capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
+
+    return RnnCellCfg(direction=RnnDirection.BACKWARD if direction == "backward" else RnnDirection.FORWARD,
+                      results=RnnResults.ALL if results == "all" else RnnResults.LAST,
+                      act={"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM,
+                           "none": RnnOutActivation.NONE}[act],
+                      scratch_capacity=scratch)
+
+
+class _RnnBase(Layer):
+    """Shared part of the recurrent layers: constants, shapes, direction, results, LUTs."""
+
+    n_gates: ClassVar[int] = 4
     weights_in: Const
     weights_out: Const
     bias: Const
     results: str
+    direction: str
     act: str
 
     def _init(self, w_in: Any, w_out: Any, bias: Any, results: str, act: str, tanh_lut: Lut | None,
-              sigm_lut: Lut | None) -> None:
+              sigm_lut: Lut | None, direction: str = "forward") -> None:
         self.weights_in = w_in if isinstance(w_in, Const) else Const.from_float(w_in)
         self.weights_out = w_out if isinstance(w_out, Const) else Const.from_float(w_out)
         self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
         if results not in ("all", "last"):
             raise ValueError("results must be 'all' or 'last'")
-        self.results, self.act = results, act
+        if direction not in ("forward", "backward"):
+            raise ValueError("direction must be 'forward' or 'backward'")
+        if act not in ("tanh", "sigm", "none"):
+            raise ValueError("act must be 'tanh', 'sigm' or 'none'")
+        g = self.n_gates
+        if (len(self.weights_in.shape) != 3 or self.weights_in.shape[0] != g
+                or tuple(self.weights_out.shape) != (g, self.weights_in.shape[2], self.weights_in.shape[2])
+                or tuple(self.bias.shape) != (g, self.weights_in.shape[2])):
+            raise ValueError(f"{type(self).__name__} wants weights_in [{g}, in, out], weights_out [{g}, out, out], "
+                             f"bias [{g}, out]; got {self.weights_in.shape}, {self.weights_out.shape}, "
+                             f"{self.bias.shape}")
+        self.results, self.act, self.direction = results, act, direction
         self.tanh_lut, self.sigm_lut = tanh_lut, sigm_lut
 
     @property
@@ -61,7 +92,10 @@ class _LstmBase(Layer):
         return {"weights_in": self.weights_in, "weights_out": self.weights_out, "bias": self.bias}
 
     def cfg_dict(self) -> dict[str, Any]:
-        return {"units": self.units, "results": self.results, "act": self.act}
+        d: dict[str, Any] = {"units": self.units, "results": self.results}
+        if self.direction != "forward":
+            d["direction"] = self.direction
+        return d
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         t, n_in = in_shapes[0][0], int(np.prod(in_shapes[0][1:]))
@@ -78,28 +112,53 @@ class _LstmBase(Layer):
         if self.sigm_lut is None:
             self.sigm_lut = _make_lut("sigm")
 
+    def _frames(self, x: np.ndarray) -> np.ndarray:
+        """Float frames ``[N, T, in]`` in processing order."""
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        return x[:, ::-1] if self.direction == "backward" else x
+
     def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        """(h for every step ``[N, T, out]``, cell for every step ``[N, T, out]``) in float64."""
+        """(h of every step ``[N, T, out]``, cell state of every step) in float64, processing order."""
+        raise NotImplementedError
+
+    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        h, _ = self.float_sequence(xs[0], original)
+        return h if self.results == "all" else h[:, -1:]
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+        """Exact accumulators of the input series (``x_t @ weights_in`` + bias, every gate and step).
+
+        FX: the bias is aligned to ``in_frac + w_frac``; SA8: inputs are centred on the zero point.
+        The recurrent series (on the previous output) is accumulated and rescaled separately by MLI.
+        Float64 is exact here: 8/16-bit operands and far fewer than 2**21 products per output.
+        """
+        wq, bqp = self.weights_in.qp, self.bias.qp
+        w = np.asarray(self.weights_in.q, np.float64)
+        b = np.asarray(self.bias.q, np.float64)
+        x = np.asarray(x_q, np.float64)
+        x = x.reshape(x.shape[0], x.shape[1], -1)
+        if in_q.el_type.is_sa:
+            x = x - float(in_q.zero_point)
+        else:
+            b = b * 2.0 ** (in_q.frac_bits + wq.frac_bits - bqp.frac_bits)  # type: ignore[union-attr]
+        return np.einsum("nti,gio->ntgo", x, w) + b
+
+
+class _LstmBase(_RnnBase):
+    def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        x = self._frames(x)
         n, m = x.shape[0], self.units
         w_in, w_out, b = (c.value(original) for c in (self.weights_in, self.weights_out, self.bias))
         h, c = np.zeros((n, m)), np.zeros((n, m))
         hs, cs = [], []
         for t in range(x.shape[1]):
-            pre = (np.einsum("ni,gio->gno", x[:, t].reshape(n, -1), w_in) + np.einsum("ni,gio->gno", h, w_out)
-                   + b[:, None, :])
+            pre = np.einsum("ni,gio->gno", x[:, t], w_in) + np.einsum("ni,gio->gno", h, w_out) + b[:, None, :]
             i, g, f, o = F.sigmoid(pre[0]), np.tanh(pre[1]), F.sigmoid(pre[2]), F.sigmoid(pre[3])
             c = f * c + i * g
             h = o * (np.tanh(c) if self.act == "tanh" else F.sigmoid(c) if self.act == "sigm" else c)
             hs.append(h)
             cs.append(c)
         return np.stack(hs, 1), np.stack(cs, 1)
-
-    def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
-        h, _ = self.float_sequence(xs[0], original)
-        return h if self.results == "all" else h[:, -1:]
-
-    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> None:
-        return None
 
 
 class LSTM(_LstmBase):
@@ -108,6 +167,7 @@ class LSTM(_LstmBase):
     Args:
         w_in, w_out, bias: constants ``[4, in, out]``, ``[4, out, out]``, ``[4, out]``.
         results: ``"all"`` (output ``[T, out]``) or ``"last"`` (``[1, out]``).
+        direction: ``"forward"`` or ``"backward"`` (frames last to first).
         act: output activation (``tanh``, ``sigm``, ``none``).
         cell_q: quantisation of the cell state (set by the quantiser or a pack).
         tanh_lut, sigm_lut: LUTs (created with ``mli_krn_*_create_lut`` when None).
@@ -116,34 +176,76 @@ class LSTM(_LstmBase):
     kind = "lstm"
 
     def __init__(self, w_in: Any, w_out: Any, bias: Any, *, results: str = "all", act: str = "tanh",
-                 cell_q: QParams | None = None, tanh_lut: Lut | None = None, sigm_lut: Lut | None = None,
-                 **kw: Any) -> None:
+                 direction: str = "forward", cell_q: QParams | None = None, tanh_lut: Lut | None = None,
+                 sigm_lut: Lut | None = None, **kw: Any) -> None:
         super().__init__(**kw)
-        self._init(w_in, w_out, bias, results, act, tanh_lut, sigm_lut)
+        self._init(w_in, w_out, bias, results, act, tanh_lut, sigm_lut, direction)
         self.cell_q = cell_q
+
+    def cfg_dict(self) -> dict[str, Any]:
+        return {**super().cfg_dict(), "act": self.act}
 
     def c_name(self, in_qs: list[QParams]) -> str:
         return "mli_krn_lstm_cell_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
-        from ..capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
-
         m = self.units
         prev = _zero_state(QParams.of(out), m)
         if self.cell_q is None:
             raise ValueError(f"layer {self.name}: cell quantisation not set")
         cell = _zero_state(self.cell_q, m)
-        cfg = RnnCellCfg(direction=RnnDirection.FORWARD,
-                         results=RnnResults.ALL if self.results == "all" else RnnResults.LAST,
-                         act={"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM,
-                              "none": RnnOutActivation.NONE}[self.act],
-                         scratch_capacity=4 * m * ins[0].el_type.size)
-        x = ins[0]
-        if x.rank != 2:  # MLI wants [T, in]
-            x = QParams.of(x).tensor(x.numpy().reshape(x.shape[0], -1))
-        fn(x, prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(), self.tanh_lut,
-           self.sigm_lut, cfg, cell, out)
+        cfg = _rnn_cfg(self.results, self.direction, self.act, 4 * m * ins[0].el_type.size)
+        fn(_as_frames(ins[0]), prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(),
+           self.tanh_lut, self.sigm_lut, cfg, cell, out)
         return {"cell": (cell.numpy(), QParams.of(cell))}
+
+
+class GRU(_RnnBase):
+    """``mli_krn_gru_cell_*`` over the whole input sequence.
+
+    MLI's GRU applies the reset gate to the state before its product with the candidate weights::
+
+        z = sigm(x W_xz + h W_hz + b_z);  r = sigm(x W_xr + h W_hr + b_r)
+        u = tanh(x W_xu + (r * h) W_hu + b_u);  h' = z * h + (1 - z) * u
+
+    Args:
+        w_in, w_out, bias: constants ``[3, in, out]``, ``[3, out, out]``, ``[3, out]`` (gates z, r, u).
+        results: ``"all"`` (output ``[T, out]``) or ``"last"`` (``[1, out]``).
+        direction: ``"forward"`` or ``"backward"``.
+        tanh_lut, sigm_lut: LUTs (created with ``mli_krn_*_create_lut`` when None).
+    """
+
+    kind = "gru"
+    n_gates = 3
+
+    def __init__(self, w_in: Any, w_out: Any, bias: Any, *, results: str = "all", direction: str = "forward",
+                 tanh_lut: Lut | None = None, sigm_lut: Lut | None = None, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._init(w_in, w_out, bias, results, "tanh", tanh_lut, sigm_lut, direction)
+
+    def c_name(self, in_qs: list[QParams]) -> str:
+        return "mli_krn_gru_cell_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
+
+    def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
+        m = self.units
+        prev = _zero_state(QParams.of(out), m)
+        cfg = _rnn_cfg(self.results, self.direction, "tanh", 3 * m * ins[0].el_type.size)
+        fn(_as_frames(ins[0]), prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(),
+           self.tanh_lut, self.sigm_lut, cfg, out)
+
+    def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(h of every step ``[N, T, out]``, the same array: a GRU has no separate cell state)."""
+        x = self._frames(x)
+        w_in, w_out, b = (c.value(original) for c in (self.weights_in, self.weights_out, self.bias))
+        h = F.gru_cell_seq(x, np.zeros((x.shape[0], self.units)), w_in, w_out, b)
+        return h, h
+
+
+def _as_frames(x: Tensor) -> Tensor:
+    """The input as the ``[T, in]`` tensor MLI's cells want."""
+    if x.rank == 2:
+        return x
+    return QParams.of(x).tensor(x.numpy().reshape(x.shape[0], -1))
 
 
 class UnrolledLSTM(_LstmBase):

@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import ElType
-from .layers import _MacLayer
-from .network import Network, RunResult, mli_argmax
+from .network import Network, RunResult
 from .qparams import QParams
 
 __all__ = ["ARC_GUARD_BITS", "LayerStats", "Report", "accu_guard_bits", "compare", "snr_db"]
@@ -146,22 +145,29 @@ class Report:
         from rich.table import Table
 
         t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
-        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR dB", "right"),
-                ("alone", "right"), ("max err", "right"), ("sat%", "right"), ("free", "right"),
-                ("guard", "right"), ("acc free", "right")]
-        if not kernels:
-            cols.pop(1)
-        for col, j in cols:
-            t.add_column(col, justify=j, no_wrap=True)  # type: ignore[arg-type]
+        # two-line headers keep the numeric columns narrow enough for an 80-column console
+        cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR\ndB", "right"),
+                ("alone\ndB", "right"), ("max\nerr", "right"), ("sat\n%", "right"), ("free\nbits", "right"),
+                ("guard\nbits", "right"), ("acc\nfree", "right")]
+        rows = []
         for s in self.layers:
             guard = f"{s.guard_needed}/{s.guard_available}" if s.guard_needed is not None else ""
             style = "red" if (s.acc_headroom_bits is not None and s.acc_headroom_bits < 0) else None
-            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db), _fmt_db(s.snr_local_db), f"{s.max_err:.3g}",
-                      f"{100 * s.saturated:.2f}", "" if s.headroom_bits is None else str(s.headroom_bits), guard,
-                      "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
-            if not kernels:
-                cells.pop(1)
-            t.add_row(*cells, style=style)
+            cells = [s.name, s.function.removeprefix("mli_krn_"), _short_q(s.out_q), _fmt_db(s.snr_db),
+                     _fmt_db(s.snr_local_db), f"{s.max_err:.2g}", f"{100 * s.saturated:.2f}",
+                     "" if s.headroom_bits is None else str(s.headroom_bits), guard,
+                     "" if s.acc_headroom_bits is None else str(s.acc_headroom_bits)]
+            rows.append((cells, style))
+        keep = [k for k in range(len(cols)) if kernels or k != 1]
+        for k in keep:
+            col, j = cols[k]
+            if k == 1:  # the kernel name folds first in a narrow console; numbers are never cut
+                t.add_column(col, justify=j, overflow="fold", min_width=12)  # type: ignore[arg-type]
+                continue
+            width = max([len(line) for line in col.split("\n")] + [len(c[k]) for c, _ in rows])
+            t.add_column(col, justify=j, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+        for cells, style in rows:
+            t.add_row(*(cells[k] for k in keep), style=style)
         if self.accuracy is not None:
             fa = "" if self.float_accuracy is None else f", float {100 * self.float_accuracy:.2f} %"
             t.caption = f"accuracy {100 * self.accuracy:.2f} %{fa}"
@@ -183,14 +189,25 @@ class Report:
         if ax is None:
             _, ax = plt.subplots(figsize=(max(6, len(self.layers) * 0.8), 4))
         names = [s.name for s in self.layers]
-        cap = lambda v: 150.0 if v == math.inf else v
+        finite = [v for s in self.layers for v in (s.snr_db, s.snr_local_db) if math.isfinite(v)]
+        # exact layers (infinite SNR) get a hatched bar just above the highest finite one
+        exact_h = (max(finite) if finite else 10.0) * 1.1 + 5.0
         x = np.arange(len(names))
-        ax.bar(x - 0.2, [cap(s.snr_db) for s in self.layers], 0.4, label="SNR vs float (end to end)")
-        ax.bar(x + 0.2, [cap(s.snr_local_db) for s in self.layers], 0.4, label="SNR of the layer alone")
+        for off, attr, label in ((-0.2, "snr_db", "SNR vs float (end to end)"),
+                                 (0.2, "snr_local_db", "SNR of the layer alone")):
+            vals = [getattr(s, attr) for s in self.layers]
+            bars = ax.bar(x + off, [exact_h if v == math.inf else max(v, 0.0) for v in vals], 0.4, label=label)
+            for bar, v in zip(bars, vals):
+                if v == math.inf:
+                    bar.set_hatch("//")
+                    ax.annotate("exact", (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
+                                va="bottom", fontsize=8)
+        ax.set_ylim(0, exact_h * 1.12)
         ax.set_xticks(x, names, rotation=45, ha="right")
-        ax.set_ylabel("dB")
+        ax.set_ylabel("SNR (dB)")
         ax.set_title(f"{self.network} ({self.platform})")
-        ax.legend()
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=8)
         ax.figure.tight_layout()
         if path is not None:
             ax.figure.savefig(path)
@@ -283,7 +300,8 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
             if st.guard_available is None:
                 st.guard_available = accu_guard_bits(in_el, w_el)
             st.acc_bits = st.guard_available + in_el.bits + w_el.bits - 1   # value bits, sign excluded
-            acc = la.accumulator(in_vals[0], in_q[0]) if isinstance(la, _MacLayer) else None
+            acc_fn = getattr(la, "accumulator", None)
+            acc = acc_fn(in_vals[0], in_q[0]) if acc_fn is not None else None
             if acc is not None:
                 peak = float(np.max(np.abs(acc))) if acc.size else 0.0
                 st.acc_peak_bits = math.ceil(math.log2(peak + 1)) if peak > 0 else 0
@@ -293,7 +311,6 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
     if labels is not None:
         labels = np.asarray(labels)
         acc_q = float(np.mean(result.predictions() == labels))
-        out_f = ref[qnet.output_name]
-        acc_f = float(np.mean(mli_argmax(out_f.reshape(out_f.shape[0], -1)) == labels))
+        acc_f = float(np.mean(qnet.float_predictions(ref) == labels))
     return Report(qnet.name, result.platform.name, int(result.output.shape[0]), rows, acc_q, acc_f,
                   "float constants" if original else "dequantised constants")
