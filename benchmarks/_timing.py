@@ -6,6 +6,8 @@ checkout's pymli whether it is installed or not.
 
 from __future__ import annotations
 
+import argparse
+import inspect
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -65,3 +67,14 @@ def print_table(rows: Iterable[Row], title: str = "", group: Callable[[Row], str
     for line in [head, *cells]:
         print("  ".join([line[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(line[1:4], widths[1:4])]
                         + [line[4]]).rstrip())
+
+
+def cli(run: Callable[..., list[Row]], doc: str | None) -> None:
+    """A bench script's command line: one ``--option`` per keyword of ``run()`` (same default), then the table."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    for name, p in inspect.signature(run).parameters.items():
+        if isinstance(p.default, bool):
+            ap.add_argument(f"--{name}", action=argparse.BooleanOptionalAction, default=p.default)
+        else:
+            ap.add_argument(f"--{name}", type=type(p.default), default=p.default)
+    print_table(run(**vars(ap.parse_args())))

@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 
 import numpy as np
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli import Tensor, capi
 from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType
@@ -52,11 +51,5 @@ def run(repeat: int = 7) -> list[Row]:
     return [Row(name, best_of(fn, repeat)) for name, fn in cases]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    print_table(run(ap.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

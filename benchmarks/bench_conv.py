@@ -6,10 +6,8 @@ and, in square brackets, the MLI C library (x86, -O2) reference times.
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli import Tensor
 from pymli.capi import (
@@ -92,11 +90,5 @@ def run(repeat: int = 30) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=30)
-    print_table(run(ap.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

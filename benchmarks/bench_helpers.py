@@ -5,10 +5,8 @@ Run: python benchmarks/bench_helpers.py [--repeat N]
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli import ElType, Tensor
 from pymli.capi import helpers as H
@@ -56,11 +54,5 @@ def run(repeat: int = 20) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=20)
-    print_table(run(ap.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -9,11 +9,10 @@ time per HAR sequence (128 steps) and of the whole ``pymli demo``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli.models import load_pack
 from pymli.paths import shared_dir
@@ -52,13 +51,5 @@ def run(repeat: int = 3, images: int = 20, demo: bool = True) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--images", type=int, default=20)
-    args = ap.parse_args()
-    print_table(run(args.repeat, args.images))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -5,10 +5,8 @@ Run: ``python benchmarks/bench_pool.py [--repeat N]``. Figures in brackets are t
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli import capi
 from pymli.capi.types import PoolCfg
@@ -61,11 +59,5 @@ def run(repeat: int = 50) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=50)
-    print_table(run(ap.parse_args().repeat))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

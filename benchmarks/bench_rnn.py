@@ -7,10 +7,8 @@ of N calls of the checked facade function on a sequence of T frames).
 
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-from _timing import Row, best_of, print_table
+from _timing import Row, best_of, cli
 
 from pymli import capi
 from pymli.capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
@@ -71,13 +69,5 @@ def run(repeat: int = 5, steps: int = 16) -> list[Row]:
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=5)
-    ns = ap.parse_args()
-    print_table(run(ns.repeat, ns.steps))
-
-
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)
