@@ -5,34 +5,16 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
+from _timing import Row, best_of, cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout's pymli, installed or not
-
-from pymli import Tensor, capi  # noqa: E402
-from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType  # noqa: E402
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from pymli import Tensor, capi
+from pymli.capi.types import ArgmaxCfg, PermuteCfg, PreluCfg, ReluCfg, ReluType
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=7)
-    ns = ap.parse_args()
+def run(repeat: int = 7) -> list[Row]:
     rng = np.random.default_rng(0)
     shape = (56, 56, 64)
     q = dict(zero_point=-7, scale=20000, scale_frac_bits=20)
@@ -66,10 +48,8 @@ def main() -> None:
         ("argmax_sa8 axis=2, top3 (ties)", lambda: capi.mli_krn_argmax_sa8(x8_ties, ArgmaxCfg(2, 3),
                                                                           argmax_out(64, 3))),
     ]
-    print(f"{'case':36s} {'ms/call':>10s}")
-    for name, fn in cases:
-        print(f"{name:36s} {best_of(fn, ns.repeat) * 1e3:10.3f}")
+    return [Row(name, best_of(fn, repeat)) for name, fn in cases]
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

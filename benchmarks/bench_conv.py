@@ -1,14 +1,13 @@
 """Speed of the convolution and fully-connected facade (best of N, milliseconds per call).
 
-Run: ``python benchmarks/bench_conv.py``. The figures in brackets are the issue's targets and
-the MLI C library (x86, -O2) reference times.
+Run: ``python benchmarks/bench_conv.py [--repeat N]``. The target column holds the issue's targets
+and, in square brackets, the MLI C library (x86, -O2) reference times.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from _timing import Row, best_of, cli
 
 from pymli import Tensor
 from pymli.capi import (
@@ -23,16 +22,6 @@ from pymli.capi import (
 )
 
 rng = np.random.default_rng(0)
-
-
-def best(fn, n: int = 30) -> float:
-    fn()
-    t = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return min(t) * 1e3
 
 
 def sa8(shape, zp=0, scale=16384, frac=20, dim=-1, n=None):
@@ -54,7 +43,7 @@ def bias32(n, in_scale=16384, in_frac=20, w_scale=16384, w_frac=20, dim=-1):
     return Tensor.from_numpy(rng.integers(-5000, 5000, n), "SA_32", dim=dim, **kw)
 
 
-def main() -> None:
+def run(repeat: int = 30) -> list[Row]:
     rows = []
     cfg = Conv2dCfg(relu=ReluCfg(ReluType.GEN), padding_top=1, padding_bottom=1, padding_left=1, padding_right=1)
 
@@ -62,42 +51,44 @@ def main() -> None:
     w = sa8((3, 3, 32, 64), dim=3, n=64)
     b = bias32(64, dim=0)
     out = Tensor.zeros((32, 32, 64), "SA_8", zero_point=5, scale=20000, scale_frac_bits=14)
-    rows.append(("conv2d sa8 32x32x32 3x3 64f same", best(lambda: mli_krn_conv2d_hwcn_sa8_sa8_sa32(x, w, b, cfg, out)),
-                 "<= 2 (0.5) [C 53]"))
+    rows.append(Row("conv2d sa8 32x32x32 3x3 64f same",
+                    best_of(lambda: mli_krn_conv2d_hwcn_sa8_sa8_sa32(x, w, b, cfg, out), repeat),
+                    macs=32 * 32 * 64 * 3 * 3 * 32, target="<= 2 ms (0.5) [C 53]"))
 
     xf = Tensor.from_numpy(rng.integers(-32768, 32768, (32, 32, 32)), "FX_16", frac_bits=12)
     wf = Tensor.from_numpy(rng.integers(-32768, 32768, (3, 3, 32, 64)), "FX_16", frac_bits=15)
     bf = Tensor.from_numpy(rng.integers(-32768, 32768, (64,)), "FX_16", frac_bits=14)
     of = Tensor.zeros((32, 32, 64), "FX_16", frac_bits=8)
-    rows.append(("conv2d fx16 32x32x32 3x3 64f same", best(lambda: mli_krn_conv2d_hwcn_fx16(xf, wf, bf, cfg, of)),
-                 "<= 3 [C 23]"))
+    rows.append(Row("conv2d fx16 32x32x32 3x3 64f same",
+                    best_of(lambda: mli_krn_conv2d_hwcn_fx16(xf, wf, bf, cfg, of), repeat),
+                    macs=32 * 32 * 64 * 3 * 3 * 32, target="<= 3 ms [C 23]"))
 
     xd = sa8((56, 56, 64), zp=7)
     wd = sa8((3, 3, 1, 64), dim=3, n=64)
     bd = bias32(64, dim=0)
     od = Tensor.zeros((56, 56, 64), "SA_8", zero_point=0, scale=20000, scale_frac_bits=14)
-    rows.append(("depthwise sa8 56x56x64 3x3 same",
-                 best(lambda: mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32(xd, wd, bd, cfg, od)), "<= 2 [C 8.6]"))
+    rows.append(Row("depthwise sa8 56x56x64 3x3 same",
+                    best_of(lambda: mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32(xd, wd, bd, cfg, od), repeat),
+                    macs=56 * 56 * 64 * 3 * 3, target="<= 2 ms [C 8.6]"))
 
     fcfg = FullyConnectedCfg(relu=ReluCfg(ReluType.NONE))
     xi = sa8((1024,), zp=3)
     wi = sa8((1024, 256), dim=1, n=256)
     bi = bias32(256, dim=0)
     oi = Tensor.zeros((256,), "SA_8", zero_point=0, scale=20000, scale_frac_bits=14)
-    rows.append(("fully connected sa8 1024->256",
-                 best(lambda: mli_krn_fully_connected_sa8_sa8_sa32(xi, wi, bi, fcfg, oi), 200), "<= 0.1 [C 0.21]"))
+    rows.append(Row("fully connected sa8 1024->256",
+                    best_of(lambda: mli_krn_fully_connected_sa8_sa8_sa32(xi, wi, bi, fcfg, oi), 7 * repeat),
+                    macs=1024 * 256, target="<= 0.1 ms [C 0.21]"))
 
     xs = sa8((4, 4, 2), zp=0)
     ws = sa8((3, 3, 2, 2))
     bs = bias32(2)
     os_ = Tensor.zeros((4, 4, 2), "SA_8", zero_point=0, scale=20000, scale_frac_bits=14)
-    rows.append(("conv2d sa8 tiny 4x4x2 (overhead)",
-                 best(lambda: mli_krn_conv2d_hwcn_sa8_sa8_sa32(xs, ws, bs, cfg, os_), 300), "<= 0.05"))
-
-    print(f"{'case':40s} {'ms':>8s}  target [C]")
-    for name, ms, tgt in rows:
-        print(f"{name:40s} {ms:8.3f}  {tgt}")
+    rows.append(Row("conv2d sa8 tiny 4x4x2 (overhead)",
+                    best_of(lambda: mli_krn_conv2d_hwcn_sa8_sa8_sa32(xs, ws, bs, cfg, os_), 10 * repeat),
+                    target="<= 50 us"))
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,34 +1,20 @@
 """Speed of the conversion helpers and quantisation: time per call (best of N), printed as a table.
 
-Run: python benchmarks/bench_helpers.py
+Run: python benchmarks/bench_helpers.py [--repeat N]
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
+from _timing import Row, best_of, cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-
-from pymli import ElType, Tensor  # noqa: E402
-from pymli.capi import helpers as H  # noqa: E402
-from pymli.capi.types import SubTensorCfg  # noqa: E402
-from pymli.quant import dequantize, quantize  # noqa: E402
-
-
-def best(fn, n: int = 20) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+from pymli import ElType, Tensor
+from pymli.capi import helpers as H
+from pymli.capi.types import SubTensorCfg
+from pymli.quant import dequantize, quantize
 
 
-def main() -> None:
+def run(repeat: int = 20) -> list[Row]:
     rng = np.random.default_rng(0)
     shape = (32, 32, 16)
     x = rng.normal(size=shape).astype(np.float32)
@@ -50,22 +36,23 @@ def main() -> None:
                                                          scale=sa8.scale, scale_frac_bits=sa8.scale_frac_bits)),
     ]
     n = int(np.prod(shape))
-    print(f"{'operation':48s} {'elements':>9s} {'ms/call':>9s} {'ns/elem':>9s}")
+    rows = []
+
+    def per_elem(name: str, fn) -> None:
+        t = best_of(fn, repeat)
+        rows.append(Row(f"{name} ({n} elements)", t, extra=f"{t / n * 1e9:.1f} ns/elem"))
+
     for name, src, dst in cases:
-        t = best(lambda: H.mli_hlp_convert_tensor(src, dst))
-        print(f"{'mli_hlp_convert_tensor ' + name:48s} {n:9d} {t * 1e3:9.3f} {t / n * 1e9:9.1f}")
-    for name, fn in (("quantize fp32 -> sa8 per-axis", lambda: quantize(x, ElType.SA_8, dim=2)),
-                     ("quantize fp32 -> fx16 (auto)", lambda: quantize(x, ElType.FX_16)),
-                     ("dequantize sa8 per-axis", lambda: dequantize(sa8c))):
-        t = best(fn)
-        print(f"{name:48s} {n:9d} {t * 1e3:9.3f} {t / n * 1e9:9.1f}")
+        per_elem("mli_hlp_convert_tensor " + name, lambda src=src, dst=dst: H.mli_hlp_convert_tensor(src, dst))
+    per_elem("quantize fp32 -> sa8 per-axis", lambda: quantize(x, ElType.SA_8, dim=2))
+    per_elem("quantize fp32 -> fx16 (auto)", lambda: quantize(x, ElType.FX_16))
+    per_elem("dequantize sa8 per-axis", lambda: dequantize(sa8c))
     sub = Tensor()
     cfg = SubTensorCfg(offset=[1, 2, 3, 0], size=[4, 5, 6, 0], sub_tensor_rank=3)
-    t = best(lambda: H.mli_hlp_create_subtensor(sa8c, cfg, sub), 200)
-    print(f"{'mli_hlp_create_subtensor':48s} {'-':>9s} {t * 1e3:9.3f} {'-':>9s}")
-    t = best(lambda: H.mli_hlp_count_elem_num(sa8c, 1), 200)
-    print(f"{'mli_hlp_count_elem_num':48s} {'-':>9s} {t * 1e3:9.4f} {'-':>9s}")
+    rows.append(Row("mli_hlp_create_subtensor", best_of(lambda: H.mli_hlp_create_subtensor(sa8c, cfg, sub), 10 * repeat)))
+    rows.append(Row("mli_hlp_count_elem_num", best_of(lambda: H.mli_hlp_count_elem_num(sa8c, 1), 10 * repeat)))
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,17 +1,12 @@
 """Speed of the LUT activations on a 56x56x64 feature map (time per call, best of N).
 
-Run: ``python benchmarks/bench_lut.py [repeats]``.
+Run: ``python benchmarks/bench_lut.py [--repeat N]``.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without install
+from _timing import Row, best_of, cli
 
 from pymli import capi
 from pymli.arith.lut import create_lut
@@ -21,18 +16,7 @@ from pymli.tensor import Tensor
 SHAPE = (56, 56, 64)
 
 
-def best_of(fn, repeats: int) -> float:
-    fn()  # warm-up (LUT cache, code paths)
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+def run(repeat: int = 10) -> list[Row]:
     rng = np.random.default_rng(0)
     q8 = rng.integers(-128, 128, SHAPE).astype(np.int8)
     q16 = rng.integers(-32768, 32768, SHAPE).astype(np.int16)
@@ -53,12 +37,13 @@ def main() -> None:
          lambda: F["mli_krn_softmax_fx16"](x_fx16, smax, SoftmaxCfg(2), out_fx16)),
     ]
     n = int(np.prod(SHAPE))
-    print(f"LUT activations on {'x'.join(map(str, SHAPE))} ({n} elements), best of {repeats}")
-    print(f"{'function':42s} {'ms/call':>9s} {'ns/elem':>9s}")
+    dims = "x".join(map(str, SHAPE))
+    rows = []
     for name, fn in cases:
-        t = best_of(fn, repeats)
-        print(f"{name:42s} {t * 1e3:9.2f} {t * 1e9 / n:9.1f}")
+        t = best_of(fn, repeat)
+        rows.append(Row(f"{name} {dims}", t, extra=f"{t * 1e9 / n:.1f} ns/elem"))
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -11,15 +11,11 @@ argmax), and of the whole ``pymli demo``.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
+from _timing import Row, best_of, cli
 
 from pymli.models import (
     GRU,
@@ -38,52 +34,42 @@ from pymli.models.quantize import quantize_network
 from pymli.paths import shared_dir
 
 
-def best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    t = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return min(t)
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--images", type=int, default=20)
-    args = ap.parse_args()
+def run(repeat: int = 3, images: int = 20, demo: bool = True) -> list[Row]:
     root = shared_dir() / "models" / "cifar10"
-    print(f"{'build':<14} {'ms/image (capture)':>19} {'ms/image':>10} {'float ms/image':>15}")
+    rows = []
     for v in ("fx16", "fx16_fx8_fx8", "sa8"):
         p = load_pack(root / v)
-        x = p.inputs[: args.images]
+        x = p.inputs[:images]
         n = len(x)
-        t_cap = best(lambda p=p, x=x: p.network.run(x), args.repeat) / n
-        t_out = best(lambda p=p, x=x: p.network.run(x, capture=False), args.repeat) / n
-        t_flt = best(lambda p=p, x=x: p.network.run_float(x), args.repeat) / n
-        print(f"{v:<14} {1e3 * t_cap:>19.2f} {1e3 * t_out:>10.2f} {1e3 * t_flt:>15.2f}")
+        for what, fn in (("quantised, capture", lambda p=p, x=x: p.network.run(x)),
+                         ("quantised", lambda p=p, x=x: p.network.run(x, capture=False)),
+                         ("float64 twin", lambda p=p, x=x: p.network.run_float(x))):
+            rows.append(Row(f"CIFAR-10 {v} per image ({what})", best_of(fn, repeat, warmup=0) / n))
     har = shared_dir() / "models" / "har_smartphone"
     if har.is_dir():
-        print(f"{'HAR build':<14} {'ms/sequence':>19}")
         for v in ("fx16", "fx16_fx8_fx8", "sa8"):
             p = load_pack(har / v)
             x = p.inputs[:2]
-            print(f"{v:<14} {1e3 * best(lambda p=p, x=x: p.network.run(x), 1) / len(x):>19.1f}")
-    synthetic(args.repeat)
+            rows.append(Row(f"HAR {v} per sequence (128 steps)",
+                            best_of(lambda p=p, x=x: p.network.run(x), 1, warmup=0) / len(x)))
+    rows += synthetic(repeat)
+    if not demo:
+        return rows
     try:
         from rich.console import Console
 
         from pymli.models.demo import run_demo
     except ImportError:
-        return
+        return rows
     t0 = time.perf_counter()
     with open(os.devnull, "w") as sink:
         run_demo(Console(file=sink))
-    print(f"pymli demo (360 digits x 3 builds, with reports): {time.perf_counter() - t0:.2f} s")
+    rows.append(Row("pymli demo (360 digits x 3 builds, with reports)", time.perf_counter() - t0))
+    return rows
 
 
-def synthetic(repeat: int) -> None:
-    """ms per sample of small networks of the layers the example packs do not use."""
+def synthetic(repeat: int) -> list[Row]:
+    """Time per sample of small networks of the layers the example packs do not use."""
     rng = np.random.default_rng(0)
 
     def r(*shape: int) -> np.ndarray:
@@ -104,16 +90,15 @@ def synthetic(repeat: int) -> None:
             Concat(inputs=["a", "b"]), Pad2D(1), L2Normalize(), Argmax()]), (8, 8, 4)),
     }
     n = 4
-    print(f"{'synthetic network':<26} " + " ".join(f"{v + ' ms':>16}" for v in ("fx16", "fx16_fx8_fx8", "sa8")))
+    rows = []
     for name, (net, shape) in nets.items():
         x = rng.normal(0, 1, (n, *shape))
-        cells = []
         for v in ("fx16", "fx16_fx8_fx8", "sa8"):
             q = quantize_network(net, x, v)
             xq = q.quantize_input(x)
-            cells.append(best(lambda q=q, xq=xq: q.run(xq, capture=False), repeat) / n)
-        print(f"{name:<26} " + " ".join(f"{1e3 * t:>16.2f}" for t in cells))
+            rows.append(Row(f"{name} {v} per sample", best_of(lambda q=q, xq=xq: q.run(xq, capture=False), repeat) / n))
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

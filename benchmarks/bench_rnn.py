@@ -7,19 +7,13 @@ of N calls of the checked facade function on a sequence of T frames).
 
 from __future__ import annotations
 
-import argparse
-import sys
-import time
-from pathlib import Path
-
 import numpy as np
+from _timing import Row, best_of, cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from pymli import capi  # noqa: E402
-from pymli.capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults  # noqa: E402
-from pymli.ops.lut_activations import activation_lut  # noqa: E402
-from pymli.tensor import Tensor  # noqa: E402
+from pymli import capi
+from pymli.capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
+from pymli.ops.lut_activations import activation_lut
+from pymli.tensor import Tensor
 
 N_IN, M = 64, 128
 
@@ -47,28 +41,15 @@ def _operands(kind: str, gates: int, steps: int, rng: np.random.Generator) -> di
     return dict(x=x, h0=h0, wi=wi, wo=wo, b=b, out=out, el=el, q=q)
 
 
-def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=16)
-    ap.add_argument("--repeat", type=int, default=5)
-    ns = ap.parse_args()
+def run(repeat: int = 5, steps: int = 16) -> list[Row]:
     rng = np.random.default_rng(0)
     tanh, sigm = activation_lut("tanh"), activation_lut("sigm")
-    print(f"{'kernel':36s} {'inputs x units':>14s} {'steps':>5s} {'ms/call':>9s} {'ms/step':>9s}")
+    rows = []
     for cell, gates in (("lstm", 4), ("gru", 3)):
         for kind in ("sa8_sa8_sa32", "fx16", "fx16_fx8_fx8"):
             if kind == "fx16_fx8_fx8":
                 continue  # same code path as fx16 apart from the accumulator width
-            o = _operands(kind, gates, ns.steps, rng)
+            o = _operands(kind, gates, steps, rng)
             el_size = 1 if o["el"] == "SA_8" else 2
             cfg = RnnCellCfg(RnnDirection.FORWARD, RnnResults.ALL, RnnOutActivation.TANH, gates * M * el_size)
             fn = getattr(capi, f"mli_krn_{cell}_cell_{kind}")
@@ -82,10 +63,11 @@ def main() -> None:
                 def call(fn=fn, o=o, cfg=cfg):
                     fn(o["x"], o["h0"], o["wi"], o["wo"], o["b"], tanh, sigm, cfg, o["out"])
 
-            call()  # warm-up (caches, first-call imports)
-            t = _best(call, ns.repeat)
-            print(f"{fn.__name__:36s} {f'{N_IN} x {M}':>14s} {ns.steps:5d} {1e3 * t:9.2f} {1e3 * t / ns.steps:9.3f}")
+            t = best_of(call, repeat)  # the warm-up call fills caches and does first-call imports
+            rows.append(Row(f"{fn.__name__} {N_IN}->{M} x {steps} steps", t, macs=gates * (N_IN + M) * M * steps,
+                            extra=f"{1e3 * t / steps:.3f} ms/step"))
+    return rows
 
 
 if __name__ == "__main__":
-    main()
+    cli(run, __doc__)

@@ -1,68 +1,11 @@
-"""Slow scalar oracles: plain-Python integer transcriptions of the MLI reference arithmetic.
+"""Slow scalar oracles of the ReLU-family arithmetic, on plain Python ints one element at a time.
 
-One element at a time, no NumPy: the vectorised code in pymli is compared against these.
+Built on the shared model of mli_math.h (tests/oracle_c.py); no NumPy, nothing from pymli.arith.
 """
 
 from __future__ import annotations
 
-
-def lim(bits: int) -> tuple[int, int]:
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def sat(x: int, bits: int) -> int:
-    lo, hi = lim(bits)
-    return min(max(x, lo), hi)
-
-
-def wrap(x: int, bits: int) -> int:
-    m = 1 << bits
-    x &= m - 1
-    return x - m if x >= m >> 1 else x
-
-
-def asl(x: int, n: int, bits: int) -> int:
-    if n < 0:
-        return x >> -n if -n <= bits - 1 else (-1 if x < 0 else 0)
-    if n > bits - 1:
-        return 0 if x == 0 else (lim(bits)[0] if x < 0 else lim(bits)[1])
-    return sat(x << n, bits)
-
-
-def asr_rnd(x: int, n: int, bits: int, up: bool) -> int:
-    if n < 0:
-        return asl(x, -n, bits)
-    if n == 0:
-        return x
-    if n > bits - 1:
-        return 0
-    if up:
-        return sat(x + (1 << (n - 1)), bits) >> n
-    r = x >> n
-    half = 1 << (n - 1)
-    if (x & half) and ((r & 1) or (x & (half - 1))):
-        r = sat(r + 1, bits)
-    return r
-
-
-def norm(x: int, bits: int) -> int:
-    if x == 0:
-        return bits - 1
-    hi = -1 if x < 0 else 0
-    r = 0
-    while (x >> r) != hi:
-        r += 1
-    return bits - 1 - r
-
-
-def norm_cast(x: int, in_bits: int, out_bits: int, up: bool) -> tuple[int, int]:
-    ns = (in_bits - out_bits) - norm(x, in_bits)
-    return sat(asr_rnd(x, ns, in_bits, up), out_bits), ns
-
-
-def cdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
+from ..oracle_c import asl, asr_rnd, cdiv, norm, norm_cast, sat
 
 
 def leaky_fx(x: int, slope: int, shift: int, bits: int, normalise: bool, up: bool) -> int:

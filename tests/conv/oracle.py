@@ -1,71 +1,20 @@
 """Slow pure-Python models of the MLI MAC kernels, written element by element from the C semantics.
 
-They share nothing with pymli's vectorised code except the parameter structs, so a test comparing
-the two can fail on any arithmetic or indexing mistake.
+They share nothing with pymli's vectorised code except the parameter structs (the integer maths is
+the shared scalar model in tests/oracle_c.py), so a test comparing the two can fail on any
+arithmetic or indexing mistake.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-
-def lim(bits: int) -> tuple[int, int]:
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def sat(x: int, bits: int) -> int:
-    lo, hi = lim(bits)
-    return max(lo, min(hi, x))
-
-
-def wrap(x: int, bits: int) -> int:
-    m = 1 << bits
-    x %= m
-    return x - m if x >= m >> 1 else x
-
-
-def asl(x: int, n: int, bits: int) -> int:
-    if n < 0:
-        return x >> min(-n, bits - 1) if -n <= bits - 1 else (-1 if x < 0 else 0)
-    if n > bits - 1:
-        return 0 if x == 0 else (lim(bits)[0] if x < 0 else lim(bits)[1])
-    return sat(x << n, bits)
-
-
-def asr_rnd(x: int, n: int, bits: int, up: bool) -> int:
-    if n < 0:
-        return asl(x, -n, bits)
-    if n == 0:
-        return x
-    if n > bits - 1:
-        return 0
-    if up:
-        return sat(x + (1 << (n - 1)), bits) >> n
-    r = x >> n
-    half = 1 << (n - 1)
-    if x & half and (r & 1 or x & (half - 1)):
-        r += 1
-    return r
-
-
-def norm(x: int, bits: int = 32) -> int:
-    if x == 0:
-        return bits - 1
-    r = 0
-    sign = -1 if x < 0 else 0
-    while (x >> r) != sign:
-        r += 1
-    return bits - 1 - r
-
-
-def c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
+from ..oracle_c import asl, asr_rnd, cdiv, norm, sat, wrap
 
 
 def sa8_params(in_scale, in_frac, out_scale, out_frac, w_scale, w_frac, up, full):
     n_in = norm(in_scale)
-    u = c_div(in_scale << n_in, out_scale)
+    u = cdiv(in_scale << n_in, out_scale)
     n2 = norm(u)
     ratio = sat(asr_rnd(u, 16 - n2, 32, up), 16)
     shift = in_frac + n_in - out_frac - (16 - n2) + w_frac

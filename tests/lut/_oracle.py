@@ -1,56 +1,13 @@
 """A slow scalar oracle of MLI's reference LUT code, on plain Python ints (one element at a time).
 
-Written directly from the C semantics (32-bit ``int`` temporaries, int16 stores that wrap,
-saturating helpers) without using :mod:`pymli.arith`, so the vectorised code is checked against an
-independent model.
+Written directly from the C semantics (32-bit ``int`` temporaries, int16 stores that wrap) on top of
+the shared model of mli_math.h (tests/oracle_c.py), without using :mod:`pymli.arith`, so the
+vectorised code is checked against an independent model.
 """
 
 from __future__ import annotations
 
-
-def wrap(x: int, bits: int) -> int:
-    m = 1 << bits
-    x &= m - 1
-    return x - m if x >= m >> 1 else x
-
-
-def sat(x: int, bits: int) -> int:
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return lo if x < lo else hi if x > hi else x
-
-
-def add_sat(a: int, b: int, bits: int = 32) -> int:
-    return sat(a + b, bits)
-
-
-def asl(x: int, n: int, bits: int = 32) -> int:
-    if n < 0:
-        return asr(x, -n, bits)
-    if n > bits - 1:
-        return 0 if x == 0 else sat(x * (1 << 62), bits)
-    return sat(x << n, bits)
-
-
-def asr(x: int, n: int, bits: int = 32) -> int:
-    if n > bits - 1:
-        return -1 if x < 0 else 0
-    if n < 0:
-        return asl(x, -n, bits)
-    return x >> n
-
-
-def asr_rnd(x: int, n: int, bits: int, mode: str) -> int:
-    if n < 0:
-        return asl(x, -n, bits)
-    if n == 0:
-        return x
-    if n > bits - 1:
-        return 0
-    if mode == "up":
-        return add_sat(x, 1 << (n - 1), bits) >> n
-    q, r = x >> n, x & ((1 << n) - 1)
-    half = 1 << (n - 1)
-    return q + (1 if r > half or (r == half and q & 1) else 0)
+from ..oracle_c import add_sat, asl, asr, asr_rnd, norm, sat, wrap
 
 
 def interp_one(x: int, table: list[int], lut_in: int, offset: int, in_frac: int, mode: str) -> int:
@@ -98,13 +55,6 @@ def act_sa8_one(x, table, lut_in, lut_out, offset, zp, scale, shift, out_zp, out
     v = sa8_in(x, zp, scale, shift, frac, mode)
     r = lookup_one(v, table, lut_in, offset, frac, mode)
     return to_sa8(r, out_zp, lut_out - out_shift, mode)
-
-
-def norm(x: int, bits: int) -> int:
-    if x == 0:
-        return bits - 1
-    m = ~x if x < 0 else x
-    return bits - 1 - m.bit_length()
 
 
 def _recip(total: int, bits: int, mode: str) -> tuple[int, int]:

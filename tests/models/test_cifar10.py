@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymli import capi
-from pymli.models import load_pack, mli_argmax
+from pymli.models import mli_argmax
 from pymli.models.qparams import QParams
 from pymli.paths import shared_dir
+
+from ._packs import cached_pack, skip_missing
 
 CIFAR = shared_dir() / "models" / "cifar10"
 VARIANTS = {"fx16": 0.80, "fx16_fx8_fx8": 0.85, "sa8": 0.75}
@@ -22,19 +23,8 @@ LAYERS = ["conv1", "pool1", "conv2", "pool2", "conv3", "pool3", "ip1", "prob"]
 
 pytestmark = pytest.mark.skipif(not CIFAR.is_dir(), reason=f"{CIFAR} is absent")
 
-_packs: dict[str, object] = {}
-
-
 def pack(variant: str):  # type: ignore[no-untyped-def]
-    if variant not in _packs:
-        _packs[variant] = load_pack(CIFAR / variant)
-    return _packs[variant]
-
-
-def _skip_missing(names: list[str]) -> None:
-    missing = [n for n in dict.fromkeys(names) if n not in capi.FUNCTIONS]
-    if missing:
-        pytest.skip("not in pymli.capi yet: " + ", ".join(missing))
+    return cached_pack(CIFAR / variant)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -55,7 +45,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
     p = pack(variant)
     net = p.network
     la = net[layer]
-    _skip_missing([la.function_name(p.in_qparams[layer])])
+    skip_missing([la.function_name(p.in_qparams[layer])])
     xs = p.recorded_inputs(layer)
     out, q = net.run_layer(layer, xs, p.in_qparams[layer])
     ref = p.vectors[p.call_keys[layer]]
@@ -72,7 +62,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_softmax_lut_equals_c(variant: str) -> None:
-    _skip_missing(["mli_krn_softmax_get_lut_size", "mli_krn_softmax_create_lut"])
+    skip_missing(["mli_krn_softmax_get_lut_size", "mli_krn_softmax_create_lut"])
     from pymli.models.layers import Softmax
 
     p = pack(variant)
@@ -89,7 +79,7 @@ def test_softmax_lut_equals_c(variant: str) -> None:
 def test_end_to_end(variant: str) -> None:
     """The whole network on all 20 images: every intermediate, the classes and the accuracy equal C's."""
     p = pack(variant)
-    _skip_missing(p.network.missing_functions())
+    skip_missing(p.network.missing_functions())
     res = p.network.run(p.inputs)
     for layer, key in p.call_keys.items():
         assert np.array_equal(res[layer], p.vectors[key]), f"{variant}/{layer} differs from {key}"

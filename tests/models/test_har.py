@@ -14,9 +14,10 @@ import os
 import numpy as np
 import pytest
 
-from pymli import capi
-from pymli.models import load_pack, mli_argmax
+from pymli.models import mli_argmax
 from pymli.paths import shared_dir
+
+from ._packs import cached_pack, skip_missing
 
 HAR = shared_dir() / "models" / "har_smartphone"
 VARIANTS = ["fx16", "fx16_fx8_fx8", "sa8"]
@@ -25,19 +26,8 @@ N_RNN = None if FULL else 2
 
 pytestmark = pytest.mark.skipif(not HAR.is_dir(), reason=f"{HAR} is absent")
 
-_packs: dict[str, object] = {}
-
-
 def pack(variant: str):  # type: ignore[no-untyped-def]
-    if variant not in _packs:
-        _packs[variant] = load_pack(HAR / variant)
-    return _packs[variant]
-
-
-def _skip_missing(names: list[str]) -> None:
-    missing = [n for n in dict.fromkeys(names) if n not in capi.FUNCTIONS]
-    if missing:
-        pytest.skip("not in pymli.capi yet: " + ", ".join(missing))
+    return cached_pack(HAR / variant)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -57,7 +47,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
     p = pack(variant)
     la = p.network[layer]
     qs = p.in_qparams[layer]
-    _skip_missing([la.function_name(qs), *getattr(la, "functions", lambda q: [])(qs)])
+    skip_missing([la.function_name(qs), *getattr(la, "functions", lambda q: [])(qs)])
     n = N_RNN if la.kind in ("lstm", "unrolled_lstm") else None
     out, _ = p.network.run_layer(layer, p.recorded_inputs(layer, n), qs)
     ref = p.recorded_output(layer, n)
@@ -70,7 +60,7 @@ def test_layer_bit_exact(variant: str, layer: str) -> None:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_end_to_end(variant: str) -> None:
     p = pack(variant)
-    _skip_missing(p.network.missing_functions())
+    skip_missing(p.network.missing_functions())
     res = p.network.run(p.inputs[:N_RNN])
     for layer in p.call_keys:
         assert np.array_equal(res[layer], p.recorded_output(layer, N_RNN).reshape(res[layer].shape)), layer

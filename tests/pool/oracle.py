@@ -2,101 +2,15 @@
 
 Everything here works on Python ints, one element at a time, and follows the control flow of the
 C reference (border areas processed in rotated frames, per-window multipliers, per-element
-requantisation chains) rather than pymli's vectorised formulation. It shares no code with
-``pymli.arith`` / ``pymli.kernels``.
+requantisation chains) rather than pymli's vectorised formulation. The integer maths is the shared
+scalar model in tests/oracle_c.py; nothing here comes from ``pymli.arith`` / ``pymli.kernels``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-# ----------------------------------------------------------------------------- platform maths
-
-
-def lim(bits: int) -> tuple[int, int]:
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def wrap(x: int, bits: int) -> int:
-    m = 1 << bits
-    x &= m - 1
-    return x - m if x >= m >> 1 else x
-
-
-def add_fx(a: int, b: int, bits: int) -> int:
-    lo, hi = lim(bits)
-    return max(lo, min(hi, a + b))
-
-
-def sub_fx(a: int, b: int, bits: int) -> int:
-    lo, hi = lim(bits)
-    return max(lo, min(hi, a - b))
-
-
-def asr_fx(x: int, n: int, bits: int) -> int:
-    if n > bits - 1:
-        return -1 if x < 0 else 0
-    if n < 0:
-        return asl_fx(x, -n, bits)
-    return x >> n
-
-
-def asl_fx(x: int, n: int, bits: int) -> int:
-    lo, hi_ = lim(bits)
-    if n < 0:
-        return (-1 if x < 0 else 0) if -n > bits - 1 else x >> -n
-    if n > bits - 1:
-        return 0 if x == 0 else (lo if x < 0 else hi_)
-    top = x >> (bits - 1 - n)
-    if top in (0, -1):
-        return x << n
-    return lo if top < 0 else hi_
-
-
-def asr_rnd(x: int, n: int, bits: int, up: bool) -> int:
-    if n < 0:
-        return asl_fx(x, -n, bits)
-    if n == 0:
-        return x
-    if n > bits - 1:
-        return 0
-    half = 1 << (n - 1)
-    if up:
-        return asr_fx(add_fx(x, half, bits), n, bits)
-    r = asr_fx(x, n, bits)
-    if (x & half) and ((r & 1) or (x & (half - 1))):
-        return add_fx(r, 1, bits)
-    return r
-
-
-def sat_bits(x: int, nbits: int, bits: int) -> int:
-    return asr_fx(asl_fx(x, nbits, bits), nbits, bits)
-
-
-def norm(x: int, bits: int) -> int:
-    if x == 0:
-        return bits - 1
-    hi = -1 if x < 0 else 0
-    r = 0
-    while (x >> r) != hi:
-        r += 1
-    return bits - 1 - r
-
-
-def cast(x: int, shift: int, in_bits: int, out_bits: int, up: bool) -> int:
-    """mli_math_cast_fx<in, out>: rounding shift in in_bits then saturation to out_bits."""
-    t = asr_rnd(x, shift, in_bits, up)
-    return sat_bits(t, in_bits - out_bits, in_bits) if out_bits < in_bits else t
-
-
-def norm_cast(val: int, in_bits: int, out_bits: int, up: bool) -> tuple[int, int]:
-    s = (in_bits - out_bits) - norm(val, in_bits)
-    return cast(val, s, in_bits, out_bits, up), s
-
-
-def cdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
+from ..oracle_c import add_sat, asl, asr_rnd, cast_fx, cdiv, norm, norm_cast, sat_fx, sub_sat, wrap
 
 # ----------------------------------------------------------------------------- pooling
 
@@ -115,7 +29,7 @@ def requant(in_q: tuple[int, int, int], out_q: tuple[int, int, int], up: bool) -
     pre = norm(si, 32) - norm(wrap(so, 16), 16)
     scale, ns = norm_cast(cdiv(si << pre, so), 32, 16, up)
     shift = pre + fi - fo - ns
-    offset = sub_fx(zo, cast(scale * zi, shift, 32, 16, up), 16)
+    offset = sub_sat(zo, cast_fx(scale * zi, shift, 32, 16, up), 16)
     return scale, shift, offset
 
 
@@ -204,11 +118,11 @@ def pool_c(x: np.ndarray, kind: str, kernel: tuple[int, int], stride: tuple[int,
                     v = max(v, rd(ip + tin.row * r + tin.col * c))
         else:
             acc_bits = 32 if bits == 8 else 64
-            acc = asl_fx(p_off, s, acc_bits)
+            acc = asl(p_off, s, acc_bits)
             for r in range(rows):
                 for c in range(cols):
                     acc = wrap(acc + mul * rd(ip + tin.row * r + tin.col * c), acc_bits)
-            v = sat_bits(asr_rnd(acc, s, acc_bits, up), acc_bits - bits, acc_bits)
+            v = sat_fx(asr_rnd(acc, s, acc_bits, up), acc_bits - bits, acc_bits)
         dst[op] = v
 
     def nopad(rb: int, re: int, cb: int, ce: int, tin: _T, tout: _T) -> None:
@@ -307,8 +221,8 @@ def eltwise_c(op: str, a: int, b: int, *, bits: int, fb: tuple[int, int, int] | 
             acc = max(a, b) if op == "max" else min(a, b)
             return asr_rnd(acc, post, bits, up)
         x1, x2 = asr_rnd(a, pre1, 32, up), asr_rnd(b, pre2, 32, up)
-        acc = {"add": lambda: add_fx(x1, x2, 32), "sub": lambda: sub_fx(x1, x2, 32), "mul": lambda: x1 * x2}[op]()
-        return sat_bits(asr_rnd(acc, post, 64, up), 64 - bits, 64)
+        acc = {"add": lambda: add_sat(x1, x2, 32), "sub": lambda: sub_sat(x1, x2, 32), "mul": lambda: x1 * x2}[op]()
+        return sat_fx(asr_rnd(acc, post, 64, up), 64 - bits, 64)
     (s1, f1, z1), (s2, f2, z2), (so, fo, zo) = q
     pre1 = pre2 = post = 0
     m1 = m2 = 1
@@ -345,19 +259,19 @@ def eltwise_c(op: str, a: int, b: int, *, bits: int, fb: tuple[int, int, int] | 
         m1, m2 = asr_rnd(m1, k1, 16, up), asr_rnd(m2, k2, 16, up)
         pre1 -= k1
         pre2 -= k2
-    i1, i2 = sub_fx(a, z1, 16), sub_fx(b, z2, 16)
+    i1, i2 = sub_sat(a, z1, 16), sub_sat(b, z2, 16)
     if op == "mul":
         acc = i1 * i2
         preshift = min(max(post - 21, 0), 3)
-        r = cast(acc, preshift, 32, 16, up)
-        t = cast(r * m1, post - preshift, 32, 16, up)
+        r = cast_fx(acc, preshift, 32, 16, up)
+        t = cast_fx(r * m1, post - preshift, 32, 16, up)
     else:
         x1, x2 = i1 * m1, i2 * m2
         if op in ("min", "max"):
-            t = cast(max(x1, x2) if op == "max" else min(x1, x2), post, 32, 16, up)
+            t = cast_fx(max(x1, x2) if op == "max" else min(x1, x2), post, 32, 16, up)
         else:
             x1, x2 = asr_rnd(x1, pre1, 32, up), asr_rnd(x2, pre2, 32, up)
-            acc = add_fx(x1, x2, 32) if op == "add" else sub_fx(x1, x2, 32)
-            t = cast(acc, post, 64, 16, up)
-    t = add_fx(t, zo, 16)
+            acc = add_sat(x1, x2, 32) if op == "add" else sub_sat(x1, x2, 32)
+            t = cast_fx(acc, post, 64, 16, up)
+    t = add_sat(t, zo, 16)
     return max(-128, min(127, t))

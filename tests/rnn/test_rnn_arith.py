@@ -1,4 +1,4 @@
-"""pymli.arith.rnn against slow scalar oracles written from the C reference (pal/ref/mli_math.h)."""
+"""pymli.arith.rnn against slow scalar oracles written from the C reference (tests/oracle_c.py)."""
 
 from __future__ import annotations
 
@@ -12,57 +12,9 @@ from hypothesis import strategies as st
 from pymli.arith.rnn import eltwise_fx, eltwise_sa8, mac, norm_cast, sa_ir_cast, sa_ir_requantize
 from pymli.config import EM, VPX, use_platform
 
+from .. import oracle_c as C
+
 MODES = {"up": VPX, "convergent": EM}
-
-
-# ------------------------------------------------------------------ scalar oracle of mli_math.h
-def lim(bits):
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-
-
-def sat_(x, bits):
-    lo, hi = lim(bits)
-    return min(max(x, lo), hi)
-
-
-def asl_(x, n, bits):
-    if n < 0:
-        return (-1 if x < 0 else 0) if -n > bits - 1 else x >> -n
-    lo, hi = lim(bits)
-    if n > bits - 1:
-        return 0 if x == 0 else (lo if x < 0 else hi)
-    top = x >> (bits - 1 - n)
-    return x << n if top in (0, -1) else (lo if top < 0 else hi)
-
-
-def asr_rnd_(x, n, bits, mode):
-    if n < 0:
-        return asl_(x, -n, bits)
-    if n == 0:
-        return x
-    if n > bits - 1:
-        return 0
-    half = 1 << (n - 1)
-    if mode == "up":
-        return sat_(x + half, bits) >> n
-    r = x >> n
-    if (x & half) and ((r & 1) or (x & (half - 1))):
-        r = sat_(r + 1, bits)
-    return r
-
-
-def norm_(x, bits=32):
-    return bits - 1 - (~x if x < 0 else x).bit_length()
-
-
-def norm_cast_(x, out_bits, mode):
-    shift = (32 - out_bits) - norm_(x)
-    return sat_(asr_rnd_(x, shift, 32, mode), out_bits), shift
-
-
-def cdiv(a, b):
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,47 +22,47 @@ def _sa8_params(op, qa, qb, qo, mode):
     """Scale factors and shifts of eltwise_prepare_and_run (per-tensor sa8)."""
     (_, sa, fa), (_, sb, fb), (_, so, fo) = qa, qb, qo
     if op == "mul":
-        f, sh = norm_cast_(sa * sb, 32, mode)
-        f = cdiv(f, so)
+        f, sh = C.norm_cast(sa * sb, 32, 32, mode)
+        f = C.cdiv(f, so)
         post = fa + fb - fo - sh
-        s16, sh = norm_cast_(f, 16, mode)
+        s16, sh = C.norm_cast(f, 32, 16, mode)
         post -= sh
         sh = max(post - 31, 0) + min(31 + post, 0)
-        return asr_rnd_(s16, sh, 16, mode), post - sh
+        return C.asr_rnd(s16, sh, 16, mode), post - sh
     res = []
     for s, f in ((sa, fa), (sb, fb)):
-        sf, ns = norm_cast_(s, 32, mode)
-        sf = cdiv(sf, so)
+        sf, ns = C.norm_cast(s, 32, 32, mode)
+        sf = C.cdiv(sf, so)
         pre = -ns + f - fo
-        s16, ns = norm_cast_(sf, 16, mode)
+        s16, ns = C.norm_cast(sf, 32, 16, mode)
         pre -= ns
         sh = max(pre - 23, 0) + min(31 + pre, 0)
-        res.append((asr_rnd_(s16, sh, 16, mode), pre - sh))
+        res.append((C.asr_rnd(s16, sh, 16, mode), pre - sh))
     return tuple(res)
 
 
 def elt_sa8_(op, a, b, qa, qb, qo, mode):
-    in1, in2 = sat_(a - qa[0], 16), sat_(b - qb[0], 16)
+    in1, in2 = C.sat(a - qa[0], 16), C.sat(b - qb[0], 16)
     zo = qo[0]
     if op == "mul":
         s16, post = _sa8_params(op, qa, qb, qo, mode)
         pre = min(max(post - 21, 0), 3)
-        acc16 = sat_(asr_rnd_(in1 * in2, pre, 32, mode), 16)
-        tmp = sat_(asr_rnd_(acc16 * s16, post - pre, 32, mode), 16)
-        return sat_(sat_(tmp + zo, 16), 8)
+        acc16 = C.sat(C.asr_rnd(in1 * in2, pre, 32, mode), 16)
+        tmp = C.sat(C.asr_rnd(acc16 * s16, post - pre, 32, mode), 16)
+        return C.sat(C.sat(tmp + zo, 16), 8)
     (s1, p1), (s2, p2) = _sa8_params(op, qa, qb, qo, mode)
-    x1, x2 = asr_rnd_(in1 * s1, p1, 32, mode), asr_rnd_(in2 * s2, p2, 32, mode)
-    acc = sat_(x1 + x2 if op == "add" else x1 - x2, 32)
-    return sat_(sat_(sat_(acc, 16) + zo, 16), 8)
+    x1, x2 = C.asr_rnd(in1 * s1, p1, 32, mode), C.asr_rnd(in2 * s2, p2, 32, mode)
+    acc = C.sat(x1 + x2 if op == "add" else x1 - x2, 32)
+    return C.sat(C.sat(C.sat(acc, 16) + zo, 16), 8)
 
 
 def elt_fx_(op, a, b, fa, fb, fo, mode):
     if op == "mul":
-        return sat_(asr_rnd_(a * b, min(fa + fb - fo, 31), 64, mode), 16)
-    x1 = asr_rnd_(a, min(fa - fb, 0), 32, mode)
-    x2 = asr_rnd_(b, min(fb - fa, 0), 32, mode)
-    acc = sat_(x1 + x2 if op == "add" else x1 - x2, 32)
-    return sat_(asr_rnd_(acc, min(max(fa, fb) - fo, 31), 64, mode), 16)
+        return C.sat(C.asr_rnd(a * b, min(fa + fb - fo, 31), 64, mode), 16)
+    x1 = C.asr_rnd(a, min(fa - fb, 0), 32, mode)
+    x2 = C.asr_rnd(b, min(fb - fa, 0), 32, mode)
+    acc = C.sat(x1 + x2 if op == "add" else x1 - x2, 32)
+    return C.sat(C.asr_rnd(acc, min(max(fa, fb) - fo, 31), 64, mode), 16)
 
 
 # ------------------------------------------------------------------ tests
@@ -155,7 +107,7 @@ def test_eltwise_fx_random(op, fa, fb, fo, mode, seed):
 def test_sa_ir_requantize(acc, mul, shift, mode):
     with use_platform(MODES[mode]):
         got = int(sa_ir_requantize(np.array([acc]), mul, shift)[0])
-    assert got == sat_(asr_rnd_(acc * mul, min(shift, 63), 64, mode), 32)
+    assert got == C.sat(C.asr_rnd(acc * mul, min(shift, 63), 64, mode), 32)
 
 
 def test_sa_ir_cast_saturates():
@@ -166,7 +118,7 @@ def test_sa_ir_cast_saturates():
 @given(x=st.integers(-(2**31), 2**31 - 1), out_bits=st.sampled_from([16, 32]), mode=st.sampled_from(list(MODES)))
 def test_norm_cast(x, out_bits, mode):
     with use_platform(MODES[mode]):
-        assert norm_cast(x, 32, out_bits) == norm_cast_(x, out_bits, mode)
+        assert norm_cast(x, 32, out_bits) == C.norm_cast(x, 32, out_bits, mode)
 
 
 def test_mac_exact_on_both_paths():
