@@ -26,9 +26,13 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):  # lazy subpackages: pymli.capi, pymli.ops, pymli.models, pymli.quant
-    if name in ("capi", "ops", "models", "quant", "arith", "kernels", "checks", "verify"):
-        import importlib
+def __getattr__(name: str):
+    """Lazy subpackages (``pymli.capi``, ``pymli.ops``, ...) and the Pythonic ops (``pymli.conv2d``)."""
+    import importlib
 
+    if name in ("capi", "ops", "models", "quant", "arith", "kernels", "checks", "verify", "tflite"):
         return importlib.import_module(f"{__name__}.{name}")
+    ops = importlib.import_module(f"{__name__}.ops")
+    if name in ops.__all__:
+        return getattr(ops, name)
     raise AttributeError(f"module 'pymli' has no attribute {name!r}")

@@ -95,7 +95,8 @@ def choose_fx_frac_bits(data: npt.ArrayLike | None, el_type: ElType | str = ElTy
 
 def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.SA_8, *, dim: int = -1,
                      range: tuple[Any, Any] | None = None,
-                     scale: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     scale: Any = None, zero_point: Any = None,
+                     symmetric: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Zero points, 16-bit scales and ``scale_frac_bits`` for SA data (see the module docstring).
 
     Args:
@@ -104,6 +105,9 @@ def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.
         dim: per-axis dimension, or -1 for one set of parameters.
         range: (min, max), scalars or per-axis arrays, instead of the data's.
         scale: real-valued scale(s) to use instead of choosing them (zero points follow).
+        zero_point: SA_8 zero point(s) to keep; the scale is then the smallest that fits the range
+            around them (MLI's weights need zero point 0).
+        symmetric: shorthand for ``zero_point=0`` (the usual choice for weights).
 
     Returns:
         (zero_point, scale, scale_frac_bits): int16, int16, int8 arrays (one entry per index of
@@ -119,8 +123,20 @@ def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.
     lo, hi = np.broadcast_arrays(np.minimum(lo, 0.0), np.maximum(hi, 0.0))
     if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
         raise ValueError("choose_sa_params: data must be finite")
+    if symmetric and zero_point is None:
+        zero_point = 0
+    fixed_zp = None
+    if zero_point is not None and el is ElType.SA_8:
+        fixed_zp = np.broadcast_to(np.asarray(zero_point, np.float64).reshape(-1), lo.shape)
+        if np.any(fixed_zp < -128) or np.any(fixed_zp > 127):
+            raise ValueError(f"choose_sa_params: zero point {np.asarray(zero_point).tolist()} outside int8")
     if scale is None:
-        if el is ElType.SA_8:
+        if fixed_zp is not None:
+            # Smallest step putting hi at or below 127 and lo at or above -128 around the zero point.
+            up = np.where(fixed_zp < 127, hi / np.maximum(127.0 - fixed_zp, 1.0), np.where(hi > 0, np.inf, 0.0))
+            down = np.where(fixed_zp > -128, -lo / np.maximum(fixed_zp + 128.0, 1.0), np.where(lo < 0, np.inf, 0.0))
+            real = np.maximum(up, down)
+        elif el is ElType.SA_8:
             real = (hi - lo) / 254.0
         else:
             real = np.maximum(np.abs(lo), np.abs(hi)) / float(2**31 - 1)
@@ -136,7 +152,9 @@ def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.
     s, frac = split_scale(real)
     if np.any(frac > _FRAC_MAX) or np.any(frac < _FRAC_MIN):
         raise ValueError(f"choose_sa_params: scale {real} outside the 16-bit scale / int8 frac_bits range")
-    if el is ElType.SA_8:
+    if fixed_zp is not None:
+        zp = fixed_zp
+    elif el is ElType.SA_8:
         q_real = s.astype(np.float64) * np.ldexp(1.0, -frac)
         zp = np.clip(round_half_away(-(hi + lo) / 2.0 / q_real), -128, 127)
     else:
@@ -146,7 +164,7 @@ def choose_sa_params(data: npt.ArrayLike | None, el_type: ElType | str = ElType.
 
 def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | None = None, dim: int = -1,
              zero_point: Any = None, scale: Any = None, scale_frac_bits: Any = None,
-             range: tuple[Any, Any] | None = None) -> Tensor:
+             range: tuple[Any, Any] | None = None, symmetric: bool = False) -> Tensor:
     """A new dense tensor of ``el_type`` holding ``array`` quantised as ``mli_hlp_convert_tensor`` does.
 
     Args:
@@ -160,6 +178,7 @@ def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | No
         scale_frac_bits: fractional bits of integer ``scale`` values.
         range: (min, max) (scalars, or per-axis arrays for SA) to choose parameters from instead of
             the data.
+        symmetric: SA_8 with zero point 0 (what MLI's MAC kernels require of weights).
 
     Returns:
         The quantised :class:`Tensor`.
@@ -192,7 +211,8 @@ def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | No
         else:
             zp = zero_point
     else:
-        zp_c, sc, sfb = choose_sa_params(x, el, dim=dim, range=range, scale=scale)
+        zp_c, sc, sfb = choose_sa_params(x, el, dim=dim, range=range, scale=scale,
+                                         zero_point=zero_point if scale is None else None, symmetric=symmetric)
         zp = zp_c if zero_point is None else zero_point
     zp = np.broadcast_to(np.asarray(zp, np.int64).reshape(-1), (n,))
     for name, v, lo_, hi_ in (("zero_point", zp, -32768, 32767), ("scale", sc, 1, 32767),
