@@ -15,8 +15,8 @@ bias). Every output is the C reference's value bit for bit:
 
 Weights zero points (rejected by the checked build, but honoured by a release build) are modelled
 with the additive terms of the C code, including its count of ``rows * columns`` (not times the
-input channels) for the ``in_zp * w_zp`` term of conv2d / group conv2d. The C ``in_additive`` of
-conv2d ignores dilation; that defect is not reproduced (only reachable with weights zero points).
+input channels) for the ``in_zp * w_zp`` term of conv2d / group conv2d, and its ``in_additive``
+of dilated conv2d / group conv2d, which sums the input with undilated steps.
 """
 
 from __future__ import annotations
@@ -316,10 +316,13 @@ def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
 def _wzp_terms(xc: np.ndarray, mask: np.ndarray, kh: int, kw: int, *, stride: tuple[int, int],
                dilation: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], groups: int,
                depthwise: bool, a: int, b: int, in_zp: int, w_zp: int, cg: int, n: int) -> np.ndarray:
-    """C's weights-zero-point additives: ``-b * sum_valid(x) + in_zp * w_zp * taps``.
+    """C's weights-zero-point additives: ``-b * in_sum + in_zp * w_zp * taps``.
 
     ``xc`` is the centred input (``x - a``), ``mask`` 1 on real pixels; ``a``/``b`` the effective
-    offsets of the C MACs (``-(int16)(-zp)``).
+    offsets of the C MACs (``-(int16)(-zp)``); ``taps`` counts the valid kernel taps (rows x
+    columns, not times the input channels). ``in_sum`` is the sum of the raw input over the valid
+    taps, except for dilated conv2d / group conv2d: there the C ``in_additive`` walks the input
+    with undilated steps (see :func:`_undilated_in_sums`).
     """
     kw_ones = np.ones((kh, kw, 1, 1), dtype=I64)
     taps = conv_accumulate(mask[..., None], kw_ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0]
@@ -328,12 +331,46 @@ def _wzp_terms(xc: np.ndarray, mask: np.ndarray, kh: int, kw: int, *, stride: tu
         ones = np.ones((kh, kw, 1, xc.shape[2]), dtype=I64)
         sx = depthwise_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0].astype(I64)
         sum_x = sx + a * taps
+    elif dilation != (1, 1):
+        sx = _undilated_in_sums(xc.astype(I64) + a, kh, kw, stride=stride, dilation=dilation, pad=pad,
+                                out_hw=out_hw, groups=groups)
+        sum_x = np.repeat(sx, n // groups, axis=2)
     else:
         ones = np.ones((kh, kw, cg, groups), dtype=I64)
         sx = conv_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)[0]
         sx = sx.astype(I64)
         sum_x = np.repeat(sx, n // groups, axis=2) + a * taps * cg
     return -b * sum_x + in_zp * w_zp * taps
+
+
+def _valid_taps(n_out: int, size: int, k: int, stride: int, dil: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per output index along one axis: (input index of the first valid tap, number of valid taps)."""
+    pos = np.arange(n_out, dtype=I64) * stride - pad
+    kmin = np.where(pos < 0, (-pos + dil - 1) // dil, 0)
+    kmax = np.minimum((size - 1 - pos) // dil, k - 1)
+    cnt = np.maximum(kmax - kmin + 1, 0)
+    first = np.clip(pos + kmin * dil, 0, size)
+    return first, cnt
+
+
+def _undilated_in_sums(x: np.ndarray, kh: int, kw: int, *, stride: tuple[int, int], dilation: tuple[int, int],
+                       pad: tuple[int, int], out_hw: tuple[int, int], groups: int) -> np.ndarray:
+    """Input sums of the C ``in_additive`` of conv2d / group conv2d, (Ho, Wo, groups) int64.
+
+    C sums the raw input over a ``rows x columns`` block (the numbers of valid taps) that starts at
+    the first valid tap but steps by one pixel instead of by the dilation, over the group's input
+    channels. Computed with a 2-D prefix sum of the per-group channel sums.
+    """
+    h, w, c = x.shape
+    g = x.reshape(h, w, groups, c // groups).sum(axis=3, dtype=I64)
+    ps = np.zeros((h + 1, w + 1, groups), dtype=I64)
+    ps[1:, 1:] = g.cumsum(axis=0).cumsum(axis=1)
+    r0, nr = _valid_taps(out_hw[0], h, kh, stride[0], dilation[0], pad[0])
+    c0, nc = _valid_taps(out_hw[1], w, kw, stride[1], dilation[1], pad[1])
+    r1 = np.minimum(r0 + nr, h)[:, None]
+    c1 = np.minimum(c0 + nc, w)[None, :]
+    r0, c0 = r0[:, None], c0[None, :]
+    return ps[r1, c1] - ps[r0, c1] - ps[r1, c0] + ps[r0, c0]
 
 
 def _eff_offset(zp: int) -> int:

@@ -16,6 +16,7 @@ from .convolution import (
     FxQuant,
     Sa8Quant,
     _eff_offset,
+    _max_abs,
     container_bound,
     exact_matmul,
     finish,
@@ -52,7 +53,8 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
     # The input is small next to the weights: scanning it can tighten the bound enough for a
     # single float32 product; the weights keep their container bound.
     if xc.size <= w.size // 8:
-        xb = min(xb, int(np.abs(xc).max()) if xc.size else 0)
+        # _max_abs works in Python ints: np.abs of an int16 -32768 would wrap to -32768.
+        xb = min(xb, _max_abs(xc))
     acc, bound = exact_matmul(xc, w, xb, container_bound(w))
     if b:
         bound = None  # type: ignore[assignment]

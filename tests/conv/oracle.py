@@ -96,6 +96,16 @@ def conv2d(x, w, b, p, *, stride, dilation, pad, out_hw, groups, depthwise, boun
                             for ci in range(cg):
                                 acc += (int(x[iy, ix, g * cg + ci]) - zp) * int(w[ky, kx, ci, o])
                                 sum_x += int(x[iy, ix, g * cg + ci])
+                if not depthwise and taps:
+                    # conv2d / group conv2d: C's in_additive reads a rows x columns block that starts
+                    # at the first valid tap and steps by one pixel, whatever the dilation.
+                    ys = [oy * stride[0] - pad[0] + ky * dilation[0] for ky in range(kh)]
+                    xs = [ox * stride[1] - pad[1] + kx * dilation[1] for kx in range(kw)]
+                    ys = [v for v in ys if 0 <= v < h]
+                    xs = [v for v in xs if 0 <= v < wd]
+                    cg = w.shape[2]
+                    g = o // (n // groups)
+                    sum_x = int(x[ys[0]:ys[0] + len(ys), xs[0]:xs[0] + len(xs), g * cg:(g + 1) * cg].astype(np.int64).sum())
                 # C's weights-zero-point additives: -w_zp * sum(x) + in_zp * w_zp * (rows * columns)
                 acc += -wzp * sum_x + zp * wzp * taps
                 v = finish_one(acc, int(b[o]), o, p, up, full)

@@ -196,7 +196,9 @@ def test_weights_zero_point_additives(data, op, plat):
             wshape = (3, 2, 1, 4) if op == "depthwise" else (3, 2, 4 // groups, 4)
             w = rand(draw, wshape, np.int8, False)
             s = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
-            geo = {"stride": s, "dilation": (1, 1), "pad": (1, 1), "out_hw": (K.out_size(4, 3, s[0], 1, 1), K.out_size(5, 2, s[1], 1, 0))}
+            d = (draw(st.integers(1, 2)), draw(st.integers(1, 3)))
+            geo = {"stride": s, "dilation": d, "pad": (1, 1),
+                   "out_hw": (K.out_size(4, 3, s[0], 1, 1, d[0]), K.out_size(5, 2, s[1], 1, 0, d[1]))}
             if op == "depthwise":
                 got = K.depthwise_conv2d_hwcn(x, w, b, q, bounds=(-128, 127), **geo)
             else:
