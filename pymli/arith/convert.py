@@ -195,14 +195,19 @@ def round_half_away(x: npt.ArrayLike) -> np.ndarray:
     return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(I64)
 
 
-def split_scale(real: npt.ArrayLike, bits: int = 16) -> tuple[np.ndarray, np.ndarray]:
+def split_scale(real: npt.ArrayLike, bits: int = 16, round_up: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A positive real scale as ``scale * 2^-frac_bits`` with a normalised ``bits``-bit ``scale``.
 
     ``frexp`` gives ``real = m * 2^e`` (``0.5 <= m < 1``); ``scale = round(m * 2^(bits-1))`` and
-    ``frac_bits = bits - 1 - e`` (one bit less when the rounding reaches ``2^(bits-1)``).
+    ``frac_bits = bits - 1 - e`` (one bit less when the rounding reaches ``2^(bits-1)``). The
+    rounding is to nearest with ties away from zero (exact: ``m * 2^(bits-1)`` is computed without
+    error), or upwards with ``round_up`` (the represented scale is then never below ``real``). The
+    relative error is at most ``2^-(bits-1)``. Used by every offline float -> MLI scale conversion
+    (quantisers, network and TFLite import).
     """
     m, e = np.frexp(np.asarray(real, dtype=np.float64))
-    s = round_half_away(np.ldexp(m, bits - 1))
+    mant = np.ldexp(m, bits - 1)
+    s = np.ceil(mant).astype(I64) if round_up else round_half_away(mant)
     frac = (bits - 1) - e.astype(I64)
     top = s >= (1 << (bits - 1))
     s = np.where(top, s >> 1, s)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arith.convert import split_scale
 from ..formats import ElType
 from ..tensor import Tensor
 
@@ -172,19 +173,13 @@ def sa_scale_repr(step: np.ndarray | float, *, round_up: bool = False) -> tuple[
     """Represent real scale factors as MLI's ``scale * 2**-scale_frac_bits``, scale in [2**14, 2**15).
 
     ``round_up`` never makes the represented step smaller than asked (the calibrated range then
-    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays.
+    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays; see
+    :func:`pymli.arith.convert.split_scale`.
     """
     step = np.atleast_1d(np.asarray(step, np.float64))
     step = np.where(step > 0, step, 1.0)
-    e = np.floor(np.log2(step)).astype(np.int64)      # step = m * 2**e with m in [1, 2)
-    sfb = 14 - e
-    mant = step * np.exp2(sfb.astype(np.float64))
-    scale = (np.ceil(mant) if round_up else np.rint(mant)).astype(np.int64)
-    # rounding may reach 2**15: move one bit into the exponent
-    over = scale >= (1 << 15)
-    scale = np.where(over, scale >> 1, scale)
-    sfb = np.where(over, sfb - 1, sfb)
-    return scale, sfb
+    scale, sfb = split_scale(step, 16, round_up=round_up)
+    return scale.astype(np.int64), sfb.astype(np.int64)
 
 
 @dataclasses.dataclass

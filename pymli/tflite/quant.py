@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..arith.convert import split_scale
 from ..formats import ElType
 from ..models.qparams import QParams
 
@@ -30,16 +31,10 @@ def float_to_mli_scale(s: float) -> tuple[int, int]:
     s = float(s)
     if not (math.isfinite(s) and s > 0):
         raise ValueError(f"scale {s!r} is not a positive finite number")
-    _, e = math.frexp(s)                      # s = m * 2**e, m in [0.5, 1)
-    sfb = 15 - e                               # s * 2**sfb in [2**14, 2**15)
-    v = math.ldexp(s, sfb)                     # exact
-    fl = math.floor(v)
-    q = fl + 1 if v - fl >= 0.5 else fl        # ties (v - fl == 0.5) go up: away from zero for s > 0
-    if q >= 1 << 15:
-        q, sfb = q >> 1, sfb - 1
+    q, sfb = (int(v) for v in split_scale(s, 16))
     if not -128 <= sfb <= 127:
         raise ValueError(f"scale {s!r} needs scale_frac_bits {sfb}, outside MLI's int8 range")
-    return int(q), int(sfb)
+    return q, sfb
 
 
 def sa8_qparams(scale: np.ndarray, zero_point: np.ndarray, dim: int = -1) -> QParams:
