@@ -65,6 +65,7 @@ __all__ = [
     "fx_activation_codes",
     "fx_exp_codes",
     "scale_round_sat",
+    "asr_rnd_int32",
 ]
 
 MAX_FRAC_BITS_FX16 = 15
@@ -197,11 +198,12 @@ def lut_interpolate(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray
     return r.astype(np.int64)
 
 
-def _asr_rnd_i32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
-    """``asr_rnd(x, n, 32)`` in place on an int32 array, for ``1 <= n <= 30`` (scalar or broadcasting).
+def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
+    """``asr_rnd(x, n, bits)`` in place on an int32 array, for ``1 <= n <= 31`` (scalar or broadcasting).
 
-    The caller guarantees ``x + 2**(n - 1)`` stays within int32 (so C's saturating add never
-    saturates and the int32 sums below never overflow).
+    The caller guarantees that ``x + 2**(n - 1)`` stays within int32: then C's saturating add
+    never saturates (for any accumulator width ``bits >= 32``), the int32 sums below never
+    overflow, and the result is exactly the rounded shift. Returns ``x`` (use the return value).
     """
     n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
     half = np.left_shift(np.int32(1), n - 1)
@@ -250,7 +252,7 @@ def _lut_interpolate16(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndar
     xs &= (1 << shift_in) - 1                     # frac: Q(shift_in) in [0, 1)
     corr = np.take(diff, idx).astype(np.int32)
     corr *= xs
-    corr = _asr_rnd_i32(corr, shift_in)
+    corr = asr_rnd_int32(corr, shift_in)
     np.clip(corr, -(1 << 15), (1 << 15) - 1, out=corr)
     res = np.take(table, idx).astype(np.int32)
     res -= corr
@@ -483,7 +485,7 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         return sat(v, out_bits).astype(out_dt)
     r32 = np.where(shift >= 31, 0, recip).astype(np.int32)
     x = np.asarray(np.multiply(e, r32, dtype=np.int32))
-    x = _asr_rnd_i32(x, np.minimum(shift, 30))
+    x = asr_rnd_int32(x, np.minimum(shift, 30))
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)

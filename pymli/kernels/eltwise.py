@@ -20,7 +20,7 @@ from ..arith.rounding import round_mode
 
 __all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "apply_binary"]
 
-_CHUNK = 1 << 15  # elements per block of the direct path (int64 temporaries stay in cache)
+_CHUNK = 1 << 18  # elements per block of the direct path (bounds the int32/int64 temporaries)
 _PAIR_TABLE_MIN = 1 << 15  # two 8-bit tensors at least this big use the 65536-entry table
 
 
@@ -57,12 +57,12 @@ def apply_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
         idx = (a.view(np.uint8).astype(np.uint16) << 8) | b.view(np.uint8)
         return np.take(table, idx)
     if n <= _CHUNK:
-        return f(a, b).astype(out_dtype)
+        return f(a, b).astype(out_dtype, copy=False)
     a_flat = np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1)
     b_flat = np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1)
     out = np.empty(n, dtype=out_dtype)
-    for i in range(0, n, _CHUNK // 2):
-        out[i:i + _CHUNK // 2] = f(a_flat[i:i + _CHUNK // 2], b_flat[i:i + _CHUNK // 2])
+    for i in range(0, n, _CHUNK):
+        out[i:i + _CHUNK] = f(a_flat[i:i + _CHUNK], b_flat[i:i + _CHUNK])
     return out.reshape(shape)
 
 
