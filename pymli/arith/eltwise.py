@@ -23,10 +23,10 @@ import enum
 import numpy as np
 import numpy.typing as npt
 
+from ..formats import RoundMode
 from .lut import asr_rnd_int32
 from .pool import norm_cast
 from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat
-from ..formats import RoundMode
 
 __all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "sa8_eltwise"]
 
@@ -186,7 +186,7 @@ def _fx_eltwise_int32(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams
     a, b = np.asarray(a), np.asarray(b)
     if a.dtype not in (np.int8, np.int16) or b.dtype not in (np.int8, np.int16) or bits not in (8, 16):
         return None
-    lo, hi = limits(bits)
+    hi = limits(bits)[1]
     out_dt = np.int8 if bits == 8 else np.int16
     n = p.post
     if op in (EltOp.MAX, EltOp.MIN):

@@ -236,9 +236,9 @@ def _lut_interpolate16(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndar
     off = int(lut.input_offset)
     if shift_in < 1 or abs(off) > 1 << 16 or xa.dtype.kind not in "iu":
         return None
-    if xa.dtype.itemsize > 4 or xa.dtype == np.uint32:
-        if xa.size and (int(xa.min()) < -(1 << 31) or int(xa.max()) >= 1 << 31):
-            return None
+    wide = xa.dtype.itemsize > 4 or xa.dtype == np.uint32
+    if wide and xa.size and (int(xa.min()) < -(1 << 31) or int(xa.max()) >= 1 << 31):
+        return None
     table, diff = _lut_tables16(lut)
     preshift = min(max(shift_in - MAX_FRAC_BITS_FX16, 0), 15)
     shift_in = min(shift_in, MAX_FRAC_BITS_FX16)
