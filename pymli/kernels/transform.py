@@ -1,9 +1,14 @@
 """LUT-based transform kernels of MLI 2.0 (``kernels/transform``: sigm, tanh, softmax, l2_normalize).
 
 Pure functions over integer NumPy arrays (any shape) plus the activation's :class:`~pymli.tensor.Lut`
-descriptor and keyword scalars. They return new int64 arrays holding values of the output
-container (int8 / int16); the facade stores them and sets the output quantisation. All arithmetic
-is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
+descriptor and keyword scalars. They return new arrays of the output container dtype (int8 /
+int16; int64 holding such values when given wider inputs); the facade stores them and sets the
+output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
+
+Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
+of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
+rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`).
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
@@ -20,6 +25,7 @@ from ..arith.lut import (
     MAX_FRAC_BITS_FX16,
     activation_fx,
     activation_sa8,
+    code_table,
     fx_activation_codes,
     fx_exp_codes,
     lut_interpolate,
@@ -63,19 +69,6 @@ _GATHER_MIN_SIZE = 512
 _EXP16_TABLE_MIN = 1 << 14
 
 
-def _per_code(x: np.ndarray, lo: int, hi: int, f, min_size: int = _GATHER_MIN_SIZE) -> np.ndarray:
-    """``f(x)`` for integer ``x`` in ``[lo, hi]``: direct for small arrays, else via a table of codes."""
-    if x.size <= min_size:
-        return f(np.asarray(x, dtype=np.int64))
-    tab = f(np.arange(lo, hi + 1, dtype=np.int64))
-    for sdt, udt in ((np.int8, np.uint8), (np.int16, np.uint16)):
-        info = np.iinfo(sdt)
-        if x.dtype == sdt and (lo, hi) == (info.min, info.max):
-            # Index by the bit pattern: codes 0..max then min..-1.
-            return np.take(np.concatenate([tab[-lo:], tab[:-lo]]), x.view(udt))
-    return np.take(tab, np.asarray(x, dtype=np.intp) - lo)
-
-
 def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits: int) -> np.ndarray:
     """``mli_krn_sigm_fx8/fx16``, ``mli_krn_tanh_fx8/fx16``: table lookup of fx values.
 
@@ -106,8 +99,15 @@ def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int,
     xa = np.asarray(x)
     if xa.dtype != np.int8:
         return activation_sa8(xa, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
-    return _per_code(xa, -128, 127,
-                     lambda v: activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift))
+    def f(v: np.ndarray) -> np.ndarray:
+        return activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
+
+    if xa.size <= _GATHER_MIN_SIZE:
+        return f(xa.astype(np.int64)).astype(np.int8)
+    # Every code once (cached per LUT and quantisation), indexed by the code's bit pattern.
+    table = code_table(lut, ("sa8 act", int(in_zp), int(in_scale), int(in_shift), int(out_zp), int(out_shift)),
+                       lambda: f(np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)).astype(np.int8))
+    return np.take(table, xa.view(np.uint8))
 
 
 def norm32(x: npt.ArrayLike) -> np.ndarray:
@@ -228,15 +228,15 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
         e = lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb).astype(np.int16)
         return finish(e, _sum32(e, red))
     # x - max = -k with k in [0, 255]: the exponential once per difference (int16 Q15 values).
-    g = lut_interpolate(sa8_to_lut_input(-np.arange(256, dtype=np.int64), 0, in_scale, sh, fb), lut, fb)
-    g = g.astype(np.int16)
+    g = code_table(lut, ("sa8 exp", int(in_scale), sh), lambda: lut_interpolate(
+        sa8_to_lut_input(-np.arange(256, dtype=np.int64), 0, in_scale, sh, fb), lut, fb).astype(np.int16))
     k = _max_distance(xa, red)
-    if axis < 0:
-        # One slice: the sum is a histogram of differences, and the output a function of k.
-        total = np.asarray(np.bincount(k.reshape(-1), minlength=256) @ g.astype(np.int64))
-        return np.take(finish(g, wrap(total, 32)), k)
     e = np.take(g, k)
-    return finish(e, _sum32(e, red))
+    total = _sum32(e, red)
+    if axis < 0:
+        # One slice: the output is a function of k alone.
+        return np.take(finish(g, total.reshape(())), k)
+    return finish(e, total)
 
 
 def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
