@@ -53,9 +53,18 @@ def run(repeat: int = 50) -> list[Row]:
     rows.append(Row("eltwise_add_sa8 56x56x64 + scalar",
                     best_of(lambda: capi.mli_krn_eltwise_add_sa8(a, s, out), short)))
     a16 = Tensor.from_numpy(x16, "FX_16", frac_bits=10)
+    b16 = Tensor.from_numpy(x16[::-1].copy(), "FX_16", frac_bits=12)
     out16 = Tensor.zeros((56, 56, 64), "FX_16", frac_bits=9)
     rows.append(Row("eltwise_add_fx16 56x56x64",
                     best_of(lambda: capi.mli_krn_eltwise_add_fx16(a16, a16, out16), short)))
+    for op in ("sub", "mul", "max"):
+        fn = getattr(capi, f"mli_krn_eltwise_{op}_fx16")
+        bb = a16 if op == "max" else b16
+        rows.append(Row(f"eltwise_{op}_fx16 56x56x64 (frac bits 10, {bb.frac_bits} -> 9)",
+                        best_of(lambda fn=fn, bb=bb: fn(a16, bb, out16), short)))
+    s16 = Tensor.from_numpy(np.int16(-1234), "FX_16", frac_bits=12)
+    rows.append(Row("eltwise_add_fx16 56x56x64 + scalar",
+                    best_of(lambda: capi.mli_krn_eltwise_add_fx16(a16, s16, out16), short)))
     return rows
 
 

@@ -23,8 +23,10 @@ import enum
 import numpy as np
 import numpy.typing as npt
 
+from ..formats import RoundMode
+from .lut import asr_rnd_int32
 from .pool import norm_cast
-from .rounding import add_sat, asr_rnd, sat, sub_sat
+from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat
 
 __all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "sa8_eltwise"]
 
@@ -137,8 +139,12 @@ def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits:
     """``eltwise_perform_operation`` for fx data of ``bits`` bits (broadcasting ``a`` and ``b``).
 
     Returns:
-        int64 array of output values (within the ``bits``-bit range).
+        Array of output values within the ``bits``-bit range: of the container dtype when ``a`` and
+        ``b`` are int8 / int16 arrays and the shifts allow the int32 path, else int64.
     """
+    fast = _fx_eltwise_int32(op, a, b, p, bits)
+    if fast is not None:
+        return fast
     a64, b64 = np.asarray(a, np.int64), np.asarray(b, np.int64)
     if op in (EltOp.MAX, EltOp.MIN):
         acc = np.maximum(a64, b64) if op is EltOp.MAX else np.minimum(a64, b64)
@@ -153,6 +159,72 @@ def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits:
     else:
         acc = x1 * x2  # |x| <= 2**15: exact in int64
     return sat(asr_rnd(acc, p.post, 64), bits)
+
+
+def _shl_sat_int32(x: np.ndarray, s: int, bits: int) -> np.ndarray:
+    """``sat(x << s, bits)`` (a saturating left shift of any width >= bits) in place, ``0 <= s <= 15``.
+
+    Clamping first keeps ``|x| <= 2**15`` so ``x << 15`` fits int32; a clamped value still
+    saturates to the same end after the shift.
+    """
+    lo, hi = limits(bits)
+    np.clip(x, lo, hi, out=x)
+    if s:
+        x <<= s
+        np.clip(x, lo, hi, out=x)
+    return x
+
+
+def _fx_eltwise_int32(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits: int) -> np.ndarray | None:
+    """:func:`fx_eltwise` in int32 for int8 / int16 operands, or None when a bound below fails.
+
+    Bounds (``|a|, |b| <= 2**15``): add/sub align with a left shift ``s <= 14`` (no saturation:
+    ``|x| <= 2**29``), so ``|acc| <= 2**29 + 2**15`` and rounding by ``post <= 31`` adds at most
+    ``2**30``: below ``2**31``. mul: ``|a * b| <= 2**30`` plus at most ``2**29`` (``post <= 30``).
+    min/max: ``|x| <= 2**15``. Left shifts (negative ``post``) are limited to 15 bits.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype not in (np.int8, np.int16) or b.dtype not in (np.int8, np.int16) or bits not in (8, 16):
+        return None
+    hi = limits(bits)[1]
+    out_dt = np.int8 if bits == 8 else np.int16
+    n = p.post
+    if op in (EltOp.MAX, EltOp.MIN):
+        if n < -15:
+            return None
+        acc = np.asarray((np.maximum if op is EltOp.MAX else np.minimum)(a, b), dtype=np.int32)
+        if n > bits - 1:
+            return np.zeros(acc.shape, out_dt)
+        if n < 0:
+            acc = _shl_sat_int32(acc, -n, bits)
+        elif n > 0:
+            if round_mode() is RoundMode.UP:
+                # mli_math_add_fx in the container type saturates x + half at its maximum.
+                acc += np.int32(1 << (n - 1))
+                np.minimum(acc, hi, out=acc)
+                acc >>= n
+            else:
+                acc = asr_rnd_int32(acc, n)
+        return acc.astype(out_dt)
+    if op is EltOp.MUL:
+        if not -15 <= n <= 30:
+            return None
+        acc = np.asarray(np.multiply(a, b, dtype=np.int32))
+    else:
+        s1, s2 = -p.pre1, -p.pre2
+        if not (0 <= s1 <= 14 and 0 <= s2 <= 14 and -15 <= n <= 31):
+            return None
+        x1 = np.asarray(a, dtype=np.int32)
+        x2 = np.asarray(b, dtype=np.int32)
+        if s1:
+            x1 = x1 << s1
+        if s2:
+            x2 = x2 << s2
+        acc = np.asarray(np.add(x1, x2) if op is EltOp.ADD else np.subtract(x1, x2))
+    if n > 0:
+        acc = asr_rnd_int32(acc, n)
+    acc = _shl_sat_int32(acc, max(-n, 0), bits)
+    return acc.astype(out_dt)
 
 
 def sa8_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: SaParams) -> np.ndarray:

@@ -39,9 +39,9 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from ..formats import ElType
+from ..formats import ElType, RoundMode
 from ..tensor import Lut
-from .rounding import add_sat, asl, asr, asr_rnd, sat, sub_sat, wrap
+from .rounding import add_sat, asl, asr, asr_rnd, round_mode, sat, sub_sat, wrap
 
 __all__ = [
     "LutSpec",
@@ -61,6 +61,11 @@ __all__ = [
     "fx16_to_sa8",
     "MAX_FRAC_BITS_FX16",
     "MAX_FRAC_BITS_FX8",
+    "code_table",
+    "fx_activation_codes",
+    "fx_exp_codes",
+    "scale_round_sat",
+    "asr_rnd_int32",
 ]
 
 MAX_FRAC_BITS_FX16 = 15
@@ -175,6 +180,86 @@ def lut_data(lut: Lut) -> np.ndarray:
 
 
 def lut_interpolate(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
+    """Interpolated lookup of ``activation_lut_one_elem_interpolate`` (no input/output conversion).
+
+    Args:
+        x: int32-range input values in Q(in_frac_bits) (already offset / converted).
+        lut: the table; ``in_frac_bits`` must exceed ``lut.in_frac_bits`` (else see :func:`lut_nearest`).
+        in_frac_bits: fractional bits of ``x``.
+
+    Returns:
+        int64 array of int16 results in Q(lut.out_frac_bits):
+        ``lut[i] - rnd((lut[i] - lut[i+1]) * frac, shift)`` with ``i = (x >> shift) + input_offset``
+        clamped to ``[0, length - 2]`` and ``frac`` the low ``shift`` bits of ``x``.
+    """
+    r = _lut_interpolate16(x, lut, in_frac_bits)
+    if r is None:
+        return _lut_interpolate64(x, lut, in_frac_bits)
+    return r.astype(np.int64)
+
+
+def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
+    """``asr_rnd(x, n, bits)`` in place on an int32 array, for ``1 <= n <= 31`` (scalar or broadcasting).
+
+    The caller guarantees that ``x + 2**(n - 1)`` stays within int32: then C's saturating add
+    never saturates (for any accumulator width ``bits >= 32``), the int32 sums below never
+    overflow, and the result is exactly the rounded shift. Returns ``x`` (use the return value).
+    """
+    n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
+    half = np.left_shift(np.int32(1), n - 1)
+    if round_mode() is RoundMode.UP:
+        x += half
+    else:
+        odd = np.right_shift(x, n)
+        odd &= 1
+        x += half - 1
+        x += odd
+    x >>= n
+    return x
+
+
+def _lut_tables16(lut: Lut) -> tuple[np.ndarray, np.ndarray]:
+    """The LUT entries as int16 and the int16 (wrapping) differences ``lut[i] - lut[i+1]``."""
+    t = lut_data(lut).astype(np.int16)
+    return t, (t[:-1] - t[1:]).astype(np.int16)
+
+
+def _lut_interpolate16(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray | None:
+    """:func:`lut_interpolate` computed in int32, returning int16; None if its bounds do not hold.
+
+    Needs ``x`` within int32, ``1 <= shift <= 15`` and ``|input_offset| <= 2**16``. Bounds: the
+    index ``(x >> shift) + offset`` is below ``2**30 + 2**16`` in magnitude; the correction
+    ``diff * frac`` is below ``2**15 * 2**15 = 2**30`` and its rounding adds at most ``2**14``.
+    """
+    xa = np.asarray(x)
+    shift_in = int(in_frac_bits) - int(lut.in_frac_bits)
+    off = int(lut.input_offset)
+    if shift_in < 1 or abs(off) > 1 << 16 or xa.dtype.kind not in "iu":
+        return None
+    wide = xa.dtype.itemsize > 4 or xa.dtype == np.uint32
+    if wide and xa.size and (int(xa.min()) < -(1 << 31) or int(xa.max()) >= 1 << 31):
+        return None
+    table, diff = _lut_tables16(lut)
+    preshift = min(max(shift_in - MAX_FRAC_BITS_FX16, 0), 15)
+    shift_in = min(shift_in, MAX_FRAC_BITS_FX16)
+    shape = xa.shape
+    xs = xa.astype(np.int32).reshape(-1)
+    if preshift:
+        xs >>= preshift
+    idx = xs >> shift_in
+    idx += off
+    np.clip(idx, 0, table.shape[0] - 2, out=idx)
+    xs &= (1 << shift_in) - 1                     # frac: Q(shift_in) in [0, 1)
+    corr = np.take(diff, idx).astype(np.int32)
+    corr *= xs
+    corr = asr_rnd_int32(corr, shift_in)
+    np.clip(corr, -(1 << 15), (1 << 15) - 1, out=corr)
+    res = np.take(table, idx).astype(np.int32)
+    res -= corr
+    return res.astype(np.int16).reshape(shape)    # C's int16 cast wraps
+
+
+def _lut_interpolate64(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
     """Interpolated lookup of ``activation_lut_one_elem_interpolate`` (no input/output conversion).
 
     Args:
@@ -307,3 +392,101 @@ def activation_sa8(x: npt.ArrayLike, lut: Lut, in_zp: int, in_scale: int, in_shi
     # The sa8 input always lands 8 bits finer than the table, so the lookup interpolates.
     res = lut_lookup(xin, lut, fb)
     return fx16_to_sa8(res, out_zp, int(lut.out_frac_bits) - int(out_shift))
+
+
+# ---------------------------------------------------------------------------------------- fast paths
+# Per-call tables of every possible result, cached per (LUT contents, parameters, rounding mode).
+# A table holds exactly what the element functions above return for each code, so a gather from it
+# is bit-identical to evaluating them element by element.
+_CODE_TABLES: dict[tuple, np.ndarray] = {}
+_CODE_TABLES_MAX = 32  # at most 32 x 128 KiB
+
+
+def _lut_key(lut: Lut) -> tuple | None:
+    """Everything of ``lut`` the lookups read (None if the LUT is unusable: no caching then)."""
+    try:
+        d = lut_data(lut)
+    except ValueError:
+        return None
+    return (d.astype(np.int16).tobytes(), int(lut.length), int(lut.in_frac_bits), int(lut.out_frac_bits),
+            int(lut.input_offset), int(lut.output_offset))
+
+
+def code_table(lut: Lut, tag: tuple, build: Callable[[], np.ndarray]) -> np.ndarray:
+    """``build()`` (a table of results depending on ``lut``, ``tag`` and the rounding mode), cached.
+
+    The returned array is read-only and shared between calls.
+    """
+    key = _lut_key(lut)
+    if key is None:
+        return build()
+    full = (key, tag, round_mode())
+    table = _CODE_TABLES.get(full)
+    if table is None:
+        table = build()
+        table.setflags(write=False)
+        if len(_CODE_TABLES) >= _CODE_TABLES_MAX:
+            _CODE_TABLES.pop(next(iter(_CODE_TABLES)))
+        _CODE_TABLES[full] = table
+    return table
+
+
+def fx_activation_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
+    """:func:`activation_fx` of every ``in_bits``-bit code, indexed by the code's unsigned bit pattern.
+
+    Returns a (cached, read-only) array of ``2**in_bits`` values of the output container dtype.
+    """
+    def build() -> np.ndarray:
+        codes = np.arange(1 << in_bits, dtype=np.int64)
+        codes = np.where(codes >= 1 << (in_bits - 1), codes - (1 << in_bits), codes)
+        return activation_fx(codes, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+
+    return code_table(lut, ("fx", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+
+
+def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
+    """:func:`activation_fx` of ``x - max`` for every difference ``-k``, ``k`` in ``[0, 2**in_bits)``.
+
+    Softmax looks up ``x - max`` with ``x, max`` two ``in_bits``-bit values, ``max >= x``: the
+    difference is ``-k`` where ``k = (max - x) mod 2**in_bits`` (exact in an unsigned type of
+    ``in_bits`` bits). Returns a (cached, read-only) array indexed by ``k``, output container dtype.
+    """
+    def build() -> np.ndarray:
+        d = -np.arange(1 << in_bits, dtype=np.int64)
+        return activation_fx(d, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+
+    return code_table(lut, ("exp", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+
+
+def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, zero_point: int,
+                    out_bits: int) -> np.ndarray:
+    """``sat(asr_rnd(recip * e, shift, 32) + zero_point, out_bits)`` for 16-bit ``e`` and ``recip``.
+
+    The final step of softmax (``mli_math_acc_cast_fx`` / ``mli_prv_convert_fx16_sa8`` of a
+    ``mli_math_mul_fx<int16_t, int32_t>`` product). ``recip`` and ``shift`` broadcast against
+    ``e`` (one value per slice). Returns an array of the ``out_bits``-bit container dtype.
+
+    Computed in int32 when every shift is >= 1: ``|recip * e| <= 2**15 * 2**15 = 2**30``, and the
+    rounding adds at most ``2**29`` (shift <= 30), so no int32 operation overflows (and C's
+    saturating add never saturates). A shift of 31 or more always gives 0 for ``|x| <= 2**30``
+    (``x + 2**30`` saturates below ``2**31`` under ROUND_UP; ties go to 0 under ROUND_CONVERGENT),
+    which the int32 path gets by zeroing ``recip``. Other shifts use the generic int64 model.
+    """
+    out_dt = np.int8 if out_bits == 8 else np.int16
+    e = np.asarray(e)
+    recip = np.asarray(recip, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    fast = e.dtype in (np.int8, np.int16) and (shift.size == 0 or int(shift.min()) >= 1) and (
+        recip.size == 0 or (int(recip.min()) >= -(1 << 15) and int(recip.max()) < 1 << 15))
+    if not fast:
+        x = recip * np.asarray(e, dtype=np.int64)
+        v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
+        return sat(v, out_bits).astype(out_dt)
+    r32 = np.where(shift >= 31, 0, recip).astype(np.int32)
+    x = np.asarray(np.multiply(e, r32, dtype=np.int32))
+    x = asr_rnd_int32(x, np.minimum(shift, 30))
+    if zero_point:
+        x += np.int32(zero_point)
+    np.clip(x, lo, hi, out=x)
+    return x.astype(out_dt)

@@ -5,7 +5,8 @@ Operands broadcast as in MLI: both have the output's shape, or one is a scalar (
 The element arithmetic lives in :mod:`pymli.arith.eltwise`. This module only decides how to apply
 it quickly: the result of an 8-bit operation depends on at most two 8-bit values, so large 8-bit
 inputs go through a table of every possible result (256 entries with a scalar operand, 65536 for
-two tensors) built by that same arithmetic; 16-bit inputs are processed in cache-sized chunks.
+two tensors) built by that same arithmetic; 16-bit inputs are computed directly (in int32 where
+:func:`pymli.arith.eltwise.fx_eltwise` can), in blocks of at most 2**18 elements.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ..arith.rounding import round_mode
 
 __all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "apply_binary"]
 
-_CHUNK = 1 << 15  # elements per block of the direct path (int64 temporaries stay in cache)
+_CHUNK = 1 << 18  # elements per block of the direct path (bounds the int32/int64 temporaries)
+_TABLE_CHUNK = 1 << 14  # elements per block when a 65536-entry table is built (int64 temporaries in cache)
 _PAIR_TABLE_MIN = 1 << 15  # two 8-bit tensors at least this big use the 65536-entry table
 
 
@@ -57,12 +59,12 @@ def apply_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
         idx = (a.view(np.uint8).astype(np.uint16) << 8) | b.view(np.uint8)
         return np.take(table, idx)
     if n <= _CHUNK:
-        return f(a, b).astype(out_dtype)
+        return f(a, b).astype(out_dtype, copy=False)
     a_flat = np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1)
     b_flat = np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1)
     out = np.empty(n, dtype=out_dtype)
-    for i in range(0, n, _CHUNK // 2):
-        out[i:i + _CHUNK // 2] = f(a_flat[i:i + _CHUNK // 2], b_flat[i:i + _CHUNK // 2])
+    for i in range(0, n, _CHUNK):
+        out[i:i + _CHUNK] = f(a_flat[i:i + _CHUNK], b_flat[i:i + _CHUNK])
     return out.reshape(shape)
 
 
@@ -79,8 +81,8 @@ def _table(f: Callable[[np.ndarray, np.ndarray], np.ndarray], key: tuple | None,
     else:
         first, second = np.repeat(vals, 256), np.tile(vals, 256)
         table = np.empty(first.size, dtype=out_dtype)
-        for i in range(0, first.size, _CHUNK // 2):
-            table[i:i + _CHUNK // 2] = f(first[i:i + _CHUNK // 2], second[i:i + _CHUNK // 2])
+        for i in range(0, first.size, _TABLE_CHUNK):
+            table[i:i + _TABLE_CHUNK] = f(first[i:i + _TABLE_CHUNK], second[i:i + _TABLE_CHUNK])
     if full_key is not None:
         if len(_TABLES) >= 64:
             _TABLES.pop(next(iter(_TABLES)))

@@ -1,9 +1,14 @@
 """LUT-based transform kernels of MLI 2.0 (``kernels/transform``: sigm, tanh, softmax, l2_normalize).
 
 Pure functions over integer NumPy arrays (any shape) plus the activation's :class:`~pymli.tensor.Lut`
-descriptor and keyword scalars. They return new int64 arrays holding values of the output
-container (int8 / int16); the facade stores them and sets the output quantisation. All arithmetic
-is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
+descriptor and keyword scalars. They return new arrays of the output container dtype (int8 /
+int16; int64 holding such values when given wider inputs); the facade stores them and sets the
+output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli.arith.rounding`.
+
+Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
+of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
+rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`).
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
@@ -20,10 +25,13 @@ from ..arith.lut import (
     MAX_FRAC_BITS_FX16,
     activation_fx,
     activation_sa8,
-    fx16_to_sa8,
+    code_table,
+    fx_activation_codes,
+    fx_exp_codes,
     lut_interpolate,
     sa8_lut_in_frac_bits,
     sa8_to_lut_input,
+    scale_round_sat,
 )
 from ..arith.rounding import asr_rnd, sat, sub_sat, wrap
 from ..tensor import Lut
@@ -57,17 +65,8 @@ _L2NORM_LUT_FRAC_BITS = 8
 _GATHER_MIN_SIZE = 512
 
 
-def _per_code(x: np.ndarray, lo: int, hi: int, f, min_size: int = _GATHER_MIN_SIZE) -> np.ndarray:
-    """``f(x)`` for integer ``x`` in ``[lo, hi]``: direct for small arrays, else via a table of codes."""
-    if x.size <= min_size:
-        return f(np.asarray(x, dtype=np.int64))
-    tab = f(np.arange(lo, hi + 1, dtype=np.int64))
-    for sdt, udt in ((np.int8, np.uint8), (np.int16, np.uint16)):
-        info = np.iinfo(sdt)
-        if x.dtype == sdt and (lo, hi) == (info.min, info.max):
-            # Index by the bit pattern: codes 0..max then min..-1.
-            return np.concatenate([tab[-lo:], tab[:-lo]])[x.view(udt)]
-    return tab[np.asarray(x, dtype=np.intp) - lo]
+# 16-bit inputs bigger than this go through a cached table of all 65536 codes (or differences).
+_EXP16_TABLE_MIN = 1 << 14
 
 
 def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits: int) -> np.ndarray:
@@ -80,15 +79,17 @@ def lut_activation_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, out_bits
         out_bits: 8 or 16 (the output is Q7 or Q15).
 
     Returns:
-        int64 array of Q(out_bits - 1) values.
+        Array of Q(out_bits - 1) values (int8 / int16 for int8 / int16 inputs, else int64).
     """
     xa = np.asarray(x)
-    if xa.dtype == np.int8:
-        return _per_code(xa, -128, 127, lambda v: activation_fx(v, lut, in_frac_bits, out_bits))
-    if xa.dtype == np.int16:
-        # Worth a table of all 65536 codes only for large tensors.
-        return _per_code(xa, -32768, 32767, lambda v: activation_fx(v, lut, in_frac_bits, out_bits),
-                         min_size=2 * 65536)
+    if xa.dtype in (np.int8, np.int16):
+        in_bits = 8 * xa.dtype.itemsize
+        if xa.size > (_GATHER_MIN_SIZE if in_bits == 8 else _EXP16_TABLE_MIN):
+            # Every input code evaluated once (cached per LUT and format), then a gather.
+            table = fx_activation_codes(lut, in_frac_bits, out_bits, in_bits)
+            return np.take(table, xa.view(f"u{xa.dtype.itemsize}"))
+        out_dt = np.int8 if out_bits == 8 else np.int16
+        return activation_fx(xa, lut, in_frac_bits, out_bits).astype(out_dt)
     return activation_fx(xa, lut, in_frac_bits, out_bits)
 
 
@@ -98,8 +99,15 @@ def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int,
     xa = np.asarray(x)
     if xa.dtype != np.int8:
         return activation_sa8(xa, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
-    return _per_code(xa, -128, 127,
-                     lambda v: activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift))
+    def f(v: np.ndarray) -> np.ndarray:
+        return activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift)
+
+    if xa.size <= _GATHER_MIN_SIZE:
+        return f(xa.astype(np.int64)).astype(np.int8)
+    # Every code once (cached per LUT and quantisation), indexed by the code's bit pattern.
+    table = code_table(lut, ("sa8 act", int(in_zp), int(in_scale), int(in_shift), int(out_zp), int(out_shift)),
+                       lambda: f(np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)).astype(np.int8))
+    return np.take(table, xa.view(np.uint8))
 
 
 def norm32(x: npt.ArrayLike) -> np.ndarray:
@@ -148,6 +156,18 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     return sum_exp, recip
 
 
+def _max_distance(xa: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
+    """``k = max - x`` per slice, exact in the unsigned type of ``x``'s width (``0 <= k < 2**bits``)."""
+    u = np.dtype(f"u{xa.dtype.itemsize}")
+    mx = xa.max(axis=red, keepdims=True)
+    return np.subtract(mx.view(u), xa.view(u))
+
+
+def _sum32(e: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
+    """C's int32 accumulator of the exponentials: an int32 sum wraps modulo 2**32 exactly as it does."""
+    return np.add.reduce(e, axis=red, dtype=np.int32, keepdims=True).astype(np.int64)
+
+
 def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis: int = -1) -> np.ndarray:
     """``mli_krn_softmax_fx8`` / ``mli_krn_softmax_fx16`` (reference implementation).
 
@@ -163,20 +183,22 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
         axis: dimension to normalise along, or -1 for the whole tensor.
 
     Returns:
-        int64 array of Q(bits - 1) values.
+        Array of Q(bits - 1) values, int8 / int16.
     """
-    xv = np.asarray(x, dtype=np.int64)
-    red = _reduce_axes(xv.ndim, axis)
-    mx = xv.max(axis=red, keepdims=True)
-    if bits == 8:
-        # x - max lies in [-255, 0]: evaluate the exponential once per difference.
-        e = _per_code(xv - mx, -255, 0, lambda d: activation_fx(d, lut, in_frac_bits, bits))
+    xa = np.asarray(x)
+    red = _reduce_axes(xa.ndim, axis)
+    out_dt = np.int8 if bits == 8 else np.int16
+    if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
+        # x - max = -k: one lookup per possible difference, then a gather.
+        e = np.take(fx_exp_codes(lut, in_frac_bits, bits, bits), _max_distance(xa, red))
     else:
-        e = activation_fx(xv, lut, in_frac_bits, bits, in_offset=mx)
-    sum_exp, recip = _recip_of_sum(e.sum(axis=red, keepdims=True), bits)
+        xv = xa.astype(np.int64)
+        mx = xv.max(axis=red, keepdims=True)
+        e = activation_fx(xv, lut, in_frac_bits, bits, in_offset=mx).astype(out_dt)
+    sum_exp, recip = _recip_of_sum(_sum32(e, red), bits)
     out_frac_bits = bits - 1
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
-    return sat(asr_rnd(recip * e, shift, 32), bits)
+    return scale_round_sat(e, recip, shift, 0, bits)
 
 
 def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axis: int = -1) -> np.ndarray:
@@ -187,37 +209,34 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     ``0.5 / mantissa`` is converted to the fixed sa8 output (zero point -128, scale 2**-8).
 
     Returns:
-        int64 array of int8 values.
+        int8 array.
     """
-    xv = np.asarray(x)
-    red = _reduce_axes(xv.ndim, axis)
-    mx = xv.max(axis=red, keepdims=True).astype(np.int64)
+    xa = np.asarray(x)
+    red = _reduce_axes(xa.ndim, axis)
     fb = sa8_lut_in_frac_bits(lut)
     sh = wrap(int(in_shift), 16).item()
     zp, out_shift = SOFTMAX_SA8_OUT
 
-    def exp_of(d: np.ndarray) -> np.ndarray:
-        return lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb)
-
     def finish(e: np.ndarray, total: np.ndarray) -> np.ndarray:
         sum_exp, recip = _recip_of_sum(total, 16)
         shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_shift, 31)
-        return fx16_to_sa8(recip * e, zp, shift)
+        return scale_round_sat(e, recip, shift, zp, 8)
 
-    if xv.size <= _GATHER_MIN_SIZE:
-        d = xv.astype(np.int64) - mx
-        e = exp_of(d)
-        return finish(e, e.sum(axis=red, keepdims=True))
-    # x - max lies in [-255, 0]: evaluate the exponential once per difference.
-    codes = np.arange(-255, 1, dtype=np.int64)
-    g = exp_of(codes)
-    idx = (xv.astype(np.int16) - mx.astype(np.int16) + 255).astype(np.intp)
+    if xa.dtype != np.int8:
+        xv = xa.astype(np.int64)
+        d = xv - xv.max(axis=red, keepdims=True)
+        e = lut_interpolate(sa8_to_lut_input(d, 0, in_scale, sh, fb), lut, fb).astype(np.int16)
+        return finish(e, _sum32(e, red))
+    # x - max = -k with k in [0, 255]: the exponential once per difference (int16 Q15 values).
+    g = code_table(lut, ("sa8 exp", int(in_scale), sh), lambda: lut_interpolate(
+        sa8_to_lut_input(-np.arange(256, dtype=np.int64), 0, in_scale, sh, fb), lut, fb).astype(np.int16))
+    k = _max_distance(xa, red)
+    e = np.take(g, k)
+    total = _sum32(e, red)
     if axis < 0:
-        # One slice: the sum is a histogram of codes, and the output a function of the code.
-        total = np.bincount(idx.reshape(-1), minlength=256) @ g
-        return finish(g, np.asarray(total))[idx]
-    e = g[idx]
-    return finish(e, e.sum(axis=red, keepdims=True))
+        # One slice: the output is a function of k alone.
+        return np.take(finish(g, total.reshape(())), k)
+    return finish(e, total)
 
 
 def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
