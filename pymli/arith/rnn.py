@@ -73,17 +73,32 @@ class MacPlan:
     """The weights of MAC series prepared once: ``plan(x)`` = ``sum_j x[..., j] * w[g, j, m]``.
 
     ``w``: (G, N, M) int. Calls return exact int64 (..., G, M). float64 BLAS is used when every
-    partial sum is provably below 2**53 (N * max|x| * max|w|, exact in a double), int64
-    arithmetic otherwise. ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
+    partial sum is provably below 2**53 (N * max|x| * wmax, exact in a double), int64
+    arithmetic otherwise; ``wmax`` bounds ``|w|`` (the container's limit for 8- and 16-bit weights). ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
     """
 
     def __init__(self, w: npt.ArrayLike) -> None:
-        w = np.asarray(w, dtype=I64)
+        w = np.asarray(w)
+        if w.dtype.kind not in "iu":
+            w = w.astype(I64)
         self.g, self.n, self.m = w.shape
-        self.w2 = np.ascontiguousarray(np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m))
-        self.w2f = self.w2.astype(np.float64)
-        self.wmax = int(np.abs(w).max(initial=0))
-        self.colsum = w.sum(axis=1)
+        self._w = w
+        # One pass in the weights' own (narrow) type for the layout, one for the conversion.
+        w2 = w[0] if self.g == 1 else np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m)
+        self.w2f = w2.astype(np.float64)
+        if w.dtype.itemsize <= 2:  # the container's limit bounds |w|
+            self.wmax = 1 << (8 * w.dtype.itemsize - 1)
+        else:
+            self.wmax = max(-int(w.min(initial=0)), int(w.max(initial=0)))
+
+    @functools.cached_property
+    def w2(self) -> np.ndarray:
+        """The weights as int64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
+        return self.w2f.astype(I64)
+
+    @functools.cached_property
+    def colsum(self) -> np.ndarray:
+        return self._w.sum(axis=1, dtype=I64)
 
     def __call__(self, x: npt.ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=I64)
@@ -224,18 +239,23 @@ class RoundShift:
     def __init__(self, n: npt.ArrayLike, bits: int, x_bound: int, mode: RoundMode | None = None) -> None:
         self.mode = round_mode(mode)
         self.bits = bits
-        n_arr = np.asarray(n, dtype=I64)
-        self.n = int(n_arr) if n_arr.ndim == 0 else n_arr
         nmax = bits - 1
-        self.fast = bool(n_arr.size) and bool(np.all((n_arr >= 1) & (n_arr <= nmax)))
-        if self.fast:
-            half = I64(1) << (n_arr - 1)
-            max_half = int(half.max())
-            self.fast = int(x_bound) + max_half <= I64_MAX
+        if np.ndim(n) == 0:  # one shift: plain Python ints
+            self.n = int(n)  # type: ignore[arg-type]
+            half = 1 << max(self.n - 1, 0)
+            max_half = half
+            self.fast = 1 <= self.n <= nmax and int(x_bound) + half <= I64_MAX
+        else:
+            self.n = n_arr = np.asarray(n, dtype=I64)
+            self.fast = bool(n_arr.size) and bool(np.all((n_arr >= 1) & (n_arr <= nmax)))
+            if self.fast:
+                half = I64(1) << (n_arr - 1)
+                max_half = int(half.max())
+                self.fast = int(x_bound) + max_half <= I64_MAX
         if not self.fast:
             return
-        self.half = int(half) if n_arr.ndim == 0 else half
-        self.half_m1 = self.half - 1
+        self.half = half
+        self.half_m1 = half - 1
         self.up = self.mode is RoundMode.UP
         hi = limits(bits)[1]
         self.cap = hi if int(x_bound) + max_half > hi else None

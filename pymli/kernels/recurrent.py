@@ -34,6 +34,7 @@ from ..arith.rnn import (
     K_TANH_OUT,
     FxSeriesPlan,
     MacPlan,
+    RoundShift,
     SaSeriesPlan,
     eltwise_fx,
     eltwise_sa8,
@@ -159,7 +160,7 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
         int64 array ``(M,)`` of output values (within the output container).
     """
     xs = [np.asarray(x, I64).reshape(-1) for x in xs]
-    ws3 = [np.asarray(w, I64)[None] for w in ws]
+    ws3 = [np.asarray(w)[None] for w in ws]
     b2 = np.asarray(bias, I64)[None]
     if kind == "sa8":
         series = [_sa_series(x, MacPlan(w), q.zero_point, wq.zero_point) for x, w, q, wq in zip(xs, ws3, in_q, w_q)]
@@ -168,10 +169,29 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
         req = [_sa_requant(q, out_q, wq.gates([0])) for q, wq in zip(in_q, w_q)]
         return _sa_series_sum(accs, [int(o) for _, o in series], req, out_q.zero_point)[0]
     acc_bits = 40 if kind == "fx16" else 32
-    accs = [MacPlan(w)(x) for x, w in zip(xs, ws3)]
-    accs[0] = accs[0] + fx_bias(b2, in_q[0] + w_q[0] - b_q, acc_bits)
+    cb = acc_container_bits(acc_bits)
+    plans = [MacPlan(w) for w in ws3]
+    accs = [p(x)[0] for p, x in zip(plans, xs)]
+    accs[0] = accs[0] + fx_bias(b2[0], in_q[0] + w_q[0] - b_q, acc_bits)
     shifts = [q + wq - out_q for q, wq in zip(in_q, w_q)]
-    return _fx_series_sum(accs, shifts, acc_bits)[0]
+    if cb == 64:
+        # |x . w| <= N * 2**15 * max|w|; the aligned bias is an int32 value.
+        bounds = [p.n * (1 << 15) * p.wmax + (1 << 31) * (i == 0) for i, p in enumerate(plans)]
+    else:
+        accs = [wrap(a, 32) for a in accs]
+        bounds = [1 << 31] * len(accs)
+    steps = [RoundShift(min(sh, 39) if cb == 64 else sh, cb, bd) for sh, bd in zip(shifts, bounds)]
+    irs = [rs(a) for rs, a in zip(steps, accs)]
+    out_bounds = [rs.out_bound(bd) for rs, bd in zip(steps, bounds)]
+    # The saturating sum of _fx_series_sum is a plain one when no partial sum can leave the
+    # container: in 64 bits by the bounds; in 32 bits the first add is 0 + an int32 value and the
+    # saturation of a second one is absorbed by the final 16-bit one.
+    if (cb == 64 and sum(out_bounds) <= (1 << 63) - 1) or (cb == 32 and len(irs) <= 2):
+        return _clip(sum(irs[1:], irs[0]), 16)
+    res = np.zeros(irs[0].shape, I64)
+    for ir in irs:
+        res = add_sat(res, ir, cb)
+    return sat(res, 16)
 
 
 # ------------------------------------------------------------------------------ cells
@@ -186,7 +206,8 @@ def _order(t: int, backward: bool) -> range:
 # the element-wise stages with few input codes become table lookups. Each table is the reference
 # helper evaluated on every possible input code, so a lookup returns exactly what the helper
 # returns: sa8 operands are int8 (256 codes, 65536 pairs), the FX LUT inputs int16 (65536 codes).
-# Small tables (256 entries) are built on every call; the 65536-entry ones (a few ms each) only
+# Tables are rotated so that the (possibly negative) code itself is the index. Small tables (256
+# entries) are built on every call; the 65536-entry ones (a few ms each) only
 # for sequences of at least _TABLE_MIN_STEPS steps, and kept in a small cache for later calls.
 
 _TABLE_MIN_STEPS = 16
@@ -211,11 +232,12 @@ def _big_table(key: tuple, steps: int, build):  # type: ignore[no-untyped-def]
 def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int], steps: int):  # type: ignore[no-untyped-def]
     """``eltwise_sa8(op, a, b, qa, qb, qo)`` for int8 operands, as a table when worth it."""
     table = _big_table(("sa8", op, qa, qb, qo, get_platform()), steps,
-                       lambda: eltwise_sa8(op, *_SA8_PAIRS, qa, qb, qo))
+                       lambda: np.roll(eltwise_sa8(op, *_SA8_PAIRS, qa, qb, qo), -32896))
     if table is None:
         return lambda a, b: eltwise_sa8(op, a, b, qa, qb, qo)
-    # (a + 128) * 256 + (b + 128)
-    return lambda a, b: table[(a << 8) + (b + 32896)]
+    # a * 256 + b is a distinct index in [-32896, 32639] for every pair; the table is rotated so
+    # that NumPy's negative indexing (k -> k + 65536) lands on the pair's entry.
+    return lambda a, b: table[(a << 8) + b]
 
 
 def _lut_key(lut: Lut) -> tuple:
@@ -228,15 +250,15 @@ def _lut_key(lut: Lut) -> tuple:
 def _fx_lut(lut: Lut, in_fb: int, steps: int):  # type: ignore[no-untyped-def]
     """``lut_fx(v, lut, in_fb)`` for int16-range ``v``, as a table when worth it."""
     table = _big_table(("fx", _lut_key(lut), int(in_fb), get_platform()), steps,
-                       lambda: lut_fx(_FX16_CODES, lut, in_fb))
+                       lambda: np.roll(lut_fx(_FX16_CODES, lut, in_fb), 1 << 15))
     if table is None:
         return lambda v: lut_fx(v, lut, in_fb)
-    return lambda v: table[v + (1 << 15)]
+    return table.__getitem__  # rotated: negative values index from the end
 
 
 def _sa8_lut(lut: Lut, q: tuple[int, int, int], k_out: tuple[int, int]) -> np.ndarray:
-    """``lut_sa8`` of every int8 code (index ``value + 128``)."""
-    return lut_sa8(_SA8_CODES, lut, *q, *k_out)
+    """``lut_sa8`` of every int8 code, rotated so that the value itself indexes it (negative from the end)."""
+    return np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 128)
 
 
 def _clip(v: np.ndarray, bits: int) -> np.ndarray:
@@ -326,11 +348,11 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         h_q = prev_q
         for t in _order(steps, backward):
             # sa_ir_cast with zero point 0 of a saturating int32 sum: a clamp to int8.
-            ir = _clip(xr[t] + rec[h_q](h), 8) + 128
+            ir = _clip(xr[t] + rec[h_q](h), 8)
             i, g, f, o = sig[ir[0]], tnh[ir[1]], sig[ir[2]], sig[ir[3]]
             c = mul_cf(c, f)
             c = add_c(c, mul_gi(g, i))
-            h = mul_out(c if act_tab is None else act_tab[c + 128], o)
+            h = mul_out(c if act_tab is None else act_tab[c], o)
             h_q = out_q
             outs.append(h)
     else:
@@ -409,19 +431,20 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         sig = _sa8_lut(sigm_lut, irt, K_SIGM_OUT)
         tnh = _sa8_lut(tanh_lut, irt, K_TANH_OUT)
         # 1 - z for every code of z
-        one_minus = eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q)
+        one_minus = np.roll(eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q),
+                            128)
         mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps)
         mul_rh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
         mul_hz = _PerQ(lambda hq: _sa8_pair("mul", hq, _SIGM_Q, hq, steps))
         add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps))
         for t in _order(steps, backward):
             hq = h_q.triple
-            zr = _clip(xr_zr[t] + rec_zr[h_q](h), 8) + 128
+            zr = _clip(xr_zr[t] + rec_zr[h_q](h), 8)
             z, r = sig[zr[0]], sig[zr[1]]
             hr = mul_rh[hq](r, h)
             hz = mul_hz[hq](h, z)
-            u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8) + 128]
-            h = add_h[hq](mul_uz(u, one_minus[z + 128]), hz)
+            u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8)]
+            h = add_h[hq](mul_uz(u, one_minus[z]), hz)
             h_q = out_q
             outs.append(h)
     else:
