@@ -12,8 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymli import EM, VPX, use_platform
-from pymli.arith.rnn import FxSeriesPlan, MacPlan, RoundShift, SaSeriesPlan, fx_mul_plan, eltwise_fx
-from pymli.arith.rnn import fx_ir_requantize, sa_ir_requantize
+from pymli.arith.rnn import (
+    FxSeriesPlan,
+    MacPlan,
+    RoundShift,
+    SaSeriesPlan,
+    eltwise_fx,
+    fx_ir_requantize,
+    fx_mul_plan,
+    sa_ir_requantize,
+)
 from pymli.arith.rounding import add_sat, asr_rnd, wrap
 from pymli.kernels import recurrent as krn
 from pymli.ops.lut_activations import activation_lut
