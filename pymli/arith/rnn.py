@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ..config import get_platform
 from ..formats import RoundMode
 from .requant import acc_container_bits, norm32
-from .rounding import add_sat, asr_rnd, sat, sub_sat
+from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat, wrap
 
 __all__ = [
     "c_div",
@@ -42,6 +42,10 @@ __all__ = [
     "eltwise_sa8",
     "K_SIGM_OUT",
     "K_TANH_OUT",
+    "RoundShift",
+    "SaSeriesPlan",
+    "FxSeriesPlan",
+    "fx_mul_plan",
 ]
 
 I64 = np.int64
@@ -69,17 +73,32 @@ class MacPlan:
     """The weights of MAC series prepared once: ``plan(x)`` = ``sum_j x[..., j] * w[g, j, m]``.
 
     ``w``: (G, N, M) int. Calls return exact int64 (..., G, M). float64 BLAS is used when every
-    partial sum is provably below 2**53 (N * max|x| * max|w|, exact in a double), int64
-    arithmetic otherwise. ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
+    partial sum is provably below 2**53 (N * max|x| * wmax, exact in a double), int64
+    arithmetic otherwise; ``wmax`` bounds ``|w|`` (the container's limit for 8- and 16-bit weights). ``colsum`` holds ``sum_j w[g, j, m]`` (the zero-point additive).
     """
 
     def __init__(self, w: npt.ArrayLike) -> None:
-        w = np.asarray(w, dtype=I64)
+        w = np.asarray(w)
+        if w.dtype.kind not in "iu":
+            w = w.astype(I64)
         self.g, self.n, self.m = w.shape
-        self.w2 = np.ascontiguousarray(np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m))
-        self.w2f = self.w2.astype(np.float64)
-        self.wmax = int(np.abs(w).max(initial=0))
-        self.colsum = w.sum(axis=1)
+        self._w = w
+        # One pass in the weights' own (narrow) type for the layout, one for the conversion.
+        w2 = w[0] if self.g == 1 else np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m)
+        self.w2f = w2.astype(np.float64)
+        if w.dtype.itemsize <= 2:  # the container's limit bounds |w|
+            self.wmax = 1 << (8 * w.dtype.itemsize - 1)
+        else:
+            self.wmax = max(-int(w.min(initial=0)), int(w.max(initial=0)))
+
+    @functools.cached_property
+    def w2(self) -> np.ndarray:
+        """The weights as int64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
+        return self.w2f.astype(I64)
+
+    @functools.cached_property
+    def colsum(self) -> np.ndarray:
+        return self._w.sum(axis=1, dtype=I64)
 
     def __call__(self, x: npt.ArrayLike) -> np.ndarray:
         x = np.asarray(x, dtype=I64)
@@ -193,3 +212,147 @@ def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int,
     x2 = asr_rnd(in2 * s2, p2, 32)
     acc = add_sat(x1, x2, 32) if op == "add" else sub_sat(x1, x2, 32)
     return sat(add_sat(sat(acc, 16), zo, 16), 8)
+
+
+# ---------------------------------------------------------------------------------- planned steps
+# The cells apply the same shifts, multipliers and weights at every time step to arrays of a few
+# hundred values, where NumPy's per-call overhead dominates. The plans below fix everything that
+# does not change between steps once per call and prove, from bounds on the operands, which
+# saturations cannot trigger, so that a step is a handful of array operations. Whatever cannot be
+# proven falls back to the general helpers above (same results, more operations).
+
+I64_MAX = (1 << 63) - 1
+
+
+class RoundShift:
+    """``asr_rnd(x, n, bits)`` for a fixed shift ``n`` (an int or a per-row array) and ``|x| <= x_bound``.
+
+    For ``1 <= n <= bits - 1`` (and ``x_bound + 2**(n-1)`` within int64) ROUND_UP is
+    ``(x + half) >> n``, with the rounding add capped at the type's maximum when
+    ``x_bound + half`` can exceed it (the C add saturates; adding a positive half never reaches
+    the minimum); ROUND_CONVERGENT is
+    ``(x + half - 1 + ((x >> n) & 1)) >> n``: with ``x = k * 2**n + f``, ``0 <= f < 2**n``, the
+    sum carries into ``k`` exactly when ``f > half`` or ``f == half`` and ``k`` is odd (a tie goes
+    to the even neighbour). Other shifts use :func:`~pymli.arith.rounding.asr_rnd` itself.
+    """
+
+    def __init__(self, n: npt.ArrayLike, bits: int, x_bound: int, mode: RoundMode | None = None) -> None:
+        self.mode = round_mode(mode)
+        self.bits = bits
+        nmax = bits - 1
+        if np.ndim(n) == 0:  # one shift: plain Python ints
+            self.n = int(n)  # type: ignore[arg-type]
+            half = 1 << max(self.n - 1, 0)
+            max_half = half
+            self.fast = 1 <= self.n <= nmax and int(x_bound) + half <= I64_MAX
+        else:
+            self.n = n_arr = np.asarray(n, dtype=I64)
+            self.fast = bool(n_arr.size) and bool(np.all((n_arr >= 1) & (n_arr <= nmax)))
+            if self.fast:
+                half = I64(1) << (n_arr - 1)
+                max_half = int(half.max())
+                self.fast = int(x_bound) + max_half <= I64_MAX
+        if not self.fast:
+            return
+        self.half = half
+        self.half_m1 = half - 1
+        self.up = self.mode is RoundMode.UP
+        hi = limits(bits)[1]
+        self.cap = hi if int(x_bound) + max_half > hi else None
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if not self.fast:
+            return asr_rnd(x, self.n, self.bits, self.mode)
+        if self.up:
+            r = x + self.half
+            if self.cap is not None:
+                r = np.minimum(r, self.cap)
+            return r >> self.n
+        return (x + self.half_m1 + ((x >> self.n) & 1)) >> self.n
+
+    def out_bound(self, x_bound: int) -> int:
+        """A bound on ``|result|`` for ``|x| <= x_bound``."""
+        if self.fast or (isinstance(self.n, int) and self.n >= 0):
+            return int(x_bound)
+        return (1 << (self.bits - 1))
+
+
+def _plan_dot(w: MacPlan, x_bound: int):
+    """Exact ``x @ w`` for ``|x| <= x_bound`` (float64 when every partial sum stays below 2**53)."""
+    if w.n == 0:
+        return lambda x: np.zeros(x.shape[:-1] + (w.g * w.m,), I64), 0
+    bound = w.n * int(x_bound) * w.wmax
+    if bound < 2**53:
+        wf = w.w2f
+        return (lambda x: (x.astype(np.float64) @ wf).astype(I64)), bound
+    w2 = w.w2
+    return (lambda x: x @ w2), bound
+
+
+class SaSeriesPlan:
+    """One sa8 MAC series of a recurrence, per step: int8 values ``x`` (..., N) to ``(..., G, M)``.
+
+    The same as ``_sa_series`` + the per-series part of the sum in :mod:`pymli.kernels.recurrent`:
+    ``sum_j (x_j - x_zp) * w[g, j, m]`` wrapped to 32 bits, plus the weight-zero-point additive
+    (saturating), then :func:`sa_ir_requantize` with ``mul`` / ``shift`` (G, 1).
+    For int8 ``x`` and an int8-range zero point, ``|x - x_zp| <= 128 + |x_zp|``.
+    """
+
+    def __init__(self, w: MacPlan, x_zp: int, w_zp: int, mul: np.ndarray, shift: np.ndarray) -> None:
+        self.g, self.m, self.n = w.g, w.m, w.n
+        self.x_zp, self.w_zp = int(x_zp), int(w_zp)
+        self.dot, bound = _plan_dot(w, 128 + abs(self.x_zp))
+        self.wrap = bound > (1 << 31) - 1
+        acc_bound = 1 << 31 if (self.wrap or self.w_zp) else bound
+        self.mul = np.asarray(mul, dtype=I64)
+        shift = np.minimum(np.asarray(shift, dtype=I64), 63)
+        prod_bound = acc_bound * int(np.abs(self.mul).max(initial=0))
+        self.shift = RoundShift(shift, 64, prod_bound)
+        # ir_rnn_result_requantize saturates to int32; skipped when the shifted product provably fits.
+        # |(p + half) >> n| <= (|p| >> n) + 1 for n >= 1.
+        self.sat = not (self.shift.fast and (prod_bound >> int(shift.min(initial=0))) + 1 < (1 << 31) - 1)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        acc = self.dot(x - self.x_zp).reshape(x.shape[:-1] + (self.g, self.m))
+        if self.wrap:
+            acc = wrap(acc, 32)
+        if self.w_zp:
+            other = wrap(-self.w_zp * x.sum(axis=-1) + self.n * self.x_zp * self.w_zp, 32)
+            acc = add_sat(acc, other[..., None, None], 32)
+        r = self.shift(acc * self.mul)
+        return sat(r, 32) if self.sat else r
+
+
+class FxSeriesPlan:
+    """One FX MAC series of a recurrence, per step: values ``x`` (..., N) within 16 bits to ``(..., G, M)``.
+
+    ``fx_ir_requantize(wrap_acc(x @ w, acc_bits), out_shift, acc_bits)``; :attr:`bound` bounds the result.
+    """
+
+    def __init__(self, w: MacPlan, out_shift: int, acc_bits: int) -> None:
+        self.g, self.m = w.g, w.m
+        cb = 32 if acc_bits <= 32 else 64
+        self.dot, bound = _plan_dot(w, 1 << 15)
+        self.wrap = cb == 32 and bound > (1 << 31) - 1
+        if self.wrap:
+            bound = 1 << 31
+        shift = min(out_shift, 39) if cb == 64 else out_shift
+        self.shift = RoundShift(shift, cb, bound)
+        self.bound = self.shift.out_bound(bound)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        acc = self.dot(x).reshape(x.shape[:-1] + (self.g, self.m))
+        if self.wrap:
+            acc = wrap(acc, 32)
+        return self.shift(acc)
+
+
+def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16):
+    """``eltwise_fx("mul", a, b, fa, fb, fo, io_bits)`` as a function of operands within ``io_bits``.
+
+    The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude.
+    """
+    post = min(fa + fb - fo, 2 * io_bits - 1)
+    rs = RoundShift(post, 64, 1 << (2 * io_bits - 2))
+    lo, hi = limits(io_bits)
+    return lambda a, b: np.minimum(np.maximum(rs(a * b), lo), hi)

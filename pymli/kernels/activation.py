@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..arith import activation as act
+from ..config import get_platform
 
 __all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
 
@@ -19,7 +20,12 @@ def _bits(x: np.ndarray) -> int:
     return x.dtype.itemsize * 8
 
 
-def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1) -> np.ndarray:
+_TABLES: dict = {}
+_TABLES_MAX = 32
+_TABLE_CACHE_BYTES = 1 << 20  # larger tables (per-axis fx16) are rebuilt on every call
+
+
+def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tuple | None = None) -> np.ndarray:
     """``fn`` applied to every element of ``x``, evaluated once per possible input value.
 
     The activations are pure functions of the (8- or 16-bit) input value and, for PReLU, the index
@@ -27,17 +33,34 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1) -> np.nda
     whole value range (``fn(values)`` of shape ``[n, 2**bits]`` for ``n`` per-axis parameters,
     broadcast on the first dimension) and the result is gathered; otherwise ``fn(x)`` directly.
     Both give identical results: the same integer arithmetic on the same values.
+
+    ``key`` names the parameters ``fn`` depends on; the table is then kept (with the platform,
+    whose rounding it depends on) for later calls with the same parameters.
     """
     info = np.iinfo(x.dtype)
     span = int(info.max) - int(info.min) + 1
-    if x.size <= span * n:
-        return fn(x)
-    table = np.broadcast_to(fn(np.arange(info.min, info.max + 1, dtype=np.int64)[None, :]), (n, span))
-    col = x.astype(np.intp) - int(info.min)
+    full_key = None if key is None else (key, x.dtype.str, n, get_platform())
+    table = _TABLES.get(full_key) if full_key is not None else None
+    if table is None:
+        if x.size <= span * n:
+            return fn(x)
+        # The results fit x's type (they are saturated to it), so the table is cast once, not the
+        # gathered array. It is rotated by half its span so that the unsigned reinterpretation of
+        # a value (v mod span, a free view) indexes it: entry u holds fn(u) for u <= max,
+        # fn(u - span) above.
+        table = np.broadcast_to(fn(np.arange(info.min, info.max + 1, dtype=np.int64)[None, :]), (n, span))
+        table = np.roll(table.astype(x.dtype), span // 2, axis=1)
+        if full_key is not None and table.nbytes <= _TABLE_CACHE_BYTES:
+            if len(_TABLES) >= _TABLES_MAX:
+                _TABLES.clear()
+            table.setflags(write=False)
+            _TABLES[full_key] = table
+    codes = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     if axis is None:
-        return table[0][col]
-    row = np.arange(n, dtype=np.intp).reshape(axis_shape(x.ndim, axis, n))
-    return table[row, col]
+        return np.take(table[0], codes)
+    idx = codes.astype(np.intp)
+    idx += (np.arange(n, dtype=np.intp) * span).reshape(axis_shape(x.ndim, axis, n))
+    return np.take(table.reshape(-1), idx)
 
 
 def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0) -> np.ndarray:
@@ -55,7 +78,7 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
     x = np.asarray(x)
     lo, hi = act.relu_limits(int(kind), _bits(x), int(zero), int(scale), int(shift))
     # max then min, as C does (a lo above hi yields hi everywhere).
-    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype)
+    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype, copy=False)
 
 
 def axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:
@@ -75,8 +98,13 @@ def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normali
         normalise: normalise the slope first (``mli_krn_leaky_relu_fx16`` does, fx8 does not).
     """
     x = np.asarray(x)
-    s, sh = act.leaky_fx_slope(slope, shift, _bits(x), normalise)
-    return _tabulated(x, lambda v: act.leaky_relu_fx(v, s, sh, _bits(x))).astype(x.dtype)
+    bits = _bits(x)
+
+    def fn(v: np.ndarray) -> np.ndarray:
+        s, sh = act.leaky_fx_slope(slope, shift, bits, normalise)
+        return act.leaky_relu_fx(v, s, sh, bits)
+
+    return _tabulated(x, fn, key=("leaky_fx", int(slope), int(shift), bool(normalise))).astype(x.dtype, copy=False)
 
 
 def prelu_fx(x: npt.NDArray[np.integer], slopes: npt.ArrayLike, shift: int, *, axis: int) -> np.ndarray:
@@ -85,9 +113,10 @@ def prelu_fx(x: npt.NDArray[np.integer], slopes: npt.ArrayLike, shift: int, *, a
     slopes = np.asarray(slopes, dtype=np.int64).reshape(-1)
     n = slopes.size
     if x.size <= (1 << _bits(x)) * n:
-        return act.leaky_relu_fx(x, slopes.reshape(axis_shape(x.ndim, axis, n)), shift, _bits(x)).astype(x.dtype)
-    table = _tabulated(x, lambda v: act.leaky_relu_fx(v, slopes[:, None], shift, _bits(x)), axis, n)
-    return table.astype(x.dtype)
+        return act.leaky_relu_fx(x, slopes.reshape(axis_shape(x.ndim, axis, n)), shift, _bits(x)).astype(x.dtype, copy=False)
+    table = _tabulated(x, lambda v: act.leaky_relu_fx(v, slopes[:, None], shift, _bits(x)), axis, n,
+                       key=("prelu_fx", slopes.tobytes(), int(shift)))
+    return table.astype(x.dtype, copy=False)
 
 
 def _sa8_params(alpha_q: npt.ArrayLike, in_scale: int, in_sfb: int, out_zp: int, out_scale: int, out_sfb: int,
@@ -108,9 +137,15 @@ def leaky_relu_sa8(x: npt.NDArray[np.int8], slope_q: int, *, in_zp: int, in_scal
         out_zp, out_scale, out_sfb: the output's per-tensor parameters.
     """
     x = np.asarray(x)
-    ident, alpha = _sa8_params(slope_q, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
-                               slope_sfb)
-    return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, ident, alpha)).astype(np.int8)
+    params = (int(slope_q), int(in_zp), int(in_scale), int(in_sfb), int(out_zp), int(out_scale), int(out_sfb),
+              int(slope_zp), int(slope_scale), int(slope_sfb))
+
+    def fn(v: np.ndarray) -> np.ndarray:
+        ident, alpha = _sa8_params(slope_q, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+                                   slope_sfb)
+        return act.leaky_relu_sa8(v, in_zp, ident, alpha)
+
+    return _tabulated(x, fn, key=("leaky_sa8", *params)).astype(np.int8, copy=False)
 
 
 def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in_zp: int, in_scale: int,
@@ -119,12 +154,17 @@ def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in
     """sa8 PReLU: :func:`leaky_relu_sa8` with one quantised slope per index of ``axis``."""
     x = np.asarray(x)
     slopes = np.asarray(slopes_q, dtype=np.int64).reshape(-1)
-    ident, alpha = _sa8_params(slopes, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
-                               slope_sfb)
     n = slopes.size
+    params = (int(in_zp), int(in_scale), int(in_sfb), int(out_zp), int(out_scale), int(out_sfb), int(slope_zp),
+              int(slope_scale), int(slope_sfb))
+
+    def params_of(shape: tuple[int, ...]) -> tuple[act.SaRequant, act.SaRequant]:
+        ident, alpha = _sa8_params(slopes, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+                                   slope_sfb)
+        return ident, act.SaRequant(alpha.scale.reshape(shape), alpha.shift.reshape(shape),
+                                    alpha.offset.reshape(shape))
+
     if x.size <= 256 * n:
-        shp = axis_shape(x.ndim, axis, n)
-        alpha = act.SaRequant(alpha.scale.reshape(shp), alpha.shift.reshape(shp), alpha.offset.reshape(shp))
-        return act.leaky_relu_sa8(x, in_zp, ident, alpha).astype(np.int8)
-    col = act.SaRequant(alpha.scale[:, None], alpha.shift[:, None], alpha.offset[:, None])
-    return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, ident, col), axis, n).astype(np.int8)
+        return act.leaky_relu_sa8(x, in_zp, *params_of(axis_shape(x.ndim, axis, n))).astype(np.int8, copy=False)
+    return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, *params_of((n, 1))), axis, n,
+                      key=("prelu_sa8", slopes.tobytes(), *params)).astype(np.int8, copy=False)

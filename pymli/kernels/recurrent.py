@@ -32,10 +32,14 @@ from ..arith.requant import acc_container_bits, fx_bias, sa8_bias, sa8_out_param
 from ..arith.rnn import (
     K_SIGM_OUT,
     K_TANH_OUT,
+    FxSeriesPlan,
+    MacPlan,
+    RoundShift,
+    SaSeriesPlan,
     eltwise_fx,
     eltwise_sa8,
-    MacPlan,
     fx_ir_requantize,
+    fx_mul_plan,
     sa_ir_cast,
     sa_ir_requantize,
 )
@@ -156,7 +160,7 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
         int64 array ``(M,)`` of output values (within the output container).
     """
     xs = [np.asarray(x, I64).reshape(-1) for x in xs]
-    ws3 = [np.asarray(w, I64)[None] for w in ws]
+    ws3 = [np.asarray(w)[None] for w in ws]
     b2 = np.asarray(bias, I64)[None]
     if kind == "sa8":
         series = [_sa_series(x, MacPlan(w), q.zero_point, wq.zero_point) for x, w, q, wq in zip(xs, ws3, in_q, w_q)]
@@ -165,10 +169,29 @@ def rnn_dense(xs: list[np.ndarray], ws: list[np.ndarray], bias: np.ndarray, *, k
         req = [_sa_requant(q, out_q, wq.gates([0])) for q, wq in zip(in_q, w_q)]
         return _sa_series_sum(accs, [int(o) for _, o in series], req, out_q.zero_point)[0]
     acc_bits = 40 if kind == "fx16" else 32
-    accs = [MacPlan(w)(x) for x, w in zip(xs, ws3)]
-    accs[0] = accs[0] + fx_bias(b2, in_q[0] + w_q[0] - b_q, acc_bits)
+    cb = acc_container_bits(acc_bits)
+    plans = [MacPlan(w) for w in ws3]
+    accs = [p(x)[0] for p, x in zip(plans, xs)]
+    accs[0] = accs[0] + fx_bias(b2[0], in_q[0] + w_q[0] - b_q, acc_bits)
     shifts = [q + wq - out_q for q, wq in zip(in_q, w_q)]
-    return _fx_series_sum(accs, shifts, acc_bits)[0]
+    if cb == 64:
+        # |x . w| <= N * 2**15 * max|w|; the aligned bias is an int32 value.
+        bounds = [p.n * (1 << 15) * p.wmax + (1 << 31) * (i == 0) for i, p in enumerate(plans)]
+    else:
+        accs = [wrap(a, 32) for a in accs]
+        bounds = [1 << 31] * len(accs)
+    steps = [RoundShift(min(sh, 39) if cb == 64 else sh, cb, bd) for sh, bd in zip(shifts, bounds)]
+    irs = [rs(a) for rs, a in zip(steps, accs)]
+    out_bounds = [rs.out_bound(bd) for rs, bd in zip(steps, bounds)]
+    # The saturating sum of _fx_series_sum is a plain one when no partial sum can leave the
+    # container: in 64 bits by the bounds; in 32 bits the first add is 0 + an int32 value and the
+    # saturation of a second one is absorbed by the final 16-bit one.
+    if (cb == 64 and sum(out_bounds) <= (1 << 63) - 1) or (cb == 32 and len(irs) <= 2):
+        return _clip(sum(irs[1:], irs[0]), 16)
+    res = np.zeros(irs[0].shape, I64)
+    for ir in irs:
+        res = add_sat(res, ir, cb)
+    return sat(res, 16)
 
 
 # ------------------------------------------------------------------------------ cells
@@ -176,6 +199,98 @@ def _order(t: int, backward: bool) -> range:
     return range(t - 1, -1, -1) if backward else range(t)
 
 
+# ------------------------------------------------------------------------------ step plans
+# Per step, the cells work on (G, M) arrays; what costs is the number of NumPy calls, not the
+# arithmetic. Everything that does not depend on the recurrence is computed once per call (the
+# input series of all frames, multipliers, shifts, bounds: see the plans of pymli.arith.rnn) and
+# the element-wise stages with few input codes become table lookups. Each table is the reference
+# helper evaluated on every possible input code, so a lookup returns exactly what the helper
+# returns: sa8 operands are int8 (256 codes, 65536 pairs), the FX LUT inputs int16 (65536 codes).
+# Tables are rotated so that the (possibly negative) code itself is the index. Small tables (256
+# entries) are built on every call; the 65536-entry ones (a few ms each) only
+# for sequences of at least _TABLE_MIN_STEPS steps, and kept in a small cache for later calls.
+
+_TABLE_MIN_STEPS = 16
+_TABLES_MAX = 48
+_TABLES: dict = {}
+_SA8_CODES = np.arange(-128, 128, dtype=I64)
+_SA8_PAIRS = (np.repeat(_SA8_CODES, 256), np.tile(_SA8_CODES, 256))
+_FX16_CODES = np.arange(-(1 << 15), 1 << 15, dtype=I64)
+
+
+def _big_table(key: tuple, steps: int, build):  # type: ignore[no-untyped-def]
+    """The cached table for ``key``, built now if worth it for ``steps`` steps; else None."""
+    table = _TABLES.get(key)
+    if table is None and steps >= _TABLE_MIN_STEPS:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        table = _TABLES[key] = build()
+        table.setflags(write=False)
+    return table
+
+
+def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int], steps: int):  # type: ignore[no-untyped-def]
+    """``eltwise_sa8(op, a, b, qa, qb, qo)`` for int8 operands, as a table when worth it."""
+    table = _big_table(("sa8", op, qa, qb, qo, get_platform()), steps,
+                       lambda: np.roll(eltwise_sa8(op, *_SA8_PAIRS, qa, qb, qo), -32896))
+    if table is None:
+        return lambda a, b: eltwise_sa8(op, a, b, qa, qb, qo)
+    # a * 256 + b is a distinct index in [-32896, 32639] for every pair; the table is rotated so
+    # that NumPy's negative indexing (k -> k + 65536) lands on the pair's entry.
+    return lambda a, b: table[(a << 8) + b]
+
+
+def _lut_key(lut: Lut) -> tuple:
+    from ..arith.lut import lut_data
+
+    return (lut_data(lut).tobytes(), int(lut.in_frac_bits), int(lut.out_frac_bits), int(lut.input_offset),
+            int(lut.output_offset), int(lut.length))
+
+
+def _fx_lut(lut: Lut, in_fb: int, steps: int):  # type: ignore[no-untyped-def]
+    """``lut_fx(v, lut, in_fb)`` for int16-range ``v``, as a table when worth it."""
+    table = _big_table(("fx", _lut_key(lut), int(in_fb), get_platform()), steps,
+                       lambda: np.roll(lut_fx(_FX16_CODES, lut, in_fb), 1 << 15))
+    if table is None:
+        return lambda v: lut_fx(v, lut, in_fb)
+    return table.__getitem__  # rotated: negative values index from the end
+
+
+def _sa8_lut(lut: Lut, q: tuple[int, int, int], k_out: tuple[int, int]) -> np.ndarray:
+    """``lut_sa8`` of every int8 code, rotated so that the value itself indexes it (negative from the end)."""
+    return np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 128)
+
+
+def _clip(v: np.ndarray, bits: int) -> np.ndarray:
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return np.minimum(np.maximum(v, lo), hi)
+
+
+class _PerQ(dict):
+    """Lazily built per-quantisation objects (the fed-back state changes format after step 0)."""
+
+    def __init__(self, make) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, q):  # type: ignore[no-untyped-def]
+        v = self[q] = self.make(q)
+        return v
+
+
+def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb: int) -> np.ndarray:
+    """``_fx_series_sum`` of an input and a recurrent series already rescaled: saturating sum, int16.
+
+    In a 32-bit container both terms are int32 values, so the int64 sum is exact and the 32-bit
+    saturation is absorbed by the 16-bit one; in a 64-bit one the same holds when the bounds
+    exclude an int64 overflow.
+    """
+    if cb == 32 or x_bound + h_bound <= (1 << 63) - 1:
+        return _clip(xr_t + hr, 16)
+    return sat(add_sat(xr_t, hr, cb), 16)
+
+
+# ------------------------------------------------------------------------------ cells
 def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
               bias: np.ndarray, tanh_lut: Lut, sigm_lut: Lut, *, kind: str,
               in_q: int | SaQ, prev_q: int | SaQ, w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ,
@@ -204,54 +319,69 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     w_in = MacPlan(w_in)
     w_out = MacPlan(w_out)
     bias = np.asarray(bias, I64)
+    steps = x.shape[0]
     outs = []
     if kind == "sa8":
         ir_q = SaQ.of(0, 1, 4)
-        h_q = prev_q
         cq, oq = cell_q.triple, out_q.triple
         all4 = [0, 1, 2, 3]
+        # Input series of all frames, bias included, rescaled to the gates' format: (T, 4, M).
         xw, x_other = _sa_series(x, w_in, in_q.zero_point, w_in_q.zero_point)
         xw = xw + sa8_bias(bias)
-        req_x = _sa_requant(in_q, ir_q, w_in_q.gates(all4))
+        xr = sa_ir_requantize(add_sat(wrap(xw, 32), x_other[:, None, None], 32),
+                              *_sa_requant(in_q, ir_q, w_in_q.gates(all4)))
         w_out_sc = w_out_q.gates(all4)
-        for t in _order(x.shape[0], backward):
-            hw, h_other = _sa_series(h, w_out, h_q.zero_point, w_out_q.zero_point)
-            ir = _sa_series_sum([xw[t], hw], [int(x_other[t]), int(h_other)],
-                                [req_x, _sa_requant(h_q, ir_q, w_out_sc)], 0)
-            i, g, f, o = (lut_sa8(ir[k], lut, 0, 1, 4, *k_out) for k, lut, k_out in
-                          ((0, sigm_lut, K_SIGM_OUT), (1, tanh_lut, K_TANH_OUT),
-                           (2, sigm_lut, K_SIGM_OUT), (3, sigm_lut, K_SIGM_OUT)))
-            c = eltwise_sa8("mul", c, f, cq, _SIGM_Q, cq)
-            g = eltwise_sa8("mul", g, i, _TANH_Q, _SIGM_Q, _TANH_Q)
-            c = eltwise_sa8("add", c, g, cq, _TANH_Q, cq)
-            if act == "none":
-                h = eltwise_sa8("mul", c, o, cq, _SIGM_Q, oq)
-            else:
-                k_out = K_TANH_OUT if act == "tanh" else K_SIGM_OUT
-                a = lut_sa8(c, tanh_lut if act == "tanh" else sigm_lut, *cq, *k_out)
-                h = eltwise_sa8("mul", a, o, (k_out[0], 1, k_out[1]), _SIGM_Q, oq)
+        rec = _PerQ(lambda q: SaSeriesPlan(w_out, q.zero_point, w_out_q.zero_point,
+                                           *_sa_requant(q, ir_q, w_out_sc)))
+        sig = _sa8_lut(sigm_lut, (0, 1, 4), K_SIGM_OUT)
+        tnh = _sa8_lut(tanh_lut, (0, 1, 4), K_TANH_OUT)
+        mul_cf = _sa8_pair("mul", cq, _SIGM_Q, cq, steps)
+        mul_gi = _sa8_pair("mul", _TANH_Q, _SIGM_Q, _TANH_Q, steps)
+        add_c = _sa8_pair("add", cq, _TANH_Q, cq, steps)
+        if act == "none":
+            act_tab = None
+            mul_out = _sa8_pair("mul", cq, _SIGM_Q, oq, steps)
+        else:
+            k_out = K_TANH_OUT if act == "tanh" else K_SIGM_OUT
+            act_tab = _sa8_lut(tanh_lut if act == "tanh" else sigm_lut, cq, k_out)
+            mul_out = _sa8_pair("mul", (k_out[0], 1, k_out[1]), _SIGM_Q, oq, steps)
+        h_q = prev_q
+        for t in _order(steps, backward):
+            # sa_ir_cast with zero point 0 of a saturating int32 sum: a clamp to int8.
+            ir = _clip(xr[t] + rec[h_q](h), 8)
+            i, g, f, o = sig[ir[0]], tnh[ir[1]], sig[ir[2]], sig[ir[3]]
+            c = mul_cf(c, f)
+            c = add_c(c, mul_gi(g, i))
+            h = mul_out(c if act_tab is None else act_tab[c], o)
             h_q = out_q
             outs.append(h)
     else:
         acc_bits = 40 if kind == "fx16" else 32
+        cb = acc_container_bits(acc_bits)
         ir_fb = min(_LSTM_IR_FX, in_q + w_in_q)
-        h_q = prev_q
         one = _FX_ONE
         xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-        for t in _order(x.shape[0], backward):
-            ir = _fx_series_sum([xw[t], w_out(h)], [in_q + w_in_q - ir_fb, h_q + w_out_q - ir_fb], acc_bits)
-            i = lut_fx(ir[0], sigm_lut, ir_fb)
-            g = lut_fx(ir[1], tanh_lut, ir_fb)
-            f = lut_fx(ir[2], sigm_lut, ir_fb)
-            o = lut_fx(ir[3], sigm_lut, ir_fb)
-            c = eltwise_fx("mul", c, f, cell_q, one, cell_q)
-            g = eltwise_fx("mul", g, i, one, one, one)
-            c = eltwise_fx("add", c, g, cell_q, one, cell_q)
-            if act == "none":
-                h = eltwise_fx("mul", c, o, cell_q, one, out_q)
-            else:
-                a = lut_fx(c, tanh_lut if act == "tanh" else sigm_lut, cell_q)
-                h = eltwise_fx("mul", a, o, one, one, out_q)
+        xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
+        x_bound = int(np.abs(xr).max(initial=0))
+        rec = _PerQ(lambda q: FxSeriesPlan(w_out, q + w_out_q - ir_fb, acc_bits))
+        sig = _fx_lut(sigm_lut, ir_fb, steps)
+        tnh = _fx_lut(tanh_lut, ir_fb, steps)
+        mul_cf = fx_mul_plan(cell_q, one, cell_q)
+        mul_gi = fx_mul_plan(one, one, one)
+        if act == "none":
+            act_fn = None
+            mul_out = fx_mul_plan(cell_q, one, out_q)
+        else:
+            act_fn = _fx_lut(tanh_lut if act == "tanh" else sigm_lut, cell_q, steps)
+            mul_out = fx_mul_plan(one, one, out_q)
+        h_q = prev_q
+        for t in _order(steps, backward):
+            p = rec[h_q]
+            ir = _fx_ir_sum(xr[t], p(h), x_bound, p.bound, cb)
+            i, g, f, o = sig(ir[0]), tnh(ir[1]), sig(ir[2]), sig(ir[3])
+            c = mul_cf(c, f)
+            c = eltwise_fx("add", c, mul_gi(g, i), cell_q, one, cell_q)
+            h = mul_out(c if act_fn is None else act_fn(c), o)
             h_q = out_q
             outs.append(h)
     res = np.stack(outs) if all_results else outs[-1][None]
@@ -281,6 +411,7 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     w_out = np.asarray(w_out, I64)
     bias = np.asarray(bias, I64)
     w_zr, w_u = MacPlan(w_out[:2]), MacPlan(w_out[2:3])
+    steps = x.shape[0]
     outs = []
     h_q = prev_q
     if kind == "sa8":
@@ -288,48 +419,58 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         irt = ir_q.triple
         oq = out_q.triple
         one_q = (-128, 1, 8)
-        # Input series of all three gates for all frames, bias included.
+        # Input series of all three gates for all frames, bias included, rescaled: (T, 3, M).
         xw, x_other = _sa_series(x, w_in, in_q.zero_point, w_in_q.zero_point)
-        xw = xw + sa8_bias(bias)
-        req_x_zr = _sa_requant(in_q, ir_q, w_in_q.gates([0, 1]))
-        req_x_u = _sa_requant(in_q, ir_q, _gru_candidate_scales(w_in_q))
+        acc = add_sat(wrap(xw + sa8_bias(bias), 32), x_other[:, None, None], 32)
+        xr_zr = sa_ir_requantize(acc[:, :2], *_sa_requant(in_q, ir_q, w_in_q.gates([0, 1])))
+        xr_u = sa_ir_requantize(acc[:, 2:3], *_sa_requant(in_q, ir_q, _gru_candidate_scales(w_in_q)))[:, 0]
         w_out_zr, w_out_u = w_out_q.gates([0, 1]), _gru_candidate_scales(w_out_q)
-        for t in _order(x.shape[0], backward):
+        w_zp = w_out_q.zero_point
+        rec_zr = _PerQ(lambda q: SaSeriesPlan(w_zr, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_zr)))
+        rec_u = _PerQ(lambda q: SaSeriesPlan(w_u, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_u)))
+        sig = _sa8_lut(sigm_lut, irt, K_SIGM_OUT)
+        tnh = _sa8_lut(tanh_lut, irt, K_TANH_OUT)
+        # 1 - z for every code of z
+        one_minus = np.roll(eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q),
+                            128)
+        mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps)
+        mul_rh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
+        mul_hz = _PerQ(lambda hq: _sa8_pair("mul", hq, _SIGM_Q, hq, steps))
+        add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps))
+        for t in _order(steps, backward):
             hq = h_q.triple
-            hw, h_other = _sa_series(h, w_zr, h_q.zero_point, w_out_q.zero_point)
-            zr = _sa_series_sum([xw[t, :2], hw], [int(x_other[t]), int(h_other)],
-                                [req_x_zr, _sa_requant(h_q, ir_q, w_out_zr)], 0)
-            z = lut_sa8(zr[0], sigm_lut, *irt, *K_SIGM_OUT)
-            r = lut_sa8(zr[1], sigm_lut, *irt, *K_SIGM_OUT)
-            hr = eltwise_sa8("mul", r, h, _SIGM_Q, hq, hq)
-            hz = eltwise_sa8("mul", h, z, hq, _SIGM_Q, hq)
-            z1 = eltwise_sa8("sub", np.full_like(z, 127), z, one_q, _SIGM_Q, _SIGM_Q)
-            hrw, hr_other = _sa_series(hr, w_u, h_q.zero_point, w_out_q.zero_point)
-            u = _sa_series_sum([xw[t, 2:3], hrw], [int(x_other[t]), int(hr_other)],
-                               [req_x_u, _sa_requant(h_q, ir_q, w_out_u)], 0)[0]
-            u = lut_sa8(u, tanh_lut, *irt, *K_TANH_OUT)
-            tmp = eltwise_sa8("mul", u, z1, _TANH_Q, _SIGM_Q, oq)
-            h = eltwise_sa8("add", tmp, hz, oq, hq, oq)
+            zr = _clip(xr_zr[t] + rec_zr[h_q](h), 8)
+            z, r = sig[zr[0]], sig[zr[1]]
+            hr = mul_rh[hq](r, h)
+            hz = mul_hz[hq](h, z)
+            u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8)]
+            h = add_h[hq](mul_uz(u, one_minus[z]), hz)
             h_q = out_q
             outs.append(h)
     else:
         acc_bits = 40 if kind == "fx16" else 32
+        cb = acc_container_bits(acc_bits)
         ir_fb = min(_GRU_IR_FX, in_q + w_in_q)
         one = _FX_ONE
         xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-        x_shift = in_q + w_in_q - ir_fb
-        for t in _order(x.shape[0], backward):
-            h_shift = h_q + w_out_q - ir_fb
-            zr = _fx_series_sum([xw[t, :2], w_zr(h)], [x_shift, h_shift], acc_bits)
-            z = lut_fx(zr[0], sigm_lut, ir_fb)
-            r = lut_fx(zr[1], sigm_lut, ir_fb)
-            hr = eltwise_fx("mul", r, h, one, h_q, h_q)
-            hz = eltwise_fx("mul", h, z, h_q, one, h_q)
+        xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
+        x_bound = int(np.abs(xr).max(initial=0))
+        rec_zr = _PerQ(lambda q: FxSeriesPlan(w_zr, q + w_out_q - ir_fb, acc_bits))
+        rec_u = _PerQ(lambda q: FxSeriesPlan(w_u, q + w_out_q - ir_fb, acc_bits))
+        sig = _fx_lut(sigm_lut, ir_fb, steps)
+        tnh = _fx_lut(tanh_lut, ir_fb, steps)
+        mul_rh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
+        mul_hz = _PerQ(lambda hq: fx_mul_plan(hq, one, hq))
+        mul_uz = fx_mul_plan(one, one, out_q)
+        for t in _order(steps, backward):
+            pzr, pu = rec_zr[h_q], rec_u[h_q]
+            zr = _fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb)
+            z, r = sig(zr[0]), sig(zr[1])
+            hr = mul_rh[h_q](r, h)
+            hz = mul_hz[h_q](h, z)
             z1 = eltwise_fx("sub", np.full_like(z, 32767), z, one, one, one)
-            u = _fx_series_sum([xw[t, 2:3], w_u(hr)], [x_shift, h_shift], acc_bits)[0]
-            u = lut_fx(u, tanh_lut, ir_fb)
-            tmp = eltwise_fx("mul", u, z1, one, one, out_q)
-            h = eltwise_fx("add", tmp, hz, out_q, h_q, out_q)
+            u = tnh(_fx_ir_sum(xr[t, 2], pu(hr)[0], x_bound, pu.bound, cb))
+            h = eltwise_fx("add", mul_uz(u, z1), hz, out_q, h_q, out_q)
             h_q = out_q
             outs.append(h)
     return np.stack(outs) if all_results else outs[-1][None]
