@@ -4,8 +4,8 @@ The packs in ../shared/models/har_smartphone record 30 sequences (128 steps x 9 
 three builds. The FX builds run the second LSTM as the example's own loop of rnn_dense / sigm / tanh
 / eltwise calls (UnrolledLSTM); SA8 uses the library LSTM cell twice. Everything runs on all 30
 sequences except the unrolled LSTM (about 13 facade calls per step, ~6 s per build for the 30
-sequences), which is checked on the first vectors only unless PYMLI_FULL_MODELS=1; the library
-cells take well under a second for all 30.
+sequences); PYMLI_QUICK_MODELS=1 checks it on the first two vectors only. The library cells take
+well under a second for all 30.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ._packs import cached_pack, skip_missing
 
 HAR = shared_dir() / "models" / "har_smartphone"
 VARIANTS = ["fx16", "fx16_fx8_fx8", "sa8"]
-FULL = os.environ.get("PYMLI_FULL_MODELS") == "1"
+FULL = os.environ.get("PYMLI_QUICK_MODELS") != "1"
 N_UNROLLED = None if FULL else 2
 
 pytestmark = pytest.mark.skipif(not HAR.is_dir(), reason=f"{HAR} is absent")
