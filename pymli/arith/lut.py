@@ -260,18 +260,7 @@ def _lut_interpolate16(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndar
 
 
 def _lut_interpolate64(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
-    """Interpolated lookup of ``activation_lut_one_elem_interpolate`` (no input/output conversion).
-
-    Args:
-        x: int32-range input values in Q(in_frac_bits) (already offset / converted).
-        lut: the table; ``in_frac_bits`` must exceed ``lut.in_frac_bits`` (else see :func:`lut_nearest`).
-        in_frac_bits: fractional bits of ``x``.
-
-    Returns:
-        int64 array of int16 results in Q(lut.out_frac_bits):
-        ``lut[i] - rnd((lut[i] - lut[i+1]) * frac, shift)`` with ``i = (x >> shift) + input_offset``
-        clamped to ``[0, length - 2]`` and ``frac`` the low ``shift`` bits of ``x``.
-    """
+    """:func:`lut_interpolate` in int64 for any input (the general path of the int32 fast one)."""
     table = lut_data(lut)
     shift_in = int(in_frac_bits) - int(lut.in_frac_bits)
     if shift_in < 0:
