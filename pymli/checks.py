@@ -7,6 +7,8 @@ live with their facade module in :mod:`pymli.capi` and are built from these.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .errors import MliError, Status
@@ -31,9 +33,37 @@ __all__ = [
     "same_shape",
     "calc_shift_idx",
     "INT32_MAX",
+    "CheckCache",
 ]
 
 INT32_MAX = 2**31 - 1
+
+
+class CheckCache:
+    """Memoised outcome of checks that depend only on struct fields (shapes, strides, types, params).
+
+    ``run(key, check)`` calls ``check()`` the first time a ``key`` (built from exactly the fields the
+    check reads) is seen and re-raises its :class:`MliError` on every later call with that key. Checks
+    that depend on data addresses (buffer overlap) must stay outside.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self._size = size
+        self._outcome: dict[object, tuple[Status, str] | None] = {}
+
+    def run(self, key: object, check: Callable[[], None]) -> None:
+        bad = self._outcome.get(key, False)
+        if bad is False:
+            try:
+                check()
+                bad = None
+            except MliError as e:
+                bad = (e.status, e.message)
+            if len(self._outcome) >= self._size:
+                self._outcome.clear()
+            self._outcome[key] = bad
+        if bad is not None:
+            raise MliError(*bad)
 
 
 def fail(status: Status, message: str) -> None:

@@ -46,4 +46,5 @@ class MliError(ValueError):
 
     def __init__(self, status: Status, message: str = "") -> None:
         self.status = Status(status)
+        self.message = message
         super().__init__(f"{self.status.c_name}: {message}" if message else self.status.c_name)

@@ -19,6 +19,7 @@ import numpy as np
 from ..arith.requant import asr_rnd_int, relu_bounds
 from ..arith.rounding import asr_rnd, wrap
 from ..checks import (
+    CheckCache,
     check_quant_params,
     check_tensor,
     fail,
@@ -162,21 +163,10 @@ def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int)
     under a key made of exactly those fields.
     """
     key = (_qkey(inp), _qkey(w), _qkey(b), _qkey(out), w_dim, get_platform().round_mode)
-    bad = _SA8_CHECKED.get(key, False)
-    if bad is False:
-        try:
-            _check_sa8_params(inp, w, b, out, w_dim)
-            bad = None
-        except MliError as e:
-            bad = (e.status, str(e))
-        if len(_SA8_CHECKED) > 512:
-            _SA8_CHECKED.clear()
-        _SA8_CHECKED[key] = bad
-    if bad is not None:
-        raise MliError(bad[0], bad[1].split(": ", 1)[-1])
+    _SA8_CHECKED.run(key, lambda: _check_sa8_params(inp, w, b, out, w_dim))
 
 
-_SA8_CHECKED: dict = {}
+_SA8_CHECKED = CheckCache()
 
 
 def _qkey(t: Tensor) -> tuple:
@@ -388,7 +378,7 @@ def _store(out: Tensor, values: np.ndarray) -> None:
     fast_view(out)[...] = values
 
 
-_STRUCT_CHECKED: dict = {}
+_STRUCT_CHECKED = CheckCache()
 
 
 def _tkey(t: Tensor | None) -> tuple | None:
@@ -405,18 +395,7 @@ def _checked_structure(chk: Callable[..., None], op: str, ksize: int, inp: Tenso
                                    cfg.padding_right, cfg.padding_top, cfg.padding_bottom, cfg.dilation_width,
                                    cfg.dilation_height)
     key = (op, ksize, _tkey(inp), _tkey(w), _tkey(b), _tkey(out), ck)
-    bad = _STRUCT_CHECKED.get(key, False)
-    if bad is False:
-        try:
-            chk(inp, w, b, cfg, out, ksize, overlap=False)
-            bad = None
-        except MliError as e:
-            bad = (e.status, str(e).split(": ", 1)[-1])
-        if len(_STRUCT_CHECKED) > 512:
-            _STRUCT_CHECKED.clear()
-        _STRUCT_CHECKED[key] = bad
-    if bad is not None:
-        raise MliError(bad[0], bad[1])
+    _STRUCT_CHECKED.run(key, lambda: chk(inp, w, b, cfg, out, ksize, overlap=False))
     if not tensors_not_overlapped(inp, out):
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 

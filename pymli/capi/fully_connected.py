@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..checks import (
+    CheckCache,
     check_tensor,
     fail,
     inner_most_dimension_is_one,
@@ -54,23 +55,12 @@ def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnected
     """``mli_chk_fully_connected`` (generic part). All but the final overlap check depend only on
     the tensors' struct fields; their outcome is cached under those fields."""
     key = (_tkey(inp), _tkey(w), _tkey(b), _tkey(out), cfg is None)
-    bad = _FC_CHECKED.get(key, False)
-    if bad is False:
-        try:
-            _check_fc_structure(inp, w, b, cfg, out)
-            bad = None
-        except MliError as e:
-            bad = (e.status, str(e).split(": ", 1)[-1])
-        if len(_FC_CHECKED) > 512:
-            _FC_CHECKED.clear()
-        _FC_CHECKED[key] = bad
-    if bad is not None:
-        raise MliError(bad[0], bad[1])
+    _FC_CHECKED.run(key, lambda: _check_fc_structure(inp, w, b, cfg, out))
     if not tensors_not_overlapped(inp, out):
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
 
-_FC_CHECKED: dict = {}
+_FC_CHECKED = CheckCache()
 
 
 def _check_fc_structure(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
