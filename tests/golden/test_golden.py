@@ -1,0 +1,34 @@
+"""Every recorded C-library call of ../shared/golden and ../shared/golden_mli_tests, replayed.
+
+A case fails on any difference in status, return value, output buffers (whole, gaps included),
+rewritten struct fields or LUTs. Functions that pymli does not implement yet are skipped with that
+reason; the completeness test in test_capi_registry.py keeps the list honest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pymli import capi
+from pymli.verify import iter_cases, load_case, run_case
+
+from ..conftest import shared_dir
+
+_DIRS = [shared_dir() / "golden", shared_dir() / "golden_mli_tests"]
+_FILES = iter_cases([d for d in _DIRS if d.is_dir()])
+
+
+def _id(p: Path) -> str:
+    return f"{p.parent.parent.name}/{p.parent.name}/{p.stem}"
+
+
+@pytest.mark.skipif(not _FILES, reason="../shared/golden is absent")
+@pytest.mark.parametrize("path", _FILES, ids=[_id(p) for p in _FILES])
+def test_golden(path: Path) -> None:
+    case = load_case(path)
+    if case.function not in capi.FUNCTIONS:
+        pytest.skip(f"{case.function} not implemented yet")
+    errs = run_case(case)
+    assert not errs, f"{_id(path)} [{case.meta['variant']}] {case.meta.get('note', '')}: " + "; ".join(errs)
