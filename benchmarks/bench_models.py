@@ -31,7 +31,7 @@ from pymli.models import (
     load_pack,
 )
 from pymli.models.quantize import quantize_network
-from pymli.paths import shared_dir
+from pymli.testing.paths import shared_dir
 
 
 def run(repeat: int = 3, images: int = 20, demo: bool = True) -> list[Row]:

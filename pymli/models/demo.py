@@ -1,6 +1,6 @@
 """``pymli demo``: the digits CNN quantised three ways and run through pymli's MLI kernels.
 
-Needs scikit-learn (the 8x8 digits ship with it; nothing is downloaded).
+Needs NumPy and rich only (the 8x8 digits ship in ``pymli/data``); ``--plot`` needs matplotlib.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
     net = digits_network()
     ref = net.run_float(xte, original=True)
     float_acc = float(np.mean(mli_argmax(ref[net.output_name]) == yte))
-    con.print(f"[bold]pymli demo[/bold]: {net.name}, {len(xte)} test digits (8x8, scikit-learn), "
+    con.print(f"[bold]pymli demo[/bold]: {net.name}, {len(xte)} test digits (8x8, UCI optdigits), "
               f"float64 accuracy {100 * float_acc:.2f} %, platform {plat.name}")
 
     reports: dict[str, Report] = {}

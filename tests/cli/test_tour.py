@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from pymli.walkthrough import run
+from pymli.cli.tour import run
 
 
 def test_walkthrough_runs() -> None:

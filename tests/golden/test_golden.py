@@ -12,19 +12,17 @@ from pathlib import Path
 import pytest
 
 from pymli import capi
-from pymli.verify import iter_cases, load_case, run_case
+from pymli.testing.golden import iter_cases, load_case, run_case
+from pymli.testing.paths import golden_dirs, shared_dir
 
-from ..conftest import shared_dir
-
-_DIRS = [shared_dir() / "golden", shared_dir() / "golden_mli_tests"]
-_FILES = iter_cases([d for d in _DIRS if d.is_dir()])
+_FILES = iter_cases(golden_dirs())
 
 
 def _id(p: Path) -> str:
     return f"{p.parent.parent.name}/{p.parent.name}/{p.stem}"
 
 
-@pytest.mark.skipif(not _FILES, reason="../shared/golden is absent")
+@pytest.mark.skipif(not _FILES, reason=f"no golden recordings under {shared_dir()} (set PYMLI_SHARED)")
 @pytest.mark.parametrize("path", _FILES, ids=[_id(p) for p in _FILES])
 def test_golden(path: Path) -> None:
     case = load_case(path)

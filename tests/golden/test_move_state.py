@@ -6,9 +6,8 @@ import pytest
 
 from pymli import capi
 from pymli.capi.move import MovHandle, reset_dma_pool
-from pymli.verify import iter_cases, load_case, run_case
-
-from ..conftest import shared_dir
+from pymli.testing.golden import iter_cases, load_case, run_case
+from pymli.testing.paths import shared_dir
 
 
 def test_mov_cases_pass_after_the_pool_was_disturbed():

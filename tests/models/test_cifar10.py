@@ -13,7 +13,7 @@ import pytest
 
 from pymli.models import mli_argmax
 from pymli.models.qparams import QParams
-from pymli.paths import shared_dir
+from pymli.testing.paths import shared_dir
 
 from ._packs import cached_pack, skip_missing
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pymli.models import mli_argmax
-from pymli.paths import shared_dir
+from pymli.testing.paths import shared_dir
 
 from ._packs import cached_pack, skip_missing
 

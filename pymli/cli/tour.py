@@ -1,4 +1,4 @@
-"""A short guided tour of pymli's tensors, conversions and helpers, printed on a rich console.
+"""``pymli tour``: a short guided tour of pymli's tensors, conversions and helpers, printed on a rich console.
 
 ``run(console)`` builds a few tensors, converts float data to FX16 and SA8 (per tensor and per
 axis) and back with ``mli_hlp_convert_tensor``, and calls some ``mli_hlp_*`` helpers, printing what
@@ -9,9 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
-__all__ = ["run"]
+from ..capi import helpers as H
+from ..capi.types import SubTensorCfg
+from ..config import EM, VPX, use_platform
+from ..errors import MliError
+from ..formats import ElType
+from ..quant import quantize
+from ..tensor import Tensor
+
+__all__ = ["run", "tour"]
 
 
 def _fmt(a: Any) -> str:
@@ -21,14 +32,6 @@ def _fmt(a: Any) -> str:
 
 def run(console: Any = None) -> None:
     """Print the walk-through on ``console`` (a :class:`rich.console.Console`; a new one if ``None``)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from . import EM, VPX, ElType, MliError, Tensor, use_platform
-    from .capi import helpers as H
-    from .capi.types import SubTensorCfg
-    from .quant import quantize
-
     con = console or Console()
     rng = np.random.default_rng(2021)
     x = rng.normal(0.0, 1.5, size=(2, 3, 4)).astype(np.float32)
@@ -100,4 +103,10 @@ def run(console: Any = None) -> None:
 
 
 if __name__ == "__main__":
+    run()
+
+
+@click.command()
+def tour() -> None:
+    """A short walk-through: tensors, fp32 <-> fx16/sa8 conversions, helpers, rounding modes."""
     run()

@@ -1,0 +1,62 @@
+"""``pymli compare``: pymli against the TFLite Micro reference interpreter, tensor by tensor."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from ._common import PLATFORM, check_model_input, check_out_path, load_model, load_npy, non_negative, positive
+
+__all__ = ["compare"]
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False))
+@click.option("--input", "input_path", type=click.Path(dir_okay=False), default=None,
+              help="Input .npy (default: random inputs over the whole int8 range).")
+@click.option("--samples", type=int, default=None, callback=positive,
+              help="Random inputs when --input is not given (default 8); with --input, the first SAMPLES of it.")
+@click.option("--seed", type=int, default=0, show_default=True, callback=non_negative, help="Seed of the random inputs.")
+@click.option("--platform", type=PLATFORM, default=None, help="Rounding preset of the MLI kernels.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, callback=check_out_path,
+              help="Save a chart (matplotlib).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, callback=check_out_path,
+              help="Save the report as JSON.")
+@click.option("--quantize", is_flag=True,
+              help="Accept float --input for an int8 model, quantised with the model's input scale and zero point.")
+def compare(model: str, input_path: str | None, samples: int | None, seed: int, platform: str | None,
+            plot_path: str | None, json_path: str | None, quantize: bool) -> None:
+    """Compare pymli with the TFLite Micro reference interpreter, tensor by tensor."""
+    x = load_npy(input_path) if input_path else None
+    m = load_model(model)
+    # After load_model: tflite-micro is optional (``pip install 'pymli-arc[compare]'``).
+    from ..tflite.compare import TFLM_MISSING, tflm_available
+    from ..tflite.compare import compare as do_compare
+
+    if not tflm_available():
+        raise click.ClickException(TFLM_MISSING)
+    if plot_path:
+        try:
+            import matplotlib  # noqa: F401  (optional dependency, checked before the run)
+        except ImportError as e:
+            raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
+    if x is not None:
+        x = check_model_input(m, x, quantize=quantize)
+        if samples is not None:
+            if samples > x.shape[0]:
+                raise click.BadParameter(f"{samples} is more than the {x.shape[0]} samples of {input_path} "
+                                         f"(expected 1 to {x.shape[0]})", param_hint="'--samples'")
+            x = x[:samples]
+        if x.dtype.kind == "f" and not m.float_input:
+            # --quantize: the int8 graph input, quantised as TFLite would (both interpreters then get int8)
+            x = m.prepare_input(x).reshape((x.shape[0],) + tuple(m.input_shape[1:]))
+    rep = do_compare(m, x, samples=8 if samples is None else samples, seed=seed, platform=platform)
+    con = Console(width=max(Console().width, 160))
+    rep.print(con)
+    con.print(f"graph output identical: {rep.output_equal}; largest difference {rep.max_lsb} LSB "
+              "('own': the operator alone on TFLite Micro's inputs)")
+    if json_path:
+        rep.to_json(json_path)
+    if plot_path:
+        rep.plot(plot_path)
+        con.print(f"saved {plot_path}")
