@@ -29,6 +29,16 @@ def compare(model: str, input_path: str | None, samples: int | None, seed: int, 
     """Compare pymli with the TFLite Micro reference interpreter, tensor by tensor."""
     x = load_npy(input_path) if input_path else None
     m = load_model(model)
+    if x is not None:
+        x = check_model_input(m, x, quantize=quantize)
+        if samples is not None:
+            if samples > x.shape[0]:
+                raise click.BadParameter(f"{samples} is more than the {x.shape[0]} samples of {input_path} "
+                                         f"(expected 1 to {x.shape[0]})", param_hint="'--samples'")
+            x = x[:samples]
+        if x.dtype.kind == "f" and not m.float_input:
+            # --quantize: the int8 graph input, quantised as TFLite would (both interpreters then get int8)
+            x = m.prepare_input(x).reshape((x.shape[0],) + tuple(m.input_shape[1:]))
     # After load_model: tflite-micro is optional (``pip install 'pymli-arc[compare]'``).
     from ..tflite.compare import TFLM_MISSING, tflm_available
     from ..tflite.compare import compare as do_compare
@@ -40,16 +50,6 @@ def compare(model: str, input_path: str | None, samples: int | None, seed: int, 
             import matplotlib  # noqa: F401  (optional dependency, checked before the run)
         except ImportError as e:
             raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
-    if x is not None:
-        x = check_model_input(m, x, quantize=quantize)
-        if samples is not None:
-            if samples > x.shape[0]:
-                raise click.BadParameter(f"{samples} is more than the {x.shape[0]} samples of {input_path} "
-                                         f"(expected 1 to {x.shape[0]})", param_hint="'--samples'")
-            x = x[:samples]
-        if x.dtype.kind == "f" and not m.float_input:
-            # --quantize: the int8 graph input, quantised as TFLite would (both interpreters then get int8)
-            x = m.prepare_input(x).reshape((x.shape[0],) + tuple(m.input_shape[1:]))
     rep = do_compare(m, x, samples=8 if samples is None else samples, seed=seed, platform=platform)
     con = Console(width=max(Console().width, 160))
     rep.print(con)
