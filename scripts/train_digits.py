@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Train the small CNN of ``pymli demo`` on scikit-learn's bundled 8x8 digits (run once, offline).
+"""Train the small CNN of ``pymli demo`` on the 8x8 digits of ``pymli/data/digits.npz`` (run once, offline).
 
 The float weights are written to ``pymli/data/digits_cnn.npz`` in MLI layouts (HWCN convolution
 weights, ``[in, out]`` fully connected weights over HWC-flattened inputs), so that the runtime needs
-only NumPy and scikit-learn. Training uses PyTorch (CPU), which the runtime does not need.
+only NumPy. Training uses PyTorch (CPU), which the runtime does not need.
 
 Network (input 8x8x1, pixel / 16):
     conv1 3x3, 8 filters, pad 1, ReLU -> maxpool 2x2 /2 -> conv2 3x3, 16 filters, pad 1, ReLU

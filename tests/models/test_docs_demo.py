@@ -28,7 +28,6 @@ def test_docs_models_python_blocks_run() -> None:
 
 
 def test_digits_weights_reproduce_the_training_accuracy() -> None:
-    pytest.importorskip("sklearn")
     from pymli.models import mli_argmax
     from pymli.models.digits import DATA_FILE, digits_network, load_split
 
@@ -40,7 +39,6 @@ def test_digits_weights_reproduce_the_training_accuracy() -> None:
 
 
 def test_demo_runs_and_reports_three_builds(tmp_path: Path) -> None:
-    pytest.importorskip("sklearn")
     from rich.console import Console
 
     from pymli.models.demo import run_demo
@@ -61,7 +59,6 @@ def test_demo_runs_and_reports_three_builds(tmp_path: Path) -> None:
 
 
 def test_cli_demo_command() -> None:
-    pytest.importorskip("sklearn")
     from click.testing import CliRunner
 
     from pymli.cli import main
