@@ -51,5 +51,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"golden cases: none ran ({where} has no golden recordings; set PYMLI_SHARED "
                                     "to the shared folder)", yellow=True)
         return
+    bad = bool(_golden["failed"])
     terminalreporter.write_line(f"golden cases from {where}: {_golden['passed']} passed, {_golden['failed']} failed, "
-                                f"{_golden['skipped']} skipped", green=not _golden["failed"], red=bool(_golden["failed"]))
+                                f"{_golden['skipped']} skipped", green=not bad, red=bad)

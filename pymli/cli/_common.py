@@ -205,7 +205,8 @@ def check_model_input(model: Any, x: np.ndarray, *, quantize: bool, option: str 
     if x.shape == one or (x.ndim == len(shape) - 1 and x.size == int(np.prod(one))):
         x = x.reshape((1,) + one)
     elif x.ndim != len(shape) or tuple(x.shape[1:]) != one:
-        raise bad(f"shape {tuple(x.shape)} does not fit the model input: expected {one} or (N, {', '.join(map(str, one))})"
+        batch = "(N, " + ", ".join(map(str, one)) + ")"
+        raise bad(f"shape {tuple(x.shape)} does not fit the model input: expected {one} or {batch}"
                   if one else f"shape {tuple(x.shape)} does not fit the model input {shape}")
     if x.shape[0] == 0:
         raise bad("the batch is empty (expected at least one sample)")

@@ -16,7 +16,8 @@ __all__ = ["compare"]
               help="Input .npy (default: random inputs over the whole int8 range).")
 @click.option("--samples", type=int, default=None, callback=positive,
               help="Random inputs when --input is not given (default 8); with --input, the first SAMPLES of it.")
-@click.option("--seed", type=int, default=0, show_default=True, callback=non_negative, help="Seed of the random inputs.")
+@click.option("--seed", type=int, default=0, show_default=True, callback=non_negative,
+              help="Seed of the random inputs.")
 @click.option("--platform", type=PLATFORM, default=None, help="Rounding preset of the MLI kernels.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None, callback=check_out_path,
               help="Save a chart (matplotlib).")
