@@ -13,7 +13,7 @@ from pymli.testing.paths import shared_dir
 def test_mov_cases_pass_after_the_pool_was_disturbed():
     files = iter_cases([shared_dir() / "golden"], only="^mli_mov_acquire_handle$")
     if not files:
-        pytest.skip("../shared/golden is absent")
+        pytest.skip(f"no mli_mov_acquire_handle recordings under {shared_dir()}/golden (set PYMLI_SHARED)")
     assert capi.mli_mov_acquire_handle.mli_reset_state is reset_dma_pool
     try:
         capi.mli_mov_set_num_dma_ch(5, 1)
