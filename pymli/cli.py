@@ -83,5 +83,9 @@ from .tflite.cli import register as _register_tflite  # noqa: E402
 
 _register_tflite(main)
 
+from .eval.command import eval_command  # noqa: E402  (pymli eval; moved into pymli/cli/ at merge)
+
+main.add_command(eval_command, name="eval")
+
 if __name__ == "__main__":
     main()
