@@ -36,6 +36,8 @@ __all__ = ["evaluate", "DEFAULT_BATCH", "chunk_dir"]
 
 #: samples per chunk unless ``batch`` says otherwise
 DEFAULT_BATCH = 16
+#: how long to wait for a Dask scheduler given by address
+CONNECT_TIMEOUT = "20s"
 
 ProgressFn = Callable[[int, int], None]
 
@@ -146,7 +148,7 @@ def _dask(ref: ModelRef, src: DataSource, chunks: Chunks, scheduler: str, worker
                                    silence_logs=logging.ERROR)
             client = Client(cluster)
         else:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError, ValueError) as e:
         if cluster is not None:
             cluster.close()
