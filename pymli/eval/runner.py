@@ -48,9 +48,25 @@ def chunk_dir(out: str | os.PathLike[str]) -> Path:
 
 
 # --------------------------------------------------------------------------------------------- workers
+_LIMITED: list[Any] = []
+
+
+def _one_blas_thread() -> None:
+    """One BLAS thread per worker process: the workers are the parallelism (results do not depend on it)."""
+    if _LIMITED:
+        return
+    try:
+        from threadpoolctl import threadpool_limits  # optional (comes with scikit-learn)
+    except ImportError:
+        _LIMITED.append(None)
+        return
+    _LIMITED.append(threadpool_limits(1))
+
+
 def _init_worker(ref: ModelRef) -> None:
     """Process-pool initializer: Ctrl-C is the main process's business; prepare the model once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _one_blas_thread()
     prepare(ref)
 
 
@@ -130,6 +146,7 @@ def _result(f: Any) -> ChunkResult:
 def _dask_task(ref: ModelRef, part: DataSource, start: int, platform: Any, against: str | None,
                layers: bool) -> ChunkResult:
     """One chunk on a Dask worker (the model is prepared once per worker process and kept)."""
+    _one_blas_thread()
     return _run_part(prepare(ref), part, start, platform, against, layers)
 
 
