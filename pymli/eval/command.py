@@ -19,7 +19,7 @@ _PLATFORMS = click.Choice(["vpx", "vpx-full-accu", "em"], case_sensitive=False)
 @click.argument("model")
 @click.argument("data", type=click.Path(exists=True))
 @click.option("--input-key", default="x", show_default=True, help="Array of the samples in an .npz.")
-@click.option("--label-key", default="y", show_default=True, help="Array of the labels in an .npz (optional).")
+@click.option("--label-key", default=None, help="Array of the labels in an .npz (default: y, if present).")
 @click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Labels file (.npy or text, one integer per sample); overrides labels in DATA.")
 @click.option("--preprocess", default=None,
@@ -48,7 +48,7 @@ _PLATFORMS = click.Choice(["vpx", "vpx-full-accu", "em"], case_sensitive=False)
               help="Compare with the float twin or with TFLite Micro (.tflite, tflite-micro installed).")
 @click.option("--no-layers", is_flag=True, help="Skip the per-layer figures (faster: no intermediates kept).")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal).")
-def eval_command(model: str, data: str, input_key: str, label_key: str, labels_path: str | None,
+def eval_command(model: str, data: str, input_key: str, label_key: str | None, labels_path: str | None,
                  preprocess: str | None, platform: str | None, mapping: str, batch: int, workers: int | None,
                  scheduler: str | None, ship_data: bool, limit: int | None, out_path: str | None, resume: bool,
                  keep_chunks: bool, json_path: str | None, plot_dir: str | None, against: str | None,

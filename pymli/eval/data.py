@@ -33,6 +33,8 @@ __all__ = ["EvalError", "ImagePrep", "DataSource", "InputSpec", "open_data", "pa
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".pgm", ".tif", ".tiff", ".webp")
 #: named pixel conventions of ``--preprocess`` (pixel p in 0..255 -> real value)
 CONVENTIONS = ("unit", "mobilenet", "float")
+#: labels array of an ``.npz`` used when present and no other was named
+DEFAULT_LABEL_KEY = "y"
 
 
 class EvalError(MliError):
@@ -304,7 +306,11 @@ def _load_npz(path: str, input_key: str, label_key: str | None) -> tuple[np.ndar
                 raise EvalError(f"{path}: no array {input_key!r} (arrays: {', '.join(keys) or 'none'}); "
                                 "choose one with --input-key")
             x = z[input_key]
-            y = z[label_key] if label_key is not None and label_key in keys else None
+            if label_key is not None and label_key not in keys:
+                raise EvalError(f"{path}: no labels {label_key!r} (arrays: {', '.join(keys)}); "
+                                "choose them with --label-key")
+            lk = DEFAULT_LABEL_KEY if label_key is None else label_key
+            y = z[lk] if lk in keys else None
     except EvalError:
         raise
     except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
@@ -357,7 +363,7 @@ def _folder_files(folder: Path) -> tuple[list[str], list[int] | None, tuple[str,
 
 
 def open_data(data: str | os.PathLike[str] | np.ndarray | DataSource, model_in: InputSpec, *,
-              labels: Any = None, input_key: str = "x", label_key: str | None = "y",
+              labels: Any = None, input_key: str = "x", label_key: str | None = None,
               preprocess: str | None = None) -> DataSource:
     """Open and check a dataset against the model input.
 
@@ -366,8 +372,8 @@ def open_data(data: str | os.PathLike[str] | np.ndarray | DataSource, model_in: 
             or an already opened :class:`DataSource`.
         model_in: what the model takes (shape, dtype).
         labels: int labels ``[N]`` or a ``.npy`` / text file of them; overrides labels found in the data.
-        input_key, label_key: array names inside an ``.npz`` (labels are optional: a missing
-            ``label_key`` means no labels, unless it was asked for explicitly by the caller).
+        input_key: the array of samples inside an ``.npz``.
+        label_key: the array of labels inside an ``.npz``, which must then exist; None: ``"y"`` if present.
         preprocess: pixel conversion for image folders (see :func:`parse_preprocess`).
 
     Returns:
@@ -419,7 +425,8 @@ def _open_path(p: Path, model_in: InputSpec, input_key: str, label_key: str | No
             if x.ndim < 1 or x.shape[0] == 0:
                 raise EvalError(f"{where}: array {input_key!r} holds no samples")
             _check_samples(f"{where}[{input_key!r}]", x.shape[1:], x.dtype, model_in)
-            ys = None if y is None else _check_labels(f"{where}[{label_key!r}]", y, int(x.shape[0]))
+            ys = None if y is None else _check_labels(f"{where}[{label_key or DEFAULT_LABEL_KEY!r}]", y,
+                                                     int(x.shape[0]))
             return DataSource("npz", where, int(x.shape[0]), tuple(x.shape[1:]), str(x.dtype), key=input_key,
                               labels=ys, fingerprint=f"npz:{_stat(p)}:{input_key}")
         if p.suffix.lower() == ".npy":

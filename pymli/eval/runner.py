@@ -263,7 +263,7 @@ def _platform_arg(platform: Platform | str | None) -> Platform | str:
     return platform
 
 
-def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x", label_key: str | None = "y",
+def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x", label_key: str | None = None,
              preprocess: str | None = None, platform: Platform | str | None = None, batch: int = DEFAULT_BATCH,
              workers: int | None = None, scheduler: str | None = None, limit: int | None = None,
              out: str | os.PathLike[str] | None = None, resume: bool = False, keep_chunks: bool = False,
@@ -278,7 +278,8 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
         data: ``.npz`` (``input_key``, optional ``label_key``), ``.npy`` ``[N, ...]``, a folder of ``.npy``
             samples or of images (optionally one sub-folder per class), or an array ``[N, ...]``.
         labels: int labels ``[N]`` or a ``.npy`` / text file; overrides the labels found in ``data``.
-        input_key, label_key: array names inside an ``.npz``.
+        input_key: the array of samples inside an ``.npz``.
+        label_key: the array of labels inside an ``.npz`` (then required); None: ``"y"`` if present.
         preprocess: pixel conversion of images: ``"SCALE,ZERO_POINT"``, ``"unit"``, ``"mobilenet"`` or
             ``"float"`` (see :func:`pymli.eval.data.parse_preprocess`).
         platform: MLI platform preset (``"vpx"``, ``"vpx-full-accu"``, ``"em"``) or Platform; default current.

@@ -125,3 +125,43 @@ def test_ctrl_c_stops_cleanly_then_resume(workers, cnn10_path, cnn10_model, tmp_
     r = _run(*args, "--resume", "--workers", "1")
     assert r.exit_code == 0, r.output
     assert np.array_equal(np.load(out)["outputs"], cnn10_model.run(x))
+
+
+def test_cli_image_folder_with_classes(cnn10_path, cnn10_model, tmp_path) -> None:  # noqa: ANN001
+    Image = pytest.importorskip("PIL.Image", reason="image folders are the optional Pillow extra")
+    from pymli.tflite.importer import quantize_input
+
+    rng = np.random.default_rng(2)
+    px = rng.integers(0, 256, (4, 16, 16, 3)).astype(np.uint8)
+    for i, cls in enumerate(("ant", "ant", "bee", "cow")):
+        (tmp_path / "im" / cls).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(px[i]).save(tmp_path / "im" / cls / f"{i}.png")
+    js = tmp_path / "r.json"
+    r = _run(str(cnn10_path), str(tmp_path / "im"), "--preprocess", "mobilenet", "--workers", "1", "--json", str(js),
+             "--out", str(tmp_path / "p.npz"))
+    assert r.exit_code == 0, r.output
+    d = json.loads(js.read_text())
+    assert d["classes"] == ["ant", "bee", "cow"] and d["samples"] == 4
+    s, z = cnn10_model.in_quant
+    want = cnn10_model.run(quantize_input(px.astype(np.float32) / np.float32(127.5) - np.float32(1), s, z))
+    assert np.array_equal(np.load(tmp_path / "p.npz")["outputs"], want)
+    (tmp_path / "im" / "bee" / "broken.png").write_bytes(b"not an image")
+    r = _run(str(cnn10_path), str(tmp_path / "im"), "--workers", "1")
+    assert r.exit_code == 1 and "broken.png: unreadable image" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_progress_bar_on_a_terminal(cnn10_path, dataset) -> None:  # noqa: ANN001
+    import io
+
+    from rich.console import Console
+
+    from pymli.eval import evaluate
+
+    path, _, _ = dataset
+    buf = io.StringIO()
+    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=buf, force_terminal=True, width=100))
+    assert "samples/s" in buf.getvalue() and "22/22" in buf.getvalue()
+    quiet = io.StringIO()
+    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=quiet, force_terminal=False))
+    assert quiet.getvalue() == ""

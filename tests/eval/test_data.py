@@ -131,6 +131,14 @@ def test_bad_data(case, match, tmp_path, dataset) -> None:  # noqa: ANN001
     assert "\n" not in e.value.message
 
 
+def test_named_label_key_must_exist(dataset, tmp_path) -> None:  # noqa: ANN001
+    _, x, y = dataset
+    np.savez(tmp_path / "d.npz", x=x)
+    assert open_data(tmp_path / "d.npz", SPEC).labels is None  # "y" is optional
+    with pytest.raises(EvalError, match="no labels 'target'"):
+        open_data(tmp_path / "d.npz", SPEC, label_key="target")
+
+
 def test_float_input_needs_model_to_accept_it(dataset) -> None:  # noqa: ANN001
     _, x, _ = dataset
     spec = InputSpec((16, 16, 3), np.dtype(np.int8), False)
