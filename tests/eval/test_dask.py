@@ -36,10 +36,10 @@ def test_ship_data_and_in_memory_arrays(cnn10_path, dataset, reference) -> None:
 def test_worker_killed_mid_run(cnn10_path, cnn10_model) -> None:  # noqa: ANN001
     x = np.random.default_rng(11).integers(-128, 128, (48, 16, 16, 3)).astype(np.int8)
     want = cnn10_model.run(x)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
-            distributed.Client(c) as client:
-        pids = client.run(os.getpid)
-        victim = sorted(pids.values())[0]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+        # one Client at a time in this process: evaluate() opens its own
+        with distributed.Client(c) as client:
+            victim = sorted(client.run(os.getpid).values())[0]
         killed = []
 
         def kill_after_first(done: int, total: int) -> None:
@@ -50,7 +50,8 @@ def test_worker_killed_mid_run(cnn10_path, cnn10_model) -> None:  # noqa: ANN001
         rep = evaluate(cnn10_path, x, scheduler=c.scheduler_address, batch=2, progress=kill_after_first,
                        layers=False)
         assert killed and killed[0] < len(x)
-        assert victim not in client.run(os.getpid).values()
+        with distributed.Client(c) as client:
+            assert victim not in client.run(os.getpid).values()
     assert np.array_equal(rep.outputs, want)
     assert rep.samples == len(x)
 
