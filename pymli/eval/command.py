@@ -79,6 +79,9 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
                        limit=limit, out=out_path, resume=resume, keep_chunks=keep_chunks, against=against,
                        layers=not no_layers, ship_data=ship_data, progress=progress,
                        console=Console(stderr=True))
+    except KeyboardInterrupt:  # before the first chunk (checking the data, starting workers)
+        con.print("interrupted before any sample ran")
+        sys.exit(130)
     except EvalError as e:
         raise click.ClickException(e.message) from None
     except ValueError as e:  # other MliError from the model or the kernels

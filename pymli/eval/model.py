@@ -171,6 +171,7 @@ class ChunkResult:
 
     @classmethod
     def from_arrays(cls, d: Any) -> ChunkResult:
+        """The inverse of :meth:`to_arrays` (``d``: a mapping of arrays, e.g. an open ``.npz``)."""
         f = {k: d[k] for k in d.keys()}
         kw: dict[str, Any] = {}
         for fld in dataclasses.fields(cls):
@@ -239,6 +240,7 @@ class Prepared:
 
     @property
     def index_output(self) -> bool:
+        """The output holds class offsets (an arg-max layer), not scores."""
         return self.net.index_output
 
     # ------------------------------------------------------------------ running

@@ -128,6 +128,11 @@ class EvalReport:
         return self.computed / self.seconds if self.seconds > 0 else 0.0
 
     def layer(self, name: str) -> LayerEval:
+        """The figures of layer ``name``.
+
+        Raises:
+            KeyError: no such layer (or the run had ``layers=False``).
+        """
         for la in self.layers:
             if la.name == name:
                 return la

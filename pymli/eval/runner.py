@@ -355,6 +355,7 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
             tick(r.stop - r.start, computed, time.perf_counter() - t0)
     except KeyboardInterrupt:
         interrupted = True
+        it.close()  # stop the backend now (pool shut down, Dask futures cancelled)
     finally:
         close()
     seconds = time.perf_counter() - t0
