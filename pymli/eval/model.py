@@ -210,6 +210,9 @@ class Prepared:
         if missing:
             raise EvalError(f"{ref.name}: needs MLI functions pymli lacks: {', '.join(missing)}")
         self.layer_names = [la.name for la in self.net.layers]
+        # class offsets rather than scores: an arg-max output layer (pymli's, or TFLite's ARG_MAX)
+        self._index_output = self.net.index_output or (
+            self.tfl is not None and self.tfl.info.tensors[self.tfl.q_output_index].type in ("INT32", "INT64"))
 
     # ------------------------------------------------------------------ static description
     def input_spec(self) -> InputSpec:
@@ -241,7 +244,7 @@ class Prepared:
     @property
     def index_output(self) -> bool:
         """The output holds class offsets (an arg-max layer), not scores."""
-        return self.net.index_output
+        return self._index_output
 
     # ------------------------------------------------------------------ running
     def run_chunk(self, x: np.ndarray, start: int, *, platform: str | None = None, against: str | None = None,
@@ -269,7 +272,8 @@ class Prepared:
             xq = self.tfl.prepare_input(xb) if self.tfl is not None else xb
             res = self.net.run(xq, capture=True if layers else False, platform=platform)
             outs.append(self.tfl.output_from(res) if self.tfl is not None else res.output)
-            preds.append(res.predictions())
+            out = np.asarray(res.output).reshape(res.output.shape[0], -1)
+            preds.append(out[:, 0].astype(np.int64) if self._index_output else mli_argmax(out))
             if layers:
                 self._layer_stats(res, sat, tot, peak)
             if against:
@@ -318,9 +322,10 @@ class Prepared:
             rp = theirs[:, 0] if self.index_output else mli_argmax(theirs)
             return rp, np.abs(ours - theirs)
         acts = self.net.run_float(xq, original=True)
-        rp = self.net.float_predictions(acts)
+        fo = np.asarray(acts[self.net.output_name]).reshape(ours.shape[0], -1)
         if self.index_output:
-            return rp, None
+            return np.rint(fo[:, 0]).astype(np.int64), None  # offsets held as float64 integers
+        rp = mli_argmax(fo)
         qp = res.qparams[self.net.output_name]
         ref_q = qp.quantize(acts[self.net.output_name], batch=True).reshape(ours.shape).astype(np.int64)
         return rp, np.abs(ours - ref_q)

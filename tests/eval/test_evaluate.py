@@ -194,3 +194,37 @@ def test_plot_writes_pictures(cnn10_path, dataset, tmp_path) -> None:  # noqa: A
     files = rep.plot(tmp_path / "pics")
     assert sorted(f.name for f in files) == ["confusion.png", "layers.png"]
     assert all(f.stat().st_size > 1000 and f.read_bytes()[:4] == b"\x89PNG" for f in files)
+
+
+def test_float_io_model(dataset) -> None:  # noqa: ANN001
+    import pymli.tflite as tfl
+    from pymli.tflite.examples import cnn10
+
+    data = cnn10(float_io=True)
+    m = tfl.load(data)
+    xf = np.random.default_rng(4).uniform(-2, 2, (9, 16, 16, 3)).astype(np.float32)
+    rep = evaluate(data, xf, labels=np.arange(9) % 10, workers=2, batch=4, progress=False)
+    want = m.run(xf)
+    assert rep.outputs.dtype == np.float32 and np.array_equal(rep.outputs, want)
+    assert np.array_equal(rep.pred, mli_argmax(want.reshape(9, -1)))
+
+
+def test_argmax_output_model() -> None:
+    import pymli.tflite as tfl
+    from pymli.tflite.examples import GraphMaker
+
+    g = GraphMaker((6, 6, 2), 3)
+    g.conv(4, 3, act="RELU").reshape((144,)).fc(7).argmax()
+    data = g.finish()
+    m = tfl.load(data)
+    x = np.random.default_rng(5).integers(-128, 128, (10, 6, 6, 2)).astype(np.int8)
+    y = np.arange(10) % 7
+    rep = evaluate(data, x, labels=y, workers=1, batch=3, progress=False)
+    want = m.run(x)
+    assert np.array_equal(rep.outputs, want)
+    assert np.array_equal(rep.pred, want.reshape(10, -1)[:, 0])
+    assert rep.top5 is None and rep.accuracy == float(np.mean(rep.pred == y))
+    fl = evaluate(data, x, workers=1, against="float", progress=False).against
+    fo = m.network.run_float(x, original=True)[m.network.output_name].reshape(10, -1)[:, 0]
+    assert fl.max_lsb is None  # offsets: no LSB difference
+    assert fl.differing == float(np.mean(np.rint(fo).astype(np.int64) != rep.pred))
