@@ -267,8 +267,9 @@ class Prepared:
         peak = np.full(n_layers, -1, np.int64)
         outs, preds, refs = [], [], []
         dmax, dsum, dcnt = -1, 0, 0
-        for s in range(0, x.shape[0], SUB_BATCH):
-            xb = x[s:s + SUB_BATCH]
+        step = SUB_BATCH if layers else max(1, x.shape[0])  # capture every intermediate of a few samples only
+        for s in range(0, x.shape[0], step):
+            xb = x[s:s + step]
             xq = self.tfl.prepare_input(xb) if self.tfl is not None else xb
             res = self.net.run(xq, capture=True if layers else False, platform=platform)
             outs.append(self.tfl.output_from(res) if self.tfl is not None else res.output)
