@@ -90,14 +90,13 @@ def _pool_task(ref: ModelRef, part: DataSource, start: int, platform: Any, again
 Chunks = list[tuple[int, int]]
 
 
-def _inline(p: Prepared, src: DataSource, chunks: Chunks, opts: dict[str, Any], on_stop: Callable[[], None]
-            ) -> Iterator[ChunkResult]:
+def _inline(p: Prepared, src: DataSource, chunks: Chunks, opts: dict[str, Any]) -> Iterator[ChunkResult]:
     for s, e in chunks:
         yield _run_part(p, src.part(s, e), s, **opts)
 
 
-def _processes(ref: ModelRef, src: DataSource, chunks: Chunks, workers: int, opts: dict[str, Any],
-               on_stop: Callable[[], None]) -> Iterator[ChunkResult]:
+def _processes(ref: ModelRef, src: DataSource, chunks: Chunks, workers: int, opts: dict[str, Any]
+               ) -> Iterator[ChunkResult]:
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     ex = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker, initargs=(ref,))
@@ -116,7 +115,6 @@ def _processes(ref: ModelRef, src: DataSource, chunks: Chunks, workers: int, opt
         # --resume); a second Ctrl-C abandons them.
         for f in running:
             f.cancel()
-        on_stop()
         try:
             for f in cf.as_completed([f for f in running if not f.cancelled()]):
                 if f.exception() is None:
@@ -151,7 +149,7 @@ def _dask_task(ref: ModelRef, part: DataSource, start: int, platform: Any, again
 
 
 def _dask(ref: ModelRef, src: DataSource, chunks: Chunks, scheduler: str, workers: int, opts: dict[str, Any],
-          on_stop: Callable[[], None], ship_data: bool) -> Iterator[ChunkResult]:
+          ship_data: bool) -> Iterator[ChunkResult]:
     try:
         import logging
 
@@ -194,7 +192,6 @@ def _dask(ref: ModelRef, src: DataSource, chunks: Chunks, scheduler: str, worker
                     raise EvalError(f"Dask task failed: {type(e).__name__}: {e}") from None
                 yield r
         except KeyboardInterrupt:
-            on_stop()
             client.cancel(futs)
             raise
     finally:
@@ -334,13 +331,13 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
 
     if scheduler is not None:
         backend = "dask"
-        it = _dask(ref, src.for_workers(), pending, scheduler, workers, opts, lambda: None, ship_data)
+        it = _dask(ref, src.for_workers(), pending, scheduler, workers, opts, ship_data)
     elif workers == 1 or len(pending) <= 1:
         backend = "inline"
-        it = _inline(prep, src.for_workers(), pending, opts, lambda: None)
+        it = _inline(prep, src.for_workers(), pending, opts)
     else:
         backend = "processes"
-        it = _processes(ref, src.for_workers(), pending, min(workers, len(pending)), opts, lambda: None)
+        it = _processes(ref, src.for_workers(), pending, min(workers, len(pending)), opts)
 
     bar, tick, close = _progress(progress, console, n, sum(r.stop - r.start for r in results.values()))
     interrupted = False
