@@ -1,0 +1,184 @@
+"""One handler per TFLite builtin operator: TFLM's Prepare (parameters from quantisation and options)
+followed by its reference integer kernel from :mod:`pymli.tflm`.
+
+``handler(graph, op, inputs) -> list[np.ndarray]``: ``graph`` gives the tensors' dtype, shape and
+quantisation (``graph.tensors[i]``: ``.dtype``, ``.shape``, ``.scale`` (float32 array), ``.zero_point``,
+``.s`` / ``.zp`` per tensor), ``op`` the builtin name, tensor indices and options (``tflite`` package
+option tables), ``inputs`` the input arrays (None for an omitted optional input). This is what the
+importer's registry calls on the ``mapping="tflm"`` reference path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import conv
+from .common import activation_range
+from .quant_util import quantize_multiplier, quantize_multipliers
+
+__all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
+
+Handler = Callable[[Any, Any, list], list]
+HANDLERS: dict[str, Handler] = {}
+
+
+def _reg(*names: str) -> Callable[[Handler], Handler]:
+    def deco(f: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = f
+        return f
+    return deco
+
+
+def run_op(graph: Any, op: Any, inputs: list) -> list:
+    """Dispatch ``op`` to its handler.
+
+    Args:
+        graph: the parsed graph (:class:`pymli.tflm._golden.TGraph` or the same interface).
+        op: the operator (``.name``, ``.inputs``, ``.outputs``, ``.options``).
+        inputs: input arrays (None for omitted optional inputs).
+
+    Returns:
+        output arrays, one per ``op.outputs``.
+
+    Raises:
+        MliError: operator without a handler (NOT_SUPPORTED) or a misuse.
+    """
+    h = HANDLERS.get(op.name)
+    if h is None:
+        raise MliError(Status.NOT_SUPPORTED, f"no TFLM reference handler for {op.name}")
+    return h(graph, op, inputs)
+
+
+def per_channel_multipliers(in_scale: float, w_scales: np.ndarray, out_scale: float
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """TFLM ``PopulateConvolutionQuantizationParams``: per channel
+    ``QuantizeMultiplier(double(in_s) * double(w_s[c]) / double(out_s))``.
+
+    Args:
+        in_scale: input scale (float32 value).
+        w_scales: filter scales (float32), one per channel or one.
+        out_scale: output scale (float32 value).
+
+    Returns:
+        ``(multiplier, shift)`` int64 arrays.
+    """
+    eff = float(np.float32(in_scale)) * np.asarray(w_scales, np.float32).astype(np.float64) \
+        / float(np.float32(out_scale))
+    return quantize_multipliers(eff)
+
+
+def conv_params(graph: Any, op: Any) -> dict:
+    """Common requantisation parameters of CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV.
+
+    Args:
+        graph: the graph.
+        op: the operator (input 0 or 2 data, input 1 filter).
+
+    Returns:
+        dict with input_zp, output_zp, multiplier, shift, act_min, act_max.
+    """
+    xi, wi = (2, 1) if op.name == "TRANSPOSE_CONV" else (0, 1)
+    x, w, o = (graph.tensors[op.inputs[xi]], graph.tensors[op.inputs[wi]],
+               graph.tensors[op.outputs[0]])
+    nch = o.shape[-1]
+    ws = w.scale if w.scale.size > 1 else np.repeat(w.scale, nch)
+    m, s = per_channel_multipliers(x.s, ws, o.s)
+    act = op.options.FusedActivationFunction() if hasattr(op.options, "FusedActivationFunction") else 0
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
+
+
+@_reg("CONV_2D")
+def _conv2d(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    y = conv.conv2d(x, w, b, stride=(o.StrideH(), o.StrideW()),
+                    dilation=(o.DilationHFactor(), o.DilationWFactor()), same=o.Padding() == 0,
+                    **conv_params(graph, op))
+    return [y]
+
+
+@_reg("DEPTHWISE_CONV_2D")
+def _dwconv(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    dm = w.shape[3] // x.shape[3]
+    y = conv.depthwise_conv2d(x, w, b, depth_multiplier=dm, stride=(o.StrideH(), o.StrideW()),
+                              dilation=(o.DilationHFactor(), o.DilationWFactor()),
+                              same=o.Padding() == 0, **conv_params(graph, op))
+    return [y]
+
+
+@_reg("TRANSPOSE_CONV")
+def _tconv(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    shape, w, x = ins[0], ins[1], ins[2]
+    b = ins[3] if len(ins) > 3 else None
+    oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
+    y = conv.transpose_conv(x, w, b, output_hw=oshape[1:3], stride=(o.StrideH(), o.StrideW()),
+                            same=o.Padding() == 0, **conv_params(graph, op))
+    return [y]
+
+
+def fc_params(graph: Any, op: Any) -> dict:
+    """TFLM ``CalculateOpDataFullyConnected``: per tensor the multiplier of
+    ``double(float32(in_s * w_s)) / double(out_s)``; per channel as the convolutions.
+
+    Args:
+        graph: the graph.
+        op: the FULLY_CONNECTED operator.
+
+    Returns:
+        dict with input_zp, output_zp, multiplier, shift, act_min, act_max.
+    """
+    x, w, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if w.scale.size > 1:
+        m, s = per_channel_multipliers(x.s, w.scale, o.s)
+    else:
+        prod = np.float32(x.s) * np.float32(w.s)  # a float32 product in GetQuantizedConvolutionMultipler
+        mm, ss = quantize_multiplier(float(prod) / float(np.float32(o.s)))
+        m, s = np.int64(mm), np.int64(ss)
+    act = op.options.FusedActivationFunction() if op.options is not None else 0
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
+
+
+@_reg("FULLY_CONNECTED")
+def _fc(graph: Any, op: Any, ins: list) -> list:
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    y = conv.fully_connected(x, w, b, **fc_params(graph, op))
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def _reshape(graph: Any, op: Any, ins: list) -> list:
+    return [np.asarray(ins[0]).reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("SHAPE")
+def _shape(graph: Any, op: Any, ins: list) -> list:
+    return [np.array(np.shape(ins[0]), graph.tensors[op.outputs[0]].dtype)]
+
+
+@_reg("PACK")
+def _pack(graph: Any, op: Any, ins: list) -> list:
+    return [np.stack(ins, axis=op.options.Axis() % (np.ndim(ins[0]) + 1))]
+
+
+@_reg("UNPACK")
+def _unpack(graph: Any, op: Any, ins: list) -> list:
+    ax = op.options.Axis() % np.ndim(ins[0])
+    return [np.take(ins[0], i, axis=ax) for i in range(np.shape(ins[0])[ax])]
+
+
+@_reg("TRANSPOSE")
+def _transpose(graph: Any, op: Any, ins: list) -> list:
+    return [np.transpose(ins[0], [int(v) for v in np.asarray(ins[1]).reshape(-1)])]
