@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import MliError, Status
-from . import conv
+from . import activations, conv, elementwise, quantize, reduce, shape_ops
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 
@@ -182,3 +182,131 @@ def _unpack(graph: Any, op: Any, ins: list) -> list:
 @_reg("TRANSPOSE")
 def _transpose(graph: Any, op: Any, ins: list) -> list:
     return [np.transpose(ins[0], [int(v) for v in np.asarray(ins[1]).reshape(-1)])]
+
+
+def _act(op: Any) -> int:
+    o = op.options
+    return o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
+
+
+@_reg("ADD", "SUB")
+def _add_sub(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    sub = op.name == "SUB"
+    if o.dtype == np.int32:
+        return [elementwise.add_sub_int32(ins[0], ins[1], sub=sub)]
+    p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
+                                   sub=sub)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+
+
+@_reg("MUL")
+def _mul(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype == np.int32:
+        return [(ins[0].astype(np.int64) * ins[1]).astype(np.int32)]
+    m, s = elementwise.mul_params(a.s, b.s, o.s)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [elementwise.mul(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
+                            act_min=lo, act_max=hi)]
+
+
+@_reg("MINIMUM", "MAXIMUM")
+def _minmax(graph: Any, op: Any, ins: list) -> list:
+    return [elementwise.minimum_maximum(ins[0], ins[1], maximum=op.name == "MAXIMUM")]
+
+
+@_reg("SOFTMAX")
+def _softmax(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
+    m, ls, dmin = activations.softmax_params(op.options.Beta(), x.s)
+    return [activations.softmax_int8(ins[0], input_multiplier=m, input_left_shift=ls, diff_min=dmin,
+                                     out_dtype=o.dtype)]
+
+
+@_reg("LOGISTIC")
+def _logistic(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"LOGISTIC {x.dtype} input")
+    m, ls, r = activations.logistic_int8_params(x.s)
+    return [activations.logistic_int8(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
+                                      input_range_radius=r)]
+
+
+@_reg("LEAKY_RELU")
+def _leaky(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ma, sa, mi, si = activations.leaky_relu_params(x.s, op.options.Alpha(), o.s)
+    return [activations.leaky_relu(ins[0], input_zp=x.zp, output_zp=o.zp, alpha_multiplier=ma,
+                                   alpha_shift=sa, identity_multiplier=mi, identity_shift=si)]
+
+
+@_reg("QUANTIZE")
+def _quantize(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype == np.float32:
+        return [quantize.affine_quantize(ins[0], scale=o.s, zero_point=o.zp, out_dtype=o.dtype)]
+    m, s = quantize.requantize_params(x.s, o.s)
+    return [quantize.requantize(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                out_dtype=o.dtype)]
+
+
+@_reg("DEQUANTIZE")
+def _dequantize(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    return [quantize.dequantize(ins[0], scale=x.s, zero_point=x.zp)]
+
+
+@_reg("PAD", "PADV2")
+def _pad(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
+        val = np.asarray(ins[2]).reshape(-1)[0]
+    else:
+        val = o.zp if o.dtype != np.float32 else 0.0
+    return [shape_ops.pad(ins[0], ins[1], value=val)]
+
+
+@_reg("STRIDED_SLICE")
+def _strided_slice(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    y = shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], begin_mask=o.BeginMask(),
+                                end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+                                ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
+                                offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("SLICE")
+def _slice(graph: Any, op: Any, ins: list) -> list:
+    return [shape_ops.slice_(ins[0], ins[1], ins[2])]
+
+
+@_reg("CONCATENATION")
+def _concat(graph: Any, op: Any, ins: list) -> list:
+    return [shape_ops.concatenation(list(ins), op.options.Axis())]
+
+
+@_reg("MEAN", "SUM")
+def _mean(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, s = reduce.mean_sum_params(x.s, o.s)
+    y = reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                           keep_dims=bool(op.options.KeepDims()), compute_sum=op.name == "SUM")
+    return [y.reshape(o.shape)]
+
+
+@_reg("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def _pool(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    out = graph.tensors[op.outputs[0]]
+    lo, hi = activation_range(_act(op), out.s, out.zp, out.dtype)
+    f = reduce.average_pool if op.name == "AVERAGE_POOL_2D" else reduce.max_pool
+    return [f(ins[0], k=(o.FilterHeight(), o.FilterWidth()), stride=(o.StrideH(), o.StrideW()),
+              same=o.Padding() == 0, act_min=lo, act_max=hi)]

@@ -1,0 +1,159 @@
+"""TFLM reference SOFTMAX (int8 -> int8 / int16), LOGISTIC (int8), LEAKY_RELU (int8 / int16)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import fixedpoint as fp
+from . import quant_util as qu
+from .common import tflite_round
+from .quant_util import quantize_multiplier
+
+__all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_int8",
+           "leaky_relu_params", "leaky_relu", "calculate_input_radius"]
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
+                           total_signed_bits: int = 31) -> int:
+    """TFLM ``CalculateInputRadius`` (double arithmetic, floor)."""
+    v = 1.0 * ((1 << input_integer_bits) - 1) * float(1 << (total_signed_bits - input_integer_bits)) \
+        / float(1 << input_left_shift)
+    return int(math.floor(v))
+
+
+def softmax_params(beta: float, input_scale: float) -> tuple[int, int, int]:
+    """TFLM int8 SOFTMAX Prepare (``PreprocessSoftmaxScaling``, 5 integer bits).
+
+    Args:
+        beta: the op's beta (float32 value).
+        input_scale: input scale (float32 value).
+
+    Returns:
+        ``(input_multiplier, input_left_shift, diff_min)``.
+    """
+    real = min(float(np.float32(beta)) * float(np.float32(input_scale)) * float(1 << 26),
+               float((1 << 31) - 1))
+    m, ls = quantize_multiplier(real)
+    diff_min = -calculate_input_radius(5, ls)
+    return m, ls, diff_min
+
+
+def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int, diff_min: int,
+                 out_dtype: np.dtype | type = np.int8) -> np.ndarray:
+    """TFLM ``reference_ops::Softmax`` for int8 input (gemmlowp exp, 12-bit accumulation), over the
+    last axis; output int8 (zero point -128, scale 1/256) or int16 (-32768, 1/65536).
+
+    Args:
+        x: int8 input, softmax over the last axis.
+        input_multiplier: :func:`softmax_params`.
+        input_left_shift: :func:`softmax_params`.
+        diff_min: :func:`softmax_params`.
+        out_dtype: int8 or int16.
+
+    Returns:
+        array of ``out_dtype``, ``x``'s shape.
+
+    Raises:
+        MliError: input not int8.
+    """
+    if x.dtype != np.int8:
+        raise MliError(Status.TYPE_MISMATCH, f"softmax_int8 input {x.dtype}")
+    od = np.dtype(out_dtype)
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    ok = diff >= diff_min
+    resc = qu.multiply_by_quantized_multiplier_greater_than_one(diff, input_multiplier, input_left_shift)
+    e = fp.exp_on_negative_values(resc, 5)  # Q0.31
+    e12 = np.where(ok, fp.rescale(e, 0, 12), 0)
+    sum_exps = qu.wrap(e12.sum(axis=-1, keepdims=True), 32)
+    # GetReciprocal(sum, 12 integer bits)
+    s = sum_exps.astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    headroom = 32 - np.frompyfunc(lambda v: int(v).bit_length(), 1, 1)(s).astype(np.int64)
+    nbou = 12 - headroom
+    shifted = qu.wrap(((s.astype(np.int64) << headroom) & 0xFFFFFFFF) - (1 << 31), 32)
+    scale = fp.one_over_one_plus_x_for_x_in_0_1(shifted)
+    exponent = nbou + 31 - od.itemsize * 8
+    unsat = qu.rounding_divide_by_pot(fp.mul(scale, e), exponent)
+    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    out = np.clip(unsat + lo, lo, hi)
+    return np.where(ok, out, lo).astype(od)
+
+
+def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
+    """TFLM int8 LOGISTIC Prepare: ``frexp(s * 2**27)`` rounded to a Q0.31 multiplier.
+
+    Args:
+        input_scale: input scale (float32 value).
+
+    Returns:
+        ``(input_multiplier, input_left_shift, input_range_radius)``.
+    """
+    real = float(np.float32(input_scale)) * float(1 << 27)
+    q, ls = math.frexp(real)
+    m = tflite_round(q * float(1 << 31))
+    return m, ls, calculate_input_radius(4, ls, 31)
+
+
+def logistic_int8(x: np.ndarray, *, input_zp: int, input_multiplier: int, input_left_shift: int,
+                  input_range_radius: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Logistic`` (int8; output zero point -128, scale 1/256).
+
+    Args:
+        x: int8 input.
+        input_zp: input zero point.
+        input_multiplier: :func:`logistic_int8_params`.
+        input_left_shift: :func:`logistic_int8_params`.
+        input_range_radius: :func:`logistic_int8_params`.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    v = x.astype(np.int64) - input_zp
+    q4 = qu.multiply_by_quantized_multiplier(v, input_multiplier, input_left_shift)
+    out = qu.rounding_divide_by_pot(fp.logistic(q4, 4), 23)
+    out = np.clip(out - 128, -128, 127)
+    out = np.where(v <= -input_range_radius, -128, np.where(v >= input_range_radius, 127, out))
+    return out.astype(np.int8)
+
+
+def leaky_relu_params(input_scale: float, alpha: float, output_scale: float
+                      ) -> tuple[int, int, int, int]:
+    """TFLM LEAKY_RELU Prepare (float32 ratios converted to double).
+
+    Args:
+        input_scale: input scale. alpha: the op's alpha (float32). output_scale: output scale.
+
+    Returns:
+        ``(alpha_multiplier, alpha_shift, identity_multiplier, identity_shift)``.
+    """
+    si, a, so = np.float32(input_scale), np.float32(alpha), np.float32(output_scale)
+    ma, sa = quantize_multiplier(float(np.float32(np.float32(si * a) / so)))
+    mi, s_i = quantize_multiplier(float(np.float32(si / so)))
+    return ma, sa, mi, s_i
+
+
+def leaky_relu(x: np.ndarray, *, input_zp: int, output_zp: int, alpha_multiplier: int,
+               alpha_shift: int, identity_multiplier: int, identity_shift: int) -> np.ndarray:
+    """TFLM ``reference_ops::QuantizeLeakyRelu`` (int8 / int16).
+
+    Args:
+        x: int8 / int16 input.
+        input_zp: input zero point. output_zp: output zero point.
+        alpha_multiplier: :func:`leaky_relu_params` (negative for a negative alpha).
+        alpha_shift: its shift.
+        identity_multiplier: :func:`leaky_relu_params`. identity_shift: its shift.
+
+    Returns:
+        array of ``x``'s dtype and shape.
+    """
+    v = x.astype(np.int64) - input_zp
+    pos = qu.multiply_by_quantized_multiplier(v, identity_multiplier, identity_shift)
+    neg = qu.multiply_by_quantized_multiplier(v, abs(alpha_multiplier), alpha_shift)
+    if alpha_multiplier < 0:
+        neg = -neg
+    out = output_zp + np.where(v >= 0, pos, neg)
+    lo, hi = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
+    return np.clip(out, lo, hi).astype(x.dtype)
