@@ -234,13 +234,15 @@ def check_model(model: str, variant: str = "ref",
             graph.tensors[i].dtype.name for i in op.outputs)
         exact, worst, err = 0, 0.0, ""
         for vals in samples:
+            graph.extra.pop("state", None)
             try:
                 got = run(graph, op, _inputs_for(graph, op, vals))
             except Exception as e:  # noqa: BLE001 - reported per operator
                 err = f"{type(e).__name__}: {e}"
                 break
             ok = True
-            for ti, g in zip(op.outputs, got):
+            pairs = list(zip(op.outputs, got)) + list(graph.extra.get("state", {}).items())
+            for ti, g in pairs:
                 want = vals.get(ti)
                 if want is None:
                     continue

@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import MliError, Status
-from . import activations, conv, elementwise, quantize, reduce, shape_ops
+from . import activations, conv, elementwise, quantize, reduce, shape_ops, svdf
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 
@@ -310,3 +310,22 @@ def _pool(graph: Any, op: Any, ins: list) -> list:
     f = reduce.average_pool if op.name == "AVERAGE_POOL_2D" else reduce.max_pool
     return [f(ins[0], k=(o.FilterHeight(), o.FilterWidth()), stride=(o.StrideH(), o.StrideW()),
               same=o.Padding() == 0, act_min=lo, act_max=hi)]
+
+
+def _set_state(graph: Any, index: int, value: np.ndarray) -> None:
+    """Record a variable tensor's new value (LSTM / SVDF state) in ``graph.extra["state"]``."""
+    graph.extra.setdefault("state", {})[index] = value
+
+
+@_reg("SVDF")
+def _svdf(graph: Any, op: Any, ins: list) -> list:
+    x, wf, wt, b, st = ins[:5]
+    T = graph.tensors
+    xt, wft, wtt, stt, o = (T[op.inputs[0]], T[op.inputs[1]], T[op.inputs[2]], T[op.inputs[4]],
+                            T[op.outputs[0]])
+    if xt.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"SVDF {xt.dtype} input")
+    p = svdf.svdf_params(xt.s, xt.zp, wft.s, stt.s, stt.zp, wtt.s, o.s, o.zp)
+    y, new = svdf.svdf_int8(x, wf, wt, b, st, p, rank=op.options.Rank())
+    _set_state(graph, op.inputs[4], new)
+    return [y.reshape(o.shape)]
