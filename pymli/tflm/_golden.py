@@ -23,7 +23,8 @@ import tflite  # optional dependency, only for this checker
 from ..paths import shared_dir
 from . import handlers
 
-__all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", "OpResult"]
+__all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", "OpResult",
+           "reset_value"]
 
 _DT = {tflite.TensorType.INT8: np.int8, tflite.TensorType.INT16: np.int16,
        tflite.TensorType.INT32: np.int32, tflite.TensorType.INT64: np.int64,
@@ -195,6 +196,20 @@ class OpResult:
     error: str = ""
 
 
+def reset_value(t: TTensor) -> np.ndarray:
+    """A variable tensor after TFLM's ``ResetVariableTensors``: its zero point for int8 (a byte
+    ``memset``), zero for every other type.
+
+    Args:
+        t: the variable tensor.
+
+    Returns:
+        the reset array.
+    """
+    fill = t.zp if t.dtype == np.int8 else 0
+    return np.full(t.shape, fill, t.dtype)
+
+
 def _inputs_for(graph: TGraph, op: TOp, vals: dict[int, np.ndarray]) -> list[np.ndarray | None]:
     out: list[np.ndarray | None] = []
     for i in op.inputs:
@@ -205,7 +220,7 @@ def _inputs_for(graph: TGraph, op: TOp, vals: dict[int, np.ndarray]) -> list[np.
         if t.data is not None:
             out.append(t.data)
         elif t.variable:
-            out.append(np.zeros(t.shape, t.dtype))  # every sample starts from a reset state
+            out.append(reset_value(t))  # every sample starts from a reset state
         else:
             out.append(vals[i])
     return out

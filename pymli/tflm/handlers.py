@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import MliError, Status
-from . import activations, conv, elementwise, quantize, reduce, shape_ops, svdf
+from . import activations, conv, elementwise, lstm, quantize, reduce, shape_ops, svdf
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 
@@ -329,3 +329,30 @@ def _svdf(graph: Any, op: Any, ins: list) -> list:
     y, new = svdf.svdf_int8(x, wf, wt, b, st, p, rank=op.options.Rank())
     _set_state(graph, op.inputs[4], new)
     return [y.reshape(o.shape)]
+
+
+@_reg("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def _uslstm(graph: Any, op: Any, ins: list) -> list:
+    T = graph.tensors
+    idx = op.inputs
+    if any(i >= 0 for i in list(idx[9:12]) + list(idx[16:18]) + list(idx[20:24])):
+        raise MliError(Status.NOT_SUPPORTED, "LSTM with peephole, projection or layer norm")
+    if idx[1] < 0:
+        raise MliError(Status.NOT_SUPPORTED, "LSTM with coupled input and forget gates (CIFG)")
+    xt, ht, ct = T[idx[0]], T[idx[18]], T[idx[19]]
+    win = {"input": 1, "forget": 2, "cell": 3, "output": 4}
+    wrec = {"input": 5, "forget": 6, "cell": 7, "output": 8}
+    bias = {"input": 12, "forget": 13, "cell": 14, "output": 15}
+    o = op.options
+    p = lstm.lstm_params(
+        input_scale=xt.s, input_zp=xt.zp, hidden_scale=ht.s, hidden_zp=ht.zp, cell_scale=ct.s,
+        weights={g: (ins[win[g]], ins[wrec[g]]) for g in lstm.GATES},
+        bias={g: ins[bias[g]] for g in lstm.GATES},
+        w_in_scale={g: T[idx[win[g]]].s for g in lstm.GATES},
+        w_rec_scale={g: T[idx[wrec[g]]].s for g in lstm.GATES},
+        cell_clip=o.CellClip(), cell_tanh=o.FusedActivationFunction() != 6)
+    y, h, c = lstm.unidirectional_sequence_lstm(ins[0], p, ins[18], ins[19],
+                                                time_major=bool(o.TimeMajor()))
+    _set_state(graph, idx[18], h)
+    _set_state(graph, idx[19], c)
+    return [y.reshape(T[op.outputs[0]].shape)]
