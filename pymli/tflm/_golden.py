@@ -97,16 +97,16 @@ def _options(op: Any) -> Any:
     return o
 
 
-def read_graph(path: str | Path) -> TGraph:
+def read_graph(path: str | Path | bytes) -> TGraph:
     """Parse subgraph 0 of a ``.tflite``.
 
     Args:
-        path: the model file.
+        path: the model file, or its bytes.
 
     Returns:
         the :class:`TGraph`.
     """
-    buf = Path(path).read_bytes()
+    buf = path if isinstance(path, bytes) else Path(path).read_bytes()
     m = tflite.Model.GetRootAsModel(buf, 0)
     g = m.Subgraphs(0)
     tensors = []
