@@ -10,9 +10,11 @@ from ..errors import MliError, Status
 from . import fixedpoint as fp
 from . import quant_util as qu
 from .common import tflite_round
+from .lstm import checked_log2, sigmoid_int16, tanh_int16
 from .quant_util import quantize_multiplier
 
 __all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_int8",
+           "tanh_int8", "int16_activation_params", "logistic_int16", "tanh_int16",
            "leaky_relu_params", "leaky_relu", "calculate_input_radius"]
 
 
@@ -157,3 +159,62 @@ def leaky_relu(x: np.ndarray, *, input_zp: int, output_zp: int, alpha_multiplier
     out = output_zp + np.where(v >= 0, pos, neg)
     lo, hi = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
     return np.clip(out, lo, hi).astype(x.dtype)
+
+
+def tanh_int8(x: np.ndarray, *, input_zp: int, input_multiplier: int, input_left_shift: int,
+              input_range_radius: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Tanh`` for int8 (gemmlowp tanh on Q4.27; output zero point 0,
+    scale 1/128). Parameters as :func:`logistic_int8_params`.
+
+    Args:
+        x: int8 input.
+        input_zp: input zero point.
+        input_multiplier: multiplier. input_left_shift: shift. input_range_radius: saturation radius.
+
+    Returns:
+        int8 array.
+    """
+    v = x.astype(np.int64) - input_zp
+    q4 = qu.multiply_by_quantized_multiplier(v, input_multiplier, input_left_shift)
+    out = np.clip(qu.rounding_divide_by_pot(fp.tanh(q4, 4), 24), -128, 127)
+    out = np.where(v <= -input_range_radius, -128, np.where(v >= input_range_radius, 127, out))
+    return out.astype(np.int8)
+
+
+def int16_activation_params(input_scale: float, *, tanh: bool) -> tuple[int, int]:
+    """TFLM int16 LOGISTIC / TANH Prepare: ``(input_multiplier, input_left_shift)``.
+
+    A power-of-two input scale with ``left_shift`` 0 (or 1 for TANH) gives multiplier 0 (the
+    kernel's ``3 << shift`` case); otherwise ``s * 4096 * 3`` doubled until above 16383.5.
+
+    Args:
+        input_scale: input scale (float32 value).
+        tanh: TANH rather than LOGISTIC.
+
+    Returns:
+        ``(input_multiplier, input_left_shift)``.
+    """
+    lg, pot = checked_log2(input_scale)
+    ls = 12 + lg
+    pot = pot and (ls in (0, 1) if tanh else ls == 0)
+    if pot:
+        return 0, ls
+    m = float(np.float32(input_scale)) * 4096.0 * 3.0
+    ls = 0
+    while m <= 32767.0 / 2.0 and ls <= 30:
+        ls += 1
+        m *= 2.0
+    return int(m), ls
+
+
+def logistic_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """TFLM int16 LOGISTIC (:func:`pymli.tflm.lstm.sigmoid_int16`), output Q0.15.
+
+    Args:
+        x: int16 input (zero point 0).
+        input_multiplier: :func:`int16_activation_params`. input_left_shift: its shift.
+
+    Returns:
+        int16 array.
+    """
+    return sigmoid_int16(x, input_multiplier, input_left_shift)

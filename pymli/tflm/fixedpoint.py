@@ -22,6 +22,8 @@ __all__ = [
     "exp_on_negative_values",
     "one_over_one_plus_x_for_x_in_0_1",
     "logistic",
+    "one_minus_x_over_one_plus_x_for_x_in_0_1",
+    "tanh",
     "ONE0",
 ]
 
@@ -125,3 +127,26 @@ def logistic(a: npt.ArrayLike, integer_bits: int) -> I64:
     r_neg = sub(ONE0, r_pos)
     return np.where(a == 0, 1 << 30, np.where(pos, r_pos, r_neg))
 
+
+
+def one_minus_x_over_one_plus_x_for_x_in_0_1(a: npt.ArrayLike) -> I64:
+    """gemmlowp ``one_minus_x_over_one_plus_x_for_x_in_0_1``: ``(1 - a) / (1 + a)`` for Q0.31 ``a``
+    in [0, 1] (the Newton-Raphson reciprocal of :func:`one_over_one_plus_x_for_x_in_0_1`, minus one)."""
+    a = np.asarray(a, np.int64)
+    half_den = rounding_half_sum(a, ONE0)
+    x = add(1515870810, mul(half_den, -1010580540))
+    one2 = 1 << 29
+    for _ in range(3):
+        hdx = mul(half_den, x)
+        x = add(x, rescale(mul(x, sub(one2, hdx)), 4, 2))
+    return rescale(sub(x, one2), 2, 0)
+
+
+def tanh(a: npt.ArrayLike, integer_bits: int) -> I64:
+    """gemmlowp ``tanh`` on ``FixedPoint<int32, integer_bits>``: ``(1 - e) / (1 + e)`` with
+    ``e = exp(-2|a|)``, sign restored; result raw Q0.31."""
+    a = np.asarray(a, np.int64)
+    neg = a < 0
+    n = np.where(neg, a, wrap(-a, 32))  # -|a|
+    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(add(n, n), integer_bits))
+    return np.where(a == 0, 0, np.where(neg, wrap(-t, 32), t))

@@ -229,14 +229,21 @@ def _softmax(graph: Any, op: Any, ins: list) -> list:
                                      out_dtype=o.dtype)]
 
 
-@_reg("LOGISTIC")
-def _logistic(graph: Any, op: Any, ins: list) -> list:
+@_reg("LOGISTIC", "TANH")
+def _logistic_tanh(graph: Any, op: Any, ins: list) -> list:
     x = graph.tensors[op.inputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"LOGISTIC {x.dtype} input")
-    m, ls, r = activations.logistic_int8_params(x.s)
-    return [activations.logistic_int8(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
-                                      input_range_radius=r)]
+    tanh = op.name == "TANH"
+    if x.dtype == np.int8:
+        m, ls, r = activations.logistic_int8_params(x.s)
+        f = activations.tanh_int8 if tanh else activations.logistic_int8
+        return [f(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
+                  input_range_radius=r)]
+    if x.dtype == np.int16:
+        m, ls = activations.int16_activation_params(x.s, tanh=tanh)
+        if tanh:
+            return [activations.tanh_int16(ins[0], m, ls)]
+        return [activations.logistic_int16(ins[0], input_multiplier=m, input_left_shift=ls)]
+    raise MliError(Status.NOT_SUPPORTED, f"{op.name} {x.dtype} input")
 
 
 @_reg("LEAKY_RELU")
@@ -356,3 +363,41 @@ def _uslstm(graph: Any, op: Any, ins: list) -> list:
     _set_state(graph, idx[18], h)
     _set_state(graph, idx[19], c)
     return [y.reshape(T[op.outputs[0]].shape)]
+
+
+@_reg("SPLIT")
+def _split(graph: Any, op: Any, ins: list) -> list:
+    ax = int(np.asarray(ins[0]).reshape(-1)[0]) % np.ndim(ins[1])
+    return list(np.split(ins[1], len(op.outputs), axis=ax))
+
+
+@_reg("SPLIT_V")
+def _split_v(graph: Any, op: Any, ins: list) -> list:
+    x = ins[0]
+    ax = int(np.asarray(ins[2]).reshape(-1)[0]) % x.ndim
+    sizes = [int(v) for v in np.asarray(ins[1]).reshape(-1)]
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
+    return list(np.split(x, np.cumsum(sizes)[:-1], axis=ax))
+
+
+@_reg("GATHER")
+def _gather(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    ax = o.Axis() if o is not None else 0
+    bd = o.BatchDims() if o is not None and hasattr(o, "BatchDims") else 0
+    if bd:
+        raise MliError(Status.NOT_SUPPORTED, "GATHER with batch_dims")
+    x, idx = ins[0], np.asarray(ins[1]).astype(np.int64)
+    if (idx < 0).any() or (idx >= x.shape[ax % x.ndim]).any():
+        raise MliError(Status.ARGUMENT_ERROR, "GATHER index out of range")
+    return [np.take(x, idx, axis=ax % x.ndim)]
+
+
+@_reg("CAST")
+def _cast(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    x = ins[0]
+    if x.dtype.kind == "f" and o.dtype.kind in "iu":
+        return [np.trunc(x).astype(np.int64).astype(o.dtype)]  # C static_cast: truncation
+    return [x.astype(o.dtype)]

@@ -128,6 +128,12 @@ CASES = [
     Case("softmax_i8_beta", "SOFTMAX", _unary("SOFTMAX", I8, (2, 33), 0.03, -7, 1 / 256, -128, Beta=0.7)),
     Case("softmax_i8_i16", "SOFTMAX", _unary("SOFTMAX", I8, (2, 9), 0.08, 3, 1 / 65536, -32768, I16, Beta=1.0)),
     Case("logistic_i8", "LOGISTIC", _unary("LOGISTIC", I8, (4, 64), 0.06, -3, 1 / 256, -128)),
+    Case("tanh_i8", "TANH", _unary("TANH", I8, (4, 64), 0.06, -3, 1 / 128, 0)),
+    Case("tanh_i8_s2", "TANH", _unary("TANH", I8, (4, 64), 0.021, 11, 1 / 128, 0)),
+    Case("tanh_i16_pot", "TANH", _unary("TANH", I16, (4, 256), 2.0**-12, 0, 2.0**-15, 0)),
+    Case("tanh_i16", "TANH", _unary("TANH", I16, (4, 256), 0.0003, 0, 2.0**-15, 0)),
+    Case("logistic_i16_pot", "LOGISTIC", _unary("LOGISTIC", I16, (4, 256), 2.0**-12, 0, 2.0**-15, 0)),
+    Case("logistic_i16", "LOGISTIC", _unary("LOGISTIC", I16, (4, 256), 0.0007, 0, 2.0**-15, 0)),
     Case("leaky_relu_i8", "LEAKY_RELU", _unary("LEAKY_RELU", I8, (5, 50), 0.05, 4, 0.04, -10, Alpha=0.2)),
     Case("leaky_relu_i16", "LEAKY_RELU", _unary("LEAKY_RELU", I16, (5, 50), 0.001, 0, 0.0008, 0, Alpha=0.1),
          known="the pip interpreter's LEAKY_RELU rounding differs from 90b983c2 (golden README)"),
@@ -191,7 +197,7 @@ def test_handler_equals_interpreter(case: Case) -> None:
     ins, outs, opts = case.make(r)
     data = single_op(case.op, ins, outs, opts)
     g = _golden.read_graph(data)
-    ip = runtime.Interpreter.from_bytes(data)
+    ip = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
     for trial in range(3):
         xs = [_random(t, r) for t in ins if t is not None and t.data is None and not t.variable]
         for i, x in enumerate(xs):
