@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import MliError, Status
-from . import activations, conv, elementwise, lstm, quantize, reduce, shape_ops, svdf
+from . import activations, conv, elementwise, lstm, misc, quantize, reduce, shape_ops, svdf
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 
@@ -401,3 +401,43 @@ def _cast(graph: Any, op: Any, ins: list) -> list:
     if x.dtype.kind == "f" and o.dtype.kind in "iu":
         return [np.trunc(x).astype(np.int64).astype(o.dtype)]  # C static_cast: truncation
     return [x.astype(o.dtype)]
+
+
+@_reg("HARD_SWISH")
+def _hard_swish(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"HARD_SWISH {x.dtype}")
+    om, oe, rm, re_ = misc.hard_swish_params(x.s, o.s)
+    return [misc.hard_swish(ins[0], input_zp=x.zp, output_zp=o.zp, output_multiplier=om,
+                            output_exponent=oe, reluish_multiplier=rm, reluish_exponent=re_)]
+
+
+@_reg("SQUARED_DIFFERENCE")
+def _sqdiff(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype == np.int32:
+        d = ins[0].astype(np.int64) - ins[1]
+        return [(d * d).astype(np.int32)]
+    p = misc.squared_difference_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16)
+    return [misc.squared_difference(ins[0], ins[1], p)]
+
+
+@_reg("RSQRT")
+def _rsqrt(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, s = misc.rsqrt_params(x.s, o.s)
+    return [misc.rsqrt(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s)]
+
+
+@_reg("DIV")
+def _div(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"DIV {o.dtype}")
+    m, s = misc.div_params(a.s, b.s, o.s)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [misc.div(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
+                     act_min=lo, act_max=hi)]

@@ -134,6 +134,16 @@ CASES = [
     Case("tanh_i16", "TANH", _unary("TANH", I16, (4, 256), 0.0003, 0, 2.0**-15, 0)),
     Case("logistic_i16_pot", "LOGISTIC", _unary("LOGISTIC", I16, (4, 256), 2.0**-12, 0, 2.0**-15, 0)),
     Case("logistic_i16", "LOGISTIC", _unary("LOGISTIC", I16, (4, 256), 0.0007, 0, 2.0**-15, 0)),
+    Case("hard_swish_i8", "HARD_SWISH", _unary("HARD_SWISH", I8, (4, 64), 0.05, -3, 0.04, -40)),
+    Case("hard_swish_i8_wide", "HARD_SWISH", _unary("HARD_SWISH", I8, (4, 64), 0.2, 10, 0.1, -100)),
+    Case("sqdiff_i8_bcast", "SQUARED_DIFFERENCE", _binary("SQUARED_DIFFERENCE", I8, (2, 3, 4), (1, 4),
+                                                          (2, 3, 4))),
+    Case("sqdiff_i16", "SQUARED_DIFFERENCE", _binary("SQUARED_DIFFERENCE", I16, (3, 9), (3, 9), (3, 9))),
+    Case("rsqrt_i8", "RSQRT", _unary("RSQRT", I8, (4, 64), 0.05, -128, 0.02, -128)),
+    Case("rsqrt_i16", "RSQRT", _unary("RSQRT", I16, (4, 64), 0.001, 0, 0.0005, 0), extra={"min": [0]}),
+    Case("div_i8_bcast", "DIV", lambda r: ([act((2, 3, 4), I8, 0.05, 3), act((1, 4), I8, 0.03, -128)],
+                                           [act((2, 3, 4), I8, 0.2, -2)], {}),
+         extra={"min": [None, -127]}),
     Case("leaky_relu_i8", "LEAKY_RELU", _unary("LEAKY_RELU", I8, (5, 50), 0.05, 4, 0.04, -10, Alpha=0.2)),
     Case("leaky_relu_i16", "LEAKY_RELU", _unary("LEAKY_RELU", I16, (5, 50), 0.001, 0, 0.0008, 0, Alpha=0.1),
          known="the pip interpreter's LEAKY_RELU rounding differs from 90b983c2 (golden README)"),
@@ -184,11 +194,11 @@ CASES = [
 ]
 
 
-def _random(t: Tensor, r: np.random.Generator) -> np.ndarray:
+def _random(t: Tensor, r: np.random.Generator, lo: int | None = None) -> np.ndarray:
     if t.dtype == np.float32:
         return r.uniform(-8, 8, t.shape).astype(np.float32)
     info = np.iinfo(t.dtype)
-    return r.integers(info.min, int(info.max) + 1, t.shape).astype(t.dtype)
+    return r.integers(info.min if lo is None else lo, int(info.max) + 1, t.shape).astype(t.dtype)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -199,7 +209,9 @@ def test_handler_equals_interpreter(case: Case) -> None:
     g = _golden.read_graph(data)
     ip = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
     for trial in range(3):
-        xs = [_random(t, r) for t in ins if t is not None and t.data is None and not t.variable]
+        live = [t for t in ins if t is not None and t.data is None and not t.variable]
+        mins = case.extra.get("min", [None] * len(live))
+        xs = [_random(t, r, lo) for t, lo in zip(live, mins)]
         for i, x in enumerate(xs):
             ip.set_input(x, i)
         ip.invoke()
