@@ -15,6 +15,7 @@ from .quant_util import quantize_multiplier
 
 __all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_int8",
            "tanh_int8", "int16_activation_params", "logistic_int16", "tanh_int16",
+           "lut_populate_int16", "lut_lookup_int16", "softmax_int16_params", "softmax_int16",
            "leaky_relu_params", "leaky_relu", "calculate_input_radius"]
 
 
@@ -218,3 +219,118 @@ def logistic_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: in
         int16 array.
     """
     return sigmoid_int16(x, input_multiplier, input_left_shift)
+
+
+def _roundf(v: np.ndarray) -> np.ndarray:
+    """``std::round`` on float32 values (ties away from zero), exact."""
+    v = np.asarray(v, np.float32)
+    r = np.floor(np.abs(v).astype(np.float64) + 0.5)
+    return np.float32(np.sign(v)) * r.astype(np.float32)
+
+
+def lut_populate_int16(transform, input_scale: float, input_zp: int, output_scale: float,
+                       output_zp: int) -> np.ndarray:  # noqa: ANN001 - a float32 -> float32 callable
+    """TFLM ``LUTPopulateInt16<float>``: 513 int16 entries over the int16 input range, each sample
+    corrected by half the interpolation error at its midpoint; every step in float32 as the C code.
+
+    Args:
+        transform: vectorised float32 -> float32 function (e.g. ``exp``).
+        input_scale: input scale. input_zp: input zero point.
+        output_scale: output scale. output_zp: output zero point.
+
+    Returns:
+        int64 array of 513 int16 values.
+    """
+    f = np.float32
+    in_min = f(f(input_scale) * f(-32768 - input_zp))
+    in_max = f(f(input_scale) * f(32767 - input_zp))
+    out_min = f(f(output_scale) * f(-32768 - output_zp))
+    out_max = f(f(output_scale) * f(32767 - output_zp))
+    step = f(f(in_max - in_min) / f(512))
+    half = f(step / f(2))
+    inv = f(f(65536) / f(out_max - out_min))
+    i = np.arange(512, dtype=np.float32)
+    x0 = (in_min + (i * step).astype(f)).astype(f)
+    xm = (x0 + half).astype(f)
+    x1 = (in_min + ((i + f(1)) * step).astype(f)).astype(f)
+    val, vmid, vnext = transform(x0), transform(xm), transform(x1)
+    sample = _roundf(val * inv)
+    interp = _roundf(((vnext * inv).astype(f) + sample).astype(f) / f(2))
+    mid = _roundf(vmid * inv)
+    bias = _roundf((interp - mid).astype(f) / f(2))
+    lut = np.clip((sample - bias).astype(f), -32768, 32767).astype(np.int64)
+    last = np.clip(_roundf(transform(np.array([in_max], f)) * inv), -32768, 32767).astype(np.int64)
+    return np.concatenate([lut, last])
+
+
+def lut_lookup_int16(v: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """TFLM ``LUTLookup(int16_t)``: linear interpolation between the 513 entries.
+
+    Args:
+        v: int16 values (int64 array).
+        lut: :func:`lut_populate_int16`.
+
+    Returns:
+        int64 array of int16 values.
+    """
+    v = np.asarray(v, np.int64)
+    idx = 256 + (v >> 7)
+    off = v & 0x7F
+    base = lut[idx]
+    slope = lut[np.minimum(idx + 1, 512)] - base
+    return qu.wrap(base + ((slope * off + 64) >> 7), 16)
+
+
+def _expf(x: np.ndarray) -> np.ndarray:
+    return np.exp(x.astype(np.float64)).astype(np.float32)  # expf, correctly rounded
+
+
+def _one_over_one_plus(x: np.ndarray) -> np.ndarray:
+    return (np.float32(1) / (np.float32(1) + x).astype(np.float32)).astype(np.float32)
+
+
+def softmax_int16_params(beta: float, input_scale: float) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """TFLM int16 SOFTMAX Prepare: the input multiplier (differences mapped so [-10, 0] spans
+    65535 steps) and the exp and 1/(1+x) tables.
+
+    Args:
+        beta: the op's beta. input_scale: input scale.
+
+    Returns:
+        ``(input_multiplier, input_left_shift, exp_lut, one_over_one_plus_x_lut)``.
+    """
+    m, ls = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta))
+                               / (10.0 / 65535.0))
+    rng = 65535
+    exp_lut = lut_populate_int16(_expf, float(np.float32(10.0) / np.float32(rng)), 32767,
+                                 float(np.float32(2.0) / np.float32(rng)), 0)
+    rec_lut = lut_populate_int16(_one_over_one_plus, float(np.float32(1.0) / np.float32(rng)), -32768,
+                                 float(np.float32(2.0) / np.float32(rng)), 0)
+    return m, ls, exp_lut, rec_lut
+
+
+def softmax_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
+                  exp_lut: np.ndarray, one_over_one_plus_x_lut: np.ndarray) -> np.ndarray:
+    """TFLM ``reference_ops::SoftmaxInt16`` over the last axis (output Q0.15, zero point 0).
+
+    Args:
+        x: int16 input (zero point 0).
+        input_multiplier: :func:`softmax_int16_params`. input_left_shift: its shift.
+        exp_lut: its exp table. one_over_one_plus_x_lut: its reciprocal table.
+
+    Returns:
+        int16 array.
+    """
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    sd = qu.multiply_by_quantized_multiplier(diff, input_multiplier, input_left_shift)
+    e = lut_lookup_int16(np.clip(sd + 32767, -32768, 32767), exp_lut)
+    total = qu.wrap(e.sum(axis=-1, keepdims=True), 32)
+    u = total & 0xFFFFFFFF
+    hp1 = 32 - np.frompyfunc(lambda v: int(v).bit_length(), 1, 1)(u).astype(np.int64)
+    shifted = ((total << (hp1 - 1)) + (1 << 13)) >> 14
+    sym = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
+    recip = lut_lookup_int16(sym, one_over_one_plus_x_lut)
+    rs = 31 - hp1
+    res = (e * recip + (np.int64(1) << (rs - 1))) >> rs
+    return np.clip(res, 0, 32767).astype(np.int16)

@@ -222,6 +222,10 @@ def _minmax(graph: Any, op: Any, ins: list) -> list:
 @_reg("SOFTMAX")
 def _softmax(graph: Any, op: Any, ins: list) -> list:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype == np.int16:
+        m, ls, el, rl = activations.softmax_int16_params(op.options.Beta(), x.s)
+        return [activations.softmax_int16(ins[0], input_multiplier=m, input_left_shift=ls,
+                                          exp_lut=el, one_over_one_plus_x_lut=rl)]
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
     m, ls, dmin = activations.softmax_params(op.options.Beta(), x.s)

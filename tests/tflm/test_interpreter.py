@@ -120,6 +120,13 @@ CASES = [
     Case("sub_i8_bcast", "SUB", _binary("SUB", I8, (2, 3, 4), (4,), (2, 3, 4))),
     Case("sub_i16_bcast", "SUB", _binary("SUB", I16, (1, 5, 4), (4,), (1, 5, 4))),
     Case("mul_i8_bcast", "MUL", _binary("MUL", I8, (2, 3, 4), (1, 3, 1), (2, 3, 4))),
+    Case("mul_i16", "MUL", _binary("MUL", I16, (3, 5), (3, 5), (3, 5))),
+    Case("add_i32", "ADD", lambda r: ([Tensor((2, 5), I32), Tensor((1, 5), I32)], [Tensor((2, 5), I32)], {})),
+    Case("sub_i32", "SUB", lambda r: ([Tensor((2, 5), I32), Tensor((2, 5), I32)], [Tensor((2, 5), I32)], {})),
+    Case("pack_i8", "PACK", lambda r: ([act((2, 3), I8, 0.1), act((2, 3), I8, 0.1)], [act((2, 2, 3), I8, 0.1)],
+                                       dict(ValuesCount=2, Axis=1))),
+    Case("unpack_i16", "UNPACK", lambda r: ([act((3, 4), I16, 0.1)], [act((3,), I16, 0.1) for _ in range(4)],
+                                            dict(Num=4, Axis=1))),
     Case("maximum_i8", "MAXIMUM", lambda r: ([act((3, 4), I8, 0.1, 1), act((1, 4), I8, 0.1, 1)],
                                              [act((3, 4), I8, 0.1, 1)], {})),
     Case("minimum_i16", "MINIMUM", lambda r: ([act((3, 4), I16, 0.1), act((3, 4), I16, 0.1)],
@@ -127,6 +134,8 @@ CASES = [
     Case("softmax_i8", "SOFTMAX", _unary("SOFTMAX", I8, (3, 10), 0.1, 5, 1 / 256, -128, Beta=1.0)),
     Case("softmax_i8_beta", "SOFTMAX", _unary("SOFTMAX", I8, (2, 33), 0.03, -7, 1 / 256, -128, Beta=0.7)),
     Case("softmax_i8_i16", "SOFTMAX", _unary("SOFTMAX", I8, (2, 9), 0.08, 3, 1 / 65536, -32768, I16, Beta=1.0)),
+    Case("softmax_i16", "SOFTMAX", _unary("SOFTMAX", I16, (3, 20), 0.0008, 0, 1 / 32768, 0, Beta=1.0)),
+    Case("softmax_i16_small", "SOFTMAX", _unary("SOFTMAX", I16, (5, 7), 0.00005, 0, 1 / 32768, 0, Beta=1.0)),
     Case("logistic_i8", "LOGISTIC", _unary("LOGISTIC", I8, (4, 64), 0.06, -3, 1 / 256, -128)),
     Case("tanh_i8", "TANH", _unary("TANH", I8, (4, 64), 0.06, -3, 1 / 128, 0)),
     Case("tanh_i8_s2", "TANH", _unary("TANH", I8, (4, 64), 0.021, 11, 1 / 128, 0)),
@@ -215,13 +224,15 @@ def test_handler_equals_interpreter(case: Case) -> None:
         for i, x in enumerate(xs):
             ip.set_input(x, i)
         ip.invoke()
-        want = ip.get_output(0)
         it = iter(xs)
         vals = [t.data if t.data is not None else next(it) for t in ins]
-        got = handlers.run_op(g, g.ops[0], vals)[0]
-        same = np.array_equal(np.asarray(got).reshape(want.shape), want)
-        if case.known and not same:
-            pytest.xfail(case.known)
-        assert got.dtype == want.dtype
-        assert same, f"trial {trial}: max diff " \
-            f"{np.max(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want))}"
+        gots = handlers.run_op(g, g.ops[0], vals)
+        assert len(gots) == len(outs)
+        for j, got in enumerate(gots):
+            want = ip.get_output(j)
+            same = np.array_equal(np.asarray(got).reshape(want.shape), want)
+            if case.known and not same:
+                pytest.xfail(case.known)
+            assert np.asarray(got).dtype == want.dtype
+            assert same, f"trial {trial} output {j}: max diff " \
+                f"{np.max(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want))}"
