@@ -236,3 +236,30 @@ def test_handler_equals_interpreter(case: Case) -> None:
             assert np.asarray(got).dtype == want.dtype
             assert same, f"trial {trial} output {j}: max diff " \
                 f"{np.max(np.abs(np.asarray(got, np.float64).reshape(want.shape) - want))}"
+
+
+@pytest.mark.parametrize("state_dtype", [I8, I16])
+def test_svdf_stream_equals_interpreter(state_dtype: Any) -> None:
+    """SVDF with a variable state carried over successive Invokes (int8 or int16 state)."""
+    r = np.random.default_rng(7 + np.dtype(state_dtype).itemsize)
+    n_in, rank, nu, nm, nb = 6, 2, 3, 4, 2
+    nf = rank * nu
+    s_state, s_wt = 0.02, 0.01
+    x = act((nb, n_in), I8, 0.05, 3)
+    wf = const(r.integers(-127, 128, (nf, n_in)), I8, 0.01, 0)
+    wt = const(r.integers(-127 if state_dtype == I8 else -32767, 128 if state_dtype == I8 else 32767,
+                          (nf, nm)), state_dtype, s_wt, 0)
+    b = const(r.integers(-300, 300, nu), I32, np.float32(s_state) * np.float32(s_wt), 0)
+    st = Tensor((nb, nf * nm), state_dtype, s_state, -4 if state_dtype == I8 else 0, variable=True)
+    o = act((nb, nu), I8, 0.08, 1)
+    data = single_op("SVDF", [x, wf, wt, b, st], [o], dict(Rank=rank, FusedActivationFunction=0))
+    g = _golden.read_graph(data)
+    ip = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
+    state = _golden.reset_value(g.tensors[4])
+    for step in range(4):
+        xv = _random(x, r)
+        ip.set_input(xv, 0)
+        ip.invoke()
+        got = handlers.run_op(g, g.ops[0], [xv, wf.data, wt.data, b.data, state])[0]
+        state = g.extra["state"][4]
+        assert np.array_equal(got, ip.get_output(0)), f"step {step}"
