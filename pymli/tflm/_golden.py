@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import tflite  # optional dependency, only for this checker
+import tflite
 
 from ..paths import shared_dir
 from . import handlers
