@@ -10,12 +10,14 @@ importer's registry calls on the ``mapping="tflm"`` reference path.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 from ..errors import MliError, Status
-from . import activations, conv, elementwise, lstm, misc, quantize, reduce, shape_ops, svdf
+from . import activations, conv, elementwise, index_ops, lstm, misc, quantize, reduce, shape_ops, svdf
+from . import quant_util as qu
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 
@@ -445,3 +447,108 @@ def _div(graph: Any, op: Any, ins: list) -> list:
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
     return [misc.div(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
                      act_min=lo, act_max=hi)]
+
+
+@_reg("ABS")
+def _abs(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    v = np.abs(ins[0].astype(np.int64) - x.zp)
+    if np.float32(x.s) != np.float32(o.s):
+        m, sh = quantize_multiplier(float(np.float32(np.float32(x.s) / np.float32(o.s))))
+        v = qu.multiply_by_quantized_multiplier(v, m, sh)
+    info = np.iinfo(o.dtype)
+    return [np.clip(v + o.zp, info.min, info.max).astype(o.dtype)]
+
+
+@_reg("RELU")
+def _relu(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, sh = quantize_multiplier(float(np.float32(np.float32(x.s) / np.float32(o.s))))
+    v = qu.multiply_by_quantized_multiplier(ins[0].astype(np.int64) - x.zp, m, sh) + o.zp
+    info = np.iinfo(o.dtype)
+    return [np.clip(v, max(int(info.min), o.zp), int(info.max)).astype(o.dtype)]
+
+
+@_reg("RELU6")
+def _relu6(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    info = np.iinfo(x.dtype)
+    q = float(np.float32(np.float32(6.0) / np.float32(x.s)))
+    six = int(math.floor(abs(q) + 0.5) * (1 if q >= 0 else -1)) + x.zp  # round() of FloatToQuantizedType
+    six = min(max(six, int(info.min)), int(info.max))
+    return [np.clip(ins[0], x.zp, six).astype(x.dtype)]
+
+
+@_reg("ARG_MAX", "ARG_MIN")
+def _argminmax(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    ax = int(np.asarray(ins[1]).reshape(-1)[0])
+    return [index_ops.arg_min_max(ins[0], ax, is_max=op.name == "ARG_MAX", out_dtype=o.dtype)]
+
+
+@_reg("REDUCE_MAX", "REDUCE_MIN")
+def _reduce_minmax(graph: Any, op: Any, ins: list) -> list:
+    y = index_ops.reduce_min_max(ins[0], ins[1], is_max=op.name == "REDUCE_MAX",
+                                 keep_dims=bool(op.options.KeepDims()))
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("DEPTH_TO_SPACE")
+def _d2s(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.depth_to_space(ins[0], op.options.BlockSize())]
+
+
+@_reg("SPACE_TO_DEPTH")
+def _s2d(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.space_to_depth(ins[0], op.options.BlockSize())]
+
+
+@_reg("SPACE_TO_BATCH_ND")
+def _s2b(graph: Any, op: Any, ins: list) -> list:
+    # TFLM micro pads with its never-initialised SpaceToBatchParams.output_offset: 0 on a fresh arena
+    return [index_ops.space_to_batch_nd(ins[0], ins[1], ins[2], pad_value=0)]
+
+
+@_reg("BATCH_TO_SPACE_ND")
+def _b2s(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.batch_to_space_nd(ins[0], ins[1], ins[2])]
+
+
+@_reg("MIRROR_PAD")
+def _mirror_pad(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.mirror_pad(ins[0], ins[1], symmetric=op.options.Mode() == 1)]
+
+
+@_reg("GATHER_ND")
+def _gather_nd(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.gather_nd(ins[0], ins[1])]
+
+
+@_reg("RESIZE_NEAREST_NEIGHBOR")
+def _resize_nn(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    size = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [index_ops.resize_nearest_neighbor(ins[0], size, align_corners=bool(o.AlignCorners()),
+                                              half_pixel_centers=bool(o.HalfPixelCenters()))]
+
+
+@_reg("SELECT", "SELECT_V2")
+def _select(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.select_v2(ins[0], ins[1], ins[2])]
+
+
+@_reg("ZEROS_LIKE")
+def _zeros_like(graph: Any, op: Any, ins: list) -> list:
+    return [np.zeros_like(ins[0])]
+
+
+@_reg("FILL")
+def _fill(graph: Any, op: Any, ins: list) -> list:
+    shape = tuple(int(v) for v in np.asarray(ins[0]).reshape(-1))
+    return [np.full(shape, np.asarray(ins[1]).reshape(-1)[0], graph.tensors[op.outputs[0]].dtype)]
+
+
+@_reg("BROADCAST_TO")
+def _broadcast_to(graph: Any, op: Any, ins: list) -> list:
+    shape = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [np.broadcast_to(ins[0], shape).copy()]

@@ -12,7 +12,7 @@ import tflite
 
 _TYPES = {np.dtype(np.int8): tflite.TensorType.INT8, np.dtype(np.int16): tflite.TensorType.INT16,
           np.dtype(np.int32): tflite.TensorType.INT32, np.dtype(np.int64): tflite.TensorType.INT64,
-          np.dtype(np.float32): tflite.TensorType.FLOAT32}
+          np.dtype(np.float32): tflite.TensorType.FLOAT32, np.dtype(np.bool_): tflite.TensorType.BOOL}
 # builtin name -> options table name (where it differs from the CamelCase of the name + "Options")
 _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D": "Conv2DOptions",
         "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "FULLY_CONNECTED": "FullyConnectedOptions",
@@ -24,7 +24,13 @@ _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D"
         "MAXIMUM": "MaximumMinimumOptions", "MINIMUM": "MaximumMinimumOptions",
         "SQUARED_DIFFERENCE": "SquaredDifferenceOptions", "DIV": "DivOptions",
         "HARD_SWISH": "HardSwishOptions", "PACK": "PackOptions", "UNPACK": "UnpackOptions",
-        "SVDF": "SVDFOptions", "RESHAPE": "ReshapeOptions"}
+        "SVDF": "SVDFOptions", "RESHAPE": "ReshapeOptions", "ARG_MAX": "ArgMaxOptions",
+        "ARG_MIN": "ArgMinOptions", "REDUCE_MAX": "ReducerOptions", "REDUCE_MIN": "ReducerOptions",
+        "DEPTH_TO_SPACE": "DepthToSpaceOptions", "SPACE_TO_DEPTH": "SpaceToDepthOptions",
+        "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions", "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
+        "MIRROR_PAD": "MirrorPadOptions", "GATHER_ND": "GatherNdOptions",
+        "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "SELECT_V2": "SelectV2Options",
+        "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions"}
 
 
 class Tensor:

@@ -29,6 +29,11 @@ class Case:
     extra: dict = field(default_factory=dict)
 
 
+def tflite_type(name: str) -> int:
+    import tflite
+    return getattr(tflite.TensorType, name)
+
+
 def act(shape: tuple[int, ...], dtype: Any, scale: float, zp: int = 0) -> Tensor:
     return Tensor(shape, dtype, scale, zp)
 
@@ -127,6 +132,52 @@ CASES = [
                                        dict(ValuesCount=2, Axis=1))),
     Case("unpack_i16", "UNPACK", lambda r: ([act((3, 4), I16, 0.1)], [act((3,), I16, 0.1) for _ in range(4)],
                                             dict(Num=4, Axis=1))),
+    Case("abs_i8_rescale", "ABS", _unary("ABS", I8, (4, 30), 0.05, 3, 0.04, -100)),
+    Case("abs_i16", "ABS", _unary("ABS", I16, (4, 30), 0.001, 0, 0.001, 0)),
+    Case("relu_i8", "RELU", _unary("RELU", I8, (4, 30), 0.05, 3, 0.03, -100)),
+    Case("relu_i16", "RELU", _unary("RELU", I16, (4, 30), 0.001, 0, 0.0007, 0)),
+    Case("relu6_i8", "RELU6", _unary("RELU6", I8, (4, 30), 0.03, -20, 0.03, -20)),
+    Case("argmax_i8", "ARG_MAX", lambda r: ([act((3, 7, 5), I8, 0.1), const(np.array([1]))],
+                                            [Tensor((3, 5), I32)], dict(OutputType=tflite_type("INT32")))),
+    Case("argmin_i8", "ARG_MIN", lambda r: ([act((3, 7), I8, 0.1), const(np.array([-1]))],
+                                             [Tensor((3,), I32)], dict(OutputType=tflite_type("INT32")))),
+    Case("reduce_max_i8", "REDUCE_MAX", lambda r: ([act((2, 5, 4), I8, 0.1, 2), const(np.array([1]))],
+                                                   [act((2, 1, 4), I8, 0.1, 2)], dict(KeepDims=True))),
+    Case("depth_to_space_i8", "DEPTH_TO_SPACE", lambda r: ([act((1, 3, 2, 8), I8, 0.1)],
+                                                           [act((1, 6, 4, 2), I8, 0.1)], dict(BlockSize=2))),
+    Case("space_to_depth_i8", "SPACE_TO_DEPTH", lambda r: ([act((1, 4, 6, 3), I8, 0.1)],
+                                                           [act((1, 2, 3, 12), I8, 0.1)], dict(BlockSize=2))),
+    Case("space_to_batch_i8", "SPACE_TO_BATCH_ND", lambda r: (
+        [act((1, 6, 4, 2), I8, 0.1, 3), const(np.array([2, 2])), const(np.array([[0, 0], [0, 0]]))],
+        [act((4, 3, 2, 2), I8, 0.1, 3)], {})),
+    Case("space_to_batch_padded_i8", "SPACE_TO_BATCH_ND", lambda r: (
+        [act((1, 5, 4, 2), I8, 0.1, 3), const(np.array([2, 2])), const(np.array([[1, 0], [0, 0]]))],
+        [act((4, 3, 2, 2), I8, 0.1, 3)], {}),
+         known="TFLM micro never sets SpaceToBatchParams.output_offset: the pad value is whatever the "
+               "arena held (0 when fresh, which pymli uses)"),
+    Case("batch_to_space_i8", "BATCH_TO_SPACE_ND", lambda r: (
+        [act((4, 3, 2, 2), I8, 0.1, 3), const(np.array([2, 2])), const(np.array([[1, 0], [0, 1]]))],
+        [act((1, 5, 3, 2), I8, 0.1, 3)], {})),
+    Case("mirror_pad_reflect", "MIRROR_PAD", lambda r: (
+        [act((1, 4, 5, 2), I8, 0.1), const(np.array([[0, 0], [2, 1], [1, 3], [0, 0]]))],
+        [act((1, 7, 9, 2), I8, 0.1)], dict(Mode=0))),
+    Case("mirror_pad_symmetric", "MIRROR_PAD", lambda r: (
+        [act((4, 5), I8, 0.1), const(np.array([[2, 1], [1, 3]]))], [act((7, 9), I8, 0.1)], dict(Mode=1))),
+    Case("gather_nd_i8", "GATHER_ND", lambda r: (
+        [act((4, 5, 3), I8, 0.1), const(np.array([[0, 1], [3, 4], [2, 0]]))], [act((3, 3), I8, 0.1)], {})),
+    Case("gather_i8", "GATHER", lambda r: (
+        [act((4, 5), I8, 0.1), const(np.array([3, 0, 3]))], [act((4, 3), I8, 0.1)], dict(Axis=1))),
+    Case("resize_nn", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
+        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
+        dict(AlignCorners=False, HalfPixelCenters=False))),
+    Case("resize_nn_half", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
+        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
+        dict(AlignCorners=False, HalfPixelCenters=True))),
+    Case("resize_nn_align", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
+        [act((1, 3, 5, 2), I16, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I16, 0.1)],
+        dict(AlignCorners=True, HalfPixelCenters=False))),
+    Case("split_i8", "SPLIT", lambda r: ([const(np.array([1])), act((2, 6), I8, 0.1)],
+                                         [act((2, 3), I8, 0.1), act((2, 3), I8, 0.1)], dict(NumSplits=2))),
     Case("maximum_i8", "MAXIMUM", lambda r: ([act((3, 4), I8, 0.1, 1), act((1, 4), I8, 0.1, 1)],
                                              [act((3, 4), I8, 0.1, 1)], {})),
     Case("minimum_i16", "MINIMUM", lambda r: ([act((3, 4), I16, 0.1), act((3, 4), I16, 0.1)],
