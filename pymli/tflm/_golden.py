@@ -24,7 +24,7 @@ from ..paths import shared_dir
 from . import handlers
 
 __all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", "OpResult",
-           "reset_value"]
+           "reset_value", "run_graph"]
 
 _DT = {tflite.TensorType.INT8: np.int8, tflite.TensorType.INT16: np.int16,
        tflite.TensorType.INT32: np.int32, tflite.TensorType.INT64: np.int64,
@@ -224,6 +224,50 @@ def _inputs_for(graph: TGraph, op: TOp, vals: dict[int, np.ndarray]) -> list[np.
         else:
             out.append(vals[i])
     return out
+
+
+def run_graph(graph: TGraph, inputs: list[np.ndarray], state: dict[int, np.ndarray] | None = None,
+              run: Callable[[TGraph, TOp, list], list] | None = None) -> dict[int, np.ndarray]:
+    """One Invoke of the whole graph: every operator in order through ``run``.
+
+    Args:
+        graph: the parsed graph.
+        inputs: one array per graph input, in its own dtype and shape.
+        state: variable tensor values to start from (default: :func:`reset_value`); updated in place
+            with the values after the Invoke (a stream passes the same dict again).
+        run: handler dispatcher (default :func:`pymli.tflm.handlers.run_op`).
+
+    Returns:
+        every computed tensor by index (graph inputs included).
+    """
+    run = run or handlers.run_op
+    if state is None:
+        state = {}
+    vals: dict[int, np.ndarray] = {}
+    for ti, x in zip(graph.inputs, inputs):
+        vals[ti] = np.asarray(x).reshape(graph.tensors[ti].shape)
+    for t in graph.tensors:
+        if t.variable and t.index not in state:
+            state[t.index] = reset_value(t)
+    for op in graph.ops:
+        args = []
+        for i in op.inputs:
+            if i < 0:
+                args.append(None)
+            elif graph.tensors[i].data is not None:
+                args.append(graph.tensors[i].data)
+            elif graph.tensors[i].variable:
+                args.append(state[i])
+            else:
+                args.append(vals[i])
+        graph.extra.pop("state", None)
+        outs = run(graph, op, args)
+        for ti, v in zip(op.outputs, outs):
+            vals[ti] = np.asarray(v).reshape(graph.tensors[ti].shape)
+        for ti, v in graph.extra.get("state", {}).items():
+            state[ti] = v
+            vals[ti] = v
+    return vals
 
 
 def check_model(model: str, variant: str = "ref",
