@@ -552,3 +552,30 @@ def _fill(graph: Any, op: Any, ins: list) -> list:
 def _broadcast_to(graph: Any, op: Any, ins: list) -> list:
     shape = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
     return [np.broadcast_to(ins[0], shape).copy()]
+
+
+@_reg("PRELU")
+def _prelu(graph: Any, op: Any, ins: list) -> list:
+    x, a, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    m1, s1, m2, s2 = misc.prelu_params(x.s, a.s, o.s)
+    return [misc.prelu(ins[0], ins[1], input_zp=x.zp, alpha_zp=a.zp, output_zp=o.zp, m1=m1, s1=s1,
+                       m2=m2, s2=s2)]
+
+
+@_reg("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
+def _compare(graph: Any, op: Any, ins: list) -> list:
+    a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    if a.dtype == np.int16:
+        raise MliError(Status.NOT_SUPPORTED, f"{op.name} int16: TFLM micro compares with scaling "
+                       "parameters it only initialises for int8")
+    p = misc.comparison_params(a.s, a.zp, b.s, b.zp) if a.dtype == np.int8 else None
+    return [misc.compare(ins[0], ins[1], op.name, p)]
+
+
+@_reg("ELU")
+def _elu(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"ELU {x.dtype}")
+    return [misc.elu_int8(ins[0], input_scale=x.s, input_zp=x.zp, output_scale=o.s, output_zp=o.zp)]

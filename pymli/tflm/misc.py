@@ -13,7 +13,8 @@ from .quant_util import downscale_int32_to_int16_multiplier, quantize_multiplier
 
 __all__ = ["hard_swish_params", "hard_swish", "squared_difference_params", "squared_difference",
            "rsqrt_params", "inv_sqrt_multiplier_exp", "rsqrt", "div_params", "div",
-           "count_leading_sign_bits", "reciprocal"]
+           "count_leading_sign_bits", "reciprocal", "prelu_params", "prelu", "comparison_params",
+           "compare", "lut_populate_int8", "elu_int8"]
 
 I64 = npt.NDArray[np.int64]
 f32 = np.float32
@@ -242,3 +243,101 @@ def div(x1: np.ndarray, x2: np.ndarray, *, zp1: int, zp2: int, zpo: int, multipl
     total = shift - rs - head
     out = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(uq, multiplier, total) + zpo
     return np.clip(out, act_min, act_max).astype(x1.dtype)
+
+
+def prelu_params(si: float, sa: float, so: float) -> tuple[int, int, int, int]:
+    """TFLM PRELU Prepare: ``si / so`` and ``si * sa / so`` in double.
+
+    Returns:
+        ``(multiplier_1, shift_1, multiplier_2, shift_2)``.
+    """
+    m1, s1 = quantize_multiplier(float(f32(si)) / float(f32(so)))
+    m2, s2 = quantize_multiplier(float(f32(si)) * float(f32(sa)) / float(f32(so)))
+    return m1, s1, m2, s2
+
+
+def prelu(x: np.ndarray, alpha: np.ndarray, *, input_zp: int, alpha_zp: int, output_zp: int,
+          m1: int, s1: int, m2: int, s2: int) -> np.ndarray:
+    """TFLM ``reference_ops::BroadcastPrelu4DSlow`` (int8 / int16), broadcasting ``alpha``.
+
+    Args:
+        x: input. alpha: slopes (same dtype), broadcastable.
+        input_zp: input zero point. alpha_zp: alpha zero point. output_zp: output zero point.
+        m1: positive-side multiplier. s1: its shift. m2: negative-side multiplier. s2: its shift.
+
+    Returns:
+        array of ``x``'s dtype.
+    """
+    v, a = np.broadcast_arrays(x.astype(np.int64) - input_zp, alpha.astype(np.int64) - alpha_zp)
+    pos = qu.multiply_by_quantized_multiplier(v, m1, s1)
+    neg = qu.multiply_by_quantized_multiplier(qu.wrap(v * a, 32), m2, s2)
+    out = np.where(v >= 0, pos, neg) + output_zp
+    info = np.iinfo(x.dtype)
+    return np.clip(out, info.min, info.max).astype(x.dtype)
+
+
+def comparison_params(s1: float, zp1: int, s2: float, zp2: int) -> dict:
+    """TFLM int8 comparison Prepare: each input rescaled by its own scale (left shift 8)."""
+    m1, sh1 = quantize_multiplier(float(f32(s1)))
+    m2, sh2 = quantize_multiplier(float(f32(s2)))
+    return dict(left_shift=8, input1_offset=-int(zp1), input1_multiplier=m1, input1_shift=sh1,
+                input2_offset=-int(zp2), input2_multiplier=m2, input2_shift=sh2)
+
+
+def compare(x1: np.ndarray, x2: np.ndarray, op: str, p: dict | None = None) -> np.ndarray:
+    """TFLM EQUAL / NOT_EQUAL / LESS / LESS_EQUAL / GREATER / GREATER_EQUAL (broadcasting).
+
+    Args:
+        x1: input. x2: input of the same dtype, broadcastable.
+        op: the builtin name.
+        p: :func:`comparison_params` for int8 (the values are compared after rescaling); None
+            compares raw values (int32, bool, ...).
+
+    Returns:
+        bool array.
+    """
+    a = x1.astype(np.int64)
+    b = x2.astype(np.int64)
+    if p is not None:
+        a = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+            qu.wrap((a + p["input1_offset"]) << p["left_shift"], 32), p["input1_multiplier"],
+            p["input1_shift"])
+        b = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+            qu.wrap((b + p["input2_offset"]) << p["left_shift"], 32), p["input2_multiplier"],
+            p["input2_shift"])
+    f = {"EQUAL": np.equal, "NOT_EQUAL": np.not_equal, "LESS": np.less, "LESS_EQUAL": np.less_equal,
+         "GREATER": np.greater, "GREATER_EQUAL": np.greater_equal}[op]
+    return f(a, b)
+
+
+def lut_populate_int8(transform, input_scale: float, input_zp: int, output_scale: float,
+                      output_zp: int) -> np.ndarray:  # noqa: ANN001 - float32 -> float32 callable
+    """TFLM's int8 table of a float function (ELU's ``PopulateLookupTable``), in float32.
+
+    Returns:
+        int64 array of 256 entries indexed by ``value + 128``.
+    """
+    v = np.arange(-128, 128, dtype=np.int64)
+    deq = (f32(input_scale) * (v - input_zp).astype(f32)).astype(f32)
+    t = transform(deq)
+    inv = f32(f32(1) / f32(output_scale))
+    y = (t * inv).astype(f32)
+    r = np.sign(y) * np.floor(np.abs(y).astype(np.float64) + 0.5)
+    q = r.astype(np.int64) + output_zp
+    return np.clip(q, -128, 127)
+
+
+def _elu(x: np.ndarray) -> np.ndarray:
+    e = (np.exp(x.astype(np.float64)).astype(f32) - f32(1)).astype(f32)  # std::exp(float) - 1.0f
+    return np.where(x < 0, e, x).astype(f32)
+
+
+def elu_int8(x: np.ndarray, *, input_scale: float, input_zp: int, output_scale: float,
+             output_zp: int) -> np.ndarray:
+    """TFLM ELU int8: a 256-entry table of ``exp(x) - 1`` (negative side) / ``x``.
+
+    Returns:
+        int8 array.
+    """
+    lut = lut_populate_int8(_elu, input_scale, input_zp, output_scale, output_zp)
+    return lut[x.astype(np.int64) + 128].astype(np.int8)
