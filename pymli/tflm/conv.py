@@ -310,4 +310,3 @@ def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, out
     out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
                          acc_bits=bits)
     return out.astype(x.dtype)
-

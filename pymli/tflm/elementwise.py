@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
-import numpy.typing as npt
 
 from ..errors import MliError, Status
 from . import quant_util as qu
@@ -11,8 +12,6 @@ from .quant_util import quantize_multiplier
 
 __all__ = ["AddSubParams", "add_sub_params", "add_sub", "add_sub_int32", "mul_params", "mul",
            "minimum_maximum"]
-
-from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -147,6 +146,3 @@ def minimum_maximum(x1: np.ndarray, x2: np.ndarray, *, maximum: bool) -> np.ndar
         the result in the inputs' dtype.
     """
     return (np.maximum if maximum else np.minimum)(x1, x2)
-
-
-
