@@ -23,6 +23,7 @@ __all__ = [
     "depthwise_conv2d",
     "fully_connected",
     "transpose_conv",
+    "batch_matmul",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -310,3 +311,37 @@ def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, out
     out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
                          acc_bits=bits)
     return out.astype(x.dtype)
+
+
+def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, *, adj_x: bool, adj_y: bool, lhs_zp: int,
+                 rhs_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
+    """TFLM BATCH_MATMUL (int8 with int32 accumulation, int16 with int64), batch broadcasting.
+
+    Args:
+        lhs: int8 / int16 (..., M, K) (or (..., K, M) with ``adj_x``).
+        rhs: same dtype (..., K, N) (or (..., N, K) with ``adj_y``).
+        adj_x: transpose the last two axes of ``lhs``. adj_y: same for ``rhs``.
+        lhs_zp: lhs zero point. rhs_zp: rhs zero point. output_zp: output zero point.
+        multiplier: ``QuantizeMultiplier(double(float32(s_l * s_r)) / double(s_o))``. shift: its shift.
+
+    Returns:
+        (..., M, N) in the inputs' dtype.
+
+    Raises:
+        MliError: dtype mismatch.
+    """
+    if lhs.dtype != rhs.dtype or lhs.dtype not in (np.int8, np.int16):
+        raise MliError(Status.TYPE_MISMATCH, f"BATCH_MATMUL {lhs.dtype} x {rhs.dtype}")
+    a = lhs.astype(np.float64) - lhs_zp
+    b = rhs.astype(np.float64) - rhs_zp
+    if adj_x:
+        a = np.swapaxes(a, -1, -2)
+    if adj_y:
+        b = np.swapaxes(b, -1, -2)
+    acc = np.rint(a @ b).astype(np.int64)  # exact: |products| <= 2**32, fewer than 2**20 terms
+    if lhs.dtype == np.int16:
+        r = qu.multiply_by_quantized_multiplier_int64(acc, multiplier, shift)
+    else:
+        r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), multiplier, shift)
+    info = np.iinfo(lhs.dtype)
+    return np.clip(r + output_zp, info.min, info.max).astype(lhs.dtype)

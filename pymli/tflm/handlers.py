@@ -579,3 +579,13 @@ def _elu(graph: Any, op: Any, ins: list) -> list:
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"ELU {x.dtype}")
     return [misc.elu_int8(ins[0], input_scale=x.s, input_zp=x.zp, output_scale=o.s, output_zp=o.zp)]
+
+
+@_reg("BATCH_MATMUL")
+def _batch_matmul(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    m, s = quantize_multiplier(float(np.float32(a.s) * np.float32(b.s)) / float(np.float32(o.s)))
+    y = conv.batch_matmul(ins[0], ins[1], adj_x=bool(op.options.AdjX()), adj_y=bool(op.options.AdjY()),
+                          lhs_zp=a.zp, rhs_zp=b.zp, output_zp=o.zp, multiplier=m, shift=s)
+    return [y.reshape(o.shape)]

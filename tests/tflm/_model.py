@@ -30,7 +30,8 @@ _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D"
         "SPACE_TO_BATCH_ND": "SpaceToBatchNDOptions", "BATCH_TO_SPACE_ND": "BatchToSpaceNDOptions",
         "MIRROR_PAD": "MirrorPadOptions", "GATHER_ND": "GatherNdOptions",
         "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "SELECT_V2": "SelectV2Options",
-        "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions"}
+        "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions",
+        "BATCH_MATMUL": "BatchMatMulOptions"}
 
 
 class Tensor:

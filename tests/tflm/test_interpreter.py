@@ -187,6 +187,12 @@ CASES = [
     Case("greater_equal_i32", "GREATER_EQUAL", lambda r: ([Tensor((3, 4), I32), Tensor((3, 4), I32)],
                                                           [Tensor((3, 4), np.bool_)], {})),
     Case("elu_i8", "ELU", _unary("ELU", I8, (4, 64), 0.05, 10, 0.03, -30)),
+    Case("batch_matmul_i8", "BATCH_MATMUL", lambda r: (
+        [act((2, 3, 5), I8, 0.05, 3), act((1, 5, 4), I8, 0.04, -2)], [act((2, 3, 4), I8, 0.3, 1)], dict(AdjX=False, AdjY=False))),
+    Case("batch_matmul_i8_adj", "BATCH_MATMUL", lambda r: (
+        [act((2, 5, 3), I8, 0.05, 3), act((2, 4, 5), I8, 0.04, -2)], [act((2, 3, 4), I8, 0.3, 1)], dict(AdjX=True, AdjY=True))),
+    Case("batch_matmul_i16", "BATCH_MATMUL", lambda r: (
+        [act((2, 3, 5), I16, 0.001), act((2, 5, 4), I16, 0.001)], [act((2, 3, 4), I16, 0.05)], dict(AdjX=False, AdjY=False))),
     Case("maximum_i8", "MAXIMUM", lambda r: ([act((3, 4), I8, 0.1, 1), act((1, 4), I8, 0.1, 1)],
                                              [act((3, 4), I8, 0.1, 1)], {})),
     Case("minimum_i16", "MINIMUM", lambda r: ([act((3, 4), I16, 0.1), act((3, 4), I16, 0.1)],
