@@ -11,7 +11,7 @@ from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
 __all__ = ["AddSubParams", "add_sub_params", "add_sub", "add_sub_int32", "mul_params", "mul",
-           "minimum_maximum"]
+           "minimum_maximum", "sum_params", "add_n", "cumsum"]
 
 
 @dataclass(frozen=True)
@@ -146,3 +146,70 @@ def minimum_maximum(x1: np.ndarray, x2: np.ndarray, *, maximum: bool) -> np.ndar
         the result in the inputs' dtype.
     """
     return (np.maximum if maximum else np.minimum)(x1, x2)
+
+
+def sum_params(input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> dict:
+    """TFLM ADD_N / CUMSUM int8 Prepare: inputs rescaled to twice their scale with a left shift of
+    20 (``QuantizeMultiplierSmallerThanOneExp`` for both factors).
+
+    Returns:
+        dict with offset, multipliers and shifts.
+    """
+    twice = 2.0 * float(np.float32(input_scale))
+    mi, si = quantize_multiplier(float(np.float32(input_scale)) / twice)
+    mo, so = quantize_multiplier(twice / ((1 << 20) * float(np.float32(output_scale))))
+    return dict(input_offset=-int(input_zp), output_offset=int(output_zp), left_shift=20,
+                input_multiplier=mi, input_shift=si, output_multiplier=mo, output_shift=so)
+
+
+def _scaled(v: np.ndarray, p: dict) -> np.ndarray:
+    return qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        qu.wrap(np.asarray(v, np.int64) << p["left_shift"], 32), p["input_multiplier"], p["input_shift"])
+
+
+def _out(acc: np.ndarray, p: dict) -> np.ndarray:
+    r = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        qu.wrap(acc, 32), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
+    return np.clip(r, -128, 127).astype(np.int8)
+
+
+def add_n(xs: list[np.ndarray], p: dict) -> np.ndarray:
+    """TFLM ``reference_ops::AddN`` for int8: the accumulator starts at the scaled input offset
+    itself (the C code's ``x = input1_offset``), then adds every scaled input.
+
+    Args:
+        xs: int8 inputs of one shape and quantisation.
+        p: :func:`sum_params`.
+
+    Returns:
+        int8 sum.
+    """
+    acc = _scaled(np.full(xs[0].shape, p["input_offset"]), p)
+    for x in xs:  # one vectorised term per input tensor
+        acc = qu.wrap(acc + _scaled(x.astype(np.int64) + p["input_offset"], p), 32)
+    return _out(acc, p)
+
+
+def cumsum(x: np.ndarray, axis: int, p: dict, *, exclusive: bool = False,
+           reverse: bool = False) -> np.ndarray:
+    """TFLM ``reference_ops::CumSum`` for int8 (accumulator starting at the scaled input offset).
+
+    Args:
+        x: int8 input. axis: summation axis. p: :func:`sum_params`.
+        exclusive: exclude the current element. reverse: sum from the end.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    ax = axis % x.ndim
+    y = _scaled(x.astype(np.int64) + p["input_offset"], p)
+    if reverse:
+        y = np.flip(y, ax)
+    init = _scaled(np.array(p["input_offset"]), p)
+    c = qu.wrap(np.cumsum(y, axis=ax) + init, 32)  # int32 wrap at the end equals wrapping each step
+    if exclusive:
+        c = np.concatenate([np.broadcast_to(init, c.take([0], axis=ax).shape), c.take(
+            range(c.shape[ax] - 1), axis=ax)], axis=ax)
+    if reverse:
+        c = np.flip(c, ax)
+    return _out(c, p)

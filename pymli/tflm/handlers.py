@@ -589,3 +589,22 @@ def _batch_matmul(graph: Any, op: Any, ins: list) -> list:
     y = conv.batch_matmul(ins[0], ins[1], adj_x=bool(op.options.AdjX()), adj_y=bool(op.options.AdjY()),
                           lhs_zp=a.zp, rhs_zp=b.zp, output_zp=o.zp, multiplier=m, shift=s)
     return [y.reshape(o.shape)]
+
+
+@_reg("ADD_N")
+def _add_n(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"ADD_N {x.dtype}")
+    return [elementwise.add_n(list(ins), elementwise.sum_params(x.s, x.zp, o.s, o.zp))]
+
+
+@_reg("CUMSUM")
+def _cumsum(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ax = int(np.asarray(ins[1]).reshape(-1)[0])
+    if x.dtype == np.int8:
+        return [elementwise.cumsum(ins[0], ax, elementwise.sum_params(x.s, x.zp, o.s, o.zp),
+                                   exclusive=bool(op.options.Exclusive()),
+                                   reverse=bool(op.options.Reverse()))]
+    raise MliError(Status.NOT_SUPPORTED, f"CUMSUM {x.dtype}")

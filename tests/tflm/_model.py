@@ -31,7 +31,7 @@ _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D"
         "MIRROR_PAD": "MirrorPadOptions", "GATHER_ND": "GatherNdOptions",
         "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "SELECT_V2": "SelectV2Options",
         "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions",
-        "BATCH_MATMUL": "BatchMatMulOptions"}
+        "BATCH_MATMUL": "BatchMatMulOptions", "CUMSUM": "CumsumOptions", "ADD_N": "AddNOptions"}
 
 
 class Tensor:

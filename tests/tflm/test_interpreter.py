@@ -193,6 +193,11 @@ CASES = [
         [act((2, 5, 3), I8, 0.05, 3), act((2, 4, 5), I8, 0.04, -2)], [act((2, 3, 4), I8, 0.3, 1)], dict(AdjX=True, AdjY=True))),
     Case("batch_matmul_i16", "BATCH_MATMUL", lambda r: (
         [act((2, 3, 5), I16, 0.001), act((2, 5, 4), I16, 0.001)], [act((2, 3, 4), I16, 0.05)], dict(AdjX=False, AdjY=False))),
+    Case("add_n_i8", "ADD_N", lambda r: ([act((3, 4), I8, 0.05, 3) for _ in range(3)], [act((3, 4), I8, 0.12, -5)], {})),
+    Case("cumsum_i8", "CUMSUM", lambda r: ([act((3, 6, 2), I8, 0.05, 3), const(np.array([1]))],
+                                           [act((3, 6, 2), I8, 0.2, -5)], dict(Exclusive=False, Reverse=False))),
+    Case("cumsum_i8_excl_rev", "CUMSUM", lambda r: ([act((3, 6), I8, 0.05, -7), const(np.array([-1]))],
+                                                    [act((3, 6), I8, 0.2, 4)], dict(Exclusive=True, Reverse=True))),
     Case("maximum_i8", "MAXIMUM", lambda r: ([act((3, 4), I8, 0.1, 1), act((1, 4), I8, 0.1, 1)],
                                              [act((3, 4), I8, 0.1, 1)], {})),
     Case("minimum_i16", "MINIMUM", lambda r: ([act((3, 4), I16, 0.1), act((3, 4), I16, 0.1)],
