@@ -31,7 +31,8 @@ _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D"
         "MIRROR_PAD": "MirrorPadOptions", "GATHER_ND": "GatherNdOptions",
         "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "SELECT_V2": "SelectV2Options",
         "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions",
-        "BATCH_MATMUL": "BatchMatMulOptions", "CUMSUM": "CumsumOptions", "ADD_N": "AddNOptions"}
+        "BATCH_MATMUL": "BatchMatMulOptions", "CUMSUM": "CumsumOptions", "ADD_N": "AddNOptions",
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions"}
 
 
 class Tensor:

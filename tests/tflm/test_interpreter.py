@@ -334,3 +334,36 @@ def test_svdf_stream_equals_interpreter(state_dtype: Any) -> None:
         got = handlers.run_op(g, g.ops[0], [xv, wf.data, wt.data, b.data, state])[0]
         state = g.extra["state"][4]
         assert np.array_equal(got, ip.get_output(0)), f"step {step}"
+
+
+@pytest.mark.parametrize("wide,time_major,clip", [(False, False, 0.0), (False, True, 3.0),
+                                                  (True, False, 2.0), (True, True, 0.0)])
+def test_lstm_equals_interpreter(wide: bool, time_major: bool, clip: float) -> None:
+    """UNIDIRECTIONAL_SEQUENCE_LSTM (8x8->16 and 16x8), batch- or time-major, with / without cell
+    clip, streamed over 2 Invokes (hidden and cell state carried)."""
+    r = np.random.default_rng(11 + 2 * wide + time_major)
+    dt = I16 if wide else I8
+    nb, nt, ni, ns = 2, 4, 3, 5
+    xzp = 0 if wide else 4
+    hzp = 0 if wide else -9
+    x = act((nt, nb, ni) if time_major else (nb, nt, ni), dt, 0.02 if not wide else 0.0002, xzp)
+    bdt = np.int64 if wide else I32
+    w_in = [const(r.integers(-127, 128, (ns, ni)), I8, float(r.uniform(0.005, 0.02)), 0) for _ in range(4)]
+    w_rec = [const(r.integers(-127, 128, (ns, ns)), I8, float(r.uniform(0.005, 0.02)), 0) for _ in range(4)]
+    bias = [const(r.integers(-3000, 3000, ns), bdt, 0.0001, 0) for _ in range(4)]
+    h = Tensor((nb, ns), dt, 0.008 if not wide else 0.00004, hzp, variable=True)
+    c = Tensor((nb, ns), I16, 2.0**-11, 0, variable=True)
+    o = act(x.shape[:2] + (ns,), dt, h.scale, hzp)
+    ins = [x, *w_in, *w_rec, None, None, None, *bias, None, None, h, c, None, None, None, None]
+    data = single_op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [o],
+                     dict(FusedActivationFunction=4, CellClip=clip, ProjClip=0.0, TimeMajor=time_major))
+    g = _golden.read_graph(data)
+    ip = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
+    state = {g.ops[0].inputs[18]: _golden.reset_value(g.tensors[g.ops[0].inputs[18]]),
+             g.ops[0].inputs[19]: _golden.reset_value(g.tensors[g.ops[0].inputs[19]])}
+    for step in range(2):
+        xv = _random(x, r)
+        ip.set_input(xv, 0)
+        ip.invoke()
+        got = _golden.run_graph(g, [xv], state=state)[g.outputs[0]]
+        assert np.array_equal(got, ip.get_output(0)), f"invoke {step}"
