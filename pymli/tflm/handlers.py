@@ -608,3 +608,14 @@ def _cumsum(graph: Any, op: Any, ins: list) -> list:
                                    exclusive=bool(op.options.Exclusive()),
                                    reverse=bool(op.options.Reverse()))]
     raise MliError(Status.NOT_SUPPORTED, f"CUMSUM {x.dtype}")
+
+
+@_reg("RESIZE_BILINEAR")
+def _resize_bilinear(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x = ins[0]
+    if x.dtype not in (np.int8, np.int16):
+        raise MliError(Status.NOT_SUPPORTED, f"RESIZE_BILINEAR {x.dtype}")
+    size = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [index_ops.resize_bilinear_integer(x, size, align_corners=bool(o.AlignCorners()),
+                                              half_pixel_centers=bool(o.HalfPixelCenters()))]

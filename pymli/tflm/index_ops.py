@@ -12,7 +12,7 @@ from ..errors import MliError, Status
 
 __all__ = ["arg_min_max", "reduce_min_max", "depth_to_space", "space_to_depth",
            "space_to_batch_nd", "batch_to_space_nd", "mirror_pad", "gather_nd",
-           "resize_nearest_neighbor", "select_v2"]
+           "resize_nearest_neighbor", "resize_bilinear_integer", "select_v2"]
 
 
 def arg_min_max(x: np.ndarray, axis: int, *, is_max: bool, out_dtype: np.dtype | type) -> np.ndarray:
@@ -151,6 +151,47 @@ def resize_nearest_neighbor(x: np.ndarray, size: tuple[int, int], *, align_corne
     ys = _nearest(size[0], x.shape[1], align_corners, half_pixel_centers)
     xs = _nearest(size[1], x.shape[2], align_corners, half_pixel_centers)
     return x[:, ys][:, :, xs]
+
+
+def _cdiv(a: np.ndarray, b: int) -> np.ndarray:
+    """C integer division (truncation toward zero) of an int64 array by a positive int."""
+    return np.where(a >= 0, a // b, -((-a) // b))
+
+
+def _interp(n_out: int, n_in: int, align: bool, half: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    s10 = ((1 << 10) * n_in + n_out // 2) // n_out
+    if align and n_out > 1:
+        s10 = ((1 << 10) * (n_in - 1) + (n_out - 1) // 2) // (n_out - 1)
+    v = np.arange(n_out, dtype=np.int64)
+    sv = v * s10 + s10 // 2 - (1 << 9) if half else v * s10
+    lo = np.maximum(_cdiv(sv, 1 << 10), 0)
+    hi = np.minimum(_cdiv(sv + (1 << 10) - 1, 1 << 10), n_in - 1)
+    return sv, lo, hi
+
+
+def resize_bilinear_integer(x: np.ndarray, size: tuple[int, int], *, align_corners: bool,
+                            half_pixel_centers: bool) -> np.ndarray:
+    """TFLM ``reference_ops::ResizeBilinearInteger`` (int8 / int16 NHWC): 10-bit fixed-point
+    coordinates, 20-bit weighted sum, rounded half away from zero (C division).
+
+    Args:
+        x: NHWC input. size: output (h, w). align_corners: option. half_pixel_centers: option.
+
+    Returns:
+        NHWC output of ``x``'s dtype.
+    """
+    iy, y0, y1 = _interp(size[0], x.shape[1], align_corners, half_pixel_centers)
+    ix, x0, x1 = _interp(size[1], x.shape[2], align_corners, half_pixel_centers)
+    fy = (iy - (y0 << 10))[None, :, None, None]
+    fx = (ix - (x0 << 10))[None, None, :, None]
+    v = x.astype(np.int64)
+    ll = v[:, y0][:, :, x0] * ((1 << 10) - fy) * ((1 << 10) - fx)
+    lu = v[:, y1][:, :, x0] * fy * ((1 << 10) - fx)
+    rl = v[:, y0][:, :, x1] * ((1 << 10) - fy) * fx
+    ru = v[:, y1][:, :, x1] * fy * fx
+    o = ll + lu + rl + ru
+    r = np.where(o > 0, o + (1 << 19), o - (1 << 19))
+    return _cdiv(r, 1 << 20).astype(x.dtype)
 
 
 def select_v2(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -32,7 +32,8 @@ _OPT = {"ADD": "AddOptions", "SUB": "SubOptions", "MUL": "MulOptions", "CONV_2D"
         "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "SELECT_V2": "SelectV2Options",
         "GATHER": "GatherOptions", "SPLIT": "SplitOptions", "CAST": "CastOptions",
         "BATCH_MATMUL": "BatchMatMulOptions", "CUMSUM": "CumsumOptions", "ADD_N": "AddNOptions",
-        "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions"}
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
+        "RESIZE_BILINEAR": "ResizeBilinearOptions"}
 
 
 class Tensor:

@@ -176,6 +176,15 @@ CASES = [
     Case("resize_nn_align", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
         [act((1, 3, 5, 2), I16, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I16, 0.1)],
         dict(AlignCorners=True, HalfPixelCenters=False))),
+    Case("resize_bilinear", "RESIZE_BILINEAR", lambda r: (
+        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
+        dict(AlignCorners=False, HalfPixelCenters=False))),
+    Case("resize_bilinear_half", "RESIZE_BILINEAR", lambda r: (
+        [act((2, 4, 3, 2), I8, 0.1), const(np.array([9, 5]))], [act((2, 9, 5, 2), I8, 0.1)],
+        dict(AlignCorners=False, HalfPixelCenters=True))),
+    Case("resize_bilinear_align", "RESIZE_BILINEAR", lambda r: (
+        [act((1, 3, 5, 2), I8, 0.1), const(np.array([6, 11]))], [act((1, 6, 11, 2), I8, 0.1)],
+        dict(AlignCorners=True, HalfPixelCenters=False))),
     Case("split_i8", "SPLIT", lambda r: ([const(np.array([1])), act((2, 6), I8, 0.1)],
                                          [act((2, 3), I8, 0.1), act((2, 3), I8, 0.1)], dict(NumSplits=2))),
     Case("prelu_i8", "PRELU", lambda r: ([act((1, 4, 5, 3), I8, 0.05, 3), const(r.integers(-128, 128, (1, 1, 3)), I8, 0.01, 5)],
