@@ -1,0 +1,336 @@
+"""TFLM reference SOFTMAX (int8 -> int8 / int16), LOGISTIC (int8), LEAKY_RELU (int8 / int16)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import fixedpoint as fp
+from . import quant_util as qu
+from .common import tflite_round
+from .lstm import checked_log2, sigmoid_int16, tanh_int16
+from .quant_util import quantize_multiplier
+
+__all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_int8",
+           "tanh_int8", "int16_activation_params", "logistic_int16", "tanh_int16",
+           "lut_populate_int16", "lut_lookup_int16", "softmax_int16_params", "softmax_int16",
+           "leaky_relu_params", "leaky_relu", "calculate_input_radius"]
+
+
+def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
+                           total_signed_bits: int = 31) -> int:
+    """TFLM ``CalculateInputRadius`` (double arithmetic, floor)."""
+    v = 1.0 * ((1 << input_integer_bits) - 1) * float(1 << (total_signed_bits - input_integer_bits)) \
+        / float(1 << input_left_shift)
+    return int(math.floor(v))
+
+
+def softmax_params(beta: float, input_scale: float) -> tuple[int, int, int]:
+    """TFLM int8 SOFTMAX Prepare (``PreprocessSoftmaxScaling``, 5 integer bits).
+
+    Args:
+        beta: the op's beta (float32 value).
+        input_scale: input scale (float32 value).
+
+    Returns:
+        ``(input_multiplier, input_left_shift, diff_min)``.
+    """
+    real = min(float(np.float32(beta)) * float(np.float32(input_scale)) * float(1 << 26),
+               float((1 << 31) - 1))
+    m, ls = quantize_multiplier(real)
+    diff_min = -calculate_input_radius(5, ls)
+    return m, ls, diff_min
+
+
+def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int, diff_min: int,
+                 out_dtype: np.dtype | type = np.int8) -> np.ndarray:
+    """TFLM ``reference_ops::Softmax`` for int8 input (gemmlowp exp, 12-bit accumulation), over the
+    last axis; output int8 (zero point -128, scale 1/256) or int16 (-32768, 1/65536).
+
+    Args:
+        x: int8 input, softmax over the last axis.
+        input_multiplier: :func:`softmax_params`.
+        input_left_shift: :func:`softmax_params`.
+        diff_min: :func:`softmax_params`.
+        out_dtype: int8 or int16.
+
+    Returns:
+        array of ``out_dtype``, ``x``'s shape.
+
+    Raises:
+        MliError: input not int8.
+    """
+    if x.dtype != np.int8:
+        raise MliError(Status.TYPE_MISMATCH, f"softmax_int8 input {x.dtype}")
+    od = np.dtype(out_dtype)
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    ok = diff >= diff_min
+    resc = qu.multiply_by_quantized_multiplier_greater_than_one(diff, input_multiplier, input_left_shift)
+    e = fp.exp_on_negative_values(resc, 5)  # Q0.31
+    e12 = np.where(ok, fp.rescale(e, 0, 12), 0)
+    sum_exps = qu.wrap(e12.sum(axis=-1, keepdims=True), 32)
+    # GetReciprocal(sum, 12 integer bits)
+    s = sum_exps.astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    headroom = 32 - np.frompyfunc(lambda v: int(v).bit_length(), 1, 1)(s).astype(np.int64)
+    nbou = 12 - headroom
+    shifted = qu.wrap(((s.astype(np.int64) << headroom) & 0xFFFFFFFF) - (1 << 31), 32)
+    scale = fp.one_over_one_plus_x_for_x_in_0_1(shifted)
+    exponent = nbou + 31 - od.itemsize * 8
+    unsat = qu.rounding_divide_by_pot(fp.mul(scale, e), exponent)
+    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    out = np.clip(unsat + lo, lo, hi)
+    return np.where(ok, out, lo).astype(od)
+
+
+def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:
+    """TFLM int8 LOGISTIC Prepare: ``frexp(s * 2**27)`` rounded to a Q0.31 multiplier.
+
+    Args:
+        input_scale: input scale (float32 value).
+
+    Returns:
+        ``(input_multiplier, input_left_shift, input_range_radius)``.
+    """
+    real = float(np.float32(input_scale)) * float(1 << 27)
+    q, ls = math.frexp(real)
+    m = tflite_round(q * float(1 << 31))
+    return m, ls, calculate_input_radius(4, ls, 31)
+
+
+def logistic_int8(x: np.ndarray, *, input_zp: int, input_multiplier: int, input_left_shift: int,
+                  input_range_radius: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Logistic`` (int8; output zero point -128, scale 1/256).
+
+    Args:
+        x: int8 input.
+        input_zp: input zero point.
+        input_multiplier: :func:`logistic_int8_params`.
+        input_left_shift: :func:`logistic_int8_params`.
+        input_range_radius: :func:`logistic_int8_params`.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    v = x.astype(np.int64) - input_zp
+    q4 = qu.multiply_by_quantized_multiplier(v, input_multiplier, input_left_shift)
+    out = qu.rounding_divide_by_pot(fp.logistic(q4, 4), 23)
+    out = np.clip(out - 128, -128, 127)
+    out = np.where(v <= -input_range_radius, -128, np.where(v >= input_range_radius, 127, out))
+    return out.astype(np.int8)
+
+
+def leaky_relu_params(input_scale: float, alpha: float, output_scale: float
+                      ) -> tuple[int, int, int, int]:
+    """TFLM LEAKY_RELU Prepare (float32 ratios converted to double).
+
+    Args:
+        input_scale: input scale. alpha: the op's alpha (float32). output_scale: output scale.
+
+    Returns:
+        ``(alpha_multiplier, alpha_shift, identity_multiplier, identity_shift)``.
+    """
+    si, a, so = np.float32(input_scale), np.float32(alpha), np.float32(output_scale)
+    ma, sa = quantize_multiplier(float(np.float32(np.float32(si * a) / so)))
+    mi, s_i = quantize_multiplier(float(np.float32(si / so)))
+    return ma, sa, mi, s_i
+
+
+def leaky_relu(x: np.ndarray, *, input_zp: int, output_zp: int, alpha_multiplier: int,
+               alpha_shift: int, identity_multiplier: int, identity_shift: int) -> np.ndarray:
+    """TFLM ``reference_ops::QuantizeLeakyRelu`` (int8 / int16).
+
+    Args:
+        x: int8 / int16 input.
+        input_zp: input zero point. output_zp: output zero point.
+        alpha_multiplier: :func:`leaky_relu_params` (negative for a negative alpha).
+        alpha_shift: its shift.
+        identity_multiplier: :func:`leaky_relu_params`. identity_shift: its shift.
+
+    Returns:
+        array of ``x``'s dtype and shape.
+    """
+    v = x.astype(np.int64) - input_zp
+    pos = qu.multiply_by_quantized_multiplier(v, identity_multiplier, identity_shift)
+    neg = qu.multiply_by_quantized_multiplier(v, abs(alpha_multiplier), alpha_shift)
+    if alpha_multiplier < 0:
+        neg = -neg
+    out = output_zp + np.where(v >= 0, pos, neg)
+    lo, hi = np.iinfo(x.dtype).min, np.iinfo(x.dtype).max
+    return np.clip(out, lo, hi).astype(x.dtype)
+
+
+def tanh_int8(x: np.ndarray, *, input_zp: int, input_multiplier: int, input_left_shift: int,
+              input_range_radius: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Tanh`` for int8 (gemmlowp tanh on Q4.27; output zero point 0,
+    scale 1/128). Parameters as :func:`logistic_int8_params`.
+
+    Args:
+        x: int8 input.
+        input_zp: input zero point.
+        input_multiplier: multiplier. input_left_shift: shift. input_range_radius: saturation radius.
+
+    Returns:
+        int8 array.
+    """
+    v = x.astype(np.int64) - input_zp
+    q4 = qu.multiply_by_quantized_multiplier(v, input_multiplier, input_left_shift)
+    out = np.clip(qu.rounding_divide_by_pot(fp.tanh(q4, 4), 24), -128, 127)
+    out = np.where(v <= -input_range_radius, -128, np.where(v >= input_range_radius, 127, out))
+    return out.astype(np.int8)
+
+
+def int16_activation_params(input_scale: float, *, tanh: bool) -> tuple[int, int]:
+    """TFLM int16 LOGISTIC / TANH Prepare: ``(input_multiplier, input_left_shift)``.
+
+    A power-of-two input scale with ``left_shift`` 0 (or 1 for TANH) gives multiplier 0 (the
+    kernel's ``3 << shift`` case); otherwise ``s * 4096 * 3`` doubled until above 16383.5.
+
+    Args:
+        input_scale: input scale (float32 value).
+        tanh: TANH rather than LOGISTIC.
+
+    Returns:
+        ``(input_multiplier, input_left_shift)``.
+    """
+    lg, pot = checked_log2(input_scale)
+    ls = 12 + lg
+    pot = pot and (ls in (0, 1) if tanh else ls == 0)
+    if pot:
+        return 0, ls
+    m = float(np.float32(input_scale)) * 4096.0 * 3.0
+    ls = 0
+    while m <= 32767.0 / 2.0 and ls <= 30:
+        ls += 1
+        m *= 2.0
+    return int(m), ls
+
+
+def logistic_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """TFLM int16 LOGISTIC (:func:`pymli.tflm.lstm.sigmoid_int16`), output Q0.15.
+
+    Args:
+        x: int16 input (zero point 0).
+        input_multiplier: :func:`int16_activation_params`. input_left_shift: its shift.
+
+    Returns:
+        int16 array.
+    """
+    return sigmoid_int16(x, input_multiplier, input_left_shift)
+
+
+def _roundf(v: np.ndarray) -> np.ndarray:
+    """``std::round`` on float32 values (ties away from zero), exact."""
+    v = np.asarray(v, np.float32)
+    r = np.floor(np.abs(v).astype(np.float64) + 0.5)
+    return np.float32(np.sign(v)) * r.astype(np.float32)
+
+
+def lut_populate_int16(transform, input_scale: float, input_zp: int, output_scale: float,
+                       output_zp: int) -> np.ndarray:  # noqa: ANN001 - a float32 -> float32 callable
+    """TFLM ``LUTPopulateInt16<float>``: 513 int16 entries over the int16 input range, each sample
+    corrected by half the interpolation error at its midpoint; every step in float32 as the C code.
+
+    Args:
+        transform: vectorised float32 -> float32 function (e.g. ``exp``).
+        input_scale: input scale. input_zp: input zero point.
+        output_scale: output scale. output_zp: output zero point.
+
+    Returns:
+        int64 array of 513 int16 values.
+    """
+    f = np.float32
+    in_min = f(f(input_scale) * f(-32768 - input_zp))
+    in_max = f(f(input_scale) * f(32767 - input_zp))
+    out_min = f(f(output_scale) * f(-32768 - output_zp))
+    out_max = f(f(output_scale) * f(32767 - output_zp))
+    step = f(f(in_max - in_min) / f(512))
+    half = f(step / f(2))
+    inv = f(f(65536) / f(out_max - out_min))
+    i = np.arange(512, dtype=np.float32)
+    x0 = (in_min + (i * step).astype(f)).astype(f)
+    xm = (x0 + half).astype(f)
+    x1 = (in_min + ((i + f(1)) * step).astype(f)).astype(f)
+    val, vmid, vnext = transform(x0), transform(xm), transform(x1)
+    sample = _roundf(val * inv)
+    interp = _roundf(((vnext * inv).astype(f) + sample).astype(f) / f(2))
+    mid = _roundf(vmid * inv)
+    bias = _roundf((interp - mid).astype(f) / f(2))
+    lut = np.clip((sample - bias).astype(f), -32768, 32767).astype(np.int64)
+    last = np.clip(_roundf(transform(np.array([in_max], f)) * inv), -32768, 32767).astype(np.int64)
+    return np.concatenate([lut, last])
+
+
+def lut_lookup_int16(v: np.ndarray, lut: np.ndarray) -> np.ndarray:
+    """TFLM ``LUTLookup(int16_t)``: linear interpolation between the 513 entries.
+
+    Args:
+        v: int16 values (int64 array).
+        lut: :func:`lut_populate_int16`.
+
+    Returns:
+        int64 array of int16 values.
+    """
+    v = np.asarray(v, np.int64)
+    idx = 256 + (v >> 7)
+    off = v & 0x7F
+    base = lut[idx]
+    slope = lut[np.minimum(idx + 1, 512)] - base
+    return qu.wrap(base + ((slope * off + 64) >> 7), 16)
+
+
+def _expf(x: np.ndarray) -> np.ndarray:
+    return np.exp(x.astype(np.float64)).astype(np.float32)  # expf, correctly rounded
+
+
+def _one_over_one_plus(x: np.ndarray) -> np.ndarray:
+    return (np.float32(1) / (np.float32(1) + x).astype(np.float32)).astype(np.float32)
+
+
+def softmax_int16_params(beta: float, input_scale: float) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """TFLM int16 SOFTMAX Prepare: the input multiplier (differences mapped so [-10, 0] spans
+    65535 steps) and the exp and 1/(1+x) tables.
+
+    Args:
+        beta: the op's beta. input_scale: input scale.
+
+    Returns:
+        ``(input_multiplier, input_left_shift, exp_lut, one_over_one_plus_x_lut)``.
+    """
+    m, ls = quantize_multiplier(float(np.float32(input_scale)) * float(np.float32(beta))
+                               / (10.0 / 65535.0))
+    rng = 65535
+    exp_lut = lut_populate_int16(_expf, float(np.float32(10.0) / np.float32(rng)), 32767,
+                                 float(np.float32(2.0) / np.float32(rng)), 0)
+    rec_lut = lut_populate_int16(_one_over_one_plus, float(np.float32(1.0) / np.float32(rng)), -32768,
+                                 float(np.float32(2.0) / np.float32(rng)), 0)
+    return m, ls, exp_lut, rec_lut
+
+
+def softmax_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
+                  exp_lut: np.ndarray, one_over_one_plus_x_lut: np.ndarray) -> np.ndarray:
+    """TFLM ``reference_ops::SoftmaxInt16`` over the last axis (output Q0.15, zero point 0).
+
+    Args:
+        x: int16 input (zero point 0).
+        input_multiplier: :func:`softmax_int16_params`. input_left_shift: its shift.
+        exp_lut: its exp table. one_over_one_plus_x_lut: its reciprocal table.
+
+    Returns:
+        int16 array.
+    """
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    sd = qu.multiply_by_quantized_multiplier(diff, input_multiplier, input_left_shift)
+    e = lut_lookup_int16(np.clip(sd + 32767, -32768, 32767), exp_lut)
+    total = qu.wrap(e.sum(axis=-1, keepdims=True), 32)
+    u = total & 0xFFFFFFFF
+    hp1 = 32 - np.frompyfunc(lambda v: int(v).bit_length(), 1, 1)(u).astype(np.int64)
+    shifted = ((total << (hp1 - 1)) + (1 << 13)) >> 14
+    sym = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
+    recip = lut_lookup_int16(sym, one_over_one_plus_x_lut)
+    rs = 31 - hp1
+    res = (e * recip + (np.int64(1) << (rs - 1))) >> rs
+    return np.clip(res, 0, 32767).astype(np.int16)

@@ -1,0 +1,347 @@
+"""TFLM reference CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and TRANSPOSE_CONV (integer, per channel).
+
+int8 (int32 bias, input/output offsets) and 16x8 (int16 activations, int8 weights, int64 or int32
+bias, no offsets) as ``reference_integer_ops`` computes them. Accumulation: the products are summed
+exactly (float64 BLAS: ``|x - zp| <= 2**16``, ``|w| <= 2**7``, so every partial sum stays below
+``2**53`` for fewer than ``2**30`` terms), then wrapped to the C accumulator width (int32 or int64).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..errors import MliError, Status
+from . import quant_util as qu
+from .common import compute_out_size, compute_padding
+
+__all__ = [
+    "conv_out_geometry",
+    "requantize_acc",
+    "conv2d",
+    "depthwise_conv2d",
+    "fully_connected",
+    "transpose_conv",
+    "batch_matmul",
+]
+
+I64 = npt.NDArray[np.int64]
+
+
+def conv_out_geometry(same: bool, in_hw: tuple[int, int], k_hw: tuple[int, int],
+                      stride: tuple[int, int], dilation: tuple[int, int] = (1, 1)
+                      ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Output extent and leading padding of a convolution, as TFLM's ``ComputePaddingHeightWidth``.
+
+    Args:
+        same: SAME padding if True, VALID otherwise.
+        in_hw: input (height, width).
+        k_hw: filter (height, width).
+        stride: (stride_h, stride_w).
+        dilation: (dilation_h, dilation_w).
+
+    Returns:
+        ``((out_h, out_w), (pad_top, pad_left))``.
+    """
+    oh = compute_out_size(same, in_hw[0], k_hw[0], stride[0], dilation[0])
+    ow = compute_out_size(same, in_hw[1], k_hw[1], stride[1], dilation[1])
+    ph = compute_padding(stride[0], dilation[0], in_hw[0], k_hw[0], oh)[0]
+    pw = compute_padding(stride[1], dilation[1], in_hw[1], k_hw[1], ow)[0]
+    return (oh, ow), (ph, pw)
+
+
+def requantize_acc(acc: I64, multiplier: npt.ArrayLike, shift: npt.ArrayLike, *, output_zp: int,
+                   act_min: int, act_max: int, acc_bits: int) -> I64:
+    """Accumulator -> output: TFLM's ``MultiplyByQuantizedMultiplier`` (int32 or int64 overload),
+    plus the output zero point, clamped.
+
+    Args:
+        acc: int64 accumulators (already wrapped to ``acc_bits``), channel last.
+        multiplier: per-channel (or scalar) Q0.31 multipliers.
+        shift: per-channel (or scalar) shifts.
+        output_zp: output zero point (0 on the 16x8 paths, which do not add it).
+        act_min: lower clamp.
+        act_max: upper clamp.
+        acc_bits: 32 (int32 accumulator overload) or 64 (int64 overload).
+
+    Returns:
+        int64 array of clamped output values.
+    """
+    if acc_bits == 64:
+        r = qu.multiply_by_quantized_multiplier_int64(acc, multiplier, shift)
+    else:
+        r = qu.multiply_by_quantized_multiplier(acc, multiplier, shift)
+    return np.clip(r + output_zp, act_min, act_max)
+
+
+def _check_int(name: str, a: np.ndarray, dtypes: tuple[str, ...]) -> None:
+    if np.asarray(a).dtype.name not in dtypes:
+        raise MliError(Status.TYPE_MISMATCH, f"{name}: dtype {np.asarray(a).dtype} not in {dtypes}")
+
+
+def _acc_bits(x: np.ndarray, bias: np.ndarray | None) -> int:
+    if x.dtype == np.int16:
+        return 64 if bias is None or bias.dtype == np.int64 else 32
+    return 32
+
+
+def _windows(xs: np.ndarray, k_hw: tuple[int, int], stride: tuple[int, int],
+             dilation: tuple[int, int], out_hw: tuple[int, int], pad: tuple[int, int]) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C) float64 windows of zero-padded ``xs`` (N, H, W, C)."""
+    n, h, w, c = xs.shape
+    eh = (k_hw[0] - 1) * dilation[0] + 1
+    ew = (k_hw[1] - 1) * dilation[1] + 1
+    need_h = (out_hw[0] - 1) * stride[0] + eh
+    need_w = (out_hw[1] - 1) * stride[1] + ew
+    xp = np.zeros((n, max(need_h, pad[0] + h), max(need_w, pad[1] + w), c), np.float64)
+    xp[:, pad[0]:pad[0] + h, pad[1]:pad[1] + w, :] = xs
+    v = sliding_window_view(xp, (eh, ew), axis=(1, 2))  # N, H', W', C, eh, ew
+    v = v[:, ::stride[0], ::stride[1]][:, :out_hw[0], :out_hw[1], :, ::dilation[0], ::dilation[1]]
+    return v.transpose(0, 1, 2, 4, 5, 3)
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int, output_zp: int,
+           multiplier: npt.ArrayLike, shift: npt.ArrayLike, act_min: int, act_max: int,
+           stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
+           same: bool = False) -> np.ndarray:
+    """TFLM ``reference_integer_ops::ConvPerChannel`` (int8, and 16x8 with int64 or int32 bias).
+
+    Args:
+        x: int8 or int16 input, NHWC, shape (N, H, W, Cin).
+        w: int8 filter, OHWI, shape (Cout, KH, KW, Cin / groups).
+        bias: int32 (int8 path; int32 or int64 on the 16x8 path) bias of shape (Cout,), or None.
+        input_zp: input zero point (ignored on the 16x8 path, as TFLM does).
+        output_zp: output zero point (ignored on the 16x8 path).
+        multiplier: per-channel multipliers, shape (Cout,) or scalar.
+        shift: per-channel shifts.
+        act_min: clamp low.
+        act_max: clamp high.
+        stride: (h, w).
+        dilation: (h, w).
+        same: SAME padding if True, VALID otherwise.
+
+    Returns:
+        output of ``x``'s dtype, NHWC (N, OH, OW, Cout).
+
+    Raises:
+        MliError: wrong dtypes or channel counts.
+    """
+    _check_int("input", x, ("int8", "int16"))
+    _check_int("filter", w, ("int8",))
+    if x.ndim != 4 or w.ndim != 4 or x.shape[3] % w.shape[3]:
+        raise MliError(Status.SHAPE_MISMATCH, f"conv input {x.shape} / filter {w.shape}")
+    wide = x.dtype == np.int16
+    izp = 0 if wide else int(input_zp)
+    ozp = 0 if wide else int(output_zp)
+    cout, kh, kw, cin_g = w.shape
+    groups = x.shape[3] // cin_g
+    if cout % groups:
+        raise MliError(Status.SHAPE_MISMATCH, f"{cout} filters for {groups} groups")
+    out_hw, pad = conv_out_geometry(same, x.shape[1:3], (kh, kw), stride, dilation)
+    win = _windows(x.astype(np.int64) - izp, (kh, kw), stride, dilation, out_hw, pad)
+    n = x.shape[0]
+    fpg = cout // groups
+    acc = np.empty((n, out_hw[0], out_hw[1], cout), np.int64)
+    wf = w.astype(np.float64)
+    for g in range(groups):  # one matmul per group (groups is 1 for an ordinary convolution)
+        wg = win[..., g * cin_g:(g + 1) * cin_g].reshape(n, out_hw[0], out_hw[1], -1)
+        acc[..., g * fpg:(g + 1) * fpg] = np.rint(
+            wg @ wf[g * fpg:(g + 1) * fpg].reshape(fpg, -1).T).astype(np.int64)
+    bits = _acc_bits(x, bias)
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    acc = qu.wrap(acc, bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
+                         acc_bits=bits)
+    return out.astype(x.dtype)
+
+
+def depthwise_conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
+                     output_zp: int, multiplier: npt.ArrayLike, shift: npt.ArrayLike, act_min: int,
+                     act_max: int, depth_multiplier: int = 1, stride: tuple[int, int] = (1, 1),
+                     dilation: tuple[int, int] = (1, 1), same: bool = False) -> np.ndarray:
+    """TFLM ``reference_integer_ops::DepthwiseConvPerChannel`` (int8; 16x8 with int64 bias).
+
+    Output channel ``c * depth_multiplier + m`` reads input channel ``c``.
+
+    Args:
+        x: int8 / int16 input NHWC (N, H, W, Cin).
+        w: int8 filter (1, KH, KW, Cin * depth_multiplier).
+        bias: bias (Cout,) int32 / int64, or None.
+        input_zp: input zero point (ignored for int16).
+        output_zp: output zero point (ignored for int16).
+        multiplier: per-channel multipliers (Cout,).
+        shift: per-channel shifts (Cout,).
+        act_min: clamp low.
+        act_max: clamp high.
+        depth_multiplier: channels per input channel.
+        stride: (h, w).
+        dilation: (h, w).
+        same: SAME padding if True.
+
+    Returns:
+        output (N, OH, OW, Cout) in ``x``'s dtype.
+
+    Raises:
+        MliError: wrong dtypes or shapes.
+    """
+    _check_int("input", x, ("int8", "int16"))
+    _check_int("filter", w, ("int8",))
+    cin = x.shape[3]
+    if x.ndim != 4 or w.ndim != 4 or w.shape[0] != 1 or w.shape[3] != cin * depth_multiplier:
+        raise MliError(Status.SHAPE_MISMATCH, f"depthwise input {x.shape} / filter {w.shape} "
+                       f"/ depth multiplier {depth_multiplier}")
+    wide = x.dtype == np.int16
+    izp = 0 if wide else int(input_zp)
+    ozp = 0 if wide else int(output_zp)
+    kh, kw = w.shape[1:3]
+    out_hw, pad = conv_out_geometry(same, x.shape[1:3], (kh, kw), stride, dilation)
+    win = _windows(x.astype(np.int64) - izp, (kh, kw), stride, dilation, out_hw, pad)
+    win = np.repeat(win, depth_multiplier, axis=-1)  # N, OH, OW, KH, KW, Cout
+    acc = np.rint(np.einsum("nhwabc,abc->nhwc", win, w[0].astype(np.float64))).astype(np.int64)
+    bits = _acc_bits(x, bias)
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    acc = qu.wrap(acc, bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
+                         acc_bits=bits)
+    return out.astype(x.dtype)
+
+
+def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
+                    output_zp: int, multiplier: npt.ArrayLike, shift: npt.ArrayLike, act_min: int,
+                    act_max: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::FullyConnected`` (per tensor or per channel).
+
+    Both the int8 and 16x8 paths add the input and output offsets here; the accumulator is int32
+    for an int32 bias and int64 for an int64 bias (then the int64 multiplier overload).
+
+    Args:
+        x: int8 / int16 input; flattened to (batches, accum_depth) with
+            ``accum_depth = w.shape[-1]``.
+        w: int8 weights (Cout, accum_depth).
+        bias: (Cout,) int32 / int64, or None.
+        input_zp: input zero point.
+        output_zp: output zero point.
+        multiplier: scalar or (Cout,) multipliers.
+        shift: scalar or (Cout,) shifts.
+        act_min: clamp low.
+        act_max: clamp high.
+
+    Returns:
+        (batches, Cout) in ``x``'s dtype.
+
+    Raises:
+        MliError: wrong dtypes or sizes.
+    """
+    _check_int("input", x, ("int8", "int16"))
+    _check_int("filter", w, ("int8",))
+    depth = w.shape[-1]
+    if w.ndim != 2 or x.size % depth:
+        raise MliError(Status.SHAPE_MISMATCH, f"FC input {x.shape} / weights {w.shape}")
+    xs = x.reshape(-1, depth).astype(np.float64) - float(input_zp)
+    acc = np.rint(xs @ w.astype(np.float64).T).astype(np.int64)
+    bits = 64 if bias is not None and bias.dtype == np.int64 else 32
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    acc = qu.wrap(acc, bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=int(output_zp), act_min=act_min,
+                         act_max=act_max, acc_bits=bits)
+    return out.astype(x.dtype)
+
+
+def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, output_hw: tuple[int, int],
+                   input_zp: int, output_zp: int, multiplier: npt.ArrayLike, shift: npt.ArrayLike,
+                   act_min: int, act_max: int, stride: tuple[int, int] = (1, 1),
+                   same: bool = False) -> np.ndarray:
+    """TFLM ``reference_integer_ops::TransposeConv`` (int8 with int32 scratch; 16x8 with int64).
+
+    Every input pixel scatters ``x * w`` into the output at ``in * stride - pad + k``; taps outside
+    the output are dropped. The padding is TFLM's for the output/input extents.
+
+    Args:
+        x: int8 / int16 input NHWC (N, H, W, Cin).
+        w: int8 filter OHWI (Cout, KH, KW, Cin).
+        bias: (Cout,) int32 / int64 or None.
+        output_hw: output (height, width), from the op's output_shape input.
+        input_zp: input zero point (ignored for int16).
+        output_zp: output zero point (ignored for int16).
+        multiplier: per-channel multipliers.
+        shift: per-channel shifts.
+        act_min: clamp low.
+        act_max: clamp high.
+        stride: (h, w).
+        same: SAME padding if True.
+
+    Returns:
+        (N, OH, OW, Cout) in ``x``'s dtype.
+
+    Raises:
+        MliError: wrong dtypes or shapes.
+    """
+    _check_int("input", x, ("int8", "int16"))
+    _check_int("filter", w, ("int8",))
+    if x.ndim != 4 or w.ndim != 4 or w.shape[3] != x.shape[3]:
+        raise MliError(Status.SHAPE_MISMATCH, f"transpose conv input {x.shape} / filter {w.shape}")
+    wide = x.dtype == np.int16
+    izp = 0 if wide else int(input_zp)
+    ozp = 0 if wide else int(output_zp)
+    n, h, wd, _ = x.shape
+    cout, kh, kw, _ = w.shape
+    oh, ow = output_hw
+    # TFLM: padding from the output extent (as "input") and the input extent (as "output")
+    ph = compute_padding(stride[0], 1, oh, kh, h)[0] if same else 0
+    pw = compute_padding(stride[1], 1, ow, kw, wd)[0] if same else 0
+    fh = max((h - 1) * stride[0] + kh, ph + oh)
+    fw = max((wd - 1) * stride[1] + kw, pw + ow)
+    full = np.zeros((n, fh, fw, cout), np.int64)
+    xs = x.astype(np.float64) - izp
+    wf = w.astype(np.float64)
+    for a in range(kh):  # one matmul per filter tap
+        for b in range(kw):
+            contrib = np.rint(xs @ wf[:, a, b, :].T).astype(np.int64)  # N, H, W, Cout
+            full[:, a:a + (h - 1) * stride[0] + 1:stride[0],
+                 b:b + (wd - 1) * stride[1] + 1:stride[1], :] += contrib
+    acc = full[:, ph:ph + oh, pw:pw + ow, :]
+    bits = 64 if wide and (bias is None or bias.dtype == np.int64) else 32
+    acc = qu.wrap(acc, bits)
+    if bias is not None:
+        acc = qu.wrap(acc + np.asarray(bias, np.int64), bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
+                         acc_bits=bits)
+    return out.astype(x.dtype)
+
+
+def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, *, adj_x: bool, adj_y: bool, lhs_zp: int,
+                 rhs_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
+    """TFLM BATCH_MATMUL (int8 with int32 accumulation, int16 with int64), batch broadcasting.
+
+    Args:
+        lhs: int8 / int16 (..., M, K) (or (..., K, M) with ``adj_x``).
+        rhs: same dtype (..., K, N) (or (..., N, K) with ``adj_y``).
+        adj_x: transpose the last two axes of ``lhs``. adj_y: same for ``rhs``.
+        lhs_zp: lhs zero point. rhs_zp: rhs zero point. output_zp: output zero point.
+        multiplier: ``QuantizeMultiplier(double(float32(s_l * s_r)) / double(s_o))``. shift: its shift.
+
+    Returns:
+        (..., M, N) in the inputs' dtype.
+
+    Raises:
+        MliError: dtype mismatch.
+    """
+    if lhs.dtype != rhs.dtype or lhs.dtype not in (np.int8, np.int16):
+        raise MliError(Status.TYPE_MISMATCH, f"BATCH_MATMUL {lhs.dtype} x {rhs.dtype}")
+    a = lhs.astype(np.float64) - lhs_zp
+    b = rhs.astype(np.float64) - rhs_zp
+    if adj_x:
+        a = np.swapaxes(a, -1, -2)
+    if adj_y:
+        b = np.swapaxes(b, -1, -2)
+    acc = np.rint(a @ b).astype(np.int64)  # exact: |products| <= 2**32, fewer than 2**20 terms
+    if lhs.dtype == np.int16:
+        r = qu.multiply_by_quantized_multiplier_int64(acc, multiplier, shift)
+    else:
+        r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), multiplier, shift)
+    info = np.iinfo(lhs.dtype)
+    return np.clip(r + output_zp, info.min, info.max).astype(lhs.dtype)

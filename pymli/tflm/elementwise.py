@@ -1,0 +1,215 @@
+"""TFLM reference ADD / SUB (int8, int16, int32), MUL, MINIMUM / MAXIMUM, with NumPy broadcasting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import quant_util as qu
+from .quant_util import quantize_multiplier
+
+__all__ = ["AddSubParams", "add_sub_params", "add_sub", "add_sub_int32", "mul_params", "mul",
+           "minimum_maximum", "sum_params", "add_n", "cumsum"]
+
+
+@dataclass(frozen=True)
+class AddSubParams:
+    """``ArithmeticParams`` of a quantised ADD / SUB (TFLM ``CalculateOpDataAdd`` / ``...Sub``)."""
+
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    left_shift: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_multiplier: int
+    input2_shift: int
+    output_multiplier: int
+    output_shift: int
+
+
+def add_sub_params(s1: float, zp1: int, s2: float, zp2: int, so: float, zpo: int, *,
+                   int16: bool, sub: bool) -> AddSubParams:
+    """TFLM's ADD / SUB Prepare: rescale both inputs to twice the larger input scale.
+
+    ADD computes the ratios in double from the float32 scales; SUB computes
+    ``2 * max(s1, s2)`` and the ratios in float32 and converts to double afterwards (as the two
+    TFLM sources differ).
+
+    Args:
+        s1: input 1 scale (float32 value). zp1: its zero point.
+        s2: input 2 scale. zp2: its zero point.
+        so: output scale. zpo: output zero point.
+        int16: int16 output (left shift 15) rather than int8 (20).
+        sub: SUB's float32 arithmetic rather than ADD's double.
+
+    Returns:
+        the :class:`AddSubParams`.
+    """
+    ls = 15 if int16 else 20
+    f1, f2, fo = np.float32(s1), np.float32(s2), np.float32(so)
+    if sub:
+        twice = np.float32(2) * max(f1, f2)
+        r1 = float(np.float32(f1 / twice))
+        r2 = float(np.float32(f2 / twice))
+        ro = float(np.float32(twice / (np.float32(1 << ls) * fo)))
+    else:
+        twice = 2.0 * float(max(f1, f2))
+        r1 = float(f1) / twice
+        r2 = float(f2) / twice
+        ro = twice / ((1 << ls) * float(fo))
+    m1, sh1 = quantize_multiplier(r1)
+    m2, sh2 = quantize_multiplier(r2)
+    mo, sho = quantize_multiplier(ro)
+    return AddSubParams(-int(zp1), -int(zp2), int(zpo), ls, m1, sh1, m2, sh2, mo, sho)
+
+
+def add_sub(x1: np.ndarray, x2: np.ndarray, p: AddSubParams, *, act_min: int, act_max: int,
+            sub: bool = False) -> np.ndarray:
+    """TFLM quantised ``Add`` / ``Sub`` (int8, int16; broadcasting as ``BroadcastAdd6DSlow``).
+
+    Args:
+        x1: int8 / int16 input 1.
+        x2: input 2 of the same dtype, broadcastable with ``x1``.
+        p: :func:`add_sub_params`.
+        act_min: clamp low.
+        act_max: clamp high.
+        sub: subtract instead of add.
+
+    Returns:
+        the broadcast result in the inputs' dtype.
+
+    Raises:
+        MliError: mismatched dtypes.
+    """
+    if x1.dtype != x2.dtype or x1.dtype not in (np.int8, np.int16):
+        raise MliError(Status.TYPE_MISMATCH, f"{x1.dtype} / {x2.dtype}")
+    a = qu.wrap((x1.astype(np.int64) + p.input1_offset) << p.left_shift, 32)
+    b = qu.wrap((x2.astype(np.int64) + p.input2_offset) << p.left_shift, 32)
+    a = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(a, p.input1_multiplier, p.input1_shift)
+    b = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(b, p.input2_multiplier, p.input2_shift)
+    raw = qu.wrap(a - b if sub else a + b, 32)
+    out = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        raw, p.output_multiplier, p.output_shift) + p.output_offset
+    return np.clip(out, act_min, act_max).astype(x1.dtype)
+
+
+def add_sub_int32(x1: np.ndarray, x2: np.ndarray, *, act_min: int = -(2**31),
+                  act_max: int = 2**31 - 1, sub: bool = False) -> np.ndarray:
+    """TFLM int32 ADD / SUB (no quantisation): wrapping sum, clamped.
+
+    Args:
+        x1: int32 input. x2: int32 input, broadcastable.
+        act_min: clamp low. act_max: clamp high.
+        sub: subtract.
+
+    Returns:
+        int32 result.
+    """
+    r = x1.astype(np.int64) - x2 if sub else x1.astype(np.int64) + x2
+    return np.clip(qu.wrap(r, 32), act_min, act_max).astype(np.int32)
+
+
+def mul_params(s1: float, s2: float, so: float) -> tuple[int, int]:
+    """TFLM MUL Prepare: ``QuantizeMultiplier(double(s1) * double(s2) / double(so))``."""
+    return quantize_multiplier(float(np.float32(s1)) * float(np.float32(s2)) / float(np.float32(so)))
+
+
+def mul(x1: np.ndarray, x2: np.ndarray, *, zp1: int, zp2: int, zpo: int, multiplier: int,
+        shift: int, act_min: int, act_max: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Mul`` (int8 / int16 with offsets), broadcasting.
+
+    Args:
+        x1: int8 / int16 input. x2: same dtype, broadcastable.
+        zp1: zero point 1. zp2: zero point 2. zpo: output zero point.
+        multiplier: :func:`mul_params` multiplier. shift: its shift.
+        act_min: clamp low. act_max: clamp high.
+
+    Returns:
+        the product in the inputs' dtype.
+    """
+    prod = qu.wrap((x1.astype(np.int64) - zp1) * (x2.astype(np.int64) - zp2), 32)
+    out = qu.multiply_by_quantized_multiplier(prod, multiplier, shift) + zpo
+    return np.clip(out, act_min, act_max).astype(x1.dtype)
+
+
+def minimum_maximum(x1: np.ndarray, x2: np.ndarray, *, maximum: bool) -> np.ndarray:
+    """TFLM MINIMUM / MAXIMUM: element-wise on the raw values (same quantisation), broadcasting.
+
+    Args:
+        x1: input. x2: input of the same dtype, broadcastable.
+        maximum: MAXIMUM if True, MINIMUM otherwise.
+
+    Returns:
+        the result in the inputs' dtype.
+    """
+    return (np.maximum if maximum else np.minimum)(x1, x2)
+
+
+def sum_params(input_scale: float, input_zp: int, output_scale: float, output_zp: int) -> dict:
+    """TFLM ADD_N / CUMSUM int8 Prepare: inputs rescaled to twice their scale with a left shift of
+    20 (``QuantizeMultiplierSmallerThanOneExp`` for both factors).
+
+    Returns:
+        dict with offset, multipliers and shifts.
+    """
+    twice = 2.0 * float(np.float32(input_scale))
+    mi, si = quantize_multiplier(float(np.float32(input_scale)) / twice)
+    mo, so = quantize_multiplier(twice / ((1 << 20) * float(np.float32(output_scale))))
+    return dict(input_offset=-int(input_zp), output_offset=int(output_zp), left_shift=20,
+                input_multiplier=mi, input_shift=si, output_multiplier=mo, output_shift=so)
+
+
+def _scaled(v: np.ndarray, p: dict) -> np.ndarray:
+    return qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        qu.wrap(np.asarray(v, np.int64) << p["left_shift"], 32), p["input_multiplier"], p["input_shift"])
+
+
+def _out(acc: np.ndarray, p: dict) -> np.ndarray:
+    r = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
+        qu.wrap(acc, 32), p["output_multiplier"], p["output_shift"]) + p["output_offset"]
+    return np.clip(r, -128, 127).astype(np.int8)
+
+
+def add_n(xs: list[np.ndarray], p: dict) -> np.ndarray:
+    """TFLM ``reference_ops::AddN`` for int8: the accumulator starts at the scaled input offset
+    itself (the C code's ``x = input1_offset``), then adds every scaled input.
+
+    Args:
+        xs: int8 inputs of one shape and quantisation.
+        p: :func:`sum_params`.
+
+    Returns:
+        int8 sum.
+    """
+    acc = _scaled(np.full(xs[0].shape, p["input_offset"]), p)
+    for x in xs:  # one vectorised term per input tensor
+        acc = qu.wrap(acc + _scaled(x.astype(np.int64) + p["input_offset"], p), 32)
+    return _out(acc, p)
+
+
+def cumsum(x: np.ndarray, axis: int, p: dict, *, exclusive: bool = False,
+           reverse: bool = False) -> np.ndarray:
+    """TFLM ``reference_ops::CumSum`` for int8 (accumulator starting at the scaled input offset).
+
+    Args:
+        x: int8 input. axis: summation axis. p: :func:`sum_params`.
+        exclusive: exclude the current element. reverse: sum from the end.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    ax = axis % x.ndim
+    y = _scaled(x.astype(np.int64) + p["input_offset"], p)
+    if reverse:
+        y = np.flip(y, ax)
+    init = _scaled(np.array(p["input_offset"]), p)
+    c = qu.wrap(np.cumsum(y, axis=ax) + init, 32)  # int32 wrap at the end equals wrapping each step
+    if exclusive:
+        c = np.concatenate([np.broadcast_to(init, c.take([0], axis=ax).shape), c.take(
+            range(c.shape[ax] - 1), axis=ax)], axis=ax)
+    if reverse:
+        c = np.flip(c, ax)
+    return _out(c, p)

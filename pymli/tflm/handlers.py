@@ -1,0 +1,621 @@
+"""One handler per TFLite builtin operator: TFLM's Prepare (parameters from quantisation and options)
+followed by its reference integer kernel from :mod:`pymli.tflm`.
+
+``handler(graph, op, inputs) -> list[np.ndarray]``: ``graph`` gives the tensors' dtype, shape and
+quantisation (``graph.tensors[i]``: ``.dtype``, ``.shape``, ``.scale`` (float32 array), ``.zero_point``,
+``.s`` / ``.zp`` per tensor), ``op`` the builtin name, tensor indices and options (``tflite`` package
+option tables), ``inputs`` the input arrays (None for an omitted optional input). This is what the
+importer's registry calls on the ``mapping="tflm"`` reference path.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import activations, conv, elementwise, index_ops, lstm, misc, quantize, reduce, shape_ops, svdf
+from . import quant_util as qu
+from .common import activation_range
+from .quant_util import quantize_multiplier, quantize_multipliers
+
+__all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
+
+Handler = Callable[[Any, Any, list], list]
+HANDLERS: dict[str, Handler] = {}
+
+
+def _reg(*names: str) -> Callable[[Handler], Handler]:
+    def deco(f: Handler) -> Handler:
+        for n in names:
+            HANDLERS[n] = f
+        return f
+    return deco
+
+
+def run_op(graph: Any, op: Any, inputs: list) -> list:
+    """Dispatch ``op`` to its handler.
+
+    Args:
+        graph: the parsed graph (:class:`pymli.tflm._golden.TGraph` or the same interface).
+        op: the operator (``.name``, ``.inputs``, ``.outputs``, ``.options``).
+        inputs: input arrays (None for omitted optional inputs).
+
+    Returns:
+        output arrays, one per ``op.outputs``.
+
+    Raises:
+        MliError: operator without a handler (NOT_SUPPORTED) or a misuse.
+    """
+    h = HANDLERS.get(op.name)
+    if h is None:
+        raise MliError(Status.NOT_SUPPORTED, f"no TFLM reference handler for {op.name}")
+    return h(graph, op, inputs)
+
+
+def per_channel_multipliers(in_scale: float, w_scales: np.ndarray, out_scale: float
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """TFLM ``PopulateConvolutionQuantizationParams``: per channel
+    ``QuantizeMultiplier(double(in_s) * double(w_s[c]) / double(out_s))``.
+
+    Args:
+        in_scale: input scale (float32 value).
+        w_scales: filter scales (float32), one per channel or one.
+        out_scale: output scale (float32 value).
+
+    Returns:
+        ``(multiplier, shift)`` int64 arrays.
+    """
+    eff = float(np.float32(in_scale)) * np.asarray(w_scales, np.float32).astype(np.float64) \
+        / float(np.float32(out_scale))
+    return quantize_multipliers(eff)
+
+
+def conv_params(graph: Any, op: Any) -> dict:
+    """Common requantisation parameters of CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV.
+
+    Args:
+        graph: the graph.
+        op: the operator (input 0 or 2 data, input 1 filter).
+
+    Returns:
+        dict with input_zp, output_zp, multiplier, shift, act_min, act_max.
+    """
+    xi, wi = (2, 1) if op.name == "TRANSPOSE_CONV" else (0, 1)
+    x, w, o = (graph.tensors[op.inputs[xi]], graph.tensors[op.inputs[wi]],
+               graph.tensors[op.outputs[0]])
+    nch = o.shape[-1]
+    ws = w.scale if w.scale.size > 1 else np.repeat(w.scale, nch)
+    m, s = per_channel_multipliers(x.s, ws, o.s)
+    act = op.options.FusedActivationFunction() if hasattr(op.options, "FusedActivationFunction") else 0
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
+
+
+@_reg("CONV_2D")
+def _conv2d(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    y = conv.conv2d(x, w, b, stride=(o.StrideH(), o.StrideW()),
+                    dilation=(o.DilationHFactor(), o.DilationWFactor()), same=o.Padding() == 0,
+                    **conv_params(graph, op))
+    return [y]
+
+
+@_reg("DEPTHWISE_CONV_2D")
+def _dwconv(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    dm = w.shape[3] // x.shape[3]
+    y = conv.depthwise_conv2d(x, w, b, depth_multiplier=dm, stride=(o.StrideH(), o.StrideW()),
+                              dilation=(o.DilationHFactor(), o.DilationWFactor()),
+                              same=o.Padding() == 0, **conv_params(graph, op))
+    return [y]
+
+
+@_reg("TRANSPOSE_CONV")
+def _tconv(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    shape, w, x = ins[0], ins[1], ins[2]
+    b = ins[3] if len(ins) > 3 else None
+    oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
+    y = conv.transpose_conv(x, w, b, output_hw=oshape[1:3], stride=(o.StrideH(), o.StrideW()),
+                            same=o.Padding() == 0, **conv_params(graph, op))
+    return [y]
+
+
+def fc_params(graph: Any, op: Any) -> dict:
+    """TFLM ``CalculateOpDataFullyConnected``: per tensor the multiplier of
+    ``double(float32(in_s * w_s)) / double(out_s)``; per channel as the convolutions.
+
+    Args:
+        graph: the graph.
+        op: the FULLY_CONNECTED operator.
+
+    Returns:
+        dict with input_zp, output_zp, multiplier, shift, act_min, act_max.
+    """
+    x, w, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if w.scale.size > 1:
+        m, s = per_channel_multipliers(x.s, w.scale, o.s)
+    else:
+        prod = np.float32(x.s) * np.float32(w.s)  # a float32 product in GetQuantizedConvolutionMultipler
+        mm, ss = quantize_multiplier(float(prod) / float(np.float32(o.s)))
+        m, s = np.int64(mm), np.int64(ss)
+    act = op.options.FusedActivationFunction() if op.options is not None else 0
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
+
+
+@_reg("FULLY_CONNECTED")
+def _fc(graph: Any, op: Any, ins: list) -> list:
+    x, w = ins[0], ins[1]
+    b = ins[2] if len(ins) > 2 else None
+    y = conv.fully_connected(x, w, b, **fc_params(graph, op))
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def _reshape(graph: Any, op: Any, ins: list) -> list:
+    return [np.asarray(ins[0]).reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("SHAPE")
+def _shape(graph: Any, op: Any, ins: list) -> list:
+    return [np.array(np.shape(ins[0]), graph.tensors[op.outputs[0]].dtype)]
+
+
+@_reg("PACK")
+def _pack(graph: Any, op: Any, ins: list) -> list:
+    return [np.stack(ins, axis=op.options.Axis() % (np.ndim(ins[0]) + 1))]
+
+
+@_reg("UNPACK")
+def _unpack(graph: Any, op: Any, ins: list) -> list:
+    ax = op.options.Axis() % np.ndim(ins[0])
+    return [np.take(ins[0], i, axis=ax) for i in range(np.shape(ins[0])[ax])]
+
+
+@_reg("TRANSPOSE")
+def _transpose(graph: Any, op: Any, ins: list) -> list:
+    return [np.transpose(ins[0], [int(v) for v in np.asarray(ins[1]).reshape(-1)])]
+
+
+def _act(op: Any) -> int:
+    o = op.options
+    return o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
+
+
+@_reg("ADD", "SUB")
+def _add_sub(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    sub = op.name == "SUB"
+    if o.dtype == np.int32:
+        return [elementwise.add_sub_int32(ins[0], ins[1], sub=sub)]
+    p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
+                                   sub=sub)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+
+
+@_reg("MUL")
+def _mul(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype == np.int32:
+        return [(ins[0].astype(np.int64) * ins[1]).astype(np.int32)]
+    m, s = elementwise.mul_params(a.s, b.s, o.s)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [elementwise.mul(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
+                            act_min=lo, act_max=hi)]
+
+
+@_reg("MINIMUM", "MAXIMUM")
+def _minmax(graph: Any, op: Any, ins: list) -> list:
+    return [elementwise.minimum_maximum(ins[0], ins[1], maximum=op.name == "MAXIMUM")]
+
+
+@_reg("SOFTMAX")
+def _softmax(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype == np.int16:
+        m, ls, el, rl = activations.softmax_int16_params(op.options.Beta(), x.s)
+        return [activations.softmax_int16(ins[0], input_multiplier=m, input_left_shift=ls,
+                                          exp_lut=el, one_over_one_plus_x_lut=rl)]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
+    m, ls, dmin = activations.softmax_params(op.options.Beta(), x.s)
+    return [activations.softmax_int8(ins[0], input_multiplier=m, input_left_shift=ls, diff_min=dmin,
+                                     out_dtype=o.dtype)]
+
+
+@_reg("LOGISTIC", "TANH")
+def _logistic_tanh(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    tanh = op.name == "TANH"
+    if x.dtype == np.int8:
+        m, ls, r = activations.logistic_int8_params(x.s)
+        f = activations.tanh_int8 if tanh else activations.logistic_int8
+        return [f(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
+                  input_range_radius=r)]
+    if x.dtype == np.int16:
+        m, ls = activations.int16_activation_params(x.s, tanh=tanh)
+        if tanh:
+            return [activations.tanh_int16(ins[0], m, ls)]
+        return [activations.logistic_int16(ins[0], input_multiplier=m, input_left_shift=ls)]
+    raise MliError(Status.NOT_SUPPORTED, f"{op.name} {x.dtype} input")
+
+
+@_reg("LEAKY_RELU")
+def _leaky(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ma, sa, mi, si = activations.leaky_relu_params(x.s, op.options.Alpha(), o.s)
+    return [activations.leaky_relu(ins[0], input_zp=x.zp, output_zp=o.zp, alpha_multiplier=ma,
+                                   alpha_shift=sa, identity_multiplier=mi, identity_shift=si)]
+
+
+@_reg("QUANTIZE")
+def _quantize(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype == np.float32:
+        return [quantize.affine_quantize(ins[0], scale=o.s, zero_point=o.zp, out_dtype=o.dtype)]
+    m, s = quantize.requantize_params(x.s, o.s)
+    return [quantize.requantize(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                out_dtype=o.dtype)]
+
+
+@_reg("DEQUANTIZE")
+def _dequantize(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    return [quantize.dequantize(ins[0], scale=x.s, zero_point=x.zp)]
+
+
+@_reg("PAD", "PADV2")
+def _pad(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
+        val = np.asarray(ins[2]).reshape(-1)[0]
+    else:
+        val = o.zp if o.dtype != np.float32 else 0.0
+    return [shape_ops.pad(ins[0], ins[1], value=val)]
+
+
+@_reg("STRIDED_SLICE")
+def _strided_slice(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    y = shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], begin_mask=o.BeginMask(),
+                                end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+                                ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
+                                offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("SLICE")
+def _slice(graph: Any, op: Any, ins: list) -> list:
+    return [shape_ops.slice_(ins[0], ins[1], ins[2])]
+
+
+@_reg("CONCATENATION")
+def _concat(graph: Any, op: Any, ins: list) -> list:
+    return [shape_ops.concatenation(list(ins), op.options.Axis())]
+
+
+@_reg("MEAN", "SUM")
+def _mean(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, s = reduce.mean_sum_params(x.s, o.s)
+    y = reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                           keep_dims=bool(op.options.KeepDims()), compute_sum=op.name == "SUM")
+    return [y.reshape(o.shape)]
+
+
+@_reg("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def _pool(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    out = graph.tensors[op.outputs[0]]
+    lo, hi = activation_range(_act(op), out.s, out.zp, out.dtype)
+    f = reduce.average_pool if op.name == "AVERAGE_POOL_2D" else reduce.max_pool
+    return [f(ins[0], k=(o.FilterHeight(), o.FilterWidth()), stride=(o.StrideH(), o.StrideW()),
+              same=o.Padding() == 0, act_min=lo, act_max=hi)]
+
+
+def _set_state(graph: Any, index: int, value: np.ndarray) -> None:
+    """Record a variable tensor's new value (LSTM / SVDF state) in ``graph.extra["state"]``."""
+    graph.extra.setdefault("state", {})[index] = value
+
+
+@_reg("SVDF")
+def _svdf(graph: Any, op: Any, ins: list) -> list:
+    x, wf, wt, b, st = ins[:5]
+    T = graph.tensors
+    xt, wft, wtt, stt, o = (T[op.inputs[0]], T[op.inputs[1]], T[op.inputs[2]], T[op.inputs[4]],
+                            T[op.outputs[0]])
+    if xt.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"SVDF {xt.dtype} input")
+    p = svdf.svdf_params(xt.s, xt.zp, wft.s, stt.s, stt.zp, wtt.s, o.s, o.zp)
+    y, new = svdf.svdf_int8(x, wf, wt, b, st, p, rank=op.options.Rank())
+    _set_state(graph, op.inputs[4], new)
+    return [y.reshape(o.shape)]
+
+
+@_reg("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def _uslstm(graph: Any, op: Any, ins: list) -> list:
+    T = graph.tensors
+    idx = op.inputs
+    if any(i >= 0 for i in list(idx[9:12]) + list(idx[16:18]) + list(idx[20:24])):
+        raise MliError(Status.NOT_SUPPORTED, "LSTM with peephole, projection or layer norm")
+    if idx[1] < 0:
+        raise MliError(Status.NOT_SUPPORTED, "LSTM with coupled input and forget gates (CIFG)")
+    xt, ht, ct = T[idx[0]], T[idx[18]], T[idx[19]]
+    win = {"input": 1, "forget": 2, "cell": 3, "output": 4}
+    wrec = {"input": 5, "forget": 6, "cell": 7, "output": 8}
+    bias = {"input": 12, "forget": 13, "cell": 14, "output": 15}
+    o = op.options
+    p = lstm.lstm_params(
+        input_scale=xt.s, input_zp=xt.zp, hidden_scale=ht.s, hidden_zp=ht.zp, cell_scale=ct.s,
+        weights={g: (ins[win[g]], ins[wrec[g]]) for g in lstm.GATES},
+        bias={g: ins[bias[g]] for g in lstm.GATES},
+        w_in_scale={g: T[idx[win[g]]].s for g in lstm.GATES},
+        w_rec_scale={g: T[idx[wrec[g]]].s for g in lstm.GATES},
+        cell_clip=o.CellClip(), cell_tanh=o.FusedActivationFunction() != 6)
+    y, h, c = lstm.unidirectional_sequence_lstm(ins[0], p, ins[18], ins[19],
+                                                time_major=bool(o.TimeMajor()))
+    _set_state(graph, idx[18], h)
+    _set_state(graph, idx[19], c)
+    return [y.reshape(T[op.outputs[0]].shape)]
+
+
+@_reg("SPLIT")
+def _split(graph: Any, op: Any, ins: list) -> list:
+    ax = int(np.asarray(ins[0]).reshape(-1)[0]) % np.ndim(ins[1])
+    return list(np.split(ins[1], len(op.outputs), axis=ax))
+
+
+@_reg("SPLIT_V")
+def _split_v(graph: Any, op: Any, ins: list) -> list:
+    x = ins[0]
+    ax = int(np.asarray(ins[2]).reshape(-1)[0]) % x.ndim
+    sizes = [int(v) for v in np.asarray(ins[1]).reshape(-1)]
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[ax] - (sum(sizes) + 1)
+    return list(np.split(x, np.cumsum(sizes)[:-1], axis=ax))
+
+
+@_reg("GATHER")
+def _gather(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    ax = o.Axis() if o is not None else 0
+    bd = o.BatchDims() if o is not None and hasattr(o, "BatchDims") else 0
+    if bd:
+        raise MliError(Status.NOT_SUPPORTED, "GATHER with batch_dims")
+    x, idx = ins[0], np.asarray(ins[1]).astype(np.int64)
+    if (idx < 0).any() or (idx >= x.shape[ax % x.ndim]).any():
+        raise MliError(Status.ARGUMENT_ERROR, "GATHER index out of range")
+    return [np.take(x, idx, axis=ax % x.ndim)]
+
+
+@_reg("CAST")
+def _cast(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    x = ins[0]
+    if x.dtype.kind == "f" and o.dtype.kind in "iu":
+        return [np.trunc(x).astype(np.int64).astype(o.dtype)]  # C static_cast: truncation
+    return [x.astype(o.dtype)]
+
+
+@_reg("HARD_SWISH")
+def _hard_swish(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"HARD_SWISH {x.dtype}")
+    om, oe, rm, re_ = misc.hard_swish_params(x.s, o.s)
+    return [misc.hard_swish(ins[0], input_zp=x.zp, output_zp=o.zp, output_multiplier=om,
+                            output_exponent=oe, reluish_multiplier=rm, reluish_exponent=re_)]
+
+
+@_reg("SQUARED_DIFFERENCE")
+def _sqdiff(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype == np.int32:
+        d = ins[0].astype(np.int64) - ins[1]
+        return [(d * d).astype(np.int32)]
+    p = misc.squared_difference_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16)
+    return [misc.squared_difference(ins[0], ins[1], p)]
+
+
+@_reg("RSQRT")
+def _rsqrt(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, s = misc.rsqrt_params(x.s, o.s)
+    return [misc.rsqrt(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s)]
+
+
+@_reg("DIV")
+def _div(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    if o.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"DIV {o.dtype}")
+    m, s = misc.div_params(a.s, b.s, o.s)
+    lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
+    return [misc.div(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
+                     act_min=lo, act_max=hi)]
+
+
+@_reg("ABS")
+def _abs(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    v = np.abs(ins[0].astype(np.int64) - x.zp)
+    if np.float32(x.s) != np.float32(o.s):
+        m, sh = quantize_multiplier(float(np.float32(np.float32(x.s) / np.float32(o.s))))
+        v = qu.multiply_by_quantized_multiplier(v, m, sh)
+    info = np.iinfo(o.dtype)
+    return [np.clip(v + o.zp, info.min, info.max).astype(o.dtype)]
+
+
+@_reg("RELU")
+def _relu(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    m, sh = quantize_multiplier(float(np.float32(np.float32(x.s) / np.float32(o.s))))
+    v = qu.multiply_by_quantized_multiplier(ins[0].astype(np.int64) - x.zp, m, sh) + o.zp
+    info = np.iinfo(o.dtype)
+    return [np.clip(v, max(int(info.min), o.zp), int(info.max)).astype(o.dtype)]
+
+
+@_reg("RELU6")
+def _relu6(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    info = np.iinfo(x.dtype)
+    q = float(np.float32(np.float32(6.0) / np.float32(x.s)))
+    six = int(math.floor(abs(q) + 0.5) * (1 if q >= 0 else -1)) + x.zp  # round() of FloatToQuantizedType
+    six = min(max(six, int(info.min)), int(info.max))
+    return [np.clip(ins[0], x.zp, six).astype(x.dtype)]
+
+
+@_reg("ARG_MAX", "ARG_MIN")
+def _argminmax(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    ax = int(np.asarray(ins[1]).reshape(-1)[0])
+    return [index_ops.arg_min_max(ins[0], ax, is_max=op.name == "ARG_MAX", out_dtype=o.dtype)]
+
+
+@_reg("REDUCE_MAX", "REDUCE_MIN")
+def _reduce_minmax(graph: Any, op: Any, ins: list) -> list:
+    y = index_ops.reduce_min_max(ins[0], ins[1], is_max=op.name == "REDUCE_MAX",
+                                 keep_dims=bool(op.options.KeepDims()))
+    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+
+
+@_reg("DEPTH_TO_SPACE")
+def _d2s(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.depth_to_space(ins[0], op.options.BlockSize())]
+
+
+@_reg("SPACE_TO_DEPTH")
+def _s2d(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.space_to_depth(ins[0], op.options.BlockSize())]
+
+
+@_reg("SPACE_TO_BATCH_ND")
+def _s2b(graph: Any, op: Any, ins: list) -> list:
+    # TFLM micro pads with its never-initialised SpaceToBatchParams.output_offset: 0 on a fresh arena
+    return [index_ops.space_to_batch_nd(ins[0], ins[1], ins[2], pad_value=0)]
+
+
+@_reg("BATCH_TO_SPACE_ND")
+def _b2s(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.batch_to_space_nd(ins[0], ins[1], ins[2])]
+
+
+@_reg("MIRROR_PAD")
+def _mirror_pad(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.mirror_pad(ins[0], ins[1], symmetric=op.options.Mode() == 1)]
+
+
+@_reg("GATHER_ND")
+def _gather_nd(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.gather_nd(ins[0], ins[1])]
+
+
+@_reg("RESIZE_NEAREST_NEIGHBOR")
+def _resize_nn(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    size = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [index_ops.resize_nearest_neighbor(ins[0], size, align_corners=bool(o.AlignCorners()),
+                                              half_pixel_centers=bool(o.HalfPixelCenters()))]
+
+
+@_reg("SELECT", "SELECT_V2")
+def _select(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.select_v2(ins[0], ins[1], ins[2])]
+
+
+@_reg("ZEROS_LIKE")
+def _zeros_like(graph: Any, op: Any, ins: list) -> list:
+    return [np.zeros_like(ins[0])]
+
+
+@_reg("FILL")
+def _fill(graph: Any, op: Any, ins: list) -> list:
+    shape = tuple(int(v) for v in np.asarray(ins[0]).reshape(-1))
+    return [np.full(shape, np.asarray(ins[1]).reshape(-1)[0], graph.tensors[op.outputs[0]].dtype)]
+
+
+@_reg("BROADCAST_TO")
+def _broadcast_to(graph: Any, op: Any, ins: list) -> list:
+    shape = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [np.broadcast_to(ins[0], shape).copy()]
+
+
+@_reg("PRELU")
+def _prelu(graph: Any, op: Any, ins: list) -> list:
+    x, a, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    m1, s1, m2, s2 = misc.prelu_params(x.s, a.s, o.s)
+    return [misc.prelu(ins[0], ins[1], input_zp=x.zp, alpha_zp=a.zp, output_zp=o.zp, m1=m1, s1=s1,
+                       m2=m2, s2=s2)]
+
+
+@_reg("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL")
+def _compare(graph: Any, op: Any, ins: list) -> list:
+    a, b = graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]]
+    if a.dtype == np.int16:
+        raise MliError(Status.NOT_SUPPORTED, f"{op.name} int16: TFLM micro compares with scaling "
+                       "parameters it only initialises for int8")
+    p = misc.comparison_params(a.s, a.zp, b.s, b.zp) if a.dtype == np.int8 else None
+    return [misc.compare(ins[0], ins[1], op.name, p)]
+
+
+@_reg("ELU")
+def _elu(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"ELU {x.dtype}")
+    return [misc.elu_int8(ins[0], input_scale=x.s, input_zp=x.zp, output_scale=o.s, output_zp=o.zp)]
+
+
+@_reg("BATCH_MATMUL")
+def _batch_matmul(graph: Any, op: Any, ins: list) -> list:
+    a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
+               graph.tensors[op.outputs[0]])
+    m, s = quantize_multiplier(float(np.float32(a.s) * np.float32(b.s)) / float(np.float32(o.s)))
+    y = conv.batch_matmul(ins[0], ins[1], adj_x=bool(op.options.AdjX()), adj_y=bool(op.options.AdjY()),
+                          lhs_zp=a.zp, rhs_zp=b.zp, output_zp=o.zp, multiplier=m, shift=s)
+    return [y.reshape(o.shape)]
+
+
+@_reg("ADD_N")
+def _add_n(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"ADD_N {x.dtype}")
+    return [elementwise.add_n(list(ins), elementwise.sum_params(x.s, x.zp, o.s, o.zp))]
+
+
+@_reg("CUMSUM")
+def _cumsum(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    ax = int(np.asarray(ins[1]).reshape(-1)[0])
+    if x.dtype == np.int8:
+        return [elementwise.cumsum(ins[0], ax, elementwise.sum_params(x.s, x.zp, o.s, o.zp),
+                                   exclusive=bool(op.options.Exclusive()),
+                                   reverse=bool(op.options.Reverse()))]
+    raise MliError(Status.NOT_SUPPORTED, f"CUMSUM {x.dtype}")
+
+
+@_reg("RESIZE_BILINEAR")
+def _resize_bilinear(graph: Any, op: Any, ins: list) -> list:
+    o = op.options
+    x = ins[0]
+    if x.dtype not in (np.int8, np.int16):
+        raise MliError(Status.NOT_SUPPORTED, f"RESIZE_BILINEAR {x.dtype}")
+    size = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
+    return [index_ops.resize_bilinear_integer(x, size, align_corners=bool(o.AlignCorners()),
+                                              half_pixel_centers=bool(o.HalfPixelCenters()))]

@@ -1,0 +1,220 @@
+"""TFLM UNIDIRECTIONAL_SEQUENCE_LSTM, integer paths of ``lstm_eval`` (int8 8x8->16 and 16x8).
+
+Per step and gate: ``FC(x) + FC(h)`` (int16, saturating), then the int16 sigmoid / tanh of
+``reference_integer_ops`` (a 256-entry sigmoid table with linear interpolation); the cell state
+(int16, scale a power of two) is ``f * c + i * g`` with TFLM's ``MulElementwise`` requantisation and
+an optional clip; the hidden state is ``o * tanh(c)`` requantised to the hidden tensor. No peephole,
+projection or layer normalisation (TFLM micro rejects them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import MliError, Status
+from . import quant_util as qu
+from ._tables import SIGMOID_Q16
+from .quant_util import quantize_multiplier
+
+__all__ = ["sigmoid_int16", "tanh_int16", "checked_log2", "LstmGate", "LstmParams", "lstm_params",
+           "unidirectional_sequence_lstm", "GATES"]
+
+GATES = ("input", "forget", "cell", "output")
+
+
+def sigmoid_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Logistic`` for int16 (Q3.12 in -> Q0.15 out by default).
+
+    Args:
+        x: int16 values.
+        input_multiplier: 0 for a power-of-two input scale (then ``3 << input_left_shift``).
+        input_left_shift: right shift applied after the multiplier (rounding half up).
+
+    Returns:
+        int16 array.
+    """
+    m, sh = (3 << input_left_shift, 0) if input_multiplier == 0 else (input_multiplier, input_left_shift)
+    rnd = (1 << (sh - 1)) if sh > 0 else 0
+    v = (x.astype(np.int64) * m + rnd) >> sh
+    a = np.abs(v)
+    uh = a >> 9
+    idx = np.minimum(uh, 254)
+    ua, ub = SIGMOID_Q16[idx], SIGMOID_Q16[idx + 1]
+    r = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + (a & 0x1FF) * (ub - ua))
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
+    return qu.wrap(r, 16).astype(np.int16)
+
+
+def tanh_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """TFLM ``reference_integer_ops::Tanh`` for int16 (the same table at twice the argument).
+
+    Args:
+        x: int16 values.
+        input_multiplier: 0 for a power-of-two input scale (then ``3 << input_left_shift``).
+        input_left_shift: right shift applied after the multiplier.
+
+    Returns:
+        int16 array (Q0.15).
+    """
+    m, sh = (3 << input_left_shift, 0) if input_multiplier == 0 else (input_multiplier, input_left_shift)
+    rnd = (1 << (sh - 1)) if sh > 0 else 0
+    v = (x.astype(np.int64) * m + rnd) >> sh
+    a = np.abs(v)
+    uh = a >> 8
+    idx = np.minimum(uh, 254)
+    ua, ub = SIGMOID_Q16[idx], SIGMOID_Q16[idx + 1]
+    r = np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
+    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
+    return qu.wrap(r, 16).astype(np.int16)
+
+
+def checked_log2(x: float) -> tuple[int, bool]:
+    """TFLM ``CheckedLog2``: ``(round(log2 x), |fraction| < 1e-3)`` in float32."""
+    lg = np.float32(math.log(np.float32(x))) * (np.float32(1.0) / np.float32(math.log(np.float32(2.0))))
+    rd = np.round(lg) if abs(lg - np.trunc(lg)) != 0.5 else np.trunc(lg) + np.sign(lg)
+    return int(rd), bool(abs(lg - rd) < 1e-3)
+
+
+@dataclass(frozen=True)
+class LstmGate:
+    """One gate: input and recurrent FC (weights, bias, requantisation to Q3.12)."""
+
+    w_in: np.ndarray
+    w_rec: np.ndarray
+    bias: np.ndarray | None
+    in_multiplier: int
+    in_shift: int
+    rec_multiplier: int
+    rec_shift: int
+
+
+@dataclass(frozen=True)
+class LstmParams:
+    """Everything TFLM's integer LSTM Prepare derives (``PrepareGateParametersInteger``)."""
+
+    gates: dict
+    input_zp: int
+    hidden_zp: int
+    cell_scale_power: int
+    quantized_cell_clip: int
+    cell_clip: float
+    forget_cell: tuple[int, int]
+    input_cell: tuple[int, int]
+    output_hidden: tuple[int, int]
+    cell_tanh: bool
+
+
+def _fc_multiplier(s_in: float, s_w: float) -> tuple[int, int]:
+    prod = np.float32(s_in) * np.float32(s_w)  # float32 product (GetQuantizedConvolutionMultipler)
+    return quantize_multiplier(float(prod) / float(np.float32(2.0**-12)))
+
+
+def lstm_params(*, input_scale: float, input_zp: int, hidden_scale: float, hidden_zp: int,
+                cell_scale: float, weights: dict, bias: dict, w_in_scale: dict, w_rec_scale: dict,
+                cell_clip: float, cell_tanh: bool = True) -> LstmParams:
+    """TFLM's integer LSTM Prepare.
+
+    Args:
+        input_scale: input scale. input_zp: input zero point.
+        hidden_scale: hidden (output state) scale. hidden_zp: its zero point.
+        cell_scale: cell state scale (a power of two).
+        weights: ``{gate: (w_in (state, input) int8, w_rec (state, state) int8)}`` for the gates
+            in :data:`GATES`.
+        bias: ``{gate: int32 / int64 (state,) or None}``.
+        w_in_scale: ``{gate: float32 scale}``. w_rec_scale: ``{gate: float32 scale}``.
+        cell_clip: the op's cell clip (0: none).
+        cell_tanh: the cell gate's activation is tanh (else sigmoid).
+
+    Returns:
+        the :class:`LstmParams`.
+    """
+    gates = {}
+    for g in GATES:
+        mi, si = _fc_multiplier(input_scale, w_in_scale[g])
+        mr, sr = _fc_multiplier(hidden_scale, w_rec_scale[g])
+        gates[g] = LstmGate(weights[g][0], weights[g][1], bias[g], mi, si, mr, sr)
+    csp, _ = checked_log2(cell_scale)
+    qclip = int(min(max(float(np.float32(cell_clip)) / float(np.float32(cell_scale)), -32768.0),
+                    32767.0))
+    s15 = 2.0**-15
+    cs = float(np.float32(cell_scale))
+    fc = quantize_multiplier(s15 * cs / cs)
+    ic = quantize_multiplier(s15 * s15 / cs)
+    oh = quantize_multiplier(s15 * s15 / float(np.float32(hidden_scale)))
+    return LstmParams(gates, int(input_zp), int(hidden_zp), csp, qclip, float(cell_clip), fc, ic, oh,
+                      cell_tanh)
+
+
+def _fc16(x: np.ndarray, zp: int, w: np.ndarray, b: np.ndarray | None, m: int, s: int,
+          wide: bool) -> np.ndarray:
+    acc = (x.astype(np.int64) - zp) @ w.astype(np.int64).T
+    if b is not None:
+        acc = acc + b.astype(np.int64)
+    if wide:
+        r = qu.multiply_by_quantized_multiplier_int64(acc, m, s)
+    else:
+        r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), m, s)
+    return np.clip(r, -32768, 32767)
+
+
+def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
+    p = a.astype(np.int64) * b.astype(np.int64)
+    return np.clip(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
+
+
+def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarray, cell: np.ndarray,
+                                 *, time_major: bool = False
+                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TFLM integer ``EvalLstm``: every step of every batch.
+
+    Args:
+        x: int8 / int16 input, (batch, time, input) or (time, batch, input) if ``time_major``.
+        p: :func:`lstm_params`.
+        hidden: hidden state (batch, state), ``x``'s dtype.
+        cell: int16 cell state (batch, state).
+        time_major: layout of ``x`` and of the output.
+
+    Returns:
+        ``(output (x's layout, state), new hidden, new cell)``.
+
+    Raises:
+        MliError: dtype or shape mismatch.
+    """
+    if x.dtype not in (np.int8, np.int16) or hidden.dtype != x.dtype or cell.dtype != np.int16:
+        raise MliError(Status.TYPE_MISMATCH, f"LSTM x {x.dtype} hidden {hidden.dtype} cell {cell.dtype}")
+    seq = np.swapaxes(x, 0, 1) if not time_major else x  # (T, B, I)
+    nb = seq.shape[1]
+    h = hidden.reshape(nb, -1).astype(np.int64)
+    c = cell.reshape(nb, -1).astype(np.int64)
+    wide = x.dtype == np.int16
+    hlo, hhi = int(np.iinfo(x.dtype).min), int(np.iinfo(x.dtype).max)
+    outs = []
+    for t in range(seq.shape[0]):  # the recurrence is sequential
+        xt = seq[t]
+
+        def gate(g: str) -> np.ndarray:
+            q = p.gates[g]
+            a = _fc16(xt, p.input_zp, q.w_in, q.bias, q.in_multiplier, q.in_shift, wide)
+            b = _fc16(h, p.hidden_zp, q.w_rec, None, q.rec_multiplier, q.rec_shift, wide)
+            return np.clip(a + b, -32768, 32767).astype(np.int16)
+
+        f = sigmoid_int16(gate("forget")).astype(np.int64)
+        i = sigmoid_int16(gate("input")).astype(np.int64)
+        gc = gate("cell")
+        g = (tanh_int16(gc) if p.cell_tanh else sigmoid_int16(gc)).astype(np.int64)
+        c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
+        c = np.clip(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
+        if p.cell_clip > 0:
+            c = np.clip(c, -p.quantized_cell_clip, p.quantized_cell_clip)
+        o = sigmoid_int16(gate("output")).astype(np.int64)
+        sh = 15 + p.cell_scale_power - 3
+        tc = (tanh_int16(c.astype(np.int16), 3, -sh) if sh < 0 else tanh_int16(c.astype(np.int16), 0, sh))
+        h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
+        outs.append(h.astype(x.dtype))
+    out = np.stack(outs, 0)
+    if not time_major:
+        out = np.swapaxes(out, 0, 1)
+    return out, h.astype(x.dtype).reshape(hidden.shape), c.astype(np.int16).reshape(cell.shape)

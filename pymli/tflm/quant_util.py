@@ -1,0 +1,273 @@
+"""TFLite Micro's multiplier arithmetic, vectorised and exact (double-rounding build).
+
+TFLM encodes a real rescale factor ``m`` as a Q0.31 ``multiplier`` in ``[2**30, 2**31)`` and a
+power-of-two ``shift`` (``m ~= multiplier * 2**(shift - 31)``), and applies it with gemmlowp's
+``SaturatingRoundingDoublingHighMul`` (SRDHM) followed by ``RoundingDivideByPOT`` (RDBP). TFLM is
+built without ``TFLITE_SINGLE_ROUNDING`` (its default), which is what these helpers mirror.
+
+Every function takes NumPy integer arrays (or Python ints) and returns ``int64`` arrays holding the
+value the C code produces in its own width (int32 results are wrapped/saturated exactly as in C).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "quantize_multiplier",
+    "quantize_multipliers",
+    "srdhm",
+    "rounding_divide_by_pot",
+    "saturating_rounding_multiply_by_pot",
+    "multiply_by_quantized_multiplier",
+    "multiply_by_quantized_multiplier_int64",
+    "multiply_by_quantized_multiplier_smaller_than_one_exp",
+    "multiply_by_quantized_multiplier_greater_than_one",
+    "downscale_int32_to_int16_multiplier",
+    "wrap",
+    "saturate",
+]
+
+ArrayLike = npt.ArrayLike
+I64 = npt.NDArray[np.int64]
+
+
+def wrap(x: ArrayLike, bits: int) -> I64:
+    """Two's complement wrap of an int64 array to ``bits`` bits (a C narrowing cast).
+
+    Args:
+        x: integer array (any shape).
+        bits: target width, 8..63.
+
+    Returns:
+        int64 array, same shape, values in ``[-2**(bits-1), 2**(bits-1))``.
+    """
+    x = np.asarray(x, np.int64)
+    m = np.int64(1) << np.int64(bits)
+    h = np.int64(1) << np.int64(bits - 1)
+    return ((x + h) & (m - 1)) - h
+
+
+def saturate(x: ArrayLike, bits: int) -> I64:
+    """Clamp an integer array to the signed ``bits``-bit range.
+
+    Args:
+        x: integer array.
+        bits: target width.
+
+    Returns:
+        int64 array, same shape.
+    """
+    lo = -(1 << (bits - 1))
+    return np.clip(np.asarray(x, np.int64), lo, -lo - 1)
+
+
+def _round_half_away(v: float) -> int:
+    """``std::round`` on a double (ties away from zero), exactly."""
+    f = math.floor(abs(v))
+    r = abs(v) - f  # exact: v has at most 53 significant bits
+    n = f + 1 if r >= 0.5 else f
+    return int(n) if v >= 0 else -int(n)
+
+
+def quantize_multiplier(m: float) -> tuple[int, int]:
+    """TFLM ``QuantizeMultiplier``: a real factor as ``(multiplier, shift)``.
+
+    ``q, shift = frexp(m)`` (``q`` in ``[0.5, 1)``), ``multiplier = round(q * 2**31)`` with ties away
+    from zero; a multiplier of ``2**31`` becomes ``2**30`` with ``shift + 1``; a shift below -31 flushes
+    to ``(0, 0)``; ``m == 0`` gives ``(0, 0)``.
+
+    Args:
+        m: the real factor (a Python float / float64; TFLM computes it in double).
+
+    Returns:
+        ``(multiplier, shift)``: int32 multiplier (negative for a negative ``m``), shift (positive
+        means a left shift).
+    """
+    m = float(m)
+    if m == 0.0:
+        return 0, 0
+    q, shift = math.frexp(m)
+    q_fixed = _round_half_away(q * float(1 << 31))
+    if q_fixed == (1 << 31):
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        shift, q_fixed = 0, 0
+    return int(q_fixed), int(shift)
+
+
+def quantize_multipliers(m: ArrayLike) -> tuple[I64, I64]:
+    """:func:`quantize_multiplier` over an array (per-channel factors).
+
+    Args:
+        m: float64 array of real factors, any shape.
+
+    Returns:
+        ``(multiplier, shift)`` int64 arrays of the same shape.
+    """
+    a = np.asarray(m, np.float64)
+    pairs = [quantize_multiplier(v) for v in a.reshape(-1)]
+    mult = np.array([p[0] for p in pairs], np.int64).reshape(a.shape)
+    sh = np.array([p[1] for p in pairs], np.int64).reshape(a.shape)
+    return mult, sh
+
+
+def _trunc_div_pow2(x: I64, n: int) -> I64:
+    """C integer division of an int64 array by ``2**n`` (truncation toward zero)."""
+    return np.where(x >= 0, x >> n, -((-x) >> n))
+
+
+def srdhm(a: ArrayLike, b: ArrayLike, bits: int = 32) -> I64:
+    """gemmlowp ``SaturatingRoundingDoublingHighMul`` for int32 (or int16 with ``bits=16``).
+
+    ``(a * b + nudge) / 2**(bits-1)`` with C truncating division, nudge ``2**(bits-2)`` for a
+    non-negative product and ``1 - 2**(bits-2)`` otherwise; ``a == b == min`` saturates to max.
+
+    Args:
+        a: integer array, values in the ``bits``-bit range.
+        b: integer array, broadcastable with ``a``.
+        bits: 32 or 16.
+
+    Returns:
+        int64 array of ``bits``-bit values.
+    """
+    a = np.asarray(a, np.int64)
+    b = np.asarray(b, np.int64)
+    lo = -(1 << (bits - 1))
+    ab = a * b
+    nudge = np.where(ab >= 0, np.int64(1 << (bits - 2)), np.int64(1 - (1 << (bits - 2))))
+    r = _trunc_div_pow2(ab + nudge, bits - 1)
+    return np.where((a == lo) & (b == lo), np.int64(-lo - 1), r)
+
+
+def rounding_divide_by_pot(x: ArrayLike, exponent: ArrayLike) -> I64:
+    """gemmlowp ``RoundingDivideByPOT``: ``x / 2**exponent`` rounded to nearest, ties away from zero.
+
+    Args:
+        x: integer array (int32 values in TFLM; any int64 value works).
+        exponent: non-negative shift, scalar or broadcastable array (0..62).
+
+    Returns:
+        int64 array.
+    """
+    x = np.asarray(x, np.int64)
+    e = np.asarray(exponent, np.int64)
+    mask = (np.int64(1) << e) - 1
+    rem = x & mask
+    thr = (mask >> 1) + (x < 0)
+    return (x >> e) + (rem > thr)
+
+
+def saturating_rounding_multiply_by_pot(x: ArrayLike, exponent: int, bits: int = 32) -> I64:
+    """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>``: a left shift saturating to ``bits``
+    bits for ``exponent > 0``, :func:`rounding_divide_by_pot` for ``exponent < 0``.
+
+    Args:
+        x: integer array of ``bits``-bit values.
+        exponent: shift (compile-time constant in C).
+        bits: 32 or 16.
+
+    Returns:
+        int64 array.
+    """
+    x = np.asarray(x, np.int64)
+    if exponent == 0:
+        return x.copy()
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    return saturate(x << exponent, bits)
+
+
+def multiply_by_quantized_multiplier(x: ArrayLike, multiplier: ArrayLike, shift: ArrayLike) -> I64:
+    """TFLM ``MultiplyByQuantizedMultiplier(int32_t x, int32_t multiplier, int shift)``.
+
+    ``RDBP(SRDHM(x * 2**max(shift, 0), multiplier), max(-shift, 0))``; the pre-shift product wraps
+    to int32 as the C code does.
+
+    Args:
+        x: int32 values (int64 array).
+        multiplier: Q0.31 multiplier(s), broadcastable.
+        shift: shift(s), broadcastable (positive: left).
+
+    Returns:
+        int64 array of int32 values.
+    """
+    x = np.asarray(x, np.int64)
+    sh = np.asarray(shift, np.int64)
+    left = np.maximum(sh, 0)
+    right = np.maximum(-sh, 0)
+    return rounding_divide_by_pot(srdhm(wrap(x << left, 32), multiplier), right)
+
+
+def multiply_by_quantized_multiplier_int64(x: ArrayLike, multiplier: ArrayLike,
+                                           shift: ArrayLike) -> I64:
+    """TFLM ``MultiplyByQuantizedMultiplier(int64_t x, int32_t multiplier, int shift)`` (16x8 paths).
+
+    The multiplier is reduced to 15 bits (``(m + 2**15) >> 16``, or ``0x7FFF`` from ``0x7FFF0000``),
+    then ``(x * reduced + 2**(14 - shift)) >> (15 - shift)``, truncated to int32.
+
+    Args:
+        x: int64 accumulators (TFLM assumes ``|x| < 2**47``).
+        multiplier: non-negative Q0.31 multiplier(s), broadcastable.
+        shift: shift(s) in ``[-31, 7]``, broadcastable.
+
+    Returns:
+        int64 array of int32 values.
+    """
+    x = np.asarray(x, np.int64)
+    m = np.asarray(multiplier, np.int64)
+    sh = np.asarray(shift, np.int64)
+    red = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, np.int64(0x7FFF))
+    total = 15 - sh
+    r = (x * red + (np.int64(1) << (total - 1))) >> total
+    return wrap(r, 32)
+
+
+def multiply_by_quantized_multiplier_smaller_than_one_exp(x: ArrayLike, multiplier: ArrayLike,
+                                                          left_shift: ArrayLike) -> I64:
+    """TFLM ``MultiplyByQuantizedMultiplierSmallerThanOneExp``: ``RDBP(SRDHM(x, m), -left_shift)``.
+
+    Args:
+        x: int32 values.
+        multiplier: Q0.31 multiplier(s).
+        left_shift: non-positive shift(s).
+
+    Returns:
+        int64 array of int32 values.
+    """
+    return rounding_divide_by_pot(srdhm(x, multiplier), -np.asarray(left_shift, np.int64))
+
+
+def multiply_by_quantized_multiplier_greater_than_one(x: ArrayLike, multiplier: ArrayLike,
+                                                      left_shift: ArrayLike) -> I64:
+    """TFLM ``MultiplyByQuantizedMultiplierGreaterThanOne``: ``SRDHM(x * 2**left_shift, m)``.
+
+    Args:
+        x: int32 values.
+        multiplier: Q0.31 multiplier(s).
+        left_shift: non-negative shift(s); the product wraps to int32 as in C.
+
+    Returns:
+        int64 array of int32 values.
+    """
+    x = np.asarray(x, np.int64)
+    return srdhm(wrap(x << np.asarray(left_shift, np.int64), 32), multiplier)
+
+
+def downscale_int32_to_int16_multiplier(m: int) -> int:
+    """TFLM ``DownScaleInt32ToInt16Multiplier``: ``(m + 2**15) >> 16``, 32767 near the top.
+
+    Args:
+        m: non-negative int32 multiplier.
+
+    Returns:
+        the int16 multiplier.
+    """
+    m = int(m)
+    if m >= (1 << 31) - 1 - (1 << 15):
+        return 32767
+    return (m + (1 << 15)) >> 16
