@@ -4,7 +4,7 @@ Every ``import`` / ``from ... import`` of every module under ``pymli/`` is read 
 (function-level imports included: they are dependencies too). Floors, bottom to top (a module may
 import its own floor and the floors below; docs/architecture.md explains them)::
 
-    errors, formats, config, tensor | arith | quant | checks | kernels | capi, v1 | graph
+    errors, formats, config, tensor | arith | quant | checks | kernels, tflm | capi, v1 | graph
     | ops, models, tflite, export, eval | testing | cli
 
 ``testing`` (golden runner, recordings' paths, test models) may import anything below ``cli``;
@@ -32,7 +32,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("arith",),
     ("quant",),
     ("checks",),
-    ("kernels",),
+    ("kernels", "tflm"),
     ("capi", "v1"),
     ("graph",),
     ("ops", "models", "tflite", "export", "eval"),

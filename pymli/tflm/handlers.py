@@ -39,7 +39,7 @@ def run_op(graph: Any, op: Any, inputs: list) -> list:
     """Dispatch ``op`` to its handler.
 
     Args:
-        graph: the parsed graph (:class:`pymli.tflm._golden.TGraph` or the same interface).
+        graph: the parsed graph (:class:`pymli.testing.tflm_golden.TGraph` or the same interface).
         op: the operator (``.name``, ``.inputs``, ``.outputs``, ``.options``).
         inputs: input arrays (None for omitted optional inputs).
 

@@ -9,7 +9,7 @@ import pymli
 from pymli import Tensor, capi
 from pymli.capi import Conv2dCfg, FullyConnectedCfg, PoolCfg, ReluCfg, ReluType
 from pymli.tflm import arc_mli
-from pymli.tflm._golden import TGraph, TOp
+from pymli.testing.tflm_golden import TGraph, TOp
 from pymli.tflm.common import activation_range
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymli.tflm import _golden, arc_mli
+from pymli.tflm import arc_mli
+from pymli.testing import tflm_golden as _golden
 
 from ._mli_runner import run_offloaded
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymli.tflm import _golden, handlers
+from pymli.tflm import handlers
+from pymli.testing import tflm_golden as _golden
 
 from ._mli_runner import run_offloaded
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pymli.tflm import _golden, handlers
+from pymli.tflm import handlers
+from pymli.testing import tflm_golden as _golden
 
 pytestmark = pytest.mark.usefixtures("shared")
 

@@ -10,7 +10,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from pymli.tflm import _golden, handlers
+from pymli.tflm import handlers
+from pymli.testing import tflm_golden as _golden
 
 from ._model import Tensor, single_op
 

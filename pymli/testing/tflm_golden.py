@@ -6,7 +6,7 @@ the recorded input tensors of that operator and compares with the recorded outpu
 The ``HANDLERS`` table is the reference wiring for the importer's registry: one function per
 builtin operator, ``handler(graph, op, inputs) -> list of outputs``.
 
-    python -m pymli.tflm._golden [MODEL ...] [--variant ref]
+    python -m pymli.testing.tflm_golden [MODEL ...] [--variant ref]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Callable
 import numpy as np
 import tflite
 
-from ..paths import shared_dir
-from . import handlers
+from .paths import shared_dir
+from ..tflm import handlers
 
 __all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", "OpResult",
            "reset_value", "run_graph"]
