@@ -13,16 +13,15 @@ done by the MLI kernels only.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
-from ..arith.convert import split_scale
 from ..formats import ElType
+from ..quant import fx_frac_for_range, quantize_values, sa_scale_repr  # noqa: F401  (the last two: old import path)
 from ..tensor import Tensor
 
-__all__ = ["Const", "QParams", "fx_frac_for_range", "sa_scale_repr"]
+__all__ = ["Const", "QParams"]
 
 
 def _broadcast(v: np.ndarray, dim: int, ndim: int) -> np.ndarray:
@@ -123,11 +122,12 @@ class QParams:
         return (q - _broadcast(self.zp(), dim, q.ndim)) * _broadcast(self.step(), dim, q.ndim)
 
     def quantize(self, x: np.ndarray, *, batch: bool = False) -> np.ndarray:
-        """Offline quantisation of float data: nearest integer, saturated to the container."""
+        """Offline quantisation of float data (:func:`pymli.quant.quantize_values`: nearest, ties away
+        from zero, saturated to the container)."""
         x = np.asarray(x, np.float64)
         dim = self.dim + (1 if batch and self.dim >= 0 else 0)
-        q = np.rint(x / _broadcast(self.step(), dim, x.ndim)) + _broadcast(self.zp(), dim, x.ndim)
-        return np.clip(q, self.qmin, self.qmax).astype(self.el_type.dtype)
+        return quantize_values(x, _broadcast(self.step(), dim, x.ndim), _broadcast(self.zp(), dim, x.ndim),
+                               self.el_type)
 
     def tensor(self, q: np.ndarray) -> Tensor:
         """A dense :class:`Tensor` holding quantised values ``q`` with these parameters."""
@@ -155,31 +155,6 @@ class QParams:
         if not isinstance(other, QParams):
             return NotImplemented
         return self.to_dict() == other.to_dict()
-
-
-def fx_frac_for_range(max_abs: float, bits: int, headroom_bits: int = 0) -> int:
-    """Largest frac_bits such that ``max_abs`` still fits a signed ``bits``-bit FX value.
-
-    ``headroom_bits`` keeps that many extra integer bits free.
-    """
-    if not np.isfinite(max_abs) or max_abs <= 0:
-        return bits - 1
-    # max_abs * 2**frac <= 2**(bits-1) - 1
-    frac = math.floor(math.log2(((1 << (bits - 1)) - 1) / max_abs)) - headroom_bits
-    return int(frac)
-
-
-def sa_scale_repr(step: np.ndarray | float, *, round_up: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Represent real scale factors as MLI's ``scale * 2**-scale_frac_bits``, scale in [2**14, 2**15).
-
-    ``round_up`` never makes the represented step smaller than asked (the calibrated range then
-    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays; see
-    :func:`pymli.arith.convert.split_scale`.
-    """
-    step = np.atleast_1d(np.asarray(step, np.float64))
-    step = np.where(step > 0, step, 1.0)
-    scale, sfb = split_scale(step, 16, round_up=round_up)
-    return scale.astype(np.int64), sfb.astype(np.int64)
 
 
 @dataclasses.dataclass
