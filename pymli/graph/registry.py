@@ -43,9 +43,10 @@ from ..capi import lut_activations as _lut
 from ..capi import move as _mov
 from ..capi import pooling as _pool
 from ..capi import recurrent as _rnn
+from ..errors import MliError, Status
 from ..formats import ElType
 
-__all__ = ["Op", "Entry", "Specialisation", "KernelMissing", "register", "lookup", "entry", "entries",
+__all__ = ["require", "Op", "Entry", "Specialisation", "KernelMissing", "register", "lookup", "entry", "entries",
            "available", "signature_text", "LUT_OPS"]
 
 
@@ -223,6 +224,27 @@ def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride
     if not available(fn):
         raise KernelMissing(fn.__name__)
     return fn
+
+
+def require(op: Op, *types: ElType, status: Status = Status.TYPE_MISMATCH, what: str | None = None
+            ) -> Callable[..., Any]:
+    """:func:`lookup` for the Pythonic front end: a missing signature is an :class:`MliError`.
+
+    Args:
+        op: the operation; *types: its signature.
+        status: the status of the error (the front end's documented one).
+        what: the operation's name in the message (default ``op.value``).
+
+    Raises:
+        MliError: ``status``, naming the operation and the types, when MLI has no such function.
+    """
+    try:
+        return lookup(op, *types)
+    except KernelMissing:
+        have = sorted({e.types for e in _TABLE.values() if e.op is op}, key=lambda ts: [t.value for t in ts])
+        options = ", ".join("/".join(t.name for t in ts) for ts in have)
+        raise MliError(status, f"{what or op.value}: no MLI function for {'/'.join(t.name for t in types)} "
+                               f"(only {options})") from None
 
 
 # ------------------------------------------------------------------------------ the table
