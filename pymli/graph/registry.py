@@ -31,6 +31,8 @@ import enum
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from .. import capi
 from ..capi import activation as _act
 from ..capi import convolution as _conv
@@ -45,8 +47,9 @@ from ..capi import pooling as _pool
 from ..capi import recurrent as _rnn
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..tensor import Lut
 
-__all__ = ["require", "Op", "Entry", "Specialisation", "KernelMissing", "register", "lookup", "entry", "entries",
+__all__ = ["require", "new_lut", "data_suffix", "mac_suffix", "Op", "Entry", "Specialisation", "KernelMissing", "register", "lookup", "entry", "entries",
            "available", "signature_text", "LUT_OPS"]
 
 
@@ -367,3 +370,46 @@ LUT_OPS: dict[Op, tuple[Op, Op]] = {
     Op.SOFTMAX: (Op.SOFTMAX_LUT_SIZE, Op.SOFTMAX_LUT_CREATE),
     Op.L2_NORMALIZE: (Op.L2_NORMALIZE_LUT_SIZE, Op.L2_NORMALIZE_LUT_CREATE),
 }
+
+
+def new_lut(op: Op) -> Lut:
+    """A new LUT for the LUT activation ``op`` (SIGM, TANH, SOFTMAX, L2_NORMALIZE), sized and filled
+    by its ``mli_krn_*_get_lut_size`` / ``mli_krn_*_create_lut``.
+
+    Raises:
+        KernelMissing: ``op`` has no LUT, or its functions are missing.
+    """
+    if op not in LUT_OPS:
+        raise KernelMissing(f"LUT of {op.value}")
+    size_op, create_op = LUT_OPS[op]
+    size = int(lookup(size_op)())
+    lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
+    lookup(create_op)(lut)
+    return lut
+
+
+#: C name suffix of one-type kernels (display and scheme names only; dispatch goes through the table)
+_DATA_SUFFIX = {FX16: "fx16", FX8: "fx8", SA8: "sa8"}
+#: C name suffix of MAC kernels by (input, weights) types
+_MAC_SUFFIX = {(FX16, FX16): "fx16", (FX16, FX8): "fx16_fx8_fx8", (SA8, SA8): "sa8_sa8_sa32", (FX8, FX8): "fx8"}
+
+
+def data_suffix(el: ElType) -> str:
+    """Suffix of one-type kernels' C names: ``fx16``, ``fx8``, ``sa8``.
+
+    Raises:
+        KeyError: another type.
+    """
+    return _DATA_SUFFIX[el]
+
+
+def mac_suffix(in_el: ElType, w_el: ElType) -> str:
+    """Suffix of MAC kernels' C names (``fx16``, ``fx16_fx8_fx8``, ``sa8_sa8_sa32``, ``fx8``) from the types.
+
+    Raises:
+        ValueError: no MLI MAC kernel family for these types.
+    """
+    try:
+        return _MAC_SUFFIX[(in_el, w_el)]
+    except KeyError:
+        raise ValueError(f"no MLI MAC kernel for input {in_el.name} with weights {w_el.name}") from None

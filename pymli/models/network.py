@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import capi
 from ..config import Platform, get_platform, use_platform
-from .layers import KernelMissing, Layer, capi_function
+from ..graph.registry import LUT_OPS, Op, entry
+from .layers import KernelMissing, Layer
 from .qparams import QParams
 
 __all__ = ["Network", "RunResult", "mli_argmax"]
@@ -176,20 +178,28 @@ class Network:
         qs = self.planned_qparams()
         return {la.name: la.function_name([qs[i] for i in la.inputs]) for la in self.layers}
 
-    def missing_functions(self) -> list[str]:
-        """MLI functions this network needs that :mod:`pymli.capi` does not provide yet."""
-        from .. import capi
+    def functions(self) -> dict[str, Callable[..., Any]]:
+        """Layer name -> the capi callable it calls (chosen by :mod:`pymli.graph.registry`).
 
+        Raises:
+            KernelMissing: a function is not available.
+        """
+        qs = self.planned_qparams()
+        return {la.name: la.function([qs[i] for i in la.inputs]) for la in self.layers}
+
+    def missing_functions(self) -> list[str]:
+        """MLI functions this network needs that :mod:`pymli.capi` does not provide yet (C names, or a
+        description of a signature MLI has no function for)."""
         need = list(self.function_names().values())
         after = self.expected_qparams()
         for la in self.layers:
             if hasattr(la, "functions"):
                 need += la.functions([after[i] for i in la.inputs])
-            luts = [(getattr(la, "_lut_name", ""), getattr(la, "lut", None))]
-            luts += [("tanh", getattr(la, "tanh_lut", 0)), ("sigm", getattr(la, "sigm_lut", 0))]
-            for lut_name, lut in luts:
-                if lut_name and lut is None:
-                    need += [f"mli_krn_{lut_name}_get_lut_size", f"mli_krn_{lut_name}_create_lut"]
+            luts = [(getattr(la, "op", None), getattr(la, "lut", 0))]
+            luts += [(Op.TANH, getattr(la, "tanh_lut", 0)), (Op.SIGM, getattr(la, "sigm_lut", 0))]
+            for op, lut in luts:
+                if op in LUT_OPS and lut is None:
+                    need += [entry(o).c_name for o in LUT_OPS[op]]
         need = list(dict.fromkeys(need))
         return [n for n in need if n not in capi.FUNCTIONS]
 
@@ -233,7 +243,6 @@ class Network:
         if missing:
             raise KernelMissing(missing[0])
         plat = platform if platform is not None else get_platform()
-        names = self.function_names()
         keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
         keep.add(self.output_name)
         keep_input = INPUT in keep
@@ -241,7 +250,7 @@ class Network:
         with use_platform(plat) as p:
             for la in self.layers:
                 la.prepare()
-            fns = {la.name: capi_function(names[la.name]) for la in self.layers}
+            fns = self.functions()
             shapes = self.shapes()
             values: dict[str, list[np.ndarray]] = {k: [] for k in keep}
             qparams: dict[str, QParams] = {INPUT: self.input_q}
@@ -284,7 +293,7 @@ class Network:
         la = self[name]
         in_qs = list(in_qs)
         oq = la.output_qparams(in_qs)
-        fn = capi_function(la.function_name(in_qs))
+        fn = la.function(in_qs)
         shape = la.out_shape([tuple(np.asarray(i).shape[1:]) for i in inputs])
         outs = []
         with use_platform(platform if platform is not None else get_platform()):

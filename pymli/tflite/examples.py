@@ -12,17 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ..graph.activation import TFLITE_FUSED
+from ..graph.geometry import same_padding, transpose_padding_for_output
 from ..models import floatops as F
 from .builder import ModelWriter, choose_qparams, quantize_bias, quantize_per_channel, quantize_per_tensor
 
 __all__ = ["GraphMaker", "cnn10", "OP_CASES", "TFLM_CANNOT_RUN"]
-
-
-def _same(size: int, k: int, s: int, d: int = 1) -> tuple[int, int, int]:
-    ek = (k - 1) * d + 1
-    out = (size + s - 1) // s
-    total = max((out - 1) * s + ek - size, 0)
-    return total // 2, total - total // 2, out
 
 
 class GraphMaker:
@@ -85,7 +80,7 @@ class GraphMaker:
 
     @staticmethod
     def _act(y: np.ndarray, act: str) -> np.ndarray:
-        return F.relu(y, {"NONE": "none", "RELU": "gen", "RELU6": "relu_6", "RELU_N1_TO_1": "relu_1"}[act])
+        return F.relu(y, TFLITE_FUSED[act])
 
     # ------------------------------------------------------------------ MAC layers
     def conv(self, cout: int, k: int | tuple[int, int] = 3, stride: int = 1, padding: str = "SAME",
@@ -109,8 +104,8 @@ class GraphMaker:
             ins.append(bt)
         wdq = wq * (ws.reshape((-1, 1, 1, 1)) if not depthwise else ws.reshape((1, 1, 1, -1)))
         if padding == "SAME":
-            t, b, _ = _same(h, kh, stride, dilation)
-            l, r, _ = _same(wd, kw, stride, dilation)
+            t, b = same_padding(h, kh, stride, dilation)
+            l, r = same_padding(wd, kw, stride, dilation)
         else:
             t = b = l = r = 0
         if depthwise:
@@ -157,14 +152,8 @@ class GraphMaker:
         else:
             oh, ow = (h - 1) * stride + k, (wd - 1) * stride + k
         wdq = np.transpose(wq * ws.reshape(-1, 1, 1, 1), (1, 2, 3, 0))
-
-        def pads(n_in: int, n_out: int) -> tuple[int, int]:
-            n = (n_out + stride - 1) // stride if padding == "SAME" else (n_out - k + stride) // stride
-            total = max((n - 1) * stride + k - n_out, 0)
-            return total // 2, (n_in - 1) * stride + k - n_out - total // 2
-
-        t, _ = pads(h, oh)
-        l, _ = pads(wd, ow)
+        t, _ = transpose_padding_for_output(h, oh, k, stride, padding == "SAME")
+        l, _ = transpose_padding_for_output(wd, ow, k, stride, padding == "SAME")
         full = np.zeros((self.f.shape[0], (h - 1) * stride + k, (wd - 1) * stride + k, cout))
         for i in range(k):
             for j in range(k):
@@ -181,8 +170,8 @@ class GraphMaker:
     def pool(self, kind: str, k: int = 2, stride: int = 2, padding: str = "VALID", act: str = "NONE") -> GraphMaker:
         _, h, wd, _ = self.f.shape
         if padding == "SAME":
-            t, b, _ = _same(h, k, stride)
-            l, r, _ = _same(wd, k, stride)
+            t, b = same_padding(h, k, stride)
+            l, r = same_padding(wd, k, stride)
         else:
             t = b = l = r = 0
         if kind == "max":

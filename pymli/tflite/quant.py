@@ -10,9 +10,9 @@ import numpy as np
 
 from ..formats import ElType
 from ..models.qparams import QParams
-from ..quant import bias_scale, float_to_mli_scale
+from ..quant import bias_scale, float_to_mli_scale, quantize_values
 
-__all__ = ["float_to_mli_scale", "sa8_qparams", "bias_qparams"]
+__all__ = ["float_to_mli_scale", "sa8_qparams", "bias_qparams", "quantize_input", "dequantize_output"]
 
 
 def sa8_qparams(scale: np.ndarray, zero_point: np.ndarray, dim: int = -1) -> QParams:
@@ -47,3 +47,29 @@ def bias_qparams(in_q: QParams, w_q: QParams) -> QParams:
     if w_q.dim >= 0:
         return QParams.sa(np.zeros_like(sc), sc, sfb, 0, ElType.SA_32)
     return QParams.sa(0, int(sc[0]), int(sfb[0]), -1, ElType.SA_32)
+
+
+def quantize_input(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Float input -> int8 as TFLite's reference QUANTIZE does it at the graph boundary.
+
+    ``round(x / scale) + zero_point``: the quotient in float32 (as TFLite computes it), rounded to
+    nearest with ties away from zero (C ``round``, exact: :func:`pymli.quant.quantize_values`),
+    saturated to int8. This is the offline boundary conversion of the model, not an MLI kernel.
+
+    Args:
+        x: float values, any shape; scale, zero_point: the TFLite input tensor's parameters.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    v = np.asarray(x, np.float32) / np.float32(scale)
+    return quantize_values(v, 1.0, int(zero_point), ElType.SA_8)
+
+
+def dequantize_output(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """int8 -> float32 as TFLite's DEQUANTIZE: ``(q - zero_point) * scale`` in float32.
+
+    Returns:
+        float32 array of ``q``'s shape.
+    """
+    return ((np.asarray(q, np.int64) - int(zero_point)).astype(np.float32) * np.float32(scale)).astype(np.float32)
