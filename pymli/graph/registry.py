@@ -95,6 +95,7 @@ class Op(enum.Enum):
     MOV_CFG_FOR_COPY = "mov_cfg_for_copy"
     MOV_TENSOR_SYNC = "mov_tensor_sync"
     CONVERT = "convert_tensor"
+    ACCU_GUARD_BITS = "accu_guard_bits"
 
 
 class KernelMissing(NotImplementedError):
@@ -350,6 +351,11 @@ register(Op.L2_NORMALIZE, (FX16,), _lut.mli_krn_l2_normalize_fx16)
 register(Op.L2_NORMALIZE, (SA8,), _lut.mli_krn_l2_normalize_sa8)
 register(Op.ARGMAX, (FX16,), _div.mli_krn_argmax_fx16)
 register(Op.ARGMAX, (SA8,), _div.mli_krn_argmax_sa8)
+
+# Accumulator guard bits of the MAC kernels: (input, weights).
+register(Op.ACCU_GUARD_BITS, (SA8, SA8), _hlp.mli_hlp_accu_guard_bits_sa8_sa8)
+register(Op.ACCU_GUARD_BITS, (FX16, FX16), _hlp.mli_hlp_accu_guard_bits_fx16_fx16)
+register(Op.ACCU_GUARD_BITS, (FX16, FX8), _hlp.mli_hlp_accu_guard_bits_fx16_fx8)
 
 # Type-free helpers.
 for _op, _f in (

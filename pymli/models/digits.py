@@ -27,6 +27,7 @@ def load_split() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     Raises:
         ImportError: scikit-learn is not installed.
     """
+    # scikit-learn takes seconds to import: only this demo data set needs it
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 

@@ -253,6 +253,7 @@ class Conv2D(_MacLayer):
         return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "relu": self.relu}
 
     def cfg(self) -> Any:
+        """The layer's ``mli_conv2d_cfg`` (:class:`pymli.capi.Conv2dCfg`)."""
         t, b, l, r = self.padding
         return Conv2dCfg(relu=ReluCfg(relu_type(self.relu)), stride_width=self.stride[1],
                          stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,
@@ -370,6 +371,7 @@ class FullyConnected(_MacLayer):
         return {"relu": self.relu, **({"per_step": True} if self.per_step else {})}
 
     def cfg(self) -> Any:
+        """The layer's ``mli_fully_connected_cfg``."""
         return FullyConnectedCfg(relu=ReluCfg(relu_type(self.relu)))
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
@@ -400,6 +402,7 @@ class FullyConnected(_MacLayer):
         return self.weights.shape[0]
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The layer before its fused ReLU (per step when ``per_step``), on given arrays."""
         if self.per_step:
             return x.reshape(x.shape[0], x.shape[1], -1) @ w + b
         return F.fully_connected(x, w, b)

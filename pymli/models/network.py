@@ -60,6 +60,7 @@ class RunResult:
 
     @property
     def output(self) -> np.ndarray:
+        """The network output values, batch first."""
         return self.values[self.output_name]
 
     def dequantized(self, name: str | None = None) -> np.ndarray:
@@ -131,6 +132,7 @@ class Network:
 
     @property
     def output_name(self) -> str:
+        """Name of the output tensor: the last layer's."""
         return self.layers[-1].name
 
     @property
@@ -154,6 +156,7 @@ class Network:
 
     @property
     def is_quantized(self) -> bool:
+        """Whether the network has input quantisation and quantised constants."""
         return self.input_q is not None and all(c.is_quantized for la in self.layers for c in la.consts().values())
 
     def planned_qparams(self) -> dict[str, QParams]:
@@ -337,6 +340,7 @@ class Network:
         return acts
 
     def forward_layer_float(self, name: str, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        """Run layer ``name`` alone in float64 on the batches ``xs``."""
         return self[name].forward_float(xs, original)
 
     # ---------------------------------------------------------------- display

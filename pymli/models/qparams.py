@@ -80,6 +80,7 @@ class QParams:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QParams:
+        """Parameters from :meth:`to_dict`'s form (``el_type`` by C name; ``sa`` / ``fx`` sub-dicts accepted)."""
         el = ElType.from_c_name(d["el_type"]) if isinstance(d["el_type"], str) else ElType(d["el_type"])
         if "sa" in d or el.is_sa:
             sa = d.get("sa", d)
@@ -87,6 +88,7 @@ class QParams:
         return cls(el, frac_bits=int(d.get("fx", d).get("frac_bits", 0)))
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``el_type`` (C name) and the element parameters."""
         if self.el_type.is_sa:
             conv = (lambda v: np.asarray(v).tolist())
             return {"el_type": self.el_type.c_name, "dim": self.dim, "zero_point": conv(self.zero_point),
@@ -96,14 +98,17 @@ class QParams:
     # ------------------------------------------------------------------ values
     @property
     def bits(self) -> int:
+        """Container bits of the element type."""
         return self.el_type.bits
 
     @property
     def qmin(self) -> int:
+        """Smallest container value."""
         return -(1 << (self.bits - 1))
 
     @property
     def qmax(self) -> int:
+        """Largest container value."""
         return (1 << (self.bits - 1)) - 1
 
     def step(self) -> np.ndarray:
@@ -113,6 +118,7 @@ class QParams:
         return np.asarray(2.0 ** -self.frac_bits)
 
     def zp(self) -> np.ndarray:
+        """Zero point(s) as float64 (0 for FX)."""
         return np.asarray(self.zero_point if self.el_type.is_sa else 0, np.float64)
 
     def dequantize(self, q: np.ndarray, *, batch: bool = False) -> np.ndarray:
@@ -144,6 +150,7 @@ class QParams:
         return {"frac_bits": self.frac_bits}
 
     def describe(self) -> str:
+        """A short readable form (``sa8 zp 3, scale 16384, sfb 20``, ``fx16 frac 12``)."""
         if self.el_type.is_sa:
             if self.dim >= 0:
                 return f"{self.el_type.name.lower()} per-axis dim {self.dim}"
@@ -174,18 +181,22 @@ class Const:
 
     @classmethod
     def from_float(cls, x: Any) -> Const:
+        """A float-only constant (quantised later by the network quantiser)."""
         return cls(float_value=np.asarray(x, np.float64))
 
     @classmethod
     def quantized(cls, q: np.ndarray, qp: QParams, float_value: np.ndarray | None = None) -> Const:
+        """A constant of quantised values ``q`` with parameters ``qp`` (and optionally its float origin)."""
         return cls(q=np.asarray(q), qp=qp, float_value=float_value)
 
     @property
     def is_quantized(self) -> bool:
+        """Whether quantised values are set."""
         return self.q is not None
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Shape of the constant."""
         return tuple((self.q if self.q is not None else self.float_value).shape)  # type: ignore[union-attr]
 
     def value(self, original: bool = False) -> np.ndarray:
@@ -203,4 +214,5 @@ class Const:
         return self._tensor
 
     def set_quantized(self, q: np.ndarray, qp: QParams) -> None:
+        """Replace the quantised values and parameters (drops the cached tensor)."""
         self.q, self.qp, self._tensor = np.asarray(q), qp, None

@@ -25,7 +25,7 @@ import numpy as np
 from ..formats import ElType
 from .layers import Concat, Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
-from ..quant import bias_scale, fx_frac_for_range, quantize_values, sa8_range_params, sa_scale_repr
+from ..quant import fx_frac_for_range, quantize_values, sa8_range_params, sa_scale_repr
 from .qparams import Const, QParams
 from .recurrent import LSTM, UnrolledLSTM, _RnnBase
 

@@ -86,6 +86,7 @@ class GraphMaker:
     def conv(self, cout: int, k: int | tuple[int, int] = 3, stride: int = 1, padding: str = "SAME",
              dilation: int = 1, act: str = "NONE", per_channel: bool = True, depthwise: bool = False,
              bias: bool = True) -> GraphMaker:
+        """Append CONV_2D (or DEPTHWISE_CONV_2D) with random weights; TFLite ``padding`` / activation names."""
         kh, kw = (k, k) if isinstance(k, int) else k
         _, h, wd, cin = self.f.shape
         if depthwise:
@@ -125,9 +126,11 @@ class GraphMaker:
         return self
 
     def dwconv(self, k: int = 3, **kw: Any) -> GraphMaker:
+        """Append DEPTHWISE_CONV_2D (multiplier 1); see :meth:`conv`."""
         return self.conv(0, k, depthwise=True, **kw)
 
     def fc(self, n: int, act: str = "NONE", per_channel: bool = False) -> GraphMaker:
+        """Append FULLY_CONNECTED to ``n`` outputs with random weights."""
         x = self.f.reshape(self.f.shape[0], -1)
         nin = x.shape[1]
         wf = self.rng.normal(0, 1.2 / np.sqrt(nin), (n, nin))
@@ -142,6 +145,7 @@ class GraphMaker:
 
     def transpose_conv(self, cout: int, k: int = 3, stride: int = 2, padding: str = "SAME",
                        per_channel: bool = True) -> GraphMaker:
+        """Append TRANSPOSE_CONV to ``cout`` channels (SAME: ``in * stride``; VALID: ``(in - 1) * stride + k``)."""
         _, h, wd, cin = self.f.shape
         wf = self.rng.normal(0, 1.2 / np.sqrt(k * k * cin), (cout, k, k, cin))
         wq, ws = self._weights(wf, 0, per_channel)
@@ -168,6 +172,7 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ pooling
     def pool(self, kind: str, k: int = 2, stride: int = 2, padding: str = "VALID", act: str = "NONE") -> GraphMaker:
+        """Append MAX_POOL_2D (``kind="max"``) or AVERAGE_POOL_2D."""
         _, h, wd, _ = self.f.shape
         if padding == "SAME":
             t, b = same_padding(h, k, stride)
@@ -245,6 +250,7 @@ class GraphMaker:
         return self
 
     def prelu(self) -> GraphMaker:
+        """Append PRELU with one random int8 alpha per channel."""
         c = self.f.shape[-1]
         af = self.rng.uniform(-0.5, 0.8, c)
         s, z = choose_qparams(float(af.min()), float(af.max()))
@@ -259,6 +265,7 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ data movement
     def reshape(self, shape: tuple[int, ...], op: str = "RESHAPE") -> GraphMaker:
+        """Append RESHAPE (or ``op``, e.g. SQUEEZE) to the sample shape ``shape``."""
         y = self.f.reshape((self.f.shape[0],) + tuple(shape))
         dims = [i + 1 for i, s in enumerate(self.f.shape[1:]) if s == 1]
         out = self._act_out(op.lower(), y, self.q)
@@ -271,6 +278,7 @@ class GraphMaker:
         return self
 
     def transpose(self, perm: list[int]) -> GraphMaker:
+        """Append TRANSPOSE with permutation ``perm`` (batch axis included)."""
         y = np.transpose(self.f, perm)
         out = self._act_out("transpose", y, self.q)
         pt = self.w.const(self._name("perm"), np.array(perm, np.int32))
@@ -294,6 +302,7 @@ class GraphMaker:
         return self
 
     def pad(self, pads: tuple[int, int, int, int], v2: bool = False) -> GraphMaker:
+        """Append PAD (PADV2 with ``v2``) of (top, bottom, left, right) around height and width."""
         t, b, l, r = pads
         y = F.pad_hw(self.f, pads)
         out = self._act_out("pad", y, self.q)
@@ -307,6 +316,7 @@ class GraphMaker:
         return self
 
     def argmax(self) -> GraphMaker:
+        """Append ARG_MAX over the last axis (int32 output)."""
         ax = self.w.const(self._name("axis"), np.array([len(self.f.shape) - 1], np.int32))
         y = np.argmax(self.f, axis=-1)
         out = self.w.tensor(self._name("argmax"), (1,) + y.shape[1:], "INT32")
@@ -316,6 +326,7 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ output
     def finish(self) -> bytes:
+        """The model bytes (graph input: the first tensor, output: the current one)."""
         out = self.cur
         if self.float_io:
             out = self.w.tensor("output_f32", self.w.tensors[self.cur]["shape"], "FLOAT32")

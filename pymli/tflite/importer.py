@@ -90,6 +90,7 @@ class TfliteModel:
         return (out, res) if capture else out
 
     def output_from(self, res: RunResult) -> np.ndarray:
+        """The TFLite output batch (TFLite shape and type, dequantised for a float output) of a run."""
         y = res.output
         shape = self.info.tensors[self.q_output_index].shape
         y = y.reshape((y.shape[0],) + tuple(shape[1:]))

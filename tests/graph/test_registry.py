@@ -44,6 +44,9 @@ EXPECTED += [(Op.L2_NORMALIZE, (FX16,), "mli_krn_l2_normalize_fx16"), (Op.L2_NOR
 for lut in ("sigm", "tanh", "softmax", "l2_normalize"):
     EXPECTED += [(Op(f"{lut}_get_lut_size"), (), f"mli_krn_{lut}_get_lut_size"),
                  (Op(f"{lut}_create_lut"), (), f"mli_krn_{lut}_create_lut")]
+EXPECTED += [(Op.ACCU_GUARD_BITS, (SA8, SA8), "mli_hlp_accu_guard_bits_sa8_sa8"),
+             (Op.ACCU_GUARD_BITS, (FX16, FX16), "mli_hlp_accu_guard_bits_fx16_fx16"),
+             (Op.ACCU_GUARD_BITS, (FX16, FX8), "mli_hlp_accu_guard_bits_fx16_fx8")]
 EXPECTED += [(Op.MOV_CFG_FOR_COPY, (), "mli_mov_cfg_for_copy"), (Op.MOV_TENSOR_SYNC, (), "mli_mov_tensor_sync"),
              (Op.CONVERT, (), "mli_hlp_convert_tensor")]
 
