@@ -29,16 +29,46 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .arith.convert import bit_length, float_scale, quant_multiplier, round_half_away, split_scale
+from .arith.convert import (
+    bit_length,
+    dequantize_float,
+    float_scale,
+    quant_multiplier,
+    quantize_float,
+    round_half_away,
+    split_scale,
+)
 from .errors import MliError, Status
 from .formats import ElType
-from .kernels import convert as kconv
 from .tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["quantize", "dequantize", "choose_fx_frac_bits", "choose_sa_params", "fx_frac_for_range", "sa_scale_repr",
            "float_to_mli_scale", "bias_scale", "sa8_range_params", "quantize_values"]
 
 _FRAC_MIN, _FRAC_MAX = -128, 127  # int8 fields
+
+
+def _along(p: Any, ndim: int, axis: int | None) -> np.ndarray:
+    """Parameter value(s) shaped to broadcast along ``axis`` of an ``ndim``-d array."""
+    v = np.asarray(p, np.int64).reshape(-1)
+    if v.size == 1 or axis is None:
+        return v.reshape(()) if v.size == 1 else v
+    return v.reshape([-1 if i == axis else 1 for i in range(ndim)])
+
+
+def _to_container(x: np.ndarray, el: ElType, scale: Any, frac_bits: Any, zero_point: Any,
+                  axis: int | None = None) -> np.ndarray:
+    """float32 -> container values as ``mli_hlp_convert_tensor`` from ``MLI_EL_FP_32`` computes them."""
+    nd = x.ndim
+    q = quantize_float(x, _along(scale, nd, axis), _along(frac_bits, nd, axis), _along(zero_point, nd, axis), el.bits)
+    return np.asarray(q).astype(el.dtype)
+
+
+def _from_container(x: np.ndarray, scale: Any, frac_bits: Any, zero_point: Any, axis: int | None = None) -> np.ndarray:
+    """Container values -> float32 as ``mli_hlp_convert_tensor`` to ``MLI_EL_FP_32`` computes them."""
+    nd = x.ndim
+    return dequantize_float(x.astype(np.int64), _along(scale, nd, axis), _along(frac_bits, nd, axis),
+                            _along(zero_point, nd, axis))
 
 
 def _el(el_type: ElType | str) -> ElType:
@@ -320,7 +350,7 @@ def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | No
         return Tensor.from_numpy(x.copy(), el)
     if el.is_fx:
         fb = choose_fx_frac_bits(x, el, range=range) if frac_bits is None else int(frac_bits)
-        q = kconv.quantize(x, el.dtype, scale=1, frac_bits=fb, zero_point=0)
+        q = _to_container(x, el, 1, fb, 0)
         return Tensor.from_numpy(q, el, frac_bits=fb)
     if not el.is_sa:
         raise MliError(Status.NOT_SUPPORTED, f"quantize: {el.c_name} has no container")
@@ -345,7 +375,7 @@ def quantize(array: npt.ArrayLike, el_type: ElType | str, *, frac_bits: int | No
         if np.any(v < lo_) or np.any(v > hi_):
             raise ValueError(f"quantize: {name} {np.asarray(v).tolist()} outside [{lo_}, {hi_}]")
     axis = dim if dim >= 0 else None
-    q = kconv.quantize(x, el.dtype, scale=sc, frac_bits=sfb, zero_point=zp, axis=axis)
+    q = _to_container(x, el, sc, sfb, zp, axis)
     if dim >= 0:
         return Tensor.from_numpy(q, el, zero_point=zp.copy(), scale=sc.copy(), scale_frac_bits=sfb.copy(), dim=dim)
     return Tensor.from_numpy(q, el, zero_point=int(zp[0]), scale=int(sc[0]), scale_frac_bits=int(sfb[0]))
@@ -362,12 +392,12 @@ def dequantize(t: Tensor) -> np.ndarray:
     if el is ElType.FP_32:
         return x.astype(np.float32)
     if el.is_fx:
-        return kconv.dequantize(x, scale=1, frac_bits=int(t.frac_bits), zero_point=0)
+        return _from_container(x, 1, int(t.frac_bits), 0)
     if not el.is_sa:
         raise MliError(Status.NOT_SUPPORTED, f"dequantize: {el.c_name} has no container")
     if t.dim >= 0:
         n = x.shape[t.dim]
         params = [np.asarray(getattr(t, k), np.int64).reshape(-1)[:n] for k in ("scale", "scale_frac_bits", "zero_point")]
-        return kconv.dequantize(x, scale=params[0], frac_bits=params[1], zero_point=params[2], axis=t.dim)
-    return kconv.dequantize(x, scale=int(t.scale), frac_bits=int(t.scale_frac_bits), zero_point=int(t.zero_point))
+        return _from_container(x, params[0], params[1], params[2], t.dim)
+    return _from_container(x, int(t.scale), int(t.scale_frac_bits), int(t.zero_point))
 

@@ -49,8 +49,8 @@ from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import Lut
 
-__all__ = ["require", "new_lut", "data_suffix", "mac_suffix", "Op", "Entry", "Specialisation", "KernelMissing", "register", "lookup", "entry", "entries",
-           "available", "signature_text", "LUT_OPS"]
+__all__ = ["Op", "Entry", "Specialisation", "KernelMissing", "LUT_OPS", "lookup", "require", "entry", "entries",
+           "register", "new_lut", "data_suffix", "mac_suffix"]
 
 
 class Op(enum.Enum):

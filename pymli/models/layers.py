@@ -63,7 +63,6 @@ __all__ = [
     "Softmax",
     "Tanh",
     "TransposeConv2D",
-    "capi_function",
 ]
 
 
