@@ -39,6 +39,7 @@ class TfliteModel:
         input_index, output_index: graph input / output tensor indices.
         float_input / float_output: the graph starts with QUANTIZE / ends with DEQUANTIZE.
         in_quant / out_quant: TFLite (scale, zero_point) of the int8 network input / output.
+        q_input_index / q_output_index: the int8 tensors the network starts from / ends with.
     """
 
     info: ModelInfo
@@ -133,9 +134,7 @@ def load(src: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Tflite
         data = Path(src).read_bytes()
     info = read_model(data)
     try:
-        g = GraphBuilder(info, data, MLI).build()
-        return TfliteModel(info, data, g.network, g.tensor_layer, g.op_layers, g.input_index, g.output_index,
-                           g.float_input, g.float_output, g.in_quant, g.out_quant, g.q_input_index, g.q_output_index)
+        return TfliteModel(info=info, data=data, **GraphBuilder(info, data, MLI).build())
     except TfliteError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, ArithmeticError) as e:

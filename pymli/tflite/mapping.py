@@ -30,7 +30,7 @@ from .layers import Requant
 from .quant import bias_qparams, sa8_qparams
 from .reader import ACT_NAMES, PAD_NAMES, ModelInfo, OpInfo, TensorInfo
 
-__all__ = ["OperatorTable", "GraphBuilder", "BuiltGraph", "Handler", "MLI", "MAX_ELEMENTS"]
+__all__ = ["OperatorTable", "GraphBuilder", "Handler", "MLI", "MAX_ELEMENTS"]
 
 #: largest activation tensor accepted (elements); larger shapes are refused at load time
 MAX_ELEMENTS = 1 << 24
@@ -87,33 +87,6 @@ class OperatorTable:
 
 #: pymli's mapping: every operator on MLI kernels (handlers in :mod:`pymli.tflite.operators`)
 MLI = OperatorTable("mli")
-
-
-@dataclasses.dataclass(frozen=True)
-class BuiltGraph:
-    """What :meth:`GraphBuilder.build` produces (the parts of a :class:`~pymli.tflite.TfliteModel`).
-
-    Attributes:
-        network: the pymli network (input ``"input"``).
-        tensor_layer: TFLite tensor index -> network tensor name.
-        op_layers: operator index -> names of the layers it became.
-        input_index, output_index: graph input / output tensor indices.
-        float_input, float_output: the graph starts with QUANTIZE / ends with DEQUANTIZE.
-        in_quant, out_quant: TFLite (scale, zero_point) of the int8 network input / output.
-        q_input_index, q_output_index: the int8 input / output tensor indices.
-    """
-
-    network: Network
-    tensor_layer: dict[int, str]
-    op_layers: dict[int, list[str]]
-    input_index: int
-    output_index: int
-    float_input: bool
-    float_output: bool
-    in_quant: tuple[float, int]
-    out_quant: tuple[float, int]
-    q_input_index: int
-    q_output_index: int
 
 
 def _tflite_q(t: TensorInfo) -> tuple[float, int]:
@@ -303,8 +276,13 @@ class GraphBuilder:
         return Const.quantized(t.data.reshape(n).astype(np.int32), bq)  # type: ignore[union-attr]
 
     # ------------------------------------------------------------ driver
-    def build(self) -> BuiltGraph:
+    def build(self) -> dict[str, Any]:
         """Map every operator through the table and check the network against the TFLite shapes.
+
+        Returns:
+            The fields of a :class:`~pymli.tflite.TfliteModel` besides ``info`` and ``data``: ``network``,
+            ``tensor_layer``, ``op_layers``, ``input_index``, ``output_index``, ``float_input``,
+            ``float_output``, ``in_quant``, ``out_quant``, ``q_input_index``, ``q_output_index``.
 
         Raises:
             TfliteUnsupported: the first operator or property that cannot be mapped.
@@ -379,5 +357,7 @@ class GraphBuilder:
             raise TfliteUnsupported(None, "model", f"quantisation: {e}") from None
         if missing:
             raise TfliteUnsupported(None, "model", f"MLI functions not available in pymli.capi: {missing}")
-        return BuiltGraph(net, dict(self.names), self.op_layers, in_idx, out_idx, float_input, float_output,
-                          _tflite_q(self.t[q_in]), _tflite_q(self.t[q_out]), q_in, q_out)
+        return {"network": net, "tensor_layer": dict(self.names), "op_layers": self.op_layers,
+                "input_index": in_idx, "output_index": out_idx, "float_input": float_input,
+                "float_output": float_output, "in_quant": _tflite_q(self.t[q_in]), "out_quant": _tflite_q(self.t[q_out]),
+                "q_input_index": q_in, "q_output_index": q_out}
