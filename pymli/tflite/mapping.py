@@ -223,12 +223,11 @@ class GraphBuilder:
             raise self.fail(f"fused activation {a} has no MLI equivalent")
         return TFLITE_FUSED[a]
 
-    def then_relu(self, name: str, kind: str, q: QParams) -> str:
+    def then_relu(self, name: str, kind: str) -> str:
         """A ReLU layer of ``kind`` after ``name`` (none for ``"none"``); returns the last name."""
         if kind == "none":
             return name
-        n = self.add(ReLU(kind), [name], base=name + "/relu")
-        return n
+        return self.add(ReLU(kind), [name], base=name + "/relu")
 
     def padding_name(self, opts: dict[str, Any]) -> str:
         """The operator's ``Padding`` option: ``"SAME"`` or ``"VALID"`` (refused otherwise)."""

@@ -180,7 +180,7 @@ def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
     else:
         n = imp.add(AvgPool((kh, kw), stride=(sh, sw), padding=pad), [in_name], op.outputs[0], out_q=oq)
         q = oq
-    n = imp.then_relu(n, relu, q)
+    n = imp.then_relu(n, relu)
     imp.finish(n, q, op.outputs[0])
 
 
@@ -250,7 +250,7 @@ def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
     if tuple(a.shape[1:]) != tuple(out_t.shape[1:]):
         raise imp.fail(f"output shape {out_t.shape} does not match the operands")
     n = imp.add(la, ins, op.outputs[0], out_q=oq)
-    n = imp.then_relu(n, imp.fused(op.options), oq)
+    n = imp.then_relu(n, imp.fused(op.options))
     imp.finish(n, oq, op.outputs[0])
 
 
@@ -451,7 +451,7 @@ def concatenation(imp: GraphBuilder, op: OpInfo) -> None:
             imp.qp[n] = oq
         names.append(n)
     n = imp.add(Concat(axis - 1, len(names)), names, op.outputs[0])
-    n = imp.then_relu(n, imp.fused(op.options), oq)
+    n = imp.then_relu(n, imp.fused(op.options))
     imp.finish(n, oq, op.outputs[0])
 
 
