@@ -118,11 +118,22 @@ class Specialisation:
         fn: the capi callable (``mli_krn_..._k3x3``).
         kernel: (height, width) of the kernel it is compiled for.
         stride: (height, width) stride it requires, or None for any.
+        unpadded: it ignores the padding fields (MLI's ``_k1x1`` convolutions): only for unpadded layers.
     """
 
     fn: Callable[..., Any]
     kernel: tuple[int, int]
     stride: tuple[int, int] | None = None
+    unpadded: bool = False
+
+    def fits(self, kernel: tuple[int, int], stride: tuple[int, int] | None,
+             padding: tuple[int, int, int, int] | None) -> bool:
+        """Whether a layer of this kernel, stride and padding may call the specialisation."""
+        if tuple(kernel) != self.kernel:
+            return False
+        if self.stride is not None and (stride is None or tuple(stride) != self.stride):
+            return False
+        return not self.unpadded or (padding is not None and not any(padding))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,15 +213,16 @@ def available(fn: Callable[..., Any]) -> bool:
 
 
 def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride: tuple[int, int] | None = None,
-           specialise: bool = False) -> Callable[..., Any]:
+           padding: tuple[int, int, int, int] | None = None, specialise: bool = False) -> Callable[..., Any]:
     """The capi callable running ``op`` for ``types``.
 
     Args:
         op: the operation.
         *types: element types of the signature.
-        kernel, stride: (height, width) of the layer; used with ``specialise``.
-        specialise: return the MLI specialisation matching ``kernel`` / ``stride`` if there is one
-            (MLI computes the same bits; the choice matters for the C export).
+        kernel, stride: (height, width) of the layer; padding: its (top, bottom, left, right); used
+            with ``specialise``.
+        specialise: return the MLI specialisation that fits ``kernel`` / ``stride`` / ``padding`` if
+            there is one (MLI computes the same bits; the choice matters for the C export).
 
     Returns:
         The capi callable (``fn.__name__`` is its C name).
@@ -222,7 +234,7 @@ def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride
     fn = e.fn
     if specialise and kernel is not None:
         for s in e.specialisations:
-            if tuple(kernel) == s.kernel and (s.stride is None or (stride is not None and tuple(stride) == s.stride)):
+            if s.fits(kernel, stride, padding):
                 fn = s.fn
                 break
     if not available(fn):
@@ -257,7 +269,8 @@ _ONE_TYPE = (FX8, FX16, SA8)
 
 
 def _sq(fn: Callable[..., Any], k: int, stride: int | None = None) -> Specialisation:
-    return Specialisation(fn, (k, k), None if stride is None else (stride, stride))
+    # MLI's 1x1 convolutions are compiled without padding
+    return Specialisation(fn, (k, k), None if stride is None else (stride, stride), unpadded=k == 1)
 
 
 # Convolutions: (input, weights) -> generic function, specialisations.

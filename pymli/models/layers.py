@@ -151,15 +151,28 @@ class Layer:
         """C name of the function :meth:`function` returns (``fn`` if given)."""
         return self.fn or self.c_name(in_qs)
 
-    def function(self, in_qs: list[QParams]) -> Callable[..., Any]:
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """(kernel, stride, padding) of a windowed layer, for the choice of MLI's specialisations."""
+        return None
+
+    def function(self, in_qs: list[QParams], *, specialise: bool = False) -> Callable[..., Any]:
         """The capi callable running this layer: ``fn`` if given, else the registry's choice.
+
+        Args:
+            in_qs: the parameters of the inputs.
+            specialise: pick MLI's specialisation for this layer's :meth:`window` where one fits
+                (same results; what a C program would call).
 
         Raises:
             KernelMissing: not available in :mod:`pymli.capi`.
         """
         if self.fn:
             return capi_function(self.fn)
-        return lookup(*self._sig(in_qs))
+        win = self.window() if specialise else None
+        if win is None:
+            return lookup(*self._sig(in_qs))
+        kernel, stride, padding = win
+        return lookup(*self._sig(in_qs), kernel=kernel, stride=stride, padding=padding, specialise=True)
 
     def output_qparams(self, in_qs: list[QParams]) -> QParams:
         """Parameters of the output tensor struct handed to the kernel."""
@@ -250,6 +263,12 @@ class Conv2D(_MacLayer):
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "relu": self.relu}
+
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """Kernel size, stride and padding (dilated layers have no specialisation)."""
+        if self.dilation != (1, 1):
+            return None
+        return (int(self.weights.shape[0]), int(self.weights.shape[1])), self.stride, self.padding
 
     def cfg(self) -> Any:
         """The layer's ``mli_conv2d_cfg`` (:class:`pymli.capi.Conv2dCfg`)."""
@@ -418,7 +437,12 @@ class _Pool(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "stride": self.stride, "padding": self.padding}
 
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """Kernel size, stride and padding."""
+        return self.kernel, self.stride, self.padding
+
     def cfg(self) -> Any:
+        """The layer's ``mli_pool_cfg``."""
         t, b, l, r = self.padding
         return PoolCfg(kernel_width=self.kernel[1], kernel_height=self.kernel[0], stride_width=self.stride[1],
                        stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,

@@ -181,14 +181,17 @@ class Network:
         qs = self.planned_qparams()
         return {la.name: la.function_name([qs[i] for i in la.inputs]) for la in self.layers}
 
-    def functions(self) -> dict[str, Callable[..., Any]]:
+    def functions(self, *, specialise: bool = False) -> dict[str, Callable[..., Any]]:
         """Layer name -> the capi callable it calls (chosen by :mod:`pymli.graph.registry`).
+
+        Args:
+            specialise: MLI's specialised functions where one fits a layer (same results).
 
         Raises:
             KernelMissing: a function is not available.
         """
         qs = self.planned_qparams()
-        return {la.name: la.function([qs[i] for i in la.inputs]) for la in self.layers}
+        return {la.name: la.function([qs[i] for i in la.inputs], specialise=specialise) for la in self.layers}
 
     def missing_functions(self) -> list[str]:
         """MLI functions this network needs that :mod:`pymli.capi` does not provide yet (C names, or a
@@ -223,7 +226,7 @@ class Network:
         return x, single
 
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
-            progress: Callable[[int], None] | None = None) -> RunResult:
+            progress: Callable[[int], None] | None = None, specialise: bool = False) -> RunResult:
         """Run the quantised network through pymli's MLI kernels.
 
         Args:
@@ -232,6 +235,8 @@ class Network:
             capture: True keeps every intermediate, False only the output, or a list of tensor names.
             platform: platform (rounding, accumulator options) to run under; default: current.
             progress: called with 1 after each sample (for progress bars).
+            specialise: call MLI's specialised functions where one fits a layer (``_k3x3`` ...), as a
+                C program may; the results are the generic functions'.
 
         Raises:
             KernelMissing: a needed MLI function is not implemented.
@@ -253,7 +258,7 @@ class Network:
         with use_platform(plat) as p:
             for la in self.layers:
                 la.prepare()
-            fns = self.functions()
+            fns = self.functions(specialise=specialise)
             shapes = self.shapes()
             values: dict[str, list[np.ndarray]] = {k: [] for k in keep}
             qparams: dict[str, QParams] = {INPUT: self.input_q}

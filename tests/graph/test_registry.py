@@ -87,7 +87,8 @@ SPECIALISED = [
 @pytest.mark.parametrize("op,types,kernel,stride,name", SPECIALISED, ids=[s[4] for s in SPECIALISED])
 def test_specialisation_chosen_by_kernel_and_stride(op: Op, types: tuple[ElType, ...], kernel: tuple[int, int],
                                                     stride: tuple[int, int] | None, name: str) -> None:
-    assert lookup(op, *types, kernel=kernel, stride=stride, specialise=True) is capi.FUNCTIONS[name]
+    unpadded = (0, 0, 0, 0)
+    assert lookup(op, *types, kernel=kernel, stride=stride, padding=unpadded, specialise=True) is capi.FUNCTIONS[name]
     # without asking, the generic function
     assert lookup(op, *types, kernel=kernel, stride=stride) is entry(op, *types).fn
 
@@ -140,3 +141,11 @@ def test_suffixes_name_the_kernel_families() -> None:
 def test_mac_signatures_cover_every_suffix_family() -> None:
     for op, (a, b) in itertools.product((Op.CONV2D, Op.FULLY_CONNECTED, Op.LSTM_CELL), MAC):
         assert entry(op, a, b).c_name.endswith(R.mac_suffix(a, b))
+
+
+def test_one_by_one_specialisations_need_an_unpadded_layer() -> None:
+    args = (Op.CONV2D, SA8, SA8)
+    k1 = capi.FUNCTIONS["mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1"]
+    assert lookup(*args, kernel=(1, 1), stride=(1, 1), padding=(0, 0, 0, 0), specialise=True) is k1
+    assert lookup(*args, kernel=(1, 1), stride=(1, 1), padding=(1, 1, 1, 1), specialise=True) is entry(*args).fn
+    assert lookup(*args, kernel=(1, 1), specialise=True) is entry(*args).fn   # padding unknown: generic
