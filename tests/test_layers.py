@@ -51,9 +51,6 @@ KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
     # quant import the Tensor struct back. Branch "checks" makes tensor the struct only.
     ("pymli.tensor", "pymli.checks"): "Tensor.validate -> checks.check_tensor (upward, closes a cycle)",
     ("pymli.tensor", "pymli.quant"): "Tensor.from_float / to_float -> quant (upward, closes a cycle)",
-    # quant.py converts float data with the kernel behind mli_hlp_convert_tensor (issue 12, item 1:
-    # quant is the one place choosing fx/sa parameters; the conversion arithmetic belongs in arith).
-    ("pymli.quant", "pymli.kernels.convert"): "quant.quantize uses kernels.convert (upward)",
 }
 
 

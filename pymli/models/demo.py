@@ -12,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
+from ..config import PRESETS, get_platform
 from .digits import digits_network, load_split
 from .network import mli_argmax
 from .quantize import SCHEMES, quantize_network
@@ -40,18 +44,6 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
     Returns:
         scheme -> :class:`Report`.
     """
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-    from rich.table import Table
-
-    from ..config import PRESETS, get_platform
-
     con = console or Console()
     plat = PRESETS[platform] if platform else get_platform()
     t0 = time.perf_counter()
@@ -113,7 +105,7 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
 
 
 def _plot(reports: dict[str, Report], path: str | Path) -> None:
-    import matplotlib
+    import matplotlib  # optional dependency (pip install pymli[plot])
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

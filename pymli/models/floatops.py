@@ -18,7 +18,6 @@ __all__ = [
     "group_conv2d",
     "gru_cell_seq",
     "l2_normalize",
-    "lstm_cell_seq",
     "max_pool",
     "pad_hw",
     "relu",
@@ -125,38 +124,17 @@ def relu(x: np.ndarray, kind: str) -> np.ndarray:
 
 
 def softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    """Softmax of ``x`` along ``axis`` (max-subtracted for stability)."""
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic function ``1 / (1 + exp(-x))``."""
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def lstm_cell_seq(x: np.ndarray, h0: np.ndarray, c0: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
-                  b: np.ndarray, act: str = "tanh") -> tuple[np.ndarray, np.ndarray]:
-    """LSTM over a sequence, MLI gate order (i, g, f, o).
-
-    Args:
-        x: ``[N, T, in]``; h0, c0: ``[N, out]``; w_in ``[4, in, out]``; w_out ``[4, out, out]``; b ``[4, out]``.
-
-    Returns:
-        (all outputs ``[N, T, out]``, last cell ``[N, out]``).
-    """
-    h, c = h0, c0
-    outs = []
-    for t in range(x.shape[1]):
-        pre = np.einsum("ni,gio->gno", x[:, t], w_in) + np.einsum("ni,gio->gno", h, w_out) + b[:, None, :]
-        i, g, f, o = sigmoid(pre[0]), np.tanh(pre[1]), sigmoid(pre[2]), sigmoid(pre[3])
-        c = f * c + i * g
-        a = np.tanh(c) if act == "tanh" else sigmoid(c) if act == "sigm" else c
-        h = o * a
-        outs.append(h)
-    return np.stack(outs, 1), c
-
-
-def gru_cell_seq(x: np.ndarray, h0: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, b: np.ndarray,
-                 act: str = "tanh") -> np.ndarray:
+def gru_cell_seq(x: np.ndarray, h0: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, b: np.ndarray) -> np.ndarray:
     """GRU over a sequence, MLI gate order (z, r, u); returns all outputs ``[N, T, out]``."""
     h = h0
     outs = []
@@ -165,7 +143,7 @@ def gru_cell_seq(x: np.ndarray, h0: np.ndarray, w_in: np.ndarray, w_out: np.ndar
         z = sigmoid(xin[0] + h @ w_out[0])
         r = sigmoid(xin[1] + h @ w_out[1])
         pre_u = xin[2] + (r * h) @ w_out[2]
-        u = np.tanh(pre_u) if act == "tanh" else sigmoid(pre_u) if act == "sigm" else pre_u
+        u = np.tanh(pre_u)
         h = z * h + (1 - z) * u
         outs.append(h)
     return np.stack(outs, 1)

@@ -18,7 +18,24 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import capi
+from ..capi.types import (
+    ArgmaxCfg,
+    ConcatCfg,
+    Conv2dCfg,
+    FullyConnectedCfg,
+    L2NormalizeCfg,
+    Padding2dCfg,
+    PermuteCfg,
+    PoolCfg,
+    PreluCfg,
+    ReluCfg,
+    SoftmaxCfg,
+)
 from ..formats import ElType
+from ..graph.activation import relu_type
+from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
+from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
 from ..tensor import Lut, Tensor
 from . import floatops as F
 from .qparams import Const, QParams
@@ -46,64 +63,19 @@ __all__ = [
     "Softmax",
     "Tanh",
     "TransposeConv2D",
-    "capi_function",
-    "data_suffix",
-    "mac_suffix",
 ]
-
-_RELU_NAMES = {"none": 0, "gen": 1, "relu_1": 2, "relu_6": 3}
-
-
-class KernelMissing(NotImplementedError):
-    """The MLI function a layer needs is not (yet) provided by :mod:`pymli.capi`."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{name} is not implemented in pymli.capi")
-        self.name = name
 
 
 def capi_function(name: str) -> Callable[..., Any]:
-    """The facade function registered under C name ``name``; :class:`KernelMissing` if absent."""
-    from .. import capi
+    """The facade function registered under the C name ``name`` (a symbol a user chose with ``fn=``).
 
+    Raises:
+        KernelMissing: ``name`` is not in :data:`pymli.capi.FUNCTIONS`.
+    """
     try:
         return capi.FUNCTIONS[name]
     except KeyError:
         raise KernelMissing(name) from None
-
-
-def data_suffix(el: ElType) -> str:
-    """Suffix of single-type kernels: ``fx16``, ``fx8``, ``sa8``."""
-    return {ElType.FX_16: "fx16", ElType.FX_8: "fx8", ElType.SA_8: "sa8"}[el]
-
-
-def mac_suffix(in_el: ElType, w_el: ElType) -> str:
-    """Suffix of MAC kernels from the input and weight types."""
-    key = (in_el, w_el)
-    table = {(ElType.FX_16, ElType.FX_16): "fx16", (ElType.FX_16, ElType.FX_8): "fx16_fx8_fx8",
-             (ElType.SA_8, ElType.SA_8): "sa8_sa8_sa32", (ElType.FX_8, ElType.FX_8): "fx8"}
-    if key not in table:
-        raise ValueError(f"no MLI MAC kernel for input {in_el.name} with weights {w_el.name}")
-    return table[key]
-
-
-def _relu_type(kind: str) -> Any:
-    from ..capi.types import ReluType
-
-    return ReluType(_RELU_NAMES[kind])
-
-
-def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
-    return (v, v) if isinstance(v, int) else (int(v[0]), int(v[1]))
-
-
-def _pad4(p: int | tuple[int, ...]) -> tuple[int, int, int, int]:
-    """Padding as (top, bottom, left, right); an int pads every side."""
-    if isinstance(p, int):
-        return (p, p, p, p)
-    if len(p) == 2:
-        return (p[0], p[0], p[1], p[1])
-    return tuple(int(v) for v in p)  # type: ignore[return-value]
 
 
 class Layer:
@@ -133,12 +105,19 @@ class Layer:
 
     # ---------------------------------------------------------------- description
     def consts(self) -> dict[str, Const]:
+        """The layer's constant tensors by role (``weights``, ``bias``, ``slope``, ...)."""
         return {}
 
     def cfg_dict(self) -> dict[str, Any]:
+        """The layer's configuration values (for display and serialisation)."""
         return {}
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        """Output shape (one sample, no batch axis) for inputs of ``in_shapes``.
+
+        Raises:
+            ValueError: shapes the layer cannot take.
+        """
         return tuple(in_shapes[0])
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int | None:
@@ -150,11 +129,50 @@ class Layer:
         return self.follows_input
 
     # ---------------------------------------------------------------- quantised path
+    #: the operation of :mod:`pymli.graph.registry` this layer runs
+    op: ClassVar[Op]
+
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """The registry key of the function running this layer for inputs of ``in_qs``: the input type."""
+        return self.op, (in_qs[0].el_type,)
+
     def c_name(self, in_qs: list[QParams]) -> str:
-        raise NotImplementedError
+        """C name of the generic MLI function for these inputs (a description if MLI has none)."""
+        try:
+            return entry(*self._sig(in_qs)).c_name
+        except KernelMissing as e:
+            return e.name
+
+    def _sig(self, in_qs: list[QParams]) -> tuple[Any, ...]:
+        op, types = self.signature(in_qs)
+        return (op, *types)
 
     def function_name(self, in_qs: list[QParams]) -> str:
+        """C name of the function :meth:`function` returns (``fn`` if given)."""
         return self.fn or self.c_name(in_qs)
+
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """(kernel, stride, padding) of a windowed layer, for the choice of MLI's specialisations."""
+        return None
+
+    def function(self, in_qs: list[QParams], *, specialise: bool = False) -> Callable[..., Any]:
+        """The capi callable running this layer: ``fn`` if given, else the registry's choice.
+
+        Args:
+            in_qs: the parameters of the inputs.
+            specialise: pick MLI's specialisation for this layer's :meth:`window` where one fits
+                (same results; what a C program would call).
+
+        Raises:
+            KernelMissing: not available in :mod:`pymli.capi`.
+        """
+        if self.fn:
+            return capi_function(self.fn)
+        win = self.window() if specialise else None
+        if win is None:
+            return lookup(*self._sig(in_qs))
+        kernel, stride, padding = win
+        return lookup(*self._sig(in_qs), kernel=kernel, stride=stride, padding=padding, specialise=True)
 
     def output_qparams(self, in_qs: list[QParams]) -> QParams:
         """Parameters of the output tensor struct handed to the kernel."""
@@ -183,6 +201,8 @@ class Layer:
 
     # ---------------------------------------------------------------- float path
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        """The layer in float64 NumPy on batches ``xs`` (batch axis first); ``original``: use the float
+        constants the layer was quantised from."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -222,17 +242,16 @@ class _MacLayer(Layer):
     def consts(self) -> dict[str, Const]:
         return {"weights": self.weights, "bias": self.bias}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return self._prefix + mac_suffix(in_qs[0].el_type, self.weights.qp.el_type)  # type: ignore[union-attr]
-
-    _prefix: ClassVar[str] = ""
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """MAC kernels are chosen by the input and weights types."""
+        return self.op, (in_qs[0].el_type, self.weights.qp.el_type)  # type: ignore[union-attr]
 
 
 class Conv2D(_MacLayer):
     """2-D convolution, HWCN weights ``[kh, kw, cin, cout]``, optional fused ReLU."""
 
     kind = "conv2d"
-    _prefix = "mli_krn_conv2d_hwcn_"
+    op = Op.CONV2D
 
     def __init__(self, weights: Any, bias: Any, *, stride: int | tuple[int, int] = 1,
                  padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, int] = 1, relu: str = "none",
@@ -240,16 +259,21 @@ class Conv2D(_MacLayer):
         super().__init__(**kw)
         self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
         self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
-        self.stride, self.padding, self.dilation, self.relu = _pair(stride), _pad4(padding), _pair(dilation), relu
+        self.stride, self.padding, self.dilation, self.relu = pair(stride), pad4(padding), pair(dilation), relu
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "relu": self.relu}
 
-    def cfg(self) -> Any:
-        from ..capi.types import Conv2dCfg, ReluCfg
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """Kernel size, stride and padding (dilated layers have no specialisation)."""
+        if self.dilation != (1, 1):
+            return None
+        return (int(self.weights.shape[0]), int(self.weights.shape[1])), self.stride, self.padding
 
+    def cfg(self) -> Any:
+        """The layer's ``mli_conv2d_cfg`` (:class:`pymli.capi.Conv2dCfg`)."""
         t, b, l, r = self.padding
-        return Conv2dCfg(relu=ReluCfg(_relu_type(self.relu)), stride_width=self.stride[1],
+        return Conv2dCfg(relu=ReluCfg(relu_type(self.relu)), stride_width=self.stride[1],
                          stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,
                          padding_bottom=b, dilation_width=self.dilation[1], dilation_height=self.dilation[0])
 
@@ -265,9 +289,8 @@ class Conv2D(_MacLayer):
         if len(self.weights.shape) != 4 or not self._channels_fit(c):
             raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         t, b, l, r = self.padding
-        ekh, ekw = (kh - 1) * self.dilation[0] + 1, (kw - 1) * self.dilation[1] + 1
-        return ((h + t + b - ekh) // self.stride[0] + 1, (w + l + r - ekw) // self.stride[1] + 1,
-                self.weights.shape[-1])
+        return (conv_out_size(h, kh, self.stride[0], t, b, self.dilation[0]),
+                conv_out_size(w, kw, self.stride[1], l, r, self.dilation[1]), self.weights.shape[-1])
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         kh, kw, cin = self.weights.shape[:3]
@@ -282,7 +305,7 @@ class DepthwiseConv2D(Conv2D):
     """Depthwise convolution, weights ``[kh, kw, 1, c]``."""
 
     kind = "depthwise_conv2d"
-    _prefix = "mli_krn_depthwise_conv2d_hwcn_"
+    op = Op.DEPTHWISE_CONV2D
 
     def _channels_fit(self, c: int) -> bool:
         return self.weights.shape[2] == 1 and self.weights.shape[3] == c
@@ -300,7 +323,7 @@ class GroupConv2D(Conv2D):
     ``cout`` a multiple of ``groups``); output channel ``o`` reads input group ``o // (cout / groups)``."""
 
     kind = "group_conv2d"
-    _prefix = "mli_krn_group_conv2d_hwcn_"
+    op = Op.GROUP_CONV2D
 
     def _channels_fit(self, c: int) -> bool:
         cg, cout = self.weights.shape[2], self.weights.shape[3]
@@ -322,7 +345,7 @@ class TransposeConv2D(Conv2D):
     """
 
     kind = "transpose_conv2d"
-    _prefix = "mli_krn_transpose_conv2d_hwcn_"
+    op = Op.TRANSPOSE_CONV2D
 
     def __init__(self, weights: Any, bias: Any, *, stride: int | tuple[int, int] = 1,
                  padding: int | tuple[int, ...] = 0, relu: str = "none", **kw: Any) -> None:
@@ -337,7 +360,8 @@ class TransposeConv2D(Conv2D):
             raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         kh, kw = self.weights.shape[:2]
         t, b, l, r = self.padding
-        return ((h - 1) * self.stride[0] + kh - t - b, (w - 1) * self.stride[1] + kw - l - r, self.weights.shape[3])
+        return (transpose_out_size(h, kh, self.stride[0], t, b), transpose_out_size(w, kw, self.stride[1], l, r),
+                self.weights.shape[3])
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         kh, kw, cin = self.weights.shape[:3]
@@ -352,7 +376,7 @@ class FullyConnected(_MacLayer):
     """Fully connected layer, weights ``[in, out]``; the input is taken flat (row-major HWC)."""
 
     kind = "fully_connected"
-    _prefix = "mli_krn_fully_connected_"
+    op = Op.FULLY_CONNECTED
 
     def __init__(self, weights: Any, bias: Any, *, relu: str = "none", per_step: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
@@ -365,9 +389,8 @@ class FullyConnected(_MacLayer):
         return {"relu": self.relu, **({"per_step": True} if self.per_step else {})}
 
     def cfg(self) -> Any:
-        from ..capi.types import FullyConnectedCfg, ReluCfg
-
-        return FullyConnectedCfg(relu=ReluCfg(_relu_type(self.relu)))
+        """The layer's ``mli_fully_connected_cfg``."""
+        return FullyConnectedCfg(relu=ReluCfg(relu_type(self.relu)))
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         if not self.per_step:
@@ -397,6 +420,7 @@ class FullyConnected(_MacLayer):
         return self.weights.shape[0]
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The layer before its fused ReLU (per step when ``per_step``), on given arrays."""
         if self.per_step:
             return x.reshape(x.shape[0], x.shape[1], -1) @ w + b
         return F.fully_connected(x, w, b)
@@ -404,26 +428,25 @@ class FullyConnected(_MacLayer):
 
 # ====================================================================== pooling
 class _Pool(Layer):
-    _prefix: ClassVar[str] = ""
 
     def __init__(self, kernel: int | tuple[int, int], *, stride: int | tuple[int, int] = 1,
                  padding: int | tuple[int, ...] = 0, **kw: Any) -> None:
         super().__init__(**kw)
-        self.kernel, self.stride, self.padding = _pair(kernel), _pair(stride), _pad4(padding)
+        self.kernel, self.stride, self.padding = pair(kernel), pair(stride), pad4(padding)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "stride": self.stride, "padding": self.padding}
 
-    def cfg(self) -> Any:
-        from ..capi.types import PoolCfg
+    def window(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]] | None:
+        """Kernel size, stride and padding."""
+        return self.kernel, self.stride, self.padding
 
+    def cfg(self) -> Any:
+        """The layer's ``mli_pool_cfg``."""
         t, b, l, r = self.padding
         return PoolCfg(kernel_width=self.kernel[1], kernel_height=self.kernel[0], stride_width=self.stride[1],
                        stride_height=self.stride[0], padding_left=l, padding_right=r, padding_top=t,
                        padding_bottom=b)
-
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return self._prefix + data_suffix(in_qs[0].el_type)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.cfg(), out)
@@ -431,15 +454,15 @@ class _Pool(Layer):
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = in_shapes[0]
         t, b, l, r = self.padding
-        return ((h + t + b - self.kernel[0]) // self.stride[0] + 1,
-                (w + l + r - self.kernel[1]) // self.stride[1] + 1, c)
+        return (conv_out_size(h, self.kernel[0], self.stride[0], t, b),
+                conv_out_size(w, self.kernel[1], self.stride[1], l, r), c)
 
 
 class MaxPool(_Pool):
     """Max pooling (HWC); the kernel copies the input's parameters to the output."""
 
     kind = "maxpool"
-    _prefix = "mli_krn_maxpool_hwc_"
+    op = Op.MAXPOOL
     follows_input = True
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -450,7 +473,7 @@ class AvgPool(_Pool):
     """Average pooling (HWC) over the real elements of each window; converts to ``out_q``."""
 
     kind = "avepool"
-    _prefix = "mli_krn_avepool_hwc_"
+    op = Op.AVEPOOL
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int | None:
         return None
@@ -460,6 +483,9 @@ class AvgPool(_Pool):
 
 
 # ====================================================================== element-wise
+_ELT_OPS = {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "min": Op.MIN, "max": Op.MAX}
+
+
 class Eltwise(Layer):
     """Element-wise ``add``, ``sub``, ``mul``, ``min`` or ``max`` of two tensors (or a tensor and a constant)."""
 
@@ -481,8 +507,9 @@ class Eltwise(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"op": self.op}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return f"mli_krn_eltwise_{self.op}_" + data_suffix(in_qs[0].el_type)
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """The element-wise operation's function for the input type."""
+        return _ELT_OPS[self.op], (in_qs[0].el_type,)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         second = self.const.tensor() if self.const is not None else ins[1]
@@ -511,13 +538,10 @@ class ReLU(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"type": self.type}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_relu_" + data_suffix(in_qs[0].el_type)
+    op = Op.RELU
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import ReluCfg
-
-        fn(ins[0], ReluCfg(_relu_type(self.type)), out)
+        fn(ins[0], ReluCfg(relu_type(self.type)), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.relu(xs[0], self.type)
@@ -538,8 +562,7 @@ class LeakyReLU(Layer):
     def follows(self, in_qs: list[QParams]) -> bool:
         return in_qs[0].el_type.is_fx
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_leaky_relu_" + data_suffix(in_qs[0].el_type)
+    op = Op.LEAKY_RELU
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.slope.tensor(), out)
@@ -562,15 +585,12 @@ class PReLU(LeakyReLU):
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_prelu_" + data_suffix(in_qs[0].el_type)
+    op = Op.PRELU
 
     def _axis(self, rank: int) -> int:
         return rank - 1 if self.axis is None else self.axis
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import PreluCfg
-
         rank = ins[0].rank
         axis = self._axis(rank)
         if self._slope_tensor is None or self._slope_tensor[0] != rank:
@@ -592,7 +612,6 @@ class _LutLayer(Layer):
     """A LUT-based activation; the LUT is created once with ``mli_krn_<name>_create_lut``."""
 
     kernel_sets_output = True
-    _lut_name: ClassVar[str] = ""
     #: output parameters the MLI kernel writes: (sa8 zero point, sa8 scale_frac_bits); fx: all value bits fractional
     _sa8_out: ClassVar[tuple[int, int]] = (-128, 8)
 
@@ -609,17 +628,13 @@ class _LutLayer(Layer):
     def prepare(self) -> None:
         if self.lut is not None:
             return
-        size = int(capi_function(f"mli_krn_{self._lut_name}_get_lut_size")())
-        lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
-        capi_function(f"mli_krn_{self._lut_name}_create_lut")(lut)
-        self.lut = lut
+        self.lut = new_lut(self.op)
 
 
 class Softmax(_LutLayer):
     """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
 
     kind = "softmax"
-    _lut_name = "softmax"
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
         super().__init__(**kw)
@@ -628,12 +643,9 @@ class Softmax(_LutLayer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_softmax_" + data_suffix(in_qs[0].el_type)
+    op = Op.SOFTMAX
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import SoftmaxCfg
-
         fn(ins[0], self.lut, SoftmaxCfg(axis=self.axis), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -647,10 +659,8 @@ class Sigmoid(_LutLayer):
     """LUT-based logistic function."""
 
     kind = "sigm"
-    _lut_name = "sigm"
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_sigm_" + data_suffix(in_qs[0].el_type)
+    op = Op.SIGM
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.lut, out)
@@ -663,11 +673,9 @@ class Tanh(Sigmoid):
     """LUT-based hyperbolic tangent."""
 
     kind = "tanh"
-    _lut_name = "tanh"
     _sa8_out = (0, 7)
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_tanh_" + data_suffix(in_qs[0].el_type)
+    op = Op.TANH
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return np.tanh(xs[0])
@@ -678,7 +686,6 @@ class L2Normalize(_LutLayer):
     the kernel sets the output parameters (FX16 Q15, SA8 zero point 0 and scale 2**-7)."""
 
     kind = "l2_normalize"
-    _lut_name = "l2_normalize"
     _sa8_out = (0, 7)
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
@@ -688,12 +695,9 @@ class L2Normalize(_LutLayer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_l2_normalize_" + data_suffix(in_qs[0].el_type)
+    op = Op.L2_NORMALIZE
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import L2NormalizeCfg
-
         fn(ins[0], None, self.lut, L2NormalizeCfg(axis=self.axis), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -721,8 +725,7 @@ class Argmax(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis, "topk": self.topk}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_argmax_" + data_suffix(in_qs[0].el_type)
+    op = Op.ARGMAX
 
     def output_qparams(self, in_qs: list[QParams]) -> QParams:
         return QParams.sa(0, 1, 0, -1, ElType.SA_32)
@@ -738,8 +741,6 @@ class Argmax(Layer):
         return (slices, self.topk)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import ArgmaxCfg
-
         fn(ins[0], ArgmaxCfg(axis=self.axis, topk=self.topk), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -771,12 +772,9 @@ class Permute(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"perm": self.perm}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_permute_" + data_suffix(in_qs[0].el_type)
+    op = Op.PERMUTE
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import PermuteCfg
-
         fn(ins[0], PermuteCfg(perm_dim=self.perm + [0] * (4 - len(self.perm))), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -806,12 +804,9 @@ class Concat(Layer):
     def _axis(self, rank: int) -> int:
         return self.axis % rank
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_concat_" + data_suffix(in_qs[0].el_type)
+    op = Op.CONCAT
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import ConcatCfg
-
         fn(ins, ConcatCfg(tensors_num=len(ins), axis=self._axis(ins[0].rank)), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -839,17 +834,14 @@ class Pad2D(Layer):
 
     def __init__(self, padding: int | tuple[int, ...], **kw: Any) -> None:
         super().__init__(**kw)
-        self.padding = _pad4(padding)
+        self.padding = pad4(padding)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"padding": self.padding}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_padding2d_hwc_" + data_suffix(in_qs[0].el_type)
+    op = Op.PADDING2D_HWC
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import Padding2dCfg
-
         t, b, l, r = self.padding
         fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,12 @@ class Pack:
 
     @property
     def labels(self) -> np.ndarray:
+        """Class labels of the recorded inputs."""
         return np.asarray(self.vectors["label"])
 
     @property
     def inputs(self) -> np.ndarray:
+        """The recorded quantised network inputs, batch first."""
         return np.asarray(self.vectors[self.input_key])
 
     def recorded_inputs(self, layer: str, n: int | None = None) -> list[np.ndarray]:
@@ -197,8 +200,6 @@ def _source_key(a: dict[str, Any]) -> str:
 
 def _source_step(a: dict[str, Any]) -> int | None:
     """The time step a loop result is read at (``x[t=127]``), or None."""
-    import re
-
     src = a.get("data_source", [])
     m = re.search(r"\[t=(\d+)\]$", (src[0] if isinstance(src, list) and src else "").split(" ")[0])
     return int(m.group(1)) if m else None
@@ -287,8 +288,6 @@ def load_pack(folder: str | Path) -> Pack:
         in_steps[layer.name] = [_source_step(a) for a in in_args]
         in_keys[layer.name] = [next((k for k, v in producers.items() if v == i), inp["vectors_keys"]["quantised"])
                                for i in layer.inputs]
-    import re
-
     m = re.search(r"([\d.]+) %", model["reference"]["example_binary_accuracy_line"])
     acc = float(m.group(1)) / 100 if m else float("nan")
     return Pack(net, vectors, model, keys, inp["vectors_keys"]["quantised"], acc, in_keys, in_qs, in_steps)

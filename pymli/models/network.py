@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import capi
 from ..config import Platform, get_platform, use_platform
-from .layers import KernelMissing, Layer, capi_function
+from ..graph.registry import LUT_OPS, Op, entry
+from .layers import KernelMissing, Layer
 from .qparams import QParams
 
 __all__ = ["Network", "RunResult", "mli_argmax"]
@@ -58,6 +60,7 @@ class RunResult:
 
     @property
     def output(self) -> np.ndarray:
+        """The network output values, batch first."""
         return self.values[self.output_name]
 
     def dequantized(self, name: str | None = None) -> np.ndarray:
@@ -129,6 +132,7 @@ class Network:
 
     @property
     def output_name(self) -> str:
+        """Name of the output tensor: the last layer's."""
         return self.layers[-1].name
 
     @property
@@ -152,6 +156,7 @@ class Network:
 
     @property
     def is_quantized(self) -> bool:
+        """Whether the network has input quantisation and quantised constants."""
         return self.input_q is not None and all(c.is_quantized for la in self.layers for c in la.consts().values())
 
     def planned_qparams(self) -> dict[str, QParams]:
@@ -176,20 +181,31 @@ class Network:
         qs = self.planned_qparams()
         return {la.name: la.function_name([qs[i] for i in la.inputs]) for la in self.layers}
 
-    def missing_functions(self) -> list[str]:
-        """MLI functions this network needs that :mod:`pymli.capi` does not provide yet."""
-        from .. import capi
+    def functions(self, *, specialise: bool = False) -> dict[str, Callable[..., Any]]:
+        """Layer name -> the capi callable it calls (chosen by :mod:`pymli.graph.registry`).
 
+        Args:
+            specialise: MLI's specialised functions where one fits a layer (same results).
+
+        Raises:
+            KernelMissing: a function is not available.
+        """
+        qs = self.planned_qparams()
+        return {la.name: la.function([qs[i] for i in la.inputs], specialise=specialise) for la in self.layers}
+
+    def missing_functions(self) -> list[str]:
+        """MLI functions this network needs that :mod:`pymli.capi` does not provide yet (C names, or a
+        description of a signature MLI has no function for)."""
         need = list(self.function_names().values())
         after = self.expected_qparams()
         for la in self.layers:
             if hasattr(la, "functions"):
                 need += la.functions([after[i] for i in la.inputs])
-            luts = [(getattr(la, "_lut_name", ""), getattr(la, "lut", None))]
-            luts += [("tanh", getattr(la, "tanh_lut", 0)), ("sigm", getattr(la, "sigm_lut", 0))]
-            for lut_name, lut in luts:
-                if lut_name and lut is None:
-                    need += [f"mli_krn_{lut_name}_get_lut_size", f"mli_krn_{lut_name}_create_lut"]
+            luts = [(getattr(la, "op", None), getattr(la, "lut", 0))]
+            luts += [(Op.TANH, getattr(la, "tanh_lut", 0)), (Op.SIGM, getattr(la, "sigm_lut", 0))]
+            for op, lut in luts:
+                if op in LUT_OPS and lut is None:
+                    need += [entry(o).c_name for o in LUT_OPS[op]]
         need = list(dict.fromkeys(need))
         return [n for n in need if n not in capi.FUNCTIONS]
 
@@ -210,7 +226,7 @@ class Network:
         return x, single
 
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
-            progress: Callable[[int], None] | None = None) -> RunResult:
+            progress: Callable[[int], None] | None = None, specialise: bool = False) -> RunResult:
         """Run the quantised network through pymli's MLI kernels.
 
         Args:
@@ -219,6 +235,8 @@ class Network:
             capture: True keeps every intermediate, False only the output, or a list of tensor names.
             platform: platform (rounding, accumulator options) to run under; default: current.
             progress: called with 1 after each sample (for progress bars).
+            specialise: call MLI's specialised functions where one fits a layer (``_k3x3`` ...), as a
+                C program may; the results are the generic functions'.
 
         Raises:
             KernelMissing: a needed MLI function is not implemented.
@@ -233,7 +251,6 @@ class Network:
         if missing:
             raise KernelMissing(missing[0])
         plat = platform if platform is not None else get_platform()
-        names = self.function_names()
         keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
         keep.add(self.output_name)
         keep_input = INPUT in keep
@@ -241,7 +258,7 @@ class Network:
         with use_platform(plat) as p:
             for la in self.layers:
                 la.prepare()
-            fns = {la.name: capi_function(names[la.name]) for la in self.layers}
+            fns = self.functions(specialise=specialise)
             shapes = self.shapes()
             values: dict[str, list[np.ndarray]] = {k: [] for k in keep}
             qparams: dict[str, QParams] = {INPUT: self.input_q}
@@ -284,7 +301,7 @@ class Network:
         la = self[name]
         in_qs = list(in_qs)
         oq = la.output_qparams(in_qs)
-        fn = capi_function(la.function_name(in_qs))
+        fn = la.function(in_qs)
         shape = la.out_shape([tuple(np.asarray(i).shape[1:]) for i in inputs])
         outs = []
         with use_platform(platform if platform is not None else get_platform()):
@@ -328,6 +345,7 @@ class Network:
         return acts
 
     def forward_layer_float(self, name: str, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
+        """Run layer ``name`` alone in float64 on the batches ``xs``."""
         return self[name].forward_float(xs, original)
 
     # ---------------------------------------------------------------- display

@@ -13,16 +13,15 @@ done by the MLI kernels only.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
 
-from ..arith.convert import split_scale
 from ..formats import ElType
+from ..quant import fx_frac_for_range, quantize_values, sa_scale_repr  # noqa: F401  (the last two: old import path)
 from ..tensor import Tensor
 
-__all__ = ["Const", "QParams", "fx_frac_for_range", "sa_scale_repr"]
+__all__ = ["Const", "QParams"]
 
 
 def _broadcast(v: np.ndarray, dim: int, ndim: int) -> np.ndarray:
@@ -81,6 +80,7 @@ class QParams:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> QParams:
+        """Parameters from :meth:`to_dict`'s form (``el_type`` by C name; ``sa`` / ``fx`` sub-dicts accepted)."""
         el = ElType.from_c_name(d["el_type"]) if isinstance(d["el_type"], str) else ElType(d["el_type"])
         if "sa" in d or el.is_sa:
             sa = d.get("sa", d)
@@ -88,6 +88,7 @@ class QParams:
         return cls(el, frac_bits=int(d.get("fx", d).get("frac_bits", 0)))
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: ``el_type`` (C name) and the element parameters."""
         if self.el_type.is_sa:
             conv = (lambda v: np.asarray(v).tolist())
             return {"el_type": self.el_type.c_name, "dim": self.dim, "zero_point": conv(self.zero_point),
@@ -97,14 +98,17 @@ class QParams:
     # ------------------------------------------------------------------ values
     @property
     def bits(self) -> int:
+        """Container bits of the element type."""
         return self.el_type.bits
 
     @property
     def qmin(self) -> int:
+        """Smallest container value."""
         return -(1 << (self.bits - 1))
 
     @property
     def qmax(self) -> int:
+        """Largest container value."""
         return (1 << (self.bits - 1)) - 1
 
     def step(self) -> np.ndarray:
@@ -114,6 +118,7 @@ class QParams:
         return np.asarray(2.0 ** -self.frac_bits)
 
     def zp(self) -> np.ndarray:
+        """Zero point(s) as float64 (0 for FX)."""
         return np.asarray(self.zero_point if self.el_type.is_sa else 0, np.float64)
 
     def dequantize(self, q: np.ndarray, *, batch: bool = False) -> np.ndarray:
@@ -123,11 +128,12 @@ class QParams:
         return (q - _broadcast(self.zp(), dim, q.ndim)) * _broadcast(self.step(), dim, q.ndim)
 
     def quantize(self, x: np.ndarray, *, batch: bool = False) -> np.ndarray:
-        """Offline quantisation of float data: nearest integer, saturated to the container."""
+        """Offline quantisation of float data (:func:`pymli.quant.quantize_values`: nearest, ties away
+        from zero, saturated to the container)."""
         x = np.asarray(x, np.float64)
         dim = self.dim + (1 if batch and self.dim >= 0 else 0)
-        q = np.rint(x / _broadcast(self.step(), dim, x.ndim)) + _broadcast(self.zp(), dim, x.ndim)
-        return np.clip(q, self.qmin, self.qmax).astype(self.el_type.dtype)
+        return quantize_values(x, _broadcast(self.step(), dim, x.ndim), _broadcast(self.zp(), dim, x.ndim),
+                               self.el_type)
 
     def tensor(self, q: np.ndarray) -> Tensor:
         """A dense :class:`Tensor` holding quantised values ``q`` with these parameters."""
@@ -144,6 +150,7 @@ class QParams:
         return {"frac_bits": self.frac_bits}
 
     def describe(self) -> str:
+        """A short readable form (``sa8 zp 3, scale 16384, sfb 20``, ``fx16 frac 12``)."""
         if self.el_type.is_sa:
             if self.dim >= 0:
                 return f"{self.el_type.name.lower()} per-axis dim {self.dim}"
@@ -155,31 +162,6 @@ class QParams:
         if not isinstance(other, QParams):
             return NotImplemented
         return self.to_dict() == other.to_dict()
-
-
-def fx_frac_for_range(max_abs: float, bits: int, headroom_bits: int = 0) -> int:
-    """Largest frac_bits such that ``max_abs`` still fits a signed ``bits``-bit FX value.
-
-    ``headroom_bits`` keeps that many extra integer bits free.
-    """
-    if not np.isfinite(max_abs) or max_abs <= 0:
-        return bits - 1
-    # max_abs * 2**frac <= 2**(bits-1) - 1
-    frac = math.floor(math.log2(((1 << (bits - 1)) - 1) / max_abs)) - headroom_bits
-    return int(frac)
-
-
-def sa_scale_repr(step: np.ndarray | float, *, round_up: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Represent real scale factors as MLI's ``scale * 2**-scale_frac_bits``, scale in [2**14, 2**15).
-
-    ``round_up`` never makes the represented step smaller than asked (the calibrated range then
-    always fits). Returns (scale int16 values, scale_frac_bits values) as int64 arrays; see
-    :func:`pymli.arith.convert.split_scale`.
-    """
-    step = np.atleast_1d(np.asarray(step, np.float64))
-    step = np.where(step > 0, step, 1.0)
-    scale, sfb = split_scale(step, 16, round_up=round_up)
-    return scale.astype(np.int64), sfb.astype(np.int64)
 
 
 @dataclasses.dataclass
@@ -199,18 +181,22 @@ class Const:
 
     @classmethod
     def from_float(cls, x: Any) -> Const:
+        """A float-only constant (quantised later by the network quantiser)."""
         return cls(float_value=np.asarray(x, np.float64))
 
     @classmethod
     def quantized(cls, q: np.ndarray, qp: QParams, float_value: np.ndarray | None = None) -> Const:
+        """A constant of quantised values ``q`` with parameters ``qp`` (and optionally its float origin)."""
         return cls(q=np.asarray(q), qp=qp, float_value=float_value)
 
     @property
     def is_quantized(self) -> bool:
+        """Whether quantised values are set."""
         return self.q is not None
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Shape of the constant."""
         return tuple((self.q if self.q is not None else self.float_value).shape)  # type: ignore[union-attr]
 
     def value(self, original: bool = False) -> np.ndarray:
@@ -228,4 +214,5 @@ class Const:
         return self._tensor
 
     def set_quantized(self, q: np.ndarray, qp: QParams) -> None:
+        """Replace the quantised values and parameters (drops the cached tensor)."""
         self.q, self.qp, self._tensor = np.asarray(q), qp, None

@@ -25,21 +25,13 @@ import numpy as np
 from ..formats import ElType
 from .layers import Concat, Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
-from .qparams import Const, QParams, fx_frac_for_range, sa_scale_repr
+from ..quant import fx_frac_for_range, quantize_values, sa8_range_params, sa_scale_repr
+from .qparams import Const, QParams
 from .recurrent import LSTM, UnrolledLSTM, _RnnBase
 
-__all__ = ["SCHEMES", "calibrate", "quantize_network", "tensor_qparams"]
+__all__ = ["SCHEMES", "quantize_network", "tensor_qparams"]
 
 SCHEMES = ("fx16", "fx16_fx8_fx8", "sa8")
-
-
-def calibrate(net: Network, x: np.ndarray, *, percentile: float | None = None) -> dict[str, tuple[float, float]]:
-    """(min, max) of every tensor over calibration data ``x`` in the float network (original constants).
-
-    ``percentile`` (e.g. 99.99) clips outliers: the range is taken between the ``100 - p`` and ``p``
-    percentiles instead of the extremes.
-    """
-    return _ranges(net.run_float(np.asarray(x, np.float64), original=True), percentile)
 
 
 def _ranges(acts: dict[str, np.ndarray], percentile: float | None) -> dict[str, tuple[float, float]]:
@@ -61,7 +53,6 @@ def _quantize_rnn(la: _RnnBase, in_q: QParams, x: np.ndarray, out_range: tuple[f
     per-tensor weights from the wrong place (see :func:`pymli.kernels.recurrent._gru_candidate_scales`).
     """
     w_in, w_out, b = (c.value(original=True) for c in (la.weights_in, la.weights_out, la.bias))
-    g = la.n_gates
     hs, cells = la.float_sequence(x, original=True)
     # every step's output feeds the next one: the output format must hold all of them, not only the kept ones
     lo, hi = _ranges({"h": hs}, percentile)["h"]
@@ -69,17 +60,8 @@ def _quantize_rnn(la: _RnnBase, in_q: QParams, x: np.ndarray, out_range: tuple[f
     if isinstance(la, LSTM):
         la.cell_q = tensor_qparams(*_ranges({"c": cells}, percentile)["c"], scheme, headroom_bits)
     if scheme == "sa8":
-        qps = []
-        for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
-            wmax = np.abs(w).reshape(g, -1).max(axis=1)
-            scale, sfb = sa_scale_repr(np.where(wmax > 0, wmax / 127.0, 1.0))
-            qp = QParams.sa(np.zeros(g, np.int64), scale, sfb, 0)
-            c.set_quantized(qp.quantize(w), qp)
-            qps.append(qp)
-        bstep = float(in_q.step()) * qps[0].step()
-        bscale, bsfb = sa_scale_repr(bstep)
-        la.bias.set_quantized(np.clip(np.rint(b / bstep[:, None]), -(2 ** 31), 2 ** 31 - 1).astype(np.int32),
-                              QParams.sa(np.zeros(g, np.int64), bscale, bsfb, 0, ElType.SA_32))
+        qps = [_sa8_weights(w, 0, c) for w, c in ((w_in, la.weights_in), (w_out, la.weights_out))]
+        _sa32_bias(b, in_q, qps[0], la.bias, per_row=True)
         return tensor_qparams(*out_range, "sa8", headroom_bits)
     wbits = 8 if scheme == "fx16_fx8_fx8" else 16
     for w, c in ((w_in, la.weights_in), (w_out, la.weights_out)):
@@ -92,17 +74,42 @@ def _quantize_rnn(la: _RnnBase, in_q: QParams, x: np.ndarray, out_range: tuple[f
 
 
 def tensor_qparams(lo: float, hi: float, scheme: str, headroom_bits: int = 0) -> QParams:
-    """Quantisation of an activation tensor whose values span [lo, hi]."""
+    """Quantisation of an activation tensor whose values span [lo, hi].
+
+    Through :mod:`pymli.quant` with this quantiser's policy: FX16 with the most fractional bits that
+    hold the range; SA8 with 255 steps over [min(lo, 0), max(hi, 0)] (times ``2**headroom_bits``),
+    the scale rounded up so the range always fits and the minimum on -128.
+    """
     if scheme == "sa8":
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         if hi - lo <= 0:
             hi = lo + 1.0
-        step = (hi - lo) / 255.0 * (1 << headroom_bits)
-        scale, sfb = sa_scale_repr(step, round_up=True)
-        real_step = float(scale[0]) * 2.0 ** -float(sfb[0])
-        zp = int(np.clip(-128 - np.rint(lo / real_step), -128, 127))
-        return QParams.sa(zp, int(scale[0]), int(sfb[0]))
+        zp, scale, sfb = sa8_range_params(lo, hi, levels=255.0 / (1 << headroom_bits), round_up=True,
+                                          zero_point_at="min")
+        return QParams.sa(zp, scale, sfb)
     return QParams.fx(16, fx_frac_for_range(max(abs(lo), abs(hi)), 16, headroom_bits))
+
+
+def _sa8_weights(w: np.ndarray, dim: int, c: Const) -> QParams:
+    """Symmetric per-slice SA8 weights along ``dim`` (scale max|w| / 127), quantised into ``c``."""
+    axes = tuple(i for i in range(w.ndim) if i != dim)
+    wmax = np.abs(w).max(axis=axes)
+    scale, sfb = sa_scale_repr(np.where(wmax > 0, wmax / 127.0, 1.0))
+    qp = QParams.sa(np.zeros_like(scale), scale, sfb, dim)
+    c.set_quantized(qp.quantize(w), qp)
+    return qp
+
+
+def _sa32_bias(b: np.ndarray, in_q: QParams, w_q: QParams, c: Const, per_row: bool = False) -> None:
+    """SA32 bias on the scale in x weights (per weights slice), quantised into ``c``.
+
+    The represented scale is the real product rounded to 16 bits (:func:`pymli.quant.sa_scale_repr`);
+    the values are ``round(b / (in_step * w_step))`` saturated to int32.
+    """
+    bstep = float(in_q.step()) * w_q.step()
+    bscale, bsfb = sa_scale_repr(bstep)
+    bq = QParams.sa(np.zeros_like(bscale), bscale, bsfb, 0, ElType.SA_32)
+    c.set_quantized(quantize_values(b, bstep[:, None] if per_row else bstep, 0, ElType.SA_32), bq)
 
 
 def _weights_dim(layer: Layer) -> int:
@@ -114,17 +121,8 @@ def _quantize_mac(layer: _MacLayer, in_q: QParams, out_range: tuple[float, float
     w = layer.weights.value(original=True)
     b = layer.bias.value(original=True)
     if scheme == "sa8":
-        dim = _weights_dim(layer)
-        axes = tuple(i for i in range(w.ndim) if i != dim)
-        wmax = np.abs(w).max(axis=axes)
-        scale, sfb = sa_scale_repr(np.where(wmax > 0, wmax / 127.0, 1.0))
-        wq = QParams.sa(np.zeros_like(scale), scale, sfb, dim)
-        layer.weights.set_quantized(wq.quantize(w), wq)
-        bstep = float(in_q.step()) * wq.step()
-        bscale, bsfb = sa_scale_repr(bstep)
-        bq = QParams.sa(np.zeros_like(bscale), bscale, bsfb, 0, ElType.SA_32)
-        qb = np.clip(np.rint(b / bstep), -(2 ** 31), 2 ** 31 - 1).astype(np.int32)
-        layer.bias.set_quantized(qb, bq)
+        wq = _sa8_weights(w, _weights_dim(layer), layer.weights)
+        _sa32_bias(b, in_q, wq, layer.bias)
         return tensor_qparams(*out_range, "sa8", headroom_bits)
     wbits = 8 if scheme == "fx16_fx8_fx8" else 16
     in_frac = in_q.frac_bits
@@ -133,8 +131,8 @@ def _quantize_mac(layer: _MacLayer, in_q: QParams, out_range: tuple[float, float
     wq, bq = QParams.fx(wbits, w_frac), QParams.fx(wbits, b_frac)
     layer.weights.set_quantized(wq.quantize(w), wq)
     layer.bias.set_quantized(bq.quantize(b), bq)
-    out_q = tensor_qparams(*out_range, "fx16", headroom_bits)
-    return QParams.fx(16, min(out_q.frac_bits, in_frac + w_frac))
+    lo, hi = out_range
+    return QParams.fx(16, fx_frac_for_range(max(abs(lo), abs(hi)), 16, headroom_bits, max_frac=in_frac + w_frac))
 
 
 def _quantize_const(c: Const, like: QParams, scheme: str) -> None:

@@ -18,15 +18,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
+from ..formats import ElType
+from ..graph.registry import Op, entry, lookup, new_lut
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .layers import Layer, capi_function, data_suffix, mac_suffix
+from .layers import Layer
 from .qparams import Const, QParams
 
-__all__ = ["GATES", "GRU", "GRU_GATES", "LSTM", "UnrolledLSTM"]
+__all__ = ["GATES", "GRU", "LSTM", "UnrolledLSTM"]
 
+#: gate order of MLI's LSTM weights and biases
 GATES = ("i", "g", "f", "o")
-GRU_GATES = ("z", "r", "u")
 
 
 def _zero_state(q: QParams, m: int) -> Tensor:
@@ -36,15 +39,11 @@ def _zero_state(q: QParams, m: int) -> Tensor:
 
 
 def _make_lut(name: str) -> Lut:
-    size = int(capi_function(f"mli_krn_{name}_get_lut_size")())
-    lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
-    capi_function(f"mli_krn_{name}_create_lut")(lut)
-    return lut
+    """The LUT of activation ``name`` (``"tanh"``, ``"sigm"``)."""
+    return new_lut(Op(name))
 
 
 def _rnn_cfg(results: str, direction: str, act: str, scratch: int) -> Any:
-    from ..capi.types import RnnCellCfg, RnnDirection, RnnOutActivation, RnnResults
-
     return RnnCellCfg(direction=RnnDirection.BACKWARD if direction == "backward" else RnnDirection.FORWARD,
                       results=RnnResults.ALL if results == "all" else RnnResults.LAST,
                       act={"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM,
@@ -84,8 +83,13 @@ class _RnnBase(Layer):
         self.results, self.act, self.direction = results, act, direction
         self.tanh_lut, self.sigm_lut = tanh_lut, sigm_lut
 
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """Recurrent kernels are chosen by the input and weights types."""
+        return self.op, (in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
+
     @property
     def units(self) -> int:
+        """Output units (``M``)."""
         return int(self.weights_out.shape[-1])
 
     def consts(self) -> dict[str, Const]:
@@ -108,9 +112,9 @@ class _RnnBase(Layer):
 
     def prepare(self) -> None:
         if self.tanh_lut is None:
-            self.tanh_lut = _make_lut("tanh")
+            self.tanh_lut = new_lut(Op.TANH)
         if self.sigm_lut is None:
-            self.sigm_lut = _make_lut("sigm")
+            self.sigm_lut = new_lut(Op.SIGM)
 
     def _frames(self, x: np.ndarray) -> np.ndarray:
         """Float frames ``[N, T, in]`` in processing order."""
@@ -174,6 +178,7 @@ class LSTM(_LstmBase):
     """
 
     kind = "lstm"
+    op = Op.LSTM_CELL
 
     def __init__(self, w_in: Any, w_out: Any, bias: Any, *, results: str = "all", act: str = "tanh",
                  direction: str = "forward", cell_q: QParams | None = None, tanh_lut: Lut | None = None,
@@ -185,8 +190,6 @@ class LSTM(_LstmBase):
     def cfg_dict(self) -> dict[str, Any]:
         return {**super().cfg_dict(), "act": self.act}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_lstm_cell_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
         m = self.units
@@ -216,6 +219,7 @@ class GRU(_RnnBase):
     """
 
     kind = "gru"
+    op = Op.GRU_CELL
     n_gates = 3
 
     def __init__(self, w_in: Any, w_out: Any, bias: Any, *, results: str = "all", direction: str = "forward",
@@ -223,8 +227,6 @@ class GRU(_RnnBase):
         super().__init__(**kw)
         self._init(w_in, w_out, bias, results, "tanh", tanh_lut, sigm_lut, direction)
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_gru_cell_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         m = self.units
@@ -263,6 +265,7 @@ class UnrolledLSTM(_LstmBase):
     """
 
     kind = "unrolled_lstm"
+    op = Op.RNN_DENSE
     OPS: ClassVar[tuple[str, ...]] = ("dense_i", "dense_g", "dense_f", "dense_o", "sigm_i", "tanh_g", "sigm_f",
                                       "sigm_o", "mul_fc", "mul_ig", "add_c", "tanh_c", "mul_out")
 
@@ -276,21 +279,16 @@ class UnrolledLSTM(_LstmBase):
     def output_qparams(self, in_qs: list[QParams]) -> QParams:
         return self.out_q or self.qs["mul_out"]
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_rnn_dense_" + mac_suffix(in_qs[0].el_type, self.weights_in.qp.el_type)  # type: ignore[union-attr]
+    #: the one-type primitives of a step besides ``rnn_dense``
+    _STEP_OPS: ClassVar[tuple[Op, ...]] = (Op.SIGM, Op.TANH, Op.MUL, Op.ADD)
 
     def functions(self, in_qs: list[QParams]) -> list[str]:
-        d = data_suffix(in_qs[0].el_type)
-        return [self.c_name(in_qs), f"mli_krn_sigm_{d}", f"mli_krn_tanh_{d}", f"mli_krn_eltwise_mul_{d}",
-                f"mli_krn_eltwise_add_{d}"]
+        """C names of every MLI function a step calls (``rnn_dense`` first)."""
+        return [self.c_name(in_qs), *(entry(op, in_qs[0].el_type).c_name for op in self._STEP_OPS)]
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
-        from ..capi.types import RnnDenseCfg
-
         in_q = QParams.of(ins[0])
-        d = data_suffix(in_q.el_type)
-        sigm, tanh = capi_function(f"mli_krn_sigm_{d}"), capi_function(f"mli_krn_tanh_{d}")
-        mul, add = capi_function(f"mli_krn_eltwise_mul_{d}"), capi_function(f"mli_krn_eltwise_add_{d}")
+        sigm, tanh, mul, add = (lookup(op, in_q.el_type) for op in self._STEP_OPS)
         m = self.units
         x = ins[0].numpy().reshape(ins[0].shape[0], -1)
         wi, wo, b = self.weights_in, self.weights_out, self.bias

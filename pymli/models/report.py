@@ -21,13 +21,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from ..formats import ElType
+from ..graph.registry import Op, entry, lookup
 from .network import Network, RunResult
 from .qparams import QParams
 
@@ -51,29 +56,25 @@ ARC_GUARD_BITS = {"sa8_sa8": 16, "fx16_fx16": 8, "fx16_fx8": 8}
 
 
 def _guard_key(in_el: ElType, w_el: ElType) -> str:
+    """The :data:`ARC_GUARD_BITS` key of a MAC signature: the suffix of its ``mli_hlp_accu_guard_bits_*``."""
+    return entry(Op.ACCU_GUARD_BITS, *_guard_types(in_el, w_el)).c_name.removeprefix("mli_hlp_accu_guard_bits_")
+
+
+def _guard_types(in_el: ElType, w_el: ElType) -> tuple[ElType, ElType]:
+    """The accumulator family of a MAC layer: sa8 x sa8, fx16 x fx8 or fx16 x fx16 (fx8 data runs as fx16 x fx8)."""
     if in_el.is_sa:
-        return "sa8_sa8"
-    return "fx16_fx8" if w_el == ElType.FX_8 else "fx16_fx16"
+        return ElType.SA_8, ElType.SA_8
+    return (ElType.FX_16, ElType.FX_8) if w_el == ElType.FX_8 else (ElType.FX_16, ElType.FX_16)
 
 
 def accu_guard_bits(in_el: ElType, w_el: ElType) -> int:
     """Guard bits of the accumulator of a MAC kernel for these operand types on the current platform.
 
-    Uses ``mli_hlp_accu_guard_bits_*`` of :mod:`pymli.capi` when present; otherwise the reference build's
-    values (32-bit accumulator for sa8 x sa8 and fx16 x fx8: 16 and 8 guard bits). Note that the x86
-    reference build holds the "40-bit" fx16 accumulator in an int64 (32 guard bits), while ARC builds
-    have 8: see :data:`ARC_GUARD_BITS`.
+    The value of ``mli_hlp_accu_guard_bits_*`` (chosen by :mod:`pymli.graph.registry`). Note that the
+    x86 reference build holds the "40-bit" fx16 accumulator in an int64 (32 guard bits), while ARC
+    builds have 8: see :data:`ARC_GUARD_BITS`.
     """
-    from .. import capi
-
-    if in_el.is_sa:
-        name, ref = "mli_hlp_accu_guard_bits_sa8_sa8", 32 - 16
-    elif w_el == ElType.FX_8:
-        name, ref = "mli_hlp_accu_guard_bits_fx16_fx8", 32 - 24
-    else:
-        name, ref = "mli_hlp_accu_guard_bits_fx16_fx16", 40 - 32
-    fn = capi.FUNCTIONS.get(name)
-    return int(fn()) if fn is not None else ref
+    return int(lookup(Op.ACCU_GUARD_BITS, *_guard_types(in_el, w_el))())
 
 
 @dataclasses.dataclass
@@ -98,6 +99,7 @@ class LayerStats:
     acc_headroom_bits: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the figures."""
         d = dataclasses.asdict(self)
         return {k: (None if isinstance(v, float) and not math.isfinite(v) and k == "max_err" else v)
                 for k, v in d.items()}
@@ -123,6 +125,7 @@ class Report:
 
     # ---------------------------------------------------------------- output
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the report (network, platform, one entry per layer)."""
         def clean(v: Any) -> Any:
             if isinstance(v, float) and not math.isfinite(v):
                 return "inf" if v > 0 else "-inf"
@@ -141,9 +144,6 @@ class Report:
 
     def table(self, title: str | None = None, *, kernels: bool = False) -> Any:
         """A rich Table of the per-layer figures (``kernels``: add the MLI function of each layer)."""
-        from rich.markup import escape
-        from rich.table import Table
-
         t = Table(title=escape(title or f"{self.network} on MLI ({self.platform}), {self.samples} samples"))
         # two-line headers keep the numeric columns narrow enough for an 80-column console
         cols = [("layer", "left"), ("MLI kernel", "left"), ("output", "left"), ("SNR\ndB", "right"),
@@ -174,13 +174,12 @@ class Report:
         return t
 
     def print(self, console: Any = None, *, kernels: bool = False) -> None:
-        from rich.console import Console
-
+        """Print the report as a table (``rich``) to ``console`` (default: stdout)."""
         (console or Console()).print(self.table(kernels=kernels))
 
     def plot(self, path: str | Path | None = None, ax: Any = None) -> Any:
         """Bar chart of per-layer SNR (end to end and local) with matplotlib; saved to ``path`` if given."""
-        import matplotlib
+        import matplotlib  # optional dependency (pip install pymli[plot])
 
         if path is not None and ax is None:
             matplotlib.use("Agg")
@@ -216,8 +215,6 @@ class Report:
 
 def _short_q(desc: str) -> str:
     """Compact form of :meth:`QParams.describe`: ``fx16 q12``, ``sa8 z-128 s0.0276``."""
-    import re
-
     m = re.fullmatch(r"(\w+) zp (-?\d+), scale (\d+), sfb (-?\d+)", desc)
     if m:
         return f"{m[1].replace('_', '')} z{m[2]} s{int(m[3]) * 2.0 ** -int(m[4]):.3g}"

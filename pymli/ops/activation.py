@@ -16,38 +16,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..capi import activation as capi
 from ..capi.types import PreluCfg, ReluCfg, ReluType
-from ..errors import MliError, Status
-from ..formats import ElType
+from ..graph.activation import relu_type as _relu_type
+from ..graph.registry import Op, require
 from ..tensor import Tensor, dense_strides
 
 __all__ = ["relu", "leaky_relu", "prelu"]
-
-_KINDS = {"none": ReluType.NONE, "gen": ReluType.GEN, "relu": ReluType.GEN, "general": ReluType.GEN,
-          "relu1": ReluType.RELU_1, "relu_1": ReluType.RELU_1, "1": ReluType.RELU_1,
-          "relu6": ReluType.RELU_6, "relu_6": ReluType.RELU_6, "6": ReluType.RELU_6}
-
-_SUFFIX = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}
-
-
-def _suffix(x: Tensor, op: str) -> str:
-    try:
-        return _SUFFIX[x.el_type]
-    except KeyError:
-        raise MliError(Status.TYPE_MISMATCH, f"{op}: no MLI version for {x.el_type.c_name} tensors") from None
-
-
-def _relu_type(kind: Any) -> ReluType:
-    if isinstance(kind, ReluType):
-        return kind
-    if isinstance(kind, str):
-        key = kind.lower().removeprefix("mli_relu_").replace(" ", "")
-        if key in _KINDS:
-            return _KINDS[key]
-        raise ValueError(f"unknown ReLU type {kind!r}: one of none, gen, relu1, relu6")
-    return ReluType(int(kind))
-
 
 def _like(x: Tensor, **params: Any) -> Tensor:
     """A dense zero tensor of ``x``'s shape and type with ``x``'s quantisation unless overridden."""
@@ -74,7 +48,7 @@ def relu(x: Tensor, kind: ReluType | str | int = ReluType.GEN) -> Tensor:
         MliError: as ``mli_krn_relu_*`` (e.g. INCOMPATEBLE_TENSORS for per-axis sa8 input).
     """
     out = _like(x)
-    getattr(capi, f"mli_krn_relu_{_suffix(x, 'relu')}")(x, ReluCfg(_relu_type(kind)), out)
+    require(Op.RELU, x.el_type, what="relu")(x, ReluCfg(_relu_type(kind)), out)
     return out
 
 
@@ -91,7 +65,7 @@ def leaky_relu(x: Tensor, slope: Tensor, *, zero_point: int | None = None, scale
         A new tensor (fx: ``x``'s frac_bits, as MLI requires).
     """
     out = _like(x, zero_point=zero_point, scale=scale, scale_frac_bits=scale_frac_bits)
-    getattr(capi, f"mli_krn_leaky_relu_{_suffix(x, 'leaky_relu')}")(x, slope, out)
+    require(Op.LEAKY_RELU, x.el_type, what="leaky_relu")(x, slope, out)
     return out
 
 
@@ -118,5 +92,5 @@ def prelu(x: Tensor, slopes: Tensor, axis: int = -1, *, zero_point: int | None =
     if axis < -1:
         axis = -1
     out = _like(x, zero_point=zero_point, scale=scale, scale_frac_bits=scale_frac_bits)
-    getattr(capi, f"mli_krn_prelu_{_suffix(x, 'prelu')}")(x, _slopes_along(x, slopes, axis), PreluCfg(axis), out)
+    require(Op.PRELU, x.el_type, what="prelu")(x, _slopes_along(x, slopes, axis), PreluCfg(axis), out)
     return out

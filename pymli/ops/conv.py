@@ -14,22 +14,28 @@ Output quantisation (``out_quant``):
   or ``{"min": lo, "max": hi}`` (a float range);
 * an array of floats: a calibration sample of the expected outputs (its min / max are used).
 
-Ranges become parameters as MLI's own test quantiser does: FX takes the largest ``frac_bits``
-whose range holds the values; SA8 takes ``scale = (max - min) / 254`` as a 16-bit mantissa with
-``scale_frac_bits = 15 - exponent`` and ``zero_point = round(-centre / scale)``.
+Ranges become parameters through :mod:`pymli.quant` as MLI's own test quantiser does (see
+:mod:`pymli.graph.outquant`): FX takes the largest ``frac_bits`` whose range holds the values (at
+most input + weights fractional bits); SA8 takes ``scale = (max - min) / 254`` as a 16-bit mantissa
+and ``zero_point = round(-centre / scale)``. The MLI function is chosen by
+:func:`pymli.graph.registry.lookup` from the input and weights types.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .. import capi
+from ..capi.types import Conv2dCfg, FullyConnectedCfg, ReluCfg, ReluType
 from ..errors import MliError, Status
-from ..formats import ElType
+from ..graph.activation import relu_type
+from ..graph.geometry import Padding, conv_out_size, pair, resolve_padding, same_padding, transpose_out_size
+from ..graph.geometry import transpose_same_padding
+from ..graph.outquant import output_fields, zero_bias
+from ..graph.registry import KernelMissing, Op, lookup
 from ..kernels import convolution as K
 from ..tensor import Tensor
 
@@ -43,128 +49,23 @@ __all__ = [
     "transpose_conv2d",
 ]
 
-_RELU = {None: capi.ReluType.NONE, "none": capi.ReluType.NONE, "gen": capi.ReluType.GEN, "relu": capi.ReluType.GEN,
-         "relu1": capi.ReluType.RELU_1, "relu6": capi.ReluType.RELU_6}
-
-Padding = int | tuple[int, int, int, int] | str
+#: the public name of the per-axis output size (one formula, in :mod:`pymli.graph.geometry`)
+conv_output_size = conv_out_size
 
 
-# ------------------------------------------------------------------------------ geometry
-def _pair(v: int | tuple[int, int]) -> tuple[int, int]:
-    if isinstance(v, (tuple, list)):
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
+def _function(op: Op, x: Tensor, w: Tensor) -> Callable[..., Any]:
+    """The MLI function for these input and weights types; TYPE_MISMATCH when MLI has none."""
+    try:
+        return lookup(op, x.el_type, w.el_type)
+    except KernelMissing:
+        raise MliError(Status.TYPE_MISMATCH, f"no MLI {op.value} for input {x.el_type.name} with weights "
+                                             f"{w.el_type.name}") from None
 
 
-def conv_output_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
-    """Output length of a convolution along one axis."""
-    return K.out_size(in_size, k, stride, pad_a, pad_b, dilation)
-
-
-def same_padding(in_size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TensorFlow 'SAME' padding (before, after): output ``ceil(in / stride)``, extra pad after."""
-    eff = (k - 1) * dilation + 1
-    out = -(-in_size // stride)
-    total = max((out - 1) * stride + eff - in_size, 0)
-    return total // 2, total - total // 2
-
-
-def _padding(padding: Padding, in_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int],
-             dilation: tuple[int, int]) -> tuple[int, int, int, int]:
-    if isinstance(padding, str):
-        if padding.lower() == "valid":
-            return 0, 0, 0, 0
-        if padding.lower() == "same":
-            t, b = same_padding(in_hw[0], k_hw[0], stride[0], dilation[0])
-            l, r = same_padding(in_hw[1], k_hw[1], stride[1], dilation[1])
-            return t, b, l, r
-        raise ValueError(f"padding {padding!r}: use an int, (top, bottom, left, right), 'same' or 'valid'")
-    if isinstance(padding, (tuple, list)):
-        if len(padding) == 2:
-            return int(padding[0]), int(padding[0]), int(padding[1]), int(padding[1])
-        t, b, l, r = (int(p) for p in padding)
-        return t, b, l, r
-    p = int(padding)
-    return p, p, p, p
-
-
-# ------------------------------------------------------------------------------ types
-def _kind(x: Tensor, w: Tensor) -> str:
-    if x.el_type == ElType.SA_8 and w.el_type == ElType.SA_8:
-        return "sa8_sa8_sa32"
-    if x.el_type == ElType.FX_16 and w.el_type == ElType.FX_16:
-        return "fx16"
-    if x.el_type == ElType.FX_16 and w.el_type == ElType.FX_8:
-        return "fx16_fx8_fx8"
-    if x.el_type == ElType.FX_8 and w.el_type == ElType.FX_8:
-        return "fx8"
-    raise MliError(Status.TYPE_MISMATCH, f"no MLI kernel for input {x.el_type.name} with weights {w.el_type.name}")
-
-
-def _zero_bias(x: Tensor, w: Tensor, n: int, kind: str, dim: int) -> Tensor:
-    """An all-zero bias in the format MLI requires for this input and these weights."""
-    if kind == "sa8_sa8_sa32":
-        s_in = int(np.asarray(x.scale).reshape(-1)[0])
-        f_in = int(np.asarray(x.scale_frac_bits).reshape(-1)[0])
-        ws = w.quant_vector("scale", n) if w.dim >= 0 else np.asarray([int(w.scale)])
-        wf = w.quant_vector("scale_frac_bits", n) if w.dim >= 0 else np.asarray([int(w.scale_frac_bits)])
-        prod = s_in * ws.astype(np.int64)
-        sh = np.asarray([max(int(p).bit_length() - 15, 0) for p in prod])
-        scale = prod >> sh
-        frac = f_in + wf - sh
-        if w.dim >= 0:
-            return Tensor.from_numpy(np.zeros(n, np.int32), "SA_32", zero_point=np.zeros(n), scale=scale,
-                                     scale_frac_bits=frac, dim=0)
-        return Tensor.from_numpy(np.zeros(n, np.int32), "SA_32", scale=int(scale[0]), scale_frac_bits=int(frac[0]))
-    el = ElType.FX_16 if kind == "fx16" else ElType.FX_8
-    return Tensor.from_numpy(np.zeros(n, el.dtype), el, frac_bits=x.frac_bits + w.frac_bits)
-
-
-# ------------------------------------------------------------------------------ output quantisation
-def _fx_frac(lo: float, hi: float, bits: int, max_frac: int) -> int:
-    m = max(abs(lo), abs(hi))
-    if m == 0:
-        return max_frac
-    frac = math.floor(math.log2(((1 << (bits - 1)) - 1) / m))
-    return min(frac, max_frac)
-
-
-def _sa_params(lo: float, hi: float) -> dict[str, int]:
-    lo, hi = min(lo, 0.0), max(hi, 0.0)
-    scale = (hi - lo) / 254.0 if hi > lo else 1.0 / 128
-    mant, exp = math.frexp(scale)
-    s16 = min(math.floor(mant * 32768 + 0.5), 32767)
-    frac = 15 - exp
-    centre = (hi + lo) / 2
-    real_scale = s16 / 2.0 ** frac
-    zp = math.floor(-centre / real_scale + 0.5)
-    return {"zero_point": max(-128, min(127, zp)), "scale": s16, "scale_frac_bits": frac}
-
-
-def _out_tensor(shape: tuple[int, ...], x: Tensor, w: Tensor, out_quant: Any,
-                float_ref: callable[[], np.ndarray]) -> Tensor:
-    el = x.el_type
-    if isinstance(out_quant, dict) and ("frac_bits" in out_quant or "scale" in out_quant):
-        params = dict(out_quant)
-    else:
-        if out_quant is None:
-            vals = float_ref()
-            lo, hi = (float(vals.min()), float(vals.max())) if vals.size else (0.0, 0.0)
-        elif isinstance(out_quant, dict):
-            lo, hi = float(out_quant["min"]), float(out_quant["max"])
-        else:
-            arr = np.asarray(out_quant, dtype=np.float64)
-            lo, hi = float(arr.min()), float(arr.max())
-        if el.is_sa:
-            params = _sa_params(lo, hi)
-        else:
-            params = {"frac_bits": _fx_frac(lo, hi, el.bits, x.frac_bits + w.frac_bits)}
-    return Tensor.zeros(shape, el, **params)
-
-
-def _dequant_acc(kind: str, acc: np.ndarray, x: Tensor, w: Tensor, b: Tensor, n: int) -> np.ndarray:
+# ------------------------------------------------------------------------------ float reference
+def _dequant_acc(acc: np.ndarray, x: Tensor, w: Tensor, b: Tensor, n: int) -> np.ndarray:
     """Float value of accumulator + bias (before requantisation), channels last."""
-    if kind == "sa8_sa8_sa32":
+    if x.el_type.is_sa:
         s_in = int(np.asarray(x.scale).reshape(-1)[0]) / 2.0 ** int(np.asarray(x.scale_frac_bits).reshape(-1)[0])
         ws = (w.quant_vector("scale", n) / 2.0 ** w.quant_vector("scale_frac_bits", n)) if w.dim >= 0 else \
             np.asarray([int(w.scale) / 2.0 ** int(w.scale_frac_bits)])
@@ -174,13 +75,12 @@ def _dequant_acc(kind: str, acc: np.ndarray, x: Tensor, w: Tensor, b: Tensor, n:
     return acc * 2.0 ** -(x.frac_bits + w.frac_bits) + b.numpy() * 2.0 ** -b.frac_bits
 
 
-def _apply_relu(v: np.ndarray, relu: str | None) -> np.ndarray:
-    r = _RELU[relu.lower() if isinstance(relu, str) else relu]
-    if r == capi.ReluType.GEN:
+def _apply_relu(v: np.ndarray, r: ReluType) -> np.ndarray:
+    if r == ReluType.GEN:
         return np.maximum(v, 0)
-    if r == capi.ReluType.RELU_1:
+    if r == ReluType.RELU_1:
         return np.clip(v, -1, 1)
-    if r == capi.ReluType.RELU_6:
+    if r == ReluType.RELU_6:
         return np.clip(v, 0, 6)
     return v
 
@@ -192,26 +92,32 @@ def _centred(x: Tensor) -> np.ndarray:
     return v
 
 
+def _out(shape: tuple[int, ...], x: Tensor, w: Tensor, out_quant: Any, float_ref: Callable[[], np.ndarray]) -> Tensor:
+    fields = output_fields(x.el_type, out_quant, float_ref, max_frac=x.frac_bits + w.frac_bits)
+    return Tensor.zeros(shape, x.el_type, **fields)
+
+
 # ------------------------------------------------------------------------------ layers
+_CONV_OPS = {"conv": Op.CONV2D, "depthwise": Op.DEPTHWISE_CONV2D, "group": Op.GROUP_CONV2D}
+
+
 def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | tuple[int, int],
                  padding: Padding, dilation: int | tuple[int, int], relu: str | None, out_quant: Any) -> Tensor:
-    kind = _kind(x, w)
-    if kind == "fx8":
-        raise MliError(Status.TYPE_MISMATCH, "MLI has no fx8 convolution")
-    s, d = _pair(stride), _pair(dilation)
+    fn = _function(_CONV_OPS[op], x, w)
+    rt = relu_type(relu)
+    s, d = pair(stride), pair(dilation)
     kh, kw = int(w.shape[0]), int(w.shape[1])
     h, wd = int(x.shape[0]), int(x.shape[1])
     n = int(w.shape[3])
-    t, bo, l, r = _padding(padding, (h, wd), (kh, kw), s, d)
-    ho = conv_output_size(h, kh, s[0], t, bo, d[0])
-    wo = conv_output_size(wd, kw, s[1], l, r, d[1])
+    t, bo, l, r = resolve_padding(padding, (h, wd), (kh, kw), s, d)
+    ho = conv_out_size(h, kh, s[0], t, bo, d[0])
+    wo = conv_out_size(wd, kw, s[1], l, r, d[1])
     if ho <= 0 or wo <= 0:
         raise MliError(Status.BAD_FUNC_CFG, f"empty output {ho}x{wo} for input {h}x{wd}, kernel {kh}x{kw}")
     if b is None:
-        b = _zero_bias(x, w, n, kind, 0)
-    cfg = capi.Conv2dCfg(relu=capi.ReluCfg(_RELU[relu.lower() if isinstance(relu, str) else relu]),
-                         stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
-                         padding_top=t, padding_bottom=bo, dilation_width=d[1], dilation_height=d[0])
+        b = zero_bias(x, w, n)
+    cfg = Conv2dCfg(relu=ReluCfg(rt), stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
+                    padding_top=t, padding_bottom=bo, dilation_width=d[1], dilation_height=d[0])
 
     def float_ref() -> np.ndarray:
         xc, wv = _centred(x), w.numpy().astype(np.int64)
@@ -220,15 +126,11 @@ def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | 
             acc = K.depthwise_accumulate(xc, wv, **geo)[0]
         else:
             acc = K.conv_accumulate(xc, wv, groups=int(x.shape[2]) // int(w.shape[2]), **geo)[0]
-        return _apply_relu(_dequant_acc(kind, acc.astype(np.float64), x, w, b, n), relu)
+        return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, n), rt)
 
-    out = _out_tensor((ho, wo, n), x, w, out_quant, float_ref)
-    name = {"conv": "mli_krn_conv2d_hwcn_", "depthwise": "mli_krn_depthwise_conv2d_hwcn_",
-            "group": "mli_krn_group_conv2d_hwcn_"}[op] + kind
-    capi.FUNCTIONS[name](x, w, b, cfg, out)
+    out = _out((ho, wo, n), x, w, out_quant, float_ref)
+    fn(x, w, b, cfg, out)
     return out
-
-
 def conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int | tuple[int, int] = 1,
            padding: Padding = 0, dilation: int | tuple[int, int] = 1, relu: str | None = None,
            out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
@@ -272,33 +174,31 @@ def transpose_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int 
     The output is ``(in - 1) * stride + k - pad_before - pad_after`` along each axis; padding
     'same' gives ``in * stride`` (needs ``k >= stride``), 'valid' no padding.
     """
-    kind = _kind(x, w)
-    if kind == "fx8":
-        raise MliError(Status.TYPE_MISMATCH, "MLI has no fx8 convolution")
-    s = _pair(stride)
+    fn = _function(Op.TRANSPOSE_CONV2D, x, w)
+    rt = relu_type(relu)
+    s = pair(stride)
     kh, kw = int(w.shape[0]), int(w.shape[1])
     h, wd = int(x.shape[0]), int(x.shape[1])
     n = int(w.shape[3])
     if isinstance(padding, str) and padding.lower() == "same":
-        th, tw = max(kh - s[0], 0), max(kw - s[1], 0)
-        t, bo, l, r = th // 2, th - th // 2, tw // 2, tw - tw // 2
+        t, bo = transpose_same_padding(kh, s[0])
+        l, r = transpose_same_padding(kw, s[1])
     else:
-        t, bo, l, r = _padding(padding, (h, wd), (kh, kw), s, (1, 1))
-    ho = K.transpose_out_size(h, kh, s[0], t, bo)
-    wo = K.transpose_out_size(wd, kw, s[1], l, r)
+        t, bo, l, r = resolve_padding(padding, (h, wd), (kh, kw), s)
+    ho = transpose_out_size(h, kh, s[0], t, bo)
+    wo = transpose_out_size(wd, kw, s[1], l, r)
     if b is None:
-        b = _zero_bias(x, w, n, kind, 0)
-    cfg = capi.Conv2dCfg(relu=capi.ReluCfg(_RELU[relu.lower() if isinstance(relu, str) else relu]),
-                         stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
-                         padding_top=t, padding_bottom=bo)
+        b = zero_bias(x, w, n)
+    cfg = Conv2dCfg(relu=ReluCfg(rt), stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
+                    padding_top=t, padding_bottom=bo)
 
     def float_ref() -> np.ndarray:
         acc = K.transpose_accumulate(_centred(x), w.numpy().astype(np.int64), stride=s, pad=(t, l),
                                      out_hw=(ho, wo))[0]
-        return _apply_relu(_dequant_acc(kind, acc.astype(np.float64), x, w, b, n), relu)
+        return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, n), rt)
 
-    out = _out_tensor((max(ho, 1), max(wo, 1), n), x, w, out_quant, float_ref)
-    capi.FUNCTIONS["mli_krn_transpose_conv2d_hwcn_" + kind](x, w, b, cfg, out)
+    out = _out((max(ho, 1), max(wo, 1), n), x, w, out_quant, float_ref)
+    fn(x, w, b, cfg, out)
     return out
 
 
@@ -306,17 +206,18 @@ def fully_connected(x: Tensor, w: Tensor, b: Tensor | None = None, relu: str | N
                     out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
     """Fully connected layer (``mli_krn_fully_connected_*``): x of any shape with N_in elements,
     w (N_in, M_out), returns an (M_out,) tensor."""
-    kind = _kind(x, w)
+    fn = _function(Op.FULLY_CONNECTED, x, w)
+    rt = relu_type(relu)
     m = int(w.shape[1])
     if b is None:
-        b = _zero_bias(x, w, m, kind, 0)
-    cfg = capi.FullyConnectedCfg(relu=capi.ReluCfg(_RELU[relu.lower() if isinstance(relu, str) else relu]))
+        b = zero_bias(x, w, m)
+    cfg = FullyConnectedCfg(relu=ReluCfg(rt))
 
     def float_ref() -> np.ndarray:
         xv = _centred(x).reshape(-1)
         acc = xv @ w.numpy().astype(np.int64)
-        return _apply_relu(_dequant_acc(kind, acc.astype(np.float64), x, w, b, m), relu)
+        return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, m), rt)
 
-    out = _out_tensor((m,), x, w, out_quant, float_ref)
-    capi.FUNCTIONS["mli_krn_fully_connected_" + kind](x, w, b, cfg, out)
+    out = _out((m,), x, w, out_quant, float_ref)
+    fn(x, w, b, cfg, out)
     return out

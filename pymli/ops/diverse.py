@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..capi import diverse as capi
 from ..capi.types import ArgmaxCfg, PermuteCfg
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph.registry import Op, require
 from ..tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["permute", "argmax"]
@@ -25,9 +25,7 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
     Returns:
         A new dense tensor.
     """
-    suffix = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}.get(x.el_type)
-    if suffix is None:
-        raise MliError(Status.TYPE_MISMATCH, f"permute: no MLI version for {x.el_type.c_name} tensors")
+    fn = require(Op.PERMUTE, x.el_type, what="permute")
     perm = [int(p) for p in perm]
     if sorted(perm) != list(range(x.rank)):
         raise MliError(Status.BAD_FUNC_CFG, f"permute: {perm} is not a permutation of range({x.rank})")
@@ -43,7 +41,7 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
     else:
         out = Tensor.zeros(shape, x.el_type, frac_bits=x.frac_bits)
     cfg = PermuteCfg(perm + list(range(len(perm), MLI_MAX_RANK)))
-    getattr(capi, f"mli_krn_permute_{suffix}")(x, cfg, out)
+    fn(x, cfg, out)
     return out
 
 
@@ -61,9 +59,7 @@ def argmax(x: Tensor, axis: int = -1, topk: int = 1) -> Tensor:
         (``sum(index * mem_stride)``; the flat row-major index for a dense ``x``). Among equal
         values the order is MLI's.
     """
-    fn = {ElType.SA_8: capi.mli_krn_argmax_sa8, ElType.FX_16: capi.mli_krn_argmax_fx16}.get(x.el_type)
-    if fn is None:
-        raise MliError(Status.TYPE_MISMATCH, f"argmax: no MLI version for {x.el_type.c_name} tensors")
+    fn = require(Op.ARGMAX, x.el_type, what="argmax")
     rows = int(x.shape[axis]) if 0 <= axis < x.rank else 1
     out = Tensor.zeros([rows, max(int(topk), 1)], ElType.SA_32)
     fn(x, ArgmaxCfg(axis, topk), out)

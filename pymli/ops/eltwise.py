@@ -3,8 +3,9 @@
 Operands are :class:`~pymli.Tensor` s of one element type (FX_8, FX_16 or SA_8) and the same shape,
 or one of them a scalar tensor (rank 0 or a single element). The output quantisation is either
 given, or chosen from a float calibration of the result: the float result of the operation on the
-dequantised inputs is quantised the way the golden generator does (FX: the most fractional bits
-that fit; SA_8: ``scale = (max - min) / 254`` with a 16-bit mantissa, zero point at the centre).
+dequantised inputs is quantised through :mod:`pymli.quant` (FX: the most fractional bits with which
+it converts unsaturated, :func:`~pymli.quant.choose_fx_frac_bits`; SA_8: ``scale = (max - min) / 254``
+with a 16-bit mantissa, zero point at the centre, :func:`~pymli.quant.sa8_range_params`).
 min/max keep the inputs' quantisation (MLI requires equal input parameters there).
 
 Example:
@@ -16,19 +17,19 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from ..checks import tensor_is_scalar
 from ..errors import MliError, Status
-from ..formats import ElType
+from ..graph.registry import Op, require
+from ..quant import choose_fx_frac_bits, sa8_range_params
 from ..tensor import Tensor
 
 __all__ = ["add", "sub", "mul", "minimum", "maximum"]
 
-_SUFFIX = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}
+_OPS = {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "min": Op.MIN, "max": Op.MAX}
 _FLOAT_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
@@ -41,26 +42,14 @@ def _to_float(t: Tensor) -> np.ndarray:
     raise MliError(Status.NOT_SUPPORTED, f"cannot dequantise {t.el_type.name} with dim={t.dim}")
 
 
-def _fx_frac_bits(values: np.ndarray, el: ElType) -> int:
-    """Most fractional bits such that every value fits the container after rounding."""
-    top = 2 ** (el.bits - 1) - 1
-    m = float(np.max(np.abs(values))) if values.size else 0.0
-    fb = el.bits - 1
-    while fb > -32 and round(m * 2.0 ** fb) > top:
-        fb -= 1
-    return fb
-
-
-def _sa8_params(values: np.ndarray) -> dict[str, int]:
-    lo, hi = float(np.min(values, initial=0.0)), float(np.max(values, initial=0.0))
-    if hi - lo < 1e-30:
-        hi = lo + 1.0
-    scale = (hi - lo) / 254.0
-    _, exp = math.frexp(scale)
-    sfb = 15 - exp
-    s16 = min(int(round(scale * 2.0 ** sfb)), 32767)
-    zp = int(-((hi + lo) / 2.0) / scale + 0.5)  # C's (int) cast: truncation toward zero
-    return dict(scale=s16, scale_frac_bits=sfb, zero_point=max(-128, min(127, zp)))
+def _calibrated(op: str, x: Tensor, y: Tensor) -> dict[str, int]:
+    """Output fields chosen from the float result of ``op`` on the dequantised operands."""
+    v = _FLOAT_OPS[op](_to_float(x), _to_float(y))
+    if x.el_type.is_fx:
+        return {"frac_bits": choose_fx_frac_bits(v, x.el_type)}
+    lo, hi = (float(np.min(v)), float(np.max(v))) if v.size else (0.0, 0.0)
+    zp, scale, sfb = sa8_range_params(lo, hi)
+    return {"zero_point": zp, "scale": scale, "scale_frac_bits": sfb}
 
 
 def _out_shape(x: Tensor, y: Tensor) -> list[int]:
@@ -69,11 +58,7 @@ def _out_shape(x: Tensor, y: Tensor) -> list[int]:
 
 
 def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[str, int] | None) -> Tensor:
-    from .. import capi
-
-    suffix = _SUFFIX.get(x.el_type)
-    if suffix is None:
-        raise MliError(Status.TYPE_MISMATCH, f"{op}: supports FX_8, FX_16 and SA_8, not {x.el_type.name}")
+    fn = require(_OPS[op], x.el_type, what=op)
     el = x.el_type
     shape = _out_shape(x, y)
     params: dict[str, Any]
@@ -85,15 +70,13 @@ def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[st
         if el.is_sa and quant is not None:
             params.update(quant)
     elif el.is_fx:
-        if frac_bits is None:
-            frac_bits = _fx_frac_bits(_FLOAT_OPS[op](_to_float(x), _to_float(y)), el)
-        params = dict(frac_bits=frac_bits)
+        params = dict(frac_bits=frac_bits) if frac_bits is not None else _calibrated(op, x, y)
     else:
-        params = dict(quant) if quant is not None else _sa8_params(_FLOAT_OPS[op](_to_float(x), _to_float(y)))
+        params = dict(quant) if quant is not None else _calibrated(op, x, y)
     out = Tensor.zeros(shape or [1], el, **params)
     if not shape:  # a rank-0 result: MLI stores it at the data pointer of a rank-0 output
         out.rank, out.shape, out.mem_stride = 0, [], []
-    getattr(capi, f"mli_krn_eltwise_{op}_{suffix}")(x, y, out)
+    fn(x, y, out)
     if not shape:
         out.value, out.data, out.capacity = out.data[0].item(), None, 0
     return out

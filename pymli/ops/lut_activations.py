@@ -15,14 +15,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from ..arith.lut import create_lut
-from ..capi import lut_activations as C
 from ..capi.types import L2NormalizeCfg, SoftmaxCfg
 from ..errors import MliError, Status
-from ..formats import ElType
+from ..graph.registry import Op, require
 from ..tensor import Lut, Tensor
 
 __all__ = ["sigmoid", "tanh", "softmax", "l2_normalize", "activation_lut"]
@@ -45,14 +41,6 @@ def _out_like(x: Tensor) -> Tensor:
     return Tensor.zeros(list(x.shape[: x.rank]), x.el_type)
 
 
-def _pick(x: Tensor, fns: dict[ElType, Callable[..., Any]], op: str) -> Callable[..., Any]:
-    fn = fns.get(x.el_type)
-    if fn is None:
-        supported = ", ".join(t.name for t in fns)
-        raise MliError(Status.NOT_SUPPORTED, f"{op}: element type {x.el_type.name} not supported (only {supported})")
-    return fn
-
-
 def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
     """C axis from a Python axis: None -> -1 (whole tensor); negatives count from the end."""
     if axis is None:
@@ -71,8 +59,7 @@ def sigmoid(x: Tensor) -> Tensor:
     Returns:
         FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8.
     """
-    fn = _pick(x, {ElType.FX_8: C.mli_krn_sigm_fx8, ElType.FX_16: C.mli_krn_sigm_fx16,
-                   ElType.SA_8: C.mli_krn_sigm_sa8}, "sigmoid")
+    fn = require(Op.SIGM, x.el_type, status=Status.NOT_SUPPORTED, what="sigmoid")
     out = _out_like(x)
     fn(x, activation_lut("sigm"), out)
     return out
@@ -84,8 +71,7 @@ def tanh(x: Tensor) -> Tensor:
     Returns:
         FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
     """
-    fn = _pick(x, {ElType.FX_8: C.mli_krn_tanh_fx8, ElType.FX_16: C.mli_krn_tanh_fx16,
-                   ElType.SA_8: C.mli_krn_tanh_sa8}, "tanh")
+    fn = require(Op.TANH, x.el_type, status=Status.NOT_SUPPORTED, what="tanh")
     out = _out_like(x)
     fn(x, activation_lut("tanh"), out)
     return out
@@ -103,8 +89,7 @@ def softmax(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15 (FX_8 Q7), or SA_8 with zero point -128 and scale 2**-8.
     """
-    fn = _pick(x, {ElType.FX_8: C.mli_krn_softmax_fx8, ElType.FX_16: C.mli_krn_softmax_fx16,
-                   ElType.SA_8: C.mli_krn_softmax_sa8}, "softmax")
+    fn = require(Op.SOFTMAX, x.el_type, status=Status.NOT_SUPPORTED, what="softmax")
     cfg = SoftmaxCfg(axis=_axis_cfg(x, axis, "softmax"))
     out = _out_like(x)
     fn(x, activation_lut("softmax"), cfg, out)
@@ -121,8 +106,7 @@ def l2_normalize(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
     """
-    fn = _pick(x, {ElType.FX_16: C.mli_krn_l2_normalize_fx16, ElType.SA_8: C.mli_krn_l2_normalize_sa8},
-               "l2_normalize")
+    fn = require(Op.L2_NORMALIZE, x.el_type, status=Status.NOT_SUPPORTED, what="l2_normalize")
     cfg = L2NormalizeCfg(axis=_axis_cfg(x, axis, "l2_normalize"))
     out = _out_like(x)
     fn(x, None, activation_lut("l2_normalize"), cfg, out)

@@ -13,23 +13,11 @@ from collections.abc import Sequence
 
 from ..capi.types import PoolCfg
 from ..errors import MliError, Status
-from ..formats import ElType
-from ..kernels.pooling import out_size
+from ..graph.geometry import conv_out_size, pair, resolve_padding
+from ..graph.registry import Op, require
 from ..tensor import Tensor
 
 __all__ = ["avepool", "maxpool", "pool_cfg"]
-
-_SUFFIX = {ElType.FX_8: "fx8", ElType.FX_16: "fx16", ElType.SA_8: "sa8"}
-
-
-def _pair(v: int | Sequence[int], what: str) -> tuple[int, int]:
-    if isinstance(v, int):
-        return v, v
-    v = tuple(int(i) for i in v)
-    if len(v) != 2:
-        raise MliError(Status.BAD_FUNC_CFG, f"{what} must be an int or (height, width), got {v}")
-    return v  # type: ignore[return-value]
-
 
 def pool_cfg(in_hw: tuple[int, int], kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
              padding: int | str | Sequence[int] = 0) -> PoolCfg:
@@ -42,51 +30,35 @@ def pool_cfg(in_hw: tuple[int, int], kernel: int | Sequence[int], stride: int | 
         padding: an int (all sides), (vertical, horizontal), (top, bottom, left, right),
             ``"valid"`` (none) or ``"same"`` (TensorFlow's: output = ceil(input / stride), extra
             padding at the bottom/right).
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a malformed kernel, stride or padding.
     """
-    (kh, kw), (sh, sw) = _pair(kernel, "kernel"), _pair(stride, "stride")
-    if isinstance(padding, str):
-        if padding == "valid":
-            pads = (0, 0, 0, 0)
-        elif padding == "same":
-            ph = max((-(-in_hw[0] // sh) - 1) * sh + kh - in_hw[0], 0)
-            pw = max((-(-in_hw[1] // sw) - 1) * sw + kw - in_hw[1], 0)
-            pads = (ph // 2, ph - ph // 2, pw // 2, pw - pw // 2)
-        else:
-            raise MliError(Status.BAD_FUNC_CFG, f"padding {padding!r}: use 'valid', 'same' or numbers")
-    elif isinstance(padding, int):
-        pads = (padding,) * 4
-    else:
-        p = tuple(int(i) for i in padding)
-        if len(p) == 2:
-            pads = (p[0], p[0], p[1], p[1])
-        elif len(p) == 4:
-            pads = p
-        else:
-            raise MliError(Status.BAD_FUNC_CFG, f"padding {p}: give 1, 2 or 4 values")
+    try:
+        (kh, kw), (sh, sw) = pair(kernel), pair(stride)
+        pads = resolve_padding(padding, in_hw, (kh, kw), (sh, sw))
+    except ValueError as e:
+        raise MliError(Status.BAD_FUNC_CFG, str(e)) from None
     return PoolCfg(kernel_width=kw, kernel_height=kh, stride_width=sw, stride_height=sh,
                    padding_top=pads[0], padding_bottom=pads[1], padding_left=pads[2], padding_right=pads[3])
 
 
 def _pool(kind: str, x: Tensor, kernel: int | Sequence[int], stride: int | Sequence[int],
           padding: int | str | Sequence[int]) -> Tensor:
-    from .. import capi
-
-    suffix = _SUFFIX.get(x.el_type)
-    if suffix is None:
-        raise MliError(Status.TYPE_MISMATCH, f"{kind}pool supports FX_8, FX_16 and SA_8, not {x.el_type.name}")
+    fn = require(Op.MAXPOOL if kind == "max" else Op.AVEPOOL, x.el_type, what=f"{kind}pool")
     if x.rank != 3:
         raise MliError(Status.SHAPE_MISMATCH, f"{kind}pool takes an HWC tensor of rank 3, got rank {x.rank}")
     h, w, c = (int(s) for s in x.shape[:3])
     cfg = pool_cfg((h, w), kernel, stride, padding)
-    oh = out_size(h, cfg.kernel_height, cfg.stride_height, cfg.padding_top, cfg.padding_bottom)
-    ow = out_size(w, cfg.kernel_width, cfg.stride_width, cfg.padding_left, cfg.padding_right)
+    oh = conv_out_size(h, cfg.kernel_height, cfg.stride_height, cfg.padding_top, cfg.padding_bottom)
+    ow = conv_out_size(w, cfg.kernel_width, cfg.stride_width, cfg.padding_left, cfg.padding_right)
     if oh <= 0 or ow <= 0:
         raise MliError(Status.BAD_FUNC_CFG, f"kernel {cfg.kernel_height}x{cfg.kernel_width} larger than the "
                                             f"padded input {h}x{w}")
     q = dict(frac_bits=x.frac_bits) if x.el_type.is_fx else dict(
         zero_point=x.zero_point, scale=x.scale, scale_frac_bits=x.scale_frac_bits, dim=x.dim)
     out = Tensor.zeros((oh, ow, c), x.el_type, **q)
-    getattr(capi, f"mli_krn_{kind}pool_hwc_{suffix}")(x, cfg, out)
+    fn(x, cfg, out)
     return out
 
 

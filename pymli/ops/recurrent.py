@@ -22,15 +22,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..capi import recurrent as C
 from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph.registry import KernelMissing, Op, lookup
 from ..tensor import Tensor
 from .lut_activations import activation_lut
 
@@ -51,15 +51,12 @@ class RnnResult(NamedTuple):
     cell: Tensor | None
 
 
-def _kind(x: Tensor, w: Tensor, op: str) -> str:
-    if x.el_type == ElType.SA_8 and w.el_type == ElType.SA_8:
-        return "sa8_sa8_sa32"
-    if x.el_type == ElType.FX_16 and w.el_type == ElType.FX_16:
-        return "fx16"
-    if x.el_type == ElType.FX_16 and w.el_type == ElType.FX_8:
-        return "fx16_fx8_fx8"
-    raise MliError(Status.NOT_SUPPORTED, f"{op}: data {x.el_type.name} with weights {w.el_type.name} is not "
-                                         "supported (FX_16+FX_16, FX_16+FX_8 or SA_8+SA_8)")
+def _function(op: Op, x: Tensor, w: Tensor, what: str) -> Callable[..., Any]:
+    try:
+        return lookup(op, x.el_type, w.el_type)
+    except KernelMissing:
+        raise MliError(Status.NOT_SUPPORTED, f"{what}: data {x.el_type.name} with weights {w.el_type.name} is not "
+                                             "supported (FX_16+FX_16, FX_16+FX_8 or SA_8+SA_8)") from None
 
 
 def _zeros(shape: list[int], el: ElType, quant: dict[str, Any]) -> Tensor:
@@ -99,9 +96,8 @@ def rnn_dense(inputs: Sequence[Tensor], weights: Sequence[Tensor], bias: Tensor,
     """
     if not inputs or len(inputs) != len(weights):
         raise MliError(Status.BAD_FUNC_CFG, f"rnn_dense: {len(inputs)} inputs and {len(weights)} weights")
-    kind = _kind(inputs[0], weights[0], "rnn_dense")
+    fn = _function(Op.RNN_DENSE, inputs[0], weights[0], "rnn_dense")
     out = Tensor.zeros([int(bias.shape[0])], inputs[0].el_type, **out_quant)
-    fn = getattr(C, f"mli_krn_rnn_dense_{kind}")
     fn(list(inputs), list(weights), bias, RnnDenseCfg(inputs_num=len(inputs)), out)
     return out
 
@@ -140,7 +136,7 @@ def lstm(x: Tensor, weights_in: Tensor, weights_out: Tensor, bias: Tensor, *, ou
     Returns:
         :class:`RnnResult` (out, last output, new cell state).
     """
-    kind = _kind(x, weights_in, "lstm")
+    fn = _function(Op.LSTM_CELL, x, weights_in, "lstm")
     h0, out, m, scratch = _cell_setup(x, prev_out, bias, out_quant, results, 4)
     if cell is None:
         c = _zeros([m], x.el_type, cell_quant if cell_quant is not None else out_quant)
@@ -151,7 +147,6 @@ def lstm(x: Tensor, weights_in: Tensor, weights_out: Tensor, bias: Tensor, *, ou
     except KeyError:
         raise MliError(Status.BAD_FUNC_CFG, f"activation {activation!r}: 'tanh', 'sigm' or 'none'") from None
     cfg = RnnCellCfg(direction=_direction(direction), results=_results(results), act=act, scratch_capacity=scratch)
-    fn = getattr(C, f"mli_krn_lstm_cell_{kind}")
     fn(x, h0, weights_in, weights_out, bias, activation_lut("tanh"), activation_lut("sigm"), cfg, c, out)
     return RnnResult(out, _state(out, out_quant), c)
 
@@ -174,10 +169,9 @@ def gru(x: Tensor, weights_in: Tensor, weights_out: Tensor, bias: Tensor, *, out
     Returns:
         :class:`RnnResult` (out, last output, ``None``).
     """
-    kind = _kind(x, weights_in, "gru")
+    fn = _function(Op.GRU_CELL, x, weights_in, "gru")
     h0, out, _, scratch = _cell_setup(x, prev_out, bias, out_quant, results, 3)
     cfg = RnnCellCfg(direction=_direction(direction), results=_results(results), act=RnnOutActivation.TANH,
                      scratch_capacity=scratch)
-    fn = getattr(C, f"mli_krn_gru_cell_{kind}")
     fn(x, h0, weights_in, weights_out, bias, activation_lut("tanh"), activation_lut("sigm"), cfg, out)
     return RnnResult(out, _state(out, out_quant), None)

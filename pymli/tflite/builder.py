@@ -47,6 +47,7 @@ def choose_qparams(lo: float, hi: float) -> tuple[float, int]:
 
 
 def quantize_per_tensor(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Float values -> int8 with one TFLite ``scale`` / ``zero_point`` (test-model builder; NumPy rounding)."""
     return np.clip(np.round(np.asarray(x) / scale) + zero_point, -128, 127).astype(np.int8)
 
 
@@ -99,6 +100,7 @@ class ModelWriter:
         return len(self.tensors) - 1
 
     def const(self, name: str, data: np.ndarray, type: str = "INT32", **kw: Any) -> int:
+        """Add a constant tensor holding ``data`` (its shape); returns its index."""
         data = np.asarray(data)
         return self.tensor(name, data.shape, type, data, **kw)
 
@@ -111,7 +113,8 @@ class ModelWriter:
 
     # ------------------------------------------------------------------ serialisation
     def finish(self, inputs: Sequence[int], outputs: Sequence[int]) -> bytes:
-        import flatbuffers
+        """The model as TFLite flatbuffer bytes with graph ``inputs`` and ``outputs`` (tensor indices)."""
+        import flatbuffers  # imported on first use, like the tflite package (see pymli.tflite)
 
         b = flatbuffers.Builder(1024)
         M, SG, T, QP, OP, OC, BU = (_mod(n) for n in ("Model", "SubGraph", "Tensor", "QuantizationParameters",

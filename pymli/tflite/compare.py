@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from ..models.report import snr_db
 from .importer import TfliteModel, load
@@ -29,7 +31,7 @@ TFLM_MISSING = "the TFLite Micro reference interpreter needs the optional packag
 def tflm_available() -> bool:
     """Whether ``tflite_micro`` (the TFLite Micro Python interpreter) can be imported."""
     try:
-        from tflite_micro.python.tflite_micro import runtime  # noqa: F401
+        from tflite_micro.python.tflite_micro import runtime  # noqa: F401  (optional dependency)
     except Exception:  # noqa: BLE001 - any import problem means "not available"
         return False
     return True
@@ -47,7 +49,7 @@ def run_tflm(model: TfliteModel, x: np.ndarray, tensors: list[int] | None = None
     output), batch first.
     """
     try:
-        from tflite_micro.python.tflite_micro import runtime
+        from tflite_micro.python.tflite_micro import runtime  # optional dependency
     except Exception as e:
         raise ImportError(TFLM_MISSING) from e
     if tensors is None:
@@ -95,6 +97,7 @@ class TensorDiff:
     own_max_lsb: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the tensor's figures."""
         return dataclasses.asdict(self)
 
 
@@ -109,6 +112,7 @@ class CompareReport:
 
     @property
     def max_lsb(self) -> int:
+        """Largest difference in LSB over all compared tensors."""
         return max((r.max_lsb for r in self.rows), default=0)
 
     def __getitem__(self, name: str) -> TensorDiff:
@@ -118,10 +122,13 @@ class CompareReport:
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form of the report."""
         return {"model": self.model_name, "samples": self.samples, "output_equal": self.output_equal,
                 "max_lsb": self.max_lsb, "tensors": [r.to_dict() for r in self.rows]}
 
     def to_json(self, path: str | Path | None = None) -> str:
+        """The report as JSON, written to ``path`` when given; returns the text."""
+
         def clean(v: Any) -> Any:
             if isinstance(v, float) and not np.isfinite(v):
                 return None if np.isnan(v) else ("inf" if v > 0 else "-inf")
@@ -137,8 +144,7 @@ class CompareReport:
         return text
 
     def table(self) -> Any:
-        from rich.table import Table
-
+        """The report as a ``rich`` table."""
         t = Table(title=f"{self.model_name}: pymli (MLI kernels) vs TFLite Micro, {self.samples} samples")
         for col, just in (("tensor", "left"), ("op", "left"), ("MLI function", "left"), ("shape", "left"),
                           ("max |d| LSB", "right"), ("own max LSB", "right"), ("mean |d| LSB", "right"), ("differing %", "right"),
@@ -151,11 +157,11 @@ class CompareReport:
         return t
 
     def print(self, console: Any = None) -> None:
-        from rich.console import Console
-
+        """Print the table to ``console`` (default: stdout)."""
         (console or Console()).print(self.table())
 
     def markdown(self) -> str:
+        """The report as a Markdown table."""
         lines = ["| tensor | op | max LSB | own max LSB | mean LSB | differing % | SNR pymli dB | SNR TFLM dB |",
                  "|---|---|---:|---:|---:|---:|---:|---:|"]
         for r in self.rows:
@@ -166,7 +172,7 @@ class CompareReport:
 
     def plot(self, path: str | Path | None = None) -> Any:
         """Bar chart of the SNR of both runs per tensor and the largest difference (matplotlib)."""
-        import matplotlib
+        import matplotlib  # optional dependency (pip install pymli[plot])
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

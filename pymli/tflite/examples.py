@@ -12,17 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from ..graph.activation import TFLITE_FUSED
+from ..graph.geometry import same_padding, transpose_padding_for_output
 from ..models import floatops as F
 from .builder import ModelWriter, choose_qparams, quantize_bias, quantize_per_channel, quantize_per_tensor
 
 __all__ = ["GraphMaker", "cnn10", "OP_CASES", "TFLM_CANNOT_RUN"]
-
-
-def _same(size: int, k: int, s: int, d: int = 1) -> tuple[int, int, int]:
-    ek = (k - 1) * d + 1
-    out = (size + s - 1) // s
-    total = max((out - 1) * s + ek - size, 0)
-    return total // 2, total - total // 2, out
 
 
 class GraphMaker:
@@ -85,12 +80,13 @@ class GraphMaker:
 
     @staticmethod
     def _act(y: np.ndarray, act: str) -> np.ndarray:
-        return F.relu(y, {"NONE": "none", "RELU": "gen", "RELU6": "relu_6", "RELU_N1_TO_1": "relu_1"}[act])
+        return F.relu(y, TFLITE_FUSED[act])
 
     # ------------------------------------------------------------------ MAC layers
     def conv(self, cout: int, k: int | tuple[int, int] = 3, stride: int = 1, padding: str = "SAME",
              dilation: int = 1, act: str = "NONE", per_channel: bool = True, depthwise: bool = False,
              bias: bool = True) -> GraphMaker:
+        """Append CONV_2D (or DEPTHWISE_CONV_2D) with random weights; TFLite ``padding`` / activation names."""
         kh, kw = (k, k) if isinstance(k, int) else k
         _, h, wd, cin = self.f.shape
         if depthwise:
@@ -109,8 +105,8 @@ class GraphMaker:
             ins.append(bt)
         wdq = wq * (ws.reshape((-1, 1, 1, 1)) if not depthwise else ws.reshape((1, 1, 1, -1)))
         if padding == "SAME":
-            t, b, _ = _same(h, kh, stride, dilation)
-            l, r, _ = _same(wd, kw, stride, dilation)
+            t, b = same_padding(h, kh, stride, dilation)
+            l, r = same_padding(wd, kw, stride, dilation)
         else:
             t = b = l = r = 0
         if depthwise:
@@ -130,9 +126,11 @@ class GraphMaker:
         return self
 
     def dwconv(self, k: int = 3, **kw: Any) -> GraphMaker:
+        """Append DEPTHWISE_CONV_2D (multiplier 1); see :meth:`conv`."""
         return self.conv(0, k, depthwise=True, **kw)
 
     def fc(self, n: int, act: str = "NONE", per_channel: bool = False) -> GraphMaker:
+        """Append FULLY_CONNECTED to ``n`` outputs with random weights."""
         x = self.f.reshape(self.f.shape[0], -1)
         nin = x.shape[1]
         wf = self.rng.normal(0, 1.2 / np.sqrt(nin), (n, nin))
@@ -147,6 +145,7 @@ class GraphMaker:
 
     def transpose_conv(self, cout: int, k: int = 3, stride: int = 2, padding: str = "SAME",
                        per_channel: bool = True) -> GraphMaker:
+        """Append TRANSPOSE_CONV to ``cout`` channels (SAME: ``in * stride``; VALID: ``(in - 1) * stride + k``)."""
         _, h, wd, cin = self.f.shape
         wf = self.rng.normal(0, 1.2 / np.sqrt(k * k * cin), (cout, k, k, cin))
         wq, ws = self._weights(wf, 0, per_channel)
@@ -157,14 +156,8 @@ class GraphMaker:
         else:
             oh, ow = (h - 1) * stride + k, (wd - 1) * stride + k
         wdq = np.transpose(wq * ws.reshape(-1, 1, 1, 1), (1, 2, 3, 0))
-
-        def pads(n_in: int, n_out: int) -> tuple[int, int]:
-            n = (n_out + stride - 1) // stride if padding == "SAME" else (n_out - k + stride) // stride
-            total = max((n - 1) * stride + k - n_out, 0)
-            return total // 2, (n_in - 1) * stride + k - n_out - total // 2
-
-        t, _ = pads(h, oh)
-        l, _ = pads(wd, ow)
+        t, _ = transpose_padding_for_output(h, oh, k, stride, padding == "SAME")
+        l, _ = transpose_padding_for_output(wd, ow, k, stride, padding == "SAME")
         full = np.zeros((self.f.shape[0], (h - 1) * stride + k, (wd - 1) * stride + k, cout))
         for i in range(k):
             for j in range(k):
@@ -179,10 +172,11 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ pooling
     def pool(self, kind: str, k: int = 2, stride: int = 2, padding: str = "VALID", act: str = "NONE") -> GraphMaker:
+        """Append MAX_POOL_2D (``kind="max"``) or AVERAGE_POOL_2D."""
         _, h, wd, _ = self.f.shape
         if padding == "SAME":
-            t, b, _ = _same(h, k, stride)
-            l, r, _ = _same(wd, k, stride)
+            t, b = same_padding(h, k, stride)
+            l, r = same_padding(wd, k, stride)
         else:
             t = b = l = r = 0
         if kind == "max":
@@ -256,6 +250,7 @@ class GraphMaker:
         return self
 
     def prelu(self) -> GraphMaker:
+        """Append PRELU with one random int8 alpha per channel."""
         c = self.f.shape[-1]
         af = self.rng.uniform(-0.5, 0.8, c)
         s, z = choose_qparams(float(af.min()), float(af.max()))
@@ -270,6 +265,7 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ data movement
     def reshape(self, shape: tuple[int, ...], op: str = "RESHAPE") -> GraphMaker:
+        """Append RESHAPE (or ``op``, e.g. SQUEEZE) to the sample shape ``shape``."""
         y = self.f.reshape((self.f.shape[0],) + tuple(shape))
         dims = [i + 1 for i, s in enumerate(self.f.shape[1:]) if s == 1]
         out = self._act_out(op.lower(), y, self.q)
@@ -282,6 +278,7 @@ class GraphMaker:
         return self
 
     def transpose(self, perm: list[int]) -> GraphMaker:
+        """Append TRANSPOSE with permutation ``perm`` (batch axis included)."""
         y = np.transpose(self.f, perm)
         out = self._act_out("transpose", y, self.q)
         pt = self.w.const(self._name("perm"), np.array(perm, np.int32))
@@ -305,6 +302,7 @@ class GraphMaker:
         return self
 
     def pad(self, pads: tuple[int, int, int, int], v2: bool = False) -> GraphMaker:
+        """Append PAD (PADV2 with ``v2``) of (top, bottom, left, right) around height and width."""
         t, b, l, r = pads
         y = F.pad_hw(self.f, pads)
         out = self._act_out("pad", y, self.q)
@@ -318,6 +316,7 @@ class GraphMaker:
         return self
 
     def argmax(self) -> GraphMaker:
+        """Append ARG_MAX over the last axis (int32 output)."""
         ax = self.w.const(self._name("axis"), np.array([len(self.f.shape) - 1], np.int32))
         y = np.argmax(self.f, axis=-1)
         out = self.w.tensor(self._name("argmax"), (1,) + y.shape[1:], "INT32")
@@ -327,6 +326,7 @@ class GraphMaker:
 
     # ------------------------------------------------------------------ output
     def finish(self) -> bytes:
+        """The model bytes (graph input: the first tensor, output: the current one)."""
         out = self.cur
         if self.float_io:
             out = self.w.tensor("output_f32", self.w.tensors[self.cur]["shape"], "FLOAT32")

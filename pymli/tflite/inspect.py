@@ -13,6 +13,8 @@ import math
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from ..formats import ElType
 from ..models.layers import Layer, _MacLayer
@@ -81,9 +83,6 @@ def tensor_rows(m: TfliteModel) -> list[dict[str, Any]]:
 
 def print_inspect(m: TfliteModel, console: Any = None) -> None:
     """Rich tables of :func:`op_rows` and :func:`tensor_rows`."""
-    from rich.console import Console
-    from rich.table import Table
-
     con = console or Console()
     con.print(f"[bold]{m.info.description or 'model'}[/bold]: {len(m.info.ops)} operators, "
               f"{len(m.info.tensors)} tensors, schema version {m.info.version}; input {m.input_shape} "

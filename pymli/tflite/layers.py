@@ -9,7 +9,8 @@ Each runs one MLI function of :mod:`pymli.capi`:
 * :class:`Pad`: ``mli_krn_padding2d_hwc_sa8`` (pads with the zero point, like TFLite);
 * :class:`ArgMax`: ``mli_krn_argmax_sa8`` over the last axis (topk 1);
 * :class:`L2Norm`: ``mli_krn_l2_normalize_sa8`` over the last axis;
-* :class:`TransposeConv2D`: ``mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32``.
+* :class:`TransposeConv2D`: ``mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32`` (the network layer of
+  :mod:`pymli.models.layers`, re-exported).
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ..capi.move import MovCfg
+from ..capi.types import ArgmaxCfg, ConcatCfg, L2NormalizeCfg, Padding2dCfg
 from ..formats import ElType
+from ..graph.registry import Op, lookup
 from ..models import floatops as F
-from ..models.layers import Conv2D, Layer, _LutLayer, data_suffix
+from ..models.layers import Layer, TransposeConv2D, _LutLayer
 from ..models.qparams import QParams
 from ..tensor import Tensor
 
@@ -46,8 +50,9 @@ class Reshape(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"shape": self.shape}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_mov_tensor_sync"
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """One type-free function: ``mli_mov_tensor_sync``."""
+        return Op.MOV_TENSOR_SYNC, ()
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if int(np.prod(in_shapes[0])) != int(np.prod(self.shape)):
@@ -55,11 +60,8 @@ class Reshape(Layer):
         return self.shape
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from .. import capi
-        from ..capi.move import MovCfg
-
         cfg = MovCfg()
-        capi.FUNCTIONS["mli_mov_cfg_for_copy"](cfg)
+        lookup(Op.MOV_CFG_FOR_COPY)(cfg)
         src = _reshaped(ins[0], self.shape)
         dst = QParams.of(out).empty(self.shape)
         fn(src, cfg, dst)
@@ -74,8 +76,9 @@ class Requant(Layer):
 
     kind = "requant"
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_hlp_convert_tensor"
+    def signature(self, in_qs: list[QParams]) -> tuple[Op, tuple[ElType, ...]]:
+        """One type-free function: ``mli_hlp_convert_tensor``."""
+        return Op.CONVERT, ()
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], out)
@@ -98,8 +101,7 @@ class Concat(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_concat_" + data_suffix(in_qs[0].el_type)
+    op = Op.CONCAT
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         s = list(in_shapes[0])
@@ -107,8 +109,6 @@ class Concat(Layer):
         return tuple(s)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import ConcatCfg
-
         fn(list(ins), ConcatCfg(tensors_num=len(ins), axis=self.axis), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -128,8 +128,7 @@ class Pad(Layer):
     def cfg_dict(self) -> dict[str, Any]:
         return {"padding": self.padding}
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_padding2d_hwc_" + data_suffix(in_qs[0].el_type)
+    op = Op.PADDING2D_HWC
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = in_shapes[0]
@@ -137,8 +136,6 @@ class Pad(Layer):
         return (h + t + b, w + l + r, c)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import Padding2dCfg
-
         t, b, l, r = self.padding
         fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
 
@@ -154,8 +151,7 @@ class ArgMax(Layer):
 
     kind = "argmax"
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_argmax_" + data_suffix(in_qs[0].el_type)
+    op = Op.ARGMAX
 
     def output_qparams(self, in_qs: list[QParams]) -> QParams:
         return QParams.sa(0, 1, 0, -1, ElType.SA_32)
@@ -164,8 +160,6 @@ class ArgMax(Layer):
         return tuple(in_shapes[0][:-1]) or (1,)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import ArgmaxCfg
-
         x = ins[0]
         c = int(x.shape[x.rank - 1])
         rows = x.num_elements // c
@@ -185,47 +179,17 @@ class L2Norm(_LutLayer):
     """L2 normalisation over the last axis; MLI sets the output to zero point 0, scale 2**-7."""
 
     kind = "l2_normalize"
-    _lut_name = "l2_normalize"
     _sa8_out = (0, 7)
 
-    def c_name(self, in_qs: list[QParams]) -> str:
-        return "mli_krn_l2_normalize_" + data_suffix(in_qs[0].el_type)
+    op = Op.L2_NORMALIZE
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
-        from ..capi.types import L2NormalizeCfg
-
         fn(ins[0], None, self.lut, L2NormalizeCfg(axis=ins[0].rank - 1), out)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
         n = np.sqrt(np.sum(x * x, axis=-1, keepdims=True))
         return x / np.maximum(n, 1e-12)
-
-
-class TransposeConv2D(Conv2D):
-    """Transpose convolution, HWCN weights ``[kh, kw, cin, cout]``; padding crops the full output."""
-
-    kind = "transpose_conv2d"
-    _prefix = "mli_krn_transpose_conv2d_hwcn_"
-
-    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, c = in_shapes[0]
-        kh, kw, wc, n = self.weights.shape
-        if wc != c:
-            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
-        t, b, l, r = self.padding
-        return ((h - 1) * self.stride[0] + kh - t - b, (w - 1) * self.stride[1] + kw - l - r, n)
-
-    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        n, h, wd, _ = x.shape
-        kh, kw, _, co = w.shape
-        sh, sw = self.stride
-        full = np.zeros((n, (h - 1) * sh + kh, (wd - 1) * sw + kw, co))
-        for i in range(kh):
-            for j in range(kw):
-                full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += x @ w[i, j]
-        t, bt, l, r = self.padding
-        return full[:, t:full.shape[1] - bt, l:full.shape[2] - r, :] + b
 
 
 EXTRA_LAYERS: dict[str, type[Layer]] = {c.kind: c for c in (Reshape, Requant, Concat, Pad, ArgMax, L2Norm,

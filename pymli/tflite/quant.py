@@ -6,39 +6,25 @@ MLI stores ``scale`` as a 16-bit integer with ``scale_frac_bits``: real = ``scal
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..arith.convert import split_scale
 from ..formats import ElType
 from ..models.qparams import QParams
+from ..quant import bias_scale, float_to_mli_scale, quantize_values
 
-__all__ = ["float_to_mli_scale", "sa8_qparams", "bias_qparams"]
-
-
-def float_to_mli_scale(s: float) -> tuple[int, int]:
-    """A positive real scale as MLI's ``(scale, scale_frac_bits)`` pair.
-
-    The mantissa is kept to 15 significant bits: ``scale`` lies in ``[2**14, 2**15)`` (a positive
-    int16 with its top value bit set) and ``scale_frac_bits = 14 - floor(log2(s))``.
-    Rounding: ``scale = round(s * 2**scale_frac_bits)`` to the nearest integer, **ties away from zero**,
-    done exactly (a float64 times a power of two is exact, and the tie test compares the exact
-    remainder with 1/2). When rounding reaches ``2**15`` the pair becomes ``(2**14, scale_frac_bits - 1)``.
-    The relative error is at most ``2**-15``. ``scale_frac_bits`` must fit MLI's int8 field:
-    scales outside about ``[2**-113, 2**14]`` raise ``ValueError``.
-    """
-    s = float(s)
-    if not (math.isfinite(s) and s > 0):
-        raise ValueError(f"scale {s!r} is not a positive finite number")
-    q, sfb = (int(v) for v in split_scale(s, 16))
-    if not -128 <= sfb <= 127:
-        raise ValueError(f"scale {s!r} needs scale_frac_bits {sfb}, outside MLI's int8 range")
-    return q, sfb
+__all__ = ["float_to_mli_scale", "sa8_qparams", "bias_qparams", "quantize_input", "dequantize_output"]
 
 
 def sa8_qparams(scale: np.ndarray, zero_point: np.ndarray, dim: int = -1) -> QParams:
-    """sa8 parameters from TFLite ``scale`` / ``zero_point`` arrays (per tensor if one value)."""
+    """sa8 parameters from TFLite ``scale`` / ``zero_point`` arrays (per tensor if one value).
+
+    Args:
+        scale: float scale(s); zero_point: int zero point(s) (empty: 0); dim: MLI per-axis dimension
+            when there are several scales.
+
+    Raises:
+        ValueError: a scale MLI cannot represent (see :func:`pymli.quant.float_to_mli_scale`).
+    """
     scale = np.atleast_1d(np.asarray(scale, np.float64))
     zp = np.atleast_1d(np.asarray(zero_point, np.int64)) if np.size(zero_point) else np.zeros(1, np.int64)
     pairs = [float_to_mli_scale(s) for s in scale]
@@ -54,21 +40,36 @@ def sa8_qparams(scale: np.ndarray, zero_point: np.ndarray, dim: int = -1) -> QPa
 def bias_qparams(in_q: QParams, w_q: QParams) -> QParams:
     """sa32 bias parameters MLI's ``mli_chk_bias_scale_asym`` accepts: scale = in scale x weights scale.
 
-    The 30-bit product of the two 16-bit scales is brought back to 15 bits by a right shift with
-    rounding half up (integer arithmetic), and the shift is taken off ``scale_frac_bits``; TFLite's int32
-    bias values are in units of ``in_scale * w_scale`` already and stay unchanged.
+    See :func:`pymli.quant.bias_scale`; TFLite's int32 bias values are in units of
+    ``in_scale * w_scale`` already and stay unchanged.
     """
-    ws = np.atleast_1d(np.asarray(w_q.scale, np.int64))
-    wf = np.atleast_1d(np.asarray(w_q.scale_frac_bits, np.int64))
-    prod = int(in_q.scale) * ws
-    sh = np.zeros_like(prod)
-    for i, p in enumerate(prod.tolist()):
-        sh[i] = max(0, int(p).bit_length() - 15)
-    sc = np.where(sh > 0, (prod + (np.int64(1) << np.maximum(sh - 1, 0))) >> sh, prod)
-    over = sc >= (1 << 15)
-    sc = np.where(over, sc >> 1, sc)
-    sh = sh + over
-    sfb = int(in_q.scale_frac_bits) + wf - sh
+    sc, sfb = bias_scale(int(in_q.scale), int(in_q.scale_frac_bits), w_q.scale, w_q.scale_frac_bits)
     if w_q.dim >= 0:
         return QParams.sa(np.zeros_like(sc), sc, sfb, 0, ElType.SA_32)
     return QParams.sa(0, int(sc[0]), int(sfb[0]), -1, ElType.SA_32)
+
+
+def quantize_input(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Float input -> int8 as TFLite's reference QUANTIZE does it at the graph boundary.
+
+    ``round(x / scale) + zero_point``: the quotient in float32 (as TFLite computes it), rounded to
+    nearest with ties away from zero (C ``round``, exact: :func:`pymli.quant.quantize_values`),
+    saturated to int8. This is the offline boundary conversion of the model, not an MLI kernel.
+
+    Args:
+        x: float values, any shape; scale, zero_point: the TFLite input tensor's parameters.
+
+    Returns:
+        int8 array of ``x``'s shape.
+    """
+    v = np.asarray(x, np.float32) / np.float32(scale)
+    return quantize_values(v, 1.0, int(zero_point), ElType.SA_8)
+
+
+def dequantize_output(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """int8 -> float32 as TFLite's DEQUANTIZE: ``(q - zero_point) * scale`` in float32.
+
+    Returns:
+        float32 array of ``q``'s shape.
+    """
+    return ((np.asarray(q, np.int64) - int(zero_point)).astype(np.float32) * np.float32(scale)).astype(np.float32)

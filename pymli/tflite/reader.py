@@ -10,6 +10,7 @@ turned into :class:`~pymli.tflite.errors.TfliteFormatError`.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ def _enum_names(cls: Any) -> dict[int, str]:
 
 
 def _tfl() -> Any:
-    try:
+    try:  # imported on first use: pymli.tflite.errors and the CLI load without the package
         import tflite
         from tflite import ActivationFunctionType, BuiltinOperator, Model, Padding, TensorType  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the environment
@@ -96,17 +97,21 @@ class TensorInfo:
 
     @property
     def is_const(self) -> bool:
+        """Whether the tensor has data in the model (a constant)."""
         return self.data is not None
 
     @property
     def quantized(self) -> bool:
+        """Whether the tensor has quantisation scales."""
         return self.scale.size > 0
 
     @property
     def per_channel(self) -> bool:
+        """Whether it has more than one scale."""
         return self.scale.size > 1
 
     def describe_q(self) -> str:
+        """A short readable form of the quantisation."""
         if not self.quantized:
             return ""
         if self.per_channel:
@@ -175,8 +180,6 @@ def read_model(data: bytes | bytearray | memoryview) -> ModelInfo:
 
 
 def _read(buf: bytes) -> ModelInfo:
-    import importlib
-
     chk = _Bounded(len(buf))
     m = Model.GetRootAs(buf, 0)
     version = int(m.Version())

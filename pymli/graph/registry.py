@@ -1,0 +1,434 @@
+"""The MLI function of an operation, chosen by type signature from one registry.
+
+Every front end (:mod:`pymli.ops`, :mod:`pymli.models`, :mod:`pymli.tflite`, later the C export)
+asks this table which :mod:`pymli.capi` callable runs an operation for given element types; none
+of them builds a C function name. A key is ``(Op, el_types)``:
+
+* MAC operations (convolutions, fully connected, recurrent cells): ``(input, weights)`` types, e.g.
+  ``(Op.CONV2D, (ElType.SA_8, ElType.SA_8))`` -> ``mli_krn_conv2d_hwcn_sa8_sa8_sa32``;
+* one-type operations (pooling, element-wise, activations, data movement): ``(input,)``;
+* type-free helpers (LUT size / creation, ``mli_mov_*``, ``mli_hlp_convert_tensor``): ``()``.
+
+An entry may list MLI's specialisations (``_k3x3``, ``_k2x2_str2``, ...) with the kernel size and
+stride each one requires; :func:`lookup` returns the generic function unless asked to specialise.
+
+Adding an operation: add an :class:`Op` member and one :func:`register` call per signature below
+(with its specialisations); front ends then call ``lookup(Op.NEW, *types)``.
+
+Example:
+    >>> from pymli.formats import ElType
+    >>> from pymli.graph.registry import Op, lookup
+    >>> lookup(Op.CONV2D, ElType.FX_16, ElType.FX_8).__name__
+    'mli_krn_conv2d_hwcn_fx16_fx8_fx8'
+    >>> lookup(Op.MAXPOOL, ElType.SA_8, kernel=(3, 3), specialise=True).__name__
+    'mli_krn_maxpool_hwc_sa8_k3x3'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .. import capi
+from ..capi import activation as _act
+from ..capi import convolution as _conv
+from ..capi import diverse as _div
+from ..capi import eltwise as _elt
+from ..capi import fully_connected as _fc
+from ..capi import helpers as _hlp
+from ..capi import legacy as _leg
+from ..capi import lut_activations as _lut
+from ..capi import move as _mov
+from ..capi import pooling as _pool
+from ..capi import recurrent as _rnn
+from ..errors import MliError, Status
+from ..formats import ElType
+from ..tensor import Lut
+
+__all__ = ["Op", "Entry", "Specialisation", "KernelMissing", "LUT_OPS", "lookup", "require", "entry", "entries",
+           "register", "new_lut", "data_suffix", "mac_suffix"]
+
+
+class Op(enum.Enum):
+    """Operations the front ends run, one per MLI kernel family (value: a short readable name)."""
+
+    CONV2D = "conv2d"
+    DEPTHWISE_CONV2D = "depthwise_conv2d"
+    GROUP_CONV2D = "group_conv2d"
+    TRANSPOSE_CONV2D = "transpose_conv2d"
+    FULLY_CONNECTED = "fully_connected"
+    FULLY_CONNECTED_EXT_BIAS = "fully_connected_ext_bias"
+    RNN_DENSE = "rnn_dense"
+    LSTM_CELL = "lstm_cell"
+    GRU_CELL = "gru_cell"
+    MAXPOOL = "maxpool"
+    AVEPOOL = "avepool"
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    MIN = "min"
+    MAX = "max"
+    RELU = "relu"
+    LEAKY_RELU = "leaky_relu"
+    PRELU = "prelu"
+    SIGM = "sigm"
+    TANH = "tanh"
+    SOFTMAX = "softmax"
+    L2_NORMALIZE = "l2_normalize"
+    ARGMAX = "argmax"
+    PERMUTE = "permute"
+    CONCAT = "concat"
+    PADDING2D_HWC = "padding2d_hwc"
+    PADDING2D_CHW = "padding2d_chw"
+    SIGM_LUT_SIZE = "sigm_get_lut_size"
+    SIGM_LUT_CREATE = "sigm_create_lut"
+    TANH_LUT_SIZE = "tanh_get_lut_size"
+    TANH_LUT_CREATE = "tanh_create_lut"
+    SOFTMAX_LUT_SIZE = "softmax_get_lut_size"
+    SOFTMAX_LUT_CREATE = "softmax_create_lut"
+    L2_NORMALIZE_LUT_SIZE = "l2_normalize_get_lut_size"
+    L2_NORMALIZE_LUT_CREATE = "l2_normalize_create_lut"
+    MOV_CFG_FOR_COPY = "mov_cfg_for_copy"
+    MOV_TENSOR_SYNC = "mov_tensor_sync"
+    CONVERT = "convert_tensor"
+    ACCU_GUARD_BITS = "accu_guard_bits"
+
+
+class KernelMissing(NotImplementedError):
+    """No MLI function in :mod:`pymli.capi` runs this operation (signature not registered, or removed).
+
+    Attributes:
+        name: the C name of the missing function, or a description of the unregistered signature.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{name} is not implemented in pymli.capi")
+        self.name = name
+
+
+@dataclasses.dataclass(frozen=True)
+class Specialisation:
+    """An MLI specialisation of a generic function and the geometry it requires.
+
+    Attributes:
+        fn: the capi callable (``mli_krn_..._k3x3``).
+        kernel: (height, width) of the kernel it is compiled for.
+        stride: (height, width) stride it requires, or None for any.
+        unpadded: it ignores the padding fields (MLI's ``_k1x1`` convolutions): only for unpadded layers.
+    """
+
+    fn: Callable[..., Any]
+    kernel: tuple[int, int]
+    stride: tuple[int, int] | None = None
+    unpadded: bool = False
+
+    def fits(self, kernel: tuple[int, int], stride: tuple[int, int] | None,
+             padding: tuple[int, int, int, int] | None) -> bool:
+        """Whether a layer of this kernel, stride and padding may call the specialisation."""
+        if tuple(kernel) != self.kernel:
+            return False
+        if self.stride is not None and (stride is None or tuple(stride) != self.stride):
+            return False
+        return not self.unpadded or (padding is not None and not any(padding))
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One registered signature.
+
+    Attributes:
+        op: the operation.
+        types: element types of the signature (see the module docstring).
+        fn: the generic capi callable.
+        specialisations: MLI's specialised variants of ``fn``.
+    """
+
+    op: Op
+    types: tuple[ElType, ...]
+    fn: Callable[..., Any]
+    specialisations: tuple[Specialisation, ...] = ()
+
+    @property
+    def c_name(self) -> str:
+        """The C name of the generic function."""
+        return self.fn.__name__
+
+
+_TABLE: dict[tuple[Op, tuple[ElType, ...]], Entry] = {}
+
+
+def register(op: Op, types: tuple[ElType, ...], fn: Callable[..., Any],
+             specialisations: tuple[Specialisation, ...] = ()) -> Entry:
+    """Register ``fn`` as the function running ``op`` for element types ``types``.
+
+    Args:
+        op: the operation.
+        types: its type signature (input, or input and weights; empty for type-free helpers).
+        fn: a :mod:`pymli.capi` callable (its ``__name__`` is its C name).
+        specialisations: specialised variants with their geometry constraints.
+
+    Returns:
+        The new :class:`Entry`.
+
+    Raises:
+        ValueError: the signature is registered already.
+    """
+    key = (op, tuple(types))
+    if key in _TABLE:
+        raise ValueError(f"{signature_text(op, types)} registered twice")
+    e = Entry(op, tuple(types), fn, tuple(specialisations))
+    _TABLE[key] = e
+    return e
+
+
+def signature_text(op: Op, types: tuple[ElType, ...]) -> str:
+    """A readable form of a signature for messages: ``conv2d(FX_8, FX_8)``."""
+    return f"{op.value}({', '.join(t.name for t in types)})"
+
+
+def entry(op: Op, *types: ElType) -> Entry:
+    """The registered entry of a signature.
+
+    Raises:
+        KernelMissing: no MLI function for this signature.
+    """
+    try:
+        return _TABLE[(op, tuple(ElType(t) for t in types))]
+    except KeyError:
+        raise KernelMissing(f"MLI function for {signature_text(op, tuple(ElType(t) for t in types))}") from None
+
+
+def entries() -> Iterator[Entry]:
+    """Every registered entry (in registration order)."""
+    return iter(list(_TABLE.values()))
+
+
+def available(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is (still) in :data:`pymli.capi.FUNCTIONS`, the table of implemented functions."""
+    return capi.FUNCTIONS.get(fn.__name__) is fn
+
+
+def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride: tuple[int, int] | None = None,
+           padding: tuple[int, int, int, int] | None = None, specialise: bool = False) -> Callable[..., Any]:
+    """The capi callable running ``op`` for ``types``.
+
+    Args:
+        op: the operation.
+        *types: element types of the signature.
+        kernel, stride: (height, width) of the layer; padding: its (top, bottom, left, right); used
+            with ``specialise``.
+        specialise: return the MLI specialisation that fits ``kernel`` / ``stride`` / ``padding`` if
+            there is one (MLI computes the same bits; the choice matters for the C export).
+
+    Returns:
+        The capi callable (``fn.__name__`` is its C name).
+
+    Raises:
+        KernelMissing: no function for this signature, or it was removed from ``capi.FUNCTIONS``.
+    """
+    e = entry(op, *types)
+    fn = e.fn
+    if specialise and kernel is not None:
+        for s in e.specialisations:
+            if s.fits(kernel, stride, padding):
+                fn = s.fn
+                break
+    if not available(fn):
+        raise KernelMissing(fn.__name__)
+    return fn
+
+
+def require(op: Op, *types: ElType, status: Status = Status.TYPE_MISMATCH, what: str | None = None
+            ) -> Callable[..., Any]:
+    """:func:`lookup` for the Pythonic front end: a missing signature is an :class:`MliError`.
+
+    Args:
+        op: the operation; *types: its signature.
+        status: the status of the error (the front end's documented one).
+        what: the operation's name in the message (default ``op.value``).
+
+    Raises:
+        MliError: ``status``, naming the operation and the types, when MLI has no such function.
+    """
+    try:
+        return lookup(op, *types)
+    except KernelMissing:
+        have = sorted({e.types for e in _TABLE.values() if e.op is op}, key=lambda ts: [t.value for t in ts])
+        options = ", ".join("/".join(t.name for t in ts) for ts in have)
+        raise MliError(status, f"{what or op.value}: no MLI function for {'/'.join(t.name for t in types)} "
+                               f"(only {options})") from None
+
+
+# ------------------------------------------------------------------------------ the table
+FX8, FX16, SA8 = ElType.FX_8, ElType.FX_16, ElType.SA_8
+_ONE_TYPE = (FX8, FX16, SA8)
+
+
+def _sq(fn: Callable[..., Any], k: int, stride: int | None = None) -> Specialisation:
+    # MLI's 1x1 convolutions are compiled without padding
+    return Specialisation(fn, (k, k), None if stride is None else (stride, stride), unpadded=k == 1)
+
+
+# Convolutions: (input, weights) -> generic function, specialisations.
+for _types, _c, _dw, _g, _t in (
+    ((FX16, FX16),
+     (_conv.mli_krn_conv2d_hwcn_fx16, _conv.mli_krn_conv2d_hwcn_fx16_k1x1, _conv.mli_krn_conv2d_hwcn_fx16_k3x3,
+      _conv.mli_krn_conv2d_hwcn_fx16_k5x5),
+     (_conv.mli_krn_depthwise_conv2d_hwcn_fx16, _conv.mli_krn_depthwise_conv2d_hwcn_fx16_k3x3,
+      _conv.mli_krn_depthwise_conv2d_hwcn_fx16_k5x5),
+     (_conv.mli_krn_group_conv2d_hwcn_fx16, _conv.mli_krn_group_conv2d_hwcn_fx16_k3x3,
+      _conv.mli_krn_group_conv2d_hwcn_fx16_k5x5),
+     (_conv.mli_krn_transpose_conv2d_hwcn_fx16, _conv.mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2,
+      _conv.mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2)),
+    ((FX16, FX8),
+     (_conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1,
+      _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3, _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5),
+     (_conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3,
+      _conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5),
+     (_conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3,
+      _conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5),
+     (_conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2,
+      _conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2)),
+    ((SA8, SA8),
+     (_conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1,
+      _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3, _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5),
+     (_conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3,
+      _conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5),
+     (_conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3,
+      _conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5),
+     (_conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2,
+      _conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2)),
+):
+    register(Op.CONV2D, _types, _c[0], (_sq(_c[1], 1), _sq(_c[2], 3), _sq(_c[3], 5)))
+    register(Op.DEPTHWISE_CONV2D, _types, _dw[0], (_sq(_dw[1], 3), _sq(_dw[2], 5)))
+    register(Op.GROUP_CONV2D, _types, _g[0], (_sq(_g[1], 3), _sq(_g[2], 5)))
+    register(Op.TRANSPOSE_CONV2D, _types, _t[0], (_sq(_t[1], 2, 2), _sq(_t[2], 4, 2)))
+
+# Fully connected and recurrent: (input, weights).
+for _types, _fcf, _dense, _lstm, _gru in (
+    ((FX16, FX16), _fc.mli_krn_fully_connected_fx16, _rnn.mli_krn_rnn_dense_fx16, _rnn.mli_krn_lstm_cell_fx16,
+     _rnn.mli_krn_gru_cell_fx16),
+    ((FX16, FX8), _fc.mli_krn_fully_connected_fx16_fx8_fx8, _rnn.mli_krn_rnn_dense_fx16_fx8_fx8,
+     _rnn.mli_krn_lstm_cell_fx16_fx8_fx8, _rnn.mli_krn_gru_cell_fx16_fx8_fx8),
+    ((SA8, SA8), _fc.mli_krn_fully_connected_sa8_sa8_sa32, _rnn.mli_krn_rnn_dense_sa8_sa8_sa32,
+     _rnn.mli_krn_lstm_cell_sa8_sa8_sa32, _rnn.mli_krn_gru_cell_sa8_sa8_sa32),
+):
+    register(Op.FULLY_CONNECTED, _types, _fcf)
+    register(Op.RNN_DENSE, _types, _dense)
+    register(Op.LSTM_CELL, _types, _lstm)
+    register(Op.GRU_CELL, _types, _gru)
+register(Op.FULLY_CONNECTED, (FX8, FX8), _fc.mli_krn_fully_connected_fx8)
+register(Op.FULLY_CONNECTED_EXT_BIAS, (SA8, SA8), _fc.mli_krn_fully_connected_sa8_sa8_sa32_ext_bias)
+
+# One-type kernels: input type -> function, in the order FX_8, FX_16, SA_8.
+for _op, _fns in (
+    (Op.MAXPOOL, ((_pool.mli_krn_maxpool_hwc_fx8, _pool.mli_krn_maxpool_hwc_fx8_k2x2, _pool.mli_krn_maxpool_hwc_fx8_k3x3),
+                  (_pool.mli_krn_maxpool_hwc_fx16, _pool.mli_krn_maxpool_hwc_fx16_k2x2,
+                   _pool.mli_krn_maxpool_hwc_fx16_k3x3),
+                  (_pool.mli_krn_maxpool_hwc_sa8, _pool.mli_krn_maxpool_hwc_sa8_k2x2, _pool.mli_krn_maxpool_hwc_sa8_k3x3))),
+    (Op.AVEPOOL, ((_pool.mli_krn_avepool_hwc_fx8, _pool.mli_krn_avepool_hwc_fx8_k2x2, _pool.mli_krn_avepool_hwc_fx8_k3x3),
+                  (_pool.mli_krn_avepool_hwc_fx16, _pool.mli_krn_avepool_hwc_fx16_k2x2,
+                   _pool.mli_krn_avepool_hwc_fx16_k3x3),
+                  (_pool.mli_krn_avepool_hwc_sa8, _pool.mli_krn_avepool_hwc_sa8_k2x2, _pool.mli_krn_avepool_hwc_sa8_k3x3))),
+):
+    for _el, (_g0, _k2, _k3) in zip(_ONE_TYPE, _fns):
+        register(_op, (_el,), _g0, (_sq(_k2, 2), _sq(_k3, 3)))
+
+for _op, _fns in (
+    (Op.ADD, (_elt.mli_krn_eltwise_add_fx8, _elt.mli_krn_eltwise_add_fx16, _elt.mli_krn_eltwise_add_sa8)),
+    (Op.SUB, (_elt.mli_krn_eltwise_sub_fx8, _elt.mli_krn_eltwise_sub_fx16, _elt.mli_krn_eltwise_sub_sa8)),
+    (Op.MUL, (_elt.mli_krn_eltwise_mul_fx8, _elt.mli_krn_eltwise_mul_fx16, _elt.mli_krn_eltwise_mul_sa8)),
+    (Op.MIN, (_elt.mli_krn_eltwise_min_fx8, _elt.mli_krn_eltwise_min_fx16, _elt.mli_krn_eltwise_min_sa8)),
+    (Op.MAX, (_elt.mli_krn_eltwise_max_fx8, _elt.mli_krn_eltwise_max_fx16, _elt.mli_krn_eltwise_max_sa8)),
+    (Op.RELU, (_act.mli_krn_relu_fx8, _act.mli_krn_relu_fx16, _act.mli_krn_relu_sa8)),
+    (Op.LEAKY_RELU, (_act.mli_krn_leaky_relu_fx8, _act.mli_krn_leaky_relu_fx16, _act.mli_krn_leaky_relu_sa8)),
+    (Op.PRELU, (_act.mli_krn_prelu_fx8, _act.mli_krn_prelu_fx16, _act.mli_krn_prelu_sa8)),
+    (Op.SIGM, (_lut.mli_krn_sigm_fx8, _lut.mli_krn_sigm_fx16, _lut.mli_krn_sigm_sa8)),
+    (Op.TANH, (_lut.mli_krn_tanh_fx8, _lut.mli_krn_tanh_fx16, _lut.mli_krn_tanh_sa8)),
+    (Op.SOFTMAX, (_lut.mli_krn_softmax_fx8, _lut.mli_krn_softmax_fx16, _lut.mli_krn_softmax_sa8)),
+    (Op.PERMUTE, (_div.mli_krn_permute_fx8, _div.mli_krn_permute_fx16, _div.mli_krn_permute_sa8)),
+    (Op.CONCAT, (_leg.mli_krn_concat_fx8, _leg.mli_krn_concat_fx16, _leg.mli_krn_concat_sa8)),
+    (Op.PADDING2D_HWC, (_leg.mli_krn_padding2d_hwc_fx8, _leg.mli_krn_padding2d_hwc_fx16,
+                        _leg.mli_krn_padding2d_hwc_sa8)),
+    (Op.PADDING2D_CHW, (_leg.mli_krn_padding2d_chw_fx8, _leg.mli_krn_padding2d_chw_fx16,
+                        _leg.mli_krn_padding2d_chw_sa8)),
+):
+    for _el, _f in zip(_ONE_TYPE, _fns):
+        register(_op, (_el,), _f)
+
+register(Op.L2_NORMALIZE, (FX16,), _lut.mli_krn_l2_normalize_fx16)
+register(Op.L2_NORMALIZE, (SA8,), _lut.mli_krn_l2_normalize_sa8)
+register(Op.ARGMAX, (FX16,), _div.mli_krn_argmax_fx16)
+register(Op.ARGMAX, (SA8,), _div.mli_krn_argmax_sa8)
+
+# Accumulator guard bits of the MAC kernels: (input, weights).
+register(Op.ACCU_GUARD_BITS, (SA8, SA8), _hlp.mli_hlp_accu_guard_bits_sa8_sa8)
+register(Op.ACCU_GUARD_BITS, (FX16, FX16), _hlp.mli_hlp_accu_guard_bits_fx16_fx16)
+register(Op.ACCU_GUARD_BITS, (FX16, FX8), _hlp.mli_hlp_accu_guard_bits_fx16_fx8)
+
+# Type-free helpers.
+for _op, _f in (
+    (Op.SIGM_LUT_SIZE, _lut.mli_krn_sigm_get_lut_size), (Op.SIGM_LUT_CREATE, _lut.mli_krn_sigm_create_lut),
+    (Op.TANH_LUT_SIZE, _lut.mli_krn_tanh_get_lut_size), (Op.TANH_LUT_CREATE, _lut.mli_krn_tanh_create_lut),
+    (Op.SOFTMAX_LUT_SIZE, _lut.mli_krn_softmax_get_lut_size),
+    (Op.SOFTMAX_LUT_CREATE, _lut.mli_krn_softmax_create_lut),
+    (Op.L2_NORMALIZE_LUT_SIZE, _lut.mli_krn_l2_normalize_get_lut_size),
+    (Op.L2_NORMALIZE_LUT_CREATE, _lut.mli_krn_l2_normalize_create_lut),
+    (Op.MOV_CFG_FOR_COPY, _mov.mli_mov_cfg_for_copy), (Op.MOV_TENSOR_SYNC, _mov.mli_mov_tensor_sync),
+    (Op.CONVERT, _hlp.mli_hlp_convert_tensor),
+):
+    register(_op, (), _f)
+
+#: the LUT of each LUT activation: op -> (get_lut_size op, create_lut op)
+LUT_OPS: dict[Op, tuple[Op, Op]] = {
+    Op.SIGM: (Op.SIGM_LUT_SIZE, Op.SIGM_LUT_CREATE), Op.TANH: (Op.TANH_LUT_SIZE, Op.TANH_LUT_CREATE),
+    Op.SOFTMAX: (Op.SOFTMAX_LUT_SIZE, Op.SOFTMAX_LUT_CREATE),
+    Op.L2_NORMALIZE: (Op.L2_NORMALIZE_LUT_SIZE, Op.L2_NORMALIZE_LUT_CREATE),
+}
+
+
+def new_lut(op: Op) -> Lut:
+    """A new LUT for the LUT activation ``op`` (SIGM, TANH, SOFTMAX, L2_NORMALIZE), sized and filled
+    by its ``mli_krn_*_get_lut_size`` / ``mli_krn_*_create_lut``.
+
+    Raises:
+        KernelMissing: ``op`` has no LUT, or its functions are missing.
+    """
+    if op not in LUT_OPS:
+        raise KernelMissing(f"LUT of {op.value}")
+    size_op, create_op = LUT_OPS[op]
+    size = int(lookup(size_op)())
+    lut = Lut(data=np.zeros((size + 1) // 2, np.int16), capacity=size)
+    lookup(create_op)(lut)
+    return lut
+
+
+#: C name suffix of one-type kernels (display and scheme names only; dispatch goes through the table)
+_DATA_SUFFIX = {FX16: "fx16", FX8: "fx8", SA8: "sa8"}
+#: C name suffix of MAC kernels by (input, weights) types
+_MAC_SUFFIX = {(FX16, FX16): "fx16", (FX16, FX8): "fx16_fx8_fx8", (SA8, SA8): "sa8_sa8_sa32", (FX8, FX8): "fx8"}
+
+
+def data_suffix(el: ElType) -> str:
+    """Suffix of one-type kernels' C names: ``fx16``, ``fx8``, ``sa8``.
+
+    Raises:
+        KeyError: another type.
+    """
+    return _DATA_SUFFIX[el]
+
+
+def mac_suffix(in_el: ElType, w_el: ElType) -> str:
+    """Suffix of MAC kernels' C names (``fx16``, ``fx16_fx8_fx8``, ``sa8_sa8_sa32``, ``fx8``) from the types.
+
+    Raises:
+        ValueError: no MLI MAC kernel family for these types.
+    """
+    try:
+        return _MAC_SUFFIX[(in_el, w_el)]
+    except KeyError:
+        raise ValueError(f"no MLI MAC kernel for input {in_el.name} with weights {w_el.name}") from None

@@ -1,0 +1,531 @@
+"""The operator handlers of pymli's MLI mapping of TFLite (:data:`pymli.tflite.mapping.MLI`).
+
+One small function per TFLite operator, registered by name with ``@MLI.register("NAME")``:
+``handler(imp, op)`` checks the operator against what MLI can run (every refusal names the reason
+through ``imp.fail``), converts constants to MLI's layouts and parameters, adds the layers and binds
+the output (``imp.finish`` requantises when the layer's parameters differ from the TFLite output's).
+Adding an operator is adding one function here and one test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..formats import ElType
+from ..graph.geometry import transpose_padding_for_output
+from ..models.layers import (
+    AvgPool,
+    Conv2D,
+    DepthwiseConv2D,
+    Eltwise,
+    FullyConnected,
+    Layer,
+    LeakyReLU,
+    MaxPool,
+    Permute,
+    PReLU,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
+from ..models.qparams import Const, QParams
+from .layers import ArgMax, Concat, L2Norm, Pad, Requant, Reshape, TransposeConv2D
+from .mapping import MLI, GraphBuilder
+from .quant import float_to_mli_scale, quantize_input
+from .reader import OpInfo
+
+__all__: list[str] = []  # handlers are reached through the table, not imported
+
+#: kernel-set output parameters (zero point, real scale) of the LUT activations, as TFLite requires them
+_LUT_OUT = {"LOGISTIC": (-128, 1 / 256), "SOFTMAX": (-128, 1 / 256), "TANH": (0, 1 / 128),
+            "L2_NORMALIZATION": (0, 1 / 128)}
+
+
+def _conv_common(imp: GraphBuilder, op: OpInfo, depthwise: bool) -> None:
+    """CONV_2D / DEPTHWISE_CONV_2D: one MAC layer with the TFLite padding, stride, dilation and fused ReLU."""
+    if len(op.inputs) < 2:
+        raise imp.fail("needs input and weights")
+    x = imp.act(op.inputs[0])
+    if len(x.shape) != 4:
+        raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
+    o = op.options
+    sh, sw = int(o.get("StrideH", 1)), int(o.get("StrideW", 1))
+    dh, dw = int(o.get("DilationHFactor", 1)), int(o.get("DilationWFactor", 1))
+    if min(sh, sw, dh, dw) < 1:
+        raise imp.fail(f"stride {sh}x{sw} / dilation {dh}x{dw} must be positive")
+    wt = imp.tensor(op.inputs[1])
+    if len(wt.shape) != 4:
+        raise imp.fail(f"weights rank {len(wt.shape)}, 4 expected")
+    _, h, w, cin = x.shape
+    if depthwise:
+        _, kh, kw, cout = wt.shape
+        if wt.shape[0] != 1:
+            raise imp.fail(f"depthwise weights {wt.shape}: first dimension 1 expected")
+        if cout != cin:
+            raise imp.fail(f"depth multiplier {o.get('DepthMultiplier', 1)} ({cin} -> {cout} channels): "
+                            "MLI depthwise convolution keeps the channel count")
+        wc = imp.weights(op.inputs[1], (1, 2, 0, 3), {3: 3})
+    else:
+        cout, kh, kw, wcin = wt.shape
+        if wcin != cin:
+            raise imp.fail(f"weights {wt.shape} expect {wcin} input channels, input has {cin} "
+                            "(grouped convolution is not mapped)")
+        wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
+    pad = imp.padding(o, h, w, kh, kw, sh, sw, dh, dw)
+    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
+    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, cout)
+    relu = imp.fused(o)
+    out_t = imp.act(op.outputs[0])
+    cls = DepthwiseConv2D if depthwise else Conv2D
+    la = cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=relu)
+    oq = imp.tq(out_t)
+    n = imp.add(la, [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
+    imp.finish(n, oq, op.outputs[0])
+
+
+@MLI.register("CONV_2D")
+def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """CONV_2D: ``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` (OHWI weights -> HWCN)."""
+    _conv_common(imp, op, False)
+
+
+@MLI.register("DEPTHWISE_CONV_2D")
+def depthwise_conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """DEPTHWISE_CONV_2D (depth multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``."""
+    _conv_common(imp, op, True)
+
+
+@MLI.register("TRANSPOSE_CONV")
+def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
+    """TRANSPOSE_CONV: ``mli_krn_transpose_conv2d_hwcn_*``; MLI needs 0 <= padding < kernel, stride <= kernel."""
+    if len(op.inputs) < 3:
+        raise imp.fail("needs output shape, weights and input")
+    x = imp.act(op.inputs[2])
+    wt = imp.tensor(op.inputs[1])
+    if len(x.shape) != 4 or len(wt.shape) != 4:
+        raise imp.fail("NHWC input and OHWI weights expected")
+    o = op.options
+    sh, sw = int(o.get("StrideH", 1)), int(o.get("StrideW", 1))
+    if min(sh, sw) < 1:
+        raise imp.fail(f"stride {sh}x{sw}")
+    cout, kh, kw, wcin = wt.shape
+    out_t = imp.act(op.outputs[0])
+    _, oh, ow, oc = out_t.shape
+    if oc != cout or wcin != x.shape[3]:
+        raise imp.fail(f"weights {wt.shape} do not fit input {x.shape} / output {out_t.shape}")
+    same = imp.padding_name(o) == "SAME"
+    t, b = transpose_padding_for_output(x.shape[1], oh, kh, sh, same)
+    l, r = transpose_padding_for_output(x.shape[2], ow, kw, sw, same)
+    if min(t, b, l, r) < 0 or max(t, b) >= kh or max(l, r) >= kw or sh > kh or sw > kw:
+        raise imp.fail(f"padding ({t}, {b}, {l}, {r}) / stride {sh}x{sw} for a {kh}x{kw} kernel: MLI needs "
+                        "0 <= padding < kernel and stride <= kernel")
+    wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
+    in_q = imp.cur_q(imp.in_name(op.inputs[2]))
+    bias = imp.bias(op.inputs[3] if len(op.inputs) > 3 else -1, in_q, wc, cout)
+    la = TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o))
+    oq = imp.tq(out_t)
+    n = imp.add(la, [imp.in_name(op.inputs[2])], op.outputs[0], out_q=oq)
+    imp.finish(n, oq, op.outputs[0])
+
+
+@MLI.register("FULLY_CONNECTED")
+def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
+    """FULLY_CONNECTED: ``mli_krn_fully_connected_sa8_sa8_sa32`` (+ a reshape for a higher-rank output)."""
+    if len(op.inputs) < 2:
+        raise imp.fail("needs input and weights")
+    x = imp.act(op.inputs[0])
+    o = op.options
+    if int(o.get("WeightsFormat", 0)) != 0:
+        raise imp.fail("shuffled weights format")
+    wt = imp.tensor(op.inputs[1])
+    if len(wt.shape) != 2:
+        raise imp.fail(f"weights {wt.shape}: [out, in] expected")
+    n_out, n_in = wt.shape
+    if int(np.prod(x.shape[1:])) != n_in:
+        raise imp.fail(f"input {x.shape} has {int(np.prod(x.shape[1:]))} values per sample, weights expect {n_in}")
+    out_t = imp.act(op.outputs[0])
+    if int(np.prod(out_t.shape[1:])) != n_out:
+        raise imp.fail(f"output {out_t.shape} does not hold {n_out} values per sample")
+    wc = imp.weights(op.inputs[1], (1, 0), {0: 1})
+    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
+    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, n_out)
+    oq = imp.tq(out_t)
+    n = imp.add(FullyConnected(wc, b, relu=imp.fused(o)), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
+    if tuple(out_t.shape[1:]) != (n_out,):
+        n = imp.add(Reshape(out_t.shape[1:]), [n], base=n + "/reshape")
+    imp.finish(n, oq, op.outputs[0])
+
+
+def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
+    x = imp.act(op.inputs[0])
+    if len(x.shape) != 4:
+        raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
+    o = op.options
+    kh, kw = int(o.get("FilterHeight", 1)), int(o.get("FilterWidth", 1))
+    sh, sw = int(o.get("StrideH", 1)), int(o.get("StrideW", 1))
+    if min(kh, kw, sh, sw) < 1:
+        raise imp.fail(f"filter {kh}x{kw} / stride {sh}x{sw} must be positive")
+    pad = imp.padding(o, x.shape[1], x.shape[2], kh, kw, sh, sw)
+    if max(pad[:2]) >= kh or max(pad[2:]) >= kw:
+        raise imp.fail(f"padding {pad} not smaller than the {kh}x{kw} window")
+    relu = imp.fused(o)
+    in_name = imp.in_name(op.inputs[0])
+    in_q = imp.cur_q(in_name)
+    out_t = imp.act(op.outputs[0])
+    oq = imp.tq(out_t)
+    if cls is MaxPool:
+        n = imp.add(MaxPool((kh, kw), stride=(sh, sw), padding=pad), [in_name], op.outputs[0])
+        q = in_q
+    else:
+        n = imp.add(AvgPool((kh, kw), stride=(sh, sw), padding=pad), [in_name], op.outputs[0], out_q=oq)
+        q = oq
+    n = imp.then_relu(n, relu)
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("MAX_POOL_2D")
+def max_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """MAX_POOL_2D: ``mli_krn_maxpool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
+    _pool(imp, op, MaxPool)
+
+
+@MLI.register("AVERAGE_POOL_2D")
+def average_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """AVERAGE_POOL_2D: ``mli_krn_avepool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
+    _pool(imp, op, AvgPool)
+
+
+def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
+    if len(op.inputs) != 2:
+        raise imp.fail(f"{len(op.inputs)} inputs, 2 expected")
+    a, b = (imp.tensor(i) for i in op.inputs)
+    ia, ib = op.inputs
+    if a.is_const and b.is_const:
+        raise imp.fail("both inputs are constants")
+    if a.is_const:
+        if kind == "sub":
+            raise imp.fail("constant first operand of SUB")
+        a, b, ia, ib = b, a, ib, ia
+    imp.act(ia)
+    out_t = imp.act(op.outputs[0])
+    rank = len(out_t.shape)
+    in_a = imp.in_name(ia)
+    qa = imp.cur_q(in_a)
+    minmax = kind in ("min", "max")
+    if b.is_const:
+        if b.type != "INT8" or not b.quantized or b.per_channel:
+            raise imp.fail(f"constant operand {ib}: {b.type}, per-tensor int8 expected")
+        cshape = b.shape
+        if len(cshape) == rank:
+            if cshape[0] != 1:
+                raise imp.fail(f"constant operand shape {cshape} has a batch")
+            cshape = cshape[1:]
+        sample = tuple(a.shape[1:])
+        try:
+            cval = np.broadcast_to(b.data.reshape(cshape), sample)  # type: ignore[union-attr]
+        except ValueError:
+            raise imp.fail(f"constant operand {b.shape} does not broadcast to {a.shape}") from None
+        cq = imp.tq(b)
+        if minmax and cq != qa:
+            # MLI min / max need operands of one format: express the constant in the input's (offline)
+            real = (cval.astype(np.float64) - float(b.zero_point[0] if b.zero_point.size else 0)) * float(b.scale[0])
+            cval = quantize_input(real, float(a.scale[0]), int(a.zero_point[0]) if a.zero_point.size else 0)
+            cq = qa
+        # MLI eltwise takes a scalar or an operand of the input's shape: expand broadcast constants
+        const = Const.quantized(np.ascontiguousarray(cval).astype(np.int8), cq)
+        la = Eltwise(kind, const=const)
+        ins = [in_a]
+    else:
+        imp.act(ib)
+        if a.shape != b.shape:
+            raise imp.fail(f"broadcast of {a.shape} with {b.shape} between two activations is not mapped")
+        in_b = imp.in_name(ib)
+        if minmax and imp.cur_q(in_b) != qa:
+            in_b = imp.add(Requant(), [in_b], out_q=qa, base=f"{imp.t[ib].name}/requant")
+            imp.qp[in_b] = qa
+        la = Eltwise(kind)
+        ins = [in_a, in_b]
+    oq = imp.tq(out_t)
+    if tuple(a.shape[1:]) != tuple(out_t.shape[1:]):
+        raise imp.fail(f"output shape {out_t.shape} does not match the operands")
+    n = imp.add(la, ins, op.outputs[0], out_q=oq)
+    n = imp.then_relu(n, imp.fused(op.options))
+    imp.finish(n, oq, op.outputs[0])
+
+
+@MLI.register("ADD")
+def add(imp: GraphBuilder, op: OpInfo) -> None:
+    """ADD: ``mli_krn_eltwise_add_sa8``."""
+    _eltwise(imp, op, "add")
+
+
+@MLI.register("SUB")
+def sub(imp: GraphBuilder, op: OpInfo) -> None:
+    """SUB: ``mli_krn_eltwise_sub_sa8``."""
+    _eltwise(imp, op, "sub")
+
+
+@MLI.register("MUL")
+def mul(imp: GraphBuilder, op: OpInfo) -> None:
+    """MUL: ``mli_krn_eltwise_mul_sa8``."""
+    _eltwise(imp, op, "mul")
+
+
+@MLI.register("MINIMUM")
+def minimum(imp: GraphBuilder, op: OpInfo) -> None:
+    """MINIMUM: ``mli_krn_eltwise_min_sa8`` (operands brought to one format)."""
+    _eltwise(imp, op, "min")
+
+
+@MLI.register("MAXIMUM")
+def maximum(imp: GraphBuilder, op: OpInfo) -> None:
+    """MAXIMUM: ``mli_krn_eltwise_max_sa8`` (operands brought to one format)."""
+    _eltwise(imp, op, "max")
+
+
+def _relu(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
+    imp.act(op.inputs[0])
+    in_name = imp.in_name(op.inputs[0])
+    q = imp.cur_q(in_name)
+    n = imp.add(ReLU(kind), [in_name], op.outputs[0])
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("RELU")
+def relu(imp: GraphBuilder, op: OpInfo) -> None:
+    """RELU: ``mli_krn_relu_sa8`` (MLI_RELU_GEN)."""
+    _relu(imp, op, "gen")
+
+
+@MLI.register("RELU6")
+def relu6(imp: GraphBuilder, op: OpInfo) -> None:
+    """RELU6: ``mli_krn_relu_sa8`` (MLI_RELU_6)."""
+    _relu(imp, op, "relu_6")
+
+
+@MLI.register("RELU_N1_TO_1")
+def relu_n1_to_1(imp: GraphBuilder, op: OpInfo) -> None:
+    """RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_1)."""
+    _relu(imp, op, "relu_1")
+
+
+@MLI.register("LEAKY_RELU")
+def leaky_relu(imp: GraphBuilder, op: OpInfo) -> None:
+    """LEAKY_RELU: ``mli_krn_leaky_relu_sa8`` with ``alpha`` as a +-1 sa8 scalar on the scale ``|alpha|``."""
+    imp.act(op.inputs[0])
+    alpha = float(op.options.get("Alpha", 0.2))
+    if not np.isfinite(alpha):
+        raise imp.fail(f"alpha {alpha}")
+    if alpha == 0:
+        slope = Const.quantized(np.asarray(0, np.int8), QParams.sa(0, 1 << 14, 14))
+    else:
+        s, f = float_to_mli_scale(abs(alpha))
+        slope = Const.quantized(np.asarray(1 if alpha > 0 else -1, np.int8), QParams.sa(0, s, f))
+    oq = imp.tq(imp.act(op.outputs[0]))
+    n = imp.add(LeakyReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
+    imp.finish(n, oq, op.outputs[0])
+
+
+@MLI.register("PRELU")
+def prelu(imp: GraphBuilder, op: OpInfo) -> None:
+    """PRELU: ``mli_krn_prelu_sa8`` with one or one-per-channel int8 alpha."""
+    if len(op.inputs) != 2:
+        raise imp.fail("needs input and alpha")
+    x = imp.act(op.inputs[0])
+    al = imp.const(op.inputs[1], "alpha", ("INT8",))
+    if not al.quantized or al.per_channel:
+        raise imp.fail("alpha must be int8 quantised per tensor")
+    c = x.shape[-1]
+    vals = al.data.reshape(-1)  # type: ignore[union-attr]
+    if vals.size not in (1, c) or (vals.size == c and int(np.prod(al.shape)) != al.shape[-1]):
+        raise imp.fail(f"alpha shape {al.shape}: one value or one per channel (last axis) expected")
+    if vals.size == 1:
+        vals = np.repeat(vals, c)
+    oq = imp.tq(imp.act(op.outputs[0]))
+    slope = Const.quantized(vals.astype(np.int8), imp.tq(al))
+    n = imp.add(PReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
+    imp.finish(n, oq, op.outputs[0])
+
+
+def _lut(imp: GraphBuilder, op: OpInfo, layer: Layer) -> None:
+    imp.act(op.inputs[0])
+    zp, s = _LUT_OUT[op.name]
+    sc, f = float_to_mli_scale(s)
+    q = QParams.sa(zp, sc, f)
+    n = imp.add(layer, [imp.in_name(op.inputs[0])], op.outputs[0])
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("LOGISTIC")
+def logistic(imp: GraphBuilder, op: OpInfo) -> None:
+    """LOGISTIC: ``mli_krn_sigm_sa8``."""
+    _lut(imp, op, Sigmoid())
+
+
+@MLI.register("TANH")
+def tanh(imp: GraphBuilder, op: OpInfo) -> None:
+    """TANH: ``mli_krn_tanh_sa8``."""
+    _lut(imp, op, Tanh())
+
+
+@MLI.register("SOFTMAX")
+def softmax(imp: GraphBuilder, op: OpInfo) -> None:
+    """SOFTMAX (beta 1): ``mli_krn_softmax_sa8`` along the last axis."""
+    beta = float(op.options.get("Beta", 1.0))
+    if beta != 1.0:
+        raise imp.fail(f"beta {beta}: MLI softmax has no beta (only 1.0 is mapped)")
+    x = imp.act(op.inputs[0])
+    _lut(imp, op, Softmax(axis=len(x.shape) - 2))
+
+
+@MLI.register("L2_NORMALIZATION")
+def l2_normalization(imp: GraphBuilder, op: OpInfo) -> None:
+    """L2_NORMALIZATION: ``mli_krn_l2_normalize_sa8`` along the last axis."""
+    if imp.fused(op.options) != "none":
+        raise imp.fail("fused activation after L2 normalisation")
+    _lut(imp, op, L2Norm())
+
+
+def _reshape(imp: GraphBuilder, op: OpInfo) -> None:
+    x = imp.act(op.inputs[0])
+    out_t = imp.act(op.outputs[0])
+    if int(np.prod(x.shape)) != int(np.prod(out_t.shape)):
+        raise imp.fail(f"cannot reshape {x.shape} to {out_t.shape}")
+    in_name = imp.in_name(op.inputs[0])
+    q = imp.cur_q(in_name)
+    n = imp.add(Reshape(tuple(out_t.shape[1:]) or (1,)), [in_name], op.outputs[0])
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("RESHAPE")
+def reshape(imp: GraphBuilder, op: OpInfo) -> None:
+    """RESHAPE: a copy under the new shape (``mli_mov_tensor_sync``)."""
+    _reshape(imp, op)
+
+
+@MLI.register("SQUEEZE")
+def squeeze(imp: GraphBuilder, op: OpInfo) -> None:
+    """SQUEEZE: as RESHAPE."""
+    _reshape(imp, op)
+
+
+@MLI.register("TRANSPOSE")
+def transpose(imp: GraphBuilder, op: OpInfo) -> None:
+    """TRANSPOSE (batch axis fixed): ``mli_krn_permute_sa8``."""
+    x = imp.act(op.inputs[0])
+    if len(op.inputs) != 2:
+        raise imp.fail("needs input and permutation")
+    p = imp.const(op.inputs[1], "permutation", ("INT32", "INT64"))
+    perm = [int(v) for v in p.data.reshape(-1)]  # type: ignore[union-attr]
+    if sorted(perm) != list(range(len(x.shape))):
+        raise imp.fail(f"permutation {perm} for rank {len(x.shape)}")
+    if perm[0] != 0:
+        raise imp.fail(f"permutation {perm} moves the batch axis")
+    in_name = imp.in_name(op.inputs[0])
+    q = imp.cur_q(in_name)
+    n = imp.add(Permute([v - 1 for v in perm[1:]]), [in_name], op.outputs[0])
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("CONCATENATION")
+def concatenation(imp: GraphBuilder, op: OpInfo) -> None:
+    """CONCATENATION along a non-batch axis: ``mli_krn_concat_sa8`` (inputs requantised to the output's format)."""
+    if not op.inputs:
+        raise imp.fail("no input")
+    out_t = imp.act(op.outputs[0])
+    rank = len(out_t.shape)
+    axis = int(op.options.get("Axis", 0))
+    axis = axis + rank if axis < 0 else axis
+    if not 1 <= axis < rank:
+        raise imp.fail(f"axis {op.options.get('Axis')} (rank {rank}): only non-batch axes are mapped")
+    if len(op.inputs) > 8:
+        raise imp.fail(f"{len(op.inputs)} inputs, MLI concatenates at most 8")
+    oq = imp.tq(out_t)
+    names = []
+    for i in op.inputs:
+        imp.act(i)
+        n = imp.in_name(i)
+        if imp.cur_q(n) != oq:
+            n = imp.add(Requant(), [n], out_q=oq, base=f"{imp.t[i].name}/requant")
+            imp.qp[n] = oq
+        names.append(n)
+    n = imp.add(Concat(axis - 1, len(names)), names, op.outputs[0])
+    n = imp.then_relu(n, imp.fused(op.options))
+    imp.finish(n, oq, op.outputs[0])
+
+
+@MLI.register("PAD")
+def pad(imp: GraphBuilder, op: OpInfo) -> None:
+    """PAD of height / width with the zero point: ``mli_krn_padding2d_hwc_sa8``."""
+    x = imp.act(op.inputs[0])
+    if len(op.inputs) < 2:
+        raise imp.fail("needs input and paddings")
+    if len(x.shape) != 4:
+        raise imp.fail(f"input rank {len(x.shape)}: MLI pads HWC maps (NHWC)")
+    p = imp.const(op.inputs[1], "paddings", ("INT32", "INT64"))
+    pads = p.data.reshape(-1)  # type: ignore[union-attr]
+    if pads.size != 8:
+        raise imp.fail(f"paddings {p.shape}, [4, 2] expected")
+    pads = pads.reshape(4, 2)
+    if np.any(pads[0] != 0) or np.any(pads[3] != 0):
+        raise imp.fail("padding of the batch or channel axis (MLI pads height and width)")
+    if np.any(pads < 0):
+        raise imp.fail("negative padding")
+    in_name = imp.in_name(op.inputs[0])
+    q = imp.cur_q(in_name)
+    out_t = imp.act(op.outputs[0])
+    if imp.tq(out_t) != q:
+        raise imp.fail("output quantisation differs from the input's")
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        cv = imp.const(op.inputs[2], "constant value", ("INT8",))
+        if int(cv.data.reshape(-1)[0]) != int(q.zero_point):  # type: ignore[union-attr]
+            raise imp.fail("pads with a value other than the zero point (MLI pads with the zero point)")
+    n = imp.add(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), [in_name],
+                 op.outputs[0])
+    imp.finish(n, q, op.outputs[0])
+
+
+@MLI.register("PADV2")
+def padv2(imp: GraphBuilder, op: OpInfo) -> None:
+    """PADV2: as PAD (the constant must be the zero point)."""
+    pad(imp, op)
+
+
+@MLI.register("ARG_MAX")
+def arg_max(imp: GraphBuilder, op: OpInfo) -> None:
+    """ARG_MAX along the last axis: ``mli_krn_argmax_sa8`` (MLI's tie rule: the last maximum)."""
+    x = imp.act(op.inputs[0])
+    if len(op.inputs) != 2:
+        raise imp.fail("needs input and axis")
+    ax = imp.const(op.inputs[1], "axis", ("INT32", "INT64"))
+    axis = int(ax.data.reshape(-1)[0])  # type: ignore[union-attr]
+    rank = len(x.shape)
+    axis = axis + rank if axis < 0 else axis
+    if axis != rank - 1 or rank < 2:
+        raise imp.fail(f"axis {axis} of rank {rank}: only the last (non-batch) axis is mapped")
+    out_t = imp.tensor(op.outputs[0])
+    if out_t.type not in ("INT32", "INT64"):
+        raise imp.fail(f"output type {out_t.type}")
+    n = imp.add(ArgMax(), [imp.in_name(op.inputs[0])], op.outputs[0])
+    imp.names[op.outputs[0]] = n
+    imp.qp[n] = QParams.sa(0, 1, 0, -1, ElType.SA_32)
+
+
+@MLI.register("QUANTIZE")
+def quantize(imp: GraphBuilder, op: OpInfo) -> None:
+    """QUANTIZE int8 -> int8 inside the graph: ``mli_hlp_convert_tensor``."""
+    src = imp.tensor(op.inputs[0])
+    if src.type != "INT8":
+        raise imp.fail(f"QUANTIZE from {src.type} inside the graph (only at the input, or int8 -> int8)")
+    imp.act(op.inputs[0])
+    n = imp.in_name(op.inputs[0])
+    oq = imp.tq(imp.act(op.outputs[0]))
+    m = imp.add(Requant(), [n], op.outputs[0], out_q=oq)
+    imp.finish(m, oq, op.outputs[0])
+
+
+@MLI.register("DEQUANTIZE")
+def dequantize(imp: GraphBuilder, op: OpInfo) -> None:
+    """DEQUANTIZE: only as the graph's last operator (handled by the loader); refused inside."""
+    raise imp.fail("DEQUANTIZE inside the graph (only the graph output can be dequantised)")
