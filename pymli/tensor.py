@@ -26,8 +26,6 @@ __all__ = ["Tensor", "Lut", "MLI_MAX_RANK", "dense_strides"]
 
 MLI_MAX_RANK = 4
 
-QuantParam = "int | np.ndarray"
-
 
 def dense_strides(shape: list[int] | tuple[int, ...]) -> list[int]:
     """Row-major strides in elements: ``[W*C, C, 1]`` for ``[H, W, C]``."""
@@ -122,13 +120,28 @@ class Tensor:
 
     @classmethod
     def from_float(cls, array: npt.ArrayLike, el_type: ElType | str, **kwargs: Any) -> "Tensor":
-        """Quantise float data into a new tensor; see :func:`pymli.quant.quantize`."""
+        """Quantise float data into a new tensor; see :func:`pymli.quant.quantize`.
+
+        Args:
+            array: float data, rank 0 to 4.
+            el_type: FX_8, FX_16, SA_8, SA_32 or FP_32.
+            **kwargs: the parameters of :func:`pymli.quant.quantize`.
+
+        Returns:
+            A new dense tensor.
+        """
+        # Upward by design: quant.py (a higher floor) builds Tensors; this convenience reaches it lazily.
         from .quant import quantize
 
         return quantize(array, el_type, **kwargs)
 
     def to_float(self) -> np.ndarray:
-        """Dequantised values as float32 (MLI's conversion to ``MLI_EL_FP_32``)."""
+        """Dequantised values as float32 (MLI's conversion to ``MLI_EL_FP_32``).
+
+        Returns:
+            float32 array of shape ``shape`` (0-d for rank 0).
+        """
+        # Upward by design: quant.py (a higher floor) imports Tensor; this convenience reaches it lazily.
         from .quant import dequantize
 
         return dequantize(self)
@@ -224,11 +237,20 @@ class Tensor:
                                    mem_stride=dense_strides(self.shape[: self.rank]), **q)
 
     def validate(self) -> "Tensor":
-        """Run MLI's tensor check (``mli_chk_tensor`` with quantisation parameters); raise on failure."""
-        from .checks import check_tensor
+        """Run MLI's tensor check (``mli_chk_tensor`` with quantisation parameters).
 
-        check_tensor(self, check_quant=True)
-        return self
+        Delegates to :func:`pymli.checks.validate_tensor`, where the check lives.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            MliError: BAD_TENSOR, NOT_ENGH_MEM or INCOMPATEBLE_TENSORS as the checked C build.
+        """
+        # Upward by design: checks/ (a higher floor) imports Tensor; this convenience reaches it lazily.
+        from .checks.tensor import validate_tensor
+
+        return validate_tensor(self)
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:

@@ -28,6 +28,10 @@ __all__ = [
     "sat_fx",
     "cast_fx",
     "round_mode",
+    "wrap_int",
+    "trunc_div",
+    "norm",
+    "convergent_bump",
 ]
 
 ArrayLike = npt.ArrayLike
@@ -55,6 +59,79 @@ def wrap(x: ArrayLike, bits: int) -> np.ndarray:
         return x
     sh = 64 - bits
     return (x << sh) >> sh
+
+
+def wrap_int(x: int, bits: int, signed: bool = True) -> int:
+    """Two's-complement wrap of one Python int to a C ``intN_t`` (or ``uintN_t``), exact at any size.
+
+    Args:
+        x: the value (any Python or NumPy integer).
+        bits: width of the C type (8, 16, 32, 64).
+        signed: ``False`` for an unsigned C type.
+
+    Returns:
+        The Python int the C cast ``(intN_t)x`` (``(uintN_t)x``) holds.
+    """
+    v = int(x) & ((1 << bits) - 1)
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+def trunc_div(a: ArrayLike, b: ArrayLike) -> ArrayLike:
+    """C integer division: the quotient rounded toward zero (``b`` must not be 0).
+
+    Args:
+        a, b: integers; two Python/NumPy scalars give a Python int (exact at any size), arrays an
+            int64 array (broadcast).
+
+    Returns:
+        ``a / b`` truncated toward zero.
+    """
+    if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        q = abs(int(a)) // abs(int(b))
+        return q if (a >= 0) == (b >= 0) else -q
+    a, b = _i64(a), _i64(b)
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def norm(x: ArrayLike, bits: int = 32) -> ArrayLike:
+    """``mli_math_norm_fx<intN_t>``: redundant sign bits of ``x`` as a ``bits``-bit integer.
+
+    ``bits - 1`` for 0 and -1. Exact over the whole int64 range (the bit length is taken in two
+    32-bit halves, each exact in float64).
+
+    Args:
+        x: integer(s), wrapped to ``bits`` bits first as the C type holds them. A Python/NumPy
+            scalar gives a Python int, an array an int64 array.
+        bits: width of the C type (8 to 64).
+
+    Returns:
+        The left shift that normalises ``x`` without overflow.
+    """
+    if isinstance(x, (int, np.integer)):
+        v = wrap_int(x, bits)
+        return bits - 1 - (v if v >= 0 else ~v).bit_length()
+    v = wrap(x, bits)
+    mag = np.where(v < 0, ~v, v)  # the bits that differ from the sign
+    hi = mag >> 32
+    lo = mag & 0xFFFFFFFF
+    bitlen = np.where(hi > 0, np.frexp(hi.astype(np.float64))[1] + 32, np.frexp(lo.astype(np.float64))[1])
+    return ((bits - 1) - bitlen).astype(I64)
+
+
+def convergent_bump(x: ArrayLike, r: ArrayLike, half: ArrayLike) -> ArrayLike:
+    """The ROUND_CONVERGENT correction of a floor shift: 1 where ``r = x >> n`` must round up.
+
+    With ``half = 2**(n-1)``, ``x`` rounds up when its dropped bits exceed half, or equal half and
+    ``r`` is odd (a tie goes to even). Works on Python ints and on NumPy arrays alike.
+
+    Args:
+        x: the value before the shift; r: ``x >> n``; half: ``1 << (n - 1)``.
+
+    Returns:
+        0 or 1 (bool array for arrays): add it to ``r``.
+    """
+    return ((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0))
 
 
 def sat(x: ArrayLike, bits: int) -> np.ndarray:

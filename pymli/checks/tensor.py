@@ -1,8 +1,9 @@
-"""Argument checks shared by MLI functions (``private/mli_check.cc``).
+"""Generic tensor-struct checks shared by every MLI function (``private/src/mli_check.cc``).
 
-Each function raises :class:`~pymli.errors.MliError` with the status the C library's checked build
-(``MLI_DEBUG_MODE = DBG_MODE_RET_CODES``) returns, or returns ``None``. Function-specific checks
-live with their facade module in :mod:`pymli.capi` and are built from these.
+Each ``check_*`` function raises :class:`~pymli.errors.MliError` with the status the C library's
+checked build (``MLI_DEBUG_MODE = DBG_MODE_RET_CODES``) returns, or returns ``None``; the predicates
+(``same_shape``, ``layout_is_contiguous``, ...) return a bool. The checks of each kernel family
+live beside this module in :mod:`pymli.checks` and are built from these.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .errors import MliError, Status
-from .formats import ElType
-from .tensor import MLI_MAX_RANK, Lut, Tensor, address
+from ..arith.rounding import wrap_int
+from ..errors import MliError, Status
+from ..formats import ElType
+from ..tensor import MLI_MAX_RANK, Lut, Tensor, address
 
 __all__ = [
     "fail",
@@ -34,6 +36,10 @@ __all__ = [
     "calc_shift_idx",
     "INT32_MAX",
     "CheckCache",
+    "struct_key",
+    "count_elements",
+    "same_data_pointer",
+    "validate_tensor",
 ]
 
 INT32_MAX = 2**31 - 1
@@ -52,6 +58,15 @@ class CheckCache:
         self._outcome: dict[object, tuple[Status, str] | None] = {}
 
     def run(self, key: object, check: Callable[[], None]) -> None:
+        """Run ``check`` once per ``key`` and replay its outcome (``None`` or the same MliError).
+
+        Args:
+            key: a hashable value holding every field ``check`` reads (see :func:`struct_key`).
+            check: a function of those fields only, raising MliError on failure.
+
+        Raises:
+            MliError: the error ``check`` raised for this key.
+        """
         bad = self._outcome.get(key, False)
         if bad is False:
             try:
@@ -64,6 +79,24 @@ class CheckCache:
             self._outcome[key] = bad
         if bad is not None:
             raise MliError(*bad)
+
+
+def struct_key(t: Tensor) -> tuple:
+    """Every struct field :func:`check_tensor` reads, as a hashable key for :class:`CheckCache`.
+
+    Element type, rank, shape, mem_stride, capacity, whether the data pointer is NULL and, for a
+    rank-0 tensor (whose C "pointer" is the value itself), the value.
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        A tuple equal for two tensors exactly when :func:`check_tensor` treats them alike.
+    """
+    value = None
+    if t.rank == 0 and t.data is None:
+        value = (type(t.value).__name__, repr(t.value))
+    return (t.el_type, t.rank, tuple(t.shape), tuple(t.mem_stride), t.capacity, t.data is None, value)
 
 
 def fail(status: Status, message: str) -> None:
@@ -96,20 +129,14 @@ def check_tensor_private(shape: list[int], mem_stride: list[int], rank: int, cap
     prev_shape, prev_stride = 1, 1
     bad = False
     for i in range(rank - 1, -1, -1):
-        bad |= ms[i] < _s32(prev_shape * prev_stride)
+        bad |= ms[i] < wrap_int(prev_shape * prev_stride, 32)
         prev_shape, prev_stride = sh[i], ms[i]
-        size = _s32(size + _s32((prev_shape - 1) * prev_stride))
+        size = wrap_int(size + wrap_int((prev_shape - 1) * prev_stride, 32), 32)
     if bad:
         fail(Status.BAD_TENSOR, f"mem_stride {ms} smaller than the dense strides of shape {sh}")
-    size = _s32(size * element_size)
+    size = wrap_int(size * element_size, 32)
     if capacity < size:
         fail(Status.NOT_ENGH_MEM, f"capacity {capacity} bytes < {size} bytes needed by shape {sh}, mem_stride {ms}")
-
-
-def _s32(v: int) -> int:
-    """The int32 a C computation wraps ``v`` to."""
-    v &= 0xFFFFFFFF
-    return v - (1 << 32) if v & 0x80000000 else v
 
 
 def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
@@ -168,12 +195,20 @@ def tensor_is_scalar(t: Tensor | None) -> bool:
     """``mli_tensor_is_scalar``: rank 0, or exactly one element."""
     if t is None:
         return False
-    return t.rank == 0 or _count(t) == 1
+    return t.rank == 0 or count_elements(t) == 1
 
 
-def _count(t: Tensor) -> int:
+def count_elements(t: Tensor, start: int = 0) -> int:
+    """Product of ``shape[start:rank]`` as C reads it (entries past the list are 0).
+
+    Args:
+        t: the tensor; start: first dimension counted.
+
+    Returns:
+        The element count (1 for an empty product).
+    """
     n = 1
-    for i in range(t.rank):
+    for i in range(start, t.rank):
         n *= shape_at(t, i)
     return n
 
@@ -186,7 +221,7 @@ def check_scalar_tensor(t: Tensor | None) -> None:
         check_quant_params(t)
         return
     check_tensor(t)
-    if _count(t) != 1:
+    if count_elements(t) != 1:
         fail(Status.SHAPE_MISMATCH, "a scalar tensor must hold exactly one element")
 
 
@@ -194,6 +229,38 @@ def tensors_not_overlapped(t1: Tensor, t2: Tensor) -> bool:
     """``mli_chk_tensors_not_overlapped``: the two data containers share no byte."""
     a1, a2 = address(t1.data), address(t2.data)
     return a1 >= a2 + int(t2.capacity) or a2 >= a1 + int(t1.capacity)
+
+
+def same_data_pointer(t1: Tensor, t2: Tensor) -> bool:
+    """``mli_hlp_tensor_data_ptr_cmp``: same element type, rank > 0 and the same data pointer.
+
+    Args:
+        t1, t2: the tensors.
+
+    Returns:
+        True when both point at the same first element of a supported container.
+    """
+    if t1.el_type != t2.el_type or t1.rank == 0 or t2.rank == 0:
+        return False
+    if not t1.el_type.supported:
+        return False
+    return address(t1.data) == address(t2.data)
+
+
+def validate_tensor(t: Tensor) -> Tensor:
+    """``mli_chk_tensor`` with the quantisation parameters: what :meth:`Tensor.validate` runs.
+
+    Args:
+        t: the tensor to check.
+
+    Returns:
+        ``t``.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM or INCOMPATEBLE_TENSORS as the checked C build.
+    """
+    check_tensor(t, check_quant=True)
+    return t
 
 
 def check_lut(lut: Lut, buff_size: int) -> None:
