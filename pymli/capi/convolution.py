@@ -124,7 +124,6 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     x, wt, bias = fast_view(inp), fast_view(w), fast_view(b)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
-    out.el_type = inp.el_type
     bounds = out_bounds(cfg.relu, out, sa)
     no_pad = ksize == 1
     pad = (0, 0) if no_pad else (cfg.padding_top, cfg.padding_left)
@@ -137,6 +136,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     else:
         res = K.conv2d_hwcn(x, wt, bias, q, **geo)
     _store(out, res)
+    out.el_type = inp.el_type  # C sets it; the checks made it equal already
     return Status.OK
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..checks.diverse import QUANT_FIELDS as _QUANT
 from ..checks.diverse import check_argmax, check_permute, param_pointer, permutation
-from ..checks.tensor import shape_at
+from ..checks.tensor import fail, shape_at
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import diverse as K
@@ -32,13 +32,16 @@ __all__ = ["mli_krn_permute_fx8", "mli_krn_permute_fx16", "mli_krn_permute_sa8",
 def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
     check_permute(fn, el, inp, cfg, out)
     perm = permutation(cfg, inp.rank)[: inp.rank]
-    out.view()[...] = K.permute(inp.view(), perm)
+    res = K.permute(inp.view(), perm)
+    view = out.view()  # may raise: nothing is written before
+    view[...] = res
     if not el.is_sa:
         out.frac_bits = inp.frac_bits
     elif inp.dim < 0:
         out.dim = -1
         out.zero_point, out.scale, out.scale_frac_bits = (int(inp.quant_vector(k)[0]) for k, _ in _QUANT)
     else:
+        # check_permute made sure the input's arrays hold n values and out's arrays have room.
         out.dim = perm.index(inp.dim)
         n = shape_at(inp, inp.dim)
         for k, _ in _QUANT:
@@ -46,7 +49,7 @@ def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> 
             if param_pointer(dst) == 0 or not isinstance(dst, np.ndarray):
                 setattr(out, k, src)  # C: out takes the input's pointer
             elif dst is not src and param_pointer(dst) != param_pointer(src):
-                dst[:n] = np.asarray(src)[:n]
+                dst.reshape(-1)[:n] = np.asarray(src).reshape(-1)[:n]
     return Status.OK
 
 
@@ -74,9 +77,11 @@ def mli_krn_permute_sa8(in_: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
 def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Status:
     check_argmax(fn, el, inp, cfg, out)
     res = K.argmax(inp.view(), int(cfg.axis), int(cfg.topk), inp.strides()).reshape(-1)
-    out.dim, out.zero_point, out.scale, out.scale_frac_bits = -1, 0, 1, 0
+    if out.data.shape[0] < res.size:
+        fail(Status.NOT_ENGH_MEM, f"{fn}: out buffer holds {out.data.shape[0]} values, {res.size} needed")
     # C writes topk offsets per slice one after the other from the first element.
     out.data[: res.size] = res
+    out.dim, out.zero_point, out.scale, out.scale_frac_bits = -1, 0, 1, 0
     return Status.OK
 
 

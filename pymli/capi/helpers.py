@@ -244,10 +244,11 @@ def mli_hlp_create_subtensor(in_: Tensor, cfg: SubTensorCfg, out: Tensor) -> Sta
     buf_offset = 0
     for i in range(in_rank):
         buf_offset = wrap_int(buf_offset + off[i] * strides[i], 32)
-    # C copies the data container, then advances the pointer for the supported containers.
-    out.data, out.capacity, out.el_type = in_.data, in_.capacity, in_.el_type
+    # C copies the data container, then fails for an unsupported container: pymli fails first, so
+    # that nothing is written on failure.
     if in_.el_type not in (ElType.FX_8, ElType.SA_8, ElType.FX_16, ElType.SA_32):
         fail(Status.NOT_SUPPORTED, f"create_subtensor: element type {in_.el_type.c_name}")
+    out.el_type = in_.el_type
     out.data = None if in_.data is None else in_.data[buf_offset:]
     out.capacity = (int(in_.capacity) - buf_offset * in_.el_type.size) & _U32
     shape, mem_stride = _pad(out.shape), _pad(out.mem_stride)

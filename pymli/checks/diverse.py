@@ -58,6 +58,14 @@ def check_permute(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> No
     if inp.el_type != el:
         fail(Status.TYPE_MISMATCH, f"{fn}: {inp.el_type.c_name} input, {el.c_name} expected")
     if el.is_sa and inp.dim >= 0:
+        # C would read the input's per-axis arrays out of bounds: refuse (see docs/quirks.md).
+        if inp.dim >= inp.rank:
+            fail(Status.BAD_TENSOR, f"{fn}: quantisation dim {inp.dim} >= rank {inp.rank}")
+        n_in = shape_at(inp, inp.dim)
+        for k, size in _QUANT:
+            v = getattr(inp, k)
+            if not isinstance(v, np.ndarray) or v.size < n_in:
+                fail(Status.BAD_TENSOR, f"{fn}: per-axis {k} of in holds fewer than {n_in} values")
         ip = {k: param_pointer(getattr(inp, k)) for k, _ in _QUANT}
         op = {k: param_pointer(getattr(out, k)) for k, _ in _QUANT}
         zp, sc, fb = "zero_point", "scale", "scale_frac_bits"

@@ -28,6 +28,9 @@ def check_eltwise(fn: str, in1: Tensor, in2: Tensor, out: Tensor, op: EltOp, el_
     check_tensor(out)
     if in1.rank == 0 and in2.rank == 0:
         fail(Status.NOT_SUPPORTED, f"{fn}: one operand must be a tensor of rank > 0")
+    if out.rank == 0 and out.data is None:
+        # C stores the result through out's data pointer, which a rank-0 struct holds as its value.
+        fail(Status.BAD_TENSOR, f"{fn}: a rank-0 output has no data buffer to store into")
     s1, s2 = tensor_is_scalar(in1), tensor_is_scalar(in2)
     if ((not s1 and not inner_most_dimension_is_one(in1)) or (not s2 and not inner_most_dimension_is_one(in2))
             or not inner_most_dimension_is_one(out)):

@@ -42,6 +42,11 @@ _FC_CHECKED = CheckCache()
 def _check_fc_structure(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) -> None:
     for t in (inp, w, b, out):
         check_tensor(t)
+    for name, t in (("in", inp), ("weights", w), ("bias", b), ("out", out)):
+        if t.data is None:
+            # A rank-0 struct holds its value where C keeps the data pointer: the C kernel would read
+            # (or write) through that value as an address. Refused (docs/quirks.md).
+            fail(Status.BAD_TENSOR, f"{name}: rank-0 tensor (value {t.value!r}) used as a data buffer")
     if out.el_type != inp.el_type:
         fail(Status.TYPE_MISMATCH, f"output type {out.el_type.name} != input type {inp.el_type.name}")
     if cfg is None:
