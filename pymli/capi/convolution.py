@@ -11,7 +11,6 @@ the cfg, as the C kernel does.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -28,9 +27,49 @@ from ._registry import mli_function
 from .types import Conv2dCfg
 
 __all__ = [
-    "fx_quant",
-    "out_bounds",
-    "sa8_quant",
+    "CONV2D",
+    "DEPTHWISE_CONV2D",
+    "GROUP_CONV2D",
+    "TRANSPOSE_CONV2D",
+    "mli_krn_conv2d_hwcn_fx16",
+    "mli_krn_conv2d_hwcn_fx16_k1x1",
+    "mli_krn_conv2d_hwcn_fx16_k3x3",
+    "mli_krn_conv2d_hwcn_fx16_k5x5",
+    "mli_krn_depthwise_conv2d_hwcn_fx16",
+    "mli_krn_group_conv2d_hwcn_fx16",
+    "mli_krn_depthwise_conv2d_hwcn_fx16_k3x3",
+    "mli_krn_group_conv2d_hwcn_fx16_k3x3",
+    "mli_krn_depthwise_conv2d_hwcn_fx16_k5x5",
+    "mli_krn_group_conv2d_hwcn_fx16_k5x5",
+    "mli_krn_transpose_conv2d_hwcn_fx16",
+    "mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2",
+    "mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2",
+    "mli_krn_conv2d_hwcn_fx16_fx8_fx8",
+    "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1",
+    "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3",
+    "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5",
+    "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8",
+    "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8",
+    "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3",
+    "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3",
+    "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5",
+    "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5",
+    "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8",
+    "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2",
+    "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2",
+    "mli_krn_conv2d_hwcn_sa8_sa8_sa32",
+    "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1",
+    "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3",
+    "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5",
+    "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32",
+    "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32",
+    "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3",
+    "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3",
+    "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5",
+    "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5",
+    "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32",
+    "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2",
+    "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2",
 ]
 
 # Weights dimensions of HWCN (and HW1N) layouts.
@@ -161,12 +200,29 @@ def _run_transpose(kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg
 
 
 # ------------------------------------------------------------------------------ registration
+_DOC = """``{name}``: the MLI function of that name (see :mod:`pymli.capi.convolution`).
+
+Args:
+    in_: input feature map, HWC (rank 3).
+    weights: HWCN weights (rank 4; HW1N for depthwise, HW(C/groups)N for group conv).
+    bias: rank-1 bias of N values.
+    cfg: :class:`~pymli.capi.types.Conv2dCfg` (stride, padding, dilation, fused ReLU).
+    out: output feature map, HWN (rank 3), written through its mem_stride.
+
+Returns:
+    ``Status.OK``.
+
+Raises:
+    MliError: the status of the checked C build (nothing is written to ``out``).
+"""
+
+
 def _make(op: str, kind: str, ksize: int, name: str) -> Callable[..., Status]:
     def fn(in_: Tensor, weights: Tensor, bias: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
         return _run(op, kind, ksize, in_, weights, bias, cfg, out)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name}``: see :mod:`pymli.capi.convolution`."
+    fn.__doc__ = _DOC.format(name=name)
     return mli_function(name)(fn)
 
 
@@ -175,23 +231,101 @@ def _make_transpose(kind: str, ksize: int, name: str) -> Callable[..., Status]:
         return _run_transpose(kind, ksize, in_, weights, bias, cfg, out)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name}``: see :mod:`pymli.capi.convolution`."
+    fn.__doc__ = _DOC.format(name=name)
     return mli_function(name)(fn)
 
 
-_KINDS = {"fx16": "fx16", "fx16_fx8_fx8": "fx16_fx8_fx8", "sa8_sa8_sa32": "sa8"}
+mli_krn_conv2d_hwcn_fx16 = _make("conv", "fx16", 0, "mli_krn_conv2d_hwcn_fx16")
+mli_krn_conv2d_hwcn_fx16_k1x1 = _make("conv", "fx16", 1, "mli_krn_conv2d_hwcn_fx16_k1x1")
+mli_krn_conv2d_hwcn_fx16_k3x3 = _make("conv", "fx16", 3, "mli_krn_conv2d_hwcn_fx16_k3x3")
+mli_krn_conv2d_hwcn_fx16_k5x5 = _make("conv", "fx16", 5, "mli_krn_conv2d_hwcn_fx16_k5x5")
+mli_krn_depthwise_conv2d_hwcn_fx16 = _make("depthwise", "fx16", 0, "mli_krn_depthwise_conv2d_hwcn_fx16")
+mli_krn_group_conv2d_hwcn_fx16 = _make("group", "fx16", 0, "mli_krn_group_conv2d_hwcn_fx16")
+mli_krn_depthwise_conv2d_hwcn_fx16_k3x3 = _make("depthwise", "fx16", 3, "mli_krn_depthwise_conv2d_hwcn_fx16_k3x3")
+mli_krn_group_conv2d_hwcn_fx16_k3x3 = _make("group", "fx16", 3, "mli_krn_group_conv2d_hwcn_fx16_k3x3")
+mli_krn_depthwise_conv2d_hwcn_fx16_k5x5 = _make("depthwise", "fx16", 5, "mli_krn_depthwise_conv2d_hwcn_fx16_k5x5")
+mli_krn_group_conv2d_hwcn_fx16_k5x5 = _make("group", "fx16", 5, "mli_krn_group_conv2d_hwcn_fx16_k5x5")
+mli_krn_transpose_conv2d_hwcn_fx16 = _make_transpose("fx16", 0, "mli_krn_transpose_conv2d_hwcn_fx16")
+mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2 = _make_transpose("fx16", 2, "mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2 = _make_transpose("fx16", 4, "mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2")
+mli_krn_conv2d_hwcn_fx16_fx8_fx8 = _make("conv", "fx16_fx8_fx8", 0, "mli_krn_conv2d_hwcn_fx16_fx8_fx8")
+mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1 = _make("conv", "fx16_fx8_fx8", 1, "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1")
+mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("conv", "fx16_fx8_fx8", 3, "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3")
+mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5 = _make("conv", "fx16_fx8_fx8", 5, "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5")
+mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8 = _make("depthwise", "fx16_fx8_fx8", 0, "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8")
+mli_krn_group_conv2d_hwcn_fx16_fx8_fx8 = _make("group", "fx16_fx8_fx8", 0, "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8")
+mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("depthwise", "fx16_fx8_fx8", 3, "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3")
+mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("group", "fx16_fx8_fx8", 3, "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3")
+mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5 = _make("depthwise", "fx16_fx8_fx8", 5, "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5")
+mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5 = _make("group", "fx16_fx8_fx8", 5, "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8 = _make_transpose("fx16_fx8_fx8", 0, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2 = _make_transpose("fx16_fx8_fx8", 2, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2 = _make_transpose("fx16_fx8_fx8", 4, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2")
+mli_krn_conv2d_hwcn_sa8_sa8_sa32 = _make("conv", "sa8", 0, "mli_krn_conv2d_hwcn_sa8_sa8_sa32")
+mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1 = _make("conv", "sa8", 1, "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1")
+mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("conv", "sa8", 3, "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3")
+mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5 = _make("conv", "sa8", 5, "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5")
+mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32 = _make("depthwise", "sa8", 0, "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32")
+mli_krn_group_conv2d_hwcn_sa8_sa8_sa32 = _make("group", "sa8", 0, "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32")
+mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("depthwise", "sa8", 3, "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3")
+mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("group", "sa8", 3, "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3")
+mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5 = _make("depthwise", "sa8", 5, "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5")
+mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5 = _make("group", "sa8", 5, "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32 = _make_transpose("sa8", 0, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2 = _make_transpose("sa8", 2, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2 = _make_transpose("sa8", 4, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2")
 
-for _suffix, _kind in _KINDS.items():
-    for _ks, _tail in ((0, ""), (1, "_k1x1"), (3, "_k3x3"), (5, "_k5x5")):
-        _n = f"mli_krn_conv2d_hwcn_{_suffix}{_tail}"
-        globals()[_n] = _make("conv", _kind, _ks, _n)
-        __all__.append(_n)
-    for _ks, _tail in ((0, ""), (3, "_k3x3"), (5, "_k5x5")):
-        for _op, _pre in (("depthwise", "mli_krn_depthwise_conv2d_hwcn_"), ("group", "mli_krn_group_conv2d_hwcn_")):
-            _n = f"{_pre}{_suffix}{_tail}"
-            globals()[_n] = _make(_op, _kind, _ks, _n)
-            __all__.append(_n)
-    for _ks, _tail in ((0, ""), (2, "_k2x2_str2"), (4, "_k4x4_str2")):
-        _n = f"mli_krn_transpose_conv2d_hwcn_{_suffix}{_tail}"
-        globals()[_n] = _make_transpose(_kind, _ks, _n)
-        __all__.append(_n)
+CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
+    ("fx16", 0): mli_krn_conv2d_hwcn_fx16,
+    ("fx16", 1): mli_krn_conv2d_hwcn_fx16_k1x1,
+    ("fx16", 3): mli_krn_conv2d_hwcn_fx16_k3x3,
+    ("fx16", 5): mli_krn_conv2d_hwcn_fx16_k5x5,
+    ("fx16_fx8_fx8", 0): mli_krn_conv2d_hwcn_fx16_fx8_fx8,
+    ("fx16_fx8_fx8", 1): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1,
+    ("fx16_fx8_fx8", 3): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3,
+    ("fx16_fx8_fx8", 5): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5,
+    ("sa8_sa8_sa32", 0): mli_krn_conv2d_hwcn_sa8_sa8_sa32,
+    ("sa8_sa8_sa32", 1): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1,
+    ("sa8_sa8_sa32", 3): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3,
+    ("sa8_sa8_sa32", 5): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5,
+}
+"""The conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+
+DEPTHWISE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
+    ("fx16", 0): mli_krn_depthwise_conv2d_hwcn_fx16,
+    ("fx16", 3): mli_krn_depthwise_conv2d_hwcn_fx16_k3x3,
+    ("fx16", 5): mli_krn_depthwise_conv2d_hwcn_fx16_k5x5,
+    ("fx16_fx8_fx8", 0): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8,
+    ("fx16_fx8_fx8", 3): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3,
+    ("fx16_fx8_fx8", 5): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5,
+    ("sa8_sa8_sa32", 0): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32,
+    ("sa8_sa8_sa32", 3): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3,
+    ("sa8_sa8_sa32", 5): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5,
+}
+"""The depthwise conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+
+GROUP_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
+    ("fx16", 0): mli_krn_group_conv2d_hwcn_fx16,
+    ("fx16", 3): mli_krn_group_conv2d_hwcn_fx16_k3x3,
+    ("fx16", 5): mli_krn_group_conv2d_hwcn_fx16_k5x5,
+    ("fx16_fx8_fx8", 0): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8,
+    ("fx16_fx8_fx8", 3): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3,
+    ("fx16_fx8_fx8", 5): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5,
+    ("sa8_sa8_sa32", 0): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32,
+    ("sa8_sa8_sa32", 3): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3,
+    ("sa8_sa8_sa32", 5): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5,
+}
+"""The group conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+
+TRANSPOSE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
+    ("fx16", 0): mli_krn_transpose_conv2d_hwcn_fx16,
+    ("fx16", 2): mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2,
+    ("fx16", 4): mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2,
+    ("fx16_fx8_fx8", 0): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8,
+    ("fx16_fx8_fx8", 2): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2,
+    ("fx16_fx8_fx8", 4): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2,
+    ("sa8_sa8_sa32", 0): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32,
+    ("sa8_sa8_sa32", 2): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2,
+    ("sa8_sa8_sa32", 4): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2,
+}
+"""The transpose conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""

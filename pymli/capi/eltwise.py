@@ -7,6 +7,8 @@ and the output then share a shape. Both operands scalar gives a one-element resu
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..arith.eltwise import EltOp
@@ -18,7 +20,24 @@ from ..kernels.eltwise import eltwise_fx, eltwise_sa8
 from ..tensor import Tensor
 from ._registry import mli_function
 
-__all__ = ["scalar_operand"]
+__all__ = [
+    "ELTWISE",
+    "mli_krn_eltwise_add_fx8",
+    "mli_krn_eltwise_add_fx16",
+    "mli_krn_eltwise_add_sa8",
+    "mli_krn_eltwise_sub_fx8",
+    "mli_krn_eltwise_sub_fx16",
+    "mli_krn_eltwise_sub_sa8",
+    "mli_krn_eltwise_mul_fx8",
+    "mli_krn_eltwise_mul_fx16",
+    "mli_krn_eltwise_mul_sa8",
+    "mli_krn_eltwise_max_fx8",
+    "mli_krn_eltwise_max_fx16",
+    "mli_krn_eltwise_max_sa8",
+    "mli_krn_eltwise_min_fx8",
+    "mli_krn_eltwise_min_fx16",
+    "mli_krn_eltwise_min_sa8",
+]
 
 
 def scalar_operand(t: Tensor) -> np.ndarray:
@@ -60,8 +79,37 @@ def _bind(name: str, op: EltOp, el_type: ElType):  # noqa: ANN202
     return fn
 
 
-for _op in EltOp:
-    for _suffix, _el in (("fx8", ElType.FX_8), ("fx16", ElType.FX_16), ("sa8", ElType.SA_8)):
-        _name = f"mli_krn_eltwise_{_op.value}_{_suffix}"
-        globals()[_name] = mli_function(_name)(_bind(_name, _op, _el))
-        __all__.append(_name)
+mli_krn_eltwise_add_fx8 = mli_function("mli_krn_eltwise_add_fx8")(_bind("mli_krn_eltwise_add_fx8", EltOp.ADD, ElType.FX_8))
+mli_krn_eltwise_add_fx16 = mli_function("mli_krn_eltwise_add_fx16")(_bind("mli_krn_eltwise_add_fx16", EltOp.ADD, ElType.FX_16))
+mli_krn_eltwise_add_sa8 = mli_function("mli_krn_eltwise_add_sa8")(_bind("mli_krn_eltwise_add_sa8", EltOp.ADD, ElType.SA_8))
+mli_krn_eltwise_sub_fx8 = mli_function("mli_krn_eltwise_sub_fx8")(_bind("mli_krn_eltwise_sub_fx8", EltOp.SUB, ElType.FX_8))
+mli_krn_eltwise_sub_fx16 = mli_function("mli_krn_eltwise_sub_fx16")(_bind("mli_krn_eltwise_sub_fx16", EltOp.SUB, ElType.FX_16))
+mli_krn_eltwise_sub_sa8 = mli_function("mli_krn_eltwise_sub_sa8")(_bind("mli_krn_eltwise_sub_sa8", EltOp.SUB, ElType.SA_8))
+mli_krn_eltwise_mul_fx8 = mli_function("mli_krn_eltwise_mul_fx8")(_bind("mli_krn_eltwise_mul_fx8", EltOp.MUL, ElType.FX_8))
+mli_krn_eltwise_mul_fx16 = mli_function("mli_krn_eltwise_mul_fx16")(_bind("mli_krn_eltwise_mul_fx16", EltOp.MUL, ElType.FX_16))
+mli_krn_eltwise_mul_sa8 = mli_function("mli_krn_eltwise_mul_sa8")(_bind("mli_krn_eltwise_mul_sa8", EltOp.MUL, ElType.SA_8))
+mli_krn_eltwise_max_fx8 = mli_function("mli_krn_eltwise_max_fx8")(_bind("mli_krn_eltwise_max_fx8", EltOp.MAX, ElType.FX_8))
+mli_krn_eltwise_max_fx16 = mli_function("mli_krn_eltwise_max_fx16")(_bind("mli_krn_eltwise_max_fx16", EltOp.MAX, ElType.FX_16))
+mli_krn_eltwise_max_sa8 = mli_function("mli_krn_eltwise_max_sa8")(_bind("mli_krn_eltwise_max_sa8", EltOp.MAX, ElType.SA_8))
+mli_krn_eltwise_min_fx8 = mli_function("mli_krn_eltwise_min_fx8")(_bind("mli_krn_eltwise_min_fx8", EltOp.MIN, ElType.FX_8))
+mli_krn_eltwise_min_fx16 = mli_function("mli_krn_eltwise_min_fx16")(_bind("mli_krn_eltwise_min_fx16", EltOp.MIN, ElType.FX_16))
+mli_krn_eltwise_min_sa8 = mli_function("mli_krn_eltwise_min_sa8")(_bind("mli_krn_eltwise_min_sa8", EltOp.MIN, ElType.SA_8))
+
+ELTWISE: dict[tuple[EltOp, ElType], Callable[..., Status]] = {
+    (EltOp.ADD, ElType.FX_8): mli_krn_eltwise_add_fx8,
+    (EltOp.ADD, ElType.FX_16): mli_krn_eltwise_add_fx16,
+    (EltOp.ADD, ElType.SA_8): mli_krn_eltwise_add_sa8,
+    (EltOp.SUB, ElType.FX_8): mli_krn_eltwise_sub_fx8,
+    (EltOp.SUB, ElType.FX_16): mli_krn_eltwise_sub_fx16,
+    (EltOp.SUB, ElType.SA_8): mli_krn_eltwise_sub_sa8,
+    (EltOp.MUL, ElType.FX_8): mli_krn_eltwise_mul_fx8,
+    (EltOp.MUL, ElType.FX_16): mli_krn_eltwise_mul_fx16,
+    (EltOp.MUL, ElType.SA_8): mli_krn_eltwise_mul_sa8,
+    (EltOp.MAX, ElType.FX_8): mli_krn_eltwise_max_fx8,
+    (EltOp.MAX, ElType.FX_16): mli_krn_eltwise_max_fx16,
+    (EltOp.MAX, ElType.SA_8): mli_krn_eltwise_max_sa8,
+    (EltOp.MIN, ElType.FX_8): mli_krn_eltwise_min_fx8,
+    (EltOp.MIN, ElType.FX_16): mli_krn_eltwise_min_fx16,
+    (EltOp.MIN, ElType.SA_8): mli_krn_eltwise_min_sa8,
+}
+"""The element-wise functions by (operation, element type)."""

@@ -57,6 +57,7 @@ class MovState(enum.IntEnum):
 
     @property
     def c_name(self) -> str:
+        """The C enumerator name, e.g. ``MLI_MOV_STATE_DONE``."""
         return "MLI_MOV_STATE_" + self.name
 
 

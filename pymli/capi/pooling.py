@@ -8,6 +8,8 @@ plus the kernel-size check (SHAPE_MISMATCH).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..arith.pool import requant_params
 from ..checks.pooling import check_pool_hwc
 from ..config import get_platform
@@ -19,8 +21,25 @@ from ._registry import mli_function
 from .types import PoolCfg
 
 __all__ = [
-    "mli_krn_avepool_hwc_fx8", "mli_krn_avepool_hwc_fx16", "mli_krn_avepool_hwc_sa8",
-    "mli_krn_maxpool_hwc_fx8", "mli_krn_maxpool_hwc_fx16", "mli_krn_maxpool_hwc_sa8",
+    "POOLING",
+    "mli_krn_avepool_hwc_fx8",
+    "mli_krn_avepool_hwc_fx8_k2x2",
+    "mli_krn_avepool_hwc_fx8_k3x3",
+    "mli_krn_avepool_hwc_fx16",
+    "mli_krn_avepool_hwc_fx16_k2x2",
+    "mli_krn_avepool_hwc_fx16_k3x3",
+    "mli_krn_avepool_hwc_sa8",
+    "mli_krn_avepool_hwc_sa8_k2x2",
+    "mli_krn_avepool_hwc_sa8_k3x3",
+    "mli_krn_maxpool_hwc_fx8",
+    "mli_krn_maxpool_hwc_fx8_k2x2",
+    "mli_krn_maxpool_hwc_fx8_k3x3",
+    "mli_krn_maxpool_hwc_fx16",
+    "mli_krn_maxpool_hwc_fx16_k2x2",
+    "mli_krn_maxpool_hwc_fx16_k3x3",
+    "mli_krn_maxpool_hwc_sa8",
+    "mli_krn_maxpool_hwc_sa8_k2x2",
+    "mli_krn_maxpool_hwc_sa8_k3x3",
 ]
 
 
@@ -77,19 +96,52 @@ def _bind(impl, name: str, el_type: ElType, k: int, doc: str):  # noqa: ANN001, 
     return fn
 
 
-def _make(kind: str, suffix: str, el_type: ElType) -> None:
-    base = f"mli_krn_{kind}pool_hwc_{suffix}"
-    impl = _avepool if kind == "ave" else _maxpool
-    what = "average" if kind == "ave" else "max"
-    for k, name in ((0, base), (2, base + "_k2x2"), (3, base + "_k3x3")):
-        doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
-               + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
-               + "\n\nReturns Status.OK or raises MliError with the status of the checked C build.")
-        globals()[name] = mli_function(name)(_bind(impl, name, el_type, k, doc))
-        if name not in __all__:
-            __all__.append(name)
+def _make(impl, name: str, el_type: ElType, k: int, what: str):  # noqa: ANN001, ANN202
+    doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
+           + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
+           + "\n\nArgs:\n    inp: input feature map, HWC (rank 3).\n    cfg: :class:`~pymli.capi.types.PoolCfg`."
+           + "\n    out: output feature map, HWC, written through its mem_stride.\n\nReturns:\n    ``Status.OK``."
+           + "\n\nRaises:\n    MliError: the status of the checked C build (nothing is written to ``out``).\n")
+    return mli_function(name)(_bind(impl, name, el_type, k, doc))
 
 
-for _kind in ("ave", "max"):
-    for _suffix, _el in (("fx8", ElType.FX_8), ("fx16", ElType.FX_16), ("sa8", ElType.SA_8)):
-        _make(_kind, _suffix, _el)
+mli_krn_avepool_hwc_fx8 = _make(_avepool, "mli_krn_avepool_hwc_fx8", ElType.FX_8, 0, "average")
+mli_krn_avepool_hwc_fx8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k2x2", ElType.FX_8, 2, "average")
+mli_krn_avepool_hwc_fx8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k3x3", ElType.FX_8, 3, "average")
+mli_krn_avepool_hwc_fx16 = _make(_avepool, "mli_krn_avepool_hwc_fx16", ElType.FX_16, 0, "average")
+mli_krn_avepool_hwc_fx16_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k2x2", ElType.FX_16, 2, "average")
+mli_krn_avepool_hwc_fx16_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k3x3", ElType.FX_16, 3, "average")
+mli_krn_avepool_hwc_sa8 = _make(_avepool, "mli_krn_avepool_hwc_sa8", ElType.SA_8, 0, "average")
+mli_krn_avepool_hwc_sa8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k2x2", ElType.SA_8, 2, "average")
+mli_krn_avepool_hwc_sa8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k3x3", ElType.SA_8, 3, "average")
+mli_krn_maxpool_hwc_fx8 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8", ElType.FX_8, 0, "max")
+mli_krn_maxpool_hwc_fx8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k2x2", ElType.FX_8, 2, "max")
+mli_krn_maxpool_hwc_fx8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k3x3", ElType.FX_8, 3, "max")
+mli_krn_maxpool_hwc_fx16 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16", ElType.FX_16, 0, "max")
+mli_krn_maxpool_hwc_fx16_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k2x2", ElType.FX_16, 2, "max")
+mli_krn_maxpool_hwc_fx16_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k3x3", ElType.FX_16, 3, "max")
+mli_krn_maxpool_hwc_sa8 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8", ElType.SA_8, 0, "max")
+mli_krn_maxpool_hwc_sa8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k2x2", ElType.SA_8, 2, "max")
+mli_krn_maxpool_hwc_sa8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k3x3", ElType.SA_8, 3, "max")
+
+POOLING: dict[tuple[str, ElType, int], Callable[..., Status]] = {
+    ("ave", ElType.FX_8, 0): mli_krn_avepool_hwc_fx8,
+    ("ave", ElType.FX_8, 2): mli_krn_avepool_hwc_fx8_k2x2,
+    ("ave", ElType.FX_8, 3): mli_krn_avepool_hwc_fx8_k3x3,
+    ("ave", ElType.FX_16, 0): mli_krn_avepool_hwc_fx16,
+    ("ave", ElType.FX_16, 2): mli_krn_avepool_hwc_fx16_k2x2,
+    ("ave", ElType.FX_16, 3): mli_krn_avepool_hwc_fx16_k3x3,
+    ("ave", ElType.SA_8, 0): mli_krn_avepool_hwc_sa8,
+    ("ave", ElType.SA_8, 2): mli_krn_avepool_hwc_sa8_k2x2,
+    ("ave", ElType.SA_8, 3): mli_krn_avepool_hwc_sa8_k3x3,
+    ("max", ElType.FX_8, 0): mli_krn_maxpool_hwc_fx8,
+    ("max", ElType.FX_8, 2): mli_krn_maxpool_hwc_fx8_k2x2,
+    ("max", ElType.FX_8, 3): mli_krn_maxpool_hwc_fx8_k3x3,
+    ("max", ElType.FX_16, 0): mli_krn_maxpool_hwc_fx16,
+    ("max", ElType.FX_16, 2): mli_krn_maxpool_hwc_fx16_k2x2,
+    ("max", ElType.FX_16, 3): mli_krn_maxpool_hwc_fx16_k3x3,
+    ("max", ElType.SA_8, 0): mli_krn_maxpool_hwc_sa8,
+    ("max", ElType.SA_8, 2): mli_krn_maxpool_hwc_sa8_k2x2,
+    ("max", ElType.SA_8, 3): mli_krn_maxpool_hwc_sa8_k3x3,
+}
+"""The pooling functions by ("ave" or "max", element type, kernel size of the specialisation; 0: generic)."""

@@ -14,10 +14,10 @@ import dataclasses
 
 import numpy as np
 
+from ..checks.recurrent import MLI_RNN_MAX_INPUT, SIGM_LUT_BYTES, TANH_LUT_BYTES  # noqa: F401  (old import path)
 from ..checks.recurrent import check_rnn_cell, check_rnn_dense
 from ..checks.tensor import shape_at
 from ..errors import Status
-from ..formats import ElType
 from ..kernels import recurrent as krn
 from ..tensor import Lut, Tensor
 from ._registry import mli_function, unsupported
@@ -28,19 +28,6 @@ __all__ = [
     "mli_krn_lstm_cell_fx16", "mli_krn_lstm_cell_fx16_fx8_fx8", "mli_krn_lstm_cell_sa8_sa8_sa32",
     "mli_krn_gru_cell_fx16", "mli_krn_gru_cell_fx16_fx8_fx8", "mli_krn_gru_cell_sa8_sa8_sa32",
 ]
-
-MLI_RNN_MAX_INPUT = 4
-TANH_LUT_BYTES = 344 * 2   # capacity of MLI's tanh table (mli_chk_lut reference size)
-SIGM_LUT_BYTES = 320 * 2   # capacity of MLI's sigmoid table
-
-# kind -> (data type, weights type, bias type)
-_TYPES = {
-    "fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
-    "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
-    "sa8": (ElType.SA_8, ElType.SA_8, ElType.SA_32),
-}
-_ZP_BYTE = 7   # kZeroPointBitsByteRange
-_ZP_ZERO = 0   # kZeroPointBitsZero
 
 for _name in ("mli_krn_basic_rnn_cell_fx16", "mli_krn_basic_rnn_cell_fx8", "mli_krn_basic_rnn_cell_fx8w16d"):
     unsupported(_name, "MLI 1.x API: declared (deprecated) in the MLI 2.0.2 header but not implemented "

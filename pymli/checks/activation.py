@@ -51,6 +51,18 @@ def _check_fx_frac(fn: str, inp: Tensor, out: Tensor) -> None:
 
 
 def check_relu(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> None:
+    """``mli_chk_relu_<type>``: valid tensors of one type and shape, innermost stride 1, a cfg.
+
+    Args:
+        fn: the MLI function name (for messages).
+        el: the element type of the function.
+        inp, out: input and output tensors.
+        cfg: ``mli_relu_cfg`` (``None`` is NULL).
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, BAD_FUNC_CFG, TYPE_MISMATCH, SHAPE_MISMATCH or
+            INCOMPATEBLE_TENSORS.
+    """
     check_tensor(inp)
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
@@ -64,6 +76,16 @@ def check_relu(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> None:
 
 
 def check_leaky_relu(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> None:
+    """``mli_chk_leaky_relu_<type>``: as ReLU, plus a scalar slope of the same type.
+
+    Args:
+        fn: the MLI function name; el: its element type.
+        inp, out: input and output tensors; slope: the scalar slope (rank 0 or one element).
+
+    Raises:
+        MliError: BAD_TENSOR, TYPE_MISMATCH, SHAPE_MISMATCH, INCOMPATEBLE_TENSORS or
+            SPEC_PARAM_MISMATCH (fx: out frac_bits != in frac_bits).
+    """
     check_tensor(inp)
     check_tensor(out)
     _check_io_common(fn, inp, out)
@@ -90,6 +112,17 @@ def _check_any_tensor(t: Tensor) -> None:
 
 
 def check_prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: Any, out: Tensor) -> None:
+    """``mli_chk_prelu_<type>``: slopes of shape ``in.shape[axis]`` on the axis and 1 elsewhere.
+
+    Args:
+        fn: the MLI function name; el: its element type.
+        inp, out: input and output tensors; slope: the slopes.
+        cfg: ``mli_prelu_cfg`` (``axis``; -1: a scalar slope).
+
+    Raises:
+        MliError: BAD_TENSOR, BAD_FUNC_CFG, TYPE_MISMATCH, SHAPE_MISMATCH,
+            INCOMPATEBLE_TENSORS or SPEC_PARAM_MISMATCH.
+    """
     check_tensor(inp)
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")

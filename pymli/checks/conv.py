@@ -22,7 +22,7 @@ from ..arith.requant import asr_rnd_int
 from ..arith.rounding import asr_rnd, wrap, wrap_int
 from ..config import get_platform
 from ..errors import Status
-from ..formats import ElType, RoundMode
+from ..formats import MAC_TYPES, ElType, RoundMode
 from ..tensor import Tensor
 from .tensor import (CheckCache, check_quant_params, check_tensor, fail, inner_most_dimension_is_one, shape_at,
                      struct_key, tensors_not_overlapped)
@@ -48,7 +48,14 @@ _KH, _KW, _KD, _KC = 0, 1, 2, 3
 
 def check_quant(t: Tensor, zp_used_bits: int) -> None:
     """``mli_chk_tensor_quant_params``, vectorised over the channels of a per-axis tensor (same
-    statuses and order as :func:`pymli.checks.check_quant_params`)."""
+    statuses and order as :func:`pymli.checks.check_quant_params`).
+
+    Args:
+        t: the tensor; zp_used_bits: allowed zero-point bits (0: zero points must be 0).
+
+    Raises:
+        MliError: BAD_TENSOR or INCOMPATEBLE_TENSORS.
+    """
     if not t.el_type.is_sa or t.dim < 0 or t.dim >= t.rank:
         check_quant_params(t, zp_used_bits)
         return
@@ -82,10 +89,16 @@ def _quant_problem(s_b: bytes, z_b: bytes, s_dt: str, z_dt: str, zp_used_bits: i
 
 
 def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) -> None:
-    """Type checks of an fx kind (fx16 / fx16_fx8_fx8 / fx8): types, bias and output frac bits."""
-    want = {"fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
-            "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
-            "fx8": (ElType.FX_8, ElType.FX_8, ElType.FX_8)}[kind]
+    """Type checks of an fx kind (fx16 / fx16_fx8_fx8 / fx8): types, bias and output frac bits.
+
+    Args:
+        inp, w, b, out: input, weights, bias and output tensors;
+        kind: "fx16", "fx16_fx8_fx8" or "fx8".
+
+    Raises:
+        MliError: TYPE_MISMATCH or INCOMPATEBLE_TENSORS (frac bits).
+    """
+    want = MAC_TYPES[kind]
     if (inp.el_type, w.el_type, b.el_type) != want:
         fail(Status.TYPE_MISMATCH, f"{kind}: in/weights/bias types {inp.el_type.name}/{w.el_type.name}/"
              f"{b.el_type.name}")
@@ -96,7 +109,14 @@ def check_conv_types(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, kind: str) 
 
 
 def check_bias_scale_asym(inp: Tensor, w: Tensor, b: Tensor) -> None:
-    """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting)."""
+    """``mli_chk_bias_scale_asym``: bias scale equals in scale x weights scale (+-1 after shifting).
+
+    Args:
+        inp, w, b: input, weights and bias tensors (SA, per tensor or per axis).
+
+    Raises:
+        MliError: INCOMPATEBLE_TENSORS (a scale off by more than 1) or BAD_TENSOR (short arrays).
+    """
     n = shape_at(w, w.dim) if w.dim >= 0 else 1
     if w.dim < 0 and b.dim < 0 and not isinstance(w.scale, np.ndarray) and not isinstance(b.scale, np.ndarray):
         # One channel: plain integer arithmetic (the C check's int32 expressions).
@@ -153,6 +173,13 @@ def check_sa8_params(inp: Tensor, w: Tensor, b: Tensor, out: Tensor, w_dim: int)
 
     They depend only on types, ranks, dims and quantisation parameters: the outcome is cached
     under a key made of exactly those fields.
+
+    Args:
+        inp, w, b, out: input, weights, bias and output tensors;
+        w_dim: the weights dimension of per-axis parameters (3 for HWCN, 1 for FC).
+
+    Raises:
+        MliError: TYPE_MISMATCH, BAD_TENSOR or INCOMPATEBLE_TENSORS.
     """
     key = (sa8_params_key(inp), sa8_params_key(w), sa8_params_key(b), sa8_params_key(out), w_dim, get_platform().round_mode)
     _SA8_CHECKED.run(key, lambda: _check_sa8_params(inp, w, b, out, w_dim))
@@ -162,7 +189,14 @@ _SA8_CHECKED = CheckCache()
 
 
 def sa8_params_key(t: Tensor) -> tuple:
-    """Every field of ``t`` the sa8 parameter checks read (type, rank, dim, shape[dim], quant values)."""
+    """Every field of ``t`` the sa8 parameter checks read (type, rank, dim, shape[dim], quant values).
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        A hashable key.
+    """
     def part(v: object) -> object:
         return (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else int(v)  # type: ignore[call-overload]
 
@@ -231,7 +265,17 @@ def _check_geometry(inp: Tensor, w: Tensor, cfg: Any, out: Tensor, overlap: bool
 
 def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
                  overlap: bool = True) -> None:
-    """``mli_chk_conv2d_hwcn`` (generic part)."""
+    """``mli_chk_conv2d_hwcn`` (generic part).
+
+    Args:
+        inp: HWC input; w: HWCN weights; b: bias (N,); out: HWN output;
+        cfg: ``mli_conv2d_cfg`` (``None`` is NULL); ksize: kernel size of a specialisation (0: generic);
+        overlap: also check that input and output buffers do not overlap.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, TYPE_MISMATCH, SHAPE_MISMATCH, INCOMPATEBLE_TENSORS or
+            BAD_FUNC_CFG.
+    """
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
     if not (_check_ranks(inp, w, b, out) and shape_at(inp, 2) == shape_at(w, _KD)
@@ -243,7 +287,16 @@ def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize
 
 def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
                     overlap: bool = True) -> None:
-    """``mli_chk_depthwise_conv2d_hwcn`` (generic part)."""
+    """``mli_chk_depthwise_conv2d_hwcn`` (generic part).
+
+    Args:
+        inp: HWC input; w: HW1N weights; b: bias (N,); out: HWN output (N = C);
+        cfg: ``mli_conv2d_cfg``; ksize: kernel size of a specialisation (0: generic);
+        overlap: also check buffer overlap.
+
+    Raises:
+        MliError: as :func:`check_conv2d`.
+    """
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
     if not (_check_ranks(inp, w, b, out) and shape_at(w, _KD) == 1 and shape_at(b, 0) == shape_at(w, _KC)
@@ -255,7 +308,16 @@ def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ks
 
 def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
                 overlap: bool = True) -> None:
-    """``mli_chk_group_conv2d_hwcn`` (generic part)."""
+    """``mli_chk_group_conv2d_hwcn`` (generic part).
+
+    Args:
+        inp: HWC input; w: HW(C/groups)N weights; b: bias (N,); out: HWN output;
+        cfg: ``mli_conv2d_cfg``; ksize: kernel size of a specialisation (0: generic);
+        overlap: also check buffer overlap.
+
+    Raises:
+        MliError: as :func:`check_conv2d`.
+    """
     _check_kernel_size(w, ksize)
     _check_basic(inp, w, b, out)
     ok = _check_ranks(inp, w, b, out) and shape_at(b, 0) == shape_at(w, _KC)
@@ -272,7 +334,14 @@ def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize:
 
 
 def check_transpose(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) -> None:
-    """``mli_chk_transpose_conv2d_hwcn`` (generic part)."""
+    """``mli_chk_transpose_conv2d_hwcn`` (generic part).
+
+    Args:
+        inp: HWC input; w: HWCN weights; b: bias (N,); out: HWN output; cfg: ``mli_conv2d_cfg``.
+
+    Raises:
+        MliError: as :func:`check_conv2d`.
+    """
     _check_basic(inp, w, b, out)
     if not (_check_ranks(inp, w, b, out) and shape_at(inp, 2) == shape_at(w, _KD)
             and shape_at(out, 2) == shape_at(w, _KC) and shape_at(b, 0) == shape_at(w, _KC)):
@@ -297,7 +366,14 @@ def check_transpose(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) ->
 
 
 def check_transpose_str2(w: Tensor, cfg: Any, ksize: int) -> None:
-    """``mli_chk_transpose_conv2d_hwcn_k{2x2,4x4}_str2``."""
+    """``mli_chk_transpose_conv2d_hwcn_k{2x2,4x4}_str2``.
+
+    Args:
+        w: HWCN weights; cfg: ``mli_conv2d_cfg``; ksize: 2 or 4.
+
+    Raises:
+        MliError: BAD_FUNC_CFG (stride) or INCOMPATEBLE_TENSORS (kernel size).
+    """
     if cfg.stride_width != 2 or cfg.stride_height != 2:
         fail(Status.BAD_FUNC_CFG, f"k{ksize}x{ksize}_str2 needs stride 2, got {cfg.stride_height}x{cfg.stride_width}")
     if shape_at(w, _KW) != ksize or shape_at(w, _KH) != ksize:
@@ -308,6 +384,14 @@ _STRUCT_CHECKED = CheckCache()
 
 
 def tensor_key(t: Tensor | None) -> tuple | None:
+    """The cache key of a tensor's struct checks (:func:`pymli.checks.tensor.struct_key`; None for NULL).
+
+    Args:
+        t: the tensor or None.
+
+    Returns:
+        A hashable key.
+    """
     if t is None:
         return None
     return struct_key(t)
@@ -316,7 +400,16 @@ def tensor_key(t: Tensor | None) -> tuple | None:
 def check_structure_cached(chk: Callable[..., None], op: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor,
                        cfg: Any, out: Tensor) -> None:
     """Run ``chk`` (shapes, strides, capacities, cfg: a pure function of the struct fields, cached
-    under them), then the buffer-overlap check, which depends on the data addresses."""
+    under them), then the buffer-overlap check, which depends on the data addresses.
+
+    Args:
+        chk: :func:`check_conv2d`, :func:`check_depthwise` or :func:`check_group`;
+        op: a label of ``chk`` for the key; ksize: specialisation kernel size;
+        inp, w, b, cfg, out: the call's arguments.
+
+    Raises:
+        MliError: as ``chk``.
+    """
     ck = None if cfg is None else (int(cfg.relu.type), cfg.stride_width, cfg.stride_height, cfg.padding_left,
                                    cfg.padding_right, cfg.padding_top, cfg.padding_bottom, cfg.dilation_width,
                                    cfg.dilation_height)

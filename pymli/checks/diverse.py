@@ -20,7 +20,14 @@ _QUANT = QUANT_FIELDS
 
 
 def param_pointer(v: Any) -> int:
-    """The C pointer of a per-axis parameter array (0 for NULL; a per-tensor int fills its low bytes)."""
+    """The C pointer of a per-axis parameter array (0 for NULL; a per-tensor int fills its low bytes).
+
+    Args:
+        v: the field's value.
+
+    Returns:
+        The pointer C compares.
+    """
     if v is None:
         return 0
     if isinstance(v, np.ndarray):
@@ -33,12 +40,33 @@ def _cap(v: Any) -> int:
 
 
 def permutation(cfg: Any, rank: int) -> list[int]:
-    """``cfg.perm_dim`` as C reads it: ``uint8_t`` entries."""
+    """``cfg.perm_dim`` as C reads it: ``uint8_t`` entries.
+
+    Args:
+        cfg: ``mli_permute_cfg``; rank: the input rank.
+
+    Returns:
+        At least ``rank`` entries.
+    """
     perm = [int(p) & 0xFF for p in cfg.perm_dim]
     return perm + [0] * max(0, rank - len(perm))
 
 
 def check_permute(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> None:
+    """``mli_chk_permute_<type>``: a permutation of the dimensions matching the shapes.
+
+    For an sa8 input with per-axis parameters, also the input's arrays (dim < rank, shape[dim]
+    values each: C would read past them) and the output's (all the input's, all NULL, or all
+    separate with room).
+
+    Args:
+        fn: the MLI function name; el: its element type.
+        inp, out: input and output tensors; cfg: ``mli_permute_cfg``.
+
+    Raises:
+        MliError: BAD_TENSOR, TYPE_MISMATCH, BAD_FUNC_CFG, SHAPE_MISMATCH,
+            INCOMPATEBLE_TENSORS or SPEC_PARAM_MISMATCH.
+    """
     check_tensor(inp)
     check_tensor(out)
     if out.el_type != inp.el_type:
@@ -86,6 +114,16 @@ def check_permute(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> No
 
 
 def check_argmax(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> None:
+    """``mli_chk_argmax_<type>``: an SA_32 contiguous output of shape (slices, topk).
+
+    Args:
+        fn: the MLI function name; el: its element type.
+        inp: input; out: SA_32 output; cfg: ``mli_argmax_cfg`` (axis, topk).
+
+    Raises:
+        MliError: BAD_TENSOR, TYPE_MISMATCH, INCOMPATEBLE_TENSORS, BAD_FUNC_CFG or
+            SHAPE_MISMATCH.
+    """
     check_tensor(inp)
     check_tensor(out)
     if out.el_type != ElType.SA_32:

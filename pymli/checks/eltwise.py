@@ -22,7 +22,16 @@ def _check_operand(t: Tensor | None) -> None:
 
 
 def check_eltwise(fn: str, in1: Tensor, in2: Tensor, out: Tensor, op: EltOp, el_type: ElType) -> None:
-    """``mli_chk_eltwise`` followed by the type-specific check of ``fn``."""
+    """``mli_chk_eltwise`` followed by the type-specific check of ``fn``.
+
+    Args:
+        fn: the MLI function name; in1, in2: operands (one may be a scalar); out: output;
+        op: the operation; el_type: the element type of the function.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, NOT_SUPPORTED, INCOMPATEBLE_TENSORS, SHAPE_MISMATCH or
+            TYPE_MISMATCH.
+    """
     _check_operand(in1)
     _check_operand(in2)
     check_tensor(out)

@@ -32,6 +32,14 @@ _pad = c_array
 
 
 def check_point_to_subtensor(in_: Tensor, cfg: Any, out: Tensor | None) -> None:
+    """Checks of ``mli_hlp_point_to_subtensor``: coordinates inside the input, contiguous layouts.
+
+    Args:
+        in_: the input tensor; cfg: ``mli_point_to_subtsr_cfg``; out: the output struct.
+
+    Raises:
+        MliError: BAD_TENSOR, BAD_FUNC_CFG or INCOMPATEBLE_TENSORS.
+    """
     check_tensor(in_)
     if out is None:
         fail(Status.BAD_TENSOR, "point_to_subtensor: NULL output tensor")
@@ -58,6 +66,14 @@ def check_point_to_subtensor(in_: Tensor, cfg: Any, out: Tensor | None) -> None:
 
 
 def check_create_subtensor(in_: Tensor, cfg: Any, out: Tensor | None) -> None:
+    """Checks of ``mli_hlp_create_subtensor``: the window lies inside the input.
+
+    Args:
+        in_: the input tensor; cfg: ``mli_sub_tensor_cfg``; out: the output struct.
+
+    Raises:
+        MliError: BAD_TENSOR or BAD_FUNC_CFG.
+    """
     check_tensor(in_)
     if out is None:
         fail(Status.BAD_TENSOR, "create_subtensor: NULL output tensor")
@@ -74,7 +90,14 @@ def check_create_subtensor(in_: Tensor, cfg: Any, out: Tensor | None) -> None:
 
 
 def check_convert(src: Tensor, dst: Tensor) -> None:
-    """``mli_chk_convert_tensor``."""
+    """``mli_chk_convert_tensor``.
+
+    Args:
+        src, dst: source and destination tensors.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, SHAPE_MISMATCH, INCOMPATEBLE_TENSORS or SIZE_MISMATCH.
+    """
     check_tensor(src)
     check_tensor(dst)
     if not same_shape(src, dst):

@@ -14,7 +14,10 @@ from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
 from .tensor import INT32_MAX, fail
 
-__all__ = ["check_concat", "check_padding2d", "MLI_CONCAT_MAX_TENSORS", "check_tensor_v1", "contiguous_v1", "out_layout_ok", "check_out_v1", "same_params", "check_type"]
+__all__ = [
+    "check_concat", "check_padding2d", "MLI_CONCAT_MAX_TENSORS", "check_tensor_v1", "contiguous_v1",
+    "out_layout_ok", "check_out_v1", "same_params", "check_type",
+]
 
 MLI_CONCAT_MAX_TENSORS = 8
 """Most inputs one concatenation takes (``mli_config.h`` of MLI 1.x)."""
@@ -23,7 +26,14 @@ _FMAP = {"chw": (0, 1, 2), "hwc": (2, 0, 1)}  # (C, H, W) dimension indices per 
 
 
 def check_tensor_v1(t: Tensor | None, what: str) -> None:
-    """MLI 1.1 ``mli_chk_tensor``: zero strides mean dense; capacity covers the data."""
+    """MLI 1.1 ``mli_chk_tensor``: zero strides mean dense; capacity covers the data.
+
+    Args:
+        t: the tensor; what: its role, for messages.
+
+    Raises:
+        MliError: BAD_TENSOR or NOT_ENGH_MEM.
+    """
     if t is None:
         fail(Status.BAD_TENSOR, f"{what}: NULL tensor")
     if t.data is None:
@@ -51,19 +61,41 @@ def check_tensor_v1(t: Tensor | None, what: str) -> None:
 
 
 def contiguous_v1(t: Tensor) -> bool:
-    """MLI 1.1 ``check_layout_is_contiguous(tensor)``: strides all zero, or exactly dense."""
+    """MLI 1.1 ``check_layout_is_contiguous(tensor)``: strides all zero, or exactly dense.
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        True for a dense (or 1.x unset) layout.
+    """
     ms = [int(t.mem_stride[i]) if i < len(t.mem_stride) else 0 for i in range(t.rank)]
     return not all(m != 0 for m in ms) or ms == dense_strides(t.shape[: t.rank])
 
 
 def out_layout_ok(out: Tensor, out_shape: list[int]) -> bool:
-    """The output's strides are unset (1.x), dense for the result, or 1.x's rank-1 stride 1."""
+    """The output's strides are unset (1.x), dense for the result, or 1.x's rank-1 stride 1.
+
+    Args:
+        out: the output tensor; out_shape: the result's shape.
+
+    Returns:
+        True when the result can be written densely.
+    """
     rank = len(out_shape)
     ms = [int(out.mem_stride[i]) if i < len(out.mem_stride) else 0 for i in range(rank)]
     return not all(m != 0 for m in ms) or ms == dense_strides(out_shape) or (rank == 1 and ms[0] == 1)
 
 
 def check_out_v1(out: Tensor | None) -> None:
+    """MLI 1.1 output check: a struct with a data pointer.
+
+    Args:
+        out: the output tensor.
+
+    Raises:
+        MliError: BAD_TENSOR.
+    """
     if out is None:
         fail(Status.BAD_TENSOR, "NULL output tensor")
     if out.data is None:
@@ -71,7 +103,14 @@ def check_out_v1(out: Tensor | None) -> None:
 
 
 def same_params(a: Tensor, b: Tensor) -> bool:
-    """Element parameters equal (FX: frac bits; SA: dim and every quantisation value)."""
+    """Element parameters equal (FX: frac bits; SA: dim and every quantisation value).
+
+    Args:
+        a, b: the tensors.
+
+    Returns:
+        True for equal element parameters.
+    """
     if a.el_type.is_fx:
         return int(a.frac_bits) == int(b.frac_bits)
     if a.el_type.is_sa:
@@ -83,6 +122,14 @@ def same_params(a: Tensor, b: Tensor) -> bool:
 
 
 def check_type(t: Tensor, el: ElType) -> None:
+    """The element type of the function.
+
+    Args:
+        t: the tensor; el: the expected type.
+
+    Raises:
+        MliError: TYPE_MISMATCH.
+    """
     if t.el_type != el:
         fail(Status.TYPE_MISMATCH, f"input type {t.el_type.c_name}, expected {el.c_name}")
 

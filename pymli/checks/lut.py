@@ -22,6 +22,13 @@ def check_basic_activation(inp: Tensor, out: Tensor, el_type: ElType, fn: str) -
     """``mli_chk_basic_activation_<type>``: valid tensors of one type and shape, innermost stride 1.
 
     For SA_8 also the input's quantisation (zero point in int8 range, per-tensor).
+
+    Args:
+        inp, out: input and output tensors; el_type: the element type of the function;
+        fn: the MLI function name.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, TYPE_MISMATCH, SHAPE_MISMATCH or INCOMPATEBLE_TENSORS.
     """
     check_tensor(inp)
     check_tensor(out)
@@ -36,12 +43,28 @@ def check_basic_activation(inp: Tensor, out: Tensor, el_type: ElType, fn: str) -
 
 
 def check_sa8_input(inp: Tensor, fn: str) -> None:
+    """sa8 input quantisation of the LUT activations: int8 zero point, per tensor.
+
+    Args:
+        inp: the input; fn: the MLI function name.
+
+    Raises:
+        MliError: BAD_TENSOR or INCOMPATEBLE_TENSORS.
+    """
     check_quant_params(inp, _ZP_BYTE_RANGE_BITS)
     if inp.dim >= 0:
         fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: per-tensor quantisation expected, got dim {inp.dim}")
 
 
 def check_axis_cfg(inp: Tensor, cfg: Any, fn: str) -> None:
+    """The cfg of softmax / l2_normalize: not NULL, ``axis < rank``.
+
+    Args:
+        inp: the input; cfg: the cfg (``None`` is NULL); fn: the MLI function name.
+
+    Raises:
+        MliError: BAD_FUNC_CFG.
+    """
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
     if not int(cfg.axis) < int(inp.rank):

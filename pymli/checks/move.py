@@ -109,7 +109,17 @@ def array_nbytes(v: Any) -> int:
 
 
 def check_data_movement(src: Tensor, cfg: Any, dst: Tensor) -> Any:
-    """``mli_chk_data_movement``; returns the cfg with its fields in their C types."""
+    """``mli_chk_data_movement``; returns the cfg with its fields in their C types.
+
+    Args:
+        src: source tensor; cfg: ``mli_mov_cfg_t`` (``None`` is NULL); dst: destination struct.
+
+    Returns:
+        The cfg with its fields in their C types (:func:`normalised_cfg`).
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM, BAD_FUNC_CFG, SPEC_PARAM_MISMATCH or INCOMPATEBLE_TENSORS.
+    """
     check_tensor(src)
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
@@ -161,7 +171,14 @@ def _check_per_axis(src: Tensor, cfg: Any, dst: Tensor) -> None:
 
 
 def copy_size(src: Tensor, cfg: Any, d: int) -> int:
-    """Elements taken along source dimension ``d`` (uint32 arithmetic, as C)."""
+    """Elements taken along source dimension ``d`` (uint32 arithmetic, as C).
+
+    Args:
+        src: source tensor; cfg: a normalised cfg; d: the source dimension.
+
+    Returns:
+        The number of source elements taken (padding included).
+    """
     size = as_u32(cfg.size[d])
     if size > 0:
         return size
@@ -169,7 +186,17 @@ def copy_size(src: Tensor, cfg: Any, d: int) -> int:
 
 
 def normalised_cfg(cfg: Any) -> Any:
-    """The cfg with every field as its C type holds it (so Python ints behave like the struct)."""
+    """The cfg with every field as its C type holds it (so Python ints behave like the struct).
+
+    Args:
+        cfg: a ``mli_mov_cfg_t``.
+
+    Returns:
+        A new cfg of the same class with 4-entry lists of C-typed values.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a NULL array field.
+    """
     def four(vals: Sequence[int], conv: Callable[[int], int], fill: Sequence[int]) -> list[int]:
         return [conv(v) for v in c_array_field(vals, MLI_MAX_RANK, fill)]
 

@@ -7,7 +7,8 @@ from typing import Any
 from ..errors import Status
 from ..formats import ElType
 from ..tensor import Tensor
-from .tensor import check_quant_params, check_tensor, fail, inner_most_dimension_is_one, shape_at, tensors_not_overlapped
+from .tensor import (check_quant_params, check_tensor, fail, inner_most_dimension_is_one, shape_at,
+                     tensors_not_overlapped)
 
 __all__ = ["check_pool_hwc"]
 
@@ -22,7 +23,21 @@ def _cfg(cfg: Any) -> dict[str, int]:
 
 def check_pool_hwc(fn: str, inp: Tensor, cfg: Any, out: Tensor, el_type: ElType,
                    kernel_size: int = 0, ave: bool = False) -> dict[str, int]:
-    """``mli_chk_{ave,max}pool_hwc_<type>``; returns the cfg fields as the C struct holds them."""
+    """``mli_chk_{ave,max}pool_hwc_<type>``; returns the cfg fields as the C struct holds them.
+
+    Args:
+        fn: the MLI function name; inp: HWC input; cfg: ``mli_pool_cfg`` (``None`` is NULL);
+        out: HWC output; el_type: the element type of the function;
+        kernel_size: kernel size of a specialisation (0: generic); ave: average pooling (sa8 checks
+        the zero points).
+
+    Returns:
+        The cfg fields as ``uint8_t`` values.
+
+    Raises:
+        MliError: BAD_FUNC_CFG, SHAPE_MISMATCH, BAD_TENSOR, NOT_ENGH_MEM, TYPE_MISMATCH or
+            INCOMPATEBLE_TENSORS.
+    """
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
     c = _cfg(cfg)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Status
-from ..formats import ElType
+from ..formats import MAC_TYPES
 from ..tensor import Lut, Tensor
 from .conv import check_bias_scale_asym
 from .tensor import (check_lut, check_quant_params, check_tensor, count_elements, fail, inner_most_dimension_is_one,
@@ -22,11 +22,7 @@ SIGM_LUT_BYTES = 320 * 2   # capacity of MLI's sigmoid table
 _RESULTS_ALL = 1           # RNN_OUT_ALL of mli_rnn_results
 
 # kind -> (data type, weights type, bias type)
-_TYPES = {
-    "fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
-    "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
-    "sa8": (ElType.SA_8, ElType.SA_8, ElType.SA_32),
-}
+_TYPES = {"fx16": MAC_TYPES["fx16"], "fx16_fx8_fx8": MAC_TYPES["fx16_fx8_fx8"], "sa8": MAC_TYPES["sa8_sa8_sa32"]}
 _ZP_BYTE = 7   # kZeroPointBitsByteRange
 _ZP_ZERO = 0   # kZeroPointBitsZero
 
@@ -52,6 +48,20 @@ def _check_frac(inp: Tensor, w: Tensor, other: Tensor, what: str) -> None:
 
 def check_rnn_dense(kind: str, inputs: list[Tensor], weights: list[Tensor], bias: Tensor,
                      cfg: Any, out: Tensor) -> int:
+    """``mli_chk_rnn_dense_<kind>``: inputs and weights pairwise, bias and output of M values.
+
+    Args:
+        kind: "fx16", "fx16_fx8_fx8" or "sa8".
+        inputs, weights: the first ``cfg.inputs_num`` are used; bias: (M,); out: (M,).
+        cfg: ``mli_rnn_dense_cfg``.
+
+    Returns:
+        The number of (input, weights) pairs.
+
+    Raises:
+        MliError: BAD_FUNC_CFG, BAD_TENSOR, NOT_ENGH_MEM, SHAPE_MISMATCH,
+            INCOMPATEBLE_TENSORS or TYPE_MISMATCH.
+    """
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
     n = int(cfg.inputs_num)
@@ -102,7 +112,18 @@ def check_rnn_dense(kind: str, inputs: list[Tensor], weights: list[Tensor], bias
 
 def check_rnn_cell(kind: str, gates: int, inp: Tensor, prev_out: Tensor, w_in: Tensor, w_out: Tensor, bias: Tensor,
                 tanh_lut: Lut, sigm_lut: Lut, cfg: Any, cell: Tensor | None, out: Tensor) -> None:
-    """``mli_chk_lstm_cell*`` (``cell`` given, 4 gates) or ``mli_chk_gru_cell*`` (3 gates)."""
+    """``mli_chk_lstm_cell*`` (``cell`` given, 4 gates) or ``mli_chk_gru_cell*`` (3 gates).
+
+    Args:
+        kind: "fx16", "fx16_fx8_fx8" or "sa8"; gates: 4 (LSTM) or 3 (GRU);
+        inp: (steps, N) input; prev_out: (M,) previous output; w_in: (gates, N, M); w_out: (gates, M, M);
+        bias: (gates, M); tanh_lut, sigm_lut: the LUTs; cfg: ``mli_rnn_cell_cfg``;
+        cell: (M,) LSTM cell state, or None for a GRU; out: output buffer.
+
+    Raises:
+        MliError: BAD_FUNC_CFG, NOT_ENGH_MEM, BAD_TENSOR, SHAPE_MISMATCH, INCOMPATEBLE_TENSORS or
+            TYPE_MISMATCH.
+    """
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
     check_lut(tanh_lut, TANH_LUT_BYTES)

@@ -100,23 +100,52 @@ def struct_key(t: Tensor) -> tuple:
 
 
 def fail(status: Status, message: str) -> None:
-    """Raise ``MliError(status, message)``."""
+    """Raise ``MliError(status, message)``.
+
+    Args:
+        status: the C status; message: what was wrong, naming the values.
+
+    Raises:
+        MliError: always.
+    """
     raise MliError(status, message)
 
 
 def shape_at(t: Tensor, i: int) -> int:
-    """``t->shape[i]`` with C's fixed ``MLI_MAX_RANK`` array (entries past the list are 0)."""
+    """``t->shape[i]`` with C's fixed ``MLI_MAX_RANK`` array (entries past the list are 0).
+
+    Args:
+        t: the tensor; i: the dimension (0 to 3).
+
+    Returns:
+        The shape entry as a Python int.
+    """
     return int(t.shape[i]) if i < len(t.shape) else 0
 
 
 def stride_at(t: Tensor, i: int) -> int:
-    """``t->mem_stride[i]`` (entries past the list are 0)."""
+    """``t->mem_stride[i]`` (entries past the list are 0).
+
+    Args:
+        t: the tensor; i: the dimension (0 to 3).
+
+    Returns:
+        The mem_stride entry as a Python int.
+    """
     return int(t.mem_stride[i]) if i < len(t.mem_stride) else 0
 
 
 def check_tensor_private(shape: list[int], mem_stride: list[int], rank: int, capacity: int,
                          element_size: int) -> None:
-    """``check_tensor_private``: rank, strides, shape and capacity of a tensor description."""
+    """``check_tensor_private``: rank, strides, shape and capacity of a tensor description.
+
+    Args:
+        shape, mem_stride: the struct arrays; rank: the struct's rank;
+        capacity: data capacity in bytes; element_size: bytes per element.
+
+    Raises:
+        MliError: BAD_TENSOR (rank, shape or strides) or NOT_ENGH_MEM (capacity).
+    """
     if rank > MLI_MAX_RANK or capacity > INT32_MAX:
         fail(Status.BAD_TENSOR, f"rank {rank} > {MLI_MAX_RANK} or capacity {capacity} too big")
     sh = [int(shape[i]) if i < len(shape) else 0 for i in range(rank)]
@@ -144,6 +173,12 @@ def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
 
     ``zp_used_bits`` limits the zero point to ``[-2**bits, 2**bits - 1]`` (0: zero points must be 0);
     a zero point out of that range gives INCOMPATEBLE_TENSORS.
+
+    Args:
+        t: the tensor (non-SA tensors pass); zp_used_bits: allowed zero-point bits.
+
+    Raises:
+        MliError: BAD_TENSOR (dim, array sizes, scales) or INCOMPATEBLE_TENSORS (zero points).
     """
     if not t.el_type.is_sa:
         return
@@ -172,6 +207,12 @@ def data_is_null(t: Tensor) -> bool:
 
     For a rank-0 tensor the C union holds the value itself, so the "pointer" is NULL exactly when
     the value's bytes are all zero (the rest of the struct zero-initialised).
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        True for a NULL data pointer.
     """
     if t.data is not None:
         return False
@@ -181,7 +222,14 @@ def data_is_null(t: Tensor) -> bool:
 
 
 def check_tensor(t: Tensor | None, check_quant: bool = False) -> None:
-    """``mli_chk_tensor``: not NULL, data pointer set, valid shape/strides/capacity (+ quant params)."""
+    """``mli_chk_tensor``: not NULL, data pointer set, valid shape/strides/capacity (+ quant params).
+
+    Args:
+        t: the tensor (``None`` is a NULL struct); check_quant: also check the SA parameters.
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM or INCOMPATEBLE_TENSORS.
+    """
     if t is None:
         fail(Status.BAD_TENSOR, "NULL tensor")
     if data_is_null(t):
@@ -192,7 +240,14 @@ def check_tensor(t: Tensor | None, check_quant: bool = False) -> None:
 
 
 def tensor_is_scalar(t: Tensor | None) -> bool:
-    """``mli_tensor_is_scalar``: rank 0, or exactly one element."""
+    """``mli_tensor_is_scalar``: rank 0, or exactly one element.
+
+    Args:
+        t: the tensor or None.
+
+    Returns:
+        True for a scalar.
+    """
     if t is None:
         return False
     return t.rank == 0 or count_elements(t) == 1
@@ -214,7 +269,14 @@ def count_elements(t: Tensor, start: int = 0) -> int:
 
 
 def check_scalar_tensor(t: Tensor | None) -> None:
-    """``mli_chk_scalar_tensor``: rank 0 (value in the struct) or a valid tensor of one element."""
+    """``mli_chk_scalar_tensor``: rank 0 (value in the struct) or a valid tensor of one element.
+
+    Args:
+        t: the tensor (``None`` is NULL).
+
+    Raises:
+        MliError: BAD_TENSOR, NOT_ENGH_MEM or SHAPE_MISMATCH.
+    """
     if t is None:
         fail(Status.BAD_TENSOR, "NULL tensor")
     if t.rank == 0:
@@ -226,7 +288,14 @@ def check_scalar_tensor(t: Tensor | None) -> None:
 
 
 def tensors_not_overlapped(t1: Tensor, t2: Tensor) -> bool:
-    """``mli_chk_tensors_not_overlapped``: the two data containers share no byte."""
+    """``mli_chk_tensors_not_overlapped``: the two data containers share no byte.
+
+    Args:
+        t1, t2: the tensors (their data buffers and capacities).
+
+    Returns:
+        True when the byte ranges are disjoint.
+    """
     a1, a2 = address(t1.data), address(t2.data)
     return a1 >= a2 + int(t2.capacity) or a2 >= a1 + int(t1.capacity)
 
@@ -264,13 +333,27 @@ def validate_tensor(t: Tensor) -> Tensor:
 
 
 def check_lut(lut: Lut, buff_size: int) -> None:
-    """``mli_chk_lut``: the table's capacity holds ``buff_size`` bytes."""
+    """``mli_chk_lut``: the table's capacity holds ``buff_size`` bytes.
+
+    Args:
+        lut: the LUT; buff_size: bytes the table needs.
+
+    Raises:
+        MliError: NOT_ENGH_MEM.
+    """
     if lut.capacity < buff_size:
         fail(Status.NOT_ENGH_MEM, f"LUT capacity {lut.capacity} < {buff_size} bytes")
 
 
 def inner_most_dimension_is_one(t: Tensor) -> bool:
-    """``check_inner_most_dimension_is_one``: the innermost mem_stride is 1 (true for scalars)."""
+    """``check_inner_most_dimension_is_one``: the innermost mem_stride is 1 (true for scalars).
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        True when the innermost stride is 1 (or the tensor is a scalar).
+    """
     if t.rank == 0:
         return True
     if not 0 < t.rank <= MLI_MAX_RANK:
@@ -279,7 +362,14 @@ def inner_most_dimension_is_one(t: Tensor) -> bool:
 
 
 def layout_is_contiguous(t: Tensor) -> bool:
-    """``check_layout_is_contiguous(shape, mem_stride, rank)``: strides equal the dense ones."""
+    """``check_layout_is_contiguous(shape, mem_stride, rank)``: strides equal the dense ones.
+
+    Args:
+        t: the tensor.
+
+    Returns:
+        True for a dense layout.
+    """
     if t.rank == 0:
         return True
     if not 0 < t.rank <= MLI_MAX_RANK:
@@ -293,19 +383,40 @@ def layout_is_contiguous(t: Tensor) -> bool:
 
 
 def mem_stride_matches(t1: Tensor, t2: Tensor) -> bool:
-    """``check_mem_stride_matches``: same rank and same strides except the innermost."""
+    """``check_mem_stride_matches``: same rank and same strides except the innermost.
+
+    Args:
+        t1, t2: the tensors.
+
+    Returns:
+        True when the outer strides agree.
+    """
     if t1.rank != t2.rank:
         return False
     return all(stride_at(t1, i) == stride_at(t2, i) for i in range(t1.rank - 1))
 
 
 def same_shape(t1: Tensor, t2: Tensor) -> bool:
-    """``check_same_shape``."""
+    """``check_same_shape``.
+
+    Args:
+        t1, t2: the tensors.
+
+    Returns:
+        True for equal rank and shapes.
+    """
     return t1.rank == t2.rank and all(shape_at(t1, i) == shape_at(t2, i) for i in range(t1.rank))
 
 
 def calc_shift_idx(inp: Tensor, w: Tensor, out: Tensor, idx: int = 0) -> int:
-    """``mli_prv_calc_shift_idx``: in + weights fractional bits minus out's, for channel ``idx``."""
+    """``mli_prv_calc_shift_idx``: in + weights fractional bits minus out's, for channel ``idx``.
+
+    Args:
+        inp, w, out: input, weights and output tensors; idx: the channel of per-axis parameters.
+
+    Returns:
+        The shift in bits.
+    """
     if inp.el_type in (ElType.FX_8, ElType.FX_16):
         return inp.frac_bits + w.frac_bits - out.frac_bits
 

@@ -80,10 +80,12 @@ class FxQuant:
 
     @property
     def bias_shift(self) -> int:
+        """Left shift of the bias onto the accumulator: in + weights - bias fractional bits."""
         return self.in_frac + self.w_frac - self.b_frac
 
     @property
     def out_shift(self) -> int:
+        """Right shift of the accumulator onto the output: in + weights - out fractional bits."""
         return self.in_frac + self.w_frac - self.out_frac
 
 
