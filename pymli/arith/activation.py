@@ -143,7 +143,7 @@ def sa8_alpha_params(alpha_q: npt.ArrayLike, slope_zp: int, slope_scale: int, sl
     alpha_val = sat(a * int(wrap(slope_scale, 16)), 32)
     alpha, ns1 = norm_cast(alpha_val, 32, 16)
     shift = int(identity.shift) + int(wrap(slope_sfb, 8)) - ns1
-    scale, ns2 = norm_cast(int(identity.scale) * alpha, 32, 16)
+    scale, ns2 = norm_cast(np.asarray(int(identity.scale) * alpha), 32, 16)
     shift = wrap(shift - ns2, 16)
     return SaRequant(scale, shift, np.broadcast_to(identity.offset, scale.shape).astype(I64))
 

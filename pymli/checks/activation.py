@@ -50,6 +50,17 @@ def _check_fx_frac(fn: str, inp: Tensor, out: Tensor) -> None:
         fail(Status.SPEC_PARAM_MISMATCH, f"{fn}: out frac_bits {out.frac_bits} != in frac_bits {inp.frac_bits}")
 
 
+def _check_slope_and_params(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> None:
+    """The slope's type and the quantisation checks shared by leaky ReLU and PReLU."""
+    if slope.el_type != inp.el_type:
+        fail(Status.TYPE_MISMATCH, f"{fn}: slope type {slope.el_type.c_name} != in type {inp.el_type.c_name}")
+    _check_type(fn, el, inp, slope)
+    if el.is_sa:
+        _check_sa_params(fn, inp, out, slope)
+    else:
+        _check_fx_frac(fn, inp, out)
+
+
 def check_relu(fn: str, el: ElType, inp: Tensor, cfg: Any, out: Tensor) -> None:
     """``mli_chk_relu_<type>``: valid tensors of one type and shape, innermost stride 1, a cfg.
 
@@ -92,13 +103,7 @@ def check_leaky_relu(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tenso
     if not (inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)):
         fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
     check_scalar_tensor(slope)
-    if slope.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: slope type {slope.el_type.c_name} != in type {inp.el_type.c_name}")
-    _check_type(fn, el, inp, slope)
-    if el.is_sa:
-        _check_sa_params(fn, inp, out, slope)
-    else:
-        _check_fx_frac(fn, inp, out)
+    _check_slope_and_params(fn, el, inp, slope, out)
 
 
 def _check_any_tensor(t: Tensor) -> None:
@@ -145,10 +150,4 @@ def check_prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: Any, out: 
         fail(Status.INCOMPATEBLE_TENSORS,
              f"{fn}: innermost mem_stride must be 1 and slope shape {slope.shape[:slope.rank]} must be "
              f"in.shape[{axis}] on the axis and 1 elsewhere")
-    if slope.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: slope type {slope.el_type.c_name} != in type {inp.el_type.c_name}")
-    _check_type(fn, el, inp, slope)
-    if el.is_sa:
-        _check_sa_params(fn, inp, out, slope)
-    else:
-        _check_fx_frac(fn, inp, out)
+    _check_slope_and_params(fn, el, inp, slope, out)
