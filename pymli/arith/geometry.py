@@ -6,7 +6,7 @@ shape against these), the kernels and the front ends. One formula per kind of wi
 
 from __future__ import annotations
 
-__all__ = ["effective_kernel", "conv_out_size", "pool_out_size", "transpose_out_size", "ceil_div"]
+__all__ = ["effective_kernel", "conv_out_size", "pool_out_size", "transpose_out_size", "same_padding", "ceil_div"]
 
 
 def effective_kernel(k: int, dilation: int = 1) -> int:
@@ -58,6 +58,19 @@ def transpose_out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int
         ``(in - 1) * stride + k - pad_a - pad_b``.
     """
     return (in_size - 1) * stride + 1 + (k - pad_a - 1) + (k - pad_b - 1) - k + 1
+
+
+def same_padding(in_size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """TensorFlow ``SAME`` padding of one axis: output ``ceil(in / stride)``, the odd pixel after.
+
+    Args:
+        in_size: input length; k: kernel length; stride: step (> 0); dilation: dilation factor.
+
+    Returns:
+        (padding before, padding after).
+    """
+    total = max((ceil_div(in_size, stride) - 1) * stride + effective_kernel(k, dilation) - in_size, 0)
+    return total // 2, total - total // 2
 
 
 def ceil_div(a: int, b: int) -> int:

@@ -81,6 +81,13 @@ def test_geometry() -> None:
     assert G.transpose_out_size(3, 4, 2, 1, 1) == 6
     assert [G.ceil_div(a, 3) for a in (-4, -3, 0, 1, 3, 4)] == [-1, -1, 0, 1, 1, 2]
     assert G.effective_kernel(3, 2) == 5
+    assert G.same_padding(5, 3, 2) == (1, 1) and G.same_padding(6, 3, 2) == (0, 1)
+    assert G.same_padding(4, 1, 1) == (0, 0) and G.same_padding(7, 3, 1, dilation=2) == (2, 2)
+    for n in range(1, 12):
+        for k in (1, 2, 3, 5):
+            for s in (1, 2, 3):
+                before, after = G.same_padding(n, k, s)
+                assert G.conv_out_size(n, k, s, before, after) == G.ceil_div(n, s)
 
 
 def test_norm_cast_scalar_and_array_agree() -> None:
