@@ -43,6 +43,7 @@ class Platform:
 
     @property
     def round_up(self) -> bool:
+        """True for ROUND_UP (half up), False for ROUND_CONVERGENT (half to even)."""
         return self.round_mode is RoundMode.UP
 
     def options_string(self) -> str:
@@ -65,13 +66,30 @@ def get_platform() -> Platform:
 
 
 def set_platform(platform: Platform | str) -> None:
-    """Make ``platform`` (a :class:`Platform` or a preset name) the default of this context."""
+    """Make ``platform`` (a :class:`Platform` or a preset name) the default of this context.
+
+    Args:
+        platform: a Platform or a preset name ("vpx", "vpx-full-accu", "em").
+
+    Raises:
+        KeyError: an unknown preset name.
+    """
     _current.set(PRESETS[platform] if isinstance(platform, str) else platform)
 
 
 @contextlib.contextmanager
 def use_platform(platform: Platform | str) -> Iterator[Platform]:
-    """Run a block under another platform setting."""
+    """Run a block under another platform setting.
+
+    Args:
+        platform: a Platform or a preset name.
+
+    Yields:
+        The platform in force inside the block.
+
+    Raises:
+        KeyError: an unknown preset name.
+    """
     p = PRESETS[platform] if isinstance(platform, str) else platform
     token = _current.set(p)
     try:

@@ -6,7 +6,7 @@ import enum
 
 import numpy as np
 
-__all__ = ["ElType", "RoundMode"]
+__all__ = ["ElType", "RoundMode", "MAC_TYPES", "mac_suffix"]
 
 
 class ElType(enum.IntEnum):
@@ -22,22 +22,37 @@ class ElType(enum.IntEnum):
 
     @property
     def c_name(self) -> str:
+        """The C enumerator name, e.g. ``MLI_EL_SA_8``."""
         return "MLI_EL_" + self.name
 
     @classmethod
     def from_c_name(cls, name: str) -> "ElType":
+        """Parse ``MLI_EL_X`` (or ``X``).
+
+        Args:
+            name: the C enumerator name, with or without its prefix.
+
+        Returns:
+            The element type.
+
+        Raises:
+            KeyError: an unknown name.
+        """
         return cls[name.removeprefix("MLI_EL_")]
 
     @property
     def is_fx(self) -> bool:
+        """FX_4, FX_8 or FX_16: fixed point with ``frac_bits``."""
         return self in (ElType.FX_4, ElType.FX_8, ElType.FX_16)
 
     @property
     def is_sa(self) -> bool:
+        """SA_8 or SA_32: asymmetric, with zero point, scale and scale_frac_bits."""
         return self in (ElType.SA_8, ElType.SA_32)
 
     @property
     def is_fp(self) -> bool:
+        """FP_16 or FP_32: floating point."""
         return self in (ElType.FP_16, ElType.FP_32)
 
     @property
@@ -60,6 +75,14 @@ class ElType(enum.IntEnum):
         return 0 if dt is None else dt.itemsize
 
     @property
+    def suffix(self) -> str:
+        """The element-type part of MLI function names: ``fx8``, ``fx16``, ``sa8``, ``sa32``, ``fp32``.
+
+        The one mapping from element type to C-name suffix (``mli_krn_relu_<suffix>``).
+        """
+        return self.name.replace("_", "").lower()
+
+    @property
     def bits(self) -> int:
         """Bit depth of the value (8, 16, 32)."""
         return self.size * 8
@@ -72,6 +95,33 @@ _DTYPES: dict[ElType, np.dtype] = {
     ElType.SA_32: np.dtype(np.int32),
     ElType.FP_32: np.dtype(np.float32),
 }
+
+
+MAC_TYPES: dict[str, tuple[ElType, ElType, ElType]] = {
+    "fx16": (ElType.FX_16, ElType.FX_16, ElType.FX_16),
+    "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8, ElType.FX_8),
+    "fx8": (ElType.FX_8, ElType.FX_8, ElType.FX_8),
+    "sa8_sa8_sa32": (ElType.SA_8, ElType.SA_8, ElType.SA_32),
+}
+"""(data, weights, bias) element types of each MAC kernel suffix (conv, FC, RNN: ``..._<suffix>``)."""
+
+
+def mac_suffix(data: ElType, weights: ElType) -> str:
+    """The C-name suffix of a MAC kernel (conv2d, fully connected, RNN) for its data and weights types.
+
+    Args:
+        data: element type of the input and output; weights: element type of the weights.
+
+    Returns:
+        ``"fx16"``, ``"fx16_fx8_fx8"``, ``"fx8"`` or ``"sa8_sa8_sa32"``.
+
+    Raises:
+        KeyError: a combination MLI has no kernel for.
+    """
+    for suffix, (d, w, _) in MAC_TYPES.items():
+        if (d, w) == (ElType(data), ElType(weights)):
+            return suffix
+    raise KeyError(f"no MLI MAC kernel for {ElType(data).c_name} data with {ElType(weights).c_name} weights")
 
 
 class RoundMode(enum.Enum):

@@ -26,11 +26,16 @@ __all__ = ["Tensor", "Lut", "MLI_MAX_RANK", "dense_strides"]
 
 MLI_MAX_RANK = 4
 
-QuantParam = "int | np.ndarray"
-
 
 def dense_strides(shape: list[int] | tuple[int, ...]) -> list[int]:
-    """Row-major strides in elements: ``[W*C, C, 1]`` for ``[H, W, C]``."""
+    """Row-major strides in elements: ``[W*C, C, 1]`` for ``[H, W, C]``.
+
+    Args:
+        shape: the dimensions, outermost first.
+
+    Returns:
+        Strides in elements.
+    """
     strides = [1] * len(shape)
     for i in range(len(shape) - 2, -1, -1):
         strides[i] = strides[i + 1] * int(shape[i + 1])
@@ -38,7 +43,14 @@ def dense_strides(shape: list[int] | tuple[int, ...]) -> list[int]:
 
 
 def address(arr: np.ndarray | None) -> int:
-    """Memory address of the first element of ``arr`` (0 for ``None``): MLI's data pointer."""
+    """Memory address of the first element of ``arr`` (0 for ``None``): MLI's data pointer.
+
+    Args:
+        arr: a NumPy array or None.
+
+    Returns:
+        The address as an int.
+    """
     if arr is None:
         return 0
     return int(arr.__array_interface__["data"][0])
@@ -116,19 +128,42 @@ class Tensor:
 
     @classmethod
     def zeros(cls, shape: tuple[int, ...] | list[int], el_type: ElType | str, **params: Any) -> "Tensor":
-        """A dense tensor of zeros (e.g. an output buffer) with the given parameters."""
+        """A dense tensor of zeros (e.g. an output buffer) with the given parameters.
+
+        Args:
+            shape: dimensions (rank 0 to 4); el_type: element type (or its name);
+            **params: element parameters, as :meth:`from_numpy` takes them.
+
+        Returns:
+            A new dense tensor.
+        """
         el = ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
         return cls.from_numpy(np.zeros(tuple(shape), dtype=el.dtype), el, **params)
 
     @classmethod
     def from_float(cls, array: npt.ArrayLike, el_type: ElType | str, **kwargs: Any) -> "Tensor":
-        """Quantise float data into a new tensor; see :func:`pymli.quant.quantize`."""
+        """Quantise float data into a new tensor; see :func:`pymli.quant.quantize`.
+
+        Args:
+            array: float data, rank 0 to 4.
+            el_type: FX_8, FX_16, SA_8, SA_32 or FP_32.
+            **kwargs: the parameters of :func:`pymli.quant.quantize`.
+
+        Returns:
+            A new dense tensor.
+        """
+        # Upward by design: quant.py (a higher floor) builds Tensors; this convenience reaches it lazily.
         from .quant import quantize
 
         return quantize(array, el_type, **kwargs)
 
     def to_float(self) -> np.ndarray:
-        """Dequantised values as float32 (MLI's conversion to ``MLI_EL_FP_32``)."""
+        """Dequantised values as float32 (MLI's conversion to ``MLI_EL_FP_32``).
+
+        Returns:
+            float32 array of shape ``shape`` (0-d for rank 0).
+        """
+        # Upward by design: quant.py (a higher floor) imports Tensor; this convenience reaches it lazily.
         from .quant import dequantize
 
         return dequantize(self)
@@ -141,6 +176,7 @@ class Tensor:
 
     @property
     def is_per_axis(self) -> bool:
+        """An SA tensor with per-axis parameters (``dim >= 0``)."""
         return self.el_type.is_sa and self.dim >= 0
 
     @property
@@ -159,7 +195,15 @@ class Tensor:
         return ms
 
     def quant_vector(self, name: str, length: int | None = None) -> np.ndarray:
-        """Per-axis ``zero_point`` / ``scale`` / ``scale_frac_bits`` as int64, or a 1-element array."""
+        """Per-axis ``zero_point`` / ``scale`` / ``scale_frac_bits`` as int64, or a 1-element array.
+
+        Args:
+            name: ``"zero_point"``, ``"scale"`` or ``"scale_frac_bits"``;
+            length: entries wanted (default ``shape[dim]``).
+
+        Returns:
+            int64 array.
+        """
         v = getattr(self, name)
         if self.dim >= 0:
             n = int(self.shape[self.dim]) if length is None else length
@@ -201,6 +245,13 @@ class Tensor:
         """Store ``values`` (broadcast to ``shape``) into the tensor's memory, leaving gaps alone.
 
         Values must already be in the container range: casting here would wrap silently.
+
+        Args:
+            values: array-like broadcastable to ``shape``, in the container range.
+
+        Raises:
+            ValueError: values outside the container.
+            MliError: an invalid view (see :meth:`view`).
         """
         values = np.asarray(values)
         if self.rank == 0:
@@ -224,11 +275,20 @@ class Tensor:
                                    mem_stride=dense_strides(self.shape[: self.rank]), **q)
 
     def validate(self) -> "Tensor":
-        """Run MLI's tensor check (``mli_chk_tensor`` with quantisation parameters); raise on failure."""
-        from .checks import check_tensor
+        """Run MLI's tensor check (``mli_chk_tensor`` with quantisation parameters).
 
-        check_tensor(self, check_quant=True)
-        return self
+        Delegates to :func:`pymli.checks.validate_tensor`, where the check lives.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            MliError: BAD_TENSOR, NOT_ENGH_MEM or INCOMPATEBLE_TENSORS as the checked C build.
+        """
+        # Upward by design: checks/ (a higher floor) imports Tensor; this convenience reaches it lazily.
+        from .checks.tensor import validate_tensor
+
+        return validate_tensor(self)
 
     # ------------------------------------------------------------------ display
     def __repr__(self) -> str:

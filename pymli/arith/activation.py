@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .rounding import add_sat, asl, asr_rnd, cast_fx, limits, sat, sub_sat, wrap
+from .rounding import add_sat, asl, asr_rnd, limits, norm, norm_cast, sat, sub_sat, trunc_div, wrap
 
 __all__ = [
     "RELU_NONE",
@@ -44,33 +44,8 @@ RELU_NONE, RELU_GEN, RELU_1, RELU_6 = 0, 1, 2, 3
 I64 = np.int64
 
 
-def c_div(a: int, b: int) -> int:
-    """C integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def norm(x: npt.ArrayLike, bits: int) -> np.ndarray:
-    """``mli_math_norm_fx<intN_t>``: redundant sign bits of ``x`` (``bits - 1`` for zero).
-
-    Equals ``bits - 1 - bit_length(x ^ sign(x))``; the bit length comes from ``frexp``, exact
-    because every value is below 2**53 in magnitude.
-    """
-    x = wrap(x, bits)
-    mag = np.where(x < 0, ~x, x)
-    _, e = np.frexp(mag.astype(np.float64))
-    return (bits - 1 - e).astype(I64)
-
-
-def norm_cast(x: npt.ArrayLike, in_bits: int, out_bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """``mli_math_norm_cast_fx<in_T, out_T>``: normalise ``x`` into ``out_bits`` bits.
-
-    Returns ``(value, norm_shift)`` with ``norm_shift = (in_bits - out_bits) - norm(x)``: the
-    value is ``x`` shifted right by ``norm_shift`` (rounding; left, saturating, when negative)
-    and saturated to ``out_bits``.
-    """
-    ns = (in_bits - out_bits) - norm(x, in_bits)
-    return cast_fx(x, ns, in_bits, out_bits), ns
+c_div = trunc_div
+"""C integer division (truncates toward zero): :func:`pymli.arith.rounding.trunc_div`."""
 
 
 def relu_limits(kind: int, bits: int, zero: int = 0, scale: int = 1, shift: int = 0) -> tuple[int, int]:
@@ -168,7 +143,7 @@ def sa8_alpha_params(alpha_q: npt.ArrayLike, slope_zp: int, slope_scale: int, sl
     alpha_val = sat(a * int(wrap(slope_scale, 16)), 32)
     alpha, ns1 = norm_cast(alpha_val, 32, 16)
     shift = int(identity.shift) + int(wrap(slope_sfb, 8)) - ns1
-    scale, ns2 = norm_cast(int(identity.scale) * alpha, 32, 16)
+    scale, ns2 = norm_cast(np.asarray(int(identity.scale) * alpha), 32, 16)
     shift = wrap(shift - ns2, 16)
     return SaRequant(scale, shift, np.broadcast_to(identity.offset, scale.shape).astype(I64))
 

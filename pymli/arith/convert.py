@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..formats import RoundMode
-from .rounding import add_sat, asl, asr_rnd, sat, sub_sat, wrap
+from .rounding import add_sat, asl, asr_rnd, bit_length, norm, norm_cast, sat, sub_sat, trunc_div, wrap
 
 __all__ = [
     "bit_length",
@@ -40,44 +40,6 @@ __all__ = [
 
 I64 = np.int64
 F32 = np.float32
-
-
-def bit_length(x: npt.ArrayLike) -> np.ndarray:
-    """Number of significant bits of non-negative int64 values (``int.bit_length`` vectorised)."""
-    v = np.asarray(x, dtype=I64).copy()
-    bl = np.zeros(v.shape, dtype=I64)
-    for s in (32, 16, 8, 4, 2, 1):
-        m = (v >> s) != 0
-        bl += np.where(m, s, 0)
-        v = np.where(m, v >> s, v)
-    return bl + (v != 0)
-
-
-def norm(x: npt.ArrayLike, bits: int = 32) -> np.ndarray:
-    """``mli_math_norm_fx<T>``: redundant sign bits of ``x`` as a ``bits``-bit integer (``bits-1`` for 0)."""
-    x = wrap(x, bits)
-    mag = np.where(x < 0, ~x, x)
-    return (bits - 1) - bit_length(mag)
-
-
-def trunc_div(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
-    """C integer division (rounds toward zero); ``b`` must not hold zeros."""
-    a, b = np.asarray(a, dtype=I64), np.asarray(b, dtype=I64)
-    q = np.abs(a) // np.abs(b)
-    return np.where((a < 0) != (b < 0), -q, q)
-
-
-def norm_cast(val: npt.ArrayLike, in_bits: int = 32, out_bits: int = 16,
-              mode: RoundMode | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``mli_math_norm_cast_fx<in_T, out_T>``: normalise ``val`` into ``out_bits`` bits.
-
-    Returns:
-        (value, norm_shift): the rounded, saturated ``out_bits`` value and the right shift applied
-        (negative: the value was shifted left).
-    """
-    val = np.asarray(val, dtype=I64)
-    shift = (in_bits - out_bits) - norm(val, in_bits)
-    return sat(asr_rnd(val, shift, in_bits, mode), out_bits), shift
 
 
 def requant_params(in_scale: npt.ArrayLike, in_frac: npt.ArrayLike, out_scale: npt.ArrayLike,
@@ -186,7 +148,6 @@ def dequantize_float(x: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.Arra
     d = sub_sat(x, zero_point, 32).astype(F32)
     with np.errstate(over="ignore", under="ignore"):
         return (d * dequant_multiplier(scale, frac_bits)).astype(F32)
-
 
 
 def round_half_away(x: npt.ArrayLike) -> np.ndarray:

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from ..formats import RoundMode
 from .lut import asr_rnd_int32
 from .pool import norm_cast
-from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat
+from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat, trunc_div
 
 __all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "sa8_eltwise"]
 
@@ -81,11 +81,6 @@ def fx_params(op: EltOp, fb1: int, fb2: int, fb_out: int, bits: int) -> FxParams
     return FxParams(pre1, pre2, min(post, max_shift))
 
 
-def _c_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
 def _asr_rnd16(x: int, n: int) -> int:
     return int(asr_rnd(np.int64(x), n, 16))
 
@@ -102,7 +97,7 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
     pre1 = pre2 = post = 0
     if op in (EltOp.MAX, EltOp.MIN):
         sf, sh = norm_cast(s1, 32, 32)
-        sf = _c_div(sf, so)
+        sf = trunc_div(sf, so)
         post = f1 - fo - sh
         m1, sh = norm_cast(sf, 32, 16)
         post -= sh
@@ -112,7 +107,7 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
         m2 = m1
     elif op is EltOp.MUL:
         sf, sh = norm_cast(s1 * s2, 32, 32)
-        sf = _c_div(sf, so)
+        sf = trunc_div(sf, so)
         post = f1 + f2 - fo - sh
         m1, sh = norm_cast(sf, 32, 16)
         post -= sh
@@ -123,7 +118,7 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
     else:
         sf1, n1 = norm_cast(s1, 32, 32)
         sf2, n2 = norm_cast(s2, 32, 32)
-        sf1, sf2 = _c_div(sf1, so), _c_div(sf2, so)
+        sf1, sf2 = trunc_div(sf1, so), trunc_div(sf2, so)
         pre1, pre2 = -n1 + f1 - fo, -n2 + f2 - fo
         m1, n1 = norm_cast(sf1, 32, 16)
         m2, n2 = norm_cast(sf2, 32, 16)

@@ -107,6 +107,7 @@ class LutSpec:
 
     @property
     def size_bytes(self) -> int:
+        """Bytes of the table: ``length`` int16 entries."""
         return self.length * 2
 
 

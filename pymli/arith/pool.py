@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from ..config import get_platform
-from .rounding import asl, asr_rnd, cast_fx, sat, wrap
+from .rounding import asl, asr_rnd, cast_fx, norm, norm_cast, sat, trunc_div, wrap
 
 __all__ = [
     "norm_fx",
@@ -32,27 +32,13 @@ __all__ = [
 ]
 
 
-def norm_fx(x: int, bits: int = 32) -> int:
-    """``mli_math_norm_fx<intN_t>``: redundant sign bits of ``x`` (``bits - 1`` for 0)."""
-    x = int(x)
-    return bits - 1 - (x if x >= 0 else ~x).bit_length()
+norm_fx = norm
+"""``mli_math_norm_fx<intN_t>`` on one value: :func:`pymli.arith.rounding.norm`."""
 
 
 def scalar_cast(x: int, shift: int, in_bits: int, out_bits: int) -> int:
     """``mli_math_cast_fx<in_T, out_T>(x, shift)`` on one value: rounding shift, then saturation."""
     return int(cast_fx(np.int64(x), shift, in_bits, out_bits))
-
-
-def norm_cast(val: int, in_bits: int = 32, out_bits: int = 16) -> tuple[int, int]:
-    """``mli_math_norm_cast_fx<in_T, out_T>(val, &norm_shift)``.
-
-    Normalises ``val`` so its most significant bit lands on the top bit of an ``out_bits`` integer.
-
-    Returns:
-        (value, norm_shift): the narrowed value and the right shift applied (negative: left).
-    """
-    shift = (in_bits - out_bits) - norm_fx(val, in_bits)
-    return scalar_cast(val, shift, in_bits, out_bits), shift
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,18 +61,12 @@ def requant_params(in_scale: int, in_sfb: int, in_zp: int,
     # Pre-shift the input scale so that the integer division keeps 15-16 significant bits.
     pre = norm_fx(in_scale, 32) - norm_fx(wrap(out_scale, 16), 16)
     ratio = int(wrap(int(in_scale) << pre, 32))
-    quot = _c_div(ratio, int(out_scale))
+    quot = trunc_div(ratio, int(out_scale))
     scale, norm_shift = norm_cast(quot, 32, 16)
     shift = pre + int(in_sfb) - int(out_sfb) - norm_shift
     zp_term = scalar_cast(int(wrap(scale * int(in_zp), 32)), shift, 32, 16)
     offset = int(sat(int(wrap(out_zp, 16)) - zp_term, 16))
     return RequantParams(scale, shift, offset)
-
-
-def _c_div(a: int, b: int) -> int:
-    """C integer division (truncation toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
 
 
 def reciprocal(div: int) -> tuple[int, int]:

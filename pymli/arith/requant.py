@@ -49,7 +49,8 @@ import numpy.typing as npt
 
 from ..config import get_platform
 from ..formats import RoundMode
-from .rounding import asl, asr_rnd, limits, sat, wrap
+from .activation import relu_limits
+from .rounding import asl, asr_rnd, convergent_bump, limits, norm, sat, trunc_div, wrap
 
 try:  # the clip ufunc itself: one pass, no Python-level argument handling
     from numpy._core.umath import clip as _clip
@@ -99,11 +100,7 @@ def wrap_acc(acc: ArrayLike, acc_bits: int) -> np.ndarray:
 
 def norm32(x: ArrayLike) -> np.ndarray:
     """``mli_math_norm_fx<int32_t>``: redundant sign bits of a 32-bit value (31 for 0 and -1)."""
-    x = np.asarray(x, dtype=I64)
-    mag = np.where(x < 0, ~x, x)
-    # frexp is exact for |values| < 2**53: its exponent is the bit length.
-    _, e = np.frexp(mag.astype(np.float64))
-    return (31 - e).astype(I64)
+    return norm(x, 32)
 
 
 def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -> int:
@@ -123,7 +120,7 @@ def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -
     if mode is RoundMode.UP:
         return min(x + half, hi) >> n
     r = x >> n
-    return r + 1 if (x & half) and ((r & 1) or (x & (half - 1))) else r
+    return r + 1 if convergent_bump(x, r, half) else r
 
 
 def _half(n: ArrayLike, dtype: np.dtype) -> np.ndarray:
@@ -148,8 +145,7 @@ def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np
     if mode is RoundMode.UP:
         return (x + half) >> n
     r = x >> n
-    bump = ((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0))
-    return r + bump
+    return r + convergent_bump(x, r, half)
 
 
 def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None, x_bound: int | None = None) -> np.ndarray:
@@ -266,9 +262,7 @@ def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, 
                     w_fracs: bytes, full: bool, mode: RoundMode) -> tuple[np.ndarray, np.ndarray]:
     n_in = int(norm32(in_scale))
     unfinished = int(asl(in_scale, n_in, 32))
-    # C integer division truncates toward zero.
-    q = abs(unfinished) // abs(out_scale) if out_scale != 0 else 0
-    unfinished = q if (unfinished >= 0) == (out_scale > 0) else -q
+    unfinished = trunc_div(unfinished, out_scale) if out_scale != 0 else 0
     n_ratio = int(norm32(unfinished))
     ratio = int(sat(asr_rnd(unfinished, 16 - n_ratio, 32, mode), 16))
     in_to_out_shift = int(in_frac) + n_in - int(out_frac) - (16 - n_ratio)
@@ -375,7 +369,7 @@ def _rnd(x: np.ndarray, n: np.ndarray, half: np.ndarray, up: bool) -> np.ndarray
     if up:
         return (x + half) >> n
     r = x >> n
-    return r + (((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0)))
+    return r + convergent_bump(x, r, half)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -427,13 +421,6 @@ def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> _Ca
 
 
 # -------------------------------------------------------------------------------------- ReLU
-def _c_div(a: int, b: int) -> int:
-    if b == 0:
-        raise ZeroDivisionError("division by a zero scale")
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def relu_bounds(relu_type: int, out_bits: int, *, zero_point: int = 0, scale: int = 1,
                 frac_bits: int = 0) -> tuple[int, int]:
     """``mli_prv_get_relu_limits``: (min, max) clamp of a fused ReLU in output container units.
@@ -447,28 +434,6 @@ def relu_bounds(relu_type: int, out_bits: int, *, zero_point: int = 0, scale: in
     Returns:
         (lo, hi) as the C code casts them to the output container (``int16_t`` then ``io_T``).
     """
-    lo_c, hi_c = limits(out_bits)
-    zero, scale, shift = int(zero_point), int(scale), int(frac_bits)
-    rt = int(relu_type)
-    if rt == RELU_GEN:
-        lo, hi = max(zero, lo_c), hi_c
-    elif rt == RELU_6:
-        if shift >= 0:
-            six = _c_div(6 << shift, scale) if shift < 28 else hi_c
-        else:
-            six = _c_div(6 >> -shift, scale) if shift > -3 else 0
-        six += zero
-        lo, hi = max(zero, lo_c), min(six, hi_c)
-    elif rt == RELU_1:
-        one = (_c_div(1 << shift, scale) if shift < 30 else hi_c) if shift >= 0 else 0
-        lo, hi = max(zero - one, lo_c), min(one + zero, hi_c)
-    else:
-        lo, hi = lo_c, hi_c
-    # (int16_t) then (io_T) casts of the C code.
-    return _wrap_int(_wrap_int(lo, 16), out_bits), _wrap_int(_wrap_int(hi, 16), out_bits)
+    return relu_limits(int(relu_type), out_bits, int(zero_point), int(scale), int(frac_bits))
 
 
-def _wrap_int(v: int, bits: int) -> int:
-    m = 1 << bits
-    v &= m - 1
-    return v - m if v >= m >> 1 else v

@@ -27,8 +27,8 @@ import numpy.typing as npt
 
 from ..config import get_platform
 from ..formats import RoundMode
-from .requant import acc_container_bits, norm32
-from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat, wrap
+from .requant import acc_container_bits
+from .rounding import add_sat, asr_rnd, limits, norm_cast, round_mode, sat, sub_sat, trunc_div, wrap
 
 __all__ = [
     "c_div",
@@ -56,17 +56,8 @@ K_TANH_OUT = (0, 7)
 
 
 # ---------------------------------------------------------------------------------- basics
-def c_div(a: int, b: int) -> int:
-    """C integer division (truncation toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
-def norm_cast(x: int, in_bits: int, out_bits: int, mode: RoundMode | None = None) -> tuple[int, int]:
-    """``mli_math_norm_cast_fx<int32_t, out_T>``: (normalised value cast to ``out_bits``, its shift)."""
-    shift = (in_bits - out_bits) - int(norm32(x))
-    val = sat(asr_rnd(x, shift, in_bits, mode), out_bits)
-    return int(val), shift
+c_div = trunc_div
+"""C integer division (truncation toward zero): :func:`pymli.arith.rounding.trunc_div`."""
 
 
 class MacPlan:
@@ -98,6 +89,7 @@ class MacPlan:
 
     @functools.cached_property
     def colsum(self) -> np.ndarray:
+        """Sum of the weights over their input axis (int64), for the zero-point correction."""
         return self._w.sum(axis=1, dtype=I64)
 
     def __call__(self, x: npt.ArrayLike) -> np.ndarray:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..arith.rounding import wrap
-from ..checks import (check_quant_params, check_scalar_tensor, check_tensor, check_tensor_private, fail,
-                      inner_most_dimension_is_one, same_shape, shape_at)
+from ..checks.activation import check_leaky_relu, check_prelu, check_relu
+from ..checks.tensor import shape_at
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import activation as K
@@ -26,10 +26,6 @@ __all__ = [
     "mli_krn_prelu_fx8", "mli_krn_prelu_fx16", "mli_krn_prelu_sa8",
 ]
 
-# Zero-point ranges of mli_chk_tensor_quant_params: int8 range for data, 14 bits for slopes.
-_ZP_BYTE = 7
-_ZP_SLOPE = 14
-
 
 def _sa(t: Tensor, name: str) -> int:
     """Per-tensor SA parameter as C reads it (``el_params.sa.<name>.mem``)."""
@@ -42,52 +38,11 @@ def _scalar_value(t: Tensor) -> int:
     return int(wrap(int(v), t.el_type.bits))
 
 
-def _check_io_common(fn: str, inp: Tensor, out: Tensor) -> None:
-    if out.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: out type {out.el_type.c_name} != in type {inp.el_type.c_name}")
-    if not same_shape(inp, out):
-        fail(Status.SHAPE_MISMATCH, f"{fn}: in shape {inp.shape[:inp.rank]} != out shape {out.shape[:out.rank]}")
-
-
-def _check_type(fn: str, el: ElType, *tensors: Tensor) -> None:
-    for t in tensors:
-        if t.el_type != el:
-            fail(Status.TYPE_MISMATCH, f"{fn}: {t.el_type.c_name} tensor, {el.c_name} expected")
-
-
-def _check_sa_params(fn: str, inp: Tensor, out: Tensor | None, slope: Tensor | None) -> None:
-    """Quantisation requirements of the sa8 versions: byte-range zero points, per-tensor params."""
-    check_quant_params(inp, _ZP_BYTE)
-    if out is not None:
-        check_quant_params(out, _ZP_BYTE)
-    if slope is not None:
-        check_quant_params(slope, _ZP_SLOPE)
-    for name, t in (("in", inp), ("out", out), ("slope_coeff", slope)):
-        if t is not None and t.dim >= 0:
-            fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: {name} must be quantised per tensor (dim={t.dim})")
-
-
-def _check_fx_frac(fn: str, inp: Tensor, out: Tensor) -> None:
-    if out.frac_bits != inp.frac_bits:
-        fail(Status.SPEC_PARAM_MISMATCH, f"{fn}: out frac_bits {out.frac_bits} != in frac_bits {inp.frac_bits}")
-
-
 # ------------------------------------------------------------------------------------------ ReLU
-def _check_relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg | None, out: Tensor) -> None:
-    check_tensor(inp)
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
-    check_tensor(out)
-    _check_io_common(fn, inp, out)
-    if not (inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)):
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
-    _check_type(fn, el, inp)
-    if el is ElType.SA_8:
-        _check_sa_params(fn, inp, None, None)
 
 
 def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-    _check_relu(fn, el, inp, cfg, out)
+    check_relu(fn, el, inp, cfg, out)
     if el.is_sa:
         q = dict(zero=_sa(inp, "zero_point"), scale=_sa(inp, "scale"), shift=_sa(inp, "scale_frac_bits"))
     else:
@@ -121,20 +76,6 @@ def mli_krn_relu_sa8(in_: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
 
 
 # ------------------------------------------------------------------------------------ leaky ReLU
-def _check_leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> None:
-    check_tensor(inp)
-    check_tensor(out)
-    _check_io_common(fn, inp, out)
-    if not (inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)):
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
-    check_scalar_tensor(slope)
-    if slope.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: slope type {slope.el_type.c_name} != in type {inp.el_type.c_name}")
-    _check_type(fn, el, inp, slope)
-    if el.is_sa:
-        _check_sa_params(fn, inp, out, slope)
-    else:
-        _check_fx_frac(fn, inp, out)
 
 
 def _sa8_quant(inp: Tensor, slope: Tensor, out: Tensor) -> dict[str, int]:
@@ -145,7 +86,7 @@ def _sa8_quant(inp: Tensor, slope: Tensor, out: Tensor) -> dict[str, int]:
 
 
 def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Status:
-    _check_leaky(fn, el, inp, slope, out)
+    check_leaky_relu(fn, el, inp, slope, out)
     alpha = _scalar_value(slope)
     if el.is_sa:
         res = K.leaky_relu_sa8(inp.view(), alpha, **_sa8_quant(inp, slope, out))
@@ -175,46 +116,6 @@ def mli_krn_leaky_relu_sa8(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Sta
 
 
 # ----------------------------------------------------------------------------------------- PReLU
-def _check_any_tensor(t: Tensor) -> None:
-    """``mli_chk_tensor`` also for a rank-0 tensor, whose value C reads as the data pointer."""
-    if t is not None and t.rank == 0:
-        if int(t.value) == 0:
-            fail(Status.BAD_TENSOR, "rank-0 tensor: its zero value reads as a NULL data pointer")
-        check_tensor_private([], [], 0, t.capacity, t.el_type.size)
-        return
-    check_tensor(t)
-
-
-def _check_prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg | None, out: Tensor) -> None:
-    check_tensor(inp)
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
-    axis = int(cfg.axis)
-    if axis == -1:
-        check_scalar_tensor(slope)
-    else:
-        _check_any_tensor(slope)
-    check_tensor(out)
-    _check_io_common(fn, inp, out)
-    if axis >= inp.rank:
-        fail(Status.BAD_FUNC_CFG, f"{fn}: axis {axis} >= rank {inp.rank}")
-    ok = inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)
-    if axis != -1:
-        ok &= inner_most_dimension_is_one(slope)
-        for i in range(inp.rank):
-            want = shape_at(inp, i) if i == axis else 1
-            ok &= shape_at(slope, i) == want
-    if not ok:
-        fail(Status.INCOMPATEBLE_TENSORS,
-             f"{fn}: innermost mem_stride must be 1 and slope shape {slope.shape[:slope.rank]} must be "
-             f"in.shape[{axis}] on the axis and 1 elsewhere")
-    if slope.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: slope type {slope.el_type.c_name} != in type {inp.el_type.c_name}")
-    _check_type(fn, el, inp, slope)
-    if el.is_sa:
-        _check_sa_params(fn, inp, out, slope)
-    else:
-        _check_fx_frac(fn, inp, out)
 
 
 _LEAKY = {ElType.FX_8: mli_krn_leaky_relu_fx8, ElType.FX_16: mli_krn_leaky_relu_fx16,
@@ -222,7 +123,7 @@ _LEAKY = {ElType.FX_8: mli_krn_leaky_relu_fx8, ElType.FX_16: mli_krn_leaky_relu_
 
 
 def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
-    _check_prelu(fn, el, inp, slope, cfg, out)
+    check_prelu(fn, el, inp, slope, cfg, out)
     axis = int(cfg.axis)
     if axis < 0:
         # One slope for the whole tensor: C hands over to the leaky ReLU (and its checks).

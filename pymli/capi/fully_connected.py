@@ -11,72 +11,23 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks import (
-    CheckCache,
-    check_tensor,
-    fail,
-    inner_most_dimension_is_one,
-    layout_is_contiguous,
-    shape_at,
-    tensors_not_overlapped,
-)
-from ..errors import MliError, Status
+from ..checks.conv import check_conv_types, check_sa8_params
+from ..checks.fc import check_fully_connected
+from ..checks.tensor import fail, shape_at
+from ..errors import Status
 from ..kernels.fully_connected import fully_connected
 from ..tensor import Tensor
 from ._registry import mli_function, unsupported
-from .convolution import (
-    _tkey,
-    check_conv_types,
-    check_sa8_params,
-    fx_quant,
-    out_bounds,
-    sa8_quant,
-)
+from .convolution import fx_quant, out_bounds, sa8_quant
 from .types import FullyConnectedCfg
 
 __all__ = [
-    "check_fully_connected",
     "mli_krn_fully_connected_fx8",
     "mli_krn_fully_connected_fx16",
     "mli_krn_fully_connected_fx16_fx8_fx8",
     "mli_krn_fully_connected_sa8_sa8_sa32",
     "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias",
 ]
-
-
-def _count(t: Tensor) -> int:
-    n = 1
-    for i in range(t.rank):
-        n *= shape_at(t, i)
-    return n
-
-
-def check_fully_connected(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
-    """``mli_chk_fully_connected`` (generic part). All but the final overlap check depend only on
-    the tensors' struct fields; their outcome is cached under those fields."""
-    key = (_tkey(inp), _tkey(w), _tkey(b), _tkey(out), cfg is None)
-    _FC_CHECKED.run(key, lambda: _check_fc_structure(inp, w, b, cfg, out))
-    if not tensors_not_overlapped(inp, out):
-        fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
-
-
-_FC_CHECKED = CheckCache()
-
-
-def _check_fc_structure(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg | None, out: Tensor) -> None:
-    for t in (inp, w, b, out):
-        check_tensor(t)
-    if out.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"output type {out.el_type.name} != input type {inp.el_type.name}")
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    if not (w.rank == 2 and b.rank == 1 and out.rank == 1 and _count(inp) == shape_at(w, 0)
-            and shape_at(b, 0) == shape_at(w, 1) and shape_at(out, 0) == shape_at(w, 1)):
-        fail(Status.SHAPE_MISMATCH, f"fully connected shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, "
-             f"out {out.shape}")
-    out_contig = out.rank == 0 or (out.rank == 1 and len(out.mem_stride) > 0 and int(out.mem_stride[0]) == 1)
-    if not (layout_is_contiguous(inp) and inner_most_dimension_is_one(w) and layout_is_contiguous(b) and out_contig):
-        fail(Status.INCOMPATEBLE_TENSORS, "in, bias and out must be contiguous, weights rows dense")
 
 
 def _strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:

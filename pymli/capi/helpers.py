@@ -23,21 +23,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import (
-    check_tensor,
-    fail,
-    inner_most_dimension_is_one,
-    layout_is_contiguous,
-    mem_stride_matches,
-    same_shape,
-    shape_at,
-    stride_at,
-)
+from ..arith.rounding import wrap_int
+from ..checks.helpers import c_array as _pad
+from ..checks.helpers import check_convert, check_create_subtensor, check_point_to_subtensor
+from ..checks.tensor import fail, same_data_pointer, shape_at, stride_at
 from ..config import get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..kernels import convert as kconv
-from ..tensor import MLI_MAX_RANK, Tensor, address
+from ..tensor import MLI_MAX_RANK, Tensor
 from ._registry import mli_function
 from .types import PointToSubtsrCfg, SubTensorCfg
 
@@ -60,27 +54,6 @@ __all__ = [
 ]
 
 _U32 = 0xFFFFFFFF
-
-
-def _s32(v: int) -> int:
-    v &= _U32
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
-def _s16(v: int) -> int:
-    v &= 0xFFFF
-    return v - 0x10000 if v & 0x8000 else v
-
-
-def _s8(v: int) -> int:
-    v &= 0xFF
-    return v - 256 if v & 0x80 else v
-
-
-def _pad(values: list[int], n: int = MLI_MAX_RANK) -> list[int]:
-    """A C fixed-size array: the list's entries, then zeros up to ``n``."""
-    vals = [int(v) for v in values]
-    return vals + [0] * (n - len(vals)) if len(vals) < n else vals
 
 
 # ---------------------------------------------------------------------------------------- queries
@@ -127,11 +100,11 @@ def mli_hlp_tensor_scale_shift(in_: Tensor, scale_idx: int) -> int:
     """Fractional bits: FX ``frac_bits``, SA ``scale_frac_bits`` (entry ``scale_idx`` if per-axis), 0 else."""
     el = in_.el_type
     if el in (ElType.FX_8, ElType.FX_16):
-        return _s8(int(in_.frac_bits))
+        return wrap_int(int(in_.frac_bits), 8)
     if el in (ElType.SA_8, ElType.SA_32):
         if in_.dim >= 0:
-            return _s8(_per_axis_value(in_, "scale_frac_bits", int(scale_idx)))
-        return _s8(int(in_.scale_frac_bits))
+            return wrap_int(_per_axis_value(in_, "scale_frac_bits", int(scale_idx)), 8)
+        return wrap_int(int(in_.scale_frac_bits), 8)
     return 0
 
 
@@ -143,7 +116,7 @@ def mli_hlp_tensor_scale(in_: Tensor, scale_idx: int) -> int:
         return 1
     if el in (ElType.SA_8, ElType.SA_32):
         v = _per_axis_value(in_, "scale", int(scale_idx)) if in_.dim >= 0 else int(in_.scale)
-        return _s16(v)
+        return wrap_int(v, 16)
     return 0
 
 
@@ -153,20 +126,14 @@ def mli_hlp_tensor_zero_offset(in_: Tensor, zero_idx: int) -> int:
     el = in_.el_type
     if el in (ElType.SA_8, ElType.SA_32):
         v = _per_axis_value(in_, "zero_point", int(zero_idx)) if in_.dim >= 0 else int(in_.zero_point)
-        return _s16(v)
+        return wrap_int(v, 16)
     return 0
 
 
 @mli_function()
 def mli_hlp_tensor_data_ptr_cmp(in1: Tensor, in2: Tensor) -> bool:
     """True when both tensors have the same element type, a rank > 0 and the same data pointer."""
-    if in1.el_type != in2.el_type:
-        return False
-    if in1.rank == 0 or in2.rank == 0:
-        return False
-    if in1.el_type not in (ElType.FX_8, ElType.SA_8, ElType.FX_16, ElType.SA_32, ElType.FP_32):
-        return False
-    return address(in1.data) == address(in2.data)
+    return same_data_pointer(in1, in2)
 
 
 @mli_function()
@@ -203,7 +170,7 @@ def mli_hlp_set_tensor_mem_strides(in_: Tensor) -> None:
 
     def write(i: int, v: int) -> None:
         if 0 <= i < len(words):
-            words[i] = _s32(v) if i < MLI_MAX_RANK else v & _U32
+            words[i] = wrap_int(v, 32) if i < MLI_MAX_RANK else v & _U32
 
     write(rank - 1, 1)
     for i in range(rank - 2, -1, -1):
@@ -222,32 +189,6 @@ def _copy_el_params(dst: Tensor, src: Tensor) -> None:
     dst.zero_point, dst.scale, dst.scale_frac_bits, dst.dim = src.zero_point, src.scale, src.scale_frac_bits, src.dim
 
 
-def _check_point_to_subtensor(in_: Tensor, cfg: PointToSubtsrCfg | None, out: Tensor | None) -> None:
-    check_tensor(in_)
-    if out is None:
-        fail(Status.BAD_TENSOR, "point_to_subtensor: NULL output tensor")
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "point_to_subtensor: NULL cfg")
-    coord_num = int(cfg.coord_num) & 0xFF
-    if coord_num > in_.rank:
-        fail(Status.BAD_FUNC_CFG, f"point_to_subtensor: coord_num {coord_num} > rank {in_.rank}")
-    if coord_num == 0:
-        fail(Status.BAD_FUNC_CFG, "point_to_subtensor: coord_num 0 (C reads start_coord[-1])")
-    start = _pad(cfg.start_coord)
-    for i in range(coord_num):
-        if not (start[i] & _U32) < shape_at(in_, i):
-            fail(Status.BAD_FUNC_CFG, f"point_to_subtensor: start_coord[{i}] = {start[i]} >= shape {shape_at(in_, i)}")
-    end = (start[coord_num - 1] + (int(cfg.first_out_dim_size) & 0xFF)) & _U32
-    if end > shape_at(in_, coord_num - 1):
-        fail(Status.BAD_FUNC_CFG, f"point_to_subtensor: subtensor ends at {end} > shape {shape_at(in_, coord_num - 1)}")
-    out_rank = in_.rank - (coord_num - 1)
-    in_ok = layout_is_contiguous(in_)
-    out_ok = out_rank == 0 or (out_rank == 1 and stride_at(out, 0) == 1)
-    if not (in_ok and out_ok):
-        fail(Status.INCOMPATEBLE_TENSORS, "point_to_subtensor: input and output layouts must be contiguous "
-             f"(output rank {out_rank} needs mem_stride[0] == 1 and rank 1)")
-
-
 @mli_function()
 def mli_hlp_point_to_subtensor(in_: Tensor, cfg: PointToSubtsrCfg, out: Tensor) -> Status:
     """Point ``out`` at the sub-tensor of ``in_`` starting at ``cfg.start_coord`` (deprecated in MLI 2.0).
@@ -255,7 +196,7 @@ def mli_hlp_point_to_subtensor(in_: Tensor, cfg: PointToSubtsrCfg, out: Tensor) 
     ``out.data`` becomes a view into ``in_.data``; shape, rank, capacity and element parameters are set,
     ``out.mem_stride`` is left as it is.
     """
-    _check_point_to_subtensor(in_, cfg, out)
+    check_point_to_subtensor(in_, cfg, out)
     coord_num = int(cfg.coord_num) & 0xFF
     start_axis = coord_num - 1
     elem_size = mli_hlp_tensor_element_size(in_)
@@ -284,22 +225,6 @@ def mli_hlp_point_to_subtensor(in_: Tensor, cfg: PointToSubtsrCfg, out: Tensor) 
     return Status.OK
 
 
-def _check_create_subtensor(in_: Tensor, cfg: SubTensorCfg | None, out: Tensor | None) -> None:
-    check_tensor(in_)
-    if out is None:
-        fail(Status.BAD_TENSOR, "create_subtensor: NULL output tensor")
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "create_subtensor: NULL cfg")
-    if (int(cfg.sub_tensor_rank) & _U32) > in_.rank:
-        fail(Status.BAD_FUNC_CFG, f"create_subtensor: sub_tensor_rank {cfg.sub_tensor_rank} > rank {in_.rank}")
-    off, sz = _pad(cfg.offset), _pad(cfg.size)
-    for i in range(in_.rank):
-        if not (off[i] & _U32) < shape_at(in_, i):
-            fail(Status.BAD_FUNC_CFG, f"create_subtensor: offset[{i}] = {off[i]} >= shape {shape_at(in_, i)}")
-        if not ((off[i] + sz[i]) & _U32) <= shape_at(in_, i):
-            fail(Status.BAD_FUNC_CFG, f"create_subtensor: offset[{i}] + size[{i}] = {off[i] + sz[i]} > shape {shape_at(in_, i)}")
-
-
 @mli_function()
 def mli_hlp_create_subtensor(in_: Tensor, cfg: SubTensorCfg, out: Tensor) -> Status:
     """Make ``out`` a (possibly strided) window ``cfg.offset`` / ``cfg.size`` of ``in_``, sharing its data.
@@ -307,22 +232,23 @@ def mli_hlp_create_subtensor(in_: Tensor, cfg: SubTensorCfg, out: Tensor) -> Sta
     Dimensions of size 1 are dropped from the front until ``cfg.sub_tensor_rank`` is reached; the
     per-axis parameter arrays of an SA tensor are advanced to the window's first index.
     """
-    _check_create_subtensor(in_, cfg, out)
+    check_create_subtensor(in_, cfg, out)
     in_rank = in_.rank
     out_rank = int(cfg.sub_tensor_rank)
     is_sa = in_.el_type in (ElType.SA_8, ElType.SA_32)
     strides = [0] * in_rank
     strides[in_rank - 1] = stride_at(in_, in_rank - 1) or 1
     for i in range(in_rank - 2, -1, -1):
-        strides[i] = stride_at(in_, i) or _s32(strides[i + 1] * shape_at(in_, i + 1))
+        strides[i] = stride_at(in_, i) or wrap_int(strides[i + 1] * shape_at(in_, i + 1), 32)
     off, sz = _pad(cfg.offset), _pad(cfg.size)
     buf_offset = 0
     for i in range(in_rank):
-        buf_offset = _s32(buf_offset + off[i] * strides[i])
-    # C copies the data container, then advances the pointer for the supported containers.
-    out.data, out.capacity, out.el_type = in_.data, in_.capacity, in_.el_type
+        buf_offset = wrap_int(buf_offset + off[i] * strides[i], 32)
+    # C copies the data container, then fails for an unsupported container: pymli fails first, so
+    # that nothing is written on failure.
     if in_.el_type not in (ElType.FX_8, ElType.SA_8, ElType.FX_16, ElType.SA_32):
         fail(Status.NOT_SUPPORTED, f"create_subtensor: element type {in_.el_type.c_name}")
+    out.el_type = in_.el_type
     out.data = None if in_.data is None else in_.data[buf_offset:]
     out.capacity = (int(in_.capacity) - buf_offset * in_.el_type.size) & _U32
     shape, mem_stride = _pad(out.shape), _pad(out.mem_stride)
@@ -354,22 +280,6 @@ def mli_hlp_create_subtensor(in_: Tensor, cfg: SubTensorCfg, out: Tensor) -> Sta
 
 # ---------------------------------------------------------------------------------------- conversion
 _SAFX = {ElType.FX_8, ElType.SA_8, ElType.FX_16, ElType.SA_32}
-
-
-def _check_convert(src: Tensor, dst: Tensor) -> None:
-    """``mli_chk_convert_tensor``."""
-    check_tensor(src)
-    check_tensor(dst)
-    if not same_shape(src, dst):
-        fail(Status.SHAPE_MISMATCH, f"convert: shapes {src.shape[:src.rank]} and {dst.shape[:dst.rank]} differ")
-    if not (inner_most_dimension_is_one(src) and inner_most_dimension_is_one(dst)):
-        fail(Status.INCOMPATEBLE_TENSORS, "convert: the innermost mem_stride must be 1")
-    if mli_hlp_tensor_data_ptr_cmp(src, dst):
-        if not (mli_hlp_tensor_element_size(src) == mli_hlp_tensor_element_size(dst) and mem_stride_matches(src, dst)):
-            fail(Status.INCOMPATEBLE_TENSORS, "convert: in-place needs equal containers and mem_stride")
-    if src.el_type.is_sa and dst.el_type.is_sa:
-        if not (src.dim == dst.dim or src.dim < 0 or dst.dim < 0):
-            fail(Status.SIZE_MISMATCH, f"convert: quantisation axes {src.dim} and {dst.dim} differ")
 
 
 def _params(t: Tensor, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -426,7 +336,7 @@ def mli_hlp_convert_tensor_safx(src: Tensor, dst: Tensor) -> Status:
         MliError: the statuses of ``mli_chk_convert_tensor``; TYPE_MISMATCH for FP_32 or types
             without a container.
     """
-    _check_convert(src, dst)
+    check_convert(src, dst)
     if src.el_type not in _SAFX or dst.el_type not in _SAFX:
         fail(Status.TYPE_MISMATCH, f"convert_tensor_safx: {src.el_type.c_name} -> {dst.el_type.c_name}")
     _convert_quantized(src, dst)
@@ -440,7 +350,7 @@ def mli_hlp_convert_tensor(src: Tensor, dst: Tensor) -> Status:
     Raises:
         MliError: the statuses of ``mli_chk_convert_tensor``.
     """
-    _check_convert(src, dst)
+    check_convert(src, dst)
     if src.el_type != ElType.FP_32 and dst.el_type != ElType.FP_32:
         # C ignores a TYPE_MISMATCH of this path's safx call only in the float branch.
         return mli_hlp_convert_tensor_safx(src, dst)

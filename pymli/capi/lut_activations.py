@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from ..arith.lut import LUT_SPECS, create_lut, lut_size
 from ..arith.rounding import wrap
-from ..checks import (
-    check_lut,
-    check_quant_params,
-    check_tensor,
-    fail,
-    inner_most_dimension_is_one,
-    same_shape,
-)
+from ..checks.lut import check_axis_cfg, check_basic_activation, check_create_lut, check_sa8_input
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import transform as K
@@ -35,41 +28,10 @@ __all__ = [
     "mli_krn_l2_normalize_get_lut_size",
     "mli_krn_sigm_create_lut", "mli_krn_tanh_create_lut", "mli_krn_softmax_create_lut",
     "mli_krn_l2_normalize_create_lut",
-    "check_basic_activation",
 ]
-
-_ZP_BYTE_RANGE_BITS = 7  # kZeroPointBitsByteRange: sa8 zero points within [-128, 127]
 
 
 # ---------------------------------------------------------------------------------------- checks
-def check_basic_activation(inp: Tensor, out: Tensor, el_type: ElType, fn: str) -> None:
-    """``mli_chk_basic_activation_<type>``: valid tensors of one type and shape, innermost stride 1.
-
-    For SA_8 also the input's quantisation (zero point in int8 range, per-tensor).
-    """
-    check_tensor(inp)
-    check_tensor(out)
-    if out.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: output type {out.el_type.c_name} != input {inp.el_type.c_name}")
-    if not same_shape(inp, out):
-        fail(Status.SHAPE_MISMATCH, f"{fn}: output shape {out.shape[:out.rank]} != input {inp.shape[:inp.rank]}")
-    if not (inner_most_dimension_is_one(inp) and inner_most_dimension_is_one(out)):
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
-    if inp.el_type != el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: input type {inp.el_type.c_name}, expected {el_type.c_name}")
-
-
-def _check_sa8_input(inp: Tensor, fn: str) -> None:
-    check_quant_params(inp, _ZP_BYTE_RANGE_BITS)
-    if inp.dim >= 0:
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: per-tensor quantisation expected, got dim {inp.dim}")
-
-
-def _check_axis_cfg(inp: Tensor, cfg: SoftmaxCfg | L2NormalizeCfg | None, fn: str) -> None:
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
-    if not int(cfg.axis) < int(inp.rank):
-        fail(Status.BAD_FUNC_CFG, f"{fn}: axis {cfg.axis} >= rank {inp.rank}")
 
 
 def _set_sa8_out(out: Tensor, zp: int, shift: int) -> None:
@@ -99,7 +61,7 @@ def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> S
 
 def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Status:
     check_basic_activation(inp, out, ElType.SA_8, fn)
-    _check_sa8_input(inp, fn)
+    check_sa8_input(inp, fn)
     zp, scale, shift = _sa8_in_params(inp)
     res = K.lut_activation_sa8(inp.view(), lut, in_zp=zp, in_scale=scale, in_shift=shift,
                                out_zp=out_q[0], out_shift=out_q[1])
@@ -147,7 +109,7 @@ def mli_krn_tanh_sa8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
 # ---------------------------------------------------------------------------------------- softmax
 def _softmax_fx(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: ElType) -> Status:
     check_basic_activation(inp, out, el, fn)
-    _check_axis_cfg(inp, cfg, fn)
+    check_axis_cfg(inp, cfg, fn)
     bits = el.bits
     res = K.softmax_fx(inp.view(), lut, in_frac_bits=int(inp.frac_bits), bits=bits, axis=int(cfg.axis))
     out.view()[...] = res
@@ -176,8 +138,8 @@ def mli_krn_softmax_sa8(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> 
     """Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."""
     fn = "mli_krn_softmax_sa8"
     check_basic_activation(inp, out, ElType.SA_8, fn)
-    _check_axis_cfg(inp, cfg, fn)
-    _check_sa8_input(inp, fn)
+    check_axis_cfg(inp, cfg, fn)
+    check_sa8_input(inp, fn)
     _, scale, shift = _sa8_in_params(inp)
     res = K.softmax_sa8(inp.view(), lut, in_scale=scale, in_shift=shift, axis=int(cfg.axis))
     out.view()[...] = res
@@ -195,7 +157,7 @@ def mli_krn_l2_normalize_fx16(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg
     """
     fn = "mli_krn_l2_normalize_fx16"
     check_basic_activation(inp, out, ElType.FX_16, fn)
-    _check_axis_cfg(inp, cfg, fn)
+    check_axis_cfg(inp, cfg, fn)
     res = K.l2_normalize(inp.view(), lut, bits=16, out_shift=15, axis=int(cfg.axis))
     out.view()[...] = res
     out.frac_bits = 15
@@ -211,8 +173,8 @@ def mli_krn_l2_normalize_sa8(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg:
     """
     fn = "mli_krn_l2_normalize_sa8"
     check_basic_activation(inp, out, ElType.SA_8, fn)
-    _check_axis_cfg(inp, cfg, fn)
-    _check_sa8_input(inp, fn)
+    check_axis_cfg(inp, cfg, fn)
+    check_sa8_input(inp, fn)
     zp, _, _ = _sa8_in_params(inp)
     zp_out, shift_out = K.L2NORM_SA8_OUT
     res = K.l2_normalize(inp.view(), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=int(cfg.axis))
@@ -223,8 +185,10 @@ def mli_krn_l2_normalize_sa8(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg:
 
 # ---------------------------------------------------------------------------------------- LUTs
 def _create(kind: str, lut: Lut) -> Status:
-    lut.type = ElType.FX_16  # C sets the type before checking the capacity
-    check_lut(lut, LUT_SPECS[kind].size_bytes)
+    # C sets lut.type before checking the capacity; pymli checks first so that nothing is written
+    # on failure.
+    check_create_lut(lut, LUT_SPECS[kind].size_bytes)
+    lut.type = ElType.FX_16
     create_lut(kind, lut)
     return Status.OK
 

@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ..checks import check_tensor, fail, tensors_not_overlapped
+from ..checks.move import (IDENTITY4, ONES4, ZEROS4, array_pointer, as_i32, as_u8, as_u32, c_array_field,
+                           check_data_movement, copy_size)
+from ..checks.tensor import check_tensor, fail
 from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
-from ..tensor import MLI_MAX_RANK, Tensor, address
+from ..tensor import MLI_MAX_RANK, Tensor
 from ._registry import c_enum, c_struct, mli_function
 
 __all__ = [
@@ -36,7 +38,6 @@ __all__ = [
 ]
 
 MAX_DMA_CHAN = 16
-_U32 = 0xFFFFFFFF
 
 # Feature-map dimension indices of the padding helpers.
 _CHW_H, _CHW_W = 1, 2
@@ -56,6 +57,7 @@ class MovState(enum.IntEnum):
 
     @property
     def c_name(self) -> str:
+        """The C enumerator name, e.g. ``MLI_MOV_STATE_DONE``."""
         return "MLI_MOV_STATE_" + self.name
 
 
@@ -70,15 +72,15 @@ class MovHandle:
 
 
 def _identity4() -> list[int]:
-    return list(range(MLI_MAX_RANK))
+    return list(IDENTITY4)
 
 
 def _ones4() -> list[int]:
-    return [1] * MLI_MAX_RANK
+    return list(ONES4)
 
 
 def _zeros4() -> list[int]:
-    return [0] * MLI_MAX_RANK
+    return list(ZEROS4)
 
 
 @c_struct("mli_mov_cfg_t")
@@ -146,119 +148,17 @@ def _resets_pool(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _field(values: Any, n: int, fill: Sequence[int]) -> list[int]:
-    """The first ``MLI_MAX_RANK`` entries of a C array argument (missing entries from ``fill``)."""
-    if values is None:
-        fail(Status.BAD_FUNC_CFG, "NULL array argument")
-    vals = [int(v) for v in np.asarray(values).reshape(-1)[:n]]
-    return vals + list(fill[len(vals):n])
-
-
-def _u32(v: int) -> int:
-    return int(v) & _U32
-
-
-def _i32(v: int) -> int:
-    v = int(v) & _U32
-    return v - (1 << 32) if v >= 1 << 31 else v
-
-
-def _u8(v: int) -> int:
-    return int(v) & 0xFF
-
-
-def _ptr(v: Any) -> int:
-    """The C pointer of a per-axis quantisation field (0 = NULL, also for a per-tensor value)."""
-    return address(v) if isinstance(v, np.ndarray) else 0
-
-
-def _nbytes(v: Any) -> int:
-    return int(v.nbytes) if isinstance(v, np.ndarray) else 0
-
-
 def _at(lst: Sequence[int], i: int) -> int:
     return int(lst[i]) if i < len(lst) else 0
 
 
 # ---------------------------------------------------------------------------- checks
-def _check_data_movement(src: Tensor, cfg: MovCfg | None, dst: Tensor) -> MovCfg:
-    """``mli_chk_data_movement``; returns the cfg with its fields in their C types."""
-    check_tensor(src)
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    cfg = _normalised(cfg)
-    if dst is None:
-        fail(Status.BAD_TENSOR, "NULL destination tensor")
-    if src.el_type.is_sa and src.dim != -1:
-        _check_per_axis(src, cfg, dst)
-    if not tensors_not_overlapped(src, dst):
-        fail(Status.INCOMPATEBLE_TENSORS, "source and destination buffers overlap")
-    return cfg
-
-
-def _check_per_axis(src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
-    if src.dim < 0 or src.dim >= src.rank:
-        fail(Status.BAD_TENSOR, f"per-axis quantisation dim {src.dim} outside rank {src.rank}")
-    zp_in, sc_in, fb_in = _ptr(src.zero_point), _ptr(src.scale), _ptr(src.scale_frac_bits)
-    zp_out, sc_out, fb_out = _ptr(dst.zero_point), _ptr(dst.scale), _ptr(dst.scale_frac_bits)
-    bad = False
-    if zp_out == zp_in:
-        bad |= not (sc_out == sc_in and fb_out == fb_in)
-    if zp_out != 0 and zp_out != zp_in:
-        bad |= not (sc_out not in (0, sc_in) and fb_out not in (0, fb_in))
-    if zp_out == 0:
-        bad |= not (sc_out == 0 and fb_out == 0)
-    for i in range(src.rank):
-        lhs = _u32(cfg.size[i] + cfg.offset[i])
-        rhs = _u32(int(src.shape[i]) + cfg.padding_pre[i] + cfg.padding_post[i])
-        if lhs > rhs:
-            fail(Status.BAD_FUNC_CFG, f"size + offset {lhs} larger than the padded input {rhs} in dim {i}")
-        if _u32(cfg.sub_sample_step[i]) == 0:
-            fail(Status.BAD_FUNC_CFG, f"sub_sample_step[{i}] must be > 0")
-        if _u8(cfg.perm_dim[i]) >= src.rank:
-            fail(Status.BAD_FUNC_CFG, f"perm_dim[{i}] = {cfg.perm_dim[i]} out of range")
-    in_dim = src.dim
-    out_dim = next((d for d in range(src.rank) if _u8(cfg.perm_dim[d]) == in_dim), 0)
-    if not bad and (zp_out == 0 or zp_out == zp_in):
-        bad |= not (_u32(cfg.size[in_dim]) in (0, int(src.shape[in_dim])) and cfg.offset[in_dim] == 0
-                    and cfg.padding_pre[in_dim] == 0 and cfg.padding_post[in_dim] == 0
-                    and cfg.sub_sample_step[in_dim] == 1 and cfg.dst_offset[out_dim] == 0)
-    elif not bad:
-        n = _copy_size(src, cfg, in_dim)
-        dst_size = -(-n // _u32(cfg.sub_sample_step[in_dim])) + _u32(cfg.dst_offset[out_dim])
-        bad |= not (_nbytes(dst.zero_point) >= 2 * dst_size and _nbytes(dst.scale) >= 2 * dst_size
-                    and _nbytes(dst.scale_frac_bits) >= dst_size)
-    if bad:
-        fail(Status.SPEC_PARAM_MISMATCH, "destination per-axis quantisation parameters are inconsistent "
-                                         "with the source or too small")
-
-
-def _copy_size(src: Tensor, cfg: MovCfg, d: int) -> int:
-    """Elements taken along source dimension ``d`` (uint32 arithmetic, as C)."""
-    size = _u32(cfg.size[d])
-    if size > 0:
-        return size
-    return _u32(int(src.shape[d]) - _u32(cfg.offset[d]) + _u8(cfg.padding_pre[d]) + _u8(cfg.padding_post[d]))
-
-
-def _normalised(cfg: MovCfg) -> MovCfg:
-    """The cfg with every field as its C type holds it (so Python ints behave like the struct)."""
-    def four(vals: Sequence[int], conv: Callable[[int], int], fill: Sequence[int]) -> list[int]:
-        return [conv(v) for v in _field(vals, MLI_MAX_RANK, fill)]
-
-    return MovCfg(offset=four(cfg.offset, _u32, _zeros4()), size=four(cfg.size, _u32, _zeros4()),
-                  sub_sample_step=four(cfg.sub_sample_step, _u32, _ones4()),
-                  dst_offset=four(cfg.dst_offset, _u32, _zeros4()),
-                  dst_mem_stride=four(cfg.dst_mem_stride, _i32, _zeros4()),
-                  perm_dim=four(cfg.perm_dim, _u8, _identity4()),
-                  padding_pre=four(cfg.padding_pre, _u8, _zeros4()),
-                  padding_post=four(cfg.padding_post, _u8, _zeros4()))
 
 
 # ---------------------------------------------------------------------------- transfer
 def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
-    cfg = _check_data_movement(src, cfg, dst)
+    cfg = check_data_movement(src, cfg, dst)
     rank = int(src.rank)
     if rank < 1:
         fail(Status.BAD_TENSOR, "data movement needs a tensor of rank >= 1")
@@ -271,15 +171,18 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
 
     src_shape = [int(s) for s in src.shape[:rank]]
     src_strides = [int(s) for s in src.strides()]
-    copy_size = [_copy_size(src, cfg, p) for p in perm]
-    write_size = [_u32(n + cfg.sub_sample_step[p] - 1) // cfg.sub_sample_step[p] for n, p in zip(copy_size, perm)]
-    new_shape = [_u32(w + cfg.dst_offset[i]) for i, w in enumerate(write_size)]
+    sizes = [copy_size(src, cfg, p) for p in perm]
+    write_size = [as_u32(n + cfg.sub_sample_step[p] - 1) // cfg.sub_sample_step[p] for n, p in zip(sizes, perm)]
+    new_shape = [as_u32(w + cfg.dst_offset[i]) for i, w in enumerate(write_size)]
     old_strides = [_at(dst.mem_stride, i) for i in range(rank)]
 
-    dst.rank = rank
-    dst.el_type = src.el_type
-    dst.shape = new_shape
-    _fill_quant(src, cfg, dst, perm, write_size, copy_size)
+    # C fills the destination struct, then checks it. pymli fills a copy and writes nothing (struct,
+    # per-axis arrays or data) before every check has passed.
+    new = dataclasses.replace(dst)
+    new.rank = rank
+    new.el_type = src.el_type
+    new.shape = new_shape
+    quant_writes = _fill_quant(src, cfg, new, perm, write_size)
     strides = [0] * rank
     for i in range(rank - 1, -1, -1):
         if cfg.dst_mem_stride[i] != 0:
@@ -287,26 +190,33 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
         elif old_strides[i] != 0:
             strides[i] = old_strides[i]
         else:
-            strides[i] = 1 if i == rank - 1 else _i32(strides[i + 1] * new_shape[i + 1])
-    dst.mem_stride = strides
-    check_tensor(dst)
+            strides[i] = 1 if i == rank - 1 else as_i32(strides[i + 1] * new_shape[i + 1])
+    new.mem_stride = strides
+    check_tensor(new)
+    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size)
     h.state = MovState.PREPARED
-    _copy_data(src, cfg, dst, perm, src_shape, src_strides, write_size)
+    for arr, start, blk in quant_writes:
+        arr.reshape(-1)[start: start + blk.shape[0]] = blk
+    write_data()
+    for f in dataclasses.fields(new):
+        setattr(dst, f.name, getattr(new, f.name))
 
 
-def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], write_size: list[int],
-                copy_size: list[int]) -> None:
-    """Element parameters of the destination (per-axis arrays moved like the data, C's way)."""
+def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
+                write_size: list[int]) -> list[tuple[np.ndarray, int, np.ndarray]]:
+    """Element parameters of the destination struct ``dst`` (per-axis arrays moved like the data,
+    C's way). Returns the writes into the destination's per-axis arrays (array, start, values),
+    to be made once every check has passed."""
     if not (src.el_type.is_sa and src.dim != -1):
         dst.frac_bits = src.frac_bits
         dst.dim = src.dim
         dst.zero_point, dst.scale, dst.scale_frac_bits = src.zero_point, src.scale, src.scale_frac_bits
-        return
+        return []
     for d, p in enumerate(perm):
         if p == src.dim:
             dst.dim = d
             break
-    if _ptr(dst.scale) != _ptr(src.scale) and _ptr(dst.scale) != 0:
+    if array_pointer(dst.scale) != array_pointer(src.scale) and array_pointer(dst.scale) != 0:
         if not 0 <= dst.dim < len(write_size):
             fail(Status.SPEC_PARAM_MISMATCH, "the quantisation axis is not a destination dimension")
         qd, qs = dst.dim, src.dim
@@ -323,15 +233,15 @@ def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], write_si
             if cfg.dst_offset[qd] + n > d.shape[0]:
                 fail(Status.NOT_ENGH_MEM, f"destination per-axis {name} holds {d.shape[0]} values, "
                                           f"{cfg.dst_offset[qd] + n} needed")
-            blocks.append((d, blk))
-        for d, blk in blocks:
-            d.reshape(-1)[cfg.dst_offset[qd]: cfg.dst_offset[qd] + n] = blk
-    else:
-        dst.scale, dst.zero_point, dst.scale_frac_bits = src.scale, src.zero_point, src.scale_frac_bits
+            blocks.append((d, cfg.dst_offset[qd], blk))
+        return blocks
+    dst.scale, dst.zero_point, dst.scale_frac_bits = src.scale, src.zero_point, src.scale_frac_bits
+    return []
 
 
 def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape: list[int],
-               src_strides: list[int], write_size: list[int]) -> None:
+               src_strides: list[int], write_size: list[int]) -> Callable[[], None]:
+    """Check and plan the data copy into ``dst``; returns the function that performs it."""
     rank = len(perm)
     es = src.el_type.size
     if es == 0:
@@ -355,8 +265,11 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
         n = int(np.prod(src_shape))
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
-        d_el[:n] = s_el[:n]
-        return
+        values = np.array(s_el[:n])
+
+        def write_dense() -> None:
+            d_el[:n] = values
+        return write_dense
     try:
         block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, cfg.padding_pre,
                            write_size, bounds_check=not no_padding)
@@ -367,10 +280,13 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
     mn, mx = flat_extent(base, write_size, dst_strides)
     if mn < 0 or mx >= d_el.shape[0]:
         fail(Status.NOT_ENGH_MEM, f"move writes elements {mn}..{mx} outside the destination buffer")
-    if block.size:
-        it = d_el.itemsize
-        view = np.lib.stride_tricks.as_strided(d_el[base:], shape=write_size, strides=[s * it for s in dst_strides])
-        view[...] = block
+
+    def write_block() -> None:
+        if block.size:
+            it = d_el.itemsize
+            view = np.lib.stride_tricks.as_strided(d_el[base:], shape=write_size, strides=[s * it for s in dst_strides])
+            view[...] = block
+    return write_block
 
 
 # ---------------------------------------------------------------------------- synchronous API
@@ -419,7 +335,7 @@ def mli_mov_registercallback(h: MovHandle, cb: Callable[[int], Any] | None, cook
     """
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
-    _POOL.callbacks[int(h.dma_ch)] = (cb, _i32(cookie))
+    _POOL.callbacks[int(h.dma_ch)] = (cb, as_i32(cookie))
     return Status.OK
 
 
@@ -507,19 +423,19 @@ def _reset_cfg(cfg: MovCfg, perm: Sequence[int] | None = None) -> None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
     cfg.offset, cfg.size, cfg.dst_offset, cfg.dst_mem_stride = _zeros4(), _zeros4(), _zeros4(), _zeros4()
     cfg.sub_sample_step = _ones4()
-    cfg.perm_dim = _identity4() if perm is None else [_u8(v) for v in _field(perm, MLI_MAX_RANK, _identity4())]
+    cfg.perm_dim = _identity4() if perm is None else [as_u8(v) for v in c_array_field(perm, MLI_MAX_RANK, _identity4())]
     cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
 
 
 def _set(cfg: MovCfg, name: str, values: Any, conv: Callable[[int], int], fill: Sequence[int]) -> None:
-    setattr(cfg, name, [conv(v) for v in _field(values, MLI_MAX_RANK, fill)])
+    setattr(cfg, name, [conv(v) for v in c_array_field(values, MLI_MAX_RANK, fill)])
 
 
 def _set_pad2d(cfg: MovCfg, h_dim: int, w_dim: int, padleft: int, padright: int, padtop: int, padbot: int) -> None:
-    cfg.padding_pre[w_dim] = _u8(padleft)
-    cfg.padding_post[w_dim] = _u8(padright)
-    cfg.padding_pre[h_dim] = _u8(padtop)
-    cfg.padding_post[h_dim] = _u8(padbot)
+    cfg.padding_pre[w_dim] = as_u8(padleft)
+    cfg.padding_post[w_dim] = as_u8(padright)
+    cfg.padding_pre[h_dim] = as_u8(padtop)
+    cfg.padding_post[h_dim] = as_u8(padbot)
 
 
 @_resets_pool
@@ -536,9 +452,9 @@ def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[i
                           dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy the block ``offsets .. offsets + sizes`` (size 0: to the end)."""
     _reset_cfg(cfg)
-    _set(cfg, "offset", offsets, _u32, _zeros4())
-    _set(cfg, "size", sizes, _u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
+    _set(cfg, "offset", offsets, as_u32, _zeros4())
+    _set(cfg, "size", sizes, as_u32, _zeros4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
     return Status.OK
 
 
@@ -547,8 +463,8 @@ def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[i
 def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy a whole tensor to position ``dst_offsets`` of a larger one."""
     _reset_cfg(cfg)
-    _set(cfg, "dst_offset", dst_offsets, _u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
+    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
     return Status.OK
 
 
@@ -557,8 +473,8 @@ def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stri
 def mli_mov_cfg_for_subsample(cfg: MovCfg, sub_sample_step: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to keep every ``sub_sample_step[d]``-th element of each dimension."""
     _reset_cfg(cfg)
-    _set(cfg, "sub_sample_step", sub_sample_step, _u32, _ones4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
+    _set(cfg, "sub_sample_step", sub_sample_step, as_u32, _ones4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
     return Status.OK
 
 
@@ -576,7 +492,7 @@ def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padt
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad a CHW feature map (H = dim 1, W = dim 2)."""
     _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
     _set_pad2d(cfg, _CHW_H, _CHW_W, padleft, padright, padtop, padbot)
     return Status.OK
 
@@ -587,7 +503,7 @@ def mli_mov_cfg_for_padding2d_hwc(cfg: MovCfg, padleft: int, padright: int, padt
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad an HWC feature map (H = dim 0, W = dim 1)."""
     _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
     _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
     return Status.OK
 
@@ -601,12 +517,12 @@ def mli_mov_cfg_all(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[int], s
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
     cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
-    _set(cfg, "offset", offsets, _u32, _zeros4())
-    _set(cfg, "size", sizes, _u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, _i32, _zeros4())
-    _set(cfg, "dst_offset", dst_offsets, _u32, _zeros4())
-    _set(cfg, "sub_sample_step", subsample_step, _u32, _ones4())
-    _set(cfg, "perm_dim", perm_dim, _u8, _identity4())
+    _set(cfg, "offset", offsets, as_u32, _zeros4())
+    _set(cfg, "size", sizes, as_u32, _zeros4())
+    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
+    _set(cfg, "sub_sample_step", subsample_step, as_u32, _ones4())
+    _set(cfg, "perm_dim", perm_dim, as_u8, _identity4())
     _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
     return Status.OK
 

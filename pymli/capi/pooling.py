@@ -8,9 +8,10 @@ plus the kernel-size check (SHAPE_MISMATCH).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..arith.pool import requant_params
-from ..checks import (check_quant_params, check_tensor, fail, inner_most_dimension_is_one, shape_at,
-                      tensors_not_overlapped)
+from ..checks.pooling import check_pool_hwc
 from ..config import get_platform
 from ..errors import Status
 from ..formats import ElType
@@ -20,58 +21,26 @@ from ._registry import mli_function
 from .types import PoolCfg
 
 __all__ = [
-    "mli_krn_avepool_hwc_fx8", "mli_krn_avepool_hwc_fx16", "mli_krn_avepool_hwc_sa8",
-    "mli_krn_maxpool_hwc_fx8", "mli_krn_maxpool_hwc_fx16", "mli_krn_maxpool_hwc_sa8",
-    "check_pool_hwc",
+    "POOLING",
+    "mli_krn_avepool_hwc_fx8",
+    "mli_krn_avepool_hwc_fx8_k2x2",
+    "mli_krn_avepool_hwc_fx8_k3x3",
+    "mli_krn_avepool_hwc_fx16",
+    "mli_krn_avepool_hwc_fx16_k2x2",
+    "mli_krn_avepool_hwc_fx16_k3x3",
+    "mli_krn_avepool_hwc_sa8",
+    "mli_krn_avepool_hwc_sa8_k2x2",
+    "mli_krn_avepool_hwc_sa8_k3x3",
+    "mli_krn_maxpool_hwc_fx8",
+    "mli_krn_maxpool_hwc_fx8_k2x2",
+    "mli_krn_maxpool_hwc_fx8_k3x3",
+    "mli_krn_maxpool_hwc_fx16",
+    "mli_krn_maxpool_hwc_fx16_k2x2",
+    "mli_krn_maxpool_hwc_fx16_k3x3",
+    "mli_krn_maxpool_hwc_sa8",
+    "mli_krn_maxpool_hwc_sa8_k2x2",
+    "mli_krn_maxpool_hwc_sa8_k3x3",
 ]
-
-_U8 = 0xFF  # mli_pool_cfg fields are uint8_t
-
-
-def _cfg(cfg: PoolCfg) -> dict[str, int]:
-    return {k: int(getattr(cfg, k)) & _U8 for k in (
-        "kernel_width", "kernel_height", "stride_width", "stride_height",
-        "padding_left", "padding_right", "padding_top", "padding_bottom")}
-
-
-def check_pool_hwc(fn: str, inp: Tensor, cfg: PoolCfg | None, out: Tensor, el_type: ElType,
-                   kernel_size: int = 0, ave: bool = False) -> dict[str, int]:
-    """``mli_chk_{ave,max}pool_hwc_<type>``; returns the cfg fields as the C struct holds them."""
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, f"{fn}: NULL cfg")
-    c = _cfg(cfg)
-    if kernel_size and (c["kernel_height"] != kernel_size or c["kernel_width"] != kernel_size):
-        fail(Status.SHAPE_MISMATCH, f"{fn}: kernel {c['kernel_height']}x{c['kernel_width']} "
-                                    f"for a {kernel_size}x{kernel_size} specialisation")
-    check_tensor(inp)
-    check_tensor(out)
-    if out.el_type != inp.el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: out {out.el_type.name} != in {inp.el_type.name}")
-    if inp.rank != 3 or out.rank != 3:
-        fail(Status.SHAPE_MISMATCH, f"{fn}: ranks in={inp.rank}, out={out.rank}; HWC needs 3")
-    if not inner_most_dimension_is_one(inp) or not inner_most_dimension_is_one(out):
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: innermost mem_stride must be 1")
-    if (c["padding_left"] >= c["kernel_width"] or c["padding_right"] >= c["kernel_width"]
-            or c["padding_top"] >= c["kernel_height"] or c["padding_bottom"] >= c["kernel_height"]
-            or c["stride_height"] <= 0 or c["stride_width"] <= 0):
-        fail(Status.BAD_FUNC_CFG, f"{fn}: padding must be smaller than the kernel and strides > 0: {c}")
-    eff_w = shape_at(inp, 1) + c["padding_left"] + c["padding_right"]
-    eff_h = shape_at(inp, 0) + c["padding_top"] + c["padding_bottom"]
-    req_w = shape_at(out, 1) * c["stride_width"] + c["kernel_width"] - c["stride_width"]
-    req_h = shape_at(out, 0) * c["stride_height"] + c["kernel_height"] - c["stride_height"]
-    if req_h > eff_h or req_w > eff_w or shape_at(out, 2) != shape_at(inp, 2):
-        fail(Status.BAD_FUNC_CFG, f"{fn}: output {out.shape[:3]} does not fit input {inp.shape[:3]} with {c}")
-    if not tensors_not_overlapped(inp, out):
-        fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: in and out buffers overlap")
-    if inp.el_type != el_type:
-        fail(Status.TYPE_MISMATCH, f"{fn}: input is {inp.el_type.name}, expected {el_type.name}")
-    if el_type is ElType.SA_8:
-        if inp.dim >= 0 or out.dim >= 0:
-            fail(Status.INCOMPATEBLE_TENSORS, f"{fn}: per-tensor quantisation expected")
-        if ave:
-            check_quant_params(inp, 7)
-            check_quant_params(out, 7)
-    return c
 
 
 def _geometry(inp: Tensor, out: Tensor, c: dict[str, int]) -> dict[str, tuple[int, int]]:
@@ -127,19 +96,52 @@ def _bind(impl, name: str, el_type: ElType, k: int, doc: str):  # noqa: ANN001, 
     return fn
 
 
-def _make(kind: str, suffix: str, el_type: ElType) -> None:
-    base = f"mli_krn_{kind}pool_hwc_{suffix}"
-    impl = _avepool if kind == "ave" else _maxpool
-    what = "average" if kind == "ave" else "max"
-    for k, name in ((0, base), (2, base + "_k2x2"), (3, base + "_k3x3")):
-        doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
-               + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
-               + "\n\nReturns Status.OK or raises MliError with the status of the checked C build.")
-        globals()[name] = mli_function(name)(_bind(impl, name, el_type, k, doc))
-        if name not in __all__:
-            __all__.append(name)
+def _make(impl, name: str, el_type: ElType, k: int, what: str):  # noqa: ANN001, ANN202
+    doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
+           + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
+           + "\n\nArgs:\n    inp: input feature map, HWC (rank 3).\n    cfg: :class:`~pymli.capi.types.PoolCfg`."
+           + "\n    out: output feature map, HWC, written through its mem_stride.\n\nReturns:\n    ``Status.OK``."
+           + "\n\nRaises:\n    MliError: the status of the checked C build (nothing is written to ``out``).\n")
+    return mli_function(name)(_bind(impl, name, el_type, k, doc))
 
 
-for _kind in ("ave", "max"):
-    for _suffix, _el in (("fx8", ElType.FX_8), ("fx16", ElType.FX_16), ("sa8", ElType.SA_8)):
-        _make(_kind, _suffix, _el)
+mli_krn_avepool_hwc_fx8 = _make(_avepool, "mli_krn_avepool_hwc_fx8", ElType.FX_8, 0, "average")
+mli_krn_avepool_hwc_fx8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k2x2", ElType.FX_8, 2, "average")
+mli_krn_avepool_hwc_fx8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k3x3", ElType.FX_8, 3, "average")
+mli_krn_avepool_hwc_fx16 = _make(_avepool, "mli_krn_avepool_hwc_fx16", ElType.FX_16, 0, "average")
+mli_krn_avepool_hwc_fx16_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k2x2", ElType.FX_16, 2, "average")
+mli_krn_avepool_hwc_fx16_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k3x3", ElType.FX_16, 3, "average")
+mli_krn_avepool_hwc_sa8 = _make(_avepool, "mli_krn_avepool_hwc_sa8", ElType.SA_8, 0, "average")
+mli_krn_avepool_hwc_sa8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k2x2", ElType.SA_8, 2, "average")
+mli_krn_avepool_hwc_sa8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k3x3", ElType.SA_8, 3, "average")
+mli_krn_maxpool_hwc_fx8 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8", ElType.FX_8, 0, "max")
+mli_krn_maxpool_hwc_fx8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k2x2", ElType.FX_8, 2, "max")
+mli_krn_maxpool_hwc_fx8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k3x3", ElType.FX_8, 3, "max")
+mli_krn_maxpool_hwc_fx16 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16", ElType.FX_16, 0, "max")
+mli_krn_maxpool_hwc_fx16_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k2x2", ElType.FX_16, 2, "max")
+mli_krn_maxpool_hwc_fx16_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k3x3", ElType.FX_16, 3, "max")
+mli_krn_maxpool_hwc_sa8 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8", ElType.SA_8, 0, "max")
+mli_krn_maxpool_hwc_sa8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k2x2", ElType.SA_8, 2, "max")
+mli_krn_maxpool_hwc_sa8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k3x3", ElType.SA_8, 3, "max")
+
+POOLING: dict[tuple[str, ElType, int], Callable[..., Status]] = {
+    ("ave", ElType.FX_8, 0): mli_krn_avepool_hwc_fx8,
+    ("ave", ElType.FX_8, 2): mli_krn_avepool_hwc_fx8_k2x2,
+    ("ave", ElType.FX_8, 3): mli_krn_avepool_hwc_fx8_k3x3,
+    ("ave", ElType.FX_16, 0): mli_krn_avepool_hwc_fx16,
+    ("ave", ElType.FX_16, 2): mli_krn_avepool_hwc_fx16_k2x2,
+    ("ave", ElType.FX_16, 3): mli_krn_avepool_hwc_fx16_k3x3,
+    ("ave", ElType.SA_8, 0): mli_krn_avepool_hwc_sa8,
+    ("ave", ElType.SA_8, 2): mli_krn_avepool_hwc_sa8_k2x2,
+    ("ave", ElType.SA_8, 3): mli_krn_avepool_hwc_sa8_k3x3,
+    ("max", ElType.FX_8, 0): mli_krn_maxpool_hwc_fx8,
+    ("max", ElType.FX_8, 2): mli_krn_maxpool_hwc_fx8_k2x2,
+    ("max", ElType.FX_8, 3): mli_krn_maxpool_hwc_fx8_k3x3,
+    ("max", ElType.FX_16, 0): mli_krn_maxpool_hwc_fx16,
+    ("max", ElType.FX_16, 2): mli_krn_maxpool_hwc_fx16_k2x2,
+    ("max", ElType.FX_16, 3): mli_krn_maxpool_hwc_fx16_k3x3,
+    ("max", ElType.SA_8, 0): mli_krn_maxpool_hwc_sa8,
+    ("max", ElType.SA_8, 2): mli_krn_maxpool_hwc_sa8_k2x2,
+    ("max", ElType.SA_8, 3): mli_krn_maxpool_hwc_sa8_k3x3,
+}
+"""The pooling functions by ("ave" or "max", element type, kernel size of the specialisation; 0: generic)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..kernels import convolution as _K
+from ..arith.geometry import conv_out_size, same_padding, transpose_out_size
 
 __all__ = ["Padding", "pair", "pad4", "conv_out_size", "transpose_out_size", "same_padding", "resolve_padding",
            "transpose_same_padding", "transpose_padding_for_output"]
@@ -57,25 +57,6 @@ def pad4(p: int | Sequence[int]) -> tuple[int, int, int, int]:
         raise ValueError(f"padding {v}: give 1, 2 or 4 values")
     q = int(p)  # type: ignore[arg-type]
     return q, q, q, q
-
-
-def conv_out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
-    """Output length of a convolution or pooling window along one axis (may be <= 0 when empty)."""
-    return _K.out_size(in_size, k, stride, pad_a, pad_b, dilation)
-
-
-def transpose_out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int) -> int:
-    """Output length of a transpose convolution along one axis: ``(in - 1) * stride + k - pads``."""
-    return _K.transpose_out_size(in_size, k, stride, pad_a, pad_b)
-
-
-def same_padding(in_size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
-    """TensorFlow ``SAME`` padding ``(before, after)`` of one axis: output ``ceil(in / stride)``,
-    the odd element after."""
-    eff = (k - 1) * dilation + 1
-    out = -(-in_size // stride)
-    total = max((out - 1) * stride + eff - in_size, 0)
-    return total // 2, total - total // 2
 
 
 def resolve_padding(padding: Padding, in_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int],

@@ -46,6 +46,7 @@ from ..capi import move as _mov
 from ..capi import pooling as _pool
 from ..capi import recurrent as _rnn
 from ..errors import MliError, Status
+from .. import formats
 from ..formats import ElType
 from ..tensor import Lut
 
@@ -408,9 +409,7 @@ def new_lut(op: Op) -> Lut:
 
 
 #: C name suffix of one-type kernels (display and scheme names only; dispatch goes through the table)
-_DATA_SUFFIX = {FX16: "fx16", FX8: "fx8", SA8: "sa8"}
-#: C name suffix of MAC kernels by (input, weights) types
-_MAC_SUFFIX = {(FX16, FX16): "fx16", (FX16, FX8): "fx16_fx8_fx8", (SA8, SA8): "sa8_sa8_sa32", (FX8, FX8): "fx8"}
+_DATA_TYPES = (FX16, FX8, SA8)
 
 
 def data_suffix(el: ElType) -> str:
@@ -419,7 +418,9 @@ def data_suffix(el: ElType) -> str:
     Raises:
         KeyError: another type.
     """
-    return _DATA_SUFFIX[el]
+    if el not in _DATA_TYPES:
+        raise KeyError(el)
+    return ElType(el).suffix
 
 
 def mac_suffix(in_el: ElType, w_el: ElType) -> str:
@@ -429,6 +430,6 @@ def mac_suffix(in_el: ElType, w_el: ElType) -> str:
         ValueError: no MLI MAC kernel family for these types.
     """
     try:
-        return _MAC_SUFFIX[(in_el, w_el)]
+        return formats.mac_suffix(in_el, w_el)
     except KeyError:
         raise ValueError(f"no MLI MAC kernel for input {in_el.name} with weights {w_el.name}") from None

@@ -35,6 +35,8 @@ from ..arith.requant import (
     sa8_result_cast,
     wrap_acc,
 )
+from ..arith.geometry import conv_out_size as out_size
+from ..arith.geometry import transpose_out_size
 from ..arith.rounding import wrap
 
 __all__ = [
@@ -78,10 +80,12 @@ class FxQuant:
 
     @property
     def bias_shift(self) -> int:
+        """Left shift of the bias onto the accumulator: in + weights - bias fractional bits."""
         return self.in_frac + self.w_frac - self.b_frac
 
     @property
     def out_shift(self) -> int:
+        """Right shift of the accumulator onto the output: in + weights - out fractional bits."""
         return self.in_frac + self.w_frac - self.out_frac
 
 
@@ -181,17 +185,6 @@ def container_bound(a: np.ndarray, offset: int = 0) -> int:
 def _container_bound(char: str, offset: int) -> int:
     info = np.iinfo(np.dtype(char))
     return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
-
-
-def out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int, dilation: int = 1) -> int:
-    """Output length of a convolution: ``(in + pads - effective_k) // stride + 1``."""
-    eff = (k - 1) * dilation + 1
-    return (in_size + pad_a + pad_b - eff) // stride + 1
-
-
-def transpose_out_size(in_size: int, k: int, stride: int, pad_a: int, pad_b: int) -> int:
-    """Output length of a transpose convolution as the MLI check expects it."""
-    return (in_size - 1) * stride + 1 + (k - pad_a - 1) + (k - pad_b - 1) - k + 1
 
 
 def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype) -> np.ndarray:

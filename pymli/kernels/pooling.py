@@ -15,15 +15,12 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ..arith.geometry import ceil_div
+from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
 
 __all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate",
            "pool_writes_c_order"]
-
-
-def out_size(in_size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
-    """Output length of a pooling axis: ``(in + pads - kernel) // stride + 1``."""
-    return (in_size + pad_before + pad_after - kernel) // stride + 1
 
 
 def valid_counts(in_size: int, out_len: int, kernel: int, stride: int, pad_before: int) -> np.ndarray:
@@ -84,7 +81,7 @@ def degenerate(in_h: int, in_w: int, kernel: tuple[int, int], stride: tuple[int,
     pt, _, pl, _ = pads
     pr = max(ow * sw + kw - sw - in_w - pl, 0)
     pb = max(oh * sh + kh - sh - in_h - pt, 0)
-    cdiv = lambda a, b: -(-a // b)  # noqa: E731
+    cdiv = ceil_div
     return bool((pt and (cdiv(pt, sh) > oh or cdiv(pl, sw) > ow)) or (pr and cdiv(pr, sw) > ow)
                 or (pb and cdiv(pb, sh) > oh) or (pl and cdiv(pl, sw) > ow))
 
@@ -256,8 +253,7 @@ def pool_writes_c_order(in_buf: np.ndarray, in_strides: tuple[int, int], in_hwc:
                 store(fi, fo, fi.ptr + fi.row * (r * s_h - p_t + comp_t) + fi.col * (c * s_w - p_l + comp_l),
                       fo.ptr + fo.row * r + fo.col * c, rows, cols, mul, shift)
 
-    def cdiv(a: int, b: int) -> int:
-        return -(-a // b)
+    cdiv = ceil_div
 
     fin = _Frame(0, h_in, w_in, in_strides[0], in_strides[1])
     fout = _Frame(0, oh, ow, out_strides[0], out_strides[1])

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..arith.lut import activation_fx as lut_fx
 from ..arith.lut import activation_sa8 as lut_sa8
+from ..arith.lut import lut_data
 from ..arith.requant import acc_container_bits, fx_bias, sa8_bias, sa8_out_params, wrap_acc
 from ..arith.rnn import (
     K_SIGM_OUT,
@@ -72,6 +73,14 @@ class SaQ(NamedTuple):
 
     @classmethod
     def of(cls, zero_point: int, scale: int, scale_frac_bits: int) -> "SaQ":
+        """Per-tensor parameters.
+
+        Args:
+            zero_point, scale, scale_frac_bits: the SA parameters of the tensor.
+
+        Returns:
+            An SaQ with one scale and one shift.
+        """
         return cls(int(zero_point), (int(scale),), (int(scale_frac_bits),))
 
     @property
@@ -241,8 +250,6 @@ def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: t
 
 
 def _lut_key(lut: Lut) -> tuple:
-    from ..arith.lut import lut_data
-
     return (lut_data(lut).tobytes(), int(lut.in_frac_bits), int(lut.out_frac_bits), int(lut.input_offset),
             int(lut.output_offset), int(lut.length))
 

@@ -33,7 +33,7 @@ from ..arith.lut import (
     sa8_to_lut_input,
     scale_round_sat,
 )
-from ..arith.rounding import asr_rnd, sat, sub_sat, wrap
+from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
 from ..tensor import Lut
 
 __all__ = [
@@ -112,25 +112,12 @@ def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int,
 
 def norm32(x: npt.ArrayLike) -> np.ndarray:
     """``mli_math_norm_fx<int32_t, int>``: redundant sign bits of a 32-bit value (31 for 0)."""
-    return _norm(x, 32)
+    return norm(x, 32)
 
 
 def norm64(x: npt.ArrayLike) -> np.ndarray:
     """``mli_math_norm_fx<int64_t, int>``: redundant sign bits of a 64-bit value (63 for 0)."""
-    return _norm(x, 64)
-
-
-def _norm(x: npt.ArrayLike, bits: int) -> np.ndarray:
-    v = np.asarray(x, dtype=np.int64)
-    mag = np.where(v < 0, ~v, v)  # the bits that differ from the sign
-    # bit length of a non-negative int64, exactly (frexp is exact for integers < 2**53; larger
-    # values are split so that no float rounding can change the exponent).
-    hi = mag >> 32
-    lo = mag & 0xFFFFFFFF
-    bl_hi = np.frexp(hi.astype(np.float64))[1]
-    bl_lo = np.frexp(lo.astype(np.float64))[1]
-    bitlen = np.where(hi > 0, bl_hi + 32, bl_lo).astype(np.int64)
-    return (bits - 1) - bitlen
+    return norm(x, 64)
 
 
 def _reduce_axes(ndim: int, axis: int) -> tuple[int, ...]:
@@ -151,7 +138,7 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     sum_exp = norm32(total)
     mnt = sat(asr_rnd(total, 16 - sum_exp, 32), bits)
     safe = np.where(mnt == 0, 1, mnt)  # a zero mantissa divides by zero in C; never for a real LUT
-    q = np.abs(1 << 29) // np.abs(safe) * np.sign(safe)
+    q = trunc_div(1 << 29, safe)
     recip = wrap(np.minimum(q, 32767), bits)
     return sum_exp, recip
 

@@ -48,7 +48,7 @@ def test_lstm_rewrites_out_struct_and_keeps_tail(results):
 
 
 @pytest.mark.parametrize("mutate, status", [
-    (lambda a: setattr(a["cfg"], "scratch_capacity", 4 * 5 * 2 - 1), Status.BAD_FUNC_CFG),
+    (lambda a: a.__setitem__("cfg", dataclasses.replace(a["cfg"], scratch_capacity=4 * 5 * 2 - 1)), Status.BAD_FUNC_CFG),
     (lambda a: (setattr(a["out"], "capacity", 3 * 5 * 2 - 2), setattr(a["out"], "shape", [1])), Status.BAD_TENSOR),
     (lambda a: setattr(a["tanh_lut"], "capacity", 100), Status.NOT_ENGH_MEM),
     (lambda a: a.__setitem__("weights_in", fx(np.zeros((4, 3, 5)), 15)), Status.SHAPE_MISMATCH),
@@ -113,15 +113,16 @@ def _dense_args():
 
 
 @pytest.mark.parametrize("mutate, status", [
-    (lambda xs, ws, b, c, o: setattr(c, "inputs_num", 0), Status.BAD_FUNC_CFG),
-    (lambda xs, ws, b, c, o: setattr(c, "inputs_num", 5), Status.BAD_FUNC_CFG),
+    (lambda xs, ws, b, c, o: dataclasses.replace(c, inputs_num=0), Status.BAD_FUNC_CFG),
+    (lambda xs, ws, b, c, o: dataclasses.replace(c, inputs_num=5), Status.BAD_FUNC_CFG),
     (lambda xs, ws, b, c, o: ws.__setitem__(1, fx(np.zeros((3, 4)), 14)), Status.SHAPE_MISMATCH),
     (lambda xs, ws, b, c, o: setattr(o, "frac_bits", 29), Status.INCOMPATEBLE_TENSORS),
     (lambda xs, ws, b, c, o: setattr(o, "el_type", ElType.FX_8), Status.TYPE_MISMATCH),
 ])
 def test_rnn_dense_checks(mutate, status):
     xs, ws, b, cfg, out = _dense_args()
-    mutate(xs, ws, b, cfg, out)
+    changed = mutate(xs, ws, b, cfg, out)
+    cfg = changed if isinstance(changed, RnnDenseCfg) else cfg  # cfgs are frozen: a mutation returns a new one
     before = out.data.copy()
     with pytest.raises(MliError) as e:
         capi.mli_krn_rnn_dense_fx16(xs, ws, b, cfg, out)
@@ -133,7 +134,7 @@ def test_rnn_dense_uses_only_inputs_num_tensors():
     xs, ws, b, cfg, out = _dense_args()
     capi.mli_krn_rnn_dense_fx16(xs, ws, b, cfg, out)
     full = out.numpy().copy()
-    cfg.inputs_num = 1
+    cfg = dataclasses.replace(cfg, inputs_num=1)
     capi.mli_krn_rnn_dense_fx16(xs, ws, b, cfg, out)
     assert not np.array_equal(full, out.numpy())
 
