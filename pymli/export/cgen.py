@@ -18,7 +18,7 @@ import numpy as np
 from .. import capi
 from ..formats import RoundMode
 from .plan import BufferPlan
-from .trace import Call, ExportError, LutArg, Program, StructArg, TensorArg
+from .trace import Call, ExportError, IntArg, LutArg, Program, StructArg, TensorArg
 
 __all__ = ["comment", "model_h", "model_c", "model_check_c", "cmakelists", "readme", "c_int_type"]
 
@@ -185,6 +185,8 @@ class _Writer:
                 body = body[:-1] + (", " if a.fields else "") + scratch + "}"
             self.decl.append(f"static const {_ident(a.c_type)} {name} = {body};")
             return "&" + name
+        if isinstance(a, IntArg):
+            return _int(a.value)
         raise ExportError(f"cannot write argument {a!r}")
 
     def call(self, k: int, c: Call, roles: Sequence[str]) -> None:
@@ -256,8 +258,8 @@ def model_c(prog: Program, plan: BufferPlan) -> str:
              "#ifndef MODEL_CONST_SECTION", "#define MODEL_CONST_SECTION", "#endif",
              "#ifndef MODEL_ARENA_SECTION", "#define MODEL_ARENA_SECTION", "#endif",
              "#ifndef MODEL_STRUCT_SECTION", "#define MODEL_STRUCT_SECTION", "#endif", "",
-             f"static MODEL_ARENA_SECTION int32_t model_arena[{arena_words}];",
-             "#define MODEL_ARENA(off) ((uint8_t *)model_arena + (off))", "",
+             *([f"static MODEL_ARENA_SECTION int32_t model_arena[{arena_words}];",
+                "#define MODEL_ARENA(off) ((uint8_t *)model_arena + (off))", ""] if plan.peak else []),
              *consts, "", *w.decl, "",
              "int model_run(const model_input_t *input, model_output_t *output)", "{",
              "    mli_status st;", *w.runtime, *w.body, "    (void)input;", "    (void)output;",

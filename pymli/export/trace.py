@@ -31,7 +31,7 @@ from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import Lut, Tensor, dense_strides
 
-__all__ = ["ExportError", "TensorArg", "StructArg", "LutArg", "Region", "Const", "Call", "Program", "trace_program"]
+__all__ = ["ExportError", "TensorArg", "StructArg", "IntArg", "LutArg", "Region", "Const", "Call", "Program", "trace_program"]
 
 
 class ExportError(MliError):
@@ -87,6 +87,13 @@ class StructArg:
     c_type: str
     fields: dict[str, Any]
     scratch: int = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class IntArg:
+    """A plain integer argument (e.g. the ``epsilon`` of ``mli_krn_l2_normalize_*``)."""
+
+    value: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,24 +325,31 @@ def _record(net: Any, x: np.ndarray, platform: Platform) -> tuple[list[_RawCall]
 
 # ====================================================================== resolution
 class _Side:
-    """The regions of one recorded run: memory ranges and their contents at production."""
+    """The regions of one recorded run: memory ranges and their contents at production.
+
+    An entry maps a NumPy buffer to ``(region, byte offset)``: several buffers may show one region
+    (a copy pymli makes that the program keeps as a view).
+    """
 
     def __init__(self) -> None:
-        self.addr: dict[int, int] = {}
-        self.nbytes: dict[int, int] = {}
+        self.entries: list[tuple[int, int, int, bytes]] = []  # (region, offset, address, content)
         self.snap: dict[int, bytes] = {}
         self.keep: list[Any] = []
 
-    def add(self, rid: int, addr: int, content: bytes, keep: Any) -> None:
-        self.addr[rid], self.nbytes[rid], self.snap[rid] = addr, len(content), content
+    def add(self, rid: int, addr: int, content: bytes, keep: Any, offset: int = 0) -> None:
+        self.entries.append((rid, offset, addr, content))
+        if offset == 0 and rid not in self.snap:
+            self.snap[rid] = content
         self.keep.append(keep)
 
     def locate(self, s: _Snap) -> tuple[int, int] | None:
-        for rid in reversed(list(self.addr)):
-            a, n = self.addr[rid], self.nbytes[rid]
-            if a <= s.addr and s.addr + s.ext <= a + n and self.snap[rid][s.addr - a:s.addr - a + s.ext] == s.raw:
-                return rid, s.addr - a
+        for rid, off, a, snap in reversed(self.entries):
+            if a >= 0 and a <= s.addr and s.addr + s.ext <= a + len(snap) and snap[s.addr - a:s.addr - a + s.ext] == s.raw:
+                return rid, off + s.addr - a
         return None
+
+    def overlaps(self, addr: int, n: int) -> bool:
+        return any(a >= 0 and a < addr + n and addr < a + len(snap) for _, _, a, snap in self.entries)
 
     def find(self, data: bytes, align: int) -> list[tuple[int, int]]:
         """Every (region, offset) whose bytes equal ``data``, most recent region first."""
@@ -463,9 +477,8 @@ class _Resolver:
         if sa.t.data is None:
             raise ExportError(f"layer {layer!r}: {what} has no data buffer")
         for side, s in ((self.sa, sa), (self.sb, sb)):
-            for rid, a in side.addr.items():
-                if a >= 0 and a < s.addr + len(post_a) and s.addr < a + side.nbytes[rid]:
-                    raise ExportError(f"layer {layer!r}: {what} writes into an earlier result (in place)")
+            if side.overlaps(s.addr, len(post_a)):
+                raise ExportError(f"layer {layer!r}: {what} writes into an earlier result (in place)")
         r = self.region(len(post_a), f"{layer} {what}")
         return self.tensor_arg(f, "act", r.id, 0, what), r  # type: ignore[return-value]
 
@@ -486,7 +499,33 @@ class _Resolver:
     def _arg_label(self, c: _RawCall, i: int) -> str:
         return re.sub(r"[^a-z0-9]", "", c.params[i].lower()) or f"arg{i}"
 
+    def alias(self, ca: _RawCall, cb: _RawCall) -> bool:
+        """A plain dense ``mli_mov`` copy (pymli's reshape) becomes a view of its source: no call."""
+        if ca.name != _MOV or not isinstance(ca.args[1], _Struct):
+            return False
+        if ca.args[1].fields != capi.move.MovCfg().to_dict() or ca.args[1] != cb.args[1]:
+            return False
+        src_a, src_b, dst_a, dst_b = ca.args[0], cb.args[0], ca.args[2], cb.args[2]
+        if not isinstance(src_a, _Snap) or src_a.t.data is None or dst_a.t.data is None:
+            return False
+        la, lb = self.sa.locate(src_a), self.sb.locate(src_b)
+        n = len(src_a.dense)
+        if la is None or la != lb or src_a.raw != src_a.dense or ca.post[2][:n] != src_a.dense:
+            return False
+        if cb.post[2][:n] != src_b.dense or len(ca.post[2]) != n:
+            return False
+        for side in (self.sa, self.sb):
+            if side.overlaps(dst_a.addr if side is self.sa else dst_b.addr, n):
+                return False
+        self.sa.add(la[0], dst_a.addr, ca.post[2], dst_a.t.data, la[1])
+        self.sb.add(la[0], dst_b.addr, cb.post[2], dst_b.t.data, la[1])
+        self.regions[la[0]].labels.append(f"{ca.layer} (view)")
+        self.touch(la[0])
+        return True
+
     def call(self, ca: _RawCall, cb: _RawCall) -> None:
+        if self.alias(ca, cb):
+            return
         args: list[Any] = []
         written: list[tuple[int, Region]] = []
         for i, (xa, xb) in enumerate(zip(ca.args, cb.args)):
@@ -520,6 +559,12 @@ class _Resolver:
                     cap = int(fields.pop("scratch_capacity"))
                     scratch = self.region(cap, f"{ca.layer} scratch").id if cap else -1
                 args.append(StructArg(ctype, fields, scratch))
+            elif xa is None and cb.args[i] is None:
+                args.append(IntArg(0))  # a NULL pointer (e.g. no epsilon tensor)
+            elif isinstance(xa, (int, np.integer)) and not isinstance(xa, bool):
+                if xa != cb.args[i]:
+                    raise ExportError(f"layer {ca.layer!r}: argument {what} of {ca.name} depends on the input")
+                args.append(IntArg(int(xa)))
             else:
                 raise ExportError(f"layer {ca.layer!r}: cannot export argument {what} of {ca.name}")
         self.emit(ca.name, tuple(args), ca.layer)
