@@ -83,5 +83,11 @@ from .tflite.cli import register as _register_tflite  # noqa: E402
 
 _register_tflite(main)
 
+
+# C export (pymli/export); the lead moves this into pymli/cli/ at merge.
+from .export.cli import export_command  # noqa: E402
+
+main.add_command(export_command, name="export")
+
 if __name__ == "__main__":
     main()
