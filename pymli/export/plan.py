@@ -2,8 +2,9 @@
 
 Every arena :class:`~pymli.export.trace.Region` lives from the call that writes it to the last call
 that reads it. Regions whose lifetimes overlap get disjoint byte ranges; the others may share memory.
-Placement is greedy: largest region first, each at the lowest aligned offset free during its whole
-lifetime (the strategy of TFLite Micro's greedy planner). The lower bound of any placement is the
+Placement is greedy: each region at the lowest aligned offset free during its whole lifetime, taking
+the regions in a few orders (largest first, as TFLite Micro's greedy planner does; program order;
+longest lived first; largest size x lifetime first) and keeping the smallest arena. The lower bound of any placement is the
 largest total size of the regions alive at one call; :attr:`BufferPlan.peak` is compared with it.
 """
 
@@ -69,7 +70,20 @@ def plan_buffers(program: Program) -> BufferPlan:
         The plan: offsets, peak, the liveness lower bound and the shared buffers.
     """
     regs = [r for r in program.regions if r.kind == "arena"]
-    order = sorted(regs, key=lambda r: (-_up(r.nbytes), r.first, r.id))
+    orders = (lambda r: (-_up(r.nbytes), r.first, r.id),              # largest first (TFLM's greedy planner)
+              lambda r: (r.first, -_up(r.nbytes), r.id),              # program order
+              lambda r: (-(r.last - r.first), -_up(r.nbytes), r.id),  # longest lived first
+              lambda r: (-_up(r.nbytes) * (r.last - r.first + 1), r.id))
+    offsets = min((_place(sorted(regs, key=key)) for key in orders),
+                  key=lambda offs: max((offs[r.id] + _up(r.nbytes) for r in regs), default=0))
+    peak = max((offsets[r.id] + _up(r.nbytes) for r in regs), default=0)
+    n_calls = max((r.last for r in regs), default=-1) + 1
+    lower = max((sum(_up(r.nbytes) for r in regs if r.first <= t <= r.last) for t in range(n_calls)), default=0)
+    return BufferPlan(offsets, peak, lower, _buffers(regs, offsets))
+
+
+def _place(order: list[Region]) -> dict[int, int]:
+    """Each region at the lowest aligned offset free during its lifetime, in the given order."""
     placed: list[tuple[Region, int]] = []
     offsets: dict[int, int] = {}
     for r in order:
@@ -81,10 +95,7 @@ def plan_buffers(program: Program) -> BufferPlan:
             off = max(off, hi)
         offsets[r.id] = off
         placed.append((r, off))
-    peak = max((offsets[r.id] + _up(r.nbytes) for r in regs), default=0)
-    n_calls = max((r.last for r in regs), default=-1) + 1
-    lower = max((sum(_up(r.nbytes) for r in regs if r.first <= t <= r.last) for t in range(n_calls)), default=0)
-    return BufferPlan(offsets, peak, lower, _buffers(regs, offsets))
+    return offsets
 
 
 def _buffers(regs: list[Region], offsets: dict[int, int]) -> tuple[Buffer, ...]:
