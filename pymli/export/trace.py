@@ -351,17 +351,20 @@ class _Side:
     def overlaps(self, addr: int, n: int) -> bool:
         return any(a >= 0 and a < addr + n and addr < a + len(snap) for _, _, a, snap in self.entries)
 
-    def find(self, data: bytes, align: int) -> list[tuple[int, int]]:
-        """Every (region, offset) whose bytes equal ``data``, most recent region first."""
-        hits = []
+    def find(self, data: bytes, align: int) -> Iterator[tuple[int, int]]:
+        """Every (region, offset) whose bytes equal ``data``, most recent region first (lazily)."""
         for rid in reversed(list(self.snap)):
             buf = self.snap[rid]
             i = buf.find(data)
             while i >= 0:
                 if i % align == 0:
-                    hits.append((rid, i))
+                    yield rid, i
                 i = buf.find(data, i + 1)
-        return hits
+
+    def holds(self, hit: tuple[int, int], data: bytes) -> bool:
+        """Whether region ``hit[0]`` holds ``data`` at offset ``hit[1]``."""
+        snap = self.snap.get(hit[0])
+        return snap is not None and snap[hit[1]:hit[1] + len(data)] == data
 
 
 class _Resolver:
@@ -438,9 +441,8 @@ class _Resolver:
                                         capacity=len(sa.dense)), "const", ref, label=what)
         size = f["el_type"].size
         dense = dict(f, mem_stride=tuple(dense_strides(f["shape"])), capacity=len(sa.dense))
-        hits_b = set(self.sb.find(sb.dense, size))
         for hit in self.sa.find(sa.dense, size):
-            if hit in hits_b:
+            if self.sb.holds(hit, sb.dense):
                 return self.tensor_arg(dense, "act", hit[0], hit[1], what)
         pieces = self._gather(sa.dense, sb.dense)
         if pieces is None:
@@ -492,6 +494,9 @@ class _Resolver:
                 if ca.name.startswith("mli_krn_concat_"):
                     self.concat(ca, cb)
                     continue
+                if ca.name.startswith("mli_krn_padding2d_hwc_"):
+                    self.padding(ca, cb)
+                    continue
                 raise ExportError(f"layer {ca.layer!r}: {ca.name} is an MLI 1.x kernel that MLI 2.0 does not have, "
                                   "and pymli cannot express it with MLI 2.0 calls")
             self.call(ca, cb)
@@ -511,8 +516,7 @@ class _Resolver:
         la, lb = self.sa.locate(src_a), self.sb.locate(src_b)
         if la is None or la != lb:  # pymli reshapes by copying: find the copied values
             size = src_a.t.el_type.size
-            hits_b = set(self.sb.find(src_b.dense, size))
-            la = next((h for h in self.sa.find(src_a.dense, size) if h in hits_b), None)
+            la = next((h for h in self.sa.find(src_a.dense, size) if self.sb.holds(h, src_b.dense)), None)
             if la is None:
                 return False
         elif src_a.raw != src_a.dense:
@@ -614,6 +618,58 @@ class _Resolver:
         self.sb.add(reg.id, out_b.addr, cb.post[2], out_b.t.data)
         del targ
 
+    def padding(self, ca: _RawCall, cb: _RawCall) -> None:
+        """``mli_krn_padding2d_hwc_*`` (MLI 1.x) as ``mli_mov`` copies.
+
+        Zero padding is one ``mli_mov_cfg_for_padding2d_hwc`` copy. A non-zero pad value (the SA8 zero
+        point) first fills the output from a constant of pad values, then copies the input inside it.
+        """
+        in_a, cfg, out_a = ca.args
+        in_b, _, out_b = cb.args
+        if not isinstance(in_a, _Snap) or in_a.fields["rank"] != 3:
+            raise ExportError(f"layer {ca.layer!r}: {ca.name} needs a rank-3 input")
+        top, bot = int(cfg.fields["padding_top"]), int(cfg.fields["padding_bottom"])
+        left, right = int(cfg.fields["padding_left"]), int(cfg.fields["padding_right"])
+        f = in_a.fields
+        h, w, c = f["shape"]
+        shape = [h + top + bot, w + left + right, c]
+        el, size = f["el_type"], f["el_type"].size
+        if el.is_sa:
+            zp = np.asarray(f["zero_point"], np.int64).reshape(-1)
+            if f["dim"] >= 0 and f["dim"] != 2:
+                raise ExportError(f"layer {ca.layer!r}: per-axis padding along H or W cannot be expressed")
+            fill = np.broadcast_to(zp if f["dim"] >= 0 else zp[:1], shape).astype(el.dtype)
+        else:
+            fill = np.zeros(shape, el.dtype)
+        post = ca.post[2]
+        nbytes = int(np.prod(shape)) * size
+        targ, reg = self.write(out_a, out_b, post, cb.post[2], "out", ca.layer)
+        src = self.read(in_a, in_b, "in", ca.layer)
+        raw = _RAW_TYPE[size]
+        sim = Tensor.from_numpy(np.full(len(post) // size, 0x55, el.dtype), raw)
+        sim.shape, sim.rank, sim.mem_stride = list(shape), 3, dense_strides(shape)
+        piece = Tensor.from_numpy(np.frombuffer(in_a.dense, el.dtype).reshape(h, w, c), raw)
+        dst = self.tensor_arg(dict(out_a.fields, shape=tuple(shape), mem_stride=tuple(dense_strides(shape)), rank=3),
+                              "act", reg.id, 0, "out")
+        dst = dataclasses.replace(dst, capacity=len(post))
+        mov_cfg = capi.move.MovCfg()
+        if not fill.any():
+            capi.FUNCTIONS["mli_mov_cfg_for_padding2d_hwc"](mov_cfg, left, right, top, bot, dense_strides(shape))
+        else:
+            const = self.const(fill, f"{ca.layer} pad values")
+            fill_arg = TensorArg("const", const, 0, raw, (nbytes // size,), (1,), 1, nbytes)
+            self.mov(fill_arg, self.raw_arg(reg.id, 0, nbytes, size), ca.layer)
+            sim.data[:fill.size] = fill.reshape(-1)
+            offs = [top, left, 0]
+            capi.FUNCTIONS["mli_mov_cfg_for_concat"](mov_cfg, offs, dense_strides(shape))
+        capi.FUNCTIONS[_MOV](piece, mov_cfg, sim)
+        if sim.data.view(np.uint8).tobytes()[:nbytes] != post[:nbytes]:
+            raise ExportError(f"layer {ca.layer!r}: padding could not be expressed with mli_mov")
+        self.emit(_MOV, (src, StructArg("mli_mov_cfg_t", mov_cfg.to_dict()), dst), ca.layer)
+        self.sa.add(reg.id, out_a.addr, post, out_a.t.data)
+        self.sb.add(reg.id, out_b.addr, cb.post[2], out_b.t.data)
+        del targ
+
     def finish_output(self, ya: np.ndarray, yb: np.ndarray) -> int:
         da, db = ya.tobytes(), yb.tobytes()
         size = ya.dtype.itemsize
@@ -622,9 +678,8 @@ class _Resolver:
                 self.regions[rid].kind = "output"
                 return rid
         out = self.region(len(da), "output", "output")
-        hits_b = set(self.sb.find(db, size))
         for hit in self.sa.find(da, size):
-            if hit in hits_b:
+            if self.sb.holds(hit, db):
                 self.mov(self.raw_arg(hit[0], hit[1], len(da), size), self.raw_arg(out.id, 0, len(da), size), "output")
                 return out.id
         pieces = self._gather(da, db)

@@ -87,10 +87,10 @@ def test_cli_refusal_is_a_clean_error(tmp_path):
     pytest.importorskip("tflite", reason="pymli.tflite needs the 'tflite' package")
     from pymli.tflite import examples
 
-    model = tmp_path / "pad.tflite"
-    model.write_bytes(examples.OP_CASES["pad"][0](0))
+    model = tmp_path / "argmax.tflite"
+    model.write_bytes(examples.OP_CASES["argmax"][0](0))
     r = CliRunner().invoke(main, ["export", str(model), str(tmp_path / "out")])
-    assert r.exit_code == 1 and "mli_krn_padding2d" in r.output
+    assert r.exit_code == 1 and "computed outside MLI" in r.output
     assert not (tmp_path / "out").exists()
 
 
@@ -138,3 +138,20 @@ def shared_mli_src(mli_em):
     if shutil.which("cmake") is None:
         pytest.skip("no cmake on this machine")
     return mli_em / "src"
+
+
+def test_model_check_fails_on_a_wrong_output(mli_vpx, tmp_path):
+    """model_check exits 1 and counts the vector when one expected output byte is wrong."""
+    from .mli_c import compile_check
+
+    res = export_c(_branchy("sa8"), tmp_path, None, VPX)
+    src = (tmp_path / "model_check.c").read_text()
+    head, tail = src.split("check_outputs[N_VECTORS][MODEL_OUTPUT_ELEMS] = {\n  {\n    ", 1)
+    first, rest = tail.split(",", 1)
+    wrong = int(first) + 1 if int(first) < 127 else int(first) - 1
+    (tmp_path / "model_check.c").write_text(
+        head + "check_outputs[N_VECTORS][MODEL_OUTPUT_ELEMS] = {\n  {\n    " + str(wrong) + "," + rest)
+    r = run_check(compile_check(mli_vpx, tmp_path))
+    assert r.returncode == 1
+    assert f"{len(res.inputs) - 1}/{len(res.inputs)} vectors bit-exact" in r.stdout
+    assert "vector 0: output differs" in r.stdout

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pymli.config import VPX
 from pymli.export import export_c
 from pymli.models import (AvgPool, Concat, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected, MaxPool, Network,
-                          ReLU, Sigmoid, Softmax, Tanh)
+                          Pad2D, ReLU, Sigmoid, Softmax, Tanh)
 from pymli.models.quantize import quantize_network
 
 from .mli_c import compile_check, run_check
@@ -27,7 +27,7 @@ def networks(draw):  # type: ignore[no-untyped-def]
     names = ["input"]
     for i in range(draw(st.integers(1, 4))):
         kind = draw(st.sampled_from(["conv", "dw", "maxpool", "avgpool", "relu", "branch_add", "concat",
-                                     "sigm", "tanh"]))
+                                     "sigm", "tanh", "pad"]))
         name = f"l{i}"
         hh, ww, cc = shape
         if kind == "conv":
@@ -42,6 +42,8 @@ def networks(draw):  # type: ignore[no-untyped-def]
         elif kind in ("maxpool", "avgpool") and hh >= 2 and ww >= 2:
             cls = MaxPool if kind == "maxpool" else AvgPool
             layers.append(cls(2, stride=draw(st.integers(1, 2)), name=name))
+        elif kind == "pad":
+            layers.append(Pad2D(tuple(draw(st.integers(0, 2)) for _ in range(4)), name=name))
         elif kind == "relu":
             layers.append(ReLU(name=name))
         elif kind == "sigm":

@@ -13,11 +13,9 @@ from pymli.tflite import examples, load  # noqa: E402
 
 from .mli_c import compile_check, run_check  # noqa: E402
 
-#: example models pymli runs with NumPy glue or MLI 1.x kernels that have no MLI 2.0 form
+#: example models pymli runs with NumPy glue that has no MLI 2.0 form
 REFUSED = {
-    "pad": "mli_krn_padding2d_hwc_sa8",     # MLI 1.x kernel; mli_mov pads with zeros, not the zero point
-    "padv2": "mli_krn_padding2d_hwc_sa8",
-    "argmax": "output",                      # pymli maps MLI's offsets to indices with NumPy (offset % c)
+    "argmax": "output",  # pymli maps MLI's element offsets to indices with NumPy (offset % c)
 }
 
 CASES = {**{k: v[0] for k, v in examples.OP_CASES.items()},
