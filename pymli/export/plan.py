@@ -4,13 +4,15 @@ Every arena :class:`~pymli.export.trace.Region` lives from the call that writes 
 that reads it. Regions whose lifetimes overlap get disjoint byte ranges; the others may share memory.
 Placement is greedy: each region at the lowest aligned offset free during its whole lifetime, taking
 the regions in a few orders (largest first, as TFLite Micro's greedy planner does; program order;
-longest lived first; largest size x lifetime first) and keeping the smallest arena. The lower bound of any placement is the
+longest lived first; largest size x lifetime first; for up to 64 regions also 64 seeded random
+orders) and keeping the smallest arena. The bound is not always reachable (placement is NP-hard). The lower bound of any placement is the
 largest total size of the regions alive at one call; :attr:`BufferPlan.peak` is compared with it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import random
 
 from .trace import Program, Region
 
@@ -74,8 +76,18 @@ def plan_buffers(program: Program) -> BufferPlan:
               lambda r: (r.first, -_up(r.nbytes), r.id),              # program order
               lambda r: (-(r.last - r.first), -_up(r.nbytes), r.id),  # longest lived first
               lambda r: (-_up(r.nbytes) * (r.last - r.first + 1), r.id))
-    offsets = min((_place(sorted(regs, key=key)) for key in orders),
-                  key=lambda offs: max((offs[r.id] + _up(r.nbytes) for r in regs), default=0))
+    candidates = [sorted(regs, key=key) for key in orders]
+    if 1 < len(regs) <= 64:  # small programs: a few seeded random orders too (deterministic)
+        rng = random.Random(len(regs))
+        for _ in range(64):
+            order = list(regs)
+            rng.shuffle(order)
+            candidates.append(order)
+
+    def peak_of(offs: dict[int, int]) -> int:
+        return max((offs[r.id] + _up(r.nbytes) for r in regs), default=0)
+
+    offsets = min((_place(order) for order in candidates), key=peak_of)
     peak = max((offsets[r.id] + _up(r.nbytes) for r in regs), default=0)
     n_calls = max((r.last for r in regs), default=-1) + 1
     lower = max((sum(_up(r.nbytes) for r in regs if r.first <= t <= r.last) for t in range(n_calls)), default=0)

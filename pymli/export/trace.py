@@ -436,6 +436,13 @@ class _Resolver:
         if la is not None and la == lb:
             return self.tensor_arg(f, "act", la[0], la[1], what)
         if sa.dense == sb.dense and sa.fields == sb.fields:
+            # the same values in both runs: a constant, unless they are a whole earlier output that was
+            # itself the same in both runs (a layer whose output does not depend on these inputs)
+            for rid in reversed(list(self.sa.snap)):
+                if (self.sa.snap[rid] == sa.dense and self.sb.snap.get(rid) == sb.dense
+                        and self.regions[rid].kind != "input"):
+                    return self.tensor_arg(dict(f, mem_stride=tuple(dense_strides(f["shape"])),
+                                                capacity=len(sa.dense)), "act", rid, 0, what)
             ref = self.const(np.frombuffer(sa.dense, f["el_type"].dtype), what)
             return self.tensor_arg(dict(f, mem_stride=tuple(dense_strides(f["shape"])),
                                         capacity=len(sa.dense)), "const", ref, label=what)

@@ -155,3 +155,21 @@ def test_model_check_fails_on_a_wrong_output(mli_vpx, tmp_path):
     assert r.returncode == 1
     assert f"{len(res.inputs) - 1}/{len(res.inputs)} vectors bit-exact" in r.stdout
     assert "vector 0: output differs" in r.stdout
+
+
+@pytest.mark.parametrize("build", ["sa8", "fx16"])
+def test_input_independent_layer_stays_an_activation(build, mli_vpx, tmp_path):
+    """A layer whose output is the same for every input (dead ReLU) is still read from its buffer."""
+    from .mli_c import compile_check
+
+    rng = np.random.default_rng(9)
+    net = Network((4, 4, 2), [
+        Conv2D(rng.normal(0, 0.01, (1, 1, 2, 3)), np.full(3, -5.0), relu="gen", name="dead"),
+        Conv2D(rng.normal(0, 0.5, (1, 1, 3, 3)), rng.normal(0, 0.5, 3), name="after"),
+        FullyConnected(rng.normal(0, 0.3, (48, 4)), np.zeros(4), name="fc"),
+    ])
+    qnet = quantize_network(net, rng.uniform(-1, 1, (8, 4, 4, 2)), build)
+    res = export_c(qnet, tmp_path, None, VPX)
+    assert not any(c.label.startswith("after in") for c in res.program.consts)
+    r = run_check(compile_check(mli_vpx, tmp_path))
+    assert r.returncode == 0 and "4/4 vectors bit-exact" in r.stdout, r.stdout
