@@ -1,7 +1,7 @@
 """The ``pymli`` command line: one module per command, gathered on one click group.
 
 Commands: ``tour``, ``info``, ``verify``, ``demo`` (pymli itself) and ``run``, ``compare``,
-``inspect`` (TFLite models), ``eval`` (a model over a dataset). A user mistake never ends in a traceback: wrong arguments exit with
+``inspect`` (TFLite models), ``eval`` (a model over a dataset), ``export`` (a model as a C program on MLI). A user mistake never ends in a traceback: wrong arguments exit with
 code 2 and one ``Error:`` line (:mod:`pymli.cli._common`), a pymli error during a run with code 1.
 """
 
@@ -14,6 +14,7 @@ from ._common import Group
 from .compare import compare
 from .demo import demo
 from .eval import eval_command
+from .export import export_command
 from .info import info
 from .inspect import inspect
 from .run import run
@@ -32,4 +33,5 @@ def main() -> None:
 for _cmd in (tour, info, verify, demo, run, compare, inspect):
     main.add_command(_cmd)
 main.add_command(eval_command, name="eval")
+main.add_command(export_command, name="export")
 

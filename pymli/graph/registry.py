@@ -209,8 +209,20 @@ def entries() -> Iterator[Entry]:
 
 
 def available(fn: Callable[..., Any]) -> bool:
-    """Whether ``fn`` is (still) in :data:`pymli.capi.FUNCTIONS`, the table of implemented functions."""
-    return capi.FUNCTIONS.get(fn.__name__) is fn
+    """Whether the C function ``fn`` stands for is (still) in :data:`pymli.capi.FUNCTIONS`."""
+    return fn.__name__ in capi.FUNCTIONS
+
+
+def _installed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The callable :data:`pymli.capi.FUNCTIONS` holds for ``fn``'s C name today.
+
+    Usually ``fn`` itself; a tool that instruments the C API (the C export's call recorder) replaces
+    the table's entries for a while, and the front ends then call through it.
+    """
+    try:
+        return capi.FUNCTIONS[fn.__name__]
+    except KeyError:
+        raise KernelMissing(fn.__name__) from None
 
 
 def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride: tuple[int, int] | None = None,
@@ -238,9 +250,7 @@ def lookup(op: Op, *types: ElType, kernel: tuple[int, int] | None = None, stride
             if s.fits(kernel, stride, padding):
                 fn = s.fn
                 break
-    if not available(fn):
-        raise KernelMissing(fn.__name__)
-    return fn
+    return _installed(fn)
 
 
 def require(op: Op, *types: ElType, status: Status = Status.TYPE_MISMATCH, what: str | None = None
