@@ -145,4 +145,4 @@ def test_sigm_tanh_softmax_differ_but_agree_closely() -> None:
         assert d.max() > 0, f"{kind}: expected the two generations to differ somewhere"
         ref = 1 / (1 + np.exp(-x / 2048.0)) if kind == "sigm" else np.tanh(x / 2048.0)
         assert np.abs(o1.to_float() - ref).max() < 2e-3  # 1.0 is accurate, just not bit-exact with 2.0
-    assert diffs["sigm"].max() < 200 and diffs["tanh"].max() < 400
+    assert diffs["sigm"].max() <= 16 and diffs["tanh"].max() <= 32  # a few LSB (7 and 13 measured)
