@@ -15,7 +15,7 @@ from .tables import Lut1, avepool_mul_shift
 
 __all__ = [
     "relu_limits", "conv2d_chw", "depthwise_conv2d_chw", "fully_connected", "maxpool_chw", "avepool_chw",
-    "leaky_relu", "eltwise", "lut_activation", "softmax", "convert", "out_size", "dense_rnn", "rnd_sat32",
+    "leaky_relu", "eltwise", "lut_activation", "softmax", "convert", "out_size", "dense_rnn", "rnd_sat32", "bias_init",
     "rnd_sat_from32",
 ]
 
@@ -47,6 +47,18 @@ def _windows(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, pads: tuple[int,
     return win[:, : (ho - 1) * sh + 1: sh, : (wo - 1) * sw + 1: sw]
 
 
+def bias_init(b: np.ndarray, bias_shift: int, acc40: bool) -> np.ndarray:
+    """``mli_prv_init_accu_with_bias``: the bias in the accumulator's format (``in.frac + w.frac``).
+
+    On the 40-bit accumulator (fx16) a saturating left shift by ``bias_shift`` (a truncating right
+    shift if negative); on the 32-bit one (fx8, fx8w16d) ``fx_asr_rnd_q31(bias, -bias_shift)``.
+    """
+    b = np.asarray(b, dtype=I64)
+    if acc40:
+        return asr_sat(b, -bias_shift, 40)
+    return rnd_sat(b, -bias_shift, 32)
+
+
 def _acc_out(acc: np.ndarray, shift: int, bits: int, relu: tuple[int, int]) -> np.ndarray:
     out = rnd_sat(acc, shift, bits)
     return np.clip(out, relu[0], relu[1])
@@ -54,10 +66,10 @@ def _acc_out(acc: np.ndarray, shift: int, bits: int, relu: tuple[int, int]) -> n
 
 def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int, b_frac: int,
                out_frac: int, stride: tuple[int, int], pads: tuple[int, int, int, int], relu: int,
-               bits: int) -> np.ndarray:
+               bits: int, acc40: bool = False) -> np.ndarray:
     """2D convolution of MLI 1.0 (CHW).
 
-    ``acc = rnd(bias, -(in_frac + w_frac - b_frac)) + sum(x * w)`` exactly (the recorded cases never
+    ``acc = bias_init(bias) + sum(x * w)`` exactly (the recorded cases never
     leave the 32/40-bit accumulator), then ``sat_bits(rnd(acc, in_frac + w_frac - out_frac))`` and
     the fused ReLU clip with limits from ``out_frac``.
 
@@ -70,6 +82,7 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
         pads: (top, bottom, left, right).
         relu: ``mli_relu_type`` value.
         bits: output container bits (8 or 16).
+        acc40: the 40-bit accumulator of fx16 (affects only a negative bias shift).
 
     Returns:
         np.ndarray: int64 [Co, Ho, Wo].
@@ -79,28 +92,28 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
     wo = out_size(x.shape[2], kw, pads[2], pads[3], stride[1])
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
     acc = np.einsum("chwij,ocij->ohw", win, w.astype(I64))
-    acc = acc + rnd(b.astype(I64), -(in_frac + w_frac - b_frac))[:, None, None]
+    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)[:, None, None]
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
 
 
 def depthwise_conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int,
                          b_frac: int, out_frac: int, stride: tuple[int, int],
-                         pads: tuple[int, int, int, int], relu: int, bits: int) -> np.ndarray:
+                         pads: tuple[int, int, int, int], relu: int, bits: int, acc40: bool = False) -> np.ndarray:
     """Depthwise 2D convolution of MLI 1.0 (CHW, weights [C, 1, Kh, Kw]); see :func:`conv2d_chw`."""
     c, _, kh, kw = w.shape
     ho = out_size(x.shape[1], kh, pads[0], pads[1], stride[0])
     wo = out_size(x.shape[2], kw, pads[2], pads[3], stride[1])
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
     acc = np.einsum("chwij,cij->chw", win, w[:, 0].astype(I64))
-    acc = acc + rnd(b.astype(I64), -(in_frac + w_frac - b_frac))[:, None, None]
+    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)[:, None, None]
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int, b_frac: int,
-                    out_frac: int, bits: int) -> np.ndarray:
+                    out_frac: int, bits: int, acc40: bool = False) -> np.ndarray:
     """Fully connected layer of MLI 1.0: weights [M, N], input of N elements, bias [M]."""
     acc = w.astype(I64) @ x.reshape(-1).astype(I64)
-    acc = acc + rnd(b.astype(I64), -(in_frac + w_frac - b_frac))
+    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)
     return rnd_sat(acc, in_frac + w_frac - out_frac, bits)
 
 
@@ -248,7 +261,7 @@ def dense_rnn(x: np.ndarray, state: np.ndarray, w: np.ndarray, b: np.ndarray, *,
     """
     n = x.size
     w = w.astype(I64)
-    acc = rnd(b.astype(I64), -bias_shift) + w[:, :n] @ x.astype(I64)
+    acc = bias_init(b, bias_shift, acc40) + w[:, :n] @ x.astype(I64)
     if acc40:
         acc = asr_sat(acc, in_to_state, 40)
     else:

@@ -9,10 +9,10 @@ import numpy as np
 
 from .. import checks as C
 from .. import kernels as K
-from ..cfg import ReluType, RnnAct, RnnMode
+from ..cfg import RnnAct, RnnMode
 from ..tables import EXPNEG_LUT, SIGMOID_LUT, TANH_LUT
-from ..tensor import ElType, MliError, Status, Tensor, element_size
-from ._core import FX8, FX16, TYPE_SUFFIXES, commit, read, run
+from ..tensor import MliError, Status, Tensor, element_size
+from ._core import FX8, TYPE_SUFFIXES, commit, read, run
 from ._names import API_FUNCTIONS
 
 __all__ = ["FUNCTIONS", "SPECIALISATIONS", "spec_constraint"]
@@ -102,7 +102,7 @@ def _make_conv(name: str, kind: str, layout: str, suffix: str, spec: str | None)
             r = f(x, w, b, in_frac=in_.frac_bits, w_frac=weights.frac_bits, b_frac=bias.frac_bits,
                   out_frac=out.frac_bits, stride=(cfg.stride_height, cfg.stride_width),
                   pads=(cfg.padding_top, cfg.padding_bottom, cfg.padding_left, cfg.padding_right),
-                  relu=int(cfg.relu.type), bits=bits)
+                  relu=int(cfg.relu.type), bits=bits, acc40=suffix == "fx16")
             if layout == "hwc":
                 r = r.transpose(1, 2, 0)
             commit([(out, dt, r.reshape(-1))], [(out, {"rank": 3, "shape": list(r.shape), "el_type": in_.el_type})])
@@ -183,7 +183,7 @@ def _make_fc(name: str, suffix: str) -> Callable:
             x = read(in_, dt, w.shape[1])
             b = read(bias, wt, w.shape[0])
             r = K.fully_connected(x, w, b, in_frac=in_.frac_bits, w_frac=weights.frac_bits, b_frac=bias.frac_bits,
-                                  out_frac=out.frac_bits, bits=bits)
+                                  out_frac=out.frac_bits, bits=bits, acc40=suffix == "fx16")
             commit([(out, dt, r)], [(out, {"rank": 1, "shape": [r.size], "el_type": in_.el_type})])
 
         return run(check, compute)
@@ -539,10 +539,6 @@ def mli_hlp_convert_tensor(in_: Tensor, out: Tensor) -> Status:
 
 
 # ----------------------------------------------------------------------------- recurrent
-def _ir_view(ir: Tensor, el: int) -> Tensor:
-    return ir
-
-
 def _make_rnn(name: str, suffix: str) -> Callable:
     dt, wt, bits = TYPE_SUFFIXES[suffix]
     act_lut = {RnnAct.TANH: TANH_LUT, RnnAct.SIGM: SIGMOID_LUT}
