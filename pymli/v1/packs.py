@@ -62,10 +62,24 @@ class Pack:
             else:
                 yield c, "", None
 
+    def infer(self, vector: int) -> dict[str, np.ndarray]:
+        """Run one inference through pymli.v1 (nothing compared); every output by its vectors key.
+
+        Outputs of calls inside loops are stacked along axis 0 (time step).
+        """
+        self.replay(vector)
+        return {k: (np.stack(v) if len(v) > 1 else v[0]) for k, v in self.outputs.items()}
+
+    def predict(self, vector: int) -> int:
+        """The class the example's harness predicts: index of the FIRST maximum of the model output."""
+        out = self.infer(vector)[self.model["output"]["vectors_key"]]
+        return int(np.argmax(out.reshape(-1)))
+
     def replay(self, vector: int) -> tuple[int, int, list[str]]:
         """Replay one inference; returns (outputs matching, outputs differing, messages)."""
         mem = self._memory()
         ok, bad, msgs = 0, 0, []
+        self.outputs: dict[str, list[np.ndarray]] = {}
         q = self.vectors["input.q"][vector]
         for call, prefix, t in self._steps():
             args, outs, ret, err = self._call(call, prefix, t, mem, q)
@@ -76,6 +90,7 @@ class Pack:
             for key, tensor in outs:
                 exp = self.vectors[key][vector] if t is None else self.vectors[key][vector, t]
                 got = tensor.to_numpy().reshape(-1) if tensor.rank else tensor.to_numpy().reshape(1)
+                self.outputs.setdefault(key, []).append(got.reshape(exp.shape) if got.size == exp.size else got)
                 if got.size == exp.size and np.array_equal(got, exp.reshape(-1)):
                     ok += 1
                 else:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from pymli.v1.packs import find_packs, run_pack
+import numpy as np
+
+from pymli.v1.packs import Pack, find_packs, run_pack
 from pymli.v1.replay import run_path
 
 from ..conftest import shared_dir
@@ -46,3 +48,22 @@ def test_a_wrong_output_is_reported(monkeypatch) -> None:
     cifar = [p for p in _PACKS if p.parent.name == "cifar10" and p.name == "fx16"][0]
     ok, bad, msgs = run_pack(cifar, [0])
     assert bad >= 1 and any("ip1.out" in m for m in msgs)
+
+
+@pytest.mark.parametrize("pack", [p for p in _PACKS if p.parent.name == "cifar10"], ids=lambda p: p.name)
+def test_cifar10_accuracy_and_predictions(pack) -> None:
+    """The network run through pymli.v1 predicts what the C example predicted (95 %, 19 of 20)."""
+    pk = Pack(pack)
+    preds = np.array([pk.predict(v) for v in range(pk.num_vectors)])
+    assert np.array_equal(preds, pk.vectors["pred"])
+    assert (preds == pk.vectors["label"]).mean() == pytest.approx(0.95)
+
+
+@pytest.mark.parametrize("pack", [p for p in _PACKS if p.parent.name == "har_smartphone"], ids=lambda p: p.name)
+def test_har_predictions(pack) -> None:
+    pk = Pack(pack)
+    for v in (3, 17):
+        out = pk.infer(v)
+        assert out["loop2.basic_rnn_cell2.out"].shape[0] == 127  # one output per step of the custom LSTM loop
+        final = out[pk.model["output"]["vectors_key"]].reshape(-1)
+        assert int(np.argmax(final)) == pk.vectors["pred"][v]  # the harness's arg-max: first maximum
