@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import fcntl
 import os
 import shutil
 import subprocess
@@ -36,7 +37,11 @@ def build(shared: Path, variant: str) -> Path | str:
     if missing:
         return f"no C toolchain ({', '.join(missing)} not found): MLI 1.0 cannot be built here"
     out = cache_dir() / "mli1" / variant
-    r = subprocess.run(["bash", str(script), str(out), variant], capture_output=True, text=True, timeout=1800)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # one build at a time per variant (pytest-xdist workers may ask together)
+    with open(out.parent / f".{variant}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run(["bash", str(script), str(out), variant], capture_output=True, text=True, timeout=3600)
     if r.returncode != 0:
         raise RuntimeError(f"build.sh failed:\n{r.stdout}\n{r.stderr}")
     return out / "lib" / "libmli1.so"
