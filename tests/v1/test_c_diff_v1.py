@@ -8,6 +8,7 @@ buffers (including the tails beyond the results) and the output struct fields ar
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import zlib
 
 import numpy as np
@@ -178,3 +179,78 @@ def test_random_calls_match_mli_1_0(family: str, sfx: str, variant: str) -> None
             if any(t is o for o in outs) and t.rank:
                 assert (t.rank, list(t.dims), int(t.el_type), t.frac_bits) == (
                     ct.rank, list(ct.shape)[: ct.rank], ct.el_type, ct.frac_bits), name
+
+
+def _mutate(rng: np.random.Generator, name: str, args: list, outs: list) -> str:
+    """Break one argument of a valid call the way a caller could; returns what was broken."""
+    tensors = [a for a in args if isinstance(a, Tensor)] + [t for a in args if isinstance(a, list) for t in a]
+    inputs = [t for t in tensors if not any(t is o for o in outs) and t.rank > 0]
+    out = outs[0]
+    kind = rng.choice(["in_capacity", "out_capacity", "rank", "el_type", "out_null", "bias_frac", "cfg"])
+    if kind == "in_capacity" and inputs:
+        t = inputs[int(rng.integers(len(inputs)))]
+        t.capacity = max(0, t.count() * t.element_size - int(rng.integers(1, 3)))
+    elif kind == "out_capacity":
+        out.capacity = int(rng.integers(0, 3))
+    elif kind == "rank" and inputs:
+        t = inputs[int(rng.integers(len(inputs)))]
+        t.rank = 5 if rng.random() < 0.5 else max(1, t.rank - 1)
+    elif kind == "el_type" and inputs:
+        t = inputs[int(rng.integers(len(inputs)))]
+        if t.el_type == ElType.FX_16:
+            t.el_type = ElType.FX_8  # never FX_8 -> FX_16: an unchecked kernel would read past the buffer
+        else:
+            return "nothing"
+    elif kind == "out_null":
+        out.data = None
+    elif kind == "bias_frac" and len(inputs) >= 3 and ("conv" in name or "fully" in name or "rnn" in name or "lstm" in name):
+        inputs[2].frac_bits = inputs[0].frac_bits + inputs[1].frac_bits + 1
+    elif kind == "cfg":
+        for i, a in enumerate(args):
+            if isinstance(a, (Conv2dCfg, PoolCfg)):
+                args[i] = dataclasses.replace(a, stride_width=0) if rng.random() < 0.5 else dataclasses.replace(
+                    a, padding_top=200)
+                break
+            if isinstance(a, PermuteCfg):
+                args[i] = PermuteCfg((0, 0, 1, 2))
+                break
+            if isinstance(a, ConcatCfg):
+                args[i] = ConcatCfg(0, a.axis)
+                break
+        else:
+            return "nothing"
+    else:
+        return "nothing"
+    return str(kind)
+
+
+_CHK_FAMILIES = [(f, s) for f, s in _FAMILIES if f not in ("basic_rnn_cell", "lstm_cell")]
+
+
+@pytest.mark.parametrize("family,sfx", _CHK_FAMILIES, ids=[f"{f}_{s}" for f, s in _CHK_FAMILIES])
+def test_invalid_calls_match_the_checked_build(family: str, sfx: str) -> None:
+    """Deliberately broken calls: pymli raises the status the checked C build returns, and writes nothing."""
+    lib = _lib("convchk")
+    rng = np.random.default_rng(zlib.crc32(f"chk/{family}/{sfx}".encode()))
+    n = 0
+    for _ in range(12):
+        name, args, outs = _gen(family, sfx, rng)
+        what = _mutate(rng, name, args, outs)
+        if what == "nothing":
+            continue
+        before = [None if t.data is None else t.data.copy() for t in outs]
+        c = CCall(lib)
+        status = c.call(name, args)
+        with pymli.use_platform(PRESETS_V1["convchk"]):
+            try:
+                getattr(capi, name)(*args)
+                ours = 0
+            except MliError as e:
+                ours = int(e.status)
+        assert ours == status, f"{name} ({what}): status {ours} vs C {status}"
+        if status:
+            n += 1
+            for t, b in zip(outs, before):
+                if b is not None:
+                    assert np.array_equal(t.data, b) and np.array_equal(c.buffer(t), b), f"{name}: written on failure"
+    assert n > 0
