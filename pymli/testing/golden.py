@@ -36,6 +36,7 @@ from ..config import Platform, use_platform
 from ..errors import MliError, Status
 from ..formats import ElType, RoundMode
 from ..tensor import Lut, Tensor, address
+from ..v1 import replay as v1_replay
 
 __all__ = ["Case", "CaseError", "load_case", "run_case", "iter_cases", "run_dirs", "main"]
 
@@ -126,6 +127,41 @@ def iter_cases(dirs: list[str | Path], only: str | None = None) -> list[Path]:
             if rx is None or rx.search(f.parent.name):
                 out.append(f)
     return out
+
+
+def is_v1_dir(d: str | Path) -> bool:
+    """Whether ``d`` holds MLI 1.x recordings: ``models_v1`` packs or ``mli1-golden`` case files."""
+    d = Path(d)
+    if not d.is_dir():
+        return False
+    if (d / "model.json").exists() or any(d.glob("*/model.json")) or any(d.glob("*/*/model.json")):
+        return True
+    first = next(iter(sorted(d.glob("*/*.npz"))), None) or next(iter(sorted(d.glob("*.npz"))), None)
+    return first is not None and v1_replay.is_v1_case(first)
+
+
+def _v1_units(dirs: list[Path], only: str | None = None) -> list[tuple[str, Path]]:
+    """(report key, path) pairs to replay with :func:`pymli.v1.replay.run_path`.
+
+    A folder of 1.x cases gives one unit per function folder (filtered by ``only``); a pack folder, or a
+    folder of packs, is one unit per pack.
+
+    Raises:
+        CaseError: ``only`` is not a valid regular expression.
+    """
+    try:
+        rx = re.compile(only) if only else None
+    except re.error as e:
+        raise CaseError(f"--only {only!r} is not a valid regular expression: {e}") from e
+    units: list[tuple[str, Path]] = []
+    for d in dirs:
+        packs = sorted({m.parent for m in [*d.glob("model.json"), *d.glob("*/model.json"), *d.glob("*/*/model.json")]})
+        if packs:
+            units += [(f"v1 pack {p.parent.name}/{p.name}", p) for p in packs if rx is None or rx.search(str(p))]
+        else:
+            units += [(f"v1/{f.name}", f) for f in sorted(p for p in d.iterdir() if p.is_dir() and any(p.glob("*.npz")))
+                      if rx is None or rx.search(f.name)]
+    return units
 
 
 class _Builder:
@@ -423,13 +459,16 @@ def run_dirs(dirs: list[str], only: str | None = None, summary: bool = False, fa
         print(f"error: no such folder: {', '.join(missing)} (expected golden folders such as ../shared/golden)",
               file=sys.stderr)
         return 2
+    v1_dirs = [Path(d) for d in dirs if is_v1_dir(d)]
+    v2_dirs = [d for d in dirs if Path(d) not in v1_dirs]
     try:
-        files = iter_cases(dirs, only)
+        files = iter_cases(v2_dirs, only)
+        v1_units = _v1_units(v1_dirs, only)
     except CaseError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if not files:
-        if only and iter_cases(dirs):
+    if not files and not v1_units:
+        if only and (iter_cases(v2_dirs) or _v1_units(v1_dirs)):
             print(f"error: --only {only!r} matched no function: nothing was checked", file=sys.stderr)
         else:
             print(f"error: no case files (<function>/<n>.npz) in {', '.join(map(str, dirs))}: nothing was checked",
@@ -451,6 +490,14 @@ def run_dirs(dirs: list[str], only: str | None = None, summary: bool = False, fa
         per[key][0 if not errs else 1] += 1
         if errs and len(detail[key]) < failures:
             detail[key].append(f"    {f.parent.name}/{f.name} [{variant}]: {'; '.join(errs[:3])}")
+    for key, unit in v1_units:
+        try:
+            p1, f1, msgs = v1_replay.run_path(unit)
+        except Exception as e:  # a crash or an unreadable file is one failure of this unit
+            p1, f1, msgs = 0, 1, [f"{unit}: {type(e).__name__}: {e}"]
+        per[key][0] += p1
+        per[key][1] += f1
+        detail[key].extend(f"    {m}" for m in msgs[:failures])
     for key in sorted(per):
         p, fl = per[key]
         print(f"{key}: {p} passed, {fl} failed", file=out)
