@@ -135,7 +135,9 @@ def place(values: np.ndarray, kind: str = "dense", guard: int | None = None) -> 
     dt, n = values.dtype, values.shape[0]
     it = dt.itemsize
     step = {"step2": 2, "step3": 3}.get(kind, 1)
-    extent = max(n, 1) * step * it + (2 * it if kind == "twod" else 0)
+    extent = max(n, 1) * step * it
+    if kind == "twod":
+        extent = 2 * (max(n, 1) + 1) * it  # rows x (cols + 1) elements at most
     g = extent + 64 if guard is None else guard
     g -= g % 16
     base = np.full(2 * g + extent + 16, SENTINEL, np.uint8)

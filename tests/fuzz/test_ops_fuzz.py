@@ -9,7 +9,6 @@ the same status and result.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -148,7 +147,3 @@ def test_op(name: str, data: st.DataObject) -> None:
     if status.split(":")[0] != status2.split(":")[0] or res != res2:
         probs.append(f"not deterministic: {status} then {status2}")
     assert not probs, f"ops.{name}: " + "; ".join(probs)
-
-
-def _unused() -> None:
-    np.zeros(0)
