@@ -12,6 +12,7 @@ __all__ = ["KNOWN", "KNOWN_OPS", "KNOWN_QUANT", "KNOWN_TFLITE", "KNOWN_RESOURCES
 
 # fmt: off
 KNOWN: dict[tuple[str, str], str] = {
+    ('mli_krn_fully_connected_fx16', 'view'): 'F03: out as twod view -> ValueError: could not broadcast input array from shape (7,) into shape (7,1)',
     ('mli_hlp_convert_tensor', 'dtype'): 'F04: dst.data = ndarray float32 -> IndexError: tuple index out of range',
     ('mli_hlp_convert_tensor', 'fieldtype'): "F07: src.rank = None -> TypeError: '>' not supported between instances of 'NoneType' and 'int'",
     ('mli_hlp_convert_tensor', 'view'): 'F02: dst as readonly view -> ValueError: assignment destination is read-only',
