@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from pymli import Lut, Status, Tensor, capi
 
 from .harness import Call, baselines, outcome_problems, run
-from .known import KNOWN
+from .known import KNOWN, KNOWN_VIEW
 from .harness import _fields
 from .strategies import (FUZZ, bad_data, cfg_mutations, int_values, junk_values, odd_values, place, placements,
                          set_dotted, tensor_field_mutations)
@@ -236,3 +236,39 @@ def test_known_entries_exist() -> None:
 
 
 
+
+
+def _view_params() -> list:
+    out = []
+    for fn in sorted(_BASE):
+        call = _BASE[fn]
+        for role in ("in", "out"):
+            if not any(isinstance(t.data, np.ndarray) for _, t in call.tensors(out=role == "out")):
+                continue
+            for kind in ("negative", "step2"):
+                reason = KNOWN_VIEW.get((fn, role, kind))
+                marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+                out.append(pytest.param(fn, role, kind, id=f"{fn}-{role}-{kind}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("fn, role, kind", _view_params())
+def test_view_exact(fn: str, role: str, kind: str) -> None:
+    """The first input (or output) tensor's data as a stride -1 or stride 2 view of the same values:
+    refused with MliError, or the dense call's exact result with no byte outside the views written."""
+    call = _BASE[fn].clone()
+    ref = call.clone()
+    label, t = next((k, t) for k, t in call.tensors(out=role == "out") if isinstance(t.data, np.ndarray))
+    _replace_placed(call, label, t, place(np.array(t.data), kind))
+    before = {i: p.base.tobytes() for i, (_, p) in enumerate(call.placed)}
+    before_structs = {a.name: _fields(a.obj) for a in call.args
+                      if a.kind in ("out_tensor", "out_cfg", "out_lut", "handle")}
+    o = run(call)
+    probs = outcome_problems(call, before, before_structs, o)
+    if o.status is Status.OK:
+        r = run(ref)
+        if r.status is not Status.OK or _logical(ref) != _logical(call):
+            probs.append("result through the view differs from the dense call")
+    if probs:
+        _log(fn, f"view-{role}-{kind}", probs, f"{label} as {kind} view")
+    assert not probs, f"{fn} {label} as {kind} view: " + "; ".join(probs)
