@@ -100,18 +100,29 @@ _HISTORY = textwrap.dedent("""
     warm = sys.argv[1] == "warm"
     res = {}
     base = baselines()
+
+    def mutated(fn, label, field, value):
+        c = base[fn].clone()
+        tt = dict(c.tensors())[label]
+        if field == "rank0":
+            # a scalar operand: its "data pointer" is its value (0 = NULL for the C check)
+            tt.rank, tt.shape, tt.mem_stride, tt.data, tt.value = 0, [], [], None, value
+        else:
+            setattr(tt, field, value)
+        return c
+
     for fn in sorted(base):
         for label, t in base[fn].tensors():
-            for field, value in (("frac_bits", 100), ("zero_point", 40000), ("scale", 0), ("scale_frac_bits", 127),
-                                 ("capacity", 1), ("value", 0), ("dim", 7)):
+            for field, value, warm_value in (
+                    ("frac_bits", 100, None), ("zero_point", 40000, None), ("scale", 0, None),
+                    ("scale_frac_bits", 127, None), ("capacity", 1, None), ("value", 0, None), ("dim", 7, None),
+                    ("rank0", 0, 5)):
                 if field == "value" and t.rank != 0:
                     continue
                 if warm:
-                    run(base[fn].clone())
-                c = base[fn].clone()
-                tt = dict(c.tensors())[label]
-                setattr(tt, field, value)
-                o = run(c)
+                    # warm the checks with the valid call, or with the same struct but a non-zero scalar
+                    run(base[fn].clone() if warm_value is None else mutated(fn, label, field, warm_value))
+                o = run(mutated(fn, label, field, value))
                 res[f"{fn}|{label}.{field}={value}"] = o.status.name if o.status is not None else o.exc.split(":")[0]
     print(json.dumps(res))
 """)
