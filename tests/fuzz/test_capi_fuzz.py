@@ -20,6 +20,9 @@ Properties checked on every example: only ``MliError`` escapes; a failing call l
 nothing outside its outputs' views and never writes an input; the same call made twice (on copies)
 gives the same status, return value and memory.
 
+``test_view_exact`` checks the view properties deterministically for every function: its first input,
+then its first output, as a stride -1 and a stride 2 view.
+
 Known failures are marked ``xfail(strict=True)`` per (function, class) from :data:`KNOWN`; the ids
 refer to ``fuzz_findings.md`` (kept by the lead). A fix that makes one pass turns the test red until
 its entry is removed.
