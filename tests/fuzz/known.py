@@ -8,7 +8,7 @@ run (derandomised: the same examples every run) and lists the first failing exam
 
 from __future__ import annotations
 
-__all__ = ["KNOWN", "KNOWN_VIEW", "KNOWN_OPS", "KNOWN_QUANT", "KNOWN_TFLITE", "KNOWN_RESOURCES", "KNOWN_HISTORY"]
+__all__ = ["KNOWN", "KNOWN_PINNED", "KNOWN_VIEW", "KNOWN_OPS", "KNOWN_QUANT", "KNOWN_TFLITE", "KNOWN_RESOURCES", "KNOWN_HISTORY"]
 
 # fmt: off
 KNOWN: dict[tuple[str, str], str] = {
@@ -698,6 +698,11 @@ KNOWN_HISTORY: dict[str, str] = {
     "conv": "F21: rank-0 operand with value 0: BAD_TENSOR in a fresh process, SHAPE_MISMATCH after the same struct "
             "with value 5 (CheckCache key _tkey lacks the rank-0 value; 99 cases)",
     "fully_connected": "F21: same for fully_connected (20 cases; fx16 'in' even gives TypeError after the warm call)",
+}
+KNOWN_PINNED: dict[str, str] = {
+    "permute_sfb_array": "F11: mli_krn_permute_sa8 in.scale_frac_bits = array of 3 for a per-tensor tensor -> 1 byte of out "
+                         "written, then TypeError (only 0-dimensional arrays can be converted)",
+    "eltwise_mul_rank_u64": "F12: mli_krn_eltwise_mul_fx16 in2.rank = uint64 2**64-1 -> hang (> 5 s, a loop over range(rank))",
 }
 KNOWN_VIEW: dict[tuple[str, str, str], str] = {
     ('mli_hlp_convert_tensor_safx', 'in', 'negative'): 'F01: src as negative view -> result through the view differs from the dense call',
