@@ -13,6 +13,7 @@ from pymli.testing.paths import shared_dir
 
 settings.register_profile("ci", max_examples=60, deadline=None)
 settings.register_profile("dev", max_examples=30, deadline=None)
+settings.register_profile("long", max_examples=1000, deadline=None)  # tests/fuzz/README.md
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 _GOLDEN_TEST = "tests/golden/test_golden.py::test_golden"
