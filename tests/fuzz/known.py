@@ -1,17 +1,27 @@
 """Known failures of the fuzz properties today, one entry per (function, misuse class) or probe.
 
 Each entry becomes ``pytest.mark.xfail(strict=True, reason=...)``; the ids (``Fnn``) are those of the
-findings table (``fuzz_findings.md``, kept by the lead). When a fix lands the test XPASSes, which a
+findings table (``docs/fuzz_findings.md``). When a fix lands the test XPASSes, which a
 strict xfail reports as a failure: remove the entry then. ``KNOWN`` was generated from a CI-profile
 run (derandomised: the same examples every run) and lists the first failing example per test.
 """
 
 from __future__ import annotations
 
-__all__ = ["KNOWN", "KNOWN_PINNED", "KNOWN_VIEW", "KNOWN_OPS", "KNOWN_QUANT", "KNOWN_TFLITE", "KNOWN_RESOURCES", "KNOWN_HISTORY"]
+__all__ = ["KNOWN", "KNOWN_ORDER_DEPENDENT", "KNOWN_PINNED", "KNOWN_VIEW", "KNOWN_OPS", "KNOWN_QUANT", "KNOWN_TFLITE", "KNOWN_RESOURCES", "KNOWN_HISTORY"]
 
 # fmt: off
+#: failures whose appearance depends on the calls the same process made before (the CI examples draw
+#: them under pytest-xdist but not in one process): marked xfail without strict; they are findings too.
+KNOWN_ORDER_DEPENDENT: dict[tuple[str, str], str] = {
+    ('mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3', 'field'): "F06: out.scale_frac_bits = empty float array -> "
+                                                            "IndexError (seen only under -n 2; history-dependent)",
+}
+
 KNOWN: dict[tuple[str, str], str] = {
+    ('mli_krn_argmax_sa8', 'dtype'): "F04: out.data = list -> AttributeError: 'list' object has no attribute 'shape'",
+    ('mli_krn_gru_cell_fx16', 'cfg'): "F08: cfg.results = 'MLI_BOGUS' -> ValueError: invalid literal for int()",
+    ('mli_krn_gru_cell_fx16', 'cfgtype'): "F09: cfg.results = {'a': 1} -> TypeError: int() argument must be ... not 'dict'",
     ('mli_krn_fully_connected_fx16', 'view'): 'F03: out as twod view -> ValueError: could not broadcast input array from shape (7,) into shape (7,1)',
     ('mli_hlp_convert_tensor', 'dtype'): 'F04: dst.data = ndarray float32 -> IndexError: tuple index out of range',
     ('mli_hlp_convert_tensor', 'fieldtype'): "F07: src.rank = None -> TypeError: '>' not supported between instances of 'NoneType' and 'int'",
@@ -622,7 +632,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ('mli_mov_cfg_for_subsample', 'cfg'): 'F08: dst_mem_stride = inf -> OverflowError: cannot convert float infinity to integer; cfg: struct fields changed by a failing call',
     ('mli_mov_cfg_for_subsample', 'cfgtype'): "F09: dst_mem_stride = b'\\x01' -> ValueError: invalid literal for int() with base 10: b'\\x01'; cfg: struct fields changed by a failing call",
     ('mli_mov_isdone', 'none'): "F05: h = None -> AttributeError: 'NoneType' object has no attribute 'state'",
-    ('mli_mov_prepare', 'cfg'): 'F10: cfg.size = [-2147483649] -> dst: struct fields changed by a failing call',
     ('mli_mov_prepare', 'cfgtype'): "F09: cfg.dst_mem_stride = <object> -> TypeError: int() argument must be a string, a bytes-like object or a real number, not 'object'",
     ('mli_mov_prepare', 'dtype'): "F04: dst.data = list -> AttributeError: 'list' object has no attribute '__array_interface__'",
     ('mli_mov_prepare', 'fieldtype'): "F07: src.rank = None -> TypeError: '>' not supported between instances of 'NoneType' and 'int'",
@@ -637,14 +646,13 @@ KNOWN: dict[tuple[str, str], str] = {
     ('mli_mov_tensor_sync', 'cfgtype'): "F10: cfg.padding_pre = '3' -> dst: struct fields changed by a failing call",
     ('mli_mov_tensor_sync', 'dtype'): 'F04: dst.data = ndarray object -> TypeError: Cannot change data-type for array of references.; dst: struct fields changed by a failing call',
     ('mli_mov_tensor_sync', 'fieldtype'): "F07: src.rank = None -> TypeError: '>' not supported between instances of 'NoneType' and 'int'",
-    ('mli_mov_tensor_sync', 'view'): 'F10: src as step2 view -> dst: struct fields changed by a failing call',
     ('mli_mov_wait', 'none'): "F05: h = None -> AttributeError: 'NoneType' object has no attribute 'state'",
 }
 
 KNOWN_OPS: dict[str, str] = {
     'activation_lut': 'F18: KeyError: () for a kind that is not a string',
+    'relu': 'F18: ValueError: 65535 is not a valid ReluType (kind outside the enum)',
     'add': "F18: TypeError: 'int' object is not iterable (quant not a dict)",
-    'avepool': "F18: TypeError: 'float' object is not iterable (kernel)",
     'conv2d': 'F18: IndexError: tuple index out of range (tensors of the wrong rank)',
     'conv_output_size': 'F18: ZeroDivisionError for stride 0',
     'depthwise_conv2d': 'F18: IndexError: list index out of range',
@@ -695,9 +703,7 @@ KNOWN_RESOURCES: dict[str, str] = {
 }
 
 KNOWN_HISTORY: dict[str, str] = {
-    "conv": "F21: rank-0 operand with value 0: BAD_TENSOR in a fresh process, SHAPE_MISMATCH after the same struct "
-            "with value 5 (CheckCache key _tkey lacks the rank-0 value; 99 cases)",
-    "fully_connected": "F21: same for fully_connected (20 cases; fx16 'in' even gives TypeError after the warm call)",
+    # F21 (the CheckCache key lacked a rank-0 operand's value) is fixed: checks.tensor.struct_key covers it.
 }
 KNOWN_PINNED: dict[str, str] = {
     "permute_sfb_array": "F11: mli_krn_permute_sa8 in.scale_frac_bits = array of 3 for a per-tensor tensor -> 1 byte of out "
@@ -1075,9 +1081,5 @@ KNOWN_VIEW: dict[tuple[str, str, str], str] = {
     ('mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2', 'out', 'step2'): 'F01: out as step2 view -> out: 8 bytes outside the output view written; result through the view differs from the dense call',
     ('mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2', 'out', 'negative'): 'F01: out as negative view -> out: 15 bytes outside the output view written; result through the view differs from the dense call',
     ('mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2', 'out', 'step2'): 'F01: out as step2 view -> out: 8 bytes outside the output view written; result through the view differs from the dense call',
-    ('mli_mov_tensor_sync', 'in', 'negative'): 'F10: src as negative view -> dst: struct fields changed by a failing call',
-    ('mli_mov_tensor_sync', 'in', 'step2'): 'F10: src as step2 view -> dst: struct fields changed by a failing call',
-    ('mli_mov_tensor_sync', 'out', 'negative'): 'F10: dst as negative view -> dst: struct fields changed by a failing call',
-    ('mli_mov_tensor_sync', 'out', 'step2'): 'F10: dst as step2 view -> dst: struct fields changed by a failing call',
 }
 # fmt: on

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from pymli import Lut, Status, Tensor, capi
 
 from .harness import Call, baselines, outcome_problems, run
-from .known import KNOWN, KNOWN_PINNED, KNOWN_VIEW
+from .known import KNOWN, KNOWN_ORDER_DEPENDENT, KNOWN_PINNED, KNOWN_VIEW
 from .harness import _fields
 from .strategies import (FUZZ, bad_data, cfg_mutations, int_values, junk_values, odd_values, place, placements,
                          set_dotted, tensor_field_mutations)
@@ -76,6 +76,9 @@ def _params() -> list:
             reason = KNOWN.get((fn, cls))
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            elif (fn, cls) in KNOWN_ORDER_DEPENDENT:
+                # Not strict: whether the drawn example fails depends on what the worker ran before.
+                marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_ORDER_DEPENDENT[(fn, cls)]))
             out.append(pytest.param(fn, cls, id=f"{fn}-{cls}", marks=marks))
     return out
 
