@@ -1,7 +1,56 @@
-"""``pymli export``: a model as a plain C program on MLI 2.0 (the command lives with :mod:`pymli.export`)."""
+"""``pymli export``: a .tflite model or an MLI example pack as a plain C program on MLI 2.0 (:mod:`pymli.export`)."""
 
 from __future__ import annotations
 
-from ..export.cli import export_command
+from pathlib import Path
+
+import click
+import numpy as np
+
+from ..config import PRESETS
+from ..export import DEFAULT_BUDGET, FILES, ExportError, export_c, plan_text
+from ..models import load_pack
+from ..tflite import load
 
 __all__ = ["export_command"]
+
+
+def _load(model: str):  # type: ignore[no-untyped-def]
+    path = Path(model)
+    if path.is_dir():
+        return load_pack(path)
+    return load(path)
+
+
+@click.command(name="export")
+@click.argument("model", type=click.Path(exists=True))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--test-input", "test_input", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Test vectors (.npy): a batch of float inputs (quantised with the model's input "
+                   "parameters) or of quantised integers. Default: 4 random inputs.")
+@click.option("--platform", "platform", type=click.Choice(sorted(PRESETS)), default="vpx", show_default=True,
+              help="Platform the program is built for (ROUND_MODE, FULL_ACCU, AVEPOOL_16BIT_MUL).")
+@click.option("--plan", "show_plan", is_flag=True, help="Print each activation buffer, the tensors sharing it "
+                                                       "and the peak.")
+@click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True,
+              help="Limit in bytes on constants + arena + test vectors, checked before writing.")
+def export_command(model: str, out_dir: str, test_input: str | None, platform: str, show_plan: bool,
+                   budget: int) -> None:
+    """Write MODEL (a .tflite file, or an MLI example pack folder) as a C program on MLI 2.0 in OUT_DIR.
+
+    OUT_DIR receives model.h, model.c, model_check.c, CMakeLists.txt and README.md; build with
+    cmake -S OUT_DIR -B build -DMLI_SRC=<embarc_mli> and run build/model_check.
+    """
+    try:
+        m = _load(model)
+        x = np.load(test_input, allow_pickle=False) if test_input else None
+        res = export_c(m, out_dir, x, PRESETS[platform], budget=budget)
+    except (ExportError, ValueError, OSError) as e:
+        raise click.ClickException(str(e)) from e
+    prog, plan = res.program, res.plan
+    click.echo(f"wrote {', '.join(FILES)} to {out_dir}")
+    click.echo(f"{len(prog.calls)} MLI calls, {len(res.inputs)} test vectors, platform {platform}")
+    click.echo(f"peak activation memory: {plan.peak} bytes (liveness lower bound {plan.lower_bound}); "
+               f"constant memory: {prog.const_bytes} bytes")
+    if show_plan:
+        click.echo(plan_text(prog, plan))
