@@ -28,7 +28,7 @@ from . import cgen
 from .plan import Buffer, BufferPlan, plan_buffers
 from .trace import ExportError, Program, trace_program
 
-__all__ = ["export_c", "ExportResult", "ExportError", "prepare", "plan_text", "FILES", "DEFAULT_BUDGET",
+__all__ = ["export_c", "Exportable", "ExportResult", "ExportError", "prepare", "plan_text", "FILES", "DEFAULT_BUDGET",
            "Program", "BufferPlan", "Buffer", "plan_buffers", "trace_program"]
 
 FILES = ("model.h", "model.c", "model_check.c", "CMakeLists.txt", "README.md")
@@ -177,3 +177,25 @@ def export_c(model: Any, out_dir: str | os.PathLike[str], test_inputs: Any = Non
         path.write_text(texts[name], encoding="ascii")
         written.append(path)
     return ExportResult(out, tuple(written), prog, plan, xs, ys)
+
+
+class Exportable:
+    """Mixin giving a model class the :meth:`export_c` method (networks, TFLite models, example packs)."""
+
+    def export_c(self, out_dir: str | os.PathLike[str], test_inputs: Any = None,
+                 platform: Platform | str | None = None, **kw: Any) -> ExportResult:
+        """Write this model as a plain C program on MLI 2.0 (``model.h/.c``, ``model_check.c``, CMake).
+
+        Args:
+            out_dir: output folder (created if missing); only :data:`FILES` are written into it.
+            test_inputs: test vectors: a batch of inputs (default: a few random ones).
+            platform: the platform the program is built for (default: the active one).
+            **kw: ``budget`` (bytes) and ``n_default`` of :func:`export_c`.
+
+        Returns:
+            The :class:`ExportResult` (files, buffer plan, memory figures).
+
+        Raises:
+            ExportError: a layer MLI cannot express, or the program exceeds the budget.
+        """
+        return export_c(self, out_dir, test_inputs, platform, **kw)

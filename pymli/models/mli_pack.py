@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..config import Platform
-from ..export import ExportResult, export_c
+from ..export import Exportable
 from ..formats import ElType
 from ..tensor import Lut
 from . import layers as L
@@ -38,7 +36,7 @@ __all__ = ["Pack", "load_pack"]
 
 
 @dataclasses.dataclass
-class Pack:
+class Pack(Exportable):
     """A loaded pack: the network, its test vectors and the reference facts.
 
     Attributes:
@@ -87,24 +85,6 @@ class Pack:
         if getattr(la, "kind", "") == "unrolled_lstm" and getattr(la, "results", "") == "last":
             v = v[:, -1:]
         return v
-
-    def export_c(self, out_dir: str | os.PathLike[str], test_inputs: Any = None,
-                 platform: Platform | str | None = None, **kw: Any) -> ExportResult:
-        """Write this example pack as a plain C program on MLI 2.0 (``model.h/.c``, ``model_check.c``, CMake).
-
-        Args:
-            out_dir: output folder (created if missing); only the listed files are written into it.
-            test_inputs: test vectors: a batch of inputs (default: a few random ones).
-            platform: the platform the program is built for (default: the active one).
-            **kw: ``budget`` (bytes) and ``n_default`` of :func:`pymli.export.export_c`.
-
-        Returns:
-            The :class:`pymli.export.ExportResult` (files, buffer plan, memory figures).
-
-        Raises:
-            pymli.export.ExportError: a layer MLI cannot express, or the program exceeds the budget.
-        """
-        return export_c(self, out_dir, test_inputs, platform, **kw)
 
 
 def _qparams(desc: dict[str, Any], consts: Any) -> QParams:

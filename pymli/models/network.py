@@ -14,7 +14,6 @@ the previous layer's output unless it names its ``inputs``.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from .. import capi
 from ..config import Platform, get_platform, use_platform
-from ..export import ExportResult, export_c
+from ..export import Exportable
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer
 from .qparams import QParams
@@ -79,7 +78,7 @@ class RunResult:
         return mli_argmax(out.reshape(out.shape[0], -1))
 
 
-class Network:
+class Network(Exportable):
     """An ordered list of layers forming a DAG over named tensors.
 
     Args:
@@ -373,21 +372,3 @@ class Network:
         for r in self.summary():
             lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
         return "\n".join(lines)
-
-    def export_c(self, out_dir: str | os.PathLike[str], test_inputs: Any = None,
-                 platform: Platform | str | None = None, **kw: Any) -> ExportResult:
-        """Write this network as a plain C program on MLI 2.0 (``model.h/.c``, ``model_check.c``, CMake).
-
-        Args:
-            out_dir: output folder (created if missing); only the listed files are written into it.
-            test_inputs: test vectors: a batch of inputs (default: a few random ones).
-            platform: the platform the program is built for (default: the active one).
-            **kw: ``budget`` (bytes) and ``n_default`` of :func:`pymli.export.export_c`.
-
-        Returns:
-            The :class:`pymli.export.ExportResult` (files, buffer plan, memory figures).
-
-        Raises:
-            pymli.export.ExportError: a layer MLI cannot express, or the program exceeds the budget.
-        """
-        return export_c(self, out_dir, test_inputs, platform, **kw)

@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..config import Platform
-from ..export import ExportResult, export_c
+from ..export import Exportable
 from ..models.network import Network, RunResult
 from . import operators  # noqa: F401  (registers the MLI mapping's handlers)
 from .errors import TfliteError, TfliteFormatError
@@ -29,7 +28,7 @@ __all__ = ["load", "TfliteModel", "SUPPORTED_OPS", "quantize_input", "dequantize
 
 
 @dataclasses.dataclass
-class TfliteModel:
+class TfliteModel(Exportable):
     """A loaded TFLite model: the pymli network plus the link to the TFLite tensors.
 
     Attributes:
@@ -117,24 +116,6 @@ class TfliteModel:
 
 
 #: the TFLite operators the MLI mapping handles (one handler each in :mod:`pymli.tflite.operators`)
-
-    def export_c(self, out_dir: str | os.PathLike[str], test_inputs: Any = None,
-                 platform: Platform | str | None = None, **kw: Any) -> ExportResult:
-        """Write this model as a plain C program on MLI 2.0 (``model.h/.c``, ``model_check.c``, CMake).
-
-        Args:
-            out_dir: output folder (created if missing); only the listed files are written into it.
-            test_inputs: test vectors: a batch of inputs (default: a few random ones).
-            platform: the platform the program is built for (default: the active one).
-            **kw: ``budget`` (bytes) and ``n_default`` of :func:`pymli.export.export_c`.
-
-        Returns:
-            The :class:`pymli.export.ExportResult` (files, buffer plan, memory figures).
-
-        Raises:
-            pymli.export.ExportError: a layer MLI cannot express, or the program exceeds the budget.
-        """
-        return export_c(self, out_dir, test_inputs, platform, **kw)
 
 
 SUPPORTED_OPS: tuple[str, ...] = MLI.names()
