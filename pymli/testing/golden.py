@@ -104,6 +104,18 @@ def load_case(path: str | Path) -> Case:
     return Case(path, meta, arrays)
 
 
+def _only_regex(only: str | None) -> re.Pattern[str] | None:
+    """The compiled ``--only`` expression (``None``: every function).
+
+    Raises:
+        CaseError: ``only`` is not a valid regular expression.
+    """
+    try:
+        return re.compile(only) if only else None
+    except re.error as e:
+        raise CaseError(f"--only {only!r} is not a valid regular expression: {e}") from e
+
+
 def iter_cases(dirs: list[str | Path], only: str | None = None) -> list[Path]:
     """All case files under ``dirs`` (sorted by function, then seed), filtered by ``only``.
 
@@ -117,10 +129,7 @@ def iter_cases(dirs: list[str | Path], only: str | None = None) -> list[Path]:
     Raises:
         CaseError: ``only`` is not a valid regular expression.
     """
-    try:
-        rx = re.compile(only) if only else None
-    except re.error as e:
-        raise CaseError(f"--only {only!r} is not a valid regular expression: {e}") from e
+    rx = _only_regex(only)
     out = []
     for d in dirs:
         for f in sorted(Path(d).glob("*/*.npz"), key=lambda p: (p.parent.name, int(p.stem) if p.stem.isdigit() else 0)):
@@ -149,10 +158,7 @@ def _v1_units(dirs: list[Path], only: str | None = None) -> list[tuple[str, Path
     Raises:
         CaseError: ``only`` is not a valid regular expression.
     """
-    try:
-        rx = re.compile(only) if only else None
-    except re.error as e:
-        raise CaseError(f"--only {only!r} is not a valid regular expression: {e}") from e
+    rx = _only_regex(only)
     units: list[tuple[str, Path]] = []
     for d in dirs:
         packs = sorted({m.parent for m in [*d.glob("model.json"), *d.glob("*/model.json"), *d.glob("*/*/model.json")]})
