@@ -10,7 +10,7 @@ the same status and result.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, seed
 from hypothesis import strategies as st
 
 from pymli import MliError, Tensor, ops
@@ -132,6 +132,7 @@ def test_specs_cover_ops() -> None:
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_OPS[n])]
                                                if n in KNOWN_OPS else []) for n in sorted(SPECS)])
 @FUZZ
+@seed(20261125)
 @given(data=st.data())
 def test_op(name: str, data: st.DataObject) -> None:
     args, kwargs = data.draw(SPECS[name], label="call")
