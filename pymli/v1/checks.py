@@ -62,13 +62,19 @@ def _chk_out(out: Tensor | None) -> Status:
     return OK
 
 
-def _chk_io(ins: Sequence[Tensor | None], out: Tensor | None) -> Status:
-    """``mli_chk_tensor`` on each input in order, then the output's data pointer."""
+def _chk_io(ins: Sequence[Tensor | None], out: Tensor | None, rank: int | None = None) -> Status:
+    """``mli_chk_tensor`` on each input in order, the output's data pointer, then the first input's rank.
+
+    ``rank`` None: no rank test; otherwise SHAPE_MISMATCH unless ``ins[0].rank == rank``.
+    """
     for t in ins:
         st = chk_tensor(t)
         if st != OK:
             return st
-    return _chk_out(out)
+    st = _chk_out(out)
+    if st != OK or rank is None:
+        return st
+    return OK if ins[0].rank == rank else Status.SHAPE_MISMATCH
 
 
 def _chk_mem(n: int, el_type: Any, capacity: int) -> Status:
@@ -150,11 +156,9 @@ def _chk_weights_common(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor
 
 def chk_pool(inp: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     """``mli_chk_{avepool,maxpool}_{chw,hwc}``."""
-    st = _chk_io((inp,), out)
+    st = _chk_io((inp,), out, rank=3)
     if st != OK:
         return st
-    if inp.rank != 3:
-        return Status.SHAPE_MISMATCH
     st = _chk_geometry(cfg, cfg.kernel_width, cfg.kernel_height)
     if st != OK:
         return st
@@ -329,11 +333,9 @@ def chk_concat(inputs: Sequence[Tensor], cfg: Any, out: Tensor) -> Status:
 
 def chk_padding2d(inp: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     """``mli_chk_padding2d_chw`` / ``_hwc``."""
-    st = _chk_io((inp,), out)
+    st = _chk_io((inp,), out, rank=3)
     if st != OK:
         return st
-    if inp.rank != 3:
-        return Status.SHAPE_MISMATCH
     if cfg is None:
         return Status.BAD_FUNC_CFG
     if layout == "chw":
