@@ -10,6 +10,9 @@ import dataclasses
 import enum
 from typing import Any
 
+# The C types that MLI 1.0 and 2.0 define alike (same fields, defaults and enumerator values) are the 2.0 classes.
+from ..capi.types import ConcatCfg, Padding2dCfg, PoolCfg, ReluCfg, ReluType
+from ..capi.types import RnnOutActivation as RnnAct
 from .tensor import Tensor
 
 __all__ = [
@@ -20,19 +23,6 @@ __all__ = [
 MLI_CONCAT_MAX_TENSORS = 8
 
 
-class ReluType(enum.IntEnum):
-    """``mli_relu_type``: ``MLI_RELU_NONE`` .. ``MLI_RELU_6``."""
-
-    NONE = 0
-    GEN = 1
-    RELU_1 = 2
-    RELU_6 = 3
-
-    @property
-    def c_name(self) -> str:
-        return {"RELU_1": "MLI_RELU_1", "RELU_6": "MLI_RELU_6"}.get(self.name, "MLI_RELU_" + self.name)
-
-
 class RnnMode(enum.IntEnum):
     """``mli_rnn_mode``."""
 
@@ -41,40 +31,11 @@ class RnnMode(enum.IntEnum):
     BATCH_TO_LAST = 2
 
 
-class RnnAct(enum.IntEnum):
-    """``mli_rnn_out_activation``."""
-
-    NONE = 0
-    TANH = 1
-    SIGM = 2
-
-
-@dataclasses.dataclass(frozen=True)
-class ReluCfg:
-    """``mli_relu_cfg``."""
-
-    type: ReluType = ReluType.NONE
-
-
 @dataclasses.dataclass(frozen=True)
 class Conv2dCfg:
     """``mli_conv2d_cfg`` (conv2d and depthwise conv2d)."""
 
     relu: ReluCfg = ReluCfg()
-    stride_width: int = 1
-    stride_height: int = 1
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class PoolCfg:
-    """``mli_pool_cfg``."""
-
-    kernel_width: int = 1
-    kernel_height: int = 1
     stride_width: int = 1
     stride_height: int = 1
     padding_left: int = 0
@@ -97,24 +58,6 @@ class PermuteCfg:
     """``mli_permute_cfg``: ``perm_dim[4]``."""
 
     perm_dim: tuple[int, ...] = (0, 1, 2, 3)
-
-
-@dataclasses.dataclass(frozen=True)
-class Padding2dCfg:
-    """``mli_padding2d_cfg``."""
-
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class ConcatCfg:
-    """``mli_concat_cfg``."""
-
-    tensors_num: int = 0
-    axis: int = 0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -62,6 +62,35 @@ def _chk_out(out: Tensor | None) -> Status:
     return OK
 
 
+def _chk_io(ins: Sequence[Tensor | None], out: Tensor | None, rank: int | None = None) -> Status:
+    """``mli_chk_tensor`` on each input in order, the output's data pointer, then the first input's rank.
+
+    ``rank`` None: no rank test; otherwise SHAPE_MISMATCH unless ``ins[0].rank == rank``.
+    """
+    for t in ins:
+        st = chk_tensor(t)
+        if st != OK:
+            return st
+    st = _chk_out(out)
+    if st != OK or rank is None:
+        return st
+    return OK if ins[0].rank == rank else Status.SHAPE_MISMATCH
+
+
+def _chk_mem(n: int, el_type: Any, capacity: int) -> Status:
+    """``NOT_ENGH_MEM`` unless ``n`` elements of ``el_type`` fit in ``capacity`` bytes."""
+    return OK if n * element_size(el_type) <= capacity else Status.NOT_ENGH_MEM
+
+
+def _chk_weight_types(inp: Tensor, w: Tensor, b: Tensor) -> Status:
+    """The weights/bias type and fractional-bits tests shared by conv2d, depthwise and fully connected."""
+    if int(w.el_type) != int(b.el_type) or (int(inp.el_type) == FX8 and int(w.el_type) == FX16):
+        return Status.NOT_SUPPORTED
+    if not b.frac_bits <= inp.frac_bits + w.frac_bits:
+        return Status.INCOMPATEBLE_TENSORS
+    return OK
+
+
 def chk_types(types: Sequence[tuple[Tensor, int]]) -> Status:
     """The ``_fx8`` / ``_fx16`` / ``_fx8w16d`` wrappers: each tensor's el_type as the name says."""
     for t, el in types:
@@ -72,11 +101,7 @@ def chk_types(types: Sequence[tuple[Tensor, int]]) -> Status:
 
 def chk_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     """``mli_chk_conv2d_chw`` / ``mli_chk_conv2d_hwc``."""
-    for t in (inp, w, b):
-        st = chk_tensor(t)
-        if st != OK:
-            return st
-    st = _chk_out(out)
+    st = _chk_io((inp, w, b), out)
     if st != OK:
         return st
     ch_in = inp.shape[0] if layout == "chw" else inp.shape[2]
@@ -93,11 +118,7 @@ def chk_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, layout:
 
 def chk_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) -> Status:
     """``mli_chk_depthwise_conv2d_chw``."""
-    for t in (inp, w, b):
-        st = chk_tensor(t)
-        if st != OK:
-            return st
-    st = _chk_out(out)
+    st = _chk_io((inp, w, b), out)
     if st != OK:
         return st
     fail = (inp.rank != 3 or w.rank != 4 or b.rank != 1 or w.shape[1] != 1 or inp.shape[0] != w.shape[0]
@@ -126,67 +147,45 @@ def _out_hw(inp: Tensor, cfg: Any, kw: int, kh: int, layout: str) -> tuple[int, 
 
 def _chk_weights_common(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, kw: int, kh: int,
                         co: int, layout: str) -> Status:
-    if int(w.el_type) != int(b.el_type) or (int(inp.el_type) == FX8 and int(w.el_type) == FX16):
-        return Status.NOT_SUPPORTED
-    if not b.frac_bits <= inp.frac_bits + w.frac_bits:
-        return Status.INCOMPATEBLE_TENSORS
+    st = _chk_weight_types(inp, w, b)
+    if st != OK:
+        return st
     oh, ow = _out_hw(inp, cfg, kw, kh, layout)
-    if not oh * ow * co * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(oh * ow * co, inp.el_type, out.capacity)
 
 
 def chk_pool(inp: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     """``mli_chk_{avepool,maxpool}_{chw,hwc}``."""
-    st = chk_tensor(inp)
+    st = _chk_io((inp,), out, rank=3)
     if st != OK:
         return st
-    st = _chk_out(out)
-    if st != OK:
-        return st
-    if inp.rank != 3:
-        return Status.SHAPE_MISMATCH
     st = _chk_geometry(cfg, cfg.kernel_width, cfg.kernel_height)
     if st != OK:
         return st
     oh, ow = _out_hw(inp, cfg, cfg.kernel_width, cfg.kernel_height, layout)
     c = inp.shape[0] if layout == "chw" else inp.shape[2]
-    if not oh * ow * c * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(oh * ow * c, inp.el_type, out.capacity)
 
 
 def chk_fully_connected(inp: Tensor, w: Tensor, b: Tensor, out: Tensor) -> Status:
     """``mli_chk_fully_connected``."""
-    for t in (inp, w, b):
-        st = chk_tensor(t)
-        if st != OK:
-            return st
-    st = _chk_out(out)
+    st = _chk_io((inp, w, b), out)
     if st != OK:
         return st
     if w.rank != 2 or b.rank != 1 or inp.count() != w.shape[1] or b.shape[0] != w.shape[0]:
         return Status.SHAPE_MISMATCH
-    if int(w.el_type) != int(b.el_type) or (int(inp.el_type) == FX8 and int(w.el_type) == FX16):
-        return Status.NOT_SUPPORTED
-    if not b.frac_bits <= inp.frac_bits + w.frac_bits:
-        return Status.INCOMPATEBLE_TENSORS
-    if not w.shape[0] * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    st = _chk_weight_types(inp, w, b)
+    if st != OK:
+        return st
+    return _chk_mem(w.shape[0], inp.el_type, out.capacity)
 
 
 def chk_basic_activation(inp: Tensor, out: Tensor) -> Status:
     """``mli_chk_basic_activation`` (also ``mli_chk_relu``: the cfg is not checked)."""
-    st = chk_tensor(inp)
+    st = _chk_io((inp,), out)
     if st != OK:
         return st
-    st = _chk_out(out)
-    if st != OK:
-        return st
-    if not inp.count() * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(inp.count(), inp.el_type, out.capacity)
 
 
 chk_relu = chk_basic_activation
@@ -220,17 +219,12 @@ def chk_eltwise(in1: Tensor, in2: Tensor, out: Tensor | None, same_frac: bool) -
         if in1.rank != in2.rank or any(in1.shape[i] != in2.shape[i] for i in range(min(in1.rank, 4))):
             return Status.SHAPE_MISMATCH
     n = max(in1.count(), in2.count())
-    if not n * element_size(in1.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(n, in1.el_type, out.capacity)
 
 
 def chk_leaky_relu(inp: Tensor, slope: Tensor, out: Tensor) -> Status:
     """``mli_chk_leaky_relu``."""
-    st = chk_tensor(inp)
-    if st != OK:
-        return st
-    st = _chk_out(out)
+    st = _chk_io((inp,), out)
     if st != OK:
         return st
     st = chk_scalar_tensor(slope)
@@ -238,18 +232,12 @@ def chk_leaky_relu(inp: Tensor, slope: Tensor, out: Tensor) -> Status:
         return st
     if int(slope.el_type) != int(inp.el_type):
         return Status.TYPE_MISMATCH
-    if not inp.count() * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(inp.count(), inp.el_type, out.capacity)
 
 
 def chk_basic_rnn(inp: Tensor, prev: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) -> Status:
     """``mli_chk_basic_rnn_cell`` (its output-capacity test only counts in batch-to-last mode, as in C)."""
-    for t in (inp, prev, w, b):
-        st = chk_tensor(t)
-        if st != OK:
-            return st
-    st = _chk_out(out)
+    st = _chk_io((inp, prev, w, b), out)
     if st != OK:
         return st
     if cfg is None:
@@ -287,11 +275,7 @@ def chk_basic_rnn(inp: Tensor, prev: Tensor, w: Tensor, b: Tensor, cfg: Any, out
 
 def chk_lstm(inp: Tensor, prev: Tensor, w: Tensor, b: Tensor, cfg: Any, cell: Tensor, out: Tensor) -> Status:
     """``mli_chk_lstm_cell``."""
-    for t in (inp, prev, w, b, cell):
-        st = chk_tensor(t)
-        if st != OK:
-            return st
-    st = _chk_out(out)
+    st = _chk_io((inp, prev, w, b, cell), out)
     if st != OK:
         return st
     if cfg is None or cfg.ir_tsr is None or _data_null(cfg.ir_tsr):
@@ -344,21 +328,14 @@ def chk_concat(inputs: Sequence[Tensor], cfg: Any, out: Tensor) -> Status:
             if d != cfg.axis and t.shape[d] != a.shape[d]:
                 return Status.SHAPE_MISMATCH
         total += t.count()
-    if not total * element_size(a.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(total, a.el_type, out.capacity)
 
 
 def chk_padding2d(inp: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     """``mli_chk_padding2d_chw`` / ``_hwc``."""
-    st = chk_tensor(inp)
+    st = _chk_io((inp,), out, rank=3)
     if st != OK:
         return st
-    st = _chk_out(out)
-    if st != OK:
-        return st
-    if inp.rank != 3:
-        return Status.SHAPE_MISMATCH
     if cfg is None:
         return Status.BAD_FUNC_CFG
     if layout == "chw":
@@ -366,17 +343,12 @@ def chk_padding2d(inp: Tensor, cfg: Any, out: Tensor, layout: str) -> Status:
     else:
         h, w, c = inp.shape[0], inp.shape[1], inp.shape[2]
     n = c * (h + cfg.padding_top + cfg.padding_bottom) * (w + cfg.padding_left + cfg.padding_right)
-    if not n * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(n, inp.el_type, out.capacity)
 
 
 def chk_permute(inp: Tensor, cfg: Any, out: Tensor) -> Status:
     """``mli_chk_permute``."""
-    st = chk_tensor(inp)
-    if st != OK:
-        return st
-    st = _chk_out(out)
+    st = _chk_io((inp,), out)
     if st != OK:
         return st
     if cfg is None:
@@ -388,9 +360,7 @@ def chk_permute(inp: Tensor, cfg: Any, out: Tensor) -> Status:
         for j in range(i + 1, inp.rank):
             if p[i] == p[j]:
                 return Status.BAD_FUNC_CFG
-    if not inp.count() * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return _chk_mem(inp.count(), inp.el_type, out.capacity)
 
 
 def chk_count_elem_num(inp: Tensor, start_dim: int) -> Status:
@@ -404,15 +374,7 @@ def chk_count_elem_num(inp: Tensor, start_dim: int) -> Status:
 
 def chk_convert_tensor(inp: Tensor, out: Tensor) -> Status:
     """``mli_chk_convert_tensor`` (compares ``out.capacity`` with the INPUT element size, as in C)."""
-    st = chk_tensor(inp)
-    if st != OK:
-        return st
-    st = _chk_out(out)
-    if st != OK:
-        return st
-    if not inp.count() * element_size(inp.el_type) <= out.capacity:
-        return Status.NOT_ENGH_MEM
-    return OK
+    return chk_basic_activation(inp, out)
 
 
 def chk_point_to_subtensor(inp: Tensor, cfg: Any, out: Tensor) -> Status:

@@ -26,15 +26,12 @@ MLI_MAX_RANK = 4
 
 
 class ElType(enum.IntEnum):
-    """``mli_element_type`` of MLI 1.x, with its C values."""
+    """``mli_element_type`` of MLI 1.x, with its C values (not those of the 2.0 enum)."""
 
     FX_8 = 0
     FX_16 = 1
 
-    @property
-    def c_name(self) -> str:
-        """The C enumerator name, e.g. ``MLI_EL_FX_8``."""
-        return "MLI_EL_" + self.name
+    c_name = vars(_V2ElType)["c_name"]  # the 2.0 property: ``"MLI_EL_" + name``
 
     @property
     def dtype(self) -> np.dtype:
@@ -42,32 +39,26 @@ class ElType(enum.IntEnum):
         return np.dtype(np.int8) if self is ElType.FX_8 else np.dtype(np.int16)
 
 
-class Status(enum.IntEnum):
-    """``mli_status`` of MLI 1.x (``mli_types.h`` of Release_1.0), with its C values."""
+class _StatusBase(enum.IntEnum):
+    """The C-name helpers of the 2.0 ``Status`` (``c_name``, ``from_c_name``), for the 1.x enum."""
 
-    OK = 0
-    BAD_TENSOR = 1
-    SHAPE_MISMATCH = 2
-    INCOMPATEBLE_TENSORS = 3
-    BAD_FUNC_CFG = 4
-    NOT_ENGH_MEM = 5
-    NOT_SUPPORTED = 6
-    SPEC_PARAM_MISMATCH = 7
-    ARGUMENT_ERROR = 8
-    LENGTH_ERROR = 9
-    SIZE_MISMATCH = 10
-    RANK_MISMATCH = 11
-    TYPE_MISMATCH = 12
+    c_name = vars(_v2_errors.Status)["c_name"]
+    from_c_name = vars(_v2_errors.Status)["from_c_name"]
 
-    @property
-    def c_name(self) -> str:
-        """The C enumerator name, e.g. ``MLI_STATUS_BAD_TENSOR``."""
-        return "MLI_STATUS_" + self.name
 
-    @classmethod
-    def from_c_name(cls, name: str) -> "Status":
-        """Parse ``MLI_STATUS_X`` (or ``X``)."""
-        return cls[name.removeprefix("MLI_STATUS_")]
+# MLI 1.x's ``mli_status`` (``mli_types.h`` of Release_1.0) is the 2.0 enum up to TYPE_MISMATCH = 12,
+# without 2.0's MEM_BANK_MISMATCH (13) and MISALIGNMENT_ERROR (14): built from the 2.0 members.
+Status = _StatusBase(
+    "Status",
+    [(m.name, m.value) for m in _v2_errors.Status if m <= _v2_errors.Status.TYPE_MISMATCH],
+    module=__name__,
+    qualname="Status",
+)
+Status.__doc__ = """``mli_status`` of MLI 1.x (``mli_types.h`` of Release_1.0), with its C values.
+
+The values 0..12 of the 2.0 :class:`pymli.errors.Status`, by the same names; ``c_name`` gives
+``MLI_STATUS_<name>`` and ``from_c_name`` parses it (or the bare name).
+"""
 
 
 class MliError(_v2_errors.MliError):

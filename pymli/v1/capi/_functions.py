@@ -21,6 +21,23 @@ OK = Status.OK
 _SPEC_RE = re.compile(r"^mli_krn_(conv2d|depthwise_conv2d|avepool|maxpool)_chw_(fx8w16d|fx16|fx8)(?:_(.+))?$")
 
 
+def _doc(head: str, raises: str = "a checked build's status.") -> str:
+    """A generated function's docstring: ``head`` (summary and Args) + the common Returns/Raises."""
+    return f"""{head.rstrip()}
+
+    Returns:
+        Status: ``Status.OK``.
+
+    Raises:
+        MliError: {raises}
+    """
+
+
+def _typed(st: Status, types: Sequence[tuple[Tensor, int]]) -> Status:
+    """A generic check's status, then (if OK) the ``_fx8`` / ``_fx16`` / ``_fx8w16d`` type check."""
+    return st if st != OK else C.chk_types(types)
+
+
 # ----------------------------------------------------------------------------- specialisations
 def spec_constraint(spec: str | None, kw: int, kh: int, ch: int, cfg: Any) -> bool:
     """Whether a geometry fits a specialisation name (``k3x3_ch1_str1_krnpad``, ``k1xn_nopad``, ...).
@@ -109,7 +126,7 @@ def _make_conv(name: str, kind: str, layout: str, suffix: str, spec: str | None)
 
         return run(check, compute, _geometry_extra(in_, kw, kh, layout, spec, cfg, ch))
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 {kind.replace('_', ' ')} ({layout.upper()}, {suffix}{', specialisation ' + spec if spec else ''}).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 {kind.replace('_', ' ')} ({layout.upper()}, {suffix}{', specialisation ' + spec if spec else ''}).
 
     Args:
         in_: input feature map, {'[C, H, W]' if layout == 'chw' else '[H, W, C]'}.
@@ -117,14 +134,8 @@ def _make_conv(name: str, kind: str, layout: str, suffix: str, spec: str | None)
         bias: [Co].
         cfg: :class:`~pymli.v1.cfg.Conv2dCfg`.
         out: output tensor (buffer and frac_bits set by the caller); shape, rank and el_type are written.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status; SPEC_PARAM_MISMATCH for arguments outside the
-            specialisation; SHAPE_MISMATCH for an input smaller than the kernel (a 1.0 memory bug).
-    """
+    """, """a checked build's status; SPEC_PARAM_MISMATCH for arguments outside the
+            specialisation; SHAPE_MISMATCH for an input smaller than the kernel (a 1.0 memory bug).""")
     return fn
 
 
@@ -135,7 +146,7 @@ def _make_pool(name: str, kind: str, layout: str, suffix: str, spec: str | None)
     def fn(in_: Tensor, cfg: Any, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_pool(in_, cfg, out, layout)
-            return st if st != OK else C.chk_types([(in_, dt)])
+            return _typed(st, [(in_, dt)])
 
         ch = in_.shape[0] if layout == "chw" else in_.shape[2]
 
@@ -153,19 +164,13 @@ def _make_pool(name: str, kind: str, layout: str, suffix: str, spec: str | None)
 
         return run(check, compute, _geometry_extra(in_, cfg.kernel_width, cfg.kernel_height, layout, spec, cfg, ch))
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 {kind} ({layout.upper()}, {suffix}{', specialisation ' + spec if spec else ''}).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 {kind} ({layout.upper()}, {suffix}{', specialisation ' + spec if spec else ''}).
 
     Args:
         in_: input feature map, {'[C, H, W]' if layout == 'chw' else '[H, W, C]'}.
         cfg: :class:`~pymli.v1.cfg.PoolCfg`.
         out: output tensor; shape, rank, el_type and frac_bits (the input's) are written.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status, SPEC_PARAM_MISMATCH, or SHAPE_MISMATCH (input smaller than the kernel).
-    """
+    """, """a checked build's status, SPEC_PARAM_MISMATCH, or SHAPE_MISMATCH (input smaller than the kernel).""")
     return fn
 
 
@@ -176,7 +181,7 @@ def _make_fc(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, weights: Tensor, bias: Tensor, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_fully_connected(in_, weights, bias, out)
-            return st if st != OK else C.chk_types([(in_, dt), (weights, wt), (bias, wt)])
+            return _typed(st, [(in_, dt), (weights, wt), (bias, wt)])
 
         def compute() -> None:
             w = read(weights, wt).reshape(weights.dims[:2])
@@ -188,18 +193,12 @@ def _make_fc(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 fully connected layer ({suffix}).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 fully connected layer ({suffix}).
 
     Args:
         in_: input of N elements (any shape). weights: [M, N]. bias: [M].
         out: output (caller sets frac_bits); rank 1, shape [M] and el_type are written.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -216,7 +215,7 @@ def _make_relu(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, cfg: Any, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_relu(in_, out)
-            return st if st != OK else C.chk_types([(in_, dt)])
+            return _typed(st, [(in_, dt)])
 
         def compute() -> None:
             x = read(in_, dt)
@@ -225,17 +224,11 @@ def _make_relu(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 ReLU ({suffix}); limits from the input's frac_bits.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 ReLU ({suffix}); limits from the input's frac_bits.
 
     Args:
         in_: input, any shape. cfg: :class:`~pymli.v1.cfg.ReluCfg`. out: output (format copied from in).
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -245,7 +238,7 @@ def _make_leaky(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_leaky_relu(in_, slope_coeff, out)
-            return st if st != OK else C.chk_types([(in_, dt), (slope_coeff, dt)])
+            return _typed(st, [(in_, dt), (slope_coeff, dt)])
 
         def compute() -> None:
             x = read(in_, dt)
@@ -254,17 +247,11 @@ def _make_leaky(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 leaky ReLU ({suffix}), with 1.0's Q15-slope quirk (docs/mli1.md).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 leaky ReLU ({suffix}), with 1.0's Q15-slope quirk (docs/mli1.md).
 
     Args:
         in_: input. slope_coeff: scalar (rank 0 value in the data field, or one element). out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -275,7 +262,7 @@ def _make_lut_act(name: str, kind: str, suffix: str) -> Callable:
     def fn(in_: Tensor, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_basic_activation(in_, out)
-            return st if st != OK else C.chk_types([(in_, dt)])
+            return _typed(st, [(in_, dt)])
 
         def compute() -> None:
             x = read(in_, dt)
@@ -287,17 +274,11 @@ def _make_lut_act(name: str, kind: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 {kind} ({suffix}) with 1.0's own tables; output frac_bits {bits - 1}.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 {kind} ({suffix}) with 1.0's own tables; output frac_bits {bits - 1}.
 
     Args:
         in_: input (softmax: over all elements). out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -308,7 +289,7 @@ def _make_eltwise(name: str, op: str, suffix: str) -> Callable:
     def fn(in1: Tensor, in2: Tensor, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_eltwise(in1, in2, out, op != "mul")
-            return st if st != OK else C.chk_types([(in1, dt), (in2, dt)])
+            return _typed(st, [(in1, dt), (in2, dt)])
 
         def compute() -> None:
             n1, n2 = in1.count(), in2.count()
@@ -332,18 +313,12 @@ def _make_eltwise(name: str, op: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 element-wise {op} ({suffix}); a one-element operand is broadcast.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 element-wise {op} ({suffix}); a one-element operand is broadcast.
 
     Args:
         in1, in2: operands (rank 0: the value is in the data field). out: output; with capacity 0
             the single result is stored in its data field and its rank set to 0 (as in C).
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -354,7 +329,7 @@ def _make_permute(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, cfg: Any, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_permute(in_, cfg, out)
-            return st if st != OK else C.chk_types([(in_, dt)])
+            return _typed(st, [(in_, dt)])
 
         def compute() -> None:
             perm = [int(p) for p in cfg.perm_dim[: in_.rank]]
@@ -365,17 +340,11 @@ def _make_permute(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 permute ({suffix}): ``transpose(in, perm_dim[:rank])``.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 permute ({suffix}): ``transpose(in, perm_dim[:rank])``.
 
     Args:
         in_: input. cfg: :class:`~pymli.v1.cfg.PermuteCfg`. out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -397,17 +366,11 @@ def _make_concat(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 concatenation ({suffix}) along ``cfg.axis``.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 concatenation ({suffix}) along ``cfg.axis``.
 
     Args:
         inputs: list of tensors (``cfg.tensors_num`` are used). cfg: :class:`~pymli.v1.cfg.ConcatCfg`. out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -417,7 +380,7 @@ def _make_padding(name: str, layout: str, suffix: str) -> Callable:
     def fn(in_: Tensor, cfg: Any, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_padding2d(in_, cfg, out, layout)
-            return st if st != OK else C.chk_types([(in_, dt)])
+            return _typed(st, [(in_, dt)])
 
         def compute() -> None:
             x = read(in_, dt).reshape(in_.dims)
@@ -428,17 +391,11 @@ def _make_padding(name: str, layout: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 2D zero padding ({layout.upper()}, {suffix}).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 2D zero padding ({layout.upper()}, {suffix}).
 
     Args:
         in_: rank-3 feature map. cfg: :class:`~pymli.v1.cfg.Padding2dCfg`. out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -546,7 +503,7 @@ def _make_rnn(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, prev_out: Tensor, weights: Tensor, bias: Tensor, cfg: Any, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_basic_rnn(in_, prev_out, weights, bias, cfg, out)
-            return st if st != OK else C.chk_types([(in_, dt), (prev_out, dt), (weights, wt), (bias, wt)])
+            return _typed(st, [(in_, dt), (prev_out, dt), (weights, wt), (bias, wt)])
 
         def compute() -> None:
             mode, act = RnnMode(cfg.mode), RnnAct(cfg.act)
@@ -598,19 +555,13 @@ def _make_rnn(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 basic RNN cell ({suffix}).
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 basic RNN cell ({suffix}).
 
     Args:
         in_: input [N] (batched modes: [batch, N]). prev_out: previous output [M].
         weights: [M, N + M] (one-to-one stacked: [S, M, N + M]). bias: [M] ([S, M]).
         cfg: :class:`~pymli.v1.cfg.RnnCellCfg` (``ir_tsr`` needed in batch-to-last mode). out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
@@ -620,7 +571,7 @@ def _make_lstm(name: str, suffix: str) -> Callable:
     def fn(in_: Tensor, prev_out: Tensor, weights: Tensor, bias: Tensor, cfg: Any, cell: Tensor, out: Tensor) -> Status:
         def check() -> Status:
             st = C.chk_lstm(in_, prev_out, weights, bias, cfg, cell, out)
-            return st if st != OK else C.chk_types([(in_, dt), (prev_out, dt), (weights, wt), (bias, wt)])
+            return _typed(st, [(in_, dt), (prev_out, dt), (weights, wt), (bias, wt)])
 
         def compute() -> None:
             mode, act = RnnMode(cfg.mode), RnnAct(cfg.act)
@@ -673,19 +624,13 @@ def _make_lstm(name: str, suffix: str) -> Callable:
 
         return run(check, compute)
 
-    fn.__doc__ = f"""``{name}``: MLI 1.0 LSTM cell ({suffix}); gate order i, g, f, o.
+    fn.__doc__ = _doc(f"""``{name}``: MLI 1.0 LSTM cell ({suffix}); gate order i, g, f, o.
 
     Args:
         in_: input [N] (batched: [batch, N]). prev_out: [M]. weights: [4, M, N + M]. bias: [4, M].
         cfg: :class:`~pymli.v1.cfg.RnnCellCfg` with ``ir_tsr`` (>= 4*M elements; left holding the
             last step's gate values). cell: in/out cell state [M]. out: output.
-
-    Returns:
-        Status: ``Status.OK``.
-
-    Raises:
-        MliError: a checked build's status.
-    """
+    """)
     return fn
 
 
