@@ -41,7 +41,7 @@ def mli_function(*names: str) -> Callable[[F], F]:
 
 
 def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
-              head: tuple[Any, ...] = (), tail: tuple[Any, ...] = ()) -> Callable[..., Any]:
+              head: tuple[Any, ...] = (), tail: tuple[Any, ...] = (), named: bool = True) -> Callable[..., Any]:
     """Register the C function ``name(*params)`` as ``impl(name, *head, *params, *tail)``.
 
     One shared body serves each element-type specialisation; the public function keeps its C
@@ -49,23 +49,26 @@ def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
 
     Args:
         name: the C function name.
-        impl: the shared body; its first parameter receives ``name``.
+        impl: the shared body; its first parameter receives ``name`` (see ``named``).
         params: the public parameter names, space-separated, in C order.
         doc: the public docstring.
         head: values passed between ``name`` and the public arguments (e.g. the element type).
         tail: values passed after the public arguments.
+        named: False when ``impl`` takes no function name (``impl(*head, *params, *tail)``).
 
     Returns:
         The registered function.
     """
     names = params.split()
-    impl_params = list(inspect.signature(impl).parameters.values())[1 + len(head):1 + len(head) + len(names)]
+    first = int(named) + len(head)
+    impl_params = list(inspect.signature(impl).parameters.values())[first:first + len(names)]
+    lead = ((name,) if named else ()) + tuple(head)
     sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.annotation)
                              for n, p in zip(names, impl_params)],
                             return_annotation=inspect.signature(impl).return_annotation)
 
     def fn(*args: Any, **kwargs: Any) -> Any:
-        return impl(name, *head, *sig.bind(*args, **kwargs).args, *tail)
+        return impl(*lead, *sig.bind(*args, **kwargs).args, *tail)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
