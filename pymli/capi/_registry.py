@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
 import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported"]
+__all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant"]
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
 """Every implemented MLI API function, by its C name."""
@@ -37,6 +38,43 @@ def mli_function(*names: str) -> Callable[[F], F]:
         return fn
 
     return deco
+
+
+def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
+              head: tuple[Any, ...] = (), tail: tuple[Any, ...] = (), named: bool = True) -> Callable[..., Any]:
+    """Register the C function ``name(*params)`` as ``impl(name, *head, *params, *tail)``.
+
+    One shared body serves each element-type specialisation; the public function keeps its C
+    name, its own parameter names (annotated as ``impl``'s matching parameters) and its docstring.
+
+    Args:
+        name: the C function name.
+        impl: the shared body; its first parameter receives ``name`` (see ``named``).
+        params: the public parameter names, space-separated, in C order.
+        doc: the public docstring.
+        head: values passed between ``name`` and the public arguments (e.g. the element type).
+        tail: values passed after the public arguments.
+        named: False when ``impl`` takes no function name (``impl(*head, *params, *tail)``).
+
+    Returns:
+        The registered function.
+    """
+    names = params.split()
+    first = int(named) + len(head)
+    impl_params = list(inspect.signature(impl).parameters.values())[first:first + len(names)]
+    lead = ((name,) if named else ()) + tuple(head)
+    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.annotation)
+                             for n, p in zip(names, impl_params)],
+                            return_annotation=inspect.signature(impl).return_annotation)
+
+    def fn(*args: Any, **kwargs: Any) -> Any:
+        return impl(*lead, *sig.bind(*args, **kwargs).args, *tail)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = impl.__module__
+    fn.__signature__ = sig  # type: ignore[attr-defined]
+    return mli_function(name)(fn)
 
 
 def unsupported(name: str, reason: str) -> None:

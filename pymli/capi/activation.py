@@ -17,7 +17,7 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import activation as K
 from ..tensor import Tensor
-from ._registry import mli_function
+from ._registry import c_variant
 from .types import PreluCfg, ReluCfg
 
 __all__ = [
@@ -57,22 +57,19 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status
     return Status.OK
 
 
-@mli_function()
-def mli_krn_relu_fx8(in_: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-    """ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits."""
-    return _relu("mli_krn_relu_fx8", ElType.FX_8, in_, cfg, out)
+mli_krn_relu_fx8 = c_variant("mli_krn_relu_fx8", _relu, "in_ cfg out",
+    "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits.",
+    head=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_relu_fx16(in_: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-    """ReLU of an fx16 tensor; ``out`` takes the input's frac_bits."""
-    return _relu("mli_krn_relu_fx16", ElType.FX_16, in_, cfg, out)
+mli_krn_relu_fx16 = c_variant("mli_krn_relu_fx16", _relu, "in_ cfg out",
+    "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits.",
+    head=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_relu_sa8(in_: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-    """ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters."""
-    return _relu("mli_krn_relu_sa8", ElType.SA_8, in_, cfg, out)
+mli_krn_relu_sa8 = c_variant("mli_krn_relu_sa8", _relu, "in_ cfg out",
+    'ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters.',
+    head=(ElType.SA_8,))
 
 
 # ------------------------------------------------------------------------------------ leaky ReLU
@@ -97,22 +94,19 @@ def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Stat
     return Status.OK
 
 
-@mli_function()
-def mli_krn_leaky_relu_fx8(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Status:
-    """Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element)."""
-    return _leaky("mli_krn_leaky_relu_fx8", ElType.FX_8, in_, slope_coeff, out)
+mli_krn_leaky_relu_fx8 = c_variant("mli_krn_leaky_relu_fx8", _leaky, "in_ slope_coeff out",
+    'Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element).',
+    head=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_leaky_relu_fx16(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Status:
-    """Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does)."""
-    return _leaky("mli_krn_leaky_relu_fx16", ElType.FX_16, in_, slope_coeff, out)
+mli_krn_leaky_relu_fx16 = c_variant("mli_krn_leaky_relu_fx16", _leaky, "in_ slope_coeff out",
+    'Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does).',
+    head=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_leaky_relu_sa8(in_: Tensor, slope_coeff: Tensor, out: Tensor) -> Status:
-    """Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope."""
-    return _leaky("mli_krn_leaky_relu_sa8", ElType.SA_8, in_, slope_coeff, out)
+mli_krn_leaky_relu_sa8 = c_variant("mli_krn_leaky_relu_sa8", _leaky, "in_ slope_coeff out",
+    "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope.",
+    head=(ElType.SA_8,))
 
 
 # ----------------------------------------------------------------------------------------- PReLU
@@ -139,19 +133,16 @@ def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: 
     return Status.OK
 
 
-@mli_function()
-def mli_krn_prelu_fx8(in_: Tensor, slope_coeff: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
-    """PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``)."""
-    return _prelu("mli_krn_prelu_fx8", ElType.FX_8, in_, slope_coeff, cfg, out)
+mli_krn_prelu_fx8 = c_variant("mli_krn_prelu_fx8", _prelu, "in_ slope_coeff cfg out",
+    'PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``).',
+    head=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_prelu_fx16(in_: Tensor, slope_coeff: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
-    """PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does)."""
-    return _prelu("mli_krn_prelu_fx16", ElType.FX_16, in_, slope_coeff, cfg, out)
+mli_krn_prelu_fx16 = c_variant("mli_krn_prelu_fx16", _prelu, "in_ slope_coeff cfg out",
+    'PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does).',
+    head=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_prelu_sa8(in_: Tensor, slope_coeff: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
-    """PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index."""
-    return _prelu("mli_krn_prelu_sa8", ElType.SA_8, in_, slope_coeff, cfg, out)
+mli_krn_prelu_sa8 = c_variant("mli_krn_prelu_sa8", _prelu, "in_ slope_coeff cfg out",
+    "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index.",
+    head=(ElType.SA_8,))

@@ -19,7 +19,7 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import diverse as K
 from ..tensor import Tensor
-from ._registry import mli_function
+from ._registry import c_variant
 from .types import ArgmaxCfg, PermuteCfg
 
 __all__ = ["mli_krn_permute_fx8", "mli_krn_permute_fx16", "mli_krn_permute_sa8",
@@ -53,22 +53,19 @@ def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> 
     return Status.OK
 
 
-@mli_function()
-def mli_krn_permute_fx8(in_: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
-    """Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``."""
-    return _permute("mli_krn_permute_fx8", ElType.FX_8, in_, cfg, out)
+mli_krn_permute_fx8 = c_variant("mli_krn_permute_fx8", _permute, "in_ cfg out",
+    'Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``.',
+    head=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_permute_fx16(in_: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
-    """Permute the dimensions of an fx16 tensor."""
-    return _permute("mli_krn_permute_fx16", ElType.FX_16, in_, cfg, out)
+mli_krn_permute_fx16 = c_variant("mli_krn_permute_fx16", _permute, "in_ cfg out",
+    'Permute the dimensions of an fx16 tensor.',
+    head=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_permute_sa8(in_: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
-    """Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension."""
-    return _permute("mli_krn_permute_sa8", ElType.SA_8, in_, cfg, out)
+mli_krn_permute_sa8 = c_variant("mli_krn_permute_sa8", _permute, "in_ cfg out",
+    'Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension.',
+    head=(ElType.SA_8,))
 
 
 # ---------------------------------------------------------------------------------------- argmax
@@ -85,13 +82,11 @@ def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> St
     return Status.OK
 
 
-@mli_function()
-def mli_krn_argmax_sa8(in_: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Status:
-    """Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``)."""
-    return _argmax("mli_krn_argmax_sa8", ElType.SA_8, in_, cfg, out)
+mli_krn_argmax_sa8 = c_variant("mli_krn_argmax_sa8", _argmax, "in_ cfg out",
+    'Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``).',
+    head=(ElType.SA_8,))
 
 
-@mli_function()
-def mli_krn_argmax_fx16(in_: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Status:
-    """Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``)."""
-    return _argmax("mli_krn_argmax_fx16", ElType.FX_16, in_, cfg, out)
+mli_krn_argmax_fx16 = c_variant("mli_krn_argmax_fx16", _argmax, "in_ cfg out",
+    'Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``).',
+    head=(ElType.FX_16,))

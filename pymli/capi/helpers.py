@@ -95,6 +95,12 @@ def _per_axis_value(t: Tensor, name: str, idx: int) -> int:
     return int(arr[idx])
 
 
+def _sa_param(t: Tensor, name: str, idx: int, bits: int) -> int:
+    """An SA parameter as its C type holds it: entry ``idx`` if per-axis, else the per-tensor value."""
+    v = _per_axis_value(t, name, int(idx)) if t.dim >= 0 else int(getattr(t, name))
+    return wrap_int(v, bits)
+
+
 @mli_function()
 def mli_hlp_tensor_scale_shift(in_: Tensor, scale_idx: int) -> int:
     """Fractional bits: FX ``frac_bits``, SA ``scale_frac_bits`` (entry ``scale_idx`` if per-axis), 0 else."""
@@ -102,9 +108,7 @@ def mli_hlp_tensor_scale_shift(in_: Tensor, scale_idx: int) -> int:
     if el in (ElType.FX_8, ElType.FX_16):
         return wrap_int(int(in_.frac_bits), 8)
     if el in (ElType.SA_8, ElType.SA_32):
-        if in_.dim >= 0:
-            return wrap_int(_per_axis_value(in_, "scale_frac_bits", int(scale_idx)), 8)
-        return wrap_int(int(in_.scale_frac_bits), 8)
+        return _sa_param(in_, "scale_frac_bits", scale_idx, 8)
     return 0
 
 
@@ -115,8 +119,7 @@ def mli_hlp_tensor_scale(in_: Tensor, scale_idx: int) -> int:
     if el in (ElType.FX_8, ElType.FX_16, ElType.FP_32):
         return 1
     if el in (ElType.SA_8, ElType.SA_32):
-        v = _per_axis_value(in_, "scale", int(scale_idx)) if in_.dim >= 0 else int(in_.scale)
-        return wrap_int(v, 16)
+        return _sa_param(in_, "scale", scale_idx, 16)
     return 0
 
 
@@ -125,8 +128,7 @@ def mli_hlp_tensor_zero_offset(in_: Tensor, zero_idx: int) -> int:
     """Zero point: 0 for FX/FP_32 (and other types), the SA zero point (entry ``zero_idx`` if per-axis)."""
     el = in_.el_type
     if el in (ElType.SA_8, ElType.SA_32):
-        v = _per_axis_value(in_, "zero_point", int(zero_idx)) if in_.dim >= 0 else int(in_.zero_point)
-        return wrap_int(v, 16)
+        return _sa_param(in_, "zero_point", zero_idx, 16)
     return 0
 
 

@@ -25,7 +25,7 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import move as kmove
 from ..tensor import Tensor, dense_strides
-from ._registry import mli_function
+from ._registry import c_variant, mli_function
 from .types import ConcatCfg, Padding2dCfg
 
 __all__ = [
@@ -98,56 +98,34 @@ def _padding2d(inp: Tensor, cfg: Padding2dCfg, out: Tensor, el: ElType, layout: 
     return Status.OK
 
 
-@mli_function()
-def mli_krn_padding2d_chw_fx8(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Zero-pad the H and W borders of an fx8 CHW feature map (MLI 1.x).
-
-    Args:
-        inp: ``[C, H, W]`` fx8 tensor (contiguous).
-        cfg: ``padding_left/right/top/bottom``.
-        out: output buffer for ``[C, H + top + bottom, W + left + right]``; its struct is filled here.
-
-    Raises:
-        MliError: BAD_TENSOR, SHAPE_MISMATCH (rank != 3), INCOMPATEBLE_TENSORS, BAD_FUNC_CFG,
-            NOT_ENGH_MEM or TYPE_MISMATCH, as MLI 1.1's checks.
-    """
-    return _padding2d(inp, cfg, out, ElType.FX_8, "chw")
+_PAD_RAISES = ("\n\nRaises:\n    MliError: BAD_TENSOR, SHAPE_MISMATCH (rank != 3), INCOMPATEBLE_TENSORS, BAD_FUNC_CFG,\n"
+               "        NOT_ENGH_MEM or TYPE_MISMATCH, as MLI 1.1's checks.\n")
+_PAD_DOCS = {
+    "chw": ("Zero-pad the H and W borders of an fx8 CHW feature map (MLI 1.x).\n\nArgs:\n"
+            "    inp: ``[C, H, W]`` fx8 tensor (contiguous).\n    cfg: ``padding_left/right/top/bottom``.\n"
+            "    out: output buffer for ``[C, H + top + bottom, W + left + right]``; its struct is filled here."
+            + _PAD_RAISES),
+    "hwc": ("Zero-pad the H and W borders of an fx8 HWC feature map (MLI 1.x).\n\nArgs:\n"
+            "    inp: ``[H, W, C]`` fx8 tensor (contiguous).\n    cfg: ``padding_left/right/top/bottom``.\n"
+            "    out: output buffer for ``[H + top + bottom, W + left + right, C]``; its struct is filled here.\n\n"
+            "Raises:\n    MliError: as :func:`mli_krn_padding2d_chw_fx8`.\n"),
+}
 
 
-@mli_function()
-def mli_krn_padding2d_chw_fx16(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Zero-pad an fx16 CHW feature map (see :func:`mli_krn_padding2d_chw_fx8`)."""
-    return _padding2d(inp, cfg, out, ElType.FX_16, "chw")
+def _padding2d_variant(layout: str, el: ElType):  # noqa: ANN202
+    name = f"mli_krn_padding2d_{layout}_{el.name.lower().replace('_', '')}"
+    if el is ElType.FX_8:
+        doc = _PAD_DOCS[layout]
+    elif el is ElType.FX_16:
+        doc = f"Zero-pad an fx16 {layout.upper()} feature map (see :func:`mli_krn_padding2d_{layout}_fx8`)."
+    else:
+        doc = f"Pad an sa8 {layout.upper()} feature map with its zero point (pymli extension of the 1.x API)."
+    return c_variant(name, _padding2d, "inp cfg out", doc, tail=(el, layout), named=False)
 
 
-@mli_function()
-def mli_krn_padding2d_chw_sa8(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Pad an sa8 CHW feature map with its zero point (pymli extension of the 1.x API)."""
-    return _padding2d(inp, cfg, out, ElType.SA_8, "chw")
-
-
-@mli_function()
-def mli_krn_padding2d_hwc_fx8(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Zero-pad the H and W borders of an fx8 HWC feature map (MLI 1.x).
-
-    Args:
-        inp: ``[H, W, C]`` fx8 tensor (contiguous).
-        cfg: ``padding_left/right/top/bottom``.
-        out: output buffer for ``[H + top + bottom, W + left + right, C]``; its struct is filled here.
-
-    Raises:
-        MliError: as :func:`mli_krn_padding2d_chw_fx8`.
-    """
-    return _padding2d(inp, cfg, out, ElType.FX_8, "hwc")
-
-
-@mli_function()
-def mli_krn_padding2d_hwc_fx16(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Zero-pad an fx16 HWC feature map (see :func:`mli_krn_padding2d_hwc_fx8`)."""
-    return _padding2d(inp, cfg, out, ElType.FX_16, "hwc")
-
-
-@mli_function()
-def mli_krn_padding2d_hwc_sa8(inp: Tensor, cfg: Padding2dCfg, out: Tensor) -> Status:
-    """Pad an sa8 HWC feature map with its zero point (pymli extension of the 1.x API)."""
-    return _padding2d(inp, cfg, out, ElType.SA_8, "hwc")
+mli_krn_padding2d_chw_fx8 = _padding2d_variant("chw", ElType.FX_8)
+mli_krn_padding2d_chw_fx16 = _padding2d_variant("chw", ElType.FX_16)
+mli_krn_padding2d_chw_sa8 = _padding2d_variant("chw", ElType.SA_8)
+mli_krn_padding2d_hwc_fx8 = _padding2d_variant("hwc", ElType.FX_8)
+mli_krn_padding2d_hwc_fx16 = _padding2d_variant("hwc", ElType.FX_16)
+mli_krn_padding2d_hwc_sa8 = _padding2d_variant("hwc", ElType.SA_8)

@@ -16,7 +16,7 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import transform as K
 from ..tensor import Lut, Tensor
-from ._registry import mli_function
+from ._registry import c_variant, mli_function
 from .types import L2NormalizeCfg, SoftmaxCfg
 
 __all__ = [
@@ -70,40 +70,34 @@ def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[in
     return Status.OK
 
 
-@mli_function()
-def mli_krn_sigm_fx8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7."""
-    return _fx_activation("mli_krn_sigm_fx8", inp, lut, out, ElType.FX_8)
+mli_krn_sigm_fx8 = c_variant("mli_krn_sigm_fx8", _fx_activation, "inp lut out",
+    'Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
+    tail=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_sigm_fx16(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15."""
-    return _fx_activation("mli_krn_sigm_fx16", inp, lut, out, ElType.FX_16)
+mli_krn_sigm_fx16 = c_variant("mli_krn_sigm_fx16", _fx_activation, "inp lut out",
+    'Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
+    tail=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_sigm_sa8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."""
-    return _sa8_activation("mli_krn_sigm_sa8", inp, lut, out, K.SIGM_SA8_OUT)
+mli_krn_sigm_sa8 = c_variant("mli_krn_sigm_sa8", _sa8_activation, "inp lut out",
+    'Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.',
+    tail=(K.SIGM_SA8_OUT,))
 
 
-@mli_function()
-def mli_krn_tanh_fx8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7."""
-    return _fx_activation("mli_krn_tanh_fx8", inp, lut, out, ElType.FX_8)
+mli_krn_tanh_fx8 = c_variant("mli_krn_tanh_fx8", _fx_activation, "inp lut out",
+    'Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
+    tail=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_tanh_fx16(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15."""
-    return _fx_activation("mli_krn_tanh_fx16", inp, lut, out, ElType.FX_16)
+mli_krn_tanh_fx16 = c_variant("mli_krn_tanh_fx16", _fx_activation, "inp lut out",
+    'Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
+    tail=(ElType.FX_16,))
 
 
-@mli_function()
-def mli_krn_tanh_sa8(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-    """Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7."""
-    return _sa8_activation("mli_krn_tanh_sa8", inp, lut, out, K.TANH_SA8_OUT)
+mli_krn_tanh_sa8 = c_variant("mli_krn_tanh_sa8", _sa8_activation, "inp lut out",
+    'Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.',
+    tail=(K.TANH_SA8_OUT,))
 
 
 # ---------------------------------------------------------------------------------------- softmax
@@ -117,20 +111,16 @@ def _softmax_fx(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el
     return Status.OK
 
 
-@mli_function()
-def mli_krn_softmax_fx8(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
-    """Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.
-
-    Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the
-    results are not a usable softmax).
-    """
-    return _softmax_fx("mli_krn_softmax_fx8", inp, lut, cfg, out, ElType.FX_8)
+mli_krn_softmax_fx8 = c_variant("mli_krn_softmax_fx8", _softmax_fx, "inp lut cfg out",
+    "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
+    "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
+    "results are not a usable softmax).",
+    tail=(ElType.FX_8,))
 
 
-@mli_function()
-def mli_krn_softmax_fx16(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
-    """Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15."""
-    return _softmax_fx("mli_krn_softmax_fx16", inp, lut, cfg, out, ElType.FX_16)
+mli_krn_softmax_fx16 = c_variant("mli_krn_softmax_fx16", _softmax_fx, "inp lut cfg out",
+    'Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15.',
+    tail=(ElType.FX_16,))
 
 
 @mli_function()

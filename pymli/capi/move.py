@@ -14,7 +14,6 @@ type and parameters, never a conversion. The destination struct is filled as the
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,6 +26,7 @@ from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
 from ..tensor import MLI_MAX_RANK, Tensor
 from ._registry import c_enum, c_struct, mli_function
+from .types import _PREFIX, _CEnum
 
 __all__ = [
     "MovState", "MovHandle", "MovCfg", "MAX_DMA_CHAN", "reset_dma_pool",
@@ -45,8 +45,8 @@ _HWC_H, _HWC_W = 0, 1
 
 
 @c_enum("mli_mov_state")
-class MovState(enum.IntEnum):
-    """``mli_mov_state``: life cycle of a transfer handle."""
+class MovState(_CEnum):
+    """``mli_mov_state``: life cycle of a transfer handle (C names ``MLI_MOV_STATE_*``)."""
 
     INVALID = 0
     OPEN = 1
@@ -55,10 +55,8 @@ class MovState(enum.IntEnum):
     DMA_RUNNING = 4
     DONE = 5
 
-    @property
-    def c_name(self) -> str:
-        """The C enumerator name, e.g. ``MLI_MOV_STATE_DONE``."""
-        return "MLI_MOV_STATE_" + self.name
+
+_PREFIX[MovState] = "MLI_MOV_STATE_"
 
 
 @c_struct("mli_mov_handle_t")

@@ -93,40 +93,26 @@ class ReluCfg:
     type: ReluType = ReluType.NONE
 
 
-@c_struct("mli_prelu_cfg")
 @dataclasses.dataclass(frozen=True)
-class PreluCfg:
-    """``mli_prelu_cfg``.
-
-    Attributes:
-        axis: the dimension the slopes run along (-1: one slope for the whole tensor).
-    """
+class _AxisCfg:
+    """A cfg struct whose only field is ``axis`` (-1: the whole tensor)."""
 
     axis: int = -1
+
+
+@c_struct("mli_prelu_cfg")
+class PreluCfg(_AxisCfg):
+    """``mli_prelu_cfg``: ``axis``, the dimension the slopes run along (-1: one slope for the whole tensor)."""
 
 
 @c_struct("mli_softmax_cfg")
-@dataclasses.dataclass(frozen=True)
-class SoftmaxCfg:
-    """``mli_softmax_cfg``.
-
-    Attributes:
-        axis: the dimension normalised (-1: the whole tensor).
-    """
-
-    axis: int = -1
+class SoftmaxCfg(_AxisCfg):
+    """``mli_softmax_cfg``: ``axis``, the dimension normalised (-1: the whole tensor)."""
 
 
 @c_struct("mli_l2_normalize_cfg")
-@dataclasses.dataclass(frozen=True)
-class L2NormalizeCfg:
-    """``mli_l2_normalize_cfg``.
-
-    Attributes:
-        axis: the dimension normalised (-1: the whole tensor).
-    """
-
-    axis: int = -1
+class L2NormalizeCfg(_AxisCfg):
+    """``mli_l2_normalize_cfg``: ``axis``, the dimension normalised (-1: the whole tensor)."""
 
 
 @c_struct("mli_fully_connected_cfg")

@@ -263,6 +263,17 @@ def _check_geometry(inp: Tensor, w: Tensor, cfg: Any, out: Tensor, overlap: bool
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
 
+def _check_family(what: str, shapes_ok: Callable[[], bool], inp: Tensor, w: Tensor, b: Tensor, cfg: Any,
+                  out: Tensor, ksize: int, overlap: bool) -> None:
+    """The checks of every HWCN convolution in C's order; ``shapes_ok`` is the kind's shape test."""
+    _check_kernel_size(w, ksize)
+    _check_basic(inp, w, b, out)
+    if not shapes_ok():
+        fail(Status.SHAPE_MISMATCH, f"{what} shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
+    _check_inner(inp, w, b, out)
+    _check_geometry(inp, w, cfg, out, overlap)
+
+
 def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
                  overlap: bool = True) -> None:
     """``mli_chk_conv2d_hwcn`` (generic part).
@@ -276,13 +287,10 @@ def check_conv2d(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize
         MliError: BAD_TENSOR, NOT_ENGH_MEM, TYPE_MISMATCH, SHAPE_MISMATCH, INCOMPATEBLE_TENSORS or
             BAD_FUNC_CFG.
     """
-    _check_kernel_size(w, ksize)
-    _check_basic(inp, w, b, out)
-    if not (_check_ranks(inp, w, b, out) and shape_at(inp, 2) == shape_at(w, _KD)
-            and shape_at(out, 2) == shape_at(w, _KC) and shape_at(b, 0) == shape_at(w, _KC)):
-        fail(Status.SHAPE_MISMATCH, f"conv2d shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
-    _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out, overlap)
+    _check_family("conv2d", lambda: (_check_ranks(inp, w, b, out) and shape_at(inp, 2) == shape_at(w, _KD)
+                                     and shape_at(out, 2) == shape_at(w, _KC)
+                                     and shape_at(b, 0) == shape_at(w, _KC)),
+                  inp, w, b, cfg, out, ksize, overlap)
 
 
 def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
@@ -297,13 +305,11 @@ def check_depthwise(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ks
     Raises:
         MliError: as :func:`check_conv2d`.
     """
-    _check_kernel_size(w, ksize)
-    _check_basic(inp, w, b, out)
-    if not (_check_ranks(inp, w, b, out) and shape_at(w, _KD) == 1 and shape_at(b, 0) == shape_at(w, _KC)
-            and shape_at(w, _KC) == shape_at(inp, 2) and shape_at(w, _KC) == shape_at(out, 2)):
-        fail(Status.SHAPE_MISMATCH, f"depthwise shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
-    _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out, overlap)
+    _check_family("depthwise", lambda: (_check_ranks(inp, w, b, out) and shape_at(w, _KD) == 1
+                                        and shape_at(b, 0) == shape_at(w, _KC)
+                                        and shape_at(w, _KC) == shape_at(inp, 2)
+                                        and shape_at(w, _KC) == shape_at(out, 2)),
+                  inp, w, b, cfg, out, ksize, overlap)
 
 
 def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize: int = 0,
@@ -318,19 +324,17 @@ def check_group(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor, ksize:
     Raises:
         MliError: as :func:`check_conv2d`.
     """
-    _check_kernel_size(w, ksize)
-    _check_basic(inp, w, b, out)
+    _check_family("group conv", lambda: _group_shapes_ok(inp, w, b, out), inp, w, b, cfg, out, ksize, overlap)
+
+
+def _group_shapes_ok(inp: Tensor, w: Tensor, b: Tensor, out: Tensor) -> bool:
     ok = _check_ranks(inp, w, b, out) and shape_at(b, 0) == shape_at(w, _KC)
     wd = shape_at(w, _KD)
     if wd == 0:
         fail(Status.SHAPE_MISMATCH, "weights with 0 input channels")
     groups = shape_at(inp, 2) // wd
     ok = ok and shape_at(inp, 2) % wd == 0 and groups != 0 and shape_at(w, _KC) % groups == 0
-    ok = ok and shape_at(out, 2) == shape_at(w, _KC)
-    if not ok:
-        fail(Status.SHAPE_MISMATCH, f"group conv shapes in {inp.shape}, weights {w.shape}, bias {b.shape}, out {out.shape}")
-    _check_inner(inp, w, b, out)
-    _check_geometry(inp, w, cfg, out, overlap)
+    return ok and shape_at(out, 2) == shape_at(w, _KC)
 
 
 def check_transpose(inp: Tensor, w: Tensor, b: Tensor, cfg: Any, out: Tensor) -> None:

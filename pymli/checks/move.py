@@ -29,40 +29,22 @@ IDENTITY4 = (0, 1, 2, 3)
 """Default of ``perm_dim``."""
 
 
-def as_u32(v: int) -> int:
-    """``(uint32_t)v``.
+def _c_cast(bits: int, signed: bool) -> Callable[[int], int]:
+    """The cast of a Python int to C's ``intN_t`` / ``uintN_t`` (a public ``as_*`` function)."""
+    ctype = f"{'' if signed else 'u'}int{bits}_t"
 
-    Args:
-        v: an integer.
+    def cast(v: int) -> int:
+        return wrap_int(v, bits, signed=signed)
 
-    Returns:
-        The value a C ``uint32_t`` holds.
-    """
-    return wrap_int(v, 32, signed=False)
-
-
-def as_i32(v: int) -> int:
-    """``(int32_t)v``.
-
-    Args:
-        v: an integer.
-
-    Returns:
-        The value a C ``int32_t`` holds.
-    """
-    return wrap_int(v, 32)
+    cast.__name__ = cast.__qualname__ = f"as_{'i' if signed else 'u'}{bits}"
+    cast.__doc__ = (f"``({ctype})v``.\n\nArgs:\n    v: an integer.\n\nReturns:\n"
+                    f"    The value a C ``{ctype}`` holds.\n")
+    return cast
 
 
-def as_u8(v: int) -> int:
-    """``(uint8_t)v``.
-
-    Args:
-        v: an integer.
-
-    Returns:
-        The value a C ``uint8_t`` holds.
-    """
-    return wrap_int(v, 8, signed=False)
+as_u32 = _c_cast(32, signed=False)
+as_i32 = _c_cast(32, signed=True)
+as_u8 = _c_cast(8, signed=False)
 
 
 def c_array_field(values: Any, n: int, fill: Sequence[int]) -> list[int]:

@@ -124,14 +124,7 @@ def shape_at(t: Tensor, i: int) -> int:
 
 
 def stride_at(t: Tensor, i: int) -> int:
-    """``t->mem_stride[i]`` (entries past the list are 0).
-
-    Args:
-        t: the tensor; i: the dimension (0 to 3).
-
-    Returns:
-        The mem_stride entry as a Python int.
-    """
+    """``t->mem_stride[i]``: as :func:`shape_at`, for the mem_stride (entries past the list are 0)."""
     return int(t.mem_stride[i]) if i < len(t.mem_stride) else 0
 
 

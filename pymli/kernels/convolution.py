@@ -439,12 +439,19 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     xc, a, b, xb = _centre(x, q)
     acc, bound = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups,
                                  x_bound=xb, w_bound=container_bound(w))
+    return _finish_centred(acc, bound, xc, x.shape, w.shape, bias, q, bounds, a, b, groups=groups, depthwise=False,
+                           cg=w.shape[2], stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+
+
+def _finish_centred(acc: np.ndarray, bound, xc: np.ndarray, x_shape: tuple[int, ...],  # type: ignore[no-untyped-def]
+                    w_shape: tuple[int, ...], bias: np.ndarray, q: Quant, bounds: tuple[int, int], a, b, *,
+                    groups: int, depthwise: bool, cg: int, **geo) -> np.ndarray:
+    """Add the weight-zero-point terms (when ``b``) to a centred HWCN accumulation, then :func:`finish`."""
     if b:
-        kh, kw, cg, n = w.shape
-        mask = np.ones(x.shape[:2], dtype=I64)
-        bound = None  # type: ignore[assignment]
-        acc = acc.astype(I64) + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
-                               groups=groups, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=n)
+        mask = np.ones(x_shape[:2], dtype=I64)
+        bound = None
+        acc = acc.astype(I64) + _wzp_terms(xc, mask, w_shape[0], w_shape[1], **geo, groups=groups, depthwise=depthwise,
+                                           a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=w_shape[3])
     return finish(acc, bias, q, bounds, bound)
 
 
@@ -461,13 +468,8 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
     xc, a, b, xb = _centre(x, q)
     acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
                                       x_bound=xb, w_bound=container_bound(w))
-    if b:
-        kh, kw, _, c = w.shape
-        mask = np.ones(x.shape[:2], dtype=I64)
-        bound = None  # type: ignore[assignment]
-        acc = acc.astype(I64) + _wzp_terms(xc, mask, kh, kw, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
-                               groups=c, depthwise=True, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=1, n=c)
-    return finish(acc, bias, q, bounds, bound)
+    return _finish_centred(acc, bound, xc, x.shape, w.shape, bias, q, bounds, a, b, groups=w.shape[3], depthwise=True,
+                           cg=1, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
 
 
 def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,

@@ -285,6 +285,30 @@ class _PerQ(dict):
         return v
 
 
+def _fx_input_part(kind: str, ir_max: int, x: np.ndarray, w_in, bias: np.ndarray,  # type: ignore[no-untyped-def]
+                   qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int):
+    """The fx LSTM / GRU set-up shared by both cells.
+
+    Args:
+        kind: ``"fx16"`` or ``"fx8_fx16"`` (accumulator width).
+        ir_max: the cell's largest intermediate frac bits.
+        x: the input sequence; w_in: the input-weights plan; bias: the bias values.
+        qs: (input, input-weights, bias) frac bits.
+        sigm_lut, tanh_lut: the LUTs; steps: the sequence length.
+
+    Returns:
+        (acc_bits, container bits, intermediate frac bits, requantised input part, its largest
+        magnitude, sigmoid function, tanh function).
+    """
+    in_q, w_in_q, b_q = qs
+    acc_bits = 40 if kind == "fx16" else 32
+    ir_fb = min(ir_max, in_q + w_in_q)
+    xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
+    xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
+    return (acc_bits, acc_container_bits(acc_bits), ir_fb, xr, int(np.abs(xr).max(initial=0)),
+            _fx_lut(sigm_lut, ir_fb, steps), _fx_lut(tanh_lut, ir_fb, steps))
+
+
 def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb: int) -> np.ndarray:
     """``_fx_series_sum`` of an input and a recurrent series already rescaled: saturating sum, int16.
 
@@ -363,16 +387,10 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits = 40 if kind == "fx16" else 32
-        cb = acc_container_bits(acc_bits)
-        ir_fb = min(_LSTM_IR_FX, in_q + w_in_q)
+        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
+            kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
         one = _FX_ONE
-        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-        xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
-        x_bound = int(np.abs(xr).max(initial=0))
         rec = _PerQ(lambda q: FxSeriesPlan(w_out, q + w_out_q - ir_fb, acc_bits))
-        sig = _fx_lut(sigm_lut, ir_fb, steps)
-        tnh = _fx_lut(tanh_lut, ir_fb, steps)
         mul_cf = fx_mul_plan(cell_q, one, cell_q)
         mul_gi = fx_mul_plan(one, one, one)
         if act == "none":
@@ -455,17 +473,11 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits = 40 if kind == "fx16" else 32
-        cb = acc_container_bits(acc_bits)
-        ir_fb = min(_GRU_IR_FX, in_q + w_in_q)
+        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
+            kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
         one = _FX_ONE
-        xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-        xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
-        x_bound = int(np.abs(xr).max(initial=0))
         rec_zr = _PerQ(lambda q: FxSeriesPlan(w_zr, q + w_out_q - ir_fb, acc_bits))
         rec_u = _PerQ(lambda q: FxSeriesPlan(w_u, q + w_out_q - ir_fb, acc_bits))
-        sig = _fx_lut(sigm_lut, ir_fb, steps)
-        tnh = _fx_lut(tanh_lut, ir_fb, steps)
         mul_rh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
         mul_hz = _PerQ(lambda hq: fx_mul_plan(hq, one, hq))
         mul_uz = fx_mul_plan(one, one, out_q)
