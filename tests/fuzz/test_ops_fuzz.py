@@ -1,150 +1,25 @@
-"""``pymli.ops`` (the Pythonic API) against random and wrong arguments (issue 13, items 2 and 9).
+"""The ``pymli.ops`` fuzz cases (``ops_fuzz_cases.py``), run in a fresh interpreter.
 
-Each op is called with random tensors (:func:`tests.fuzz.strategies.tensors`, valid structs of any
-element type and rank, so most calls are type or shape mismatches) and random keyword values (in
-range, beyond C types, NaN / inf, wrong Python types). Properties: only ``MliError`` escapes; the
-inputs' buffers (including bytes around the views) are never written; the same call twice gives
-the same status and result.
+Their hypothesis draws (fixed ``@seed``) are reproducible in a fresh process, whatever the environment,
+but not inside a worker that already ran other tests (the strategies' draws then differ), so the strict
+xfails of ``known.KNOWN_OPS`` hold only there. Failures print the inner run's report.
 """
 
 from __future__ import annotations
 
-import pytest
-from hypothesis import given, seed
-from hypothesis import strategies as st
+import os
+import subprocess
+import sys
+from pathlib import Path
 
-from pymli import MliError, Tensor, ops
-
-from .known import KNOWN_OPS
-from .strategies import FUZZ, int_values, junk_values, odd_values, tensors
-
-
-def _any() -> st.SearchStrategy:
-    return st.one_of(st.integers(-2, 6), int_values(), odd_values(), junk_values(),
-                     st.lists(st.integers(-2, 6), min_size=0, max_size=5))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 
 
-def _t() -> st.SearchStrategy[Tensor]:
-    return tensors(max_rank=4)
-
-
-def _quant() -> st.SearchStrategy:
-    return st.one_of(st.none(), st.fixed_dictionaries({"zero_point": st.integers(-130, 130),
-                                                       "scale": st.integers(-2, 40000),
-                                                       "scale_frac_bits": st.integers(-2, 130)}),
-                     st.fixed_dictionaries({"frac_bits": st.integers(-2, 40)}), _any())
-
-
-# op name -> strategy of (args, kwargs)
-SPECS: dict[str, st.SearchStrategy] = {
-    "relu": st.tuples(st.tuples(_t()), st.fixed_dictionaries({"kind": st.one_of(st.sampled_from(["GEN", "RELU_6", "relu1", "bogus"]), _any())})),
-    "leaky_relu": st.tuples(st.tuples(_t(), _t()), st.just({})),
-    "prelu": st.tuples(st.tuples(_t(), _t()), st.fixed_dictionaries({"axis": _any()})),
-    "conv2d": st.tuples(st.tuples(_t(), _t(), st.one_of(st.none(), _t())),
-                        st.fixed_dictionaries({"stride": _any(), "padding": _any(), "dilation": _any(), "out_quant": _quant()})),
-    "depthwise_conv2d": st.tuples(st.tuples(_t(), _t(), st.one_of(st.none(), _t())),
-                                  st.fixed_dictionaries({"stride": _any(), "padding": _any(), "out_quant": _quant()})),
-    "group_conv2d": st.tuples(st.tuples(_t(), _t(), st.one_of(st.none(), _t())),
-                              st.fixed_dictionaries({"stride": _any(), "padding": _any(), "out_quant": _quant()})),
-    "transpose_conv2d": st.tuples(st.tuples(_t(), _t(), st.one_of(st.none(), _t())),
-                                  st.fixed_dictionaries({"stride": _any(), "padding": _any(), "out_quant": _quant()})),
-    "fully_connected": st.tuples(st.tuples(_t(), _t(), st.one_of(st.none(), _t())),
-                                 st.fixed_dictionaries({"relu": st.one_of(st.none(), _any()), "out_quant": _quant()})),
-    "conv_output_size": st.tuples(st.tuples(_any(), _any(), _any(), _any(), _any()), st.just({})),
-    "same_padding": st.tuples(st.tuples(_any(), _any(), _any()), st.just({})),
-    "permute": st.tuples(st.tuples(_t(), _any()), st.just({})),
-    "transpose": st.tuples(st.tuples(_t(), _any()), st.just({})),
-    "argmax": st.tuples(st.tuples(_t()), st.fixed_dictionaries({"axis": _any(), "topk": _any()})),
-    **{n: st.tuples(st.tuples(_t(), _t()), st.fixed_dictionaries({"quant": st.one_of(st.none(), _quant())}))
-       for n in ("add", "sub", "mul", "minimum", "maximum")},
-    "sigmoid": st.tuples(st.tuples(_t()), st.just({})),
-    "tanh": st.tuples(st.tuples(_t()), st.just({})),
-    "softmax": st.tuples(st.tuples(_t()), st.fixed_dictionaries({"axis": st.one_of(st.none(), _any())})),
-    "l2_normalize": st.tuples(st.tuples(_t()), st.fixed_dictionaries({"axis": st.one_of(st.none(), _any())})),
-    "activation_lut": st.tuples(st.tuples(st.one_of(st.sampled_from(["sigm", "tanh", "softmax", "l2_normalize", "x"]),
-                                                    junk_values())), st.just({})),
-    "move_tensor": st.tuples(st.tuples(_t()), st.fixed_dictionaries({"offset": _any(), "size": _any(), "step": _any(),
-                                                                     "perm": _any()})),
-    "copy": st.tuples(st.tuples(_t()), st.just({})),
-    "slice_tensor": st.tuples(st.tuples(_t(), _any(), _any()), st.just({})),
-    "subsample": st.tuples(st.tuples(_t(), _any()), st.just({})),
-    "pad2d": st.tuples(st.tuples(_t(), _any()), st.fixed_dictionaries({"layout": st.one_of(st.sampled_from(["hwc", "chw", "x"]), junk_values())})),
-    "concat": st.tuples(st.tuples(st.lists(_t(), min_size=0, max_size=3), _any()), st.just({})),
-    "avepool": st.tuples(st.tuples(_t(), _any()), st.fixed_dictionaries({"stride": _any(), "padding": _any()})),
-    "maxpool": st.tuples(st.tuples(_t(), _any()), st.fixed_dictionaries({"stride": _any(), "padding": _any()})),
-    "pool_cfg": st.tuples(st.tuples(st.tuples(_any(), _any()), _any()), st.fixed_dictionaries({"stride": _any(), "padding": _any()})),
-    "rnn_dense": st.tuples(st.tuples(st.lists(_t(), min_size=0, max_size=2), st.lists(_t(), min_size=0, max_size=2), _t()),
-                           st.fixed_dictionaries({"out_quant": _quant()})),
-    "lstm": st.tuples(st.tuples(_t(), _t(), _t(), _t()), st.fixed_dictionaries({"out_quant": _quant(), "direction": _any()})),
-    "gru": st.tuples(st.tuples(_t(), _t(), _t(), _t()), st.fixed_dictionaries({"out_quant": _quant(), "results": _any()})),
-}
-
-
-def _snap(args: tuple) -> list[bytes]:
-    res = []
-    for a in args:
-        for t in (a if isinstance(a, list) else [a]):
-            p = getattr(t, "_fuzz_base", None)
-            if p is not None:
-                res.append(p.base.tobytes())
-    return res
-
-
-def _call(name: str, args: tuple, kwargs: dict) -> tuple[str, object]:
-    try:
-        r = getattr(ops, name)(*args, **kwargs)
-    except MliError as e:
-        return e.status.name, None
-    except Exception as e:  # noqa: BLE001 - the finding
-        return f"{type(e).__name__}: {str(e)[:120]}", None
-    if isinstance(r, Tensor):
-        try:
-            return "OK", (r.numpy().tobytes(), r.el_type, tuple(r.shape))
-        except Exception as e:  # noqa: BLE001
-            return f"result unreadable: {type(e).__name__}", None
-    return "OK", repr(r)[:500]
-
-
-def _copy_args(args: tuple) -> tuple:
-    out = []
-    for a in args:
-        if isinstance(a, list):
-            out.append([t.copy() if isinstance(t, Tensor) else t for t in a])
-        else:
-            out.append(a.copy() if isinstance(a, Tensor) and a.rank >= 0 and _copyable(a) else a)
-    return tuple(out)
-
-
-def _copyable(t: Tensor) -> bool:
-    try:
-        t.copy()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
-def test_specs_cover_ops() -> None:
-    """Every public name of ``pymli.ops`` that is a function has a fuzz spec."""
-    fns = {n for n in ops.__all__ if callable(getattr(ops, n)) and not isinstance(getattr(ops, n), type)}
-    assert fns - set(SPECS) == set(), sorted(fns - set(SPECS))
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN_OPS[n])]
-                                               if n in KNOWN_OPS else []) for n in sorted(SPECS)])
-@FUZZ
-@seed(20261125)
-@given(data=st.data())
-def test_op(name: str, data: st.DataObject) -> None:
-    args, kwargs = data.draw(SPECS[name], label="call")
-    twin = _copy_args(args)
-    before = _snap(args)
-    status, res = _call(name, args, kwargs)
-    probs = []
-    if status not in ("OK",) and not status.isupper():
-        probs.append(f"non-MliError escaped: {status}")
-    if _snap(args) != before:
-        probs.append("an input buffer was written")
-    status2, res2 = _call(name, twin, kwargs)
-    if status.split(":")[0] != status2.split(":")[0] or res != res2:
-        probs.append(f"not deterministic: {status} then {status2}")
-    assert not probs, f"ops.{name}: " + "; ".join(probs)
+def test_ops_fuzz_cases_in_a_fresh_process() -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        str(HERE / "ops_fuzz_cases.py")], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    assert " passed" in r.stdout and "xfailed" in r.stdout
