@@ -7,6 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pymli.models.digits import digits_network, load_split
+from pymli.models.quantize import quantize_network
+
 N = 22  # samples of the main dataset: not a multiple of the chunk sizes used
 
 
@@ -47,9 +50,6 @@ def reference(cnn10_model, dataset) -> np.ndarray:  # noqa: ANN001
 @pytest.fixture(scope="session")
 def digits_sa8():  # noqa: ANN201
     """(quantised sa8 digits network, float test images [40, 8, 8, 1], labels [40])."""
-    pytest.importorskip("sklearn", reason="the digits split comes from scikit-learn")
-    from pymli.models.digits import digits_network, load_split
-    from pymli.models.quantize import quantize_network
-
+    # the digits and their split ship in pymli/data/digits.npz (no scikit-learn)
     xtr, xte, _, yte = load_split()
     return quantize_network(digits_network(), xtr[:64], "sa8"), xte[:40], yte[:40]
