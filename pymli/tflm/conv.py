@@ -101,6 +101,19 @@ def _windows(xs: np.ndarray, k_hw: tuple[int, int], stride: tuple[int, int],
     return v.transpose(0, 1, 2, 4, 5, 3)
 
 
+
+def _add_bias_requantize(acc: np.ndarray, bias: np.ndarray | None, bits: int, multiplier: npt.ArrayLike,
+                         shift: npt.ArrayLike, output_zp: int, act_min: int, act_max: int,
+                         dtype: npt.DTypeLike) -> np.ndarray:
+    """The common tail of TFLM's MAC kernels: add the bias, wrap to the ``bits``-wide accumulator,
+    requantise per channel, clamp, cast to ``dtype``."""
+    if bias is not None:
+        acc = acc + np.asarray(bias, np.int64)
+    acc = qu.wrap(acc, bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=output_zp, act_min=act_min, act_max=act_max,
+                         acc_bits=bits)
+    return out.astype(dtype)
+
 def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int, output_zp: int,
            multiplier: npt.ArrayLike, shift: npt.ArrayLike, act_min: int, act_max: int,
            stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
@@ -148,13 +161,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: i
         wg = win[..., g * cin_g:(g + 1) * cin_g].reshape(n, out_hw[0], out_hw[1], -1)
         acc[..., g * fpg:(g + 1) * fpg] = np.rint(
             wg @ wf[g * fpg:(g + 1) * fpg].reshape(fpg, -1).T).astype(np.int64)
-    bits = _acc_bits(x, bias)
-    if bias is not None:
-        acc = acc + np.asarray(bias, np.int64)
-    acc = qu.wrap(acc, bits)
-    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
-                         acc_bits=bits)
-    return out.astype(x.dtype)
+    return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, ozp, act_min, act_max,
+                                x.dtype)
 
 
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
@@ -200,13 +208,8 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, i
     win = _windows(x.astype(np.int64) - izp, (kh, kw), stride, dilation, out_hw, pad)
     win = np.repeat(win, depth_multiplier, axis=-1)  # N, OH, OW, KH, KW, Cout
     acc = np.rint(np.einsum("nhwabc,abc->nhwc", win, w[0].astype(np.float64))).astype(np.int64)
-    bits = _acc_bits(x, bias)
-    if bias is not None:
-        acc = acc + np.asarray(bias, np.int64)
-    acc = qu.wrap(acc, bits)
-    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
-                         acc_bits=bits)
-    return out.astype(x.dtype)
+    return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, ozp, act_min, act_max,
+                                x.dtype)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
@@ -243,12 +246,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, in
     xs = x.reshape(-1, depth).astype(np.float64) - float(input_zp)
     acc = np.rint(xs @ w.astype(np.float64).T).astype(np.int64)
     bits = 64 if bias is not None and bias.dtype == np.int64 else 32
-    if bias is not None:
-        acc = acc + np.asarray(bias, np.int64)
-    acc = qu.wrap(acc, bits)
-    out = requantize_acc(acc, multiplier, shift, output_zp=int(output_zp), act_min=act_min,
-                         act_max=act_max, acc_bits=bits)
-    return out.astype(x.dtype)
+    return _add_bias_requantize(acc, bias, bits, multiplier, shift, int(output_zp), act_min, act_max, x.dtype)
 
 
 def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, output_hw: tuple[int, int],
