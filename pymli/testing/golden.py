@@ -235,43 +235,64 @@ def _scalar(a: dict[str, Any]) -> Any:
     return int(v) if isinstance(v, (int, bool)) else v
 
 
+def case_arguments(case: Case) -> tuple[list[tuple[str, str, Any]], _Builder]:
+    """The arguments of a recorded call, built as C saw them: ``(kind, name, object)`` in order.
+
+    Tensors are views into copies of the recorded memory (aliases share one buffer), a NULL pointer
+    is ``None`` (a NULL cfg stays NULL), arrays are NumPy arrays of their C type.
+
+    Args:
+        case: a loaded case.
+
+    Returns:
+        The argument triples and the builder holding the buffers (for reading outputs back).
+
+    Raises:
+        CaseError: an argument kind the runner does not know.
+        NotImplementedError: a recorded construct pymli cannot rebuild.
+    """
+    m = case.meta
+    b = _Builder(case)
+    out: list[tuple[str, str, Any]] = []
+    for a in m["args"]:
+        kind, name = a["kind"], a["name"]
+        if kind in ("tensor", "out_tensor"):
+            obj = None if a.get("null") else b.tensor(name)
+        elif kind == "tensor_list":
+            obj = [b.tensor(f"{name}[{i}]") for i in range(int(a["count"]))]
+        elif kind == "cfg":
+            cfgs = m.get("cfg") or {}
+            # A NULL cfg pointer ("null": true, or a recorded null value) stays None.
+            null = a.get("null") or (name in cfgs and cfgs[name] is None)
+            obj = None if null else b.struct(a["type"], cfgs.get(name))
+        elif kind == "out_cfg":
+            obj = b.struct(a["type"], None)
+        elif kind in ("lut", "out_lut"):
+            obj = b.lut(name, kind == "out_lut")
+        elif kind == "scalar":
+            obj = _scalar(a)
+        elif kind == "array":
+            obj = np.asarray(a["value"], dtype=_CTYPES.get(a.get("ctype", "int"), np.int32))
+        elif kind == "handle":
+            obj = b.struct("mli_mov_handle_t", a["value"])
+        else:
+            raise CaseError(f"argument kind {kind} unknown")
+        out.append((kind, name, obj))
+    return out, b
+
+
 def run_case(case: Case) -> list[str]:
     """Replay ``case``; return the list of mismatches (empty: the case passes)."""
     m = case.meta
     fn = capi.FUNCTIONS.get(case.function)
     if fn is None:
         return [f"{case.function} is not implemented"]
-    b = _Builder(case)
-    args: list[Any] = []
-    objs: dict[str, Any] = {}
     try:
-        for a in m["args"]:
-            kind, name = a["kind"], a["name"]
-            if kind in ("tensor", "out_tensor"):
-                obj = None if a.get("null") else b.tensor(name)
-            elif kind == "tensor_list":
-                obj = [b.tensor(f"{name}[{i}]") for i in range(int(a["count"]))]
-            elif kind == "cfg":
-                cfgs = m.get("cfg") or {}
-                # A NULL cfg pointer ("null": true, or a recorded null value) stays None.
-                null = a.get("null") or (name in cfgs and cfgs[name] is None)
-                obj = None if null else b.struct(a["type"], cfgs.get(name))
-            elif kind == "out_cfg":
-                obj = b.struct(a["type"], None)
-            elif kind in ("lut", "out_lut"):
-                obj = b.lut(name, kind == "out_lut")
-            elif kind == "scalar":
-                obj = _scalar(a)
-            elif kind == "array":
-                obj = np.asarray(a["value"], dtype=_CTYPES.get(a.get("ctype", "int"), np.int32))
-            elif kind == "handle":
-                obj = b.struct("mli_mov_handle_t", a["value"])
-            else:
-                return [f"argument kind {kind} unknown"]
-            objs[name] = obj
-            args.append(obj)
-    except NotImplementedError as e:
+        triples, b = case_arguments(case)
+    except (CaseError, NotImplementedError) as e:
         return [str(e)]
+    args: list[Any] = [o for _, _, o in triples]
+    objs: dict[str, Any] = {n: o for _, n, o in triples}
 
     status: Status = Status.OK
     ret: Any = None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pymli import ElType, Lut, MliError, Status, Tensor, capi, use_platform
-from pymli.testing.golden import Case, _Builder, _scalar, load_case
+from pymli.testing.golden import Case, case_arguments, load_case
 from pymli.testing.paths import golden_dirs
 
 from .strategies import Placed, place
@@ -112,32 +112,10 @@ def _guard(call: Call) -> Call:
 
 
 def _from_case(case: Case) -> Call:
-    m = case.meta
-    b = _Builder(case)
-    args = []
-    for a in m["args"]:
-        kind, name = a["kind"], a["name"]
-        if kind in TENSOR_KINDS:
-            obj = None if a.get("null") else b.tensor(name)
-        elif kind == "tensor_list":
-            obj = [b.tensor(f"{name}[{i}]") for i in range(int(a["count"]))]
-        elif kind == "cfg":
-            cfgs = m.get("cfg") or {}
-            null = a.get("null") or (name in cfgs and cfgs[name] is None)
-            obj = None if null else b.struct(a["type"], cfgs.get(name))
-        elif kind == "out_cfg":
-            obj = b.struct(a["type"], None)
-        elif kind in ("lut", "out_lut"):
-            obj = b.lut(name, kind == "out_lut")
-        elif kind == "scalar":
-            obj = _scalar(a)
-        elif kind == "array":
-            obj = [int(v) for v in np.asarray(a["value"]).reshape(-1)]
-        elif kind == "handle":
-            obj = b.struct("mli_mov_handle_t", a["value"])
-        else:
-            raise ValueError(kind)
-        args.append(Arg(kind, name, obj))
+    triples, _ = case_arguments(case)
+    # arrays as Python lists of ints (the fuzz mutations replace their items)
+    args = [Arg(kind, name, [int(v) for v in np.asarray(obj).reshape(-1)] if kind == "array" else obj)
+            for kind, name, obj in triples]
     return _guard(Call(case.function, args, case.platform()))
 
 
