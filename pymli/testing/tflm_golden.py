@@ -29,7 +29,8 @@ __all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", 
 _DT = {tflite.TensorType.INT8: np.int8, tflite.TensorType.INT16: np.int16,
        tflite.TensorType.INT32: np.int32, tflite.TensorType.INT64: np.int64,
        tflite.TensorType.FLOAT32: np.float32, tflite.TensorType.UINT8: np.uint8,
-       tflite.TensorType.BOOL: np.bool_}
+       tflite.TensorType.BOOL: np.bool_, tflite.TensorType.UINT32: np.uint32,
+       tflite.TensorType.UINT64: np.uint64, tflite.TensorType.UINT16: np.uint16}
 _OPNAMES = {v: k for k, v in vars(tflite.BuiltinOperator).items() if not k.startswith("_")}
 _OPTNAMES = {v: k for k, v in vars(tflite.BuiltinOptions).items() if not k.startswith("_")}
 
@@ -69,6 +70,7 @@ class TOp:
     outputs: tuple[int, ...]
     options: Any
     intermediates: tuple[int, ...] = ()
+    custom_options: bytes = b""  # a CUSTOM operator's options (flexbuffer), b"" for builtins
 
 
 @dataclass
@@ -137,8 +139,9 @@ def read_graph(path: str | Path | bytes) -> TGraph:
         if name == "CUSTOM":
             name = "CUSTOM:" + oc.CustomCode().decode()
         inter = tuple(int(v) for v in op.IntermediatesAsNumpy()) if op.IntermediatesLength() else ()
+        copts = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
         ops.append(TOp(k, name, tuple(int(v) for v in op.InputsAsNumpy()),
-                       tuple(int(v) for v in op.OutputsAsNumpy()), _options(op), inter))
+                       tuple(int(v) for v in op.OutputsAsNumpy()), _options(op), inter, copts))
     return TGraph(tensors, ops, [int(v) for v in g.InputsAsNumpy()],
                   [int(v) for v in g.OutputsAsNumpy()])
 
@@ -249,6 +252,7 @@ def run_graph(graph: TGraph, inputs: list[np.ndarray], state: dict[int, np.ndarr
     for t in graph.tensors:
         if t.variable and t.index not in state:
             state[t.index] = reset_value(t)
+    graph.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
     for op in graph.ops:
         args = []
         for i in op.inputs:

@@ -1,0 +1,809 @@
+"""TFLite Micro signal-library CUSTOM operators (the micro_speech audio front end), bit-exact.
+
+The kernels mirror ``signal/src/*.cc`` and ``signal/micro/kernels/*.cc`` of tflite-micro (and the
+fixed-point kiss_fft v130 those wrap): one pure NumPy function per operator, vectorised, exact
+integer arithmetic in int64 / uint64 with every C narrowing (``int16_t`` store, ``uint32_t``
+product, ``int32_t`` sum) modelled by an explicit wrap. Below them, one handler per operator with
+the signature of :mod:`pymli.tflm.handlers` (``handler(graph, op, inputs) -> outputs``), registered
+in :data:`HANDLERS` under ``"CUSTOM:" + custom_code`` (``CUSTOM:SignalWindow``, ...).
+
+Options are the operator's flexbuffer map; TFLM reads them by position in the key-sorted map
+(``FlexbufferWrapper::ElementAsInt32(index)``), and so do we.
+
+State: ``SignalFilterBankSpectralSubtraction`` keeps a noise estimate in a persistent buffer (not
+a tensor) that TFLM zeroes at Prepare and at ``Reset``. The handler keeps it in the mapping
+``graph.extra["op_state"]`` (key ``("signal", op.index)``) when the runner provides one (the
+:func:`pymli.testing.tflm_golden.run_graph` state dict: a new dict starts from zero, passing the same
+dict again carries it over as successive Invokes do); without one every call starts from zero.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import numpy.typing as npt
+from flatbuffers import flexbuffers
+
+from ..arith.rounding import wrap
+from ..errors import MliError, Status
+
+__all__ = [
+    "HANDLERS",
+    "custom_options",
+    "window",
+    "fft_auto_scale",
+    "rfft",
+    "energy",
+    "filter_bank",
+    "filter_bank_square_root",
+    "filter_bank_spectral_subtraction",
+    "SpectralSubtractionConfig",
+    "pcan",
+    "filter_bank_log",
+    "max_abs16",
+    "msb32",
+    "sqrt64",
+    "log32",
+]
+
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+_M32 = np.int64(0xFFFFFFFF)
+
+
+def _bad(msg: str) -> MliError:
+    return MliError(Status.BAD_TENSOR, msg)
+
+
+# --------------------------------------------------------------------------------------------------
+# small integer helpers (signal/src/msb_32.cc, max_abs.cc, square_root_64.cc, log.cc)
+# --------------------------------------------------------------------------------------------------
+
+def msb32(x: npt.ArrayLike) -> I64:
+    """``MostSignificantBit32`` (GCC build): the 1-based position of the highest set bit, 32 for 0.
+
+    Args:
+        x: uint32 values (any integer dtype; taken modulo 2**32).
+
+    Returns:
+        int64 array, 1..32.
+    """
+    v = np.asarray(x).astype(np.int64) & _M32
+    # frexp is exact for every integer below 2**53: v = m * 2**e with 0.5 <= m < 1, so e = bit length
+    e = np.frexp(v.astype(np.float64))[1].astype(np.int64)
+    return np.where(v == 0, 32, e)
+
+
+def max_abs16(x: npt.ArrayLike) -> int:
+    """``MaxAbs16`` (portable C): the running ``max`` over ``|x|`` kept in an ``int16_t``.
+
+    ``-(-32768)`` stored to the int16 ``max`` wraps back to -32768, after which the scan takes
+    ``v`` while it rises and ``-v`` otherwise; this follows the C loop exactly without iterating:
+    after the last -32768 the running value is negative only while the values rise strictly and stay
+    negative, and from the first element that breaks that run on it is the plain maximum of ``|v|``.
+
+    Args:
+        x: int16 values, 1-D.
+
+    Returns:
+        the int16 value the C function returns (negative only after a -32768).
+    """
+    v = np.asarray(x).astype(np.int64).ravel()
+    hit = np.flatnonzero(v == -32768)
+    if hit.size == 0:
+        return int(np.max(np.abs(v), initial=0))
+    s = v[hit[-1] + 1:]
+    if s.size == 0:
+        return -32768
+    brk = s >= 0
+    brk[1:] |= s[1:] <= s[:-1]
+    k = np.flatnonzero(brk)
+    if k.size == 0:
+        return int(s[-1])
+    return int(np.max(np.abs(s[k[0]:])))
+
+
+def _isqrt_floor(n: U64) -> U64:
+    """Exact ``floor(sqrt(n))`` for uint64 ``n``: a float64 estimate (within 1 of the root for every
+    n < 2**64) corrected by exact uint64 comparisons."""
+    r = np.minimum(np.floor(np.sqrt(n.astype(np.float64))), 4294967295.0).astype(np.uint64)
+    over = r * r > n  # r <= 2**32 - 1, so r*r does not overflow
+    r = np.where(over, r - np.uint64(1), r)
+    r1 = r + np.uint64(1)
+    under = (r < np.uint64(4294967295)) & (r1 * r1 <= n)
+    return np.where(under, r1, r)
+
+
+def sqrt64(x: npt.ArrayLike) -> U64:
+    """``Sqrt64`` (and ``Sqrt32`` below 2**32): the digit-by-digit integer root rounded to nearest
+    (remainder > root increments it), except at the type's maximum (0xFFFF for the 32-bit path,
+    0xFFFFFFFF for the 64-bit path).
+
+    Args:
+        x: uint64 values.
+
+    Returns:
+        uint64 array of the uint32 results.
+    """
+    n = np.asarray(x).astype(np.uint64)
+    r = _isqrt_floor(n)
+    rem = n - r * r
+    cap = np.where(n >> np.uint64(32) == 0, np.uint64(0xFFFF), np.uint64(0xFFFFFFFF))
+    return np.where((rem > r) & (r != cap), r + np.uint64(1), r)
+
+
+_LOG_LUT = np.array([
+    0, 224, 442, 654, 861, 1063, 1259, 1450, 1636, 1817, 1992, 2163, 2329, 2490, 2646, 2797, 2944,
+    3087, 3224, 3358, 3487, 3611, 3732, 3848, 3960, 4068, 4172, 4272, 4368, 4460, 4549, 4633, 4714,
+    4791, 4864, 4934, 5001, 5063, 5123, 5178, 5231, 5280, 5326, 5368, 5408, 5444, 5477, 5507, 5533,
+    5557, 5578, 5595, 5610, 5622, 5631, 5637, 5640, 5641, 5638, 5633, 5626, 5615, 5602, 5586, 5568,
+    5547, 5524, 5498, 5470, 5439, 5406, 5370, 5332, 5291, 5249, 5203, 5156, 5106, 5054, 5000, 4944,
+    4885, 4825, 4762, 4697, 4630, 4561, 4490, 4416, 4341, 4264, 4184, 4103, 4020, 3935, 3848, 3759,
+    3668, 3575, 3481, 3384, 3286, 3186, 3084, 2981, 2875, 2768, 2659, 2549, 2437, 2323, 2207, 2090,
+    1971, 1851, 1729, 1605, 1480, 1353, 1224, 1094, 963, 830, 695, 559, 421, 282, 142, 0, 0],
+    np.int64)  # log2(1 + x) - x on 128 segments of [0, 1), Q16 (signal/src/log.cc kLogLut)
+
+
+def log32(x: npt.ArrayLike, out_scale: int) -> I64:
+    """``Log32``: ``round(ln(x) * out_scale)`` in TFLM's fixed point (Q16 log2 with a 128-segment
+    linear-interpolated correction table, times ln 2 = 45426 / 65536), uint32 arithmetic.
+
+    Args:
+        x: uint32 values, each > 1.
+        out_scale: the output scale (uint32).
+
+    Returns:
+        int64 array of the uint32 results.
+    """
+    v = np.asarray(x).astype(np.int64) & _M32
+    integer = msb32(v) - 1
+    frac = v - (np.int64(1) << integer)  # < 2**31: fits the C int32_t
+    frac = np.where(integer < 16, frac << np.maximum(16 - integer, 0), frac >> np.maximum(integer - 16, 0))
+    seg = frac >> 9
+    c0, c1 = _LOG_LUT[seg], _LOG_LUT[seg + 1]
+    rel = ((c1 - c0) * (frac - (seg << 9))) >> 16  # int32 product, arithmetic shift (floor)
+    fraction = (frac + c0 + rel) & _M32
+    log2 = ((integer << 16) + fraction) & _M32
+    loge = ((np.uint64(45426) * log2.astype(np.uint64) + np.uint64(32768)) >> np.uint64(16)).astype(
+        np.int64) & _M32
+    scaled = ((np.int64(out_scale) & _M32) * loge) & _M32  # uint32 product: wraps
+    return ((scaled + 32768) & _M32) >> 16
+
+
+# --------------------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------------------
+
+def window(x: np.ndarray, weights: np.ndarray, shift: int) -> np.ndarray:
+    """``SignalWindow``: ``sat16((int32(x) * w) >> shift)`` over consecutive frames of ``len(w)``.
+
+    Args:
+        x: int16, any shape whose element count is a multiple of ``len(weights)``.
+        weights: int16, 1-D (the window, typically Q``shift``).
+        shift: right shift (arithmetic), 0..31.
+
+    Returns:
+        int16 array in the shape of ``x``.
+    """
+    w = np.asarray(weights).astype(np.int64)
+    xs = np.asarray(x).astype(np.int64).reshape(-1, w.size)
+    raw = (xs * w) >> shift
+    return np.clip(raw, -32768, 32767).astype(np.int16).reshape(np.shape(x))
+
+
+def fft_auto_scale(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """``SignalFftAutoScale``: shift the frame left so its largest magnitude fills 15 bits.
+
+    ``scale_bits = max(0, 15 - MostSignificantBit32(MaxAbs16(x)))``; ``out = int16(x << scale_bits)``.
+
+    Args:
+        x: int16, 1-D.
+
+    Returns:
+        ``(int16 array, scale_bits)``.
+    """
+    v = np.asarray(x).astype(np.int64)
+    m = max_abs16(v)
+    sb = max(0, 16 - int(msb32(m)) - 1)
+    return wrap(v << sb, 16).astype(np.int16), sb
+
+
+# kiss_fft v130, FIXED_POINT 16 (and 32): every stage divides by its radix (C_FIXDIV) and rounds
+# products with sround(x) = (x + 2**(B-2)) >> (B-1) in the SAMPPROD type (int32 / int64), and each
+# store into a kiss_fft_scalar wraps to B bits.
+
+def _sround(x: I64, bits: int) -> I64:
+    return wrap(wrap(x + (1 << (bits - 2)), 2 * bits) >> (bits - 1), bits)
+
+
+def _cmul(ar: I64, ai: I64, br: I64, bi: I64, bits: int) -> tuple[I64, I64]:
+    return _sround(ar * br - ai * bi, bits), _sround(ar * bi + ai * br, bits)
+
+
+def _fixdiv(r: I64, i: I64, div: int, bits: int) -> tuple[I64, I64]:
+    k = ((1 << (bits - 1)) - 1) // div  # SAMP_MAX / div
+    return _sround(r * k, bits), _sround(i * k, bits)
+
+
+def _kf_factor(n: int) -> list[tuple[int, int]]:
+    """``kf_factor``: radix 4 first, then 2, then odd numbers; ``(p, m)`` per stage."""
+    out, p = [], 4
+    floor_sqrt = math.floor(math.sqrt(n))
+    while True:
+        while n % p:
+            p = 2 if p == 4 else 3 if p == 2 else p + 2
+            if p > floor_sqrt:
+                p = n
+        n //= p
+        out.append((p, n))
+        if n <= 1:
+            return out
+
+
+@functools.lru_cache(maxsize=None)
+def _twiddles(n: int, bits: int, inverse: bool) -> tuple[I64, I64]:
+    """``kiss_fft_alloc`` twiddles: ``floor(.5 + SAMP_MAX * cos(-2 pi i / n))`` (libm ``cos``, as
+    ``math.cos``; a table per length, computed once)."""
+    smax = (1 << (bits - 1)) - 1
+    pi = 3.141592653589793238462643383279502884197169399375105820974944
+    ph = [(-2 * pi * i / n) * (-1 if inverse else 1) for i in range(n)]
+    re = np.array([math.floor(.5 + smax * math.cos(p)) for p in ph], np.int64)
+    im = np.array([math.floor(.5 + smax * math.sin(p)) for p in ph], np.int64)
+    return re, im
+
+
+@functools.lru_cache(maxsize=None)
+def _super_twiddles(ncfft: int, bits: int, inverse: bool) -> tuple[I64, I64]:
+    """``kiss_fftr_alloc`` super twiddles: phase ``-pi * ((i + 1) / ncfft + .5)``."""
+    smax = (1 << (bits - 1)) - 1
+    ph = [-3.14159265358979323846264338327 * ((i + 1) / ncfft + .5) * (-1 if inverse else 1)
+          for i in range(ncfft // 2)]
+    re = np.array([math.floor(.5 + smax * math.cos(p)) for p in ph], np.int64)
+    im = np.array([math.floor(.5 + smax * math.sin(p)) for p in ph], np.int64)
+    return re, im
+
+
+@functools.lru_cache(maxsize=None)
+def _input_order(factors: tuple[tuple[int, int], ...]) -> I64:
+    """Where ``kf_work``'s recursion reads each element of the stage-0 buffer from."""
+    order = np.zeros(1, np.int64)
+    stride = int(np.prod([p for p, _ in factors]))
+    for p, _ in reversed(factors):
+        stride //= p
+        order = (np.arange(p, dtype=np.int64)[:, None] * stride + order[None, :]).ravel()
+    return order
+
+
+def _stage(re: I64, im: I64, p: int, m: int, s: int, n: int, twr: I64, twi: I64, bits: int,
+           inverse: bool) -> tuple[I64, I64]:
+    """One ``kf_bfly{2,3,4,5,_generic}`` over every group: ``re``/``im`` shaped ``(..., p, m)``."""
+    w = functools.partial(wrap, bits=bits)
+    u = np.arange(m, dtype=np.int64)
+    fr, fi = _fixdiv(re, im, p, bits)
+    F = [(fr[..., q, :], fi[..., q, :]) for q in range(p)]
+
+    def tw(q: int) -> tuple[I64, I64]:
+        k = q * u * s
+        return twr[k], twi[k]
+
+    if p == 2:
+        (ar, ai), (br, bi) = F
+        tr, ti = _cmul(br, bi, *tw(1), bits)
+        outs = [(w(ar + tr), w(ai + ti)), (w(ar - tr), w(ai - ti))]
+    elif p == 4:
+        (f0r, f0i) = F[0]
+        s0 = _cmul(*F[1], *tw(1), bits)
+        s1 = _cmul(*F[2], *tw(2), bits)
+        s2 = _cmul(*F[3], *tw(3), bits)
+        s5r, s5i = w(f0r - s1[0]), w(f0i - s1[1])
+        f0r, f0i = w(f0r + s1[0]), w(f0i + s1[1])
+        s3r, s3i = w(s0[0] + s2[0]), w(s0[1] + s2[1])
+        s4r, s4i = w(s0[0] - s2[0]), w(s0[1] - s2[1])
+        o2 = (w(f0r - s3r), w(f0i - s3i))
+        o0 = (w(f0r + s3r), w(f0i + s3i))
+        if inverse:
+            o1 = (w(s5r - s4i), w(s5i + s4r))
+            o3 = (w(s5r + s4i), w(s5i - s4r))
+        else:
+            o1 = (w(s5r + s4i), w(s5i - s4r))
+            o3 = (w(s5r - s4i), w(s5i + s4r))
+        outs = [o0, o1, o2, o3]
+    elif p == 3:
+        epr, epi = twr[s * m], twi[s * m]
+        (f0r, f0i) = F[0]
+        s1 = _cmul(*F[1], *tw(1), bits)
+        s2 = _cmul(*F[2], *tw(2), bits)
+        s3r, s3i = w(s1[0] + s2[0]), w(s1[1] + s2[1])
+        s0r, s0i = w(s1[0] - s2[0]), w(s1[1] - s2[1])
+        o1r, o1i = w(f0r - (s3r >> 1)), w(f0i - (s3i >> 1))
+        s0r, s0i = _sround(s0r * epi, bits), _sround(s0i * epi, bits)
+        o0 = (w(f0r + s3r), w(f0i + s3i))
+        o2 = (w(o1r + s0i), w(o1i - s0r))
+        o1 = (w(o1r - s0i), w(o1i + s0r))
+        outs = [o0, o1, o2]
+    elif p == 5:
+        yar, yai = twr[s * m], twi[s * m]
+        ybr, ybi = twr[2 * s * m], twi[2 * s * m]
+        s0r, s0i = F[0]
+        s1, s2, s3, s4 = (_cmul(*F[q], *tw(q), bits) for q in (1, 2, 3, 4))
+        s7 = (w(s1[0] + s4[0]), w(s1[1] + s4[1]))
+        s10 = (w(s1[0] - s4[0]), w(s1[1] - s4[1]))
+        s8 = (w(s2[0] + s3[0]), w(s2[1] + s3[1]))
+        s9 = (w(s2[0] - s3[0]), w(s2[1] - s3[1]))
+
+        def sm(a: I64, b: Any) -> I64:
+            return _sround(a * b, bits)
+
+        o0 = (w(s0r + s7[0] + s8[0]), w(s0i + s7[1] + s8[1]))
+        s5 = (w(s0r + sm(s7[0], yar) + sm(s8[0], ybr)), w(s0i + sm(s7[1], yar) + sm(s8[1], ybr)))
+        s6 = (w(sm(s10[1], yai) + sm(s9[1], ybi)), w(-sm(s10[0], yai) - sm(s9[0], ybi)))
+        s11 = (w(s0r + sm(s7[0], ybr) + sm(s8[0], yar)), w(s0i + sm(s7[1], ybr) + sm(s8[1], yar)))
+        s12 = (w(-sm(s10[1], ybi) + sm(s9[1], yai)), w(sm(s10[0], ybi) - sm(s9[0], yai)))
+        outs = [o0, (w(s5[0] - s6[0]), w(s5[1] - s6[1])), (w(s11[0] + s12[0]), w(s11[1] + s12[1])),
+                (w(s11[0] - s12[0]), w(s11[1] - s12[1])), (w(s5[0] + s6[0]), w(s5[1] + s6[1]))]
+    else:  # kf_bfly_generic: output q1 is the sum over q of scratch[q] * tw[(q * s * k) mod n]
+        outs = []
+        for q1 in range(p):
+            k = u + q1 * m
+            accr, acci = F[0]
+            for q in range(1, p):
+                idx = (q * s * k) % n
+                tr, ti = _cmul(*F[q], twr[idx], twi[idx], bits)
+                accr, acci = w(accr + tr), w(acci + ti)
+            outs.append((accr, acci))
+    return (np.stack([o[0] for o in outs], axis=-2), np.stack([o[1] for o in outs], axis=-2))
+
+
+def _kiss_fft(re: I64, im: I64, bits: int, inverse: bool = False) -> tuple[I64, I64]:
+    """``kiss_fft`` (fixed point) of complex rows ``re + i im`` (int64 arrays, shape (..., n))."""
+    n = re.shape[-1]
+    factors = tuple(_kf_factor(n))
+    twr, twi = _twiddles(n, bits, inverse)
+    order = _input_order(factors)
+    re, im = re[..., order], im[..., order]
+    lead = re.shape[:-1]
+    for st in range(len(factors) - 1, -1, -1):
+        p, m = factors[st]
+        s = int(np.prod([f[0] for f in factors[:st]], dtype=np.int64))
+        shp = lead + (n // (p * m), p, m)
+        re, im = _stage(re.reshape(shp), im.reshape(shp), p, m, s, n, twr, twi, bits, inverse)
+        re, im = re.reshape(lead + (n,)), im.reshape(lead + (n,))
+    return re, im
+
+
+def rfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
+    """``SignalRfft`` (int16 or int32): kiss_fftr of each frame zero-padded to ``fft_length``.
+
+    The real FFT of length N runs as a complex FFT of N/2 points (every stage divided by its radix)
+    followed by kiss_fftr's split, itself halving; so the result is the DFT divided by N.
+
+    Args:
+        x: int16 (``bits=16``) or int32 (``bits=32``), shape (..., L) with L <= fft_length.
+        fft_length: even FFT length N.
+        bits: 16 or 32 (kiss_fft FIXED_POINT).
+
+    Returns:
+        array of ``x``'s dtype, shape (..., N + 2): ``N/2 + 1`` interleaved (real, imag) pairs.
+
+    Raises:
+        MliError: odd ``fft_length``, frames longer than it, or an unsupported width.
+    """
+    if bits not in (16, 32):
+        raise MliError(Status.NOT_SUPPORTED, f"SignalRfft: fixed-point width {bits} (16 or 32)")
+    if fft_length < 2 or fft_length % 2:
+        raise _bad(f"SignalRfft: fft_length {fft_length} must be even and >= 2")
+    v = np.asarray(x).astype(np.int64)
+    if v.shape[-1] > fft_length:
+        raise _bad(f"SignalRfft: frame length {v.shape[-1]} exceeds fft_length {fft_length}")
+    lead = v.shape[:-1]
+    buf = np.zeros(lead + (fft_length,), np.int64)
+    buf[..., :v.shape[-1]] = v
+    nc = fft_length // 2
+    tr, ti = _kiss_fft(buf[..., 0::2], buf[..., 1::2], bits)
+    w = functools.partial(wrap, bits=bits)
+    out_r = np.zeros(lead + (nc + 1,), np.int64)
+    out_i = np.zeros(lead + (nc + 1,), np.int64)
+    dr, di = _fixdiv(tr[..., 0], ti[..., 0], 2, bits)
+    out_r[..., 0] = w(dr + di)
+    out_r[..., nc] = w(dr - di)
+    k = np.arange(1, nc // 2 + 1)
+    if k.size:
+        str_, sti = _super_twiddles(nc, bits, False)
+        fkr, fki = _fixdiv(tr[..., k], ti[..., k], 2, bits)
+        fnr, fni = _fixdiv(tr[..., nc - k], w(-ti[..., nc - k]), 2, bits)
+        f1r, f1i = w(fkr + fnr), w(fki + fni)
+        f2r, f2i = w(fkr - fnr), w(fki - fni)
+        twr, twi = _cmul(f2r, f2i, str_[k - 1], sti[k - 1], bits)
+        out_r[..., k] = w((f1r + twr) >> 1)
+        out_i[..., k] = w((f1i + twi) >> 1)
+        # k == nc/2 writes the same bin twice; the second store wins, as in the C loop
+        out_r[..., nc - k] = w((f1r - twr) >> 1)
+        out_i[..., nc - k] = w((twi - f1i) >> 1)
+    out = np.stack([out_r, out_i], axis=-1).reshape(lead + (2 * (nc + 1),))
+    return out.astype(np.int16 if bits == 16 else np.int32)
+
+
+def energy(spectrum: np.ndarray, start_index: int, end_index: int, out_length: int) -> np.ndarray:
+    """``SignalEnergy``: ``re**2 + im**2`` (int32 sum stored as uint32) of bins [start, end).
+
+    TFLM writes only those bins; the others keep what the output buffer held (we return 0 there).
+
+    Args:
+        spectrum: int16, 1-D interleaved (real, imag) pairs.
+        start_index: first bin.
+        end_index: one past the last bin.
+        out_length: the output tensor's length (>= end_index).
+
+    Returns:
+        uint32 array of ``out_length``.
+
+    Raises:
+        MliError: bins outside the spectrum or the output.
+    """
+    c = np.asarray(spectrum).astype(np.int64).reshape(-1, 2)
+    if not 0 <= start_index <= end_index <= min(c.shape[0], out_length):
+        raise _bad(f"SignalEnergy: bins [{start_index}, {end_index}) outside the spectrum "
+                   f"({c.shape[0]} bins) or the output ({out_length})")
+    out = np.zeros(out_length, np.int64)
+    b = c[start_index:end_index]
+    out[start_index:end_index] = (b[:, 0] * b[:, 0] + b[:, 1] * b[:, 1]) & _M32
+    return out.astype(np.uint32)
+
+
+def filter_bank(x: np.ndarray, weights: np.ndarray, unweights: np.ndarray, freq_starts: np.ndarray,
+                weight_starts: np.ndarray, widths: np.ndarray, num_channels: int) -> np.ndarray:
+    """``SignalFilterBank``: triangular mel channels accumulated in uint64.
+
+    Channel ``i`` (0..num_channels) sums ``weights * x`` over its band and passes its ``unweights * x``
+    sum on to channel ``i + 1``; the output drops channel 0 (the band below the first channel).
+
+    Args:
+        x: uint32 energies, 1-D.
+        weights, unweights: int16 (Q12 typically), 1-D.
+        freq_starts, weight_starts, widths: int16, ``num_channels + 1`` each.
+        num_channels: number of output channels.
+
+    Returns:
+        uint64 array of ``num_channels``.
+
+    Raises:
+        MliError: a band outside ``x`` or the weight tables.
+    """
+    nc1 = num_channels + 1
+    fs, ws, wd = (np.asarray(a).astype(np.int64).ravel() for a in (freq_starts, weight_starts, widths))
+    if min(fs.size, ws.size, wd.size) < nc1 or num_channels < 0:
+        raise _bad(f"SignalFilterBank: channel tables shorter than num_channels + 1 = {nc1}")
+    fs, ws, wd = fs[:nc1], ws[:nc1], wd[:nc1]
+    xv = np.asarray(x).astype(np.uint64).ravel()
+    wv = np.asarray(weights).astype(np.int64).ravel()
+    uv = np.asarray(unweights).astype(np.int64).ravel()
+    if (wd < 0).any() or (fs < 0).any() or (ws < 0).any() or (fs + wd > xv.size).any() \
+            or (ws + wd > min(wv.size, uv.size)).any():
+        raise _bad("SignalFilterBank: a channel's band lies outside the input or the weights")
+    ch = np.repeat(np.arange(nc1), wd)
+    j = np.arange(ch.size) - np.repeat(np.cumsum(wd) - wd, wd)
+    xi = xv[fs[ch] + j]
+    # int16 weight converted to uint64 (C's usual conversion: negative wraps), products mod 2**64
+    wacc = np.zeros(nc1, np.uint64)
+    uacc = np.zeros(nc1, np.uint64)
+    np.add.at(wacc, ch, wv[ws[ch] + j].astype(np.uint64) * xi)
+    np.add.at(uacc, ch, uv[ws[ch] + j].astype(np.uint64) * xi)
+    full = wacc.copy()
+    full[1:] += uacc[:-1]
+    return full[1:]
+
+
+def filter_bank_square_root(x: np.ndarray, scale_bits: int) -> np.ndarray:
+    """``SignalFilterBankSquareRoot``: ``Sqrt64(x) >> scale_bits``.
+
+    Args:
+        x: uint64, 1-D.
+        scale_bits: right shift, 0..31.
+
+    Returns:
+        uint32 array.
+
+    Raises:
+        MliError: ``scale_bits`` outside 0..31 (a C shift by it is undefined).
+    """
+    if not 0 <= scale_bits <= 31:
+        raise _bad(f"SignalFilterBankSquareRoot: scale_bits {scale_bits} outside 0..31")
+    return (sqrt64(x) >> np.uint64(scale_bits)).astype(np.uint32)
+
+
+@dataclass(frozen=True)
+class SpectralSubtractionConfig:
+    """``SpectralSubtractionConfig`` (every field as the uint32 TFLM stores, clamping a bool)."""
+
+    num_channels: int
+    smoothing: int
+    one_minus_smoothing: int
+    alternate_smoothing: int
+    alternate_one_minus_smoothing: int
+    min_signal_remaining: int
+    smoothing_bits: int
+    spectral_subtraction_bits: int
+    clamping: bool
+
+
+def filter_bank_spectral_subtraction(x: np.ndarray, noise_estimate: np.ndarray,
+                                     cfg: SpectralSubtractionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``SignalFilterBankSpectralSubtraction``: one step of the noise estimator and the subtraction.
+
+    Even channels smooth with ``smoothing``, odd ones with ``alternate_smoothing`` (Q``ssb``).
+
+    Args:
+        x: uint32, ``num_channels``.
+        noise_estimate: uint32 state before the step, ``num_channels``.
+        cfg: the configuration.
+
+    Returns:
+        ``(output uint32, new noise estimate uint32)``.
+
+    Raises:
+        MliError: shifts outside 0..31 or fewer than ``num_channels`` values.
+    """
+    n = cfg.num_channels
+    sb, ssb = cfg.smoothing_bits, cfg.spectral_subtraction_bits
+    if not (0 <= sb <= 31 and 0 <= ssb <= 63):
+        raise _bad(f"SignalFilterBankSpectralSubtraction: shifts {sb}, {ssb} out of range")
+    xv = np.asarray(x).astype(np.uint64).ravel()
+    ne = np.asarray(noise_estimate).astype(np.uint64).ravel()
+    if xv.size < n or ne.size < n:
+        raise _bad(f"SignalFilterBankSpectralSubtraction: {xv.size} inputs for {n} channels")
+    xv, ne = xv[:n], ne[:n]
+    m32 = np.uint64(0xFFFFFFFF)
+    odd = (np.arange(n) & 1).astype(bool)
+    sm = np.where(odd, cfg.alternate_smoothing, cfg.smoothing).astype(np.uint64) & m32
+    oms = np.where(odd, cfg.alternate_one_minus_smoothing, cfg.one_minus_smoothing).astype(np.uint64) & m32
+    up = (xv << np.uint64(sb)) & m32
+    ne = ((up * sm + ne * oms) >> np.uint64(ssb)) & m32  # uint64 sum wraps as in C
+    est = np.minimum(ne, up)
+    if cfg.clamping:
+        ne = est
+    floor = ((xv * np.uint64(cfg.min_signal_remaining & 0xFFFFFFFF)) >> np.uint64(ssb)) & m32
+    sub = (up - est) >> np.uint64(sb)
+    return np.maximum(sub, floor).astype(np.uint32), ne.astype(np.uint32)
+
+
+_PCAN_SNR_BITS, _PCAN_OUTPUT_BITS = 12, 6
+
+
+def pcan(x: np.ndarray, noise_estimate: np.ndarray, gain_lut: np.ndarray, snr_shift: int) -> np.ndarray:
+    """``SignalPCAN``: per-channel automatic gain control (``ApplyPcanAutoGainControlFixed``).
+
+    ``gain = WideDynamicFunction(noise, lut)`` (a piecewise-quadratic LUT over the noise's octave),
+    ``snr = (x * gain) >> snr_shift``, then ``PcanShrink``: ``snr**2 >> 20`` below 2**13, else
+    ``(snr >> 6) - 64``.
+
+    Args:
+        x: uint32 filter-bank energies, 1-D.
+        noise_estimate: uint32, at least ``len(x)``.
+        gain_lut: int16, 125 entries (3 + 4 per octave).
+        snr_shift: right shift, 0..63.
+
+    Returns:
+        uint32 array of ``len(x)``.
+
+    Raises:
+        MliError: a LUT too short for the noise values or a bad shift.
+    """
+    xv = np.asarray(x).astype(np.uint64).ravel()
+    nv = np.asarray(noise_estimate).astype(np.int64).ravel()[:xv.size] & _M32
+    lut = np.asarray(gain_lut).astype(np.int64).ravel()
+    if nv.size < xv.size:
+        raise _bad(f"SignalPCAN: {nv.size} noise values for {xv.size} channels")
+    if not 0 <= snr_shift <= 63:
+        raise _bad(f"SignalPCAN: snr_shift {snr_shift} outside 0..63")
+    interval = msb32(nv)
+    base = 4 * interval - 6
+    if lut.size < 3 or (base[nv > 2] + 2 >= lut.size).any():
+        raise _bad(f"SignalPCAN: gain LUT of {lut.size} entries too short for the noise estimate")
+    small = nv <= 2
+    base = np.where(small, 0, base)
+    fr = np.where(interval < 11, nv << np.maximum(11 - interval, 0), nv >> np.maximum(interval - 11, 0))
+    fr = fr & 0x3FF
+    r = (lut[base + 2] * fr) >> 5
+    r = wrap(r + lut[base + 1] * 32, 32)
+    r = wrap(r * fr, 32)
+    r = wrap(r + (1 << 14), 32) >> 15
+    r = wrap(r + lut[base], 16)  # int16_t return
+    gain = np.where(small, lut[np.minimum(nv, 2)], r) & _M32  # int16 -> uint32 (sign-extends)
+    snr = ((xv * gain.astype(np.uint64)) >> np.uint64(snr_shift)) & np.uint64(0xFFFFFFFF)
+    snr = snr.astype(np.int64)
+    lo = (snr * snr) >> (2 + 2 * _PCAN_SNR_BITS - _PCAN_OUTPUT_BITS)
+    hi = (snr >> (_PCAN_SNR_BITS - _PCAN_OUTPUT_BITS)) - (1 << _PCAN_OUTPUT_BITS)
+    return (np.where(snr < (2 << _PCAN_SNR_BITS), lo, hi) & _M32).astype(np.uint32)
+
+
+def filter_bank_log(x: np.ndarray, output_scale: int, correction_bits: int) -> np.ndarray:
+    """``SignalFilterBankLog``: ``min(Log32(x << correction_bits, output_scale), 32767)``, 0 where the
+    shifted value is 0 or 1.
+
+    Args:
+        x: uint32, 1-D.
+        output_scale: the log scale (uint32).
+        correction_bits: left shift, 0..31.
+
+    Returns:
+        int16 array.
+
+    Raises:
+        MliError: ``correction_bits`` outside 0..31.
+    """
+    if not 0 <= correction_bits <= 31:
+        raise _bad(f"SignalFilterBankLog: input_correction_bits {correction_bits} outside 0..31")
+    sc = (np.asarray(x).astype(np.int64) << correction_bits) & _M32
+    big = sc > 1
+    lv = log32(np.where(big, sc, 2), output_scale)
+    return np.where(big, np.minimum(lv, 32767), 0).astype(np.int16)
+
+
+# --------------------------------------------------------------------------------------------------
+# options and handlers
+# --------------------------------------------------------------------------------------------------
+
+def custom_options(op: Any) -> list[Any]:
+    """The operator's flexbuffer map as TFLM's ``FlexbufferWrapper`` sees it: values in key order.
+
+    Args:
+        op: the operator (``.custom_options`` bytes).
+
+    Returns:
+        the values (int, bool, ...), ordered by key (bytewise, as flexbuffers stores them).
+    """
+    raw = bytes(getattr(op, "custom_options", b"") or b"")
+    if not raw:
+        return []
+    m = flexbuffers.Loads(raw)
+    if not isinstance(m, dict):
+        raise _bad(f"{op.name}: custom options are not a flexbuffer map")
+    return [m[k] for k in sorted(m, key=lambda s: s.encode())]
+
+
+def _opt(op: Any, index: int, name: str) -> Any:
+    vals = custom_options(op)
+    if index >= len(vals):
+        raise _bad(f"{op.name}: option {index} ('{name}') missing from the custom options")
+    return vals[index]
+
+
+def _i32(v: Any) -> int:
+    """``ElementAsInt32``: the value truncated to int32."""
+    return int(wrap(np.int64(int(v)), 32))
+
+
+def _shape(graph: Any, i: int) -> tuple[int, ...]:
+    return tuple(graph.tensors[i].shape)
+
+
+def _check(cond: bool, op: Any, msg: str) -> None:
+    if not cond:
+        raise _bad(f"{op.name}: {msg}")
+
+
+def _types(graph: Any, op: Any, ins: tuple, outs: tuple) -> None:
+    for pos, (idx, want) in enumerate([(i, t) for i, t in zip(op.inputs, ins)]):
+        got = graph.tensors[idx].dtype
+        _check(got == np.dtype(want), op, f"input {pos} is {got}, TFLM requires {np.dtype(want)}")
+    for pos, (idx, want) in enumerate([(i, t) for i, t in zip(op.outputs, outs)]):
+        got = graph.tensors[idx].dtype
+        _check(got == np.dtype(want), op, f"output {pos} is {got}, TFLM requires {np.dtype(want)}")
+    _check(len(op.inputs) == len(ins) and len(op.outputs) == len(outs), op,
+           f"{len(op.inputs)} inputs / {len(op.outputs)} outputs, TFLM requires {len(ins)} / {len(outs)}")
+
+
+Handler = Callable[[Any, Any, list], list]
+HANDLERS: dict[str, Handler] = {}
+
+
+def _reg(code: str) -> Callable[[Handler], Handler]:
+    def deco(f: Handler) -> Handler:
+        HANDLERS["CUSTOM:" + code] = f
+        return f
+    return deco
+
+
+@_reg("SignalWindow")
+def _window(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16, np.int16), (np.int16,))
+    shift = _i32(_opt(op, 0, "shift"))
+    w = np.asarray(ins[1])
+    _check(w.ndim == 1 and w.size > 0 and np.size(ins[0]) % w.size == 0, op,
+           f"input of {np.size(ins[0])} values is not a whole number of {w.size}-sample windows")
+    _check(0 <= shift <= 31, op, f"shift {shift} outside 0..31")
+    return [window(ins[0], w, shift)]
+
+
+@_reg("SignalFftAutoScale")
+def _fft_auto_scale(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16,), (np.int16, np.int32))
+    _check(len(_shape(graph, op.inputs[0])) == 1, op, "input must be 1-D")
+    y, sb = fft_auto_scale(np.asarray(ins[0]).ravel())
+    return [y, np.array(sb, np.int32)]
+
+
+@_reg("SignalRfft")
+def _rfft(graph: Any, op: Any, ins: list) -> list:
+    dt = graph.tensors[op.inputs[0]].dtype
+    if dt not in (np.dtype(np.int16), np.dtype(np.int32)):
+        raise MliError(Status.NOT_SUPPORTED, f"{op.name}: {dt} (float32 kiss_fft is not modelled)")
+    _types(graph, op, (dt,), (dt,))
+    n = _i32(_opt(op, 1, "fft_length"))
+    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    _check(len(ish) == len(osh) and len(ish) >= 1, op, "input and output ranks differ")
+    _check(n >= 2 and n % 2 == 0, op, f"fft_length {n} must be even")
+    _check(osh[-1] == n + 2 and ish[:-1] == osh[:-1], op,
+           f"output shape {osh} does not hold fft_length/2 + 1 complex bins per frame of {ish}")
+    x = np.asarray(ins[0]).reshape(ish)
+    return [rfft(x, n, 16 if dt == np.dtype(np.int16) else 32)]
+
+
+@_reg("SignalEnergy")
+def _energy(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16,), (np.uint32,))
+    end, start = _i32(_opt(op, 0, "end_index")), _i32(_opt(op, 1, "start_index"))
+    osh = _shape(graph, op.outputs[0])
+    _check(len(osh) == 1 and len(_shape(graph, op.inputs[0])) == 1, op, "input and output must be 1-D")
+    return [energy(ins[0], start, end, osh[0])]
+
+
+@_reg("SignalFilterBank")
+def _filter_bank(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.uint32,) + (np.int16,) * 5, (np.uint64,))
+    nch = _i32(_opt(op, 0, "num_channels"))
+    osz = int(np.prod(_shape(graph, op.outputs[0])))
+    _check(osz <= nch, op, f"output of {osz} values, more than num_channels {nch}")
+    return [filter_bank(*ins[:6], nch)[:osz]]
+
+
+@_reg("SignalFilterBankSquareRoot")
+def _filter_bank_sqrt(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.uint64, np.int32), (np.uint32,))
+    return [filter_bank_square_root(ins[0], int(np.asarray(ins[1]).ravel()[0]))]
+
+
+def _state_store(graph: Any) -> dict | None:
+    st = getattr(graph, "extra", {}).get("op_state")
+    return st if isinstance(st, dict) else None
+
+
+@_reg("SignalFilterBankSpectralSubtraction")
+def _spectral_subtraction(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.uint32,), (np.uint32, np.uint32))
+    v = custom_options(op)
+    _check(len(v) >= 9, op, f"{len(v)} options, 9 required")
+    u = [_i32(a) & 0xFFFFFFFF for a in v]
+    cfg = SpectralSubtractionConfig(
+        alternate_one_minus_smoothing=u[0], alternate_smoothing=u[1], clamping=bool(v[2]),
+        min_signal_remaining=u[3], num_channels=_i32(v[4]), one_minus_smoothing=u[5], smoothing=u[6],
+        smoothing_bits=u[7], spectral_subtraction_bits=u[8])
+    _check(int(np.prod(_shape(graph, op.outputs[1]))) == cfg.num_channels, op,
+           "noise estimate output length differs from num_channels")
+    store = _state_store(graph)
+    key = ("signal", op.index)
+    prev = store.get(key) if store is not None else None
+    if prev is None:
+        prev = np.zeros(cfg.num_channels, np.uint32)  # Prepare / Reset zero the estimate
+    y, ne = filter_bank_spectral_subtraction(ins[0], prev, cfg)
+    if store is not None:
+        store[key] = ne
+    return [y, ne.copy()]
+
+
+@_reg("SignalPCAN")
+def _pcan(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.uint32, np.uint32, np.int16), (np.uint32,))
+    return [pcan(ins[0], ins[1], ins[2], _i32(_opt(op, 0, "snr_shift")))]
+
+
+@_reg("SignalFilterBankLog")
+def _filter_bank_log(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.uint32,), (np.int16,))
+    cb = _i32(_opt(op, 0, "input_correction_bits"))
+    scale = _i32(_opt(op, 1, "output_scale")) & 0xFFFFFFFF
+    return [filter_bank_log(ins[0], scale, cb)]
