@@ -237,7 +237,9 @@ def run_graph(graph: TGraph, inputs: list[np.ndarray], state: dict[int, np.ndarr
         graph: the parsed graph.
         inputs: one array per graph input, in its own dtype and shape.
         state: variable tensor values to start from (default: :func:`reset_value`); updated in place
-            with the values after the Invoke (a stream passes the same dict again).
+            with the values after the Invoke (a stream passes the same dict again). It also holds the
+            operators' internal state (keys ``("signal", op index)``: the signal library's noise
+            estimate, delay lines, ...), handed to the handlers as ``graph.extra["op_state"]``.
         run: handler dispatcher (default :func:`pymli.tflm.handlers.run_op`).
 
     Returns:

@@ -44,6 +44,11 @@ __all__ = [
     "SpectralSubtractionConfig",
     "pcan",
     "filter_bank_log",
+    "irfft",
+    "delay",
+    "framer",
+    "stacker",
+    "overlap_add",
     "max_abs16",
     "msb32",
     "sqrt64",
@@ -345,7 +350,8 @@ def _stage(re: I64, im: I64, p: int, m: int, s: int, n: int, twr: I64, twi: I64,
         s12 = (w(-sm(s10[1], ybi) + sm(s9[1], yai)), w(sm(s10[0], ybi) - sm(s9[0], yai)))
         outs = [o0, (w(s5[0] - s6[0]), w(s5[1] - s6[1])), (w(s11[0] + s12[0]), w(s11[1] + s12[1])),
                 (w(s11[0] - s12[0]), w(s11[1] - s12[1])), (w(s5[0] + s6[0]), w(s5[1] + s6[1]))]
-    else:  # kf_bfly_generic: output q1 is the sum over q of scratch[q] * tw[(q * s * k) mod n]
+    else:  # kf_bfly_generic (unreachable from rfft/irfft, which refuse a radix above 5; kept as the
+        # specification): output q1 is the sum over q of scratch[q] * tw[(q * s * k) mod n]
         outs = []
         for q1 in range(p):
             k = u + q1 * m
@@ -375,6 +381,17 @@ def _kiss_fft(re: I64, im: I64, bits: int, inverse: bool = False) -> tuple[I64, 
     return re, im
 
 
+def _check_radices(name: str, fft_length: int) -> None:
+    """TFLM patches kiss_fft's allocator to return NULL, so a radix other than 2..5 (a prime above 5,
+    or the single radix-1 stage of fft_length 2) runs ``kf_bfly_generic``, whose scratch buffer is
+    that null pointer: the device crashes, we refuse."""
+    bad = [p for p, _ in _kf_factor(fft_length // 2) if p not in (2, 3, 4, 5)]
+    if bad:
+        raise MliError(Status.NOT_SUPPORTED,
+                       f"{name}: fft_length {fft_length} needs kiss_fft radix {bad[0]}, which TFLM's "
+                       f"kiss_fft (no allocator) cannot run; use lengths 2 * 2^a 3^b 5^c >= 4")
+
+
 def rfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
     """``SignalRfft`` (int16 or int32): kiss_fftr of each frame zero-padded to ``fft_length``.
 
@@ -390,12 +407,14 @@ def rfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
         array of ``x``'s dtype, shape (..., N + 2): ``N/2 + 1`` interleaved (real, imag) pairs.
 
     Raises:
-        MliError: odd ``fft_length``, frames longer than it, or an unsupported width.
+        MliError: odd ``fft_length``, frames longer than it, an unsupported width, or a length with a
+            prime factor above 5 (NOT_SUPPORTED: TFLM crashes there).
     """
     if bits not in (16, 32):
         raise MliError(Status.NOT_SUPPORTED, f"SignalRfft: fixed-point width {bits} (16 or 32)")
     if fft_length < 2 or fft_length % 2:
         raise _bad(f"SignalRfft: fft_length {fft_length} must be even and >= 2")
+    _check_radices("SignalRfft", fft_length)
     v = np.asarray(x).astype(np.int64)
     if v.shape[-1] > fft_length:
         raise _bad(f"SignalRfft: frame length {v.shape[-1]} exceeds fft_length {fft_length}")
@@ -643,6 +662,157 @@ def filter_bank_log(x: np.ndarray, output_scale: int, correction_bits: int) -> n
     return np.where(big, np.minimum(lv, 32767), 0).astype(np.int16)
 
 
+def irfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
+    """``SignalIrfft`` (int16 or int32): kiss_fftri of each frame of ``fft_length/2 + 1`` bins.
+
+    kiss_fftri undoes kiss_fftr's split (halving) and runs the inverse complex FFT of N/2 points
+    (every stage divided by its radix): the result is the inverse DFT without the 1/N factor, divided
+    by N.
+
+    Args:
+        x: int16 (``bits=16``) or int32 (``bits=32``), shape (..., 2K) interleaved (real, imag) with
+            K >= fft_length/2 + 1 (bins past fft_length/2 are not read).
+        fft_length: even FFT length N.
+        bits: 16 or 32.
+
+    Returns:
+        array of ``x``'s dtype, shape (..., N).
+
+    Raises:
+        MliError: odd ``fft_length``, too few bins, an unsupported width, or a length with a prime
+            factor above 5 (NOT_SUPPORTED: TFLM crashes there).
+    """
+    if bits not in (16, 32):
+        raise MliError(Status.NOT_SUPPORTED, f"SignalIrfft: fixed-point width {bits} (16 or 32)")
+    if fft_length < 2 or fft_length % 2:
+        raise _bad(f"SignalIrfft: fft_length {fft_length} must be even and >= 2")
+    _check_radices("SignalIrfft", fft_length)
+    v = np.asarray(x).astype(np.int64)
+    nc = fft_length // 2
+    if v.shape[-1] < 2 * (nc + 1):
+        raise _bad(f"SignalIrfft: {v.shape[-1] // 2} bins, fft_length {fft_length} needs {nc + 1}")
+    fr, fi = v[..., 0:2 * (nc + 1):2], v[..., 1:2 * (nc + 1):2]
+    w = functools.partial(wrap, bits=bits)
+    lead = v.shape[:-1]
+    tr = np.zeros(lead + (nc,), np.int64)
+    ti = np.zeros(lead + (nc,), np.int64)
+    tr[..., 0], ti[..., 0] = _fixdiv(w(fr[..., 0] + fr[..., nc]), w(fr[..., 0] - fr[..., nc]), 2, bits)
+    k = np.arange(1, nc // 2 + 1)
+    if k.size:
+        str_, sti = _super_twiddles(nc, bits, True)
+        fkr, fki = _fixdiv(fr[..., k], fi[..., k], 2, bits)
+        fnr, fni = _fixdiv(fr[..., nc - k], w(-fi[..., nc - k]), 2, bits)
+        ekr, eki = w(fkr + fnr), w(fki + fni)
+        okr, oki = _cmul(w(fkr - fnr), w(fki - fni), str_[k - 1], sti[k - 1], bits)
+        tr[..., k], ti[..., k] = w(ekr + okr), w(eki + oki)
+        # k == nc/2 is stored twice; the second store (negated imaginary part) wins, as in the C loop
+        tr[..., nc - k], ti[..., nc - k] = w(ekr - okr), w(-w(eki - oki))
+    yr, yi = _kiss_fft(tr, ti, bits, inverse=True)
+    out = np.stack([yr, yi], axis=-1).reshape(lead + (fft_length,))
+    return out.astype(np.int16 if bits == 16 else np.int32)
+
+
+def delay(x: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``SignalDelay``: each row of ``x`` delayed by ``delay_length`` samples.
+
+    Args:
+        x: int16, shape (..., F).
+        line: int16 delay line, shape (rows, delay_length): the last samples of the previous call
+            (zeros after Prepare / Reset).
+
+    Returns:
+        ``(output int16 in the shape of x, new delay line)``.
+    """
+    v = np.asarray(x)
+    rows = np.concatenate([line, v.reshape(line.shape[0], -1)], axis=1)
+    f = v.shape[-1] if v.ndim else 1
+    return rows[:, :f].reshape(v.shape).astype(np.int16), rows[:, f:].astype(np.int16)
+
+
+def framer(x: np.ndarray, queue: np.ndarray, frame_size: int, frame_step: int
+           ) -> tuple[np.ndarray, bool, np.ndarray]:
+    """``SignalFramer``: cut each row's sample stream into frames of ``frame_size`` every ``frame_step``.
+
+    Per row, TFLM's circular buffer holds the samples not yet consumed; each of the ``n = F / step``
+    steps appends ``step`` samples and, once ``frame_size`` are held, emits them and drops ``step``.
+
+    Args:
+        x: int16, shape (..., F) with F a multiple of ``frame_step``.
+        queue: int16, shape (rows, Q): the samples held (``frame_size - frame_step`` zeros after
+            Prepare / Reset with ``prefill``, none without).
+        frame_size: samples per frame.
+        frame_step: hop.
+
+    Returns:
+        ``(frames int16 (..., n, frame_size), valid, new queue)``; a frame not yet complete is left 0
+        (TFLM leaves that part of the output untouched) and ``valid`` is False.
+    """
+    v = np.asarray(x)
+    nf = v.shape[-1] // frame_step
+    rows = queue.shape[0]
+    buf = np.concatenate([queue, v.reshape(rows, -1)], axis=1).astype(np.int16)
+    q = queue.shape[1]
+    f0 = max(0, -(-(frame_size - q) // frame_step) - 1)  # first frame with frame_size samples held
+    out = np.zeros((rows, nf, frame_size), np.int16)
+    if f0 < nf:
+        win = np.lib.stride_tricks.sliding_window_view(buf, frame_size, axis=1)[:, ::frame_step]
+        out[:, f0:] = win[:, :nf - f0]
+        buf = buf[:, (nf - f0) * frame_step:]
+    return out.reshape(v.shape[:-1] + (nf, frame_size)), f0 == 0, buf
+
+
+def stacker(x: np.ndarray, queue: np.ndarray, started: bool, left: int, right: int, step: int
+            ) -> tuple[np.ndarray, bool, np.ndarray]:
+    """``SignalStacker``: stack ``left + 1 + right`` successive frames, emitting every ``step`` frames.
+
+    The first frame is also repeated ``left`` times (``CircularBufferExtend``), so the first output
+    comes after ``right + 1`` frames.
+
+    Args:
+        x: int16, 1-D frame of ``num_channels``.
+        queue: int16, 1-D: values held (empty after Prepare / Reset).
+        started: whether a first frame was seen.
+        left, right, step: the stacker options.
+
+    Returns:
+        ``(output int16 of (left + right + 1) * num_channels, valid, new queue)``; an invalid output
+        is 0 (TFLM leaves it untouched).
+    """
+    v = np.asarray(x).astype(np.int16).ravel()
+    nc = v.size
+    size = nc * (left + right + 1)
+    q = np.concatenate([queue, v] + ([] if started else [np.tile(v, max(left, 0))]))
+    if q.size >= size:
+        return q[:size].copy(), True, q[nc * step:]
+    return np.zeros(size, np.int16), False, q
+
+
+def overlap_add(x: np.ndarray, acc: np.ndarray, frame_step: int) -> tuple[np.ndarray, np.ndarray]:
+    """``SignalOverlapAdd`` (int16 saturating, or float32): overlap-add frames, hop ``frame_step``.
+
+    Args:
+        x: int16 or float32, shape (..., n, frame_size).
+        acc: the running sum per row, shape (rows, frame_size) (zeros after Prepare / Reset).
+        frame_step: hop (<= frame_size).
+
+    Returns:
+        ``(output (..., n * frame_step), new accumulator)``.
+    """
+    v = np.asarray(x)
+    fs, nf = v.shape[-1], v.shape[-2]
+    fr = v.reshape(acc.shape[0], nf, fs)
+    outs = []
+    for f in range(nf):  # frames in order: each one adds to what the previous ones left
+        if v.dtype == np.float32:
+            acc = (acc + fr[:, f]).astype(np.float32)
+        else:
+            acc = np.clip(acc.astype(np.int64) + fr[:, f], -32768, 32767).astype(np.int16)
+        outs.append(acc[:, :frame_step])
+        acc = np.concatenate([acc[:, frame_step:], np.zeros_like(acc[:, :frame_step])], axis=1)
+    out = np.concatenate(outs, axis=1) if outs else np.zeros((acc.shape[0], 0), v.dtype)
+    return out.reshape(v.shape[:-2] + (nf * frame_step,)).astype(v.dtype), acc
+
+
 # --------------------------------------------------------------------------------------------------
 # options and handlers
 # --------------------------------------------------------------------------------------------------
@@ -772,6 +942,19 @@ def _state_store(graph: Any) -> dict | None:
     return st if isinstance(st, dict) else None
 
 
+def _get_state(graph: Any, op: Any, init: Callable[[], Any]) -> Any:
+    """The operator's persistent state from the runner's store, or ``init()`` (Prepare / Reset)."""
+    store = _state_store(graph)
+    prev = store.get(("signal", op.index)) if store is not None else None
+    return init() if prev is None else prev
+
+
+def _put_state(graph: Any, op: Any, value: Any) -> None:
+    store = _state_store(graph)
+    if store is not None:
+        store[("signal", op.index)] = value
+
+
 @_reg("SignalFilterBankSpectralSubtraction")
 def _spectral_subtraction(graph: Any, op: Any, ins: list) -> list:
     _types(graph, op, (np.uint32,), (np.uint32, np.uint32))
@@ -784,14 +967,9 @@ def _spectral_subtraction(graph: Any, op: Any, ins: list) -> list:
         smoothing_bits=u[7], spectral_subtraction_bits=u[8])
     _check(int(np.prod(_shape(graph, op.outputs[1]))) == cfg.num_channels, op,
            "noise estimate output length differs from num_channels")
-    store = _state_store(graph)
-    key = ("signal", op.index)
-    prev = store.get(key) if store is not None else None
-    if prev is None:
-        prev = np.zeros(cfg.num_channels, np.uint32)  # Prepare / Reset zero the estimate
+    prev = _get_state(graph, op, lambda: np.zeros(cfg.num_channels, np.uint32))  # zeroed at Prepare
     y, ne = filter_bank_spectral_subtraction(ins[0], prev, cfg)
-    if store is not None:
-        store[key] = ne
+    _put_state(graph, op, ne)
     return [y, ne.copy()]
 
 
@@ -807,3 +985,79 @@ def _filter_bank_log(graph: Any, op: Any, ins: list) -> list:
     cb = _i32(_opt(op, 0, "input_correction_bits"))
     scale = _i32(_opt(op, 1, "output_scale")) & 0xFFFFFFFF
     return [filter_bank_log(ins[0], scale, cb)]
+
+
+@_reg("SignalIrfft")
+def _irfft(graph: Any, op: Any, ins: list) -> list:
+    dt = graph.tensors[op.inputs[0]].dtype
+    if dt not in (np.dtype(np.int16), np.dtype(np.int32)):
+        raise MliError(Status.NOT_SUPPORTED, f"{op.name}: {dt} (float32 kiss_fft is not modelled)")
+    _types(graph, op, (dt,), (dt,))
+    n = _i32(_opt(op, 1, "fft_length"))
+    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    _check(len(ish) == len(osh) and len(ish) >= 1 and ish[:-1] == osh[:-1], op,
+           "input and output shapes differ outside the last axis")
+    _check(osh[-1] == n, op, f"output frames of {osh[-1]} samples, fft_length is {n}")
+    return [irfft(np.asarray(ins[0]).reshape(ish), n, 16 if dt == np.dtype(np.int16) else 32)]
+
+
+@_reg("SignalDelay")
+def _delay(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16,), (np.int16,))
+    d = _i32(_opt(op, 0, "delay_length"))
+    _check(d >= 0, op, f"delay_length {d} is negative")
+    ish = _shape(graph, op.inputs[0])
+    rows = int(np.prod(ish[:-1], dtype=np.int64)) if ish else 1
+    line = _get_state(graph, op, lambda: np.zeros((rows, d), np.int16))
+    y, line = delay(np.asarray(ins[0]).reshape(ish), line)
+    _put_state(graph, op, line)
+    return [y]
+
+
+@_reg("SignalFramer")
+def _framer(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16,), (np.int16, np.bool_))
+    size, step = _i32(_opt(op, 0, "frame_size")), _i32(_opt(op, 1, "frame_step"))
+    prefill = bool(_opt(op, 2, "prefill"))
+    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    _check(len(osh) == len(ish) + 1 and len(ish) >= 1, op, "output rank must be the input rank + 1")
+    _check(0 < step <= ish[-1] and ish[-1] % step == 0 and size >= step, op,
+           f"frame_step {step} must divide the input length {ish[-1]} and not exceed frame_size {size}")
+    _check(osh[-2:] == (ish[-1] // step, size), op, f"output shape {osh} is not (..., frames, {size})")
+    rows = int(np.prod(ish[:-1], dtype=np.int64))
+    q = _get_state(graph, op, lambda: np.zeros((rows, size - step if prefill else 0), np.int16))
+    y, valid, q = framer(np.asarray(ins[0]).reshape(ish), q, size, step)
+    _put_state(graph, op, q)
+    return [y, np.array(valid)]
+
+
+@_reg("SignalStacker")
+def _stacker(graph: Any, op: Any, ins: list) -> list:
+    _types(graph, op, (np.int16,), (np.int16, np.bool_))
+    nc, left, right, step = (_i32(_opt(op, i, k)) for i, k in enumerate(
+        ("num_channels", "stacker_left_context", "stacker_right_context", "stacker_step")))
+    size = nc * (left + right + 1)
+    _check(min(left, right) >= 0 and step >= 1 and np.size(ins[0]) == nc, op,
+           f"input of {np.size(ins[0])} values for num_channels {nc}, contexts {left}/{right}, step {step}")
+    _check(int(np.prod(_shape(graph, op.outputs[0]))) == size, op, f"output must hold {size} values")
+    q, started = _get_state(graph, op, lambda: (np.zeros(0, np.int16), False))
+    y, valid, q = stacker(ins[0], q, started, left, right, step)
+    _put_state(graph, op, (q, True))
+    return [y, np.array(valid)]
+
+
+@_reg("SignalOverlapAdd")
+def _overlap_add(graph: Any, op: Any, ins: list) -> list:
+    dt = graph.tensors[op.inputs[0]].dtype
+    _check(dt in (np.dtype(np.int16), np.dtype(np.float32)), op, f"{dt}: int16 or float32 only")
+    _types(graph, op, (dt,), (dt,))
+    step = _i32(_opt(op, 1, "frame_step"))
+    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    _check(len(ish) >= 2 and len(ish) == len(osh) + 1, op, "input rank must be the output rank + 1 (>= 2)")
+    _check(0 < step <= ish[-1] and osh[-1] == ish[-2] * step, op,
+           f"frame_step {step}: output length {osh[-1]} must be frames {ish[-2]} x step")
+    rows = int(np.prod(ish[:-2], dtype=np.int64))
+    acc = _get_state(graph, op, lambda: np.zeros((rows, ish[-1]), dt))
+    y, acc = overlap_add(np.asarray(ins[0]).reshape(ish), acc, step)
+    _put_state(graph, op, acc)
+    return [y]
