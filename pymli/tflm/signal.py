@@ -318,7 +318,7 @@ def _stage(re: I64, im: I64, p: int, m: int, s: int, n: int, twr: I64, twi: I64,
             o3 = (w(s5r - s4i), w(s5i + s4r))
         outs = [o0, o1, o2, o3]
     elif p == 3:
-        epr, epi = twr[s * m], twi[s * m]
+        epi = twi[s * m]  # epi3 = tw[n/3]: kf_bfly3 uses only its imaginary part
         (f0r, f0i) = F[0]
         s1 = _cmul(*F[1], *tw(1), bits)
         s2 = _cmul(*F[2], *tw(2), bits)

@@ -160,8 +160,9 @@ def full16(r: np.random.Generator, shape: Any) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------- Window
-@pytest.mark.parametrize("shape,shift,kind", [((480,), 12, "audio"), ((480,), 12, "full"), ((2, 64), 15, "full"),
-                                              ((3, 32), 0, "full"), ((1, 480), 14, "audio")])
+@pytest.mark.parametrize("shape,shift,kind", [((480,), 12, "audio"), ((480,), 12, "full"),
+                                              ((2, 64), 15, "full"), ((3, 32), 0, "full"),
+                                              ((1, 480), 14, "audio")])
 def test_window(shape: tuple, shift: int, kind: str) -> None:
     r = rng("window", shape, shift, kind)
     n = shape[-1]
@@ -309,7 +310,8 @@ def test_filter_bank_square_root(scale_bits: int) -> None:
     m = custom_op("SignalFilterBankSquareRoot", [T((64,), U64), T((), I32, np.array(scale_bits))],
                   [T((64,), U32)], {})
     edges = np.array([0, 1, 2, 3, 4, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 4294901760, 4294901761,
-                      4294836225, 2 ** 64 - 1, 2 ** 64 - 2, (2 ** 32 - 1) ** 2, (2 ** 32 - 1) ** 2 + 2 ** 32 - 1,
+                      4294836225, 2 ** 64 - 1, 2 ** 64 - 2, (2 ** 32 - 1) ** 2,
+                      (2 ** 32 - 1) ** 2 + 2 ** 32 - 1,
                       2 ** 62, 2 ** 53 + 1, 2 ** 53 - 1] + [0] * 46, np.uint64)
     sq = r.integers(0, 2 ** 32, 64, dtype=np.uint64)
     feeds = [[r.integers(0, 2 ** 64 - 1, 64, dtype=np.uint64, endpoint=True)],
@@ -340,9 +342,11 @@ def test_spectral_subtraction_streams(variant: str) -> None:
         o.update(smoothing_bits=3, spectral_subtraction_bits=20, smoothing=700000, one_minus_smoothing=348576,
                  alternate_smoothing=3, alternate_one_minus_smoothing=2 ** 20 - 3, num_channels=7)
     nch = o["num_channels"]
-    m = custom_op("SignalFilterBankSpectralSubtraction", [T((nch,), U32)], [T((nch,), U32), T((nch,), U32)], o)
+    m = custom_op("SignalFilterBankSpectralSubtraction", [T((nch,), U32)],
+                  [T((nch,), U32), T((nch,), U32)], o)
     hi = 2 ** 32 if variant == "big" else 2 ** 16
-    feeds = [[(r.integers(0, hi, nch, dtype=np.uint64) >> np.uint64(k % 3 * 4)).astype(U32)] for k in range(12)]
+    feeds = [[(r.integers(0, hi, nch, dtype=np.uint64) >> np.uint64(k % 3 * 4)).astype(U32)]
+             for k in range(12)]
     assert_same(m, feeds)
 
 
@@ -362,7 +366,8 @@ def test_pcan(lut_kind: str, snr_shift: int) -> None:
     m = custom_op("SignalPCAN", [T((n,), U32), T((n,), U32), T((125,), I16, lut)], [T((n,), U32)],
                   {"snr_shift": snr_shift})
     small = np.arange(n) % 8
-    feeds = [[r.integers(0, 2 ** 32, n, dtype=np.uint64).astype(U32), r.integers(0, 2 ** 32, n, dtype=np.uint64).astype(U32)],
+    u32 = lambda: r.integers(0, 2 ** 32, n, dtype=np.uint64).astype(U32)  # noqa: E731
+    feeds = [[u32(), u32()],
              [r.integers(0, 2 ** 16, n).astype(U32), (2 ** r.integers(0, 32, n)).astype(U32)],
              [r.integers(0, 9000, n).astype(U32), small.astype(U32)],
              [np.full(n, 2 ** 32 - 1, U32), np.full(n, 2 ** 32 - 1, U32)]]
@@ -377,7 +382,8 @@ def test_filter_bank_log(bits: int, scale: int) -> None:
                   {"input_correction_bits": bits, "output_scale": scale})
     feeds = [[r.integers(0, 2 ** 32, 64, dtype=np.uint64).astype(U32)],
              [(2 ** r.integers(0, 32, 64)).astype(U32)], [np.arange(64).astype(U32)],
-             [(r.integers(0, 2 ** 32, 64, dtype=np.uint64) >> r.integers(0, 32, 64).astype(np.uint64)).astype(U32)]]
+             [(r.integers(0, 2 ** 32, 64, dtype=np.uint64)
+               >> r.integers(0, 32, 64).astype(np.uint64)).astype(U32)]]
     assert_same(m, feeds)
 
 
@@ -486,7 +492,8 @@ def test_preprocessor_stream_every_tensor(source: str) -> None:
     of every frame equals the interpreter's (the noise estimate carried from frame to frame)."""
     path = DATA / "audio_preprocessor_int8.tflite"
     g = _golden.read_graph(path)
-    ip = runtime.Interpreter.from_file(str(path), intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    ip = runtime.Interpreter.from_file(str(path),
+                                       intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
     energy_op = next(o for o in g.ops if o.name == "CUSTOM:SignalEnergy")
     opts = signal.custom_options(energy_op)  # [end_index, start_index]
     written = slice(opts[1], opts[0])  # TFLM leaves the energy bins outside [start, end) untouched
