@@ -217,21 +217,76 @@ def fft_auto_scale(x: np.ndarray) -> tuple[np.ndarray, int]:
     return wrap(v << sb, 16).astype(np.int16), sb
 
 
-# kiss_fft v130, FIXED_POINT 16 (and 32): every stage divides by its radix (C_FIXDIV) and rounds
-# products with sround(x) = (x + 2**(B-2)) >> (B-1) in the SAMPPROD type (int32 / int64), and each
-# store into a kiss_fft_scalar wraps to B bits.
+# kiss_fft v130 scalar arithmetic. FIXED_POINT 16 / 32: every stage divides by its radix (C_FIXDIV)
+# and rounds products with sround(x) = (x + 2**(B-2)) >> (B-1) in the SAMPPROD type (int32 / int64);
+# each store into a kiss_fft_scalar wraps to B bits (wraps are exact modulo 2**B, so one wrap after a
+# sum of promoted ints is the C result). Float: float32 operations in the C order (no FMA contraction:
+# the x86-64 build has none), no C_FIXDIV, HALF_OF(x) = x * 0.5f.
 
-def _sround(x: I64, bits: int) -> I64:
-    return wrap(wrap(x + (1 << (bits - 2)), 2 * bits) >> (bits - 1), bits)
+class _Arith:
+    """kiss_fft's scalar operations for ``bits`` 16 or 32 (fixed point) or 0 (float32)."""
 
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+        self.fixed = bits > 0
 
-def _cmul(ar: I64, ai: I64, br: I64, bi: I64, bits: int) -> tuple[I64, I64]:
-    return _sround(ar * br - ai * bi, bits), _sround(ar * bi + ai * br, bits)
+    def w(self, x: Any) -> Any:
+        return wrap(x, self.bits) if self.fixed else x
 
+    def add(self, a: Any, b: Any) -> Any:
+        return self.w(a + b)
 
-def _fixdiv(r: I64, i: I64, div: int, bits: int) -> tuple[I64, I64]:
-    k = ((1 << (bits - 1)) - 1) // div  # SAMP_MAX / div
-    return _sround(r * k, bits), _sround(i * k, bits)
+    def sub(self, a: Any, b: Any) -> Any:
+        return self.w(a - b)
+
+    def neg(self, a: Any) -> Any:
+        return self.w(-a)
+
+    def sum3(self, a: Any, b: Any, c: Any) -> Any:
+        return self.w(a + b + c)  # C: ((a + b) + c), rounded per step in float32
+
+    def sround(self, x: Any) -> Any:
+        b = self.bits
+        return wrap(wrap(x + (1 << (b - 2)), 2 * b) >> (b - 1), b)
+
+    def smul(self, a: Any, b: Any) -> Any:
+        """``S_MUL`` / ``C_MULBYSCALAR``."""
+        return self.sround(a * b) if self.fixed else a * b
+
+    def cmul(self, ar: Any, ai: Any, br: Any, bi: Any) -> tuple[Any, Any]:
+        if self.fixed:
+            return self.sround(ar * br - ai * bi), self.sround(ar * bi + ai * br)
+        return ar * br - ai * bi, ar * bi + ai * br
+
+    def fixdiv(self, r: Any, i: Any, div: int) -> tuple[Any, Any]:
+        if not self.fixed:
+            return r, i
+        k = ((1 << (self.bits - 1)) - 1) // div  # SAMP_MAX / div
+        return self.sround(r * k), self.sround(i * k)
+
+    def half(self, x: Any) -> Any:
+        """``HALF_OF`` of an already stored scalar."""
+        return x >> 1 if self.fixed else x * np.float32(0.5)
+
+    def half_sum(self, a: Any, b: Any) -> Any:
+        """``HALF_OF(a + b)`` stored: the promoted int sum is halved before the store wraps it."""
+        return self.w((a + b) >> 1) if self.fixed else (a + b) * np.float32(0.5)
+
+    def half_diff(self, a: Any, b: Any) -> Any:
+        return self.w((a - b) >> 1) if self.fixed else (a - b) * np.float32(0.5)
+
+    def table(self, ph: list[float]) -> tuple[np.ndarray, np.ndarray]:
+        """``kf_cexp`` of each phase (libm ``cos``/``sin`` as ``math.cos``/``math.sin``, once per
+        length): ``floor(.5 + SAMP_MAX * cos)`` in fixed point, ``(float)cos`` in float."""
+        if not self.fixed:
+            return (np.array([math.cos(p) for p in ph], np.float64).astype(np.float32),
+                    np.array([math.sin(p) for p in ph], np.float64).astype(np.float32))
+        smax = (1 << (self.bits - 1)) - 1
+        return (np.array([math.floor(.5 + smax * math.cos(p)) for p in ph], np.int64),
+                np.array([math.floor(.5 + smax * math.sin(p)) for p in ph], np.int64))
+
+    def dtype(self) -> Any:
+        return np.int64 if self.fixed else np.float32
 
 
 def _kf_factor(n: int) -> list[tuple[int, int]]:
@@ -250,26 +305,17 @@ def _kf_factor(n: int) -> list[tuple[int, int]]:
 
 
 @functools.lru_cache(maxsize=None)
-def _twiddles(n: int, bits: int, inverse: bool) -> tuple[I64, I64]:
-    """``kiss_fft_alloc`` twiddles: ``floor(.5 + SAMP_MAX * cos(-2 pi i / n))`` (libm ``cos``, as
-    ``math.cos``; a table per length, computed once)."""
-    smax = (1 << (bits - 1)) - 1
+def _twiddles(n: int, bits: int, inverse: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``kiss_fft_alloc`` twiddles: phase ``-2 pi i / n`` (negated for the inverse)."""
     pi = 3.141592653589793238462643383279502884197169399375105820974944
-    ph = [(-2 * pi * i / n) * (-1 if inverse else 1) for i in range(n)]
-    re = np.array([math.floor(.5 + smax * math.cos(p)) for p in ph], np.int64)
-    im = np.array([math.floor(.5 + smax * math.sin(p)) for p in ph], np.int64)
-    return re, im
+    return _Arith(bits).table([(-2 * pi * i / n) * (-1 if inverse else 1) for i in range(n)])
 
 
 @functools.lru_cache(maxsize=None)
-def _super_twiddles(ncfft: int, bits: int, inverse: bool) -> tuple[I64, I64]:
+def _super_twiddles(ncfft: int, bits: int, inverse: bool) -> tuple[np.ndarray, np.ndarray]:
     """``kiss_fftr_alloc`` super twiddles: phase ``-pi * ((i + 1) / ncfft + .5)``."""
-    smax = (1 << (bits - 1)) - 1
-    ph = [-3.14159265358979323846264338327 * ((i + 1) / ncfft + .5) * (-1 if inverse else 1)
-          for i in range(ncfft // 2)]
-    re = np.array([math.floor(.5 + smax * math.cos(p)) for p in ph], np.int64)
-    im = np.array([math.floor(.5 + smax * math.sin(p)) for p in ph], np.int64)
-    return re, im
+    return _Arith(bits).table([-3.14159265358979323846264338327 * ((i + 1) / ncfft + .5)
+                               * (-1 if inverse else 1) for i in range(ncfft // 2)])
 
 
 @functools.lru_cache(maxsize=None)
@@ -283,92 +329,82 @@ def _input_order(factors: tuple[tuple[int, int], ...]) -> I64:
     return order
 
 
-def _stage(re: I64, im: I64, p: int, m: int, s: int, n: int, twr: I64, twi: I64, bits: int,
-           inverse: bool) -> tuple[I64, I64]:
+def _stage(re: Any, im: Any, p: int, m: int, s: int, n: int, twr: Any, twi: Any, A: _Arith,
+           inverse: bool) -> tuple[Any, Any]:
     """One ``kf_bfly{2,3,4,5,_generic}`` over every group: ``re``/``im`` shaped ``(..., p, m)``."""
-    w = functools.partial(wrap, bits=bits)
     u = np.arange(m, dtype=np.int64)
-    fr, fi = _fixdiv(re, im, p, bits)
+    fr, fi = A.fixdiv(re, im, p)
     F = [(fr[..., q, :], fi[..., q, :]) for q in range(p)]
 
-    def tw(q: int) -> tuple[I64, I64]:
+    def tw(q: int) -> tuple[Any, Any]:
         k = q * u * s
         return twr[k], twi[k]
 
+    def cadd(a: tuple, b: tuple) -> tuple:
+        return A.add(a[0], b[0]), A.add(a[1], b[1])
+
+    def csub(a: tuple, b: tuple) -> tuple:
+        return A.sub(a[0], b[0]), A.sub(a[1], b[1])
+
     if p == 2:
-        (ar, ai), (br, bi) = F
-        tr, ti = _cmul(br, bi, *tw(1), bits)
-        outs = [(w(ar + tr), w(ai + ti)), (w(ar - tr), w(ai - ti))]
+        t = A.cmul(*F[1], *tw(1))
+        outs = [cadd(F[0], t), csub(F[0], t)]
     elif p == 4:
-        (f0r, f0i) = F[0]
-        s0 = _cmul(*F[1], *tw(1), bits)
-        s1 = _cmul(*F[2], *tw(2), bits)
-        s2 = _cmul(*F[3], *tw(3), bits)
-        s5r, s5i = w(f0r - s1[0]), w(f0i - s1[1])
-        f0r, f0i = w(f0r + s1[0]), w(f0i + s1[1])
-        s3r, s3i = w(s0[0] + s2[0]), w(s0[1] + s2[1])
-        s4r, s4i = w(s0[0] - s2[0]), w(s0[1] - s2[1])
-        o2 = (w(f0r - s3r), w(f0i - s3i))
-        o0 = (w(f0r + s3r), w(f0i + s3i))
+        s0, s1, s2 = (A.cmul(*F[q], *tw(q)) for q in (1, 2, 3))
+        s5 = csub(F[0], s1)
+        f0 = cadd(F[0], s1)
+        s3, s4 = cadd(s0, s2), csub(s0, s2)
+        o2, o0 = csub(f0, s3), cadd(f0, s3)
         if inverse:
-            o1 = (w(s5r - s4i), w(s5i + s4r))
-            o3 = (w(s5r + s4i), w(s5i - s4r))
+            o1 = (A.sub(s5[0], s4[1]), A.add(s5[1], s4[0]))
+            o3 = (A.add(s5[0], s4[1]), A.sub(s5[1], s4[0]))
         else:
-            o1 = (w(s5r + s4i), w(s5i - s4r))
-            o3 = (w(s5r - s4i), w(s5i + s4r))
+            o1 = (A.add(s5[0], s4[1]), A.sub(s5[1], s4[0]))
+            o3 = (A.sub(s5[0], s4[1]), A.add(s5[1], s4[0]))
         outs = [o0, o1, o2, o3]
     elif p == 3:
         epi = twi[s * m]  # epi3 = tw[n/3]: kf_bfly3 uses only its imaginary part
-        (f0r, f0i) = F[0]
-        s1 = _cmul(*F[1], *tw(1), bits)
-        s2 = _cmul(*F[2], *tw(2), bits)
-        s3r, s3i = w(s1[0] + s2[0]), w(s1[1] + s2[1])
-        s0r, s0i = w(s1[0] - s2[0]), w(s1[1] - s2[1])
-        o1r, o1i = w(f0r - (s3r >> 1)), w(f0i - (s3i >> 1))
-        s0r, s0i = _sround(s0r * epi, bits), _sround(s0i * epi, bits)
-        o0 = (w(f0r + s3r), w(f0i + s3i))
-        o2 = (w(o1r + s0i), w(o1i - s0r))
-        o1 = (w(o1r - s0i), w(o1i + s0r))
+        s1, s2 = A.cmul(*F[1], *tw(1)), A.cmul(*F[2], *tw(2))
+        s3, s0 = cadd(s1, s2), csub(s1, s2)
+        o1 = (A.sub(F[0][0], A.half(s3[0])), A.sub(F[0][1], A.half(s3[1])))
+        s0 = (A.smul(s0[0], epi), A.smul(s0[1], epi))
+        o0 = cadd(F[0], s3)
+        o2 = (A.add(o1[0], s0[1]), A.sub(o1[1], s0[0]))
+        o1 = (A.sub(o1[0], s0[1]), A.add(o1[1], s0[0]))
         outs = [o0, o1, o2]
     elif p == 5:
         yar, yai = twr[s * m], twi[s * m]
         ybr, ybi = twr[2 * s * m], twi[2 * s * m]
-        s0r, s0i = F[0]
-        s1, s2, s3, s4 = (_cmul(*F[q], *tw(q), bits) for q in (1, 2, 3, 4))
-        s7 = (w(s1[0] + s4[0]), w(s1[1] + s4[1]))
-        s10 = (w(s1[0] - s4[0]), w(s1[1] - s4[1]))
-        s8 = (w(s2[0] + s3[0]), w(s2[1] + s3[1]))
-        s9 = (w(s2[0] - s3[0]), w(s2[1] - s3[1]))
-
-        def sm(a: I64, b: Any) -> I64:
-            return _sround(a * b, bits)
-
-        o0 = (w(s0r + s7[0] + s8[0]), w(s0i + s7[1] + s8[1]))
-        s5 = (w(s0r + sm(s7[0], yar) + sm(s8[0], ybr)), w(s0i + sm(s7[1], yar) + sm(s8[1], ybr)))
-        s6 = (w(sm(s10[1], yai) + sm(s9[1], ybi)), w(-sm(s10[0], yai) - sm(s9[0], ybi)))
-        s11 = (w(s0r + sm(s7[0], ybr) + sm(s8[0], yar)), w(s0i + sm(s7[1], ybr) + sm(s8[1], yar)))
-        s12 = (w(-sm(s10[1], ybi) + sm(s9[1], yai)), w(sm(s10[0], ybi) - sm(s9[0], yai)))
-        outs = [o0, (w(s5[0] - s6[0]), w(s5[1] - s6[1])), (w(s11[0] + s12[0]), w(s11[1] + s12[1])),
-                (w(s11[0] - s12[0]), w(s11[1] - s12[1])), (w(s5[0] + s6[0]), w(s5[1] + s6[1]))]
-    else:  # kf_bfly_generic (unreachable from rfft/irfft, which refuse a radix above 5; kept as the
-        # specification): output q1 is the sum over q of scratch[q] * tw[(q * s * k) mod n]
+        s0 = F[0]
+        s1, s2, s3, s4 = (A.cmul(*F[q], *tw(q)) for q in (1, 2, 3, 4))
+        s7, s10 = cadd(s1, s4), csub(s1, s4)
+        s8, s9 = cadd(s2, s3), csub(s2, s3)
+        sm = A.smul
+        o0 = (A.w(s0[0] + A.w(s7[0] + s8[0])), A.w(s0[1] + A.w(s7[1] + s8[1])))  # F0 += s7 + s8
+        s5 = (A.sum3(s0[0], sm(s7[0], yar), sm(s8[0], ybr)), A.sum3(s0[1], sm(s7[1], yar), sm(s8[1], ybr)))
+        s6 = (A.add(sm(s10[1], yai), sm(s9[1], ybi)), A.sub(-sm(s10[0], yai), sm(s9[0], ybi)))
+        s11 = (A.sum3(s0[0], sm(s7[0], ybr), sm(s8[0], yar)),
+               A.sum3(s0[1], sm(s7[1], ybr), sm(s8[1], yar)))
+        s12 = (A.add(-sm(s10[1], ybi), sm(s9[1], yai)), A.sub(sm(s10[0], ybi), sm(s9[0], yai)))
+        outs = [o0, csub(s5, s6), cadd(s11, s12), csub(s11, s12), cadd(s5, s6)]
+    else:  # kf_bfly_generic (unreachable from rfft/irfft, which refuse it as TFLM cannot run it;
+        # kept as the specification): output q1 sums scratch[q] * tw[(q * s * k) mod n] over q
         outs = []
         for q1 in range(p):
             k = u + q1 * m
-            accr, acci = F[0]
+            acc = F[0]
             for q in range(1, p):
                 idx = (q * s * k) % n
-                tr, ti = _cmul(*F[q], twr[idx], twi[idx], bits)
-                accr, acci = w(accr + tr), w(acci + ti)
-            outs.append((accr, acci))
+                acc = cadd(acc, A.cmul(*F[q], twr[idx], twi[idx]))
+            outs.append(acc)
     return (np.stack([o[0] for o in outs], axis=-2), np.stack([o[1] for o in outs], axis=-2))
 
 
-def _kiss_fft(re: I64, im: I64, bits: int, inverse: bool = False) -> tuple[I64, I64]:
-    """``kiss_fft`` (fixed point) of complex rows ``re + i im`` (int64 arrays, shape (..., n))."""
+def _kiss_fft(re: Any, im: Any, A: _Arith, inverse: bool = False) -> tuple[Any, Any]:
+    """``kiss_fft`` of complex rows ``re + i im`` (int64 or float32 arrays, shape (..., n))."""
     n = re.shape[-1]
     factors = tuple(_kf_factor(n))
-    twr, twi = _twiddles(n, bits, inverse)
+    twr, twi = _twiddles(n, A.bits, inverse)
     order = _input_order(factors)
     re, im = re[..., order], im[..., order]
     lead = re.shape[:-1]
@@ -376,9 +412,12 @@ def _kiss_fft(re: I64, im: I64, bits: int, inverse: bool = False) -> tuple[I64, 
         p, m = factors[st]
         s = int(np.prod([f[0] for f in factors[:st]], dtype=np.int64))
         shp = lead + (n // (p * m), p, m)
-        re, im = _stage(re.reshape(shp), im.reshape(shp), p, m, s, n, twr, twi, bits, inverse)
+        re, im = _stage(re.reshape(shp), im.reshape(shp), p, m, s, n, twr, twi, A, inverse)
         re, im = re.reshape(lead + (n,)), im.reshape(lead + (n,))
     return re, im
+
+
+_FFT_TYPES = {np.dtype(np.int16): 16, np.dtype(np.int32): 32, np.dtype(np.float32): 0}
 
 
 def _check_radices(name: str, fft_length: int) -> None:
@@ -392,58 +431,64 @@ def _check_radices(name: str, fft_length: int) -> None:
                        f"kiss_fft (no allocator) cannot run; use lengths 2 * 2^a 3^b 5^c >= 4")
 
 
-def rfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
-    """``SignalRfft`` (int16 or int32): kiss_fftr of each frame zero-padded to ``fft_length``.
+def _fft_arith(name: str, dtype: Any, fft_length: int) -> _Arith:
+    dt = np.dtype(dtype)
+    if dt not in _FFT_TYPES:
+        raise MliError(Status.NOT_SUPPORTED, f"{name}: {dt} (int16, int32 or float32)")
+    if fft_length < 2 or fft_length % 2:
+        raise _bad(f"{name}: fft_length {fft_length} must be even and >= 2")
+    _check_radices(name, fft_length)
+    return _Arith(_FFT_TYPES[dt])
 
-    The real FFT of length N runs as a complex FFT of N/2 points (every stage divided by its radix)
-    followed by kiss_fftr's split, itself halving; so the result is the DFT divided by N.
+
+def rfft(x: np.ndarray, fft_length: int) -> np.ndarray:
+    """``SignalRfft``: kiss_fftr of each frame zero-padded to ``fft_length`` (int16 / int32 fixed
+    point, or float32).
+
+    In fixed point the real FFT of length N runs as a complex FFT of N/2 points (every stage divided
+    by its radix) followed by kiss_fftr's split, itself halving: the result is the DFT divided by N.
+    In float32 it is the plain DFT.
 
     Args:
-        x: int16 (``bits=16``) or int32 (``bits=32``), shape (..., L) with L <= fft_length.
+        x: int16, int32 or float32, shape (..., L) with L <= fft_length.
         fft_length: even FFT length N.
-        bits: 16 or 32 (kiss_fft FIXED_POINT).
 
     Returns:
         array of ``x``'s dtype, shape (..., N + 2): ``N/2 + 1`` interleaved (real, imag) pairs.
 
     Raises:
-        MliError: odd ``fft_length``, frames longer than it, an unsupported width, or a length with a
-            prime factor above 5 (NOT_SUPPORTED: TFLM crashes there).
+        MliError: odd ``fft_length``, frames longer than it, another dtype, or a length with a
+            factor kiss_fft runs generically (NOT_SUPPORTED: TFLM crashes there).
     """
-    if bits not in (16, 32):
-        raise MliError(Status.NOT_SUPPORTED, f"SignalRfft: fixed-point width {bits} (16 or 32)")
-    if fft_length < 2 or fft_length % 2:
-        raise _bad(f"SignalRfft: fft_length {fft_length} must be even and >= 2")
-    _check_radices("SignalRfft", fft_length)
-    v = np.asarray(x).astype(np.int64)
-    if v.shape[-1] > fft_length:
-        raise _bad(f"SignalRfft: frame length {v.shape[-1]} exceeds fft_length {fft_length}")
-    lead = v.shape[:-1]
-    buf = np.zeros(lead + (fft_length,), np.int64)
-    buf[..., :v.shape[-1]] = v
+    xa = np.asarray(x)
+    A = _fft_arith("SignalRfft", xa.dtype, fft_length)
+    if xa.shape[-1] > fft_length:
+        raise _bad(f"SignalRfft: frame length {xa.shape[-1]} exceeds fft_length {fft_length}")
+    lead = xa.shape[:-1]
+    buf = np.zeros(lead + (fft_length,), A.dtype())
+    buf[..., :xa.shape[-1]] = xa
     nc = fft_length // 2
-    tr, ti = _kiss_fft(buf[..., 0::2], buf[..., 1::2], bits)
-    w = functools.partial(wrap, bits=bits)
-    out_r = np.zeros(lead + (nc + 1,), np.int64)
-    out_i = np.zeros(lead + (nc + 1,), np.int64)
-    dr, di = _fixdiv(tr[..., 0], ti[..., 0], 2, bits)
-    out_r[..., 0] = w(dr + di)
-    out_r[..., nc] = w(dr - di)
+    tr, ti = _kiss_fft(buf[..., 0::2], buf[..., 1::2], A)
+    out_r = np.zeros(lead + (nc + 1,), A.dtype())
+    out_i = np.zeros(lead + (nc + 1,), A.dtype())
+    dr, di = A.fixdiv(tr[..., 0], ti[..., 0], 2)
+    out_r[..., 0] = A.add(dr, di)
+    out_r[..., nc] = A.sub(dr, di)
     k = np.arange(1, nc // 2 + 1)
     if k.size:
-        str_, sti = _super_twiddles(nc, bits, False)
-        fkr, fki = _fixdiv(tr[..., k], ti[..., k], 2, bits)
-        fnr, fni = _fixdiv(tr[..., nc - k], w(-ti[..., nc - k]), 2, bits)
-        f1r, f1i = w(fkr + fnr), w(fki + fni)
-        f2r, f2i = w(fkr - fnr), w(fki - fni)
-        twr, twi = _cmul(f2r, f2i, str_[k - 1], sti[k - 1], bits)
-        out_r[..., k] = w((f1r + twr) >> 1)
-        out_i[..., k] = w((f1i + twi) >> 1)
+        str_, sti = _super_twiddles(nc, A.bits, False)
+        fk = A.fixdiv(tr[..., k], ti[..., k], 2)
+        fnk = A.fixdiv(tr[..., nc - k], A.neg(ti[..., nc - k]), 2)
+        f1r, f1i = A.add(fk[0], fnk[0]), A.add(fk[1], fnk[1])
+        f2r, f2i = A.sub(fk[0], fnk[0]), A.sub(fk[1], fnk[1])
+        twr, twi = A.cmul(f2r, f2i, str_[k - 1], sti[k - 1])
+        out_r[..., k] = A.half_sum(f1r, twr)
+        out_i[..., k] = A.half_sum(f1i, twi)
         # k == nc/2 writes the same bin twice; the second store wins, as in the C loop
-        out_r[..., nc - k] = w((f1r - twr) >> 1)
-        out_i[..., nc - k] = w((twi - f1i) >> 1)
+        out_r[..., nc - k] = A.half_diff(f1r, twr)
+        out_i[..., nc - k] = A.half_diff(twi, f1i)
     out = np.stack([out_r, out_i], axis=-1).reshape(lead + (2 * (nc + 1),))
-    return out.astype(np.int16 if bits == 16 else np.int32)
+    return out.astype(xa.dtype)
 
 
 def energy(spectrum: np.ndarray, start_index: int, end_index: int, out_length: int) -> np.ndarray:
@@ -662,54 +707,52 @@ def filter_bank_log(x: np.ndarray, output_scale: int, correction_bits: int) -> n
     return np.where(big, np.minimum(lv, 32767), 0).astype(np.int16)
 
 
-def irfft(x: np.ndarray, fft_length: int, bits: int = 16) -> np.ndarray:
-    """``SignalIrfft`` (int16 or int32): kiss_fftri of each frame of ``fft_length/2 + 1`` bins.
+def irfft(x: np.ndarray, fft_length: int) -> np.ndarray:
+    """``SignalIrfft``: kiss_fftri of each frame of ``fft_length/2 + 1`` bins (int16 / int32 fixed
+    point, or float32).
 
-    kiss_fftri undoes kiss_fftr's split (halving) and runs the inverse complex FFT of N/2 points
-    (every stage divided by its radix): the result is the inverse DFT without the 1/N factor, divided
-    by N.
+    kiss_fftri undoes kiss_fftr's split and runs the inverse complex FFT of N/2 points: in fixed
+    point every step divides (the inverse DFT without its 1/N, divided by N); in float32 TFLM divides
+    kiss_fftri's result by N, giving the inverse DFT.
 
     Args:
-        x: int16 (``bits=16``) or int32 (``bits=32``), shape (..., 2K) interleaved (real, imag) with
-            K >= fft_length/2 + 1 (bins past fft_length/2 are not read).
+        x: int16, int32 or float32, shape (..., 2K) interleaved (real, imag) with K >= fft_length/2 + 1
+            (bins past fft_length/2 are not read).
         fft_length: even FFT length N.
-        bits: 16 or 32.
 
     Returns:
         array of ``x``'s dtype, shape (..., N).
 
     Raises:
-        MliError: odd ``fft_length``, too few bins, an unsupported width, or a length with a prime
-            factor above 5 (NOT_SUPPORTED: TFLM crashes there).
+        MliError: odd ``fft_length``, too few bins, another dtype, or a length with a factor kiss_fft
+            runs generically (NOT_SUPPORTED: TFLM crashes there).
     """
-    if bits not in (16, 32):
-        raise MliError(Status.NOT_SUPPORTED, f"SignalIrfft: fixed-point width {bits} (16 or 32)")
-    if fft_length < 2 or fft_length % 2:
-        raise _bad(f"SignalIrfft: fft_length {fft_length} must be even and >= 2")
-    _check_radices("SignalIrfft", fft_length)
-    v = np.asarray(x).astype(np.int64)
+    xa = np.asarray(x)
+    A = _fft_arith("SignalIrfft", xa.dtype, fft_length)
     nc = fft_length // 2
-    if v.shape[-1] < 2 * (nc + 1):
-        raise _bad(f"SignalIrfft: {v.shape[-1] // 2} bins, fft_length {fft_length} needs {nc + 1}")
+    if xa.shape[-1] < 2 * (nc + 1):
+        raise _bad(f"SignalIrfft: {xa.shape[-1] // 2} bins, fft_length {fft_length} needs {nc + 1}")
+    v = xa.astype(A.dtype())
     fr, fi = v[..., 0:2 * (nc + 1):2], v[..., 1:2 * (nc + 1):2]
-    w = functools.partial(wrap, bits=bits)
     lead = v.shape[:-1]
-    tr = np.zeros(lead + (nc,), np.int64)
-    ti = np.zeros(lead + (nc,), np.int64)
-    tr[..., 0], ti[..., 0] = _fixdiv(w(fr[..., 0] + fr[..., nc]), w(fr[..., 0] - fr[..., nc]), 2, bits)
+    tr = np.zeros(lead + (nc,), A.dtype())
+    ti = np.zeros(lead + (nc,), A.dtype())
+    tr[..., 0], ti[..., 0] = A.fixdiv(A.add(fr[..., 0], fr[..., nc]), A.sub(fr[..., 0], fr[..., nc]), 2)
     k = np.arange(1, nc // 2 + 1)
     if k.size:
-        str_, sti = _super_twiddles(nc, bits, True)
-        fkr, fki = _fixdiv(fr[..., k], fi[..., k], 2, bits)
-        fnr, fni = _fixdiv(fr[..., nc - k], w(-fi[..., nc - k]), 2, bits)
-        ekr, eki = w(fkr + fnr), w(fki + fni)
-        okr, oki = _cmul(w(fkr - fnr), w(fki - fni), str_[k - 1], sti[k - 1], bits)
-        tr[..., k], ti[..., k] = w(ekr + okr), w(eki + oki)
-        # k == nc/2 is stored twice; the second store (negated imaginary part) wins, as in the C loop
-        tr[..., nc - k], ti[..., nc - k] = w(ekr - okr), w(-w(eki - oki))
-    yr, yi = _kiss_fft(tr, ti, bits, inverse=True)
-    out = np.stack([yr, yi], axis=-1).reshape(lead + (fft_length,))
-    return out.astype(np.int16 if bits == 16 else np.int32)
+        str_, sti = _super_twiddles(nc, A.bits, True)
+        fkr, fki = A.fixdiv(fr[..., k], fi[..., k], 2)
+        fnr, fni = A.fixdiv(fr[..., nc - k], A.neg(fi[..., nc - k]), 2)
+        ekr, eki = A.add(fkr, fnr), A.add(fki, fni)
+        okr, oki = A.cmul(A.sub(fkr, fnr), A.sub(fki, fni), str_[k - 1], sti[k - 1])
+        tr[..., k], ti[..., k] = A.add(ekr, okr), A.add(eki, oki)
+        # k == nc/2 is stored twice; the second store (imaginary part negated) wins, as in the C loop
+        tr[..., nc - k], ti[..., nc - k] = A.sub(ekr, okr), A.neg(A.sub(eki, oki))
+    yr, yi = _kiss_fft(tr, ti, A, inverse=True)
+    y = np.stack([yr, yi], axis=-1).reshape(lead + (fft_length,))
+    if not A.fixed:
+        y = y / np.float32(fft_length)  # IrfftFloatApply: output[i] /= fft_length, in float32
+    return y.astype(xa.dtype)
 
 
 def delay(x: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -900,17 +943,13 @@ def _fft_auto_scale(graph: Any, op: Any, ins: list) -> list:
 @_reg("SignalRfft")
 def _rfft(graph: Any, op: Any, ins: list) -> list:
     dt = graph.tensors[op.inputs[0]].dtype
-    if dt not in (np.dtype(np.int16), np.dtype(np.int32)):
-        raise MliError(Status.NOT_SUPPORTED, f"{op.name}: {dt} (float32 kiss_fft is not modelled)")
     _types(graph, op, (dt,), (dt,))
     n = _i32(_opt(op, 1, "fft_length"))
     ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
     _check(len(ish) == len(osh) and len(ish) >= 1, op, "input and output ranks differ")
-    _check(n >= 2 and n % 2 == 0, op, f"fft_length {n} must be even")
     _check(osh[-1] == n + 2 and ish[:-1] == osh[:-1], op,
            f"output shape {osh} does not hold fft_length/2 + 1 complex bins per frame of {ish}")
-    x = np.asarray(ins[0]).reshape(ish)
-    return [rfft(x, n, 16 if dt == np.dtype(np.int16) else 32)]
+    return [rfft(np.asarray(ins[0]).reshape(ish).astype(dt), n)]
 
 
 @_reg("SignalEnergy")
@@ -990,15 +1029,13 @@ def _filter_bank_log(graph: Any, op: Any, ins: list) -> list:
 @_reg("SignalIrfft")
 def _irfft(graph: Any, op: Any, ins: list) -> list:
     dt = graph.tensors[op.inputs[0]].dtype
-    if dt not in (np.dtype(np.int16), np.dtype(np.int32)):
-        raise MliError(Status.NOT_SUPPORTED, f"{op.name}: {dt} (float32 kiss_fft is not modelled)")
     _types(graph, op, (dt,), (dt,))
     n = _i32(_opt(op, 1, "fft_length"))
     ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
     _check(len(ish) == len(osh) and len(ish) >= 1 and ish[:-1] == osh[:-1], op,
            "input and output shapes differ outside the last axis")
     _check(osh[-1] == n, op, f"output frames of {osh[-1]} samples, fft_length is {n}")
-    return [irfft(np.asarray(ins[0]).reshape(ish), n, 16 if dt == np.dtype(np.int16) else 32)]
+    return [irfft(np.asarray(ins[0]).reshape(ish).astype(dt), n)]
 
 
 @_reg("SignalDelay")

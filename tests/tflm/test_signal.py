@@ -27,7 +27,7 @@ runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
                               reason="the tflite_micro interpreter is an optional test dependency")
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "audio"
-I16, I32, U32, U64 = np.int16, np.int32, np.uint32, np.uint64
+I16, I32, U32, U64, F32 = np.int16, np.int32, np.uint32, np.uint64, np.float32
 _TYPES = {np.dtype(np.int8): tflite.TensorType.INT8, np.dtype(np.int16): tflite.TensorType.INT16,
           np.dtype(np.int32): tflite.TensorType.INT32, np.dtype(np.uint32): tflite.TensorType.UINT32,
           np.dtype(np.uint64): tflite.TensorType.UINT64, np.dtype(np.float32): tflite.TensorType.FLOAT32,
@@ -214,32 +214,44 @@ def test_max_abs16_matches_the_c_loop(seed: int) -> None:
 _NFFT = [(512, 480), (512, 512), (256, 256), (96, 96), (160, 150), (4, 4), (180, 180)]
 
 
-@pytest.mark.parametrize("dt", [I16, I32])
+def _full(r: np.random.Generator, dt: Any, shape: tuple) -> np.ndarray:
+    if dt == F32:
+        return r.normal(0, 1e4, shape).astype(F32)
+    lim = 2 ** (15 if dt == I16 else 31)
+    return r.integers(-lim, lim, shape).astype(dt)
+
+
+def _extreme(dt: Any, shape: tuple, low: bool) -> np.ndarray:
+    if dt == F32:
+        return np.full(shape, -1e30 if low else 1e-30, F32)
+    lim = 2 ** (15 if dt == I16 else 31)
+    return np.full(shape, -lim if low else lim - 1, dt)
+
+
+@pytest.mark.parametrize("dt", [I16, I32, F32])
 @pytest.mark.parametrize("n,L", _NFFT)
 def test_rfft(n: int, L: int, dt: Any) -> None:
     r = rng("rfft", n, L, np.dtype(dt).name)
-    lim = 2 ** (15 if dt == I16 else 31)
     shape = (2, L)
     m = custom_op("SignalRfft", [T(shape, dt)], [T((2, n + 2), dt)], {"T": int(_TYPES[np.dtype(dt)]),
                                                                       "fft_length": n})
-    feeds = [[r.integers(-lim, lim, shape).astype(dt)],
+    feeds = [[_full(r, dt, shape)],
              [np.stack([audio(r, L, 20000, 1000), audio(r, L, 500, 3000)]).astype(dt)
-              * (1 if dt == I16 else 65536)],
-             [np.full(shape, -lim, dt)], [np.full(shape, lim - 1, dt)]]
+              * (65536 if dt == I32 else 1)],
+             [_extreme(dt, shape, True)], [_extreme(dt, shape, False)]]
     assert_same(m, feeds)
 
 
-@pytest.mark.parametrize("dt", [I16, I32])
+@pytest.mark.parametrize("dt", [I16, I32, F32])
 @pytest.mark.parametrize("n", [512, 256, 96, 160, 4, 180])
 def test_irfft(n: int, dt: Any) -> None:
     r = rng("irfft", n, np.dtype(dt).name)
-    lim = 2 ** (15 if dt == I16 else 31)
     shape = (2, n + 2)
     m = custom_op("SignalIrfft", [T(shape, dt)], [T((2, n), dt)], {"T": int(_TYPES[np.dtype(dt)]),
                                                                    "fft_length": n})
     spec = signal.rfft(audio(r, n, 20000, 700).astype(I16), n).astype(dt)
-    feeds = [[r.integers(-lim, lim, shape).astype(dt)], [np.stack([spec, spec // 3])],
-             [np.full(shape, -lim, dt)]]
+    feeds = [[_full(r, dt, shape)], [np.stack([spec, spec // 3]).astype(dt)],
+             [_extreme(dt, shape, True)]]
     assert_same(m, feeds)
 
 
@@ -448,10 +460,10 @@ def test_bad_options_and_types_are_refused() -> None:
                                      {"shift": 1}))
     with pytest.raises(MliError):
         handlers.run_op(g, g.ops[0], [np.zeros(8, I16), np.ones(3, I16)])
-    g = _golden.read_graph(custom_op("SignalRfft", [T((8,), np.float32)], [T((10,), np.float32)],
-                                     {"T": int(tflite.TensorType.FLOAT32), "fft_length": 8}))
+    g = _golden.read_graph(custom_op("SignalRfft", [T((8,), np.int8)], [T((10,), np.int8)],
+                                     {"T": int(tflite.TensorType.INT8), "fft_length": 8}))
     with pytest.raises(MliError) as e:
-        handlers.run_op(g, g.ops[0], [np.zeros(8, np.float32)])
+        handlers.run_op(g, g.ops[0], [np.zeros(8, np.int8)])
     assert e.value.status == Status.NOT_SUPPORTED
 
 
