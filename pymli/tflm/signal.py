@@ -1,20 +1,22 @@
 """TFLite Micro signal-library CUSTOM operators (the micro_speech audio front end), bit-exact.
 
 The kernels mirror ``signal/src/*.cc`` and ``signal/micro/kernels/*.cc`` of tflite-micro (and the
-fixed-point kiss_fft v130 those wrap): one pure NumPy function per operator, vectorised, exact
-integer arithmetic in int64 / uint64 with every C narrowing (``int16_t`` store, ``uint32_t``
-product, ``int32_t`` sum) modelled by an explicit wrap. Below them, one handler per operator with
-the signature of :mod:`pymli.tflm.handlers` (``handler(graph, op, inputs) -> outputs``), registered
-in :data:`HANDLERS` under ``"CUSTOM:" + custom_code`` (``CUSTOM:SignalWindow``, ...).
+kiss_fft v130 those wrap, fixed point and float): one pure NumPy function per operator, vectorised,
+exact integer arithmetic in int64 / uint64 with every C narrowing (``int16_t`` store, ``uint32_t``
+product, ``int32_t`` sum) modelled by an explicit wrap; float32 in the C operation order. Below
+them, one handler per operator with the signature of :mod:`pymli.tflm.handlers`
+(``handler(graph, op, inputs) -> outputs``), registered in :data:`HANDLERS` under
+``"CUSTOM:" + custom_code`` (``CUSTOM:SignalWindow``, ...).
 
 Options are the operator's flexbuffer map; TFLM reads them by position in the key-sorted map
 (``FlexbufferWrapper::ElementAsInt32(index)``), and so do we.
 
-State: ``SignalFilterBankSpectralSubtraction`` keeps a noise estimate in a persistent buffer (not
-a tensor) that TFLM zeroes at Prepare and at ``Reset``. The handler keeps it in the mapping
-``graph.extra["op_state"]`` (key ``("signal", op.index)``) when the runner provides one (the
-:func:`pymli.testing.tflm_golden.run_graph` state dict: a new dict starts from zero, passing the same
-dict again carries it over as successive Invokes do); without one every call starts from zero.
+State: SpectralSubtraction (noise estimate), Delay, Framer, Stacker and OverlapAdd keep state in
+persistent buffers (not tensors) that TFLM sets at Prepare and at ``Reset``. The handlers keep it in
+the mapping ``graph.extra["op_state"]`` (key ``("signal", op.index)``) when the runner provides one
+(the :func:`pymli.testing.tflm_golden.run_graph` state dict: a new dict is a reset interpreter,
+passing the same dict again carries the state over as successive Invokes do); without one every call
+starts from the reset state.
 """
 
 from __future__ import annotations
@@ -1015,6 +1017,9 @@ def _spectral_subtraction(graph: Any, op: Any, ins: list) -> list:
 @_reg("SignalPCAN")
 def _pcan(graph: Any, op: Any, ins: list) -> list:
     _types(graph, op, (np.uint32, np.uint32, np.int16), (np.uint32,))
+    ish = _shape(graph, op.inputs[0])
+    _check(len(ish) == 1 and _shape(graph, op.outputs[0]) == ish, op,
+           "input and output must be 1-D of the same length")
     return [pcan(ins[0], ins[1], ins[2], _i32(_opt(op, 0, "snr_shift")))]
 
 
