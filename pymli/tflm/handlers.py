@@ -16,16 +16,17 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import MliError, Status
-from . import activations, conv, elementwise, index_ops, lstm, misc, quantize, reduce, shape_ops, signal, svdf
+from . import activations, conv, elementwise, index_ops, lstm, misc, quantize, reduce, shape_ops, svdf
 from . import quant_util as qu
 from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
+from .signal import HANDLERS as _SIGNAL_HANDLERS  # the TFLM signal-library CUSTOM:Signal* operators
 
 __all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
 
 Handler = Callable[[Any, Any, list], list]
 HANDLERS: dict[str, Handler] = {}
-HANDLERS.update(signal.HANDLERS)  # the TFLM signal-library CUSTOM operators (CUSTOM:Signal*)
+HANDLERS.update(_SIGNAL_HANDLERS)
 
 
 def _reg(*names: str) -> Callable[[Handler], Handler]:
