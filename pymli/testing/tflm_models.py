@@ -544,7 +544,7 @@ def _dwconv(r: np.random.Generator, v: str) -> Draft:
     cout = cin * dm
     x = _q(r, (1, *hw, cin), dt)
     w = _weights(r, (1, *k, cout), cout if r.random() < 0.8 else 1, 3)
-    b = _bias(r, cout, bdt, x.scale, w.scale) if r.random() < 0.85 else None
+    b = _bias(r, cout, bdt, x.scale, w.scale)  # the pip interpreter crashes without a bias
     o = _q(r, (1, *ohw, cout), dt)
     return [x, w, b], [o], dict(Padding=0 if same else 1, StrideH=stride[0], StrideW=stride[1],
                                 DilationHFactor=dil[0], DilationWFactor=dil[1], DepthMultiplier=dm,
@@ -1087,6 +1087,8 @@ NOT_GENERATED: dict[str, str] = {
 KNOWN.update({
     "LEAKY_RELU/int16": "the pip interpreter's int16 LEAKY_RELU rounds differently from 90b983c2 "
                         "(shared/tflite_golden README)",
+    **{f"ABS/{t}": "the pip interpreter computes ABS's rescale ratio in double, 90b983c2 (which pymli "
+                   "follows) as a float32 quotient: 1 LSB on a few values" for t in ("int8", "int16")},
 })
 
 
@@ -1179,11 +1181,13 @@ def run_pymli(m: OpModel) -> list[list[np.ndarray]]:
     return res
 
 
-def compare(m: OpModel) -> str:
+def compare(m: OpModel, tolerance: int = 0) -> str:
     """Both runs of ``m``; the empty string when equal (whole buffers, dtype and shape), else why.
 
     Args:
         m: the generated model.
+        tolerance: largest absolute difference accepted (0: bit-exact; 1 checks that a known
+            difference of the pip interpreter stays within one LSB).
 
     Returns:
         ``""`` or a description of the first difference.
@@ -1196,30 +1200,23 @@ def compare(m: OpModel) -> str:
                 return f"invoke {k} output {j}: dtype {g.dtype} != {w.dtype}"
             if g.size != w.size:
                 return f"invoke {k} output {j}: shape {g.shape} != {w.shape}"
-            if not np.array_equal(g.reshape(w.shape), w):
-                bad = g.reshape(w.shape) != w
-                d = np.abs(g.reshape(w.shape).astype(np.float64) - w.astype(np.float64))
-                return (f"invoke {k} output {j}: {int(bad.sum())}/{w.size} differ, max diff "
+            g = g.reshape(w.shape)
+            if w.dtype == BOOL or w.dtype == F32:
+                bad = ~((g == w) | (np.isnan(g) & np.isnan(w))) if w.dtype == F32 else g != w
+                d = bad.astype(np.float64)
+            else:
+                d = np.abs(g.astype(np.int64) - w.astype(np.int64)).astype(np.float64)
+                bad = d > tolerance
+            if bad.any():
+                return (f"invoke {k} output {j}: {int((d > 0).sum())}/{w.size} differ, max diff "
                         f"{float(d.max())}")
     return ""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Longer run: ``python -m pymli.testing.tflm_models [--seeds N] [--start S] [KEY ...]``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    seeds, start = 20, 0
-    if "--seeds" in args:
-        i = args.index("--seeds")
-        seeds = int(args[i + 1])
-        del args[i:i + 2]
-    if "--start" in args:
-        i = args.index("--start")
-        start = int(args[i + 1])
-        del args[i:i + 2]
-    keys = args or sorted(VARIANTS)
+def _check_keys(keys: list[str], seeds: range) -> int:
     bad = 0
     for key in keys:
-        for seed in range(start, start + seeds):
+        for seed in seeds:
             m = generate(key, seed)
             try:
                 why = compare(m)
@@ -1229,8 +1226,48 @@ def main(argv: list[str] | None = None) -> int:
                 bad += 1
                 print(f"{key} seed {seed}: {why}" + (f" [known: {KNOWN[key]}]" if key in KNOWN else ""),
                       flush=True)
-    print(f"{len(keys) * seeds - bad} equal, {bad} differ")
-    return 1 if bad else 0
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Longer run: ``python -m pymli.testing.tflm_models [--seeds N] [--start S] [KEY ...]``.
+
+    Each key runs in a child process (a model that crashes the interpreter is reported, the run
+    goes on); prints every difference and a summary; exit status 1 if any.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    seeds, start, child = 20, 0, "--child" in args
+    if child:
+        args.remove("--child")
+    if "--seeds" in args:
+        i = args.index("--seeds")
+        seeds = int(args[i + 1])
+        del args[i:i + 2]
+    if "--start" in args:
+        i = args.index("--start")
+        start = int(args[i + 1])
+        del args[i:i + 2]
+    keys = args or sorted(VARIANTS)
+    if child:
+        return 1 if _check_keys(keys, range(start, start + seeds)) else 0
+    # a child process per key: the interpreter may crash on a model (optional tool, stdlib only)
+    import subprocess
+
+    bad_keys = []
+    for key in keys:
+        p = subprocess.run([sys.executable, "-m", "pymli.testing.tflm_models", "--child", "--seeds",
+                            str(seeds), "--start", str(start), key], capture_output=True, text=True)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith(key + " ")]
+        if lines:
+            print("\n".join(lines), flush=True)
+        if p.returncode not in (0, 1):
+            print(f"{key}: the run ended with status {p.returncode} (a crash of the interpreter)",
+                  flush=True)
+        if p.returncode:
+            bad_keys.append(key)
+    print(f"{len(keys) - len(bad_keys)} of {len(keys)} keys equal on seeds {start}..{start + seeds - 1}"
+          + (f"; differ: {' '.join(bad_keys)}" if bad_keys else ""))
+    return 1 if bad_keys else 0
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from .quant_util import quantize_multiplier, quantize_multipliers
 __all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
 
 Handler = Callable[[Any, Any, list], list]
+_TFLITE_INT32 = 2  # tflite.TensorType.INT32 (the schema's enum value)
 HANDLERS: dict[str, Handler] = {}
 
 
@@ -165,6 +166,10 @@ def fc_params(graph: Any, op: Any) -> dict:
 def _fc(graph: Any, op: Any, ins: list) -> list:
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
+    o = op.options
+    if (b is None and x.dtype == np.int16 and o is not None
+            and o.QuantizedBiasType() == _TFLITE_INT32):
+        b = np.zeros(w.shape[0], np.int32)  # TFLM: no bias, int32 accumulator as the bias type says
     y = conv.fully_connected(x, w, b, **fc_params(graph, op))
     return [y.reshape(graph.tensors[op.outputs[0]].shape)]
 
