@@ -1087,8 +1087,11 @@ NOT_GENERATED: dict[str, str] = {
 KNOWN.update({
     "LEAKY_RELU/int16": "the pip interpreter's int16 LEAKY_RELU rounds differently from 90b983c2 "
                         "(shared/tflite_golden README)",
-    **{f"ABS/{t}": "the pip interpreter computes ABS's rescale ratio in double, 90b983c2 (which pymli "
-                   "follows) as a float32 quotient: 1 LSB on a few values" for t in ("int8", "int16")},
+    **{f"{op}/{t}": f"the pip interpreter computes {op}'s rescale factor in double, 90b983c2 (which "
+                    "pymli follows) in float32: 1 LSB on a few values"
+       for op in ("ABS", "RELU", "RSQRT") for t in ("int8", "int16")},
+    "SUB/int16": "the pip interpreter's int16 SUB rounds differently from 90b983c2 "
+                 "(shared/tflite_golden README)",
 })
 
 

@@ -145,11 +145,12 @@ def one_minus_x_over_one_plus_x_for_x_in_0_1(a: npt.ArrayLike) -> I64:
 
 def tanh(a: npt.ArrayLike, integer_bits: int) -> I64:
     """gemmlowp ``tanh`` on ``FixedPoint<int32, integer_bits>``: ``(1 - e) / (1 + e)`` with
-    ``e = exp(-2|a|)``, sign restored; result raw Q0.31."""
+    ``e = exp(-2|a|)``, sign restored; result raw Q0.31. The doubling is ``ExactMulByPot<1>``: the
+    same raw value read with one more integer bit (it cannot overflow)."""
     a = np.asarray(a, np.int64)
     neg = a < 0
     n = np.where(neg, a, wrap(-a, 32))  # -|a|
-    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(add(n, n), integer_bits))
+    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
     return np.where(a == 0, 0, np.where(neg, wrap(-t, 32), t))
 
 
