@@ -132,7 +132,7 @@ def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec
     buf_of = {}
     for t in tensors:
         if t.data is not None:
-            raw = np.ascontiguousarray(np.asarray(t.data).astype(t.dtype.newbyteorder("<")))
+            raw = np.ascontiguousarray(np.asarray(t.data).astype(np.dtype(t.dtype).newbyteorder("<")))
             d = b.CreateNumpyVector(np.frombuffer(raw.tobytes(), np.uint8))
             tflite.BufferStart(b)
             tflite.BufferAddData(b, d)
