@@ -804,8 +804,12 @@ def _concat(r: np.random.Generator, v: str) -> Draft:
         s = list(base)
         s[ax] = int(r.integers(1, 4))
         total += s[ax]
-        ins.append(_like(first, tuple(s)) if dt != I64 else
-                   _plain(tuple(s), dt, lo=-1 << 40, hi=1 << 40))
+        if dt == I64:
+            ins.append(_plain(tuple(s), dt, lo=-1 << 40, hi=1 << 40))
+        elif dt == I16:  # TFLM copies int16 raw values whatever the scales (zero points 0)
+            ins.append(_q(r, tuple(s), dt))
+        else:  # int8: TFLM requires the output's scale and zero point on every input
+            ins.append(_like(first, tuple(s)))
     base[ax] = total
     return ins, [_like(first, tuple(base)) if dt != I64 else _plain(tuple(base), dt)], {
         "Axis": ax, "FusedActivationFunction": 0}

@@ -325,6 +325,11 @@ def _slice(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("CONCATENATION")
 def _concat(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    if o.dtype == np.int8 and any(np.float32(graph.tensors[i].s) != np.float32(o.s)
+                                  or graph.tensors[i].zp != o.zp for i in op.inputs):
+        raise MliError(Status.NOT_SUPPORTED, "CONCATENATION int8 with an input scale or zero point "
+                       "other than the output's (TFLM micro refuses it; int16 copies raw values)")
     return [shape_ops.concatenation(list(ins), op.options.Axis())]
 
 

@@ -86,3 +86,19 @@ def test_16x8_int32_bias_is_refused(key: str) -> None:
     """TFLM reads these operators' 16x8 bias buffer as int64 whatever its type (an int32 bias is
     read past its end): pymli refuses rather than guess."""
     _refused(key, np.dtype(np.int32))
+
+
+def test_int8_concatenation_with_other_scales_is_refused() -> None:
+    """TFLM micro refuses an int8 CONCATENATION whose inputs do not share the output's scale and
+    zero point; pymli too (int16 inputs of any scale are generated and equal)."""
+    a = tm.TensorSpec((2, 3), np.dtype(np.int8), 0.05, 1)
+    b = tm.TensorSpec((2, 2), np.dtype(np.int8), 0.07, 1)
+    o = tm.TensorSpec((2, 5), np.dtype(np.int8), 0.05, 1)
+    opts = {"Axis": 1, "FusedActivationFunction": 0}
+    feeds = ((np.zeros((2, 3), np.int8), np.zeros((2, 2), np.int8)),)
+    m = tm.OpModel("CONCATENATION/int8", 0, "CONCATENATION", (a, b), (o,), opts, feeds,
+                   tm.single_op("CONCATENATION", [a, b], [o], opts))
+    with pytest.raises(MliError, match="CONCATENATION"):
+        tm.run_pymli(m)
+    with pytest.raises(RuntimeError):
+        tm.run_tflm(m)
