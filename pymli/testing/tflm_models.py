@@ -339,8 +339,8 @@ def _binary_maker(op: str, fused: bool) -> Callable:
 for _op, _types, _fused in [("ADD", ("int8", "int16", "int32"), True),
                             ("SUB", ("int8", "int16", "int32"), True),
                             ("MUL", ("int8", "int16", "int32"), True),
-                            ("MINIMUM", ("int8", "int16", "int32"), False),
-                            ("MAXIMUM", ("int8", "int16", "int32"), False),
+                            ("MINIMUM", ("int8", "int16", "int32", "int64"), False),
+                            ("MAXIMUM", ("int8", "int16", "int32", "int64"), False),
                             ("SQUARED_DIFFERENCE", ("int8", "int16", "int32"), False),
                             ("DIV", ("int8", "int32"), True)]:
     _variant(_op, *_types)(_binary_maker(_op, _fused))
@@ -359,7 +359,8 @@ def _cmp_maker(op: str) -> Callable:
 
 
 for _op in ("EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"):
-    _variant(_op, "int8", "int32")(_cmp_maker(_op))
+    _variant(_op, "int8", "int32", *(("bool",) if _op in ("EQUAL", "NOT_EQUAL") else ()))(
+        _cmp_maker(_op))
 
 
 @_variant("LOGICAL_AND", "bool")
@@ -720,11 +721,11 @@ def _reshape_maker(op: str) -> Callable:
 
 
 for _op in ("RESHAPE", "SQUEEZE"):
-    _variant(_op, *_MOVE)(_reshape_maker(_op))
+    _variant(_op, *_MOVE, "int64", "bool")(_reshape_maker(_op))
 _variant("EXPAND_DIMS", "int8", "int16")(_reshape_maker("EXPAND_DIMS"))
 
 
-@_variant("SHAPE", *_MOVE)
+@_variant("SHAPE", *_MOVE, "int64")
 def _shape_op(r: np.random.Generator, v: str) -> Draft:
     s = _unary_shape(r)
     return [_data(r, s, _dt(v))], [_plain((len(s),), I32)], {"OutType": tflite.TensorType.INT32}
@@ -738,7 +739,7 @@ def _transpose(r: np.random.Generator, v: str) -> Draft:
     return [x, _const(p)], [_like(x, tuple(s[i] for i in p))], {}
 
 
-@_variant("PACK", *_MOVE)
+@_variant("PACK", *_MOVE, "int64")
 def _pack(r: np.random.Generator, v: str) -> Draft:
     s = _shape(r, int(r.integers(1, 4)))
     n = int(r.integers(1, 4))
@@ -790,7 +791,7 @@ for _op in ("SPLIT", "SPLIT_V"):
     _variant(_op, *_MOVE)(_split_maker(_op))
 
 
-@_variant("CONCATENATION", "int8", "int16", "int32", "int64")
+@_variant("CONCATENATION", "int8", "int16", "int32", "int64", "bool")
 def _concat(r: np.random.Generator, v: str) -> Draft:
     dt = _dt(v)
     rank = int(r.integers(1, 5))
@@ -846,7 +847,7 @@ def _mirror_pad(r: np.random.Generator, v: str) -> Draft:
     return [x, _const(pads)], [_like(x, tuple(int(d + p.sum()) for d, p in zip(s, pads)))], {"Mode": mode}
 
 
-@_variant("SLICE", *_MOVE)
+@_variant("SLICE", *_MOVE, "bool")
 def _slice(r: np.random.Generator, v: str) -> Draft:
     s = _shape(r, int(r.integers(1, 5)))
     begin = [int(r.integers(0, d)) for d in s]
@@ -856,7 +857,7 @@ def _slice(r: np.random.Generator, v: str) -> Draft:
     return [x, _const(begin), _const(size)], [_like(x, os_)], {}
 
 
-@_variant("STRIDED_SLICE", *_MOVE)
+@_variant("STRIDED_SLICE", *_MOVE, "bool")
 def _strided_slice(r: np.random.Generator, v: str) -> Draft:
     rank = int(r.integers(1, 5))
     s = _shape(r, rank, 1, 8)
@@ -1000,7 +1001,7 @@ def _fill(r: np.random.Generator, v: str) -> Draft:
     return [_const(list(s)), val], [_plain(s, dt)], {}
 
 
-@_variant("BROADCAST_TO", "int8", "int16", "int32")
+@_variant("BROADCAST_TO", "int8", "int16", "int32", "int64")
 def _broadcast_to(r: np.random.Generator, v: str) -> Draft:
     sa, _, so = _bcast(r)
     x = _data(r, sa, _dt(v))
