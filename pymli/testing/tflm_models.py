@@ -277,10 +277,10 @@ def _shape(r: np.random.Generator, rank: int, lo: int = 1, hi: int = 6) -> tuple
     return tuple(int(v) for v in r.integers(lo, hi + 1, rank))
 
 
-def _bcast(r: np.random.Generator, max_rank: int = 4) -> tuple[tuple, tuple, tuple]:
+def _bcast(r: np.random.Generator, max_rank: int = 6) -> tuple[tuple, tuple, tuple]:
     """Two broadcast-compatible shapes (dimensions of 1, possibly a lower rank) and the result."""
     rank = int(r.integers(1, max_rank + 1))
-    out = _shape(r, rank)
+    out = _shape(r, rank, 1, 6 if rank <= 4 else 3)
     a = tuple(1 if r.random() < 0.3 else d for d in out)
     b = tuple(1 if r.random() < 0.3 else d for d in out)
     if r.random() < 0.3:
@@ -1003,7 +1003,7 @@ def _fill(r: np.random.Generator, v: str) -> Draft:
 
 @_variant("BROADCAST_TO", "int8", "int16", "int32", "int64")
 def _broadcast_to(r: np.random.Generator, v: str) -> Draft:
-    sa, _, so = _bcast(r)
+    sa, _, so = _bcast(r, 4)  # TFLM refuses 5-D and 6-D
     x = _data(r, sa, _dt(v))
     return [x, _const(list(so))], [_like(x, so)], {}
 
