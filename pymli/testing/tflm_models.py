@@ -394,6 +394,8 @@ def _unary_maker(op: str) -> Callable:
             x = TensorSpec(s, dt, x.scale, x.zp, lo=x.zp)  # non-negative reals
         elif op in ("NEG", "RELU6"):
             o = _like(x)  # TFLM NEG negates raw values; RELU6 clamps them (one quantisation)
+        elif op == "HARD_SWISH" and o.scale < x.scale / 128:
+            o = TensorSpec(s, dt, float(np.float32(x.scale / 64)), o.zp)  # TFLM: out >= in / 128
         elif op == "LEAKY_RELU":
             opts = {"Alpha": float(np.float32(r.uniform(0.01, 0.9)))}
         elif op == "L2_NORMALIZATION":

@@ -442,6 +442,9 @@ def _hard_swish(graph: Any, op: Any, ins: list) -> list:
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"HARD_SWISH {x.dtype}")
     om, oe, rm, re_ = misc.hard_swish_params(x.s, o.s)
+    if oe > 0:
+        raise MliError(Status.ARGUMENT_ERROR, f"HARD_SWISH output scale {o.s} below input scale / 128 "
+                       f"({x.s / 128}): TFLM's Prepare refuses it")
     return [misc.hard_swish(ins[0], input_zp=x.zp, output_zp=o.zp, output_multiplier=om,
                             output_exponent=oe, reluish_multiplier=rm, reluish_exponent=re_)]
 

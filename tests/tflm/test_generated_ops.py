@@ -102,3 +102,15 @@ def test_int8_concatenation_with_other_scales_is_refused() -> None:
         tm.run_pymli(m)
     with pytest.raises(RuntimeError):
         tm.run_tflm(m)
+
+
+def test_hard_swish_with_a_too_small_output_scale_is_refused() -> None:
+    """TFLM's HARD_SWISH Prepare refuses an output scale below input scale / 128; pymli too."""
+    x = tm.TensorSpec((2, 5), np.dtype(np.int8), 0.2, 0)
+    o = tm.TensorSpec((2, 5), np.dtype(np.int8), 0.001, 0)
+    m = tm.OpModel("HARD_SWISH/int8", 0, "HARD_SWISH", (x,), (o,), {}, ((np.zeros((2, 5), np.int8),),),
+                   tm.single_op("HARD_SWISH", [x], [o], {}))
+    with pytest.raises(MliError, match="HARD_SWISH"):
+        tm.run_pymli(m)
+    with pytest.raises(RuntimeError):
+        tm.run_tflm(m)
