@@ -16,7 +16,8 @@ from .quant_util import quantize_multiplier
 __all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_int8",
            "tanh_int8", "int16_activation_params", "logistic_int16", "tanh_int16",
            "lut_populate_int16", "lut_lookup_int16", "softmax_int16_params", "softmax_int16",
-           "leaky_relu_params", "leaky_relu", "calculate_input_radius"]
+           "leaky_relu_params", "leaky_relu", "calculate_input_radius", "log_softmax_params",
+           "log_softmax_int8"]
 
 
 def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
@@ -334,3 +335,55 @@ def softmax_int16(x: np.ndarray, *, input_multiplier: int, input_left_shift: int
     rs = 31 - hp1
     res = (e * recip + (np.int64(1) << (rs - 1))) >> rs
     return np.clip(res, 0, 32767).astype(np.int16)
+
+
+def log_softmax_params(input_scale: float) -> tuple[int, int, int, int, int]:
+    """TFLM int8 LOG_SOFTMAX Prepare (``PreprocessLogSoftmaxScalingExp``, beta 1, 5 integer bits).
+
+    Args:
+        input_scale: input scale (float32 value).
+
+    Returns:
+        ``(input_multiplier, input_left_shift, reverse_scaling_divisor, reverse_scaling_shift,
+        diff_min)``; ``reverse_scaling_shift`` is the (non-positive) shift applied with
+        ``MultiplyByQuantizedMultiplier``.
+    """
+    m, ls, _ = softmax_params(1.0, input_scale)
+    rev_m, rev_s = quantize_multiplier((1 << (31 - ls)) / float(m))
+    return m, ls, rev_m, rev_s, -calculate_input_radius(5, ls)
+
+
+def log_softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
+                     reverse_scaling_divisor: int, reverse_scaling_shift: int, diff_min: int
+                     ) -> np.ndarray:
+    """TFLM ``reference_ops::LogSoftmax`` for int8 over the last axis (output scale 16/256, zero
+    point 127): exps of the differences to the row maximum summed in Q12.19, their log in Q5.26,
+    the differences minus that log requantised to Q4.
+
+    Args:
+        x: int8 input.
+        input_multiplier: :func:`log_softmax_params`.
+        input_left_shift: :func:`log_softmax_params`.
+        reverse_scaling_divisor: :func:`log_softmax_params`.
+        reverse_scaling_shift: :func:`log_softmax_params`.
+        diff_min: :func:`log_softmax_params`.
+
+    Returns:
+        int8 array of ``x``'s shape.
+
+    Raises:
+        MliError: input not int8.
+    """
+    if x.dtype != np.int8:
+        raise MliError(Status.TYPE_MISMATCH, f"log_softmax_int8 input {x.dtype}")
+    xi = x.astype(np.int64)
+    diff = xi - xi.max(axis=-1, keepdims=True)
+    in_q5 = qu.wrap(qu.multiply_by_quantized_multiplier(diff, input_multiplier, input_left_shift), 32)
+    e = fp.rescale(fp.exp_on_negative_values(in_q5, 5), 0, 12)  # Q0.31 -> Q12.19
+    sum_q12 = qu.wrap(np.where(diff >= diff_min, e, 0).sum(axis=-1, keepdims=True), 32)
+    log_q5 = fp.log_x_for_x_greater_than_or_equal_to_1(sum_q12, 5, 12)
+    shifted = qu.wrap(log_q5 - (1 << 31), 32)
+    adjusted = np.maximum(diff_min - 1, qu.multiply_by_quantized_multiplier(
+        shifted, reverse_scaling_divisor, reverse_scaling_shift))
+    out = qu.rounding_divide_by_pot(qu.wrap(in_q5 - log_q5, 32), 31 - 5 - 4) + 127
+    return np.where(diff > adjusted, np.clip(out, -128, 127), -128).astype(np.int8)

@@ -218,7 +218,8 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, in
     """TFLM ``reference_integer_ops::FullyConnected`` (per tensor or per channel).
 
     Both the int8 and 16x8 paths add the input and output offsets here; the accumulator is int32
-    for an int32 bias and int64 for an int64 bias (then the int64 multiplier overload).
+    for int8 and for a 16x8 int32 bias, else int64 (16x8 with an int64 bias or none; then the int64
+    multiplier overload).
 
     Args:
         x: int8 / int16 input; flattened to (batches, accum_depth) with
@@ -245,8 +246,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, in
         raise MliError(Status.SHAPE_MISMATCH, f"FC input {x.shape} / weights {w.shape}")
     xs = x.reshape(-1, depth).astype(np.float64) - float(input_zp)
     acc = np.rint(xs @ w.astype(np.float64).T).astype(np.int64)
-    bits = 64 if bias is not None and bias.dtype == np.int64 else 32
-    return _add_bias_requantize(acc, bias, bits, multiplier, shift, int(output_zp), act_min, act_max, x.dtype)
+    return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, int(output_zp), act_min, act_max, x.dtype)
 
 
 def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, output_hw: tuple[int, int],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .quant_util import saturating_rounding_multiply_by_pot, srdhm, wrap
+from .quant_util import rounding_divide_by_pot, saturate, saturating_rounding_multiply_by_pot, srdhm, wrap
 
 __all__ = [
     "add",
@@ -24,6 +24,7 @@ __all__ = [
     "logistic",
     "one_minus_x_over_one_plus_x_for_x_in_0_1",
     "tanh",
+    "log_x_for_x_greater_than_or_equal_to_1",
     "ONE0",
 ]
 
@@ -144,9 +145,74 @@ def one_minus_x_over_one_plus_x_for_x_in_0_1(a: npt.ArrayLike) -> I64:
 
 def tanh(a: npt.ArrayLike, integer_bits: int) -> I64:
     """gemmlowp ``tanh`` on ``FixedPoint<int32, integer_bits>``: ``(1 - e) / (1 + e)`` with
-    ``e = exp(-2|a|)``, sign restored; result raw Q0.31."""
+    ``e = exp(-2|a|)``, sign restored; result raw Q0.31. The doubling is ``ExactMulByPot<1>``: the
+    same raw value read with one more integer bit (it cannot overflow)."""
     a = np.asarray(a, np.int64)
     neg = a < 0
     n = np.where(neg, a, wrap(-a, 32))  # -|a|
-    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(add(n, n), integer_bits))
+    t = one_minus_x_over_one_plus_x_for_x_in_0_1(exp_on_negative_values(n, integer_bits + 1))
     return np.where(a == 0, 0, np.where(neg, wrap(-t, 32), t))
+
+
+def _clz32(v: npt.ArrayLike) -> I64:
+    """``CountLeadingZeros`` of uint32 values (32 for 0); ``v`` non-negative int32 raws."""
+    v = np.asarray(v, np.int64) & 0xFFFFFFFF
+    bl = np.zeros(v.shape, np.int64)
+    w = v.copy()
+    for s in (16, 8, 4, 2, 1):  # binary search of the bit length, vectorised
+        m = w >= (1 << s)
+        bl = np.where(m, bl + s, bl)
+        w = np.where(m, w >> s, w)
+    return 32 - (bl + (w > 0))
+
+
+def _mul_by_pot_param(x: npt.ArrayLike, exponent: npt.ArrayLike) -> I64:
+    """TFLM ``SaturatingRoundingMultiplyByPOTParam`` with a per-element exponent: a saturating left
+    shift for a positive exponent, ``RoundingDivideByPOT`` for a negative one."""
+    x = np.asarray(x, np.int64)
+    e = np.broadcast_to(np.asarray(exponent, np.int64), x.shape)
+    left = saturate(x << np.clip(e, 0, 32), 32)  # |x| < 2**31 and e <= 32: no int64 overflow
+    right = rounding_divide_by_pot(x, np.clip(-e, 0, 31))
+    return np.where(e > 0, left, np.where(e < 0, right, x))
+
+
+def log_x_for_x_greater_than_or_equal_to_1(a: npt.ArrayLike, output_bits: int,
+                                           input_bits: int) -> I64:
+    """TFLM ``log_x_for_x_greater_than_or_equal_to_1<OutputIntegerBits>`` (``common.h``): the natural
+    log of ``FixedPoint<int32, input_bits>`` values >= 1, as ``FixedPoint<int32, output_bits>``.
+
+    The input's power of two comes from its leading zeros (taken twice: as is and premultiplied by
+    sqrt(1/2), the closer one kept); the mantissa's log from a rational approximation with one
+    reciprocal. Accumulation in Q(output_bits + 1).
+
+    Args:
+        a: raw int32 values (positive), ``input_bits`` integer bits.
+        output_bits: integer bits of the result.
+        input_bits: integer bits of ``a``.
+
+    Returns:
+        raw int32 values (int64 array).
+    """
+    acc_bits = output_bits + 1
+    log_2, sqrt_sqrt_half, sqrt_half, one_quarter = 1488522236, 1805811301, 1518500250, 536870912
+    alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
+    shifted_quarter = rescale(one_quarter, 0, acc_bits)
+    z_a = np.asarray(a, np.int64)
+    hr_a1 = _clz32(z_a)
+    r_a = _mul_by_pot_param(mul(_mul_by_pot_param(z_a, hr_a1 - 1), sqrt_half), 1)
+    pow_a = saturate(_mul_by_pot_param(input_bits - hr_a1, 31 - acc_bits) + shifted_quarter, 32)
+    z_b = mul(z_a, sqrt_half)
+    hr_b = _clz32(z_b) - 1
+    r_b = _mul_by_pot_param(z_a, hr_b)
+    pow_b = saturate(_mul_by_pot_param(input_bits - hr_b, 31 - acc_bits) - shifted_quarter, 32)
+    r = np.minimum(r_a, r_b)
+    z_pow = np.maximum(pow_a, pow_b)
+    p = rounding_half_sum(r, sqrt_sqrt_half)
+    q = sub(r, sqrt_sqrt_half)
+    q = add(q, q)
+    common_sq = mul(q, q)
+    num = add(mul(q, r), mul(mul(q, common_sq), alpha_n))
+    denom_minus_one = add(mul(p, add(add(alpha_i, q), mul(alpha_d, common_sq))), mul(alpha_f, q))
+    recip = one_over_one_plus_x_for_x_in_0_1(denom_minus_one)
+    num_scaled = rescale(num, 0, acc_bits)
+    return rescale(add(mul(z_pow, log_2), mul(num_scaled, recip)), acc_bits, output_bits)

@@ -25,6 +25,7 @@ from .signal import HANDLERS as _SIGNAL_HANDLERS  # the TFLM signal-library CUST
 __all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
 
 Handler = Callable[[Any, Any, list], list]
+_TFLITE_INT32 = 2  # tflite.TensorType.INT32 (the schema's enum value)
 HANDLERS: dict[str, Handler] = {}
 HANDLERS.update(_SIGNAL_HANDLERS)
 
@@ -112,6 +113,9 @@ def _dwconv(graph: Any, op: Any, ins: list) -> list:
     o = op.options
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
+    if x.dtype == np.int16 and b is not None and b.dtype != np.int64:
+        raise MliError(Status.NOT_SUPPORTED, f"DEPTHWISE_CONV_2D 16x8 with a {b.dtype} bias: TFLM "
+                       "reads the bias buffer as int64 whatever its type")
     dm = w.shape[3] // x.shape[3]
     y = conv.depthwise_conv2d(x, w, b, depth_multiplier=dm, stride=(o.StrideH(), o.StrideW()),
                               dilation=(o.DilationHFactor(), o.DilationWFactor()),
@@ -124,6 +128,12 @@ def _tconv(graph: Any, op: Any, ins: list) -> list:
     o = op.options
     shape, w, x = ins[0], ins[1], ins[2]
     b = ins[3] if len(ins) > 3 else None
+    if x.dtype == np.int16 and b is not None:
+        if b.dtype == np.int16:
+            b = b.astype(np.int64)  # TFLM widens an int16 bias into an int64 scratch buffer
+        elif b.dtype != np.int64:
+            raise MliError(Status.NOT_SUPPORTED, f"TRANSPOSE_CONV 16x8 with a {b.dtype} bias: TFLM "
+                           "reads the bias buffer as int64 unless it is int16")
     oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
     y = conv.transpose_conv(x, w, b, output_hw=oshape[1:3], stride=(o.StrideH(), o.StrideW()),
                             same=o.Padding() == 0, **conv_params(graph, op))
@@ -158,6 +168,10 @@ def fc_params(graph: Any, op: Any) -> dict:
 def _fc(graph: Any, op: Any, ins: list) -> list:
     x, w = ins[0], ins[1]
     b = ins[2] if len(ins) > 2 else None
+    o = op.options
+    if (b is None and x.dtype == np.int16 and o is not None
+            and o.QuantizedBiasType() == _TFLITE_INT32):
+        b = np.zeros(w.shape[0], np.int32)  # TFLM: no bias, int32 accumulator as the bias type says
     y = conv.fully_connected(x, w, b, **fc_params(graph, op))
     return [y.reshape(graph.tensors[op.outputs[0]].shape)]
 
@@ -193,13 +207,20 @@ def _act(op: Any) -> int:
     return o.FusedActivationFunction() if o is not None and hasattr(o, "FusedActivationFunction") else 0
 
 
+def _int32_range(act: int) -> tuple[int, int]:
+    """TFLM ``CalculateActivationRange<int32_t>`` of an unquantised int32 operator (real bounds)."""
+    return {1: (0, 2**31 - 1), 2: (-1, 1), 3: (0, 6)}.get(act, (-(2**31), 2**31 - 1))
+
+
 @_reg("ADD", "SUB")
 def _add_sub(graph: Any, op: Any, ins: list) -> list:
     a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
                graph.tensors[op.outputs[0]])
     sub = op.name == "SUB"
     if o.dtype == np.int32:
-        return [elementwise.add_sub_int32(ins[0], ins[1], sub=sub)]
+        # TFLM's int32 ADD ignores the fused activation (full int32 range); SUB applies it
+        lo, hi = _int32_range(_act(op) if sub else 0)
+        return [elementwise.add_sub_int32(ins[0], ins[1], sub=sub, act_min=lo, act_max=hi)]
     p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
                                    sub=sub)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
@@ -211,7 +232,8 @@ def _mul(graph: Any, op: Any, ins: list) -> list:
     a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
                graph.tensors[op.outputs[0]])
     if o.dtype == np.int32:
-        return [(ins[0].astype(np.int64) * ins[1]).astype(np.int32)]
+        lo, hi = _int32_range(_act(op))
+        return [np.clip(qu.wrap(ins[0].astype(np.int64) * ins[1], 32), lo, hi).astype(np.int32)]
     m, s = elementwise.mul_params(a.s, b.s, o.s)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
     return [elementwise.mul(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
@@ -305,6 +327,11 @@ def _slice(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("CONCATENATION")
 def _concat(graph: Any, op: Any, ins: list) -> list:
+    o = graph.tensors[op.outputs[0]]
+    if o.dtype == np.int8 and any(np.float32(graph.tensors[i].s) != np.float32(o.s)
+                                  or graph.tensors[i].zp != o.zp for i in op.inputs):
+        raise MliError(Status.NOT_SUPPORTED, "CONCATENATION int8 with an input scale or zero point "
+                       "other than the output's (TFLM micro refuses it; int16 copies raw values)")
     return [shape_ops.concatenation(list(ins), op.options.Axis())]
 
 
@@ -417,6 +444,9 @@ def _hard_swish(graph: Any, op: Any, ins: list) -> list:
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"HARD_SWISH {x.dtype}")
     om, oe, rm, re_ = misc.hard_swish_params(x.s, o.s)
+    if oe > 0:
+        raise MliError(Status.ARGUMENT_ERROR, f"HARD_SWISH output scale {o.s} below input scale / 128 "
+                       f"({x.s / 128}): TFLM's Prepare refuses it")
     return [misc.hard_swish(ins[0], input_zp=x.zp, output_zp=o.zp, output_multiplier=om,
                             output_exponent=oe, reluish_multiplier=rm, reluish_exponent=re_)]
 
@@ -443,6 +473,14 @@ def _rsqrt(graph: Any, op: Any, ins: list) -> list:
 def _div(graph: Any, op: Any, ins: list) -> list:
     a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
                graph.tensors[op.outputs[0]])
+    if o.dtype == np.int32:
+        d = ins[1].astype(np.int64)
+        if (d == 0).any():
+            raise MliError(Status.ARGUMENT_ERROR, "DIV int32 by zero")
+        n = ins[0].astype(np.int64)
+        q = np.abs(n) // np.abs(d) * np.sign(n) * np.sign(d)  # C division truncates toward zero
+        lo, hi = _int32_range(_act(op))
+        return [np.clip(qu.wrap(q, 32), lo, hi).astype(np.int32)]
     if o.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"DIV {o.dtype}")
     m, s = misc.div_params(a.s, b.s, o.s)
@@ -621,3 +659,63 @@ def _resize_bilinear(graph: Any, op: Any, ins: list) -> list:
     size = tuple(int(v) for v in np.asarray(ins[1]).reshape(-1))
     return [index_ops.resize_bilinear_integer(x, size, align_corners=bool(o.AlignCorners()),
                                               half_pixel_centers=bool(o.HalfPixelCenters()))]
+
+
+@_reg("LOG_SOFTMAX")
+def _log_softmax(graph: Any, op: Any, ins: list) -> list:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"LOG_SOFTMAX {x.dtype}")
+    if np.float32(o.s) != np.float32(16 / 256) or o.zp != 127:
+        raise MliError(Status.ARGUMENT_ERROR, "LOG_SOFTMAX int8 output must have scale 16/256 and "
+                       "zero point 127")
+    m, ls, rm, rs, dmin = activations.log_softmax_params(x.s)
+    return [activations.log_softmax_int8(ins[0], input_multiplier=m, input_left_shift=ls,
+                                         reverse_scaling_divisor=rm, reverse_scaling_shift=rs,
+                                         diff_min=dmin)]
+
+
+@_reg("L2_NORMALIZATION")
+def _l2norm(graph: Any, op: Any, ins: list) -> list:
+    x = graph.tensors[op.inputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"L2_NORMALIZATION {x.dtype}")
+    if _act(op) != 0:
+        raise MliError(Status.NOT_SUPPORTED, "L2_NORMALIZATION with a fused activation")
+    return [misc.l2_normalization_int8(ins[0], input_zp=x.zp)]
+
+
+@_reg("REVERSE_V2")
+def _reverse_v2(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.reverse_v2(ins[0], ins[1])]
+
+
+@_reg("DYNAMIC_UPDATE_SLICE")
+def _dynamic_update_slice(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.dynamic_update_slice(ins[0], ins[1], ins[2])]
+
+
+@_reg("BROADCAST_ARGS")
+def _broadcast_args(graph: Any, op: Any, ins: list) -> list:
+    return [index_ops.broadcast_args(ins[0], ins[1])]
+
+
+@_reg("EMBEDDING_LOOKUP")
+def _embedding_lookup(graph: Any, op: Any, ins: list) -> list:
+    v, o = graph.tensors[op.inputs[1]], graph.tensors[op.outputs[0]]
+    hybrid = v.dtype == np.int8 and o.dtype == np.float32
+    if hybrid and v.zp != 0:
+        raise MliError(Status.ARGUMENT_ERROR, "EMBEDDING_LOOKUP int8 -> float32 needs zero point 0")
+    y = index_ops.embedding_lookup(ins[0], ins[1], scale=v.s if hybrid else None)
+    return [y.reshape(o.shape)]
+
+
+@_reg("LOGICAL_AND", "LOGICAL_OR")
+def _logical(graph: Any, op: Any, ins: list) -> list:
+    f = np.logical_and if op.name == "LOGICAL_AND" else np.logical_or
+    return [f(np.asarray(ins[0], np.bool_), np.asarray(ins[1], np.bool_))]
+
+
+@_reg("LOGICAL_NOT")
+def _logical_not(graph: Any, op: Any, ins: list) -> list:
+    return [np.logical_not(np.asarray(ins[0], np.bool_))]

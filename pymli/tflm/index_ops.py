@@ -1,6 +1,7 @@
 """TFLM reference index / data-movement operators on raw values (no requantisation): ARG_MAX /
 ARG_MIN, REDUCE_MAX / REDUCE_MIN, DEPTH_TO_SPACE, SPACE_TO_DEPTH, SPACE_TO_BATCH_ND,
-BATCH_TO_SPACE_ND, MIRROR_PAD, GATHER_ND, RESIZE_NEAREST_NEIGHBOR, SELECT_V2."""
+BATCH_TO_SPACE_ND, MIRROR_PAD, GATHER_ND, RESIZE_NEAREST_NEIGHBOR, SELECT_V2, REVERSE_V2,
+DYNAMIC_UPDATE_SLICE, BROADCAST_ARGS, EMBEDDING_LOOKUP."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from ..errors import MliError, Status
 
 __all__ = ["arg_min_max", "reduce_min_max", "depth_to_space", "space_to_depth",
            "space_to_batch_nd", "batch_to_space_nd", "mirror_pad", "gather_nd",
-           "resize_nearest_neighbor", "resize_bilinear_integer", "select_v2"]
+           "resize_nearest_neighbor", "resize_bilinear_integer", "select_v2", "reverse_v2",
+           "dynamic_update_slice", "broadcast_args", "embedding_lookup"]
 
 
 def arg_min_max(x: np.ndarray, axis: int, *, is_max: bool, out_dtype: np.dtype | type) -> np.ndarray:
@@ -197,3 +199,93 @@ def resize_bilinear_integer(x: np.ndarray, size: tuple[int, int], *, align_corne
 def select_v2(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """SELECT / SELECT_V2 with broadcasting (raw values)."""
     return np.where(cond.astype(bool), a, b).astype(a.dtype)
+
+
+def reverse_v2(x: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """TFLM REVERSE_V2: ``x`` reversed along ``axes`` (TFLM requires them contiguous).
+
+    Args:
+        x: input of any dtype. axes: int32 axes (negative counts from the end).
+
+    Returns:
+        the reversed array.
+
+    Raises:
+        MliError: an axis out of range, repeated, or axes not contiguous.
+    """
+    ax = sorted(int(a) + (x.ndim if int(a) < 0 else 0) for a in np.asarray(axes).reshape(-1))
+    if not ax or ax[0] < 0 or ax[-1] >= x.ndim or ax != list(range(ax[0], ax[-1] + 1)):
+        raise MliError(Status.ARGUMENT_ERROR, f"REVERSE_V2 axes {ax} for rank {x.ndim}: TFLM takes "
+                       "distinct contiguous axes")
+    return np.flip(x, axis=tuple(ax)).copy()
+
+
+def dynamic_update_slice(x: np.ndarray, update: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """TFLM DYNAMIC_UPDATE_SLICE: ``x`` with ``update`` written at ``start``, each start index
+    clamped into ``[0, x.shape[i] - update.shape[i]]``.
+
+    Args:
+        x: operand. update: same dtype and rank, no dimension larger than ``x``'s.
+        start: int32 / int64 start indices, one per dimension.
+
+    Returns:
+        the updated copy of ``x``.
+
+    Raises:
+        MliError: rank, dtype or size mismatch.
+    """
+    st = np.asarray(start, np.int64).reshape(-1)
+    if (update.dtype != x.dtype or update.ndim != x.ndim or st.size != x.ndim
+            or any(u > d for u, d in zip(update.shape, x.shape))):
+        raise MliError(Status.ARGUMENT_ERROR, f"DYNAMIC_UPDATE_SLICE update {update.shape} "
+                       f"{update.dtype} into {x.shape} {x.dtype} at {st.size} indices")
+    lo = np.clip(st, 0, np.asarray(x.shape) - np.asarray(update.shape))
+    out = x.copy()
+    out[tuple(slice(int(b), int(b) + u) for b, u in zip(lo, update.shape))] = update
+    return out
+
+
+def broadcast_args(s1: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """TFLM BROADCAST_ARGS: the broadcast shape of two int32 / int64 shape vectors.
+
+    Args:
+        s1: first shape (1-D). s2: second shape (same dtype).
+
+    Returns:
+        the broadcast shape, ``s1``'s dtype, length ``max(len(s1), len(s2))``.
+
+    Raises:
+        MliError: shapes that do not broadcast (TFLM aborts on them).
+    """
+    a, b = np.asarray(s1).reshape(-1), np.asarray(s2).reshape(-1)
+    n = max(a.size, b.size)
+    a1 = np.concatenate([np.ones(n - a.size, a.dtype), a])
+    b1 = np.concatenate([np.ones(n - b.size, b.dtype), b])
+    if ((a1 != b1) & (a1 != 1) & (b1 != 1)).any():
+        raise MliError(Status.ARGUMENT_ERROR, f"BROADCAST_ARGS: {a.tolist()} and {b.tolist()} do "
+                       "not broadcast")
+    return np.where(a1 == 1, b1, a1).astype(a.dtype)
+
+
+def embedding_lookup(ids: np.ndarray, values: np.ndarray, *, scale: float | None = None
+                     ) -> np.ndarray:
+    """TFLM EMBEDDING_LOOKUP: the rows ``values[ids]``; with ``scale`` (int8 values, float32
+    output, the hybrid kernel) each row dequantised as ``float(v) * scale`` in float32.
+
+    Args:
+        ids: int32 row indices (1-D). values: table, rank >= 2.
+        scale: per-tensor float32 scale of an int8 table for a float32 output, else None.
+
+    Returns:
+        array of shape ``(len(ids),) + values.shape[1:]``.
+
+    Raises:
+        MliError: an index out of range (TFLM's Eval fails).
+    """
+    idx = np.asarray(ids, np.int64).reshape(-1)
+    if ((idx < 0) | (idx >= values.shape[0])).any():
+        raise MliError(Status.ARGUMENT_ERROR, f"EMBEDDING_LOOKUP index out of [0, {values.shape[0]})")
+    rows = values[idx]
+    if scale is None:
+        return rows
+    return rows.astype(np.float32) * np.float32(scale)  # float32 product as micro_utils Dequantize

@@ -14,7 +14,7 @@ from .quant_util import downscale_int32_to_int16_multiplier, quantize_multiplier
 __all__ = ["hard_swish_params", "hard_swish", "squared_difference_params", "squared_difference",
            "rsqrt_params", "inv_sqrt_multiplier_exp", "rsqrt", "div_params", "div",
            "count_leading_sign_bits", "reciprocal", "prelu_params", "prelu", "comparison_params",
-           "compare", "lut_populate_int8", "elu_int8"]
+           "compare", "lut_populate_int8", "elu_int8", "l2_normalization_int8"]
 
 I64 = npt.NDArray[np.int64]
 f32 = np.float32
@@ -341,3 +341,27 @@ def elu_int8(x: np.ndarray, *, input_scale: float, input_zp: int, output_scale: 
     """
     lut = lut_populate_int8(_elu, input_scale, input_zp, output_scale, output_zp)
     return lut[x.astype(np.int64) + 128].astype(np.int8)
+
+
+def l2_normalization_int8(x: np.ndarray, *, input_zp: int) -> np.ndarray:
+    """TFLM ``reference_integer_ops::L2Normalization`` over the last axis (output scale 1/128, zero
+    point 0): the int32 sum of squares of ``x - zp`` to an inverse square root multiplier
+    (:func:`inv_sqrt_multiplier_exp`), applied with 7 more bits of left shift, clamped to int8.
+
+    Args:
+        x: int8 input.
+        input_zp: input zero point.
+
+    Returns:
+        int8 array of ``x``'s shape.
+
+    Raises:
+        MliError: input not int8.
+    """
+    if x.dtype != np.int8:
+        raise MliError(Status.TYPE_MISMATCH, f"l2_normalization_int8 input {x.dtype}")
+    v = x.astype(np.int64) - input_zp
+    acc = (v * v).sum(axis=-1, keepdims=True)  # <= 255**2 * depth: int32 for depth < 2**15
+    m, s = inv_sqrt_multiplier_exp(acc)
+    out = qu.multiply_by_quantized_multiplier(v, m, s + 7)
+    return np.clip(out, -128, 127).astype(np.int8)

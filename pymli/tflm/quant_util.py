@@ -21,6 +21,7 @@ __all__ = [
     "quantize_multipliers",
     "srdhm",
     "rounding_divide_by_pot",
+    "rounding_divide_by_pot_int32",
     "saturating_rounding_multiply_by_pot",
     "multiply_by_quantized_multiplier",
     "multiply_by_quantized_multiplier_int64",
@@ -162,6 +163,29 @@ def rounding_divide_by_pot(x: ArrayLike, exponent: ArrayLike) -> I64:
     return (x >> e) + (rem > thr)
 
 
+def rounding_divide_by_pot_int32(x: ArrayLike, exponent: ArrayLike) -> I64:
+    """gemmlowp ``RoundingDivideByPOT(int32_t x, int exponent)`` as TFLM's release builds compute it,
+    including exponents of 32..63 that its (disabled) assert forbids.
+
+    There ``mask = int32_t((1ll << exponent) - 1)`` is -1 and the int32 ``x >> exponent`` shifts by
+    ``exponent & 31`` (x86 and ARC shifters), so the result is ``(x >> (exponent - 32)) + (x >= 0)``
+    (the DIV kernel reaches these exponents for small quotients). Up to 31 it is
+    :func:`rounding_divide_by_pot`.
+
+    Args:
+        x: int32 values.
+        exponent: shift(s) in 0..63, broadcastable.
+
+    Returns:
+        int64 array.
+    """
+    x = np.asarray(x, np.int64)
+    e = np.asarray(exponent, np.int64)
+    wide = e >= 32
+    exact = rounding_divide_by_pot(x, np.where(wide, 0, e))
+    return np.where(wide, (x >> (e & 31)) + (x >= 0), exact)
+
+
 def saturating_rounding_multiply_by_pot(x: ArrayLike, exponent: int, bits: int = 32) -> I64:
     """gemmlowp ``SaturatingRoundingMultiplyByPOT<exponent>``: a left shift saturating to ``bits``
     bits for ``exponent > 0``, :func:`rounding_divide_by_pot` for ``exponent < 0``.
@@ -200,7 +224,7 @@ def multiply_by_quantized_multiplier(x: ArrayLike, multiplier: ArrayLike, shift:
     sh = np.asarray(shift, np.int64)
     left = np.maximum(sh, 0)
     right = np.maximum(-sh, 0)
-    return rounding_divide_by_pot(srdhm(wrap(x << left, 32), multiplier), right)
+    return rounding_divide_by_pot_int32(srdhm(wrap(x << left, 32), multiplier), right)
 
 
 def multiply_by_quantized_multiplier_int64(x: ArrayLike, multiplier: ArrayLike,
@@ -239,7 +263,7 @@ def multiply_by_quantized_multiplier_smaller_than_one_exp(x: ArrayLike, multipli
     Returns:
         int64 array of int32 values.
     """
-    return rounding_divide_by_pot(srdhm(x, multiplier), -np.asarray(left_shift, np.int64))
+    return rounding_divide_by_pot_int32(srdhm(x, multiplier), -np.asarray(left_shift, np.int64))
 
 
 def multiply_by_quantized_multiplier_greater_than_one(x: ArrayLike, multiplier: ArrayLike,
