@@ -427,6 +427,19 @@ def _lstm_float(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple[np.ndarray
     return out["h"], out
 
 
+def _lstm_input_accumulator(layer: Any, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+    """The exact input part of a 1.x LSTM's dense step: ``x_t @ W_in + bias`` in the accumulator's format.
+
+    ``[N, T, 4, M]``; MLI accumulates and rescales the part on the previous output separately.
+    float64: exact (16-bit operands, fewer than 2**21 products).
+    """
+    n_in = x_q.shape[-1]
+    shift = in_q.frac_bits + layer.weights.qp.frac_bits - layer.bias.qp.frac_bits
+    w = np.asarray(layer.weights.q, np.float64)[:, :, :n_in]
+    b = np.asarray(layer.bias.q, np.float64) * 2.0 ** shift
+    return np.einsum("gmk,ntk->ntgm", w, np.asarray(x_q, np.float64)) + b
+
+
 class V1LSTM(V1Layer):
     """``mli_krn_lstm_cell_*`` in ``RNN_BATCH_TO_BATCH`` mode over a ``[T, N]`` sequence, zero initial state.
 
@@ -478,6 +491,10 @@ class V1LSTM(V1Layer):
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         h, _ = _lstm_float(xs[0], self.weights.value(original), self.bias.value(original))
         return h
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+        """The exact input part of the dense step per step and gate (see :func:`_lstm_input_accumulator`)."""
+        return _lstm_input_accumulator(self, x_q, in_q)
 
 
 class HarLSTM(V1Layer):
@@ -565,6 +582,10 @@ class HarLSTM(V1Layer):
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         h, _ = _lstm_float(xs[0], self.weights.value(original), self.bias.value(original))
         return h[:, -1]
+
+    def accumulator(self, x_q: np.ndarray, in_q: QParams) -> np.ndarray:
+        """The exact input part of the dense step per step and gate (see :func:`_lstm_input_accumulator`)."""
+        return _lstm_input_accumulator(self, x_q, in_q)
 
     def forward_float_steps(self, x: np.ndarray, original: bool = False) -> dict[str, np.ndarray]:
         """Every per-step intermediate of the float twin (same roles as the captured ones), batch first."""
@@ -682,6 +703,18 @@ class V1Pack:
             v = self.vectors[key][:n]
             parts.append(v[:, None] if sel == "one step" else v)
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+    def reference_qparams(self, name: str) -> QParams:
+        """The element parameters of the recording of network tensor ``name`` (after its call in C)."""
+        meta = self.model["vectors"][self.refs[name][-1][0]]
+        return QParams(ElType.FX_8 if meta["dtype"] == "int8" else ElType.FX_16, frac_bits=int(meta["frac_bits"]))
+
+    def recorded_input(self, layer: str, n: int | None = None) -> tuple[np.ndarray, QParams]:
+        """What layer ``layer`` reads in C: the recording of its producer (or the quantised input) and its format."""
+        src = self.network[layer].inputs[0]
+        if src == "input":
+            return self.inputs[:n], self.network.input_q  # type: ignore[return-value]
+        return self.reference(src, n), self.reference_qparams(src)
 
     def compare_recorded(self, result: RunResult, n: int | None = None) -> dict[str, tuple[int, int]]:
         """Per recorded tensor: (values equal to C, values) for a run on the first ``n`` vectors."""
