@@ -825,7 +825,8 @@ def _har(model: dict[str, Any], consts: Any, name: str) -> tuple[V1Network, dict
     act = {"RNN_ACT_NONE": RnnAct.NONE, "RNN_ACT_TANH": RnnAct.TANH, "RNN_ACT_SIGM": RnnAct.SIGM}[_fields(ls)["act"]]
     sets = _arg(ls, "out").get("kernel_sets", {})
     res_q = QParams(el, frac_bits=int(sets.get("frac_bits", _arg(ls, "out")["tensor"]["frac_bits"])))
-    net.add(V1LSTM(_const(_arg(ls, "weights")["const"], model, consts), _const(_arg(ls, "bias")["const"], model, consts),
+    net.add(V1LSTM(_const(_arg(ls, "weights")["const"], model, consts),
+                   _const(_arg(ls, "bias")["const"], model, consts),
                    fn=ls["fn"], act=act, h0_q=_desc_q(_arg(ls, "prev_out")["tensor"], el),
                    cell_q=_desc_q(_arg(ls, "cell")["tensor"], el), ir_q=_desc_q(_arg(ls, "cfg.ir_tsr")["tensor"], el),
                    result_q=res_q, out_q=_desc_q(_arg(ls, "out")["tensor"], el), name="lstm2"))
@@ -841,7 +842,8 @@ def _har(model: dict[str, Any], consts: Any, name: str) -> tuple[V1Network, dict
           "h": _desc_q(_arg(mul3, "out")["tensor"], el)}
     fns = {"dense": d0["fn"], "sigm": c["loop2.sigm1"]["fn"], "tanh": c["loop2.tanh1"]["fn"], "mul": mul1["fn"],
            "add": add1["fn"]}
-    net.add(HarLSTM(_const(_arg(d0, "weights")["const"], model, consts), _const(_arg(d0, "bias")["const"], model, consts),
+    net.add(HarLSTM(_const(_arg(d0, "weights")["const"], model, consts),
+                    _const(_arg(d0, "bias")["const"], model, consts),
                     fns=fns, qs=qs, name="lstm3"))
     # steps 0..126 are the loop's iterations (its dense call computes step t + 1), step 127 the calls after it
     last = {"i": "sigm4", "g": "tanh3", "f": "sigm5", "o": "sigm6", "fc": "eltwise_mul4", "ig": "eltwise_mul5",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._arith import I64, asr_sat, norm_a40, rnd, rnd_sat, sat
+from ._arith import I64, asr_sat, norm_a40, rnd_sat, sat
 from .tables import Lut1, avepool_mul_shift
 
 __all__ = [

@@ -207,3 +207,34 @@ def test_report_table_prints(tmp_path: Path) -> None:
     rep.print(con, kernels=True)
     text = con.export_text()
     assert "conv2d_chw_fx16_k5x5_str1_krnpad" in text and "9/9 tensors" in text
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+def test_cli_v1net(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pymli.cli import main
+
+    out = tmp_path / "rep.json"
+    r = CliRunner().invoke(main, ["v1net", "cifar10", "--depth", "fx8", "--samples", "2", "--packs", str(ROOT),
+                                  "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "every tensor equal to the MLI 1.0 recording: yes" in r.output
+    d = json.loads(out.read_text())
+    assert d["fx8"]["bit_exact"] is True and d["fx8"]["samples"] == 2
+    r = CliRunner().invoke(main, ["v1net", "cifar10", "--depth", "fx8", "--samples", "2", "--packs", str(ROOT),
+                                  "--platform", "up"])
+    assert r.exit_code == 0 and "recording: NO" in r.output  # the examples were recorded on the conv build
+
+
+def test_cli_v1net_user_errors(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pymli.cli import main
+
+    r = CliRunner().invoke(main, ["v1net", "har", "--packs", str(tmp_path)])
+    assert r.exit_code == 2 and "Traceback" not in r.output and "--packs" in r.output
+    r = CliRunner().invoke(main, ["v1net", "mnist"])
+    assert r.exit_code == 2
+    r = CliRunner().invoke(main, ["v1net", "cifar10", "--samples", "0"])
+    assert r.exit_code == 2
