@@ -225,3 +225,53 @@ def test_basic_rnn_fx16_saturates_in_both_parts(n: int, m: int) -> None:
     c, ours = _both("mli_krn_basic_rnn_cell_fx16", [X, P, W, B, cfg, out], out)
     assert np.array_equal(ours, c), f"pymli {ours}\nC     {c}"
     assert np.any(np.abs(c.astype(int)) >= 500), "the accumulator stayed far from its limit"
+
+
+@pytest.mark.parametrize("name,bits_in,bits_w", [("mli_krn_conv2d_hwc_fx16", 16, 16),
+                                                 ("mli_krn_conv2d_hwc_fx8w16d", 16, 8)])
+def test_conv_hwc_limits(name: str, bits_in: int, bits_w: int) -> None:
+    """HWC convolution: fx16 saturates (products of one sign), fx8w16d wraps (mixed signs)."""
+    rng = np.random.default_rng(bits_w)
+    ci, k, h = 300, 3, 4
+    x = np.full((h, h, ci), -(1 << (bits_in - 1)))
+    if bits_w == 16:
+        wt = -rng.integers(16000, 32769, (2, k, k, ci))
+        wt[1] *= -1
+    else:
+        wt = _operands(rng, 2 * k * k * ci, 8, k * k * ci).reshape(2, k, k, ci)
+    X = Tensor.from_numpy(x, _el(bits_in), frac_bits=bits_in - 1)
+    W = Tensor.from_numpy(wt, _el(bits_w), frac_bits=bits_w - 1)
+    B = Tensor.from_numpy(np.zeros(2, int), _el(bits_w), frac_bits=0)
+    out = Tensor.empty(2 * 4, _el(bits_in), frac_bits=0)
+    cfg = Conv2dCfg(ReluCfg(ReluType.NONE), 1, 1, 0, 0, 0, 0)
+    c, ours = _both(name, [X, W, B, cfg, out], out)
+    assert np.array_equal(ours, c)
+    exact = np.einsum("hwc,ohwc->o", x[:k, :k].astype(np.int64), wt.astype(np.int64))
+    assert not np.array_equal(_exact_out(exact, bits_in - 1 + bits_w - 1, bits_in), c.reshape(4, 2)[0])
+
+
+@pytest.mark.parametrize("name,bits_w", [("mli_krn_lstm_cell_fx16", 16), ("mli_krn_lstm_cell_fx8w16d", 8)])
+def test_lstm_dense_step_at_the_limits(name: str, bits_w: int) -> None:
+    """An LSTM cell whose gate pre-activations leave the accumulator's range (saturating / wrapping)."""
+    rng = np.random.default_rng(bits_w)
+    n, m, steps = 1100, 4, 3
+    x = np.full((steps, n), -32768)
+    w = np.stack([_operands(rng, m * (n + m), bits_w, rng.integers(n // 2, n)).reshape(m, n + m) for _ in range(4)])
+    X = Tensor.from_numpy(x, ElType.FX_16, frac_bits=15)
+    P = Tensor.from_numpy(np.zeros(m, int), ElType.FX_16, frac_bits=15)
+    # the dense read-out shift (15 + w_frac - 12) brings the accumulator's limit (2^39 / 2^31) to ~2^9
+    W = Tensor.from_numpy(w, _el(bits_w), frac_bits=27 if bits_w == 16 else 19)
+    B = Tensor.from_numpy(np.zeros((4, m), int), _el(bits_w), frac_bits=0)
+    cell = Tensor.from_numpy(np.zeros(m, int), ElType.FX_16, frac_bits=11)
+    ir = Tensor.empty(4 * m, ElType.FX_16, frac_bits=0)
+    out = Tensor.empty(steps * m, ElType.FX_16, frac_bits=15)
+    cfg = RnnCellCfg(RnnMode.BATCH_TO_BATCH, RnnAct.TANH, ir)
+    c = CCall(_lib())
+    assert c.call(name, [X, P, W, B, cfg, cell, out]) == 0
+    with pymli.use_platform(PRESETS_V1["conv"]):
+        getattr(capi, name)(X, P, W, B, cfg, cell, out)
+    for t in (out, cell, ir):
+        assert np.array_equal(t.data, c.buffer(t)), name
+    # the scratch holds the last step's pre-activations at frac 12: far from the exact sums
+    exact = np.einsum("gmk,k->gm", w[:, :, :n].astype(np.int64), x[-1].astype(np.int64))
+    assert np.any(np.abs(exact) >= (1 << 39) if bits_w == 16 else np.abs(exact) >= (1 << 31))
