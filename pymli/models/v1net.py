@@ -117,6 +117,11 @@ class V1Layer(Layer):
 
     The network hands it 2.0 tensors (:class:`pymli.Tensor`); the layer passes 1.x tensors with the
     same values and ``frac_bits`` to the 1.x function and copies its result back.
+
+    Args:
+        fn: the C function (a key of :data:`pymli.v1.capi.FUNCTIONS`).
+        **kw: ``name``, ``inputs``, ``out_q`` (the output struct's format before the call) as for
+            :class:`~pymli.models.layers.Layer`.
     """
 
     kind = "v1"
@@ -176,7 +181,11 @@ def _hwc_to_chw(x: np.ndarray) -> np.ndarray:
 
 
 class V1Permute(V1Layer):
-    """``mli_krn_permute_fx*``: axes reordered by ``perm`` (output axis i = input axis ``perm[i]``)."""
+    """``mli_krn_permute_fx*``: axes reordered by ``perm`` (output axis i = input axis ``perm[i]``).
+
+    Args:
+        perm: the permutation (rank entries). fn: the C function. **kw: as :class:`V1Layer`.
+    """
 
     kind = "permute"
     follows_input = True
@@ -262,6 +271,8 @@ class ChwConv2D(V1Layer):
 
 
 class _ChwPool(V1Layer):
+    """CHW pooling over ``kernel`` (h, w) windows, ``stride`` (h, w), ``padding`` (top, bottom, left, right)."""
+
     follows_input = True
     kind = "pool_chw"
 
@@ -367,7 +378,11 @@ class V1FullyConnected(V1Layer):
 
 
 class V1ReLU(V1Layer):
-    """``mli_krn_relu_fx*`` (limits from the input's frac_bits); keeps frac_bits."""
+    """``mli_krn_relu_fx*`` (limits from the input's frac_bits); keeps frac_bits.
+
+    Args:
+        type: ``none``, ``gen``, ``relu_1`` or ``relu_6``. fn: the C function. **kw: as :class:`V1Layer`.
+    """
 
     kind = "relu"
     follows_input = True
@@ -607,6 +622,9 @@ class V1Network(Network):
 
     Runs default to the MLI 1.0 build the examples use (:data:`pymli.v1.MLI1_CONV`: convergent
     rounding, release); ``input_preprocess`` (if set) quantises float input as the C example does.
+
+    Args:
+        input_shape, layers, input_q, name: as :class:`~pymli.models.network.Network`.
     """
 
     def missing_functions(self) -> list[str]:
