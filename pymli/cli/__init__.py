@@ -19,6 +19,7 @@ from .info import info
 from .inspect import inspect
 from .run import run
 from .tour import tour
+from .v1net import v1net
 from .verify import verify
 
 __all__ = ["main"]
@@ -30,7 +31,7 @@ def main() -> None:
     """pymli: the embARC MLI 2.0 library in NumPy, bit-exact with the C library."""
 
 
-for _cmd in (tour, info, verify, demo, run, compare, inspect):
+for _cmd in (tour, info, verify, demo, run, compare, inspect, v1net):
     main.add_command(_cmd)
 main.add_command(eval_command, name="eval")
 main.add_command(export_command, name="export")

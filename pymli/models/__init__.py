@@ -39,6 +39,7 @@ from .mli_pack import Pack, load_pack
 from .network import Network, RunResult, mli_argmax
 from .qparams import Const, QParams
 from .recurrent import GRU, LSTM, UnrolledLSTM
+from .v1net import V1Network, V1Pack, V1Report, load_v1_pack, v1_report  # noqa: F401  (MLI 1.0's examples)
 
 __all__ = [
                      "GRU",

@@ -10,14 +10,93 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._arith import I64, asr_sat, norm_a40, rnd, rnd_sat, sat
+from ._arith import I64, asr_sat, norm_a40, rnd_sat, sat
 from .tables import Lut1, avepool_mul_shift
 
 __all__ = [
     "relu_limits", "conv2d_chw", "depthwise_conv2d_chw", "fully_connected", "maxpool_chw", "avepool_chw",
     "leaky_relu", "eltwise", "lut_activation", "softmax", "convert", "out_size", "dense_rnn", "rnd_sat32", "bias_init",
-    "rnd_sat_from32",
+    "rnd_sat_from32", "ACC40_MIN", "ACC40_MAX", "wrap32", "acc40_accumulate", "mac_terms",
 ]
+
+#: range of the 40-bit DSP accumulator of the fx16 kernels (guard bits on: it saturates at every MAC)
+ACC40_MIN, ACC40_MAX = -(1 << 39), (1 << 39) - 1
+#: identity bounds of a clamp step in :func:`acc40_accumulate` (beyond any partial sum)
+_FREE = 1 << 61
+
+
+# ----------------------------------------------------------------------------- accumulators
+def wrap32(x: np.ndarray) -> np.ndarray:
+    """The low 32 bits of an accumulator, sign-extended (``int32_t`` arithmetic with ``-fwrapv``).
+
+    MLI 1.0's fx8 and fx8w16d MAC kernels keep their sums in ``int32_t`` (C additions and the
+    ``_dmachbl`` dual MAC, whose result register is the low word of the accumulator). The
+    sum wraps around modulo 2^32, so the result is the same whatever the order of the products.
+    """
+    x = np.asarray(x, dtype=I64)
+    return ((x + I64(1 << 31)) & I64(0xFFFFFFFF)) - I64(1 << 31)
+
+
+def acc40_accumulate(init: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """``init`` plus the ``terms`` in order along the last axis, saturated to 40 bits after each one.
+
+    This is the fx16 accumulator of MLI 1.0 on an ARC DSP with guard bits (``fx_a40_mac_q15`` and
+    the dual MAC ``fx_a40_dmac_v2q15`` saturate to 40 bits after every step; a dual MAC is one
+    term, the sum of its two products). Once a partial sum reaches the limit, later terms of the
+    other sign pull it back from the limit, not from the exact sum, so the order matters.
+
+    Vectorised: a step is the clamp ``x -> clip(x + a, lo, hi)``; clamps compose into clamps
+    (``f2(f1(x)) = clip(x + a1 + a2, clip(lo1 + a2, lo2, hi2), clip(hi1 + a2, lo2, hi2))``), so the
+    terms are folded pairwise in ``log2(K)`` NumPy steps. Where no partial sum can leave the range
+    (``|init| + sum(|terms|) <= 2^39 - 1``) the result is the exact sum.
+
+    Args:
+        init: int [...] initial accumulator (the bias, already within 40 bits).
+        terms: int [..., K] terms in the order the C kernel adds them.
+
+    Returns:
+        np.ndarray: int64 [...] accumulator after the last term.
+    """
+    init = np.asarray(init, dtype=I64)
+    terms = np.asarray(terms, dtype=I64)
+    total = init + terms.sum(axis=-1)
+    if terms.shape[-1] == 0 or np.all(np.abs(init) + np.abs(terms).sum(axis=-1) <= ACC40_MAX):
+        return total
+    a = terms
+    lo = np.full(a.shape, ACC40_MIN, dtype=I64)
+    hi = np.full(a.shape, ACC40_MAX, dtype=I64)
+    while a.shape[-1] > 1:
+        if a.shape[-1] % 2:  # an identity step keeps the pairs aligned
+            pad = [(0, 0)] * (a.ndim - 1) + [(0, 1)]
+            a = np.pad(a, pad)
+            lo = np.pad(lo, pad, constant_values=-_FREE)
+            hi = np.pad(hi, pad, constant_values=_FREE)
+        a1, a2 = a[..., 0::2], a[..., 1::2]
+        lo1, lo2, hi1, hi2 = lo[..., 0::2], lo[..., 1::2], hi[..., 0::2], hi[..., 1::2]
+        lo, hi = np.clip(lo1 + a2, lo2, hi2), np.clip(hi1 + a2, lo2, hi2)
+        a = a1 + a2
+    return np.clip(init + a[..., 0], lo[..., 0], hi[..., 0])
+
+
+def mac_terms(products: np.ndarray, singles: int) -> np.ndarray:
+    """The terms of a row of MACs as MLI 1.0 issues them: ``singles`` single MACs, then dual MACs.
+
+    Args:
+        products: int [..., N] products in memory order.
+        singles: how many leading products are added one by one (the rest pairwise).
+
+    Returns:
+        np.ndarray: int64 [..., singles + (N - singles) // 2] terms.
+    """
+    products = np.asarray(products, dtype=I64)
+    head, tail = products[..., :singles], products[..., singles:]
+    pairs = tail.reshape(tail.shape[:-1] + (tail.shape[-1] // 2, 2)).sum(axis=-1)
+    return np.concatenate([head, pairs], axis=-1)
+
+
+def _fc_singles(n: int) -> int:
+    """Leading single MACs of ``full_connection`` / ``rnn_dense_op_fx`` over ``n`` inputs (then dual MACs)."""
+    return n if n < 8 else n & 3
 
 
 def out_size(in_size: int, k: int, pad_a: int, pad_b: int, stride: int) -> int:
@@ -69,9 +148,10 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
                bits: int, acc40: bool = False) -> np.ndarray:
     """2D convolution of MLI 1.0 (CHW).
 
-    ``acc = bias_init(bias) + sum(x * w)`` exactly (the recorded cases never
-    leave the 32/40-bit accumulator), then ``sat_bits(rnd(acc, in_frac + w_frac - out_frac))`` and
-    the fused ReLU clip with limits from ``out_frac``.
+    ``acc = bias_init(bias) + sum(x * w)`` on MLI 1.0's accumulator (``int32`` wrapping around for
+    fx8 and fx8w16d; 40 bits saturating after each MAC for fx16: see :func:`_conv_accumulate`), then
+    ``sat_bits(rnd(acc, in_frac + w_frac - out_frac))`` and the fused ReLU clip with limits from
+    ``out_frac``.
 
     Args:
         x: int [C, H, W] input.
@@ -82,7 +162,7 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
         pads: (top, bottom, left, right).
         relu: ``mli_relu_type`` value.
         bits: output container bits (8 or 16).
-        acc40: the 40-bit accumulator of fx16 (affects only a negative bias shift).
+        acc40: the 40-bit saturating accumulator of fx16 (else the 32-bit wrapping one).
 
     Returns:
         np.ndarray: int64 [Co, Ho, Wo].
@@ -91,9 +171,41 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
     ho = out_size(x.shape[1], kh, pads[0], pads[1], stride[0])
     wo = out_size(x.shape[2], kw, pads[2], pads[3], stride[1])
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
-    acc = np.einsum("chwij,ocij->ohw", win, w.astype(I64))
-    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)[:, None, None]
+    w = w.astype(I64)
+    init = bias_init(b, in_frac + w_frac - b_frac, acc40)
+    acc = _conv_accumulate(win, w, init, depthwise=False, acc40=acc40)
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
+
+
+def _conv_accumulate(win: np.ndarray, w: np.ndarray, init: np.ndarray, *, depthwise: bool, acc40: bool) -> np.ndarray:
+    """Accumulators [Co, Ho, Wo] of a CHW convolution from windows [C, Ho, Wo, Kh, Kw].
+
+    32-bit (fx8, fx8w16d): the exact sum wrapped to ``int32``. 40-bit (fx16): the exact sum where no
+    order of the products can reach the limit (checked cheaply, then per output with the sum of
+    absolute products); elsewhere the products of that output saturated one by one in the order
+    channel, row, column (:func:`acc40_accumulate`). That is C's result whenever the partial sums
+    cannot cross the limit and come back (e.g. products of one sign); where they do, C's grouping
+    of products into dual MACs depends on the code path the geometry selects (not modelled).
+    """
+    spec = "chwij,cij->chw" if depthwise else "chwij,ocij->ohw"
+    wk = w[:, 0] if depthwise else w
+    acc = np.einsum(spec, win, wk) + init[:, None, None]
+    if not acc40:
+        return wrap32(acc)
+    if win.size == 0:
+        return acc
+    per_out = np.abs(wk).reshape(wk.shape[0], -1).sum(axis=1)
+    if np.all(np.abs(init) + int(np.abs(win).max()) * per_out <= ACC40_MAX):
+        return acc
+    reach = np.einsum(spec, np.abs(win), np.abs(wk)) + np.abs(init)[:, None, None]
+    o, h, x = np.nonzero(reach > ACC40_MAX)
+    if o.size:
+        if depthwise:
+            terms = (win[o, h, x] * wk[o]).reshape(o.size, -1)
+        else:
+            terms = (win[:, h, x].transpose(1, 0, 2, 3) * wk[o]).reshape(o.size, -1)
+        acc[o, h, x] = acc40_accumulate(init[o], terms)
+    return acc
 
 
 def depthwise_conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int,
@@ -104,17 +216,35 @@ def depthwise_conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac
     ho = out_size(x.shape[1], kh, pads[0], pads[1], stride[0])
     wo = out_size(x.shape[2], kw, pads[2], pads[3], stride[1])
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
-    acc = np.einsum("chwij,cij->chw", win, w[:, 0].astype(I64))
-    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)[:, None, None]
+    init = bias_init(b, in_frac + w_frac - b_frac, acc40)
+    acc = _conv_accumulate(win, w.astype(I64), init, depthwise=True, acc40=acc40)
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int, b_frac: int,
                     out_frac: int, bits: int, acc40: bool = False) -> np.ndarray:
-    """Fully connected layer of MLI 1.0: weights [M, N], input of N elements, bias [M]."""
-    acc = w.astype(I64) @ x.reshape(-1).astype(I64)
-    acc = acc + bias_init(b, in_frac + w_frac - b_frac, acc40)
+    """Fully connected layer of MLI 1.0: weights [M, N], input of N elements, bias [M].
+
+    The accumulator is :func:`wrap32` (fx8, fx8w16d) or :func:`acc40_accumulate` (fx16, ``acc40``)
+    in ``full_connection``'s order: for ``N < 8`` single MACs, else ``N & 3`` single MACs, then
+    dual MACs over pairs.
+    """
+    init = bias_init(b, in_frac + w_frac - b_frac, acc40)
+    acc = _dense(x.reshape(-1), w.astype(I64), init, acc40)
     return rnd_sat(acc, in_frac + w_frac - out_frac, bits)
+
+
+def _dense(x: np.ndarray, w: np.ndarray, init: np.ndarray, acc40: bool, singles: int | None = None) -> np.ndarray:
+    """``init + w @ x`` on MLI 1.0's accumulator (see :func:`fully_connected`); ``singles``: leading single MACs."""
+    x = x.astype(I64)
+    if not acc40:
+        return wrap32(init + w @ x)
+    if x.size == 0:
+        return init + 0
+    if np.all(np.abs(init) + np.abs(w).sum(axis=1) * int(np.abs(x).max()) <= ACC40_MAX):
+        return init + w @ x
+    n = x.size
+    return acc40_accumulate(init, mac_terms(w * x, _fc_singles(n) if singles is None else singles))
 
 
 def maxpool_chw(x: np.ndarray, *, kernel: tuple[int, int], stride: tuple[int, int],
@@ -259,14 +389,22 @@ def dense_rnn(x: np.ndarray, state: np.ndarray, w: np.ndarray, b: np.ndarray, *,
     Returns:
         np.ndarray: int64 [Mo].
     """
-    n = x.size
+    n, m = x.size, state.size
     w = w.astype(I64)
-    acc = bias_init(b, bias_shift, acc40) + w[:, :n] @ x.astype(I64)
+    # rnn_dense_op_fx: single MACs for both parts when both are short, dual MACs for both when both
+    # are multiples of 4, else (size & 3) single MACs then dual MACs per part
+    if n < 8 and m < 8:
+        s_in, s_st = n, m
+    elif n % 4 == 0 and m % 4 == 0:
+        s_in, s_st = 0, 0
+    else:
+        s_in, s_st = n & 3, m & 3
+    acc = _dense(x, w[:, :n], bias_init(b, bias_shift, acc40), acc40, s_in)
     if acc40:
         acc = asr_sat(acc, in_to_state, 40)
     else:
-        acc = rnd_sat(acc, in_to_state, 32)
-    acc = acc + w[:, n:] @ state.astype(I64)
+        acc = rnd_sat(acc, in_to_state, 32)  # fx_asr_rnd_q31 of the int32 sum, then _setacc
+    acc = _dense(state, w[:, n:], acc, acc40, s_st)
     return rnd_sat(acc, out_shift, bits)
 
 
