@@ -53,7 +53,7 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
                  scheduler: str | None, ship_data: bool, limit: int | None, out_path: str | None, resume: bool,
                  keep_chunks: bool, json_path: str | None, plot_dir: str | None, against: str | None,
                  no_layers: bool, progress: bool | None) -> None:
-    """Evaluate MODEL (.tflite, or FILE.py:NAME for a pymli.models network) over the dataset DATA.
+    """Evaluate MODEL (.tflite, a saved pymli.models network .npz, or FILE.py:NAME) over the dataset DATA.
 
     DATA is an .npz (--input-key / --label-key), a .npy [N, ...], a folder of .npy samples or a folder of
     images (--preprocess), optionally one sub-folder per class. Prints accuracy, top-5, the confusion

@@ -1,8 +1,9 @@
 """The model side of :func:`pymli.eval.evaluate`: what is shipped to workers and what runs a chunk there.
 
-A :class:`ModelRef` is the picklable form of a model: the ``.tflite`` bytes, or a pickled
-:class:`pymli.models.Network` (there is no saved-network file format yet; on the command line a network
-comes from ``FILE.py:NAME`` or ``package.module:NAME``, a Network or a function returning one).
+A :class:`ModelRef` is the picklable form of a model: the ``.tflite`` bytes, or the bytes of a saved
+:class:`pymli.models.Network` (:mod:`pymli.models.io`: a saved-network file as it is, or an in-memory network
+saved with :func:`pymli.models.io.network_to_bytes`; on the command line a network is a saved ``.npz`` file or
+comes from ``FILE.py:NAME`` / ``package.module:NAME``, a Network or a function returning one).
 :func:`prepare` turns it into a :class:`Prepared` model once per worker process; :meth:`Prepared.run_chunk`
 runs a batch through :meth:`pymli.models.Network.run` (the MLI kernels, sample by sample) and returns the
 outputs with the integer statistics the report sums over the whole dataset.
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..models.io import NetworkFileError, load_network, network_to_bytes
 from ..models.network import Network, mli_argmax
 from ..models.report import accu_guard_bits
 from .data import EvalError, InputSpec
@@ -39,7 +41,9 @@ class ModelRef:
     """A model in a form any process can rebuild.
 
     Attributes:
-        kind: ``"tflite"`` (``payload`` = the flatbuffer) or ``"network"`` (``payload`` = a pickled Network).
+        kind: ``"tflite"`` (``payload`` = the flatbuffer), ``"network"`` (``payload`` = a saved network file,
+            :mod:`pymli.models.io`) or ``"pickled"`` (a pickled Network whose layers the file format does not
+            hold, e.g. the TFLite importer's, built in this session).
         payload: the bytes.
         name: a label for reports.
         digest: SHA-256 of the payload (cache key in workers, ``--resume`` fingerprint).
@@ -88,9 +92,12 @@ def model_ref(model: Any) -> ModelRef:
     """Any accepted model -> :class:`ModelRef`.
 
     Args:
-        model: a ``.tflite`` path, ``FILE.py:NAME`` / ``module:NAME`` (a quantised Network or a function
-            returning one), tflite bytes, a :class:`pymli.tflite.TfliteModel` or a quantised
-            :class:`pymli.models.Network`.
+        model: a ``.tflite`` path, a saved-network file (:meth:`pymli.models.Network.save`),
+            ``FILE.py:NAME`` / ``module:NAME`` (a quantised Network or a function returning one), tflite
+            bytes, a :class:`pymli.tflite.TfliteModel` or a quantised :class:`pymli.models.Network`.
+
+    Returns:
+        The model's :class:`ModelRef`.
 
     Raises:
         EvalError: the model cannot be found, read, or is not quantised.
@@ -104,12 +111,14 @@ def model_ref(model: Any) -> ModelRef:
                 data = Path(text).read_bytes()
             except OSError as e:
                 raise EvalError(f"{text}: {e.strerror}") from None
+            if data[:4] == b"PK\x03\x04" and not text.lower().endswith(".tflite"):
+                return _network_file(data, text)
             if not text.lower().endswith(".tflite") and data[4:8] != b"TFL3":
-                raise EvalError(f"{text}: not a .tflite model (a saved network is given as FILE.py:NAME)")
+                raise EvalError(f"{text}: not a .tflite model nor a saved network (.npz from Network.save)")
             return _ref("tflite", data, Path(text).name)
         if ":" in text and not Path(text).exists():
             return model_ref(_load_spec(text))
-        raise EvalError(f"{text}: no such model file (give a .tflite file or FILE.py:NAME)")
+        raise EvalError(f"{text}: no such model file (give a .tflite file, a saved network .npz or FILE.py:NAME)")
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _ref("tflite", bytes(model), "model.tflite")
     if isinstance(model, TfliteModel):
@@ -117,9 +126,29 @@ def model_ref(model: Any) -> ModelRef:
     if isinstance(model, Network):
         if not model.is_quantized:
             raise EvalError(f"network {model.name!r} is not quantised: use pymli.models.quantize_network first")
-        return _ref("network", pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), model.name)
+        try:
+            return _ref("network", network_to_bytes(model), model.name)
+        except NetworkFileError:  # layers the file format does not hold: shipped to this run's workers only
+            return _ref("pickled", pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), model.name)
     raise EvalError(f"cannot evaluate a {type(model).__name__}: give a .tflite file, bytes, a TfliteModel "
                     "or a quantised pymli.models.Network")
+
+
+def _load_network(payload: bytes, name: str) -> Network:
+    """A saved network's bytes -> the Network; a bad file is an :class:`EvalError` naming ``name``."""
+    try:
+        return load_network(payload)
+    except NetworkFileError as e:
+        raise EvalError(f"{name}: {e.message.removeprefix('saved network: ')}") from None
+
+
+def _network_file(data: bytes, path: str) -> ModelRef:
+    """A saved-network file -> :class:`ModelRef`, checked (it loads, it is quantised) before anything runs."""
+    net = _load_network(data, path)
+    if not net.is_quantized:
+        raise EvalError(f"{path}: network {net.name!r} is not quantised: save a network from "
+                        "pymli.models.quantize_network")
+    return _ref("network", data, Path(path).name)
 
 
 def _ref(kind: str, payload: bytes, name: str) -> ModelRef:
@@ -204,6 +233,8 @@ class Prepared:
             except ValueError as e:  # TfliteError is an MliError (ValueError)
                 raise EvalError(f"{ref.name}: {getattr(e, 'message', e)}") from None
             self.net: Network = self.tfl.network
+        elif ref.kind == "network":
+            self.net = _load_network(ref.payload, ref.name)
         else:
             self.net = pickle.loads(ref.payload)  # our own bytes, made by model_ref in this session
         missing = self.net.missing_functions()

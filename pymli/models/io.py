@@ -47,7 +47,8 @@ from . import recurrent as R
 from .network import Network
 from .qparams import Const, QParams
 
-__all__ = ["FORMAT", "VERSION", "NetworkFileError", "load_network", "save_network", "network_to_bytes"]
+__all__ = ["FORMAT", "VERSION", "NetworkFileError", "is_network_file", "load_network", "save_network",
+           "network_to_bytes"]
 
 #: the ``format`` field of a saved network
 FORMAT = "pymli.network"
@@ -407,6 +408,24 @@ def _open(file: str | os.PathLike[str] | bytes | IO[bytes]) -> tuple[Any, str]:
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise NetworkFileError(f"{src}: not a saved pymli network (a single .npy array, not an .npz archive)")
     return npz, src
+
+
+def is_network_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a file that looks like a saved network (a zip archive, as every ``.npz`` is).
+
+    Only the first bytes are read: :func:`load_network` still checks the contents.
+
+    Args:
+        path: a file path.
+
+    Returns:
+        True for a readable file starting with the zip signature.
+    """
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
 
 
 def load_network(file: str | os.PathLike[str] | bytes | IO[bytes]) -> Network:

@@ -405,3 +405,61 @@ def test_file_layout_is_documented_form(tmp_path: Path) -> None:
     assert c1["kind"] == "conv2d" and c1["inputs"] == ["input"] and c1["params"]["relu"] == "relu_6"
     assert c1["params"]["stride"] == {"$tuple": [1, 1]}
     assert c1["params"]["weights"]["$const"]["qp"]["el_type"] == ElType.SA_8.c_name
+
+
+# ----------------------------------------------------------------------------- the commands
+def _cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from pymli.cli import main
+
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_run_saved_network(tmp_path: Path) -> None:
+    path = _saved(tmp_path)
+    net = load_network(path)
+    x = _data(net, 3)
+    np.save(tmp_path / "xf.npy", x)
+    np.save(tmp_path / "xq.npy", net.quantize_input(x))
+    want = net.run(x, capture=False).output
+    for inp, extra in (("xq.npy", []), ("xf.npy", ["--quantize"])):
+        r = _cli("run", str(path), "--input", str(tmp_path / inp), "--output", str(tmp_path / "y.npy"), *extra)
+        assert r.exit_code == 0, r.output
+        assert np.array_equal(np.load(tmp_path / "y.npy"), want)
+    r = _cli("run", str(path), "--input", str(tmp_path / "xf.npy"))
+    assert r.exit_code == 2 and "--quantize" in r.output
+    np.save(tmp_path / "bad.npy", np.zeros((2, 5, 5, 3), np.int8))
+    r = _cli("run", str(path), "--input", str(tmp_path / "bad.npy"))
+    assert r.exit_code == 2 and "does not fit the network input" in r.output
+    (tmp_path / "broken.npz").write_bytes(path.read_bytes()[:200])
+    r = _cli("run", str(tmp_path / "broken.npz"), "--input", str(tmp_path / "xq.npy"))
+    assert r.exit_code == 1 and "broken.npz: not a saved pymli network" in r.output and "Traceback" not in r.output
+
+
+def test_cli_export_saved_network(tmp_path: Path) -> None:
+    from pymli.export import export_c
+
+    path = _saved(tmp_path)
+    r = _cli("export", str(path), str(tmp_path / "cli"))
+    assert r.exit_code == 0, r.output
+    export_c(load_network(path), tmp_path / "api")
+    for f in (tmp_path / "api").iterdir():
+        assert (tmp_path / "cli" / f.name).read_text() == f.read_text(), f.name
+
+
+def test_cli_demo_save_then_eval(tmp_path: Path) -> None:
+    r = _cli("demo", "--samples", "12", "--save", str(tmp_path / "nets"))
+    assert r.exit_code == 0, r.output
+    names = sorted(p.name for p in (tmp_path / "nets").iterdir())
+    assert names == ["digits_fx16.npz", "digits_fx16_fx8_fx8.npz", "digits_sa8.npz", "digits_test.npz"]
+    data = np.load(tmp_path / "nets" / "digits_test.npz")
+    assert data["x"].shape == (12, 8, 8, 1) and data["y"].shape == (12,)
+    net = load_network(tmp_path / "nets" / "digits_sa8.npz")
+    r = _cli("eval", str(tmp_path / "nets" / "digits_sa8.npz"), str(tmp_path / "nets" / "digits_test.npz"),
+             "--workers", "1", "--no-progress", "--out", str(tmp_path / "p.npz"))
+    assert r.exit_code == 0, r.output
+    res = net.run(data["x"], capture=False)
+    assert np.array_equal(np.load(tmp_path / "p.npz")["outputs"], res.output)
+    acc = float(np.mean(res.predictions() == data["y"]))
+    assert f"accuracy {100 * acc:.2f} %" in r.output
