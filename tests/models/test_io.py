@@ -17,26 +17,17 @@ from pymli.models import (
     GRU,
     LSTM,
     Argmax,
-    AvgPool,
     Concat,
     Const,
     Conv2D,
-    DepthwiseConv2D,
     Eltwise,
     FullyConnected,
     GroupConv2D,
     L2Normalize,
-    LeakyReLU,
-    MaxPool,
     Network,
     NetworkFileError,
     Pad2D,
-    Permute,
-    PReLU,
     QParams,
-    ReLU,
-    Sigmoid,
-    Softmax,
     Tanh,
     TransposeConv2D,
     UnrolledLSTM,
@@ -51,29 +42,13 @@ from pymli.models.quantize import SCHEMES, quantize_network
 from pymli.tensor import Lut
 from pymli.testing.paths import shared_dir
 
+from .test_network import every_layer_net
+
 
 # ----------------------------------------------------------------------------- networks of every kind
 def image_net(seed: int = 0) -> Network:
     """Conv, depthwise, relu, eltwise, leaky / prelu, permute, LUT activations, pools, fc, softmax."""
-    r = np.random.default_rng(seed)
-    return Network((6, 6, 3), [
-        Conv2D(r.normal(0, .3, (3, 3, 3, 4)), r.normal(0, .1, 4), padding=1, relu="relu_6", name="c1"),
-        DepthwiseConv2D(r.normal(0, .3, (3, 3, 1, 4)), r.normal(0, .1, 4), padding=(1, 1, 0, 2), name="dw"),
-        ReLU("gen", name="r", inputs=["c1"]),
-        Conv2D(r.normal(0, .3, (1, 1, 4, 4)), r.normal(0, .1, 4), name="c2", inputs=["r"]),
-        Eltwise("add", name="add", inputs=["dw", "c2"]),
-        LeakyReLU(0.125, name="leaky"),
-        PReLU(r.uniform(0, .5, 4), name="prelu", inputs=["dw"]),
-        Eltwise("mul", name="mul", inputs=["leaky", "prelu"]),
-        Eltwise("max", name="mx", inputs=["mul", "add"]),
-        Permute([2, 0, 1], name="perm"),
-        Sigmoid(name="sig"),
-        Tanh(name="th", inputs=["add"]),
-        MaxPool(2, stride=2, name="mp"),
-        AvgPool(3, stride=3, name="ap", inputs=["add"]),
-        FullyConnected(r.normal(0, .3, (16, 5)), r.normal(0, .1, 5), relu="gen", name="fc"),
-        Softmax(name="sm"),
-    ], name="image")
+    return every_layer_net(seed)
 
 
 def extra_net(seed: int = 1) -> Network:
@@ -83,7 +58,8 @@ def extra_net(seed: int = 1) -> Network:
         GroupConv2D(r.normal(0, .3, (3, 3, 2, 6)), r.normal(0, .1, 6), padding=1, name="g"),
         TransposeConv2D(r.normal(0, .3, (3, 3, 4, 6)), r.normal(0, .1, 6), stride=1, padding=1, name="t",
                         inputs=["input"]),
-        Concat(axis=-1, inputs=["g", "t"], name="cat"),
+        Eltwise("max", name="mx", inputs=["g", "t"]),
+        Concat(axis=-1, inputs=["mx", "t"], name="cat"),
         Pad2D((1, 0, 0, 1), name="pad"),
         Eltwise("sub", const=r.normal(0, .2, (7, 7, 12)), name="sub"),
         L2Normalize(axis=2, name="l2"),
@@ -400,9 +376,9 @@ def test_file_layout_is_documented_form(tmp_path: Path) -> None:
     with np.load(path, allow_pickle=False) as z:
         g = json.loads(str(z["graph"]))
         assert z["L000.weights.q"].dtype == np.int8
-    assert (g["format"], g["version"]) == ("pymli.network", 1) and g["name"].startswith("image")
+    assert (g["format"], g["version"]) == ("pymli.network", 1) and g["name"].startswith("every-layer")
     c1 = g["layers"][0]
-    assert c1["kind"] == "conv2d" and c1["inputs"] == ["input"] and c1["params"]["relu"] == "relu_6"
+    assert c1["kind"] == "conv2d" and c1["inputs"] == ["input"] and c1["params"]["relu"] == "none"
     assert c1["params"]["stride"] == {"$tuple": [1, 1]}
     assert c1["params"]["weights"]["$const"]["qp"]["el_type"] == ElType.SA_8.c_name
 
