@@ -25,6 +25,7 @@ from ..config import Platform, get_platform, use_platform
 from ..export import Exportable
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer
+from .netfile import save_network
 from .qparams import QParams
 
 __all__ = ["Network", "RunResult", "mli_argmax"]
@@ -361,8 +362,6 @@ class Network(Exportable):
         Raises:
             NetworkFileError: a layer that cannot be saved (see :mod:`pymli.models.io`).
         """
-        from .io import save_network  # a real cycle: io builds Networks
-
         save_network(self, path, compress=compress)
 
     # ---------------------------------------------------------------- display

@@ -36,6 +36,7 @@ from pymli.models import (
     save_network,
 )
 from pymli.models import io as mio
+from pymli.models import netfile
 from pymli.models.digits import digits_network, load_split
 from pymli.models.layers import LAYER_TYPES
 from pymli.models.quantize import SCHEMES, quantize_network
@@ -229,7 +230,7 @@ def test_tflite_network_is_refused_before_writing(tmp_path: Path) -> None:
     from pymli.tflite.examples import cnn10
 
     net = tflite.load(cnn10()).network
-    if all(type(la) in mio._KINDS for la in net):
+    if all(type(la) in netfile._KINDS for la in net):
         pytest.skip("this TFLite model maps to pymli.models layers only")
     with pytest.raises(NetworkFileError, match="save the .tflite file"):
         net.save(tmp_path / "t.npz")
