@@ -33,7 +33,17 @@ class Status(enum.IntEnum):
 
     @classmethod
     def from_c_name(cls, name: str) -> "Status":
-        """Parse ``MLI_STATUS_X`` (or ``X``)."""
+        """Parse ``MLI_STATUS_X`` (or ``X``).
+
+        Args:
+            name: the C enumerator name, with or without its prefix.
+
+        Returns:
+            The status.
+
+        Raises:
+            KeyError: an unknown name.
+        """
         return cls[name.removeprefix("MLI_STATUS_")]
 
 

@@ -58,6 +58,16 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
     DATA is an .npz (--input-key / --label-key), a .npy [N, ...], a folder of .npy samples or a folder of
     images (--preprocess), optionally one sub-folder per class. Prints accuracy, top-5, the confusion
     matrix, throughput and per-layer saturation and accumulator headroom.
+    \f
+
+    Args:
+        model, data, input_key, label_key, labels_path, preprocess, platform, mapping, batch, workers,
+            scheduler, ship_data, limit, out_path, resume, keep_chunks, json_path, plot_dir, against,
+            no_layers, progress: the command's arguments and options (see ``pymli eval --help``).
+
+    Raises:
+        click.UsageError: options that do not go together (exit status 2).
+        click.ClickException: a problem with the model, the data or the run, as one line (exit status 1).
     """
     from rich.console import Console
     from rich.markup import escape

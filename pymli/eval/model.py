@@ -194,13 +194,24 @@ class ChunkResult:
     seconds: float = 0.0
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The result as plain arrays (``--resume`` chunk files)."""
+        """The result as plain arrays (``--resume`` chunk files).
+
+        Returns:
+            Field name -> array (fields that are None are left out).
+        """
         d = {k: np.asarray(v) for k, v in dataclasses.asdict(self).items() if v is not None}
         return d
 
     @classmethod
     def from_arrays(cls, d: Any) -> ChunkResult:
-        """The inverse of :meth:`to_arrays` (``d``: a mapping of arrays, e.g. an open ``.npz``)."""
+        """The inverse of :meth:`to_arrays`.
+
+        Args:
+            d: a mapping of arrays, e.g. an open ``.npz``.
+
+        Returns:
+            The chunk result.
+        """
         f = {k: d[k] for k in d.keys()}
         kw: dict[str, Any] = {}
         for fld in dataclasses.fields(cls):
@@ -247,7 +258,11 @@ class Prepared:
 
     # ------------------------------------------------------------------ static description
     def input_spec(self) -> InputSpec:
-        """What one sample must look like."""
+        """What one sample must look like.
+
+        Returns:
+            The model input's shape, dtype and (per-tensor) quantisation.
+        """
         if self.tfl is not None:
             s, z = self.tfl.in_quant
             shape = tuple(self.tfl.input_shape[1:])
@@ -259,7 +274,11 @@ class Prepared:
                          int(np.asarray(q.zero_point).reshape(-1)[0]) if q.el_type.is_sa and q.dim < 0 else 0)
 
     def layer_info(self) -> list[LayerInfo]:
-        """Name, kind, MLI function and accumulator bits (guard + operand value bits) of every layer."""
+        """Name, kind, MLI function and accumulator bits (guard + operand value bits) of every layer.
+
+        Returns:
+            One :class:`LayerInfo` per layer, in execution order.
+        """
         qs = self.net.expected_qparams()
         fns = self.net.function_names()
         out = []
@@ -288,6 +307,9 @@ class Prepared:
             platform: platform preset name (``vpx``, ``vpx-full-accu``, ``em``) or None (current).
             against: ``"float"``, ``"tflm"`` or None.
             layers: collect per-layer saturation and accumulator peaks (captures every intermediate).
+
+        Returns:
+            The outputs, classes and integer statistics of the chunk.
         """
         import time
 
@@ -368,7 +390,17 @@ _PREPARED: dict[str, Prepared] = {}
 
 
 def prepare(ref: ModelRef) -> Prepared:
-    """The :class:`Prepared` model for ``ref`` in this process, built on first use (one model cached)."""
+    """The :class:`Prepared` model for ``ref`` in this process, built on first use (one model cached).
+
+    Args:
+        ref: the model.
+
+    Returns:
+        The prepared model.
+
+    Raises:
+        EvalError: the model cannot be loaded or needs MLI functions pymli lacks.
+    """
     p = _PREPARED.get(ref.digest)
     if p is None:
         _PREPARED.clear()
@@ -377,7 +409,15 @@ def prepare(ref: ModelRef) -> Prepared:
 
 
 def check_against(against: str | None, p: Prepared) -> None:
-    """Refuse a reference run that cannot work for this model (before anything runs)."""
+    """Refuse a reference run that cannot work for this model (before anything runs).
+
+    Args:
+        against: ``"float"``, ``"tflm"`` or None.
+        p: the prepared model.
+
+    Raises:
+        EvalError: an unknown reference, ``tflm`` for a network, or TFLite Micro not installed.
+    """
     if against is None:
         return
     if against not in AGAINST:

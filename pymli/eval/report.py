@@ -130,6 +130,12 @@ class EvalReport:
     def layer(self, name: str) -> LayerEval:
         """The figures of layer ``name``.
 
+        Args:
+            name: the layer name.
+
+        Returns:
+            Its :class:`LayerEval`.
+
         Raises:
             KeyError: no such layer (or the run had ``layers=False``).
         """
@@ -140,7 +146,12 @@ class EvalReport:
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON-able values (no per-sample arrays)."""
+        """The report as plain JSON-able values (no per-sample arrays).
+
+        Returns:
+            A dict with ``samples``, ``accuracy``, ``top5``, ``throughput``, ``layers``, ``confusion``,
+            ``against`` and the run's settings.
+        """
         return {
             "model": self.model, "data": self.data, "platform": self.platform,
             "samples": self.samples, "total": self.total, "interrupted": self.interrupted,
@@ -154,14 +165,26 @@ class EvalReport:
         }
 
     def to_json(self, path: str | Path | None = None, **kw: Any) -> str:
-        """JSON text of :meth:`to_dict`; written to ``path`` if given."""
+        """JSON text of :meth:`to_dict`; written to ``path`` if given.
+
+        Args:
+            path: a file to write, or None.
+            **kw: :func:`json.dumps` options (``indent`` defaults to 2).
+
+        Returns:
+            The JSON text.
+        """
         text = json.dumps(self.to_dict(), indent=kw.pop("indent", 2), **kw)
         if path is not None:
             Path(path).write_text(text)
         return text
 
     def summary_lines(self) -> list[str]:
-        """The headline figures, one per line."""
+        """The headline figures, one per line.
+
+        Returns:
+            Lines of plain text (samples, throughput, accuracy, comparison).
+        """
         lines = [f"{self.model} on {self.data}: {self.samples} of {self.total} samples, platform {self.platform}"
                  + (" (interrupted)" if self.interrupted else "")]
         lines.append(f"throughput {self.throughput:.1f} samples/s ({self.computed} computed in {self.seconds:.1f} s, "
@@ -176,7 +199,11 @@ class EvalReport:
         return lines
 
     def layer_table(self) -> Any:
-        """A rich Table: per layer, saturated share and accumulator headroom minimum."""
+        """A rich Table: per layer, saturated share and accumulator headroom minimum.
+
+        Returns:
+            The :class:`rich.table.Table`.
+        """
         from rich.table import Table
 
         t = Table(title="per layer over the dataset")
@@ -190,7 +217,11 @@ class EvalReport:
         return t
 
     def confusion_table(self) -> Any:
-        """A rich Table of the confusion matrix (None without labels or with more than 20 classes)."""
+        """A rich Table of the confusion matrix.
+
+        Returns:
+            The :class:`rich.table.Table`, or None without labels or with more than 20 classes.
+        """
         if self.confusion is None or self.confusion.shape[0] > MAX_TABLE_CLASSES:
             return None
         from rich.table import Table
@@ -206,7 +237,11 @@ class EvalReport:
         return t
 
     def print(self, console: Any = None) -> None:
-        """Print the summary, the confusion matrix (up to 20 classes) and the layer table with rich."""
+        """Print the summary, the confusion matrix (up to 20 classes) and the layer table with rich.
+
+        Args:
+            console: a :class:`rich.console.Console` (a new one by default).
+        """
         from rich.console import Console
         from rich.markup import escape
 
@@ -293,7 +328,14 @@ def _s(v: int | None) -> str:
 
 
 def peak_bits(peak: int) -> int | None:
-    """Bits of an accumulator peak (as :func:`pymli.models.report.compare`: ``ceil(log2(peak + 1))``)."""
+    """Bits of an accumulator peak (as :func:`pymli.models.report.compare`: ``ceil(log2(peak + 1))``).
+
+    Args:
+        peak: the largest ``|accumulator|``, or -1 when none was seen.
+
+    Returns:
+        The bits, or None for -1.
+    """
     if peak < 0:
         return None
     return int(peak).bit_length()  # == ceil(log2(peak + 1)), exactly

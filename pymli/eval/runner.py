@@ -43,7 +43,14 @@ ProgressFn = Callable[[int, int], None]
 
 
 def chunk_dir(out: str | os.PathLike[str]) -> Path:
-    """The folder holding the finished chunks of a run writing ``out`` (``preds.npz`` -> ``preds.npz.chunks``)."""
+    """The folder holding the finished chunks of a run writing ``out`` (``preds.npz`` -> ``preds.npz.chunks``).
+
+    Args:
+        out: the ``--out`` path.
+
+    Returns:
+        The chunk folder's path.
+    """
     return Path(str(out) + ".chunks")
 
 
