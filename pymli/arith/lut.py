@@ -509,6 +509,15 @@ def code_table(lut: Lut, tag: tuple, build: Callable[[], np.ndarray]) -> np.ndar
     return table
 
 
+def _activation_codes(lut: Lut, tag: str, x: Callable[[], np.ndarray], in_frac_bits: int, out_bits: int,
+                      in_bits: int) -> np.ndarray:
+    """:func:`activation_fx` of the inputs ``x()`` in the output container dtype, cached by :func:`code_table`."""
+    def build() -> np.ndarray:
+        return activation_fx(x(), lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+
+    return code_table(lut, (tag, int(in_frac_bits), int(out_bits), int(in_bits)), build)
+
+
 def fx_activation_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
     """:func:`activation_fx` of every ``in_bits``-bit code, indexed by the code's unsigned bit pattern.
 
@@ -521,12 +530,11 @@ def fx_activation_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int
     Returns:
         A (cached, read-only) array of ``2**in_bits`` values of the output container dtype.
     """
-    def build() -> np.ndarray:
-        codes = np.arange(1 << in_bits, dtype=np.int64)
-        codes = np.where(codes >= 1 << (in_bits - 1), codes - (1 << in_bits), codes)
-        return activation_fx(codes, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+    def codes() -> np.ndarray:
+        c = np.arange(1 << in_bits, dtype=np.int64)
+        return np.where(c >= 1 << (in_bits - 1), c - (1 << in_bits), c)
 
-    return code_table(lut, ("fx", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+    return _activation_codes(lut, "fx", codes, in_frac_bits, out_bits, in_bits)
 
 
 def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
@@ -537,19 +545,13 @@ def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np
     ``in_bits`` bits).
 
     Args:
-        lut: the table.
-        in_frac_bits: fractional bits of the input.
-        out_bits: output container bits (8 or 16).
-        in_bits: input container bits (8 or 16).
+        lut, in_frac_bits, out_bits, in_bits: as :func:`fx_activation_codes`.
 
     Returns:
         A (cached, read-only) array indexed by ``k``, of the output container dtype.
     """
-    def build() -> np.ndarray:
-        d = -np.arange(1 << in_bits, dtype=np.int64)
-        return activation_fx(d, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
-
-    return code_table(lut, ("exp", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+    return _activation_codes(lut, "exp", lambda: -np.arange(1 << in_bits, dtype=np.int64), in_frac_bits, out_bits,
+                             in_bits)
 
 
 def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, zero_point: int,

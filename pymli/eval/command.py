@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["eval_command"]
 
@@ -69,9 +71,8 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
         click.UsageError: options that do not go together (exit status 2).
         click.ClickException: a problem with the model, the data or the run, as one line (exit status 1).
     """
-    from rich.console import Console
-    from rich.markup import escape
-
+    # Imported when the command runs, not with the CLI: the evaluation stack loads the TFLite importer
+    # (the ``tflite`` / ``flatbuffers`` packages), and ``pymli --help`` must work without them.
     from .data import EvalError
     from .runner import evaluate
 

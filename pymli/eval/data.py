@@ -17,6 +17,7 @@ into the model input by :class:`ImagePrep`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import zipfile
 from collections.abc import Sequence
@@ -442,8 +443,6 @@ def open_data(data: str | os.PathLike[str] | np.ndarray | DataSource, model_in: 
 
 
 def _digest(x: np.ndarray) -> str:
-    import hashlib
-
     return hashlib.sha256(np.ascontiguousarray(x).view(np.uint8).reshape(-1)).hexdigest()[:16]
 
 

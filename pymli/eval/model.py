@@ -18,6 +18,7 @@ import importlib.util
 import os
 import pickle
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -311,8 +312,6 @@ class Prepared:
         Returns:
             The outputs, classes and integer statistics of the chunk.
         """
-        import time
-
         t0 = time.perf_counter()
         n_layers = len(self.layer_names)
         sat = np.zeros(n_layers, np.int64)

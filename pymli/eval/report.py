@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 __all__ = ["LayerEval", "AgainstEval", "EvalReport", "top_k_hits", "peak_bits", "MAX_TABLE_CLASSES"]
 
@@ -204,8 +207,6 @@ class EvalReport:
         Returns:
             The :class:`rich.table.Table`.
         """
-        from rich.table import Table
-
         t = Table(title="per layer over the dataset")
         for col, j in (("layer", "left"), ("MLI function", "left"), ("saturated %", "right"),
                        ("acc bits", "right"), ("peak bits", "right"), ("headroom min", "right")):
@@ -224,8 +225,6 @@ class EvalReport:
         """
         if self.confusion is None or self.confusion.shape[0] > MAX_TABLE_CLASSES:
             return None
-        from rich.table import Table
-
         names = self._class_names()
         t = Table(title="confusion (rows: label, columns: prediction)")
         t.add_column("")
@@ -242,9 +241,6 @@ class EvalReport:
         Args:
             console: a :class:`rich.console.Console` (a new one by default).
         """
-        from rich.console import Console
-        from rich.markup import escape
-
         con = console or Console()
         for line in self.summary_lines():
             con.print(escape(line))
@@ -299,11 +295,7 @@ class EvalReport:
             ax.set_ylabel("label")
             acc = "" if self.accuracy is None else f", accuracy {100 * self.accuracy:.2f} %"
             ax.set_title(f"{self.model} ({self.platform}){acc}")
-            fig.tight_layout()
-            p = d / "confusion.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            written.append(p)
+            written.append(_save(plt, fig, d / "confusion.png"))
         if self.layers:
             fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(self.layers)), 4))
             x = np.arange(len(self.layers))
@@ -315,12 +307,16 @@ class EvalReport:
             ax2.plot(x, head, "o", color="tab:blue")
             ax2.set_ylabel("accumulator headroom min (bits)")
             ax.set_title(f"{self.model}: per layer over {self.samples} samples")
-            fig.tight_layout()
-            p = d / "layers.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            written.append(p)
+            written.append(_save(plt, fig, d / "layers.png"))
         return written
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write and close a matplotlib figure; return its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _s(v: int | None) -> str:
