@@ -10,7 +10,8 @@ The file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays), read with ``all
   (``L000.weights.q``, ``L000.weights.float``, ``L003.lut.data``, ...), which ``params`` refers to.
 
 Quantisation parameters are stored in :meth:`QParams.to_dict` form (element type by C name), LUTs
-with every ``mli_lut`` field. A loaded network runs bit for bit as the saved one: the layers are
+with every ``mli_lut`` field (a LUT equal to the table ``mli_krn_*_create_lut`` makes is saved as
+None and made again on the first run). The writer half is :mod:`pymli.models.netfile`. A loaded network runs bit for bit as the saved one: the layers are
 rebuilt through their constructors and :meth:`Network.add`, so a file is checked as a network
 built by hand would be. Every problem with a file (not an ``.npz``, no ``graph``, another format or
 a newer version, a missing key or array, a value a layer refuses) raises :class:`NetworkFileError`
