@@ -257,3 +257,16 @@ def test_saved_network_file_problems(digits_sa8, tmp_path) -> None:  # noqa: ANN
     (tmp_path / "model.bin").write_bytes(b"neither")
     with pytest.raises(EvalError, match="nor a saved network"):
         evaluate(tmp_path / "model.bin", x[:2], progress=False)
+
+
+def test_network_of_tflite_layers_travels_pickled(cnn10_model, dataset) -> None:  # noqa: ANN001
+    """A Network the file format cannot hold (the TFLite importer's layers) still runs on the workers."""
+    from pymli.eval.model import model_ref
+    from pymli.models import netfile
+
+    net = cnn10_model.network
+    _, x, _ = dataset
+    saveable = all(type(la) in netfile._KINDS for la in net)
+    assert model_ref(net).kind == ("network" if saveable else "pickled")
+    rep = evaluate(net, x[:6], workers=2, batch=3, progress=False)
+    assert np.array_equal(rep.outputs, net.run(x[:6], capture=False).output)
