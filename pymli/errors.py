@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
-__all__ = ["Status", "MliError"]
+__all__ = ["CEnum", "Status", "MliError"]
+
+_E = TypeVar("_E", bound="CEnum")
 
 
-class Status(enum.IntEnum):
+class CEnum(enum.IntEnum):
+    """An ``IntEnum`` mirroring a C enum whose enumerators are named ``<prefix><member name>``.
+
+    A subclass gives its prefix with a ``_c_prefix`` classmethod (``"MLI_EL_"``, ``"MLI_STATUS_"``).
+    """
+
+    @classmethod
+    def _c_prefix(cls) -> str:
+        raise NotImplementedError
+
+    @property
+    def c_name(self) -> str:
+        """The C enumerator name, e.g. ``MLI_STATUS_BAD_TENSOR`` or ``MLI_EL_SA_8``."""
+        return self._c_prefix() + self.name
+
+    @classmethod
+    def from_c_name(cls: type[_E], name: str) -> _E:
+        """Parse a C enumerator name (``MLI_STATUS_X``, ``MLI_EL_X``), with or without its prefix.
+
+        Args:
+            name: the C enumerator name.
+
+        Returns:
+            The member.
+
+        Raises:
+            KeyError: an unknown name.
+        """
+        return cls[name.removeprefix(cls._c_prefix())]
+
+
+class Status(CEnum):
     """The ``mli_status`` enum of ``mli_types.h`` (MLI 2.0), with the C values."""
 
     OK = 0
@@ -26,15 +60,9 @@ class Status(enum.IntEnum):
     MEM_BANK_MISMATCH = 13
     MISALIGNMENT_ERROR = 14
 
-    @property
-    def c_name(self) -> str:
-        """The C enumerator name, e.g. ``MLI_STATUS_BAD_TENSOR``."""
-        return "MLI_STATUS_" + self.name
-
     @classmethod
-    def from_c_name(cls, name: str) -> "Status":
-        """Parse ``MLI_STATUS_X`` (or ``X``)."""
-        return cls[name.removeprefix("MLI_STATUS_")]
+    def _c_prefix(cls) -> str:
+        return "MLI_STATUS_"
 
 
 class MliError(ValueError):

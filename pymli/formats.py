@@ -6,10 +6,12 @@ import enum
 
 import numpy as np
 
+from .errors import CEnum
+
 __all__ = ["ElType", "RoundMode", "MAC_TYPES", "mac_suffix"]
 
 
-class ElType(enum.IntEnum):
+class ElType(CEnum):
     """MLI element types with their C enum values."""
 
     FX_4 = 0x004
@@ -20,25 +22,9 @@ class ElType(enum.IntEnum):
     FP_16 = 0x210
     FP_32 = 0x220
 
-    @property
-    def c_name(self) -> str:
-        """The C enumerator name, e.g. ``MLI_EL_SA_8``."""
-        return "MLI_EL_" + self.name
-
     @classmethod
-    def from_c_name(cls, name: str) -> "ElType":
-        """Parse ``MLI_EL_X`` (or ``X``).
-
-        Args:
-            name: the C enumerator name, with or without its prefix.
-
-        Returns:
-            The element type.
-
-        Raises:
-            KeyError: an unknown name.
-        """
-        return cls[name.removeprefix("MLI_EL_")]
+    def _c_prefix(cls) -> str:
+        return "MLI_EL_"
 
     @property
     def is_fx(self) -> bool:

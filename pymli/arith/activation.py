@@ -55,6 +55,16 @@ def relu_limits(kind: int, bits: int, zero: int = 0, scale: int = 1, shift: int 
     scale_frac_bits. One and six are ``(1 << shift) / scale`` (C division) above the zero point,
     replaced by the container maximum when the shift is too large to compute them in 32 bits.
     The bounds go through C's ``int16_t`` and then container casts (wrap-around), as in C.
+
+    Args:
+        kind: ``RELU_NONE``, ``RELU_GEN``, ``RELU_1`` or ``RELU_6`` (``mli_relu_type`` values).
+        bits: container bits (8, 16 or 32).
+        zero: zero point (0 for FX).
+        scale: int16 scale (1 for FX).
+        shift: fractional bits (FX ``frac_bits`` or SA ``scale_frac_bits``).
+
+    Returns:
+        (min, max) as Python ints within the container.
     """
     lo, hi = limits(bits)
     scale = int(wrap(scale, 16))
@@ -79,7 +89,16 @@ def leaky_fx_slope(slope: npt.ArrayLike, shift: int, bits: int, normalise: bool)
 
     ``mli_krn_leaky_relu_fx16`` normalises its 16-bit slope (``mli_math_norm_cast_fx<int16_t,
     int16_t>``) and adds the normalisation to the shift; the fx8 version and PReLU use the raw
-    slope. ``shift`` is ``in.frac_bits + slope.frac_bits - out.frac_bits``.
+    slope.
+
+    Args:
+        slope: int slope value(s) of the ``bits``-bit container, any shape.
+        shift: ``in.frac_bits + slope.frac_bits - out.frac_bits``.
+        bits: container bits (8 or 16).
+        normalise: normalise the slope (fx16 leaky ReLU).
+
+    Returns:
+        (multiplier, shift): int64 arrays of the shape of ``slope``.
     """
     slope = np.asarray(slope, dtype=I64)
     if not normalise:
@@ -93,7 +112,16 @@ def leaky_relu_fx(x: npt.ArrayLike, slope: npt.ArrayLike, shift: npt.ArrayLike, 
 
     ``max(0, x) + cast(min(0, x) * slope >> min(shift, 31))``: the product is a 32-bit
     accumulator, shifted with rounding (left, saturating, for a negative shift), saturated to the
-    container, and added with saturation. ``slope`` and ``shift`` broadcast against ``x``.
+    container, and added with saturation.
+
+    Args:
+        x: int input values of the ``bits``-bit container, any shape.
+        slope: int multiplier(s) broadcasting against ``x`` (:func:`leaky_fx_slope`).
+        shift: right shift(s) broadcasting against ``x``.
+        bits: container bits (8 or 16).
+
+    Returns:
+        int64 array of the output values, shape of ``x``.
     """
     x = np.asarray(x, dtype=I64)
     sh = np.minimum(np.asarray(shift, dtype=I64), 31)
@@ -118,6 +146,13 @@ def sa8_identity_params(in_scale: int, in_sfb: int, out_scale: int, out_sfb: int
     The ratio ``in_scale / out_scale`` is computed as a 32-bit division after pre-shifting the
     input scale by ``norm32(in_scale) - norm16(out_scale)`` bits, then normalised to 16 bits; a
     negative total shift is moved into the (saturating) multiplier.
+
+    Args:
+        in_scale, in_sfb: input scale (int16) and scale_frac_bits.
+        out_scale, out_sfb, out_zp: output scale, scale_frac_bits and zero point.
+
+    Returns:
+        The :class:`SaRequant` (scale, shift, offset = output zero point) as 0-d int64 arrays.
     """
     in_scale, out_scale = int(wrap(in_scale, 16)), int(wrap(out_scale, 16))
     pre = int(norm(in_scale, 32)) - int(norm(out_scale, 16))
@@ -137,7 +172,15 @@ def sa8_alpha_params(alpha_q: npt.ArrayLike, slope_zp: int, slope_scale: int, sl
 
     The slope ``(alpha_q - slope_zp) * slope_scale`` (saturated to 32 bits) is normalised to 16
     bits, multiplied by the identity multiplier and normalised again; the shifts add up with the
-    slope's scale_frac_bits. Vectorised over ``alpha_q`` (PReLU's per-axis slopes).
+    slope's scale_frac_bits.
+
+    Args:
+        alpha_q: int8 slope value(s), any shape (PReLU's per-axis slopes).
+        slope_zp, slope_scale, slope_sfb: the slope tensor's zero point, scale and scale_frac_bits.
+        identity: the positive branch's parameters (:func:`sa8_identity_params`).
+
+    Returns:
+        :class:`SaRequant` of int64 arrays shaped like ``alpha_q``.
     """
     a = wrap(wrap(alpha_q, 8) - int(wrap(slope_zp, 16)), 16)
     alpha_val = sat(a * int(wrap(slope_scale, 16)), 32)
@@ -151,8 +194,17 @@ def sa8_alpha_params(alpha_q: npt.ArrayLike, slope_zp: int, slope_scale: int, sl
 def leaky_relu_sa8(x: npt.ArrayLike, in_zp: int, identity: SaRequant, alpha: SaRequant) -> np.ndarray:
     """One sa8 leaky-ReLU step (``compute_leaky_relu`` for int8) on every element.
 
-    ``x >= in_zp`` uses the identity parameters, otherwise the alpha ones (which broadcast
-    against ``x``): ``sat8(sat32((scale * sat16(x - in_zp)) >> shift, rounding) + offset)``.
+    ``x >= in_zp`` uses the identity parameters, otherwise the alpha ones:
+    ``sat8(sat32((scale * sat16(x - in_zp)) >> shift, rounding) + offset)``.
+
+    Args:
+        x: int8 input values, any shape.
+        in_zp: input zero point.
+        identity: positive branch parameters (:func:`sa8_identity_params`).
+        alpha: negative branch parameters (:func:`sa8_alpha_params`), broadcasting against ``x``.
+
+    Returns:
+        int64 array of int8 output values, shape of ``x``.
     """
     x = np.asarray(x, dtype=I64)
     sub = sub_sat(x, int(in_zp), 16)

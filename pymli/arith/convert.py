@@ -75,12 +75,16 @@ def requantize(x: npt.ArrayLike, in_zp: npt.ArrayLike, scale: npt.ArrayLike, shi
     """``calc_convert``: ``(x - in_zp) * scale * 2^-shift + out_zp`` saturated to ``out_bits``.
 
     Args:
-        x: input container values.
+        x: input container values, any shape.
         in_zp, scale, shift, out_zp: per-element (broadcastable) parameters; ``shift`` is the
             requantisation shift of :func:`requant_params`.
         wide: the 64-bit accumulator path (an SA_32 container on either side); otherwise the
             32-bit one (int8/int16 containers).
         out_bits: output container bits (8, 16 or 32).
+        mode: rounding mode (default: the current platform's).
+
+    Returns:
+        int64 array of output container values, the broadcast shape.
     """
     x = np.asarray(x, dtype=I64)
     shift = np.asarray(shift, dtype=I64)
@@ -105,7 +109,14 @@ def requantize(x: npt.ArrayLike, in_zp: npt.ArrayLike, scale: npt.ArrayLike, shi
 
 
 def float_to_int32(v: npt.ArrayLike) -> np.ndarray:
-    """A C cast ``(int32_t)`` of float values on x86: truncation; NaN and out-of-range give INT32_MIN."""
+    """A C cast ``(int32_t)`` of float values on x86: truncation; NaN and out-of-range give INT32_MIN.
+
+    Args:
+        v: float values, any shape.
+
+    Returns:
+        int64 array of int32 values, shape of ``v``.
+    """
     v = np.asarray(v, dtype=np.float64)
     ok = np.isfinite(v) & (v > -(2.0**31) - 1.0) & (v < 2.0**31)
     t = np.trunc(np.where(ok, v, 0.0)).astype(I64)
@@ -113,7 +124,15 @@ def float_to_int32(v: npt.ArrayLike) -> np.ndarray:
 
 
 def float_scale(value: npt.ArrayLike, scale: npt.ArrayLike) -> np.ndarray:
-    """``mli_math_float_scale``: ``(int32_t)(value * scale +/- 0.5f)`` in single precision."""
+    """``mli_math_float_scale``: ``(int32_t)(value * scale +/- 0.5f)`` in single precision.
+
+    Args:
+        value: float values, any shape (taken as float32).
+        scale: float32 multiplier(s) broadcasting against ``value``.
+
+    Returns:
+        int64 array of int32 values (:func:`float_to_int32` of the float32 result).
+    """
     value = np.asarray(value, dtype=F32)
     with np.errstate(over="ignore", invalid="ignore"):
         prod = value * np.asarray(scale, dtype=F32)
@@ -122,21 +141,46 @@ def float_scale(value: npt.ArrayLike, scale: npt.ArrayLike) -> np.ndarray:
 
 
 def quant_multiplier(scale: npt.ArrayLike, frac_bits: npt.ArrayLike) -> np.ndarray:
-    """``(float)ldexp(1.0f / scale, frac_bits)``: the float32 factor that quantises a float value."""
+    """``(float)ldexp(1.0f / scale, frac_bits)``: the float32 factor that quantises a float value.
+
+    Args:
+        scale: int scale(s) (``mli_hlp_tensor_scale``), any shape.
+        frac_bits: fractional bits, broadcasting against ``scale`` (taken as int8).
+
+    Returns:
+        float32 array of multipliers (inf for a scale of 0).
+    """
     with np.errstate(divide="ignore", over="ignore"):
         inv = F32(1.0) / np.asarray(scale, dtype=F32)
         return np.ldexp(inv.astype(np.float64), wrap(frac_bits, 8)).astype(F32)
 
 
 def dequant_multiplier(scale: npt.ArrayLike, frac_bits: npt.ArrayLike) -> np.ndarray:
-    """``(float)ldexp((float)scale, -frac_bits)``: the float32 factor that dequantises a value."""
+    """``(float)ldexp((float)scale, -frac_bits)``: the float32 factor that dequantises a value.
+
+    Args:
+        scale: int scale(s), any shape.
+        frac_bits: fractional bits, broadcasting against ``scale`` (taken as int8).
+
+    Returns:
+        float32 array of multipliers.
+    """
     with np.errstate(over="ignore"):
         return np.ldexp(np.asarray(scale, dtype=F32).astype(np.float64), -wrap(frac_bits, 8)).astype(F32)
 
 
 def quantize_float(value: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.ArrayLike,
                    zero_point: npt.ArrayLike, out_bits: int) -> np.ndarray:
-    """float32 -> integer of ``out_bits`` bits as ``convert_float_data`` (QUANTIZE) does."""
+    """float32 -> integer of ``out_bits`` bits as ``convert_float_data`` (QUANTIZE) does.
+
+    Args:
+        value: float values, any shape.
+        scale, frac_bits, zero_point: output parameters, broadcasting against ``value``.
+        out_bits: output container bits (8, 16 or 32).
+
+    Returns:
+        int64 array of container values, the broadcast shape.
+    """
     q = float_scale(value, quant_multiplier(scale, frac_bits))
     q = add_sat(q, zero_point, 32)
     return q if out_bits >= 32 else sat(q, out_bits)
@@ -144,14 +188,29 @@ def quantize_float(value: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.Ar
 
 def dequantize_float(x: npt.ArrayLike, scale: npt.ArrayLike, frac_bits: npt.ArrayLike,
                      zero_point: npt.ArrayLike) -> np.ndarray:
-    """integer -> float32 as ``convert_float_data`` (DEQUANTIZE) does: ``float(x - zp) * multiplier``."""
+    """integer -> float32 as ``convert_float_data`` (DEQUANTIZE) does: ``float(x - zp) * multiplier``.
+
+    Args:
+        x: int container values, any shape.
+        scale, frac_bits, zero_point: input parameters, broadcasting against ``x``.
+
+    Returns:
+        float32 array, the broadcast shape.
+    """
     d = sub_sat(x, zero_point, 32).astype(F32)
     with np.errstate(over="ignore", under="ignore"):
         return (d * dequant_multiplier(scale, frac_bits)).astype(F32)
 
 
 def round_half_away(x: npt.ArrayLike) -> np.ndarray:
-    """Round float values to the nearest integer, ties away from zero (parameter choice, not MLI arithmetic)."""
+    """Round float values to the nearest integer, ties away from zero (parameter choice, not MLI arithmetic).
+
+    Args:
+        x: float values, any shape.
+
+    Returns:
+        int64 array, shape of ``x``.
+    """
     x = np.asarray(x, dtype=np.float64)
     return (np.sign(x) * np.floor(np.abs(x) + 0.5)).astype(I64)
 
@@ -165,6 +224,14 @@ def split_scale(real: npt.ArrayLike, bits: int = 16, round_up: bool = False) -> 
     error), or upwards with ``round_up`` (the represented scale is then never below ``real``). The
     relative error is at most ``2^-(bits-1)``. Used by every offline float -> MLI scale conversion
     (quantisers, network and TFLite import).
+
+    Args:
+        real: positive float scale(s), any shape.
+        bits: bits of the integer scale (16 for MLI's int16 scales).
+        round_up: round the mantissa up instead of to nearest.
+
+    Returns:
+        (scale, frac_bits): int64 arrays of the shape of ``real``.
     """
     m, e = np.frexp(np.asarray(real, dtype=np.float64))
     mant = np.ldexp(m, bits - 1)

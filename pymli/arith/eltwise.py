@@ -68,7 +68,16 @@ class SaParams:
 
 
 def fx_params(op: EltOp, fb1: int, fb2: int, fb_out: int, bits: int) -> FxParams:
-    """Shifts of ``eltwise_prepare_and_run`` for fx operands of ``bits`` (8 or 16) bits."""
+    """Shifts of ``eltwise_prepare_and_run`` for fx operands of ``bits`` (8 or 16) bits.
+
+    Args:
+        op: the operation.
+        fb1, fb2, fb_out: frac_bits of in1, in2 and out.
+        bits: container bits (8 or 16).
+
+    Returns:
+        The :class:`FxParams` (pre-shifts of both inputs, post-shift).
+    """
     pre1 = pre2 = 0
     if op is EltOp.MUL:
         max_shift, post = 2 * bits - 1, fb1 + fb2 - fb_out
@@ -92,6 +101,9 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
     Args:
         op: the operation.
         q1, q2, qo: (scale, scale_frac_bits, zero_point) of in1, in2 and out.
+
+    Returns:
+        The :class:`SaParams` (multipliers, shifts and zero points of the operation).
     """
     (s1, f1, z1), (s2, f2, z2), (so, fo, zo) = q1, q2, qo
     pre1 = pre2 = post = 0
@@ -132,6 +144,12 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
 
 def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits: int) -> np.ndarray:
     """``eltwise_perform_operation`` for fx data of ``bits`` bits (broadcasting ``a`` and ``b``).
+
+    Args:
+        op: the operation.
+        a, b: int container values of the two operands, broadcastable shapes.
+        p: the shifts (:func:`fx_params`).
+        bits: container bits (8 or 16).
 
     Returns:
         Array of output values within the ``bits``-bit range: of the container dtype when ``a`` and
@@ -225,8 +243,13 @@ def _fx_eltwise_int32(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams
 def sa8_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: SaParams) -> np.ndarray:
     """``eltwise_perform_operation<int8_t, int8_t, op, convert=true>`` (broadcasting).
 
+    Args:
+        op: the operation.
+        a, b: int8 values of the two operands, broadcastable shapes.
+        p: the parameters (:func:`sa8_params`).
+
     Returns:
-        int64 array of sa8 output values.
+        int64 array of sa8 output values, the broadcast shape.
     """
     a64, b64 = np.asarray(a, np.int64), np.asarray(b, np.int64)
     # Centred operands: |a - zp| <= 255 (zero points are checked to lie in [-128, 127]).

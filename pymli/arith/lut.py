@@ -129,6 +129,15 @@ def lut_table(kind: str) -> np.ndarray:
 
     Samples are computed in float64 and rounded half away from zero; every entry of the four MLI
     tables lies at least 8e-4 LSB away from a rounding tie, so float64 reproduces them exactly.
+
+    Args:
+        kind: ``"sigm"``, ``"tanh"``, ``"softmax"`` or ``"l2_normalize"`` (a key of ``LUT_SPECS``).
+
+    Returns:
+        Read-only int16 array of the table's ``length`` entries.
+
+    Raises:
+        KeyError: an unknown ``kind``.
     """
     spec = LUT_SPECS[kind]
     x = (np.arange(spec.length, dtype=np.float64) - spec.input_offset) / float(1 << spec.in_frac_bits)
@@ -140,7 +149,17 @@ def lut_table(kind: str) -> np.ndarray:
 
 
 def lut_size(kind: str) -> int:
-    """``mli_krn_<kind>_get_lut_size``: bytes of the table."""
+    """``mli_krn_<kind>_get_lut_size``: bytes of the table.
+
+    Args:
+        kind: a key of ``LUT_SPECS``.
+
+    Returns:
+        The size in bytes.
+
+    Raises:
+        KeyError: an unknown ``kind``.
+    """
     return LUT_SPECS[kind].size_bytes
 
 
@@ -149,6 +168,17 @@ def create_lut(kind: str, lut: Lut | None = None) -> Lut:
 
     No capacity check here (the facade's ``mli_krn_*_create_lut`` does it). With ``lut`` given, its
     ``data`` buffer is written in place and must hold ``length`` int16 entries.
+
+    Args:
+        kind: a key of ``LUT_SPECS``.
+        lut: the LUT to fill, or None for a new one.
+
+    Returns:
+        The filled LUT (``lut`` itself when given).
+
+    Raises:
+        ValueError: ``lut`` has no data buffer or one smaller than the table.
+        KeyError: an unknown ``kind``.
     """
     spec = LUT_SPECS[kind]
     table = lut_table(kind)
@@ -168,7 +198,17 @@ def create_lut(kind: str, lut: Lut | None = None) -> Lut:
 
 
 def lut_data(lut: Lut) -> np.ndarray:
-    """The first ``lut.length`` int16 entries of ``lut`` as int64 (C reads ``data.mem.pi16``)."""
+    """The first ``lut.length`` int16 entries of ``lut`` as int64 (C reads ``data.mem.pi16``).
+
+    Args:
+        lut: the LUT; its ``data`` is viewed as int16 when of another dtype.
+
+    Returns:
+        int64 array of ``lut.length`` entries.
+
+    Raises:
+        ValueError: a NULL data pointer, or a length below 2 or beyond the buffer.
+    """
     if lut.data is None:
         raise ValueError("LUT has a NULL data pointer")
     d = np.asarray(lut.data)
@@ -204,7 +244,14 @@ def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
 
     The caller guarantees that ``x + 2**(n - 1)`` stays within int32: then C's saturating add
     never saturates (for any accumulator width ``bits >= 32``), the int32 sums below never
-    overflow, and the result is exactly the rounded shift. Returns ``x`` (use the return value).
+    overflow, and the result is exactly the rounded shift.
+
+    Args:
+        x: int32 array, modified in place.
+        n: shift(s), an int or an array broadcasting against ``x``.
+
+    Returns:
+        ``x`` (use the return value).
     """
     n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
     half = np.left_shift(np.int32(1), n - 1)
@@ -285,7 +332,15 @@ def lut_nearest(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
 
     For inputs no finer than the table (``in_frac_bits <= lut.in_frac_bits``): the index is
     ``(x << (lut.in_frac_bits - in_frac_bits)) + input_offset`` (32-bit saturating shift), clamped
-    to ``[0, length - 1]``. Returns the int16 entries as int64.
+    to ``[0, length - 1]``.
+
+    Args:
+        x: int input values in Q(in_frac_bits), any shape.
+        lut: the table.
+        in_frac_bits: fractional bits of ``x``.
+
+    Returns:
+        int64 array of the int16 entries, shape of ``x``.
     """
     table = lut_data(lut)
     shift_in = min(int(in_frac_bits) - int(lut.in_frac_bits), MAX_FRAC_BITS_FX16)
@@ -297,7 +352,13 @@ def lut_nearest(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
 def lut_lookup(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray:
     """``compute_activation_lut``'s choice: interpolate if the input is finer than the table.
 
-    Returns int16 results (as int64) in Q(lut.out_frac_bits).
+    Args:
+        x: int input values in Q(in_frac_bits), any shape.
+        lut: the table.
+        in_frac_bits: fractional bits of ``x``.
+
+    Returns:
+        int64 array of int16 results in Q(lut.out_frac_bits), shape of ``x``.
     """
     if min(int(in_frac_bits) - int(lut.in_frac_bits), MAX_FRAC_BITS_FX16) > 0:
         return lut_interpolate(x, lut, in_frac_bits)
@@ -337,6 +398,12 @@ def sa8_lut_in_frac_bits(lut: Lut) -> int:
     """Fractional bits of the fx16 value an sa8 input is converted to before the lookup.
 
     The sa8 range is mapped onto 16 bits keeping the table's integer bits: ``15 - (7 - lut_in_frac)``.
+
+    Args:
+        lut: the table.
+
+    Returns:
+        The fractional bits.
     """
     return MAX_FRAC_BITS_FX16 - (MAX_FRAC_BITS_FX8 - int(lut.in_frac_bits))
 
@@ -346,8 +413,17 @@ def sa8_to_lut_input(x: npt.ArrayLike, zero_point: npt.ArrayLike, scale: int, sc
     """``mli_prv_convert_sa8_fx16<int8_t, int32_t>(x, zp, scale, shift)``: sa8 to a Q(frac_bits) int32.
 
     ``(int16)(x - zp) * scale`` rounded-shifted right by ``scale_frac_bits - frac_bits`` (a
-    saturating left shift if negative) in 32 bits. ``zero_point`` may be an array broadcasting
-    against ``x`` (softmax passes the per-slice maximum there).
+    saturating left shift if negative) in 32 bits.
+
+    Args:
+        x: int8 values, any shape.
+        zero_point: an int or an array broadcasting against ``x`` (softmax passes the per-slice
+            maximum there).
+        scale, scale_frac_bits: the input's scale and scale_frac_bits.
+        frac_bits: fractional bits of the result.
+
+    Returns:
+        int64 array of int32-range values, the broadcast shape.
     """
     t = wrap(np.asarray(x, dtype=np.int64) - np.asarray(zero_point, dtype=np.int64), 16)
     return asr_rnd(t * int(scale), int(scale_frac_bits) - int(frac_bits), 32)
@@ -356,7 +432,13 @@ def sa8_to_lut_input(x: npt.ArrayLike, zero_point: npt.ArrayLike, scale: int, sc
 def fx16_to_sa8(x: npt.ArrayLike, zero_point: int, shift: npt.ArrayLike) -> np.ndarray:
     """``mli_prv_convert_fx16_sa8<acc, int8_t>(x, zp, shift)``: rounding shift, add zp, saturate to int8.
 
-    ``shift`` may be an int or an array broadcasting against ``x``.
+    Args:
+        x: int values, any shape.
+        zero_point: output zero point.
+        shift: an int or an array broadcasting against ``x``.
+
+    Returns:
+        int64 array of int8 values, the broadcast shape.
     """
     sh = int(shift) if np.ndim(shift) == 0 else np.asarray(shift, dtype=np.int64)
     v = asr_rnd(x, sh, 32) + int(zero_point)
@@ -405,7 +487,13 @@ def _lut_key(lut: Lut) -> tuple | None:
 def code_table(lut: Lut, tag: tuple, build: Callable[[], np.ndarray]) -> np.ndarray:
     """``build()`` (a table of results depending on ``lut``, ``tag`` and the rounding mode), cached.
 
-    The returned array is read-only and shared between calls.
+    Args:
+        lut: the LUT the table depends on (not cached when it has no stable key).
+        tag: the rest of the cache key (what the table computes).
+        build: makes the table.
+
+    Returns:
+        The table: a read-only array shared between calls.
     """
     key = _lut_key(lut)
     if key is None:
@@ -421,17 +509,32 @@ def code_table(lut: Lut, tag: tuple, build: Callable[[], np.ndarray]) -> np.ndar
     return table
 
 
+def _activation_codes(lut: Lut, tag: str, x: Callable[[], np.ndarray], in_frac_bits: int, out_bits: int,
+                      in_bits: int) -> np.ndarray:
+    """:func:`activation_fx` of the inputs ``x()`` in the output container dtype, cached by :func:`code_table`."""
+    def build() -> np.ndarray:
+        return activation_fx(x(), lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+
+    return code_table(lut, (tag, int(in_frac_bits), int(out_bits), int(in_bits)), build)
+
+
 def fx_activation_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
     """:func:`activation_fx` of every ``in_bits``-bit code, indexed by the code's unsigned bit pattern.
 
-    Returns a (cached, read-only) array of ``2**in_bits`` values of the output container dtype.
-    """
-    def build() -> np.ndarray:
-        codes = np.arange(1 << in_bits, dtype=np.int64)
-        codes = np.where(codes >= 1 << (in_bits - 1), codes - (1 << in_bits), codes)
-        return activation_fx(codes, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+    Args:
+        lut: the table.
+        in_frac_bits: fractional bits of the input.
+        out_bits: output container bits (8 or 16).
+        in_bits: input container bits (8 or 16).
 
-    return code_table(lut, ("fx", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+    Returns:
+        A (cached, read-only) array of ``2**in_bits`` values of the output container dtype.
+    """
+    def codes() -> np.ndarray:
+        c = np.arange(1 << in_bits, dtype=np.int64)
+        return np.where(c >= 1 << (in_bits - 1), c - (1 << in_bits), c)
+
+    return _activation_codes(lut, "fx", codes, in_frac_bits, out_bits, in_bits)
 
 
 def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np.ndarray:
@@ -439,13 +542,16 @@ def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np
 
     Softmax looks up ``x - max`` with ``x, max`` two ``in_bits``-bit values, ``max >= x``: the
     difference is ``-k`` where ``k = (max - x) mod 2**in_bits`` (exact in an unsigned type of
-    ``in_bits`` bits). Returns a (cached, read-only) array indexed by ``k``, output container dtype.
-    """
-    def build() -> np.ndarray:
-        d = -np.arange(1 << in_bits, dtype=np.int64)
-        return activation_fx(d, lut, in_frac_bits, out_bits).astype(np.int8 if out_bits == 8 else np.int16)
+    ``in_bits`` bits).
 
-    return code_table(lut, ("exp", int(in_frac_bits), int(out_bits), int(in_bits)), build)
+    Args:
+        lut, in_frac_bits, out_bits, in_bits: as :func:`fx_activation_codes`.
+
+    Returns:
+        A (cached, read-only) array indexed by ``k``, of the output container dtype.
+    """
+    return _activation_codes(lut, "exp", lambda: -np.arange(1 << in_bits, dtype=np.int64), in_frac_bits, out_bits,
+                             in_bits)
 
 
 def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, zero_point: int,
@@ -453,14 +559,22 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     """``sat(asr_rnd(recip * e, shift, 32) + zero_point, out_bits)`` for 16-bit ``e`` and ``recip``.
 
     The final step of softmax (``mli_math_acc_cast_fx`` / ``mli_prv_convert_fx16_sa8`` of a
-    ``mli_math_mul_fx<int16_t, int32_t>`` product). ``recip`` and ``shift`` broadcast against
-    ``e`` (one value per slice). Returns an array of the ``out_bits``-bit container dtype.
+    ``mli_math_mul_fx<int16_t, int32_t>`` product).
 
     Computed in int32 when every shift is >= 1: ``|recip * e| <= 2**15 * 2**15 = 2**30``, and the
     rounding adds at most ``2**29`` (shift <= 30), so no int32 operation overflows (and C's
     saturating add never saturates). A shift of 31 or more always gives 0 for ``|x| <= 2**30``
     (``x + 2**30`` saturates below ``2**31`` under ROUND_UP; ties go to 0 under ROUND_CONVERGENT),
     which the int32 path gets by zeroing ``recip``. Other shifts use the generic int64 model.
+
+    Args:
+        e: int16-range values, any shape.
+        recip, shift: one value per slice, broadcasting against ``e``.
+        zero_point: output zero point.
+        out_bits: output container bits (8 or 16).
+
+    Returns:
+        Array of the ``out_bits``-bit container dtype, the broadcast shape.
     """
     out_dt = np.int8 if out_bits == 8 else np.int16
     e = np.asarray(e)

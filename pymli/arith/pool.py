@@ -37,7 +37,16 @@ norm_fx = norm
 
 
 def scalar_cast(x: int, shift: int, in_bits: int, out_bits: int) -> int:
-    """``mli_math_cast_fx<in_T, out_T>(x, shift)`` on one value: rounding shift, then saturation."""
+    """``mli_math_cast_fx<in_T, out_T>(x, shift)`` on one value: rounding shift, then saturation.
+
+    Args:
+        x: the value.
+        shift: right shift (left for a negative one).
+        in_bits, out_bits: input and output container bits.
+
+    Returns:
+        The result as a Python int.
+    """
     return int(cast_fx(np.int64(x), shift, in_bits, out_bits))
 
 
@@ -57,6 +66,9 @@ def requant_params(in_scale: int, in_sfb: int, in_zp: int,
     Args:
         in_scale, in_sfb, in_zp: input scale (int16), scale_frac_bits, zero point.
         out_scale, out_sfb, out_zp: the same for the output.
+
+    Returns:
+        The :class:`RequantParams` (scale, shift, offset).
     """
     # Pre-shift the input scale so that the integer division keeps 15-16 significant bits.
     pre = norm_fx(in_scale, 32) - norm_fx(wrap(out_scale, 16), 16)
@@ -76,6 +88,12 @@ def reciprocal(div: int) -> tuple[int, int]:
     its top bit is bit 14. (MLI tabulates divisors below 32; the table equals this formula.)
     ``div`` is taken as the C ``unsigned`` it is: 0 gives (0, 0), and a negative window size (only
     in degenerate geometries) wraps to a huge divisor whose reciprocal is 0.
+
+    Args:
+        div: the divisor (a window size).
+
+    Returns:
+        (mul, shift) as Python ints.
     """
     div = int(div) & 0xFFFFFFFF
     if div == 0:

@@ -89,22 +89,54 @@ def _full_accu(full_accu: bool | None) -> bool:
 
 
 def acc_container_bits(acc_bits: int) -> int:
-    """Width of the C container of an accumulator: 32 for ``mli_acc32_t``, 64 for ``mli_acc40_t``."""
+    """Width of the C container of an accumulator: 32 for ``mli_acc32_t``, 64 for ``mli_acc40_t``.
+
+    Args:
+        acc_bits: accumulator bits (32 or 40).
+
+    Returns:
+        32 or 64.
+    """
     return 32 if acc_bits <= 32 else 64
 
 
 def wrap_acc(acc: ArrayLike, acc_bits: int) -> np.ndarray:
-    """Reduce an exact sum of MACs to the C accumulator (wraps for 32 bits, int64 otherwise)."""
+    """Reduce an exact sum of MACs to the C accumulator (wraps for 32 bits, int64 otherwise).
+
+    Args:
+        acc: exact integer sums, any shape.
+        acc_bits: accumulator bits (32 or 40).
+
+    Returns:
+        int64 array, shape of ``acc``.
+    """
     return wrap(acc, acc_container_bits(acc_bits))
 
 
 def norm32(x: ArrayLike) -> np.ndarray:
-    """``mli_math_norm_fx<int32_t>``: redundant sign bits of a 32-bit value (31 for 0 and -1)."""
+    """``mli_math_norm_fx<int32_t>``: redundant sign bits of a 32-bit value (31 for 0 and -1).
+
+    Args:
+        x: int32-range values, any shape.
+
+    Returns:
+        int64 array, shape of ``x``.
+    """
     return norm(x, 32)
 
 
 def asr_rnd_int(x: int, n: int, bits: int = 32, mode: RoundMode | None = None) -> int:
-    """``mli_math_asr_rnd_fx`` on one Python int modelling a ``bits``-bit C integer (no NumPy)."""
+    """``mli_math_asr_rnd_fx`` on one Python int modelling a ``bits``-bit C integer (no NumPy).
+
+    Args:
+        x: the value.
+        n: right shift; a negative one is a saturating left shift.
+        bits: container bits.
+        mode: rounding mode (default: the current platform's).
+
+    Returns:
+        The shifted value as a Python int.
+    """
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if n < 0:
         m = -n
@@ -135,6 +167,14 @@ def shift_round(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None) -> np
     neither the rounding add nor the shift can overflow, so no saturation is needed and the result
     equals the C function for any container in which ``x`` fits (``n`` must also stay below the
     dtype's width). ``n == 0`` returns ``x``.
+
+    Args:
+        x: int values, any shape.
+        n: shift(s) broadcasting against ``x``.
+        mode: rounding mode (default: the current platform's).
+
+    Returns:
+        Array of the dtype of ``x``, the broadcast shape.
     """
     x = np.asarray(x)
     if x.dtype.kind != "i" or x.dtype.itemsize < 4:
@@ -152,9 +192,17 @@ def asr_rnd32(x: ArrayLike, n: ArrayLike, mode: RoundMode | None = None, x_bound
     """``mli_math_asr_rnd_fx<int32_t>`` for int32 values and ``0 <= n <= 31`` (fast path).
 
     ROUND_UP saturates the rounding add at INT32_MAX: clamping ``x`` to ``INT32_MAX - half``
-    first gives exactly the same shifted value (skipped when ``x_bound``, a bound on ``|x|``,
-    proves the add cannot saturate). ROUND_CONVERGENT never saturates. The dtype of ``x`` is kept
-    (int32 or int64).
+    first gives exactly the same shifted value (skipped when ``x_bound`` proves the add cannot
+    saturate). ROUND_CONVERGENT never saturates.
+
+    Args:
+        x: int32-range values (int32 or int64 dtype, kept), any shape.
+        n: shift(s) broadcasting against ``x``.
+        mode: rounding mode (default: the current platform's).
+        x_bound: a bound on ``|x|``, or None.
+
+    Returns:
+        Array of the dtype of ``x``, the broadcast shape.
     """
     x = np.asarray(x)
     if x.dtype.kind != "i" or x.dtype.itemsize < 4:
@@ -190,8 +238,16 @@ def add_bias(acc: ArrayLike, bias: ArrayLike, acc_bits: int, acc_bound: int | No
              bias_bound: int | None = None) -> np.ndarray:
     """``mli_math_add_fx<acc_T>(acc, bias)``: saturating add in the accumulator container.
 
-    ``acc`` keeps an int32 dtype when ``acc_bound`` (a bound on ``|acc|``) plus the largest bias
-    proves the sum fits 31 bits; int64 otherwise.
+    Args:
+        acc: accumulators (int32 or int64), any shape.
+        bias: bias values broadcasting against ``acc``.
+        acc_bits: accumulator bits (32 or 40).
+        acc_bound: a bound on ``|acc|``, or None.
+        bias_bound: a bound on ``|bias|``, or None (computed).
+
+    Returns:
+        The sums: int32 when ``acc`` is int32 and ``acc_bound`` plus the largest bias proves they fit
+        31 bits, int64 otherwise.
     """
     acc = np.asarray(acc)
     bias = np.asarray(bias, dtype=I64)
@@ -212,8 +268,16 @@ def fx_result_cast(acc: ArrayLike, out_shift: int, acc_bits: int, out_bits: int,
     """``result_cast`` for MLI_FX: rounding shift right by ``out_shift`` in the accumulator container,
     then saturation to the ``out_bits`` output container (``mli_math_cast_fx<acc_T, out_T>``).
 
-    ``acc_bound`` (optional) bounds ``|acc|`` and lets the 32-bit path skip the saturation of the
-    rounding add. The dtype of ``acc`` (int32 or int64) is kept.
+    Args:
+        acc: accumulators (int32 or int64 dtype, kept), any shape.
+        out_shift: right shift (left for a negative one).
+        acc_bits: accumulator bits (32 or 40).
+        out_bits: output container bits.
+        acc_bound: a bound on ``|acc|`` that lets the 32-bit path skip the saturation of the
+            rounding add, or None.
+
+    Returns:
+        Array of output values, shape of ``acc``.
     """
     cb = acc_container_bits(acc_bits)
     acc = np.asarray(acc)
@@ -280,12 +344,28 @@ def _sa8_out_params(in_scale: int, in_frac: int, out_scale: int, out_frac: int, 
 
 def sa8_bias(bias: ArrayLike, full_accu: bool | None = None) -> np.ndarray:
     """sa32 bias as ``bias_additive`` adds it: without FULL_ACCU only its 16 most significant
-    bits are kept (lower bits cleared by an arithmetic shift pair)."""
+    bits are kept (lower bits cleared by an arithmetic shift pair).
+
+    Args:
+        bias: int32 bias values, any shape.
+        full_accu: the FULL_ACCU build option (default: the current platform's).
+
+    Returns:
+        int64 array, shape of ``bias``.
+    """
     return sa8_bias_bound(bias, full_accu)[0]
 
 
 def sa8_bias_bound(bias: ArrayLike, full_accu: bool | None = None) -> tuple[np.ndarray, int]:
-    """:func:`sa8_bias` and the largest magnitude of its values (cached per bias content)."""
+    """:func:`sa8_bias` and the largest magnitude of its values (cached per bias content).
+
+    Args:
+        bias: int32 bias values, any shape.
+        full_accu: the FULL_ACCU build option (default: the current platform's).
+
+    Returns:
+        (reduced bias as an int64 array, largest ``|value|``).
+    """
     b = np.ascontiguousarray(bias, dtype=I64)
     return _sa8_bias_reduced(b.tobytes(), b.shape, _full_accu(full_accu))
 

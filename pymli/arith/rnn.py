@@ -105,7 +105,15 @@ class MacPlan:
 
 
 def mac(x: npt.ArrayLike, w: npt.ArrayLike) -> np.ndarray:
-    """Exact dot products ``sum_j x[..., j] * w[g, j, m]``: ``MacPlan(w)(x)``, (..., G, M) int64."""
+    """Exact dot products ``sum_j x[..., j] * w[g, j, m]``: ``MacPlan(w)(x)``.
+
+    Args:
+        x: int values ``(..., N)``.
+        w: int weights ``(G, N, M)``.
+
+    Returns:
+        int64 array ``(..., G, M)``.
+    """
     return MacPlan(w)(x)
 
 
@@ -113,8 +121,14 @@ def mac(x: npt.ArrayLike, w: npt.ArrayLike) -> np.ndarray:
 def fx_ir_requantize(acc: npt.ArrayLike, out_shift: int, acc_bits: int) -> np.ndarray:
     """``ir_rnn_result_requantize`` for FX: rounding shift of one series to the output format.
 
-    ``acc_bits`` 40 (``mli_acc40_t``, an int64 in the reference build; the shift is capped at 39)
-    or 32 (``mli_acc32_t``). A negative shift is a saturating left shift.
+    Args:
+        acc: accumulators, any shape.
+        out_shift: right shift; a negative one is a saturating left shift.
+        acc_bits: 40 (``mli_acc40_t``, an int64 in the reference build; the shift is capped at 39)
+            or 32 (``mli_acc32_t``).
+
+    Returns:
+        int64 array, shape of ``acc``.
     """
     cb = acc_container_bits(acc_bits)
     if cb == 64:
@@ -123,20 +137,46 @@ def fx_ir_requantize(acc: npt.ArrayLike, out_shift: int, acc_bits: int) -> np.nd
 
 
 def sa_ir_requantize(acc: npt.ArrayLike, mul: npt.ArrayLike, shift: npt.ArrayLike) -> np.ndarray:
-    """``ir_rnn_result_requantize`` (sa8): 64-bit product, rounding shift, saturation to int32."""
+    """``ir_rnn_result_requantize`` (sa8): 64-bit product, rounding shift, saturation to int32.
+
+    Args:
+        acc: int32 accumulators, any shape.
+        mul, shift: multiplier(s) and shift(s) broadcasting against ``acc``.
+
+    Returns:
+        int64 array of int32 values, the broadcast shape.
+    """
     prod = np.asarray(acc, dtype=I64) * np.asarray(mul, dtype=I64)
     return sat(asr_rnd(prod, np.minimum(shift, 63), 64), 32)
 
 
 def sa_ir_cast(acc: npt.ArrayLike, out_zp: int) -> np.ndarray:
-    """``ir_result_cast_relu_store`` (sa8): to int16, add the zero point, saturate to int8."""
+    """``ir_result_cast_relu_store`` (sa8): to int16, add the zero point, saturate to int8.
+
+    Args:
+        acc: int32 values, any shape.
+        out_zp: output zero point.
+
+    Returns:
+        int64 array of int8 values, shape of ``acc``.
+    """
     return sat(add_sat(sat(acc, 16), out_zp, 16), 8)
 
 
 # ---------------------------------------------------------------------------------- eltwise
 def eltwise_fx(op: str, a: npt.ArrayLike, b: npt.ArrayLike, fa: int, fb: int, fo: int,
                io_bits: int = 16) -> np.ndarray:
-    """``eltwise_perform_operation`` for FX (no conversion): ``op`` is "add", "sub" or "mul"."""
+    """``eltwise_perform_operation`` for FX (no conversion).
+
+    Args:
+        op: ``"add"``, ``"sub"`` or ``"mul"``.
+        a, b: int operands, broadcastable shapes.
+        fa, fb, fo: frac_bits of a, b and the output.
+        io_bits: container bits (8 or 16).
+
+    Returns:
+        int64 array of output values, the broadcast shape.
+    """
     a = np.asarray(a, dtype=I64)
     b = np.asarray(b, dtype=I64)
     max_shift = 2 * io_bits - 1
@@ -183,10 +223,18 @@ def _eltwise_sa8_params(op: str, qa: tuple[int, int, int], qb: tuple[int, int, i
 
 def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int, int],
                 qb: tuple[int, int, int], qo: tuple[int, int, int]) -> np.ndarray:
-    """``eltwise_perform_operation`` for sa8 (with conversion); ``q* = (zero_point, scale, sfb)``.
+    """``eltwise_perform_operation`` for sa8 (with conversion).
 
     The scale factors and shifts are derived as ``eltwise_prepare_and_run`` does for per-tensor
     quantisation (:func:`_eltwise_sa8_params`).
+
+    Args:
+        op: ``"add"``, ``"sub"`` or ``"mul"``.
+        a, b: int8 operands, broadcastable shapes.
+        qa, qb, qo: ``(zero_point, scale, scale_frac_bits)`` of a, b and the output.
+
+    Returns:
+        int64 array of int8 values, the broadcast shape.
     """
     qa, qb, qo = (tuple(int(v) for v in q) for q in (qa, qb, qo))
     params = _eltwise_sa8_params(op, qa, qb, qo, get_platform().round_mode)
@@ -263,7 +311,14 @@ class RoundShift:
         return (x + self.half_m1 + ((x >> self.n) & 1)) >> self.n
 
     def out_bound(self, x_bound: int) -> int:
-        """A bound on ``|result|`` for ``|x| <= x_bound``."""
+        """A bound on ``|result|`` for ``|x| <= x_bound``.
+
+        Args:
+            x_bound: a bound on the input magnitude.
+
+        Returns:
+            The bound on the output magnitude.
+        """
         if self.fast or (isinstance(self.n, int) and self.n >= 0):
             return int(x_bound)
         return (1 << (self.bits - 1))
@@ -343,6 +398,13 @@ def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16):
     """``eltwise_fx("mul", a, b, fa, fb, fo, io_bits)`` as a function of operands within ``io_bits``.
 
     The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude.
+
+    Args:
+        fa, fb, fo: frac_bits of the two operands and the output.
+        io_bits: container bits (8 or 16).
+
+    Returns:
+        A function ``(a, b) -> int64 array`` of the saturated products.
     """
     post = min(fa + fb - fo, 2 * io_bits - 1)
     rs = RoundShift(post, 64, 1 << (2 * io_bits - 2))

@@ -1,4 +1,5 @@
-"""``pymli export``: a .tflite model or an MLI example pack as a plain C program on MLI 2.0 (:mod:`pymli.export`)."""
+"""``pymli export``: a .tflite model, a saved network or an MLI example pack as a plain C program on MLI 2.0
+(:mod:`pymli.export`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 
 from ..config import PRESETS
 from ..export import DEFAULT_BUDGET, FILES, ExportError, export_c, plan_text
-from ..models import load_pack
+from ..models import load_network, load_pack
+from ..models.io import is_network_file
 from ..tflite import load
 
 __all__ = ["export_command"]
@@ -19,6 +21,8 @@ def _load(model: str):  # type: ignore[no-untyped-def]
     path = Path(model)
     if path.is_dir():
         return load_pack(path)
+    if is_network_file(path):
+        return load_network(path)
     return load(path)
 
 
@@ -36,7 +40,7 @@ def _load(model: str):  # type: ignore[no-untyped-def]
               help="Limit in bytes on constants + arena + test vectors, checked before writing.")
 def export_command(model: str, out_dir: str, test_input: str | None, platform: str, show_plan: bool,
                    budget: int) -> None:
-    """Write MODEL (a .tflite file, or an MLI example pack folder) as a C program on MLI 2.0 in OUT_DIR.
+    """Write MODEL (a .tflite file, a saved network .npz, or an MLI example pack folder) as a C program in OUT_DIR.
 
     OUT_DIR receives model.h, model.c, model_check.c, CMakeLists.txt and README.md; build with
     cmake -S OUT_DIR -B build -DMLI_SRC=<embarc_mli> and run build/model_check.

@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.console import Console
+from rich.markup import escape
 
 __all__ = ["eval_command"]
 
@@ -53,15 +55,24 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
                  scheduler: str | None, ship_data: bool, limit: int | None, out_path: str | None, resume: bool,
                  keep_chunks: bool, json_path: str | None, plot_dir: str | None, against: str | None,
                  no_layers: bool, progress: bool | None) -> None:
-    """Evaluate MODEL (.tflite, or FILE.py:NAME for a pymli.models network) over the dataset DATA.
+    """Evaluate MODEL (.tflite, a saved pymli.models network .npz, or FILE.py:NAME) over the dataset DATA.
 
     DATA is an .npz (--input-key / --label-key), a .npy [N, ...], a folder of .npy samples or a folder of
     images (--preprocess), optionally one sub-folder per class. Prints accuracy, top-5, the confusion
     matrix, throughput and per-layer saturation and accumulator headroom.
-    """
-    from rich.console import Console
-    from rich.markup import escape
+    \f
 
+    Args:
+        model, data, input_key, label_key, labels_path, preprocess, platform, mapping, batch, workers,
+            scheduler, ship_data, limit, out_path, resume, keep_chunks, json_path, plot_dir, against,
+            no_layers, progress: the command's arguments and options (see ``pymli eval --help``).
+
+    Raises:
+        click.UsageError: options that do not go together (exit status 2).
+        click.ClickException: a problem with the model, the data or the run, as one line (exit status 1).
+    """
+    # Imported when the command runs, not with the CLI: the evaluation stack loads the TFLite importer
+    # (the ``tflite`` / ``flatbuffers`` packages), and ``pymli --help`` must work without them.
     from .data import EvalError
     from .runner import evaluate
 

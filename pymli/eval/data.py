@@ -17,6 +17,7 @@ into the model input by :class:`ImagePrep`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import zipfile
 from collections.abc import Sequence
@@ -88,7 +89,15 @@ class ImagePrep:
     channels: int
 
     def convert(self, pixels: np.ndarray) -> np.ndarray:
-        """uint8 pixels ``[..., H, W, C]`` -> model input (int8, or float32 for ``"float"``)."""
+        """uint8 pixels -> model input.
+
+        Args:
+            pixels: uint8 pixels ``[..., H, W, C]``.
+
+        Returns:
+            int8 model input (TFLite's QUANTIZE of the real values), or float32 for ``"float"``; shape of
+            ``pixels``.
+        """
         p = np.asarray(pixels, np.float32)
         if self.mode == "mobilenet":
             real = p / np.float32(127.5) - np.float32(1.0)
@@ -107,6 +116,9 @@ def parse_preprocess(spec: str | None, model_in: InputSpec) -> ImagePrep:
             ``"mobilenet"`` (p / 127.5 - 1 with the model's input quantisation), ``"float"``, or None
             (``"unit"`` for an int8 model, ``"float"`` otherwise).
         model_in: the model input description; its shape must be HWC with 1 or 3 channels.
+
+    Returns:
+        The conversion.
 
     Raises:
         EvalError: unknown convention, bad numbers, or a model input images cannot feed.
@@ -201,11 +213,22 @@ class DataSource:
     offset: int = 0
 
     def for_workers(self) -> DataSource:
-        """The same source without the labels (workers only read inputs)."""
+        """The same source without the labels (workers only read inputs).
+
+        Returns:
+            A copy with ``labels=None``.
+        """
         return dataclasses.replace(self, labels=None)
 
     def limited(self, limit: int | None) -> DataSource:
-        """The first ``limit`` samples (all when None or larger than the set)."""
+        """The first ``limit`` samples (all when None or larger than the set).
+
+        Args:
+            limit: the number of samples to keep, or None.
+
+        Returns:
+            This source or a shortened copy.
+        """
         if limit is None or limit >= self.size:
             return self
         labels = None if self.labels is None else self.labels[:limit]
@@ -213,8 +236,17 @@ class DataSource:
         return dataclasses.replace(self, size=int(limit), labels=labels, files=files)
 
     def part(self, start: int, stop: int) -> DataSource:
-        """Samples ``start:stop`` as a source of their own (what one chunk ships to a worker): no labels,
-        only the files or rows of the part."""
+        """Samples ``start:stop`` as a source of their own (what one chunk ships to a worker).
+
+        Args:
+            start, stop: the sample range, ``0 <= start <= stop <= size``.
+
+        Returns:
+            A source without labels holding only the files or rows of the part.
+
+        Raises:
+            EvalError: a range outside the data set.
+        """
         if not 0 <= start <= stop <= self.size:
             raise EvalError(f"samples {start}:{stop} outside the data set of {self.size}")
         kw: dict[str, Any] = {"size": stop - start, "labels": None}
@@ -228,10 +260,17 @@ class DataSource:
         return dataclasses.replace(self, **kw)
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        """Samples ``start:stop`` as the model input batch (int or float, batch first).
+        """Samples ``start:stop`` as the model input batch.
+
+        Args:
+            start, stop: the sample range, ``0 <= start <= stop <= size``.
+
+        Returns:
+            The batch ``[stop - start, *sample shape]``: int of the model's input dtype, or float.
 
         Raises:
-            EvalError: a file changed or became unreadable since :func:`open_data` checked it.
+            EvalError: a range outside the data set, or a file changed or became unreadable since
+                :func:`open_data` checked it.
         """
         if not 0 <= start <= stop <= self.size:
             raise EvalError(f"samples {start}:{stop} outside the data set of {self.size}")
@@ -404,8 +443,6 @@ def open_data(data: str | os.PathLike[str] | np.ndarray | DataSource, model_in: 
 
 
 def _digest(x: np.ndarray) -> str:
-    import hashlib
-
     return hashlib.sha256(np.ascontiguousarray(x).view(np.uint8).reshape(-1)).hexdigest()[:16]
 
 

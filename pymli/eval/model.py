@@ -1,8 +1,9 @@
 """The model side of :func:`pymli.eval.evaluate`: what is shipped to workers and what runs a chunk there.
 
-A :class:`ModelRef` is the picklable form of a model: the ``.tflite`` bytes, or a pickled
-:class:`pymli.models.Network` (there is no saved-network file format yet; on the command line a network
-comes from ``FILE.py:NAME`` or ``package.module:NAME``, a Network or a function returning one).
+A :class:`ModelRef` is the picklable form of a model: the ``.tflite`` bytes, or the bytes of a saved
+:class:`pymli.models.Network` (:mod:`pymli.models.io`: a saved-network file as it is, or an in-memory network
+saved with :func:`pymli.models.io.network_to_bytes`; on the command line a network is a saved ``.npz`` file or
+comes from ``FILE.py:NAME`` / ``package.module:NAME``, a Network or a function returning one).
 :func:`prepare` turns it into a :class:`Prepared` model once per worker process; :meth:`Prepared.run_chunk`
 runs a batch through :meth:`pymli.models.Network.run` (the MLI kernels, sample by sample) and returns the
 outputs with the integer statistics the report sums over the whole dataset.
@@ -17,11 +18,13 @@ import importlib.util
 import os
 import pickle
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..models.io import NetworkFileError, load_network, network_to_bytes
 from ..models.network import Network, mli_argmax
 from ..models.report import accu_guard_bits
 from .data import EvalError, InputSpec
@@ -39,7 +42,9 @@ class ModelRef:
     """A model in a form any process can rebuild.
 
     Attributes:
-        kind: ``"tflite"`` (``payload`` = the flatbuffer) or ``"network"`` (``payload`` = a pickled Network).
+        kind: ``"tflite"`` (``payload`` = the flatbuffer), ``"network"`` (``payload`` = a saved network file,
+            :mod:`pymli.models.io`) or ``"pickled"`` (a pickled Network whose layers the file format does not
+            hold, e.g. the TFLite importer's, built in this session).
         payload: the bytes.
         name: a label for reports.
         digest: SHA-256 of the payload (cache key in workers, ``--resume`` fingerprint).
@@ -88,9 +93,12 @@ def model_ref(model: Any) -> ModelRef:
     """Any accepted model -> :class:`ModelRef`.
 
     Args:
-        model: a ``.tflite`` path, ``FILE.py:NAME`` / ``module:NAME`` (a quantised Network or a function
-            returning one), tflite bytes, a :class:`pymli.tflite.TfliteModel` or a quantised
-            :class:`pymli.models.Network`.
+        model: a ``.tflite`` path, a saved-network file (:meth:`pymli.models.Network.save`),
+            ``FILE.py:NAME`` / ``module:NAME`` (a quantised Network or a function returning one), tflite
+            bytes, a :class:`pymli.tflite.TfliteModel` or a quantised :class:`pymli.models.Network`.
+
+    Returns:
+        The model's :class:`ModelRef`.
 
     Raises:
         EvalError: the model cannot be found, read, or is not quantised.
@@ -104,12 +112,14 @@ def model_ref(model: Any) -> ModelRef:
                 data = Path(text).read_bytes()
             except OSError as e:
                 raise EvalError(f"{text}: {e.strerror}") from None
+            if data[:4] == b"PK\x03\x04" and not text.lower().endswith(".tflite"):
+                return _network_file(data, text)
             if not text.lower().endswith(".tflite") and data[4:8] != b"TFL3":
-                raise EvalError(f"{text}: not a .tflite model (a saved network is given as FILE.py:NAME)")
+                raise EvalError(f"{text}: not a .tflite model nor a saved network (.npz from Network.save)")
             return _ref("tflite", data, Path(text).name)
         if ":" in text and not Path(text).exists():
             return model_ref(_load_spec(text))
-        raise EvalError(f"{text}: no such model file (give a .tflite file or FILE.py:NAME)")
+        raise EvalError(f"{text}: no such model file (give a .tflite file, a saved network .npz or FILE.py:NAME)")
     if isinstance(model, (bytes, bytearray, memoryview)):
         return _ref("tflite", bytes(model), "model.tflite")
     if isinstance(model, TfliteModel):
@@ -117,9 +127,29 @@ def model_ref(model: Any) -> ModelRef:
     if isinstance(model, Network):
         if not model.is_quantized:
             raise EvalError(f"network {model.name!r} is not quantised: use pymli.models.quantize_network first")
-        return _ref("network", pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), model.name)
+        try:
+            return _ref("network", network_to_bytes(model), model.name)
+        except NetworkFileError:  # layers the file format does not hold: shipped to this run's workers only
+            return _ref("pickled", pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), model.name)
     raise EvalError(f"cannot evaluate a {type(model).__name__}: give a .tflite file, bytes, a TfliteModel "
                     "or a quantised pymli.models.Network")
+
+
+def _load_network(payload: bytes, name: str) -> Network:
+    """A saved network's bytes -> the Network; a bad file is an :class:`EvalError` naming ``name``."""
+    try:
+        return load_network(payload)
+    except NetworkFileError as e:
+        raise EvalError(f"{name}: {e.message.removeprefix('saved network: ')}") from None
+
+
+def _network_file(data: bytes, path: str) -> ModelRef:
+    """A saved-network file -> :class:`ModelRef`, checked (it loads, it is quantised) before anything runs."""
+    net = _load_network(data, path)
+    if not net.is_quantized:
+        raise EvalError(f"{path}: network {net.name!r} is not quantised: save a network from "
+                        "pymli.models.quantize_network")
+    return _ref("network", data, Path(path).name)
 
 
 def _ref(kind: str, payload: bytes, name: str) -> ModelRef:
@@ -165,13 +195,24 @@ class ChunkResult:
     seconds: float = 0.0
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """The result as plain arrays (``--resume`` chunk files)."""
+        """The result as plain arrays (``--resume`` chunk files).
+
+        Returns:
+            Field name -> array (fields that are None are left out).
+        """
         d = {k: np.asarray(v) for k, v in dataclasses.asdict(self).items() if v is not None}
         return d
 
     @classmethod
     def from_arrays(cls, d: Any) -> ChunkResult:
-        """The inverse of :meth:`to_arrays` (``d``: a mapping of arrays, e.g. an open ``.npz``)."""
+        """The inverse of :meth:`to_arrays`.
+
+        Args:
+            d: a mapping of arrays, e.g. an open ``.npz``.
+
+        Returns:
+            The chunk result.
+        """
         f = {k: d[k] for k in d.keys()}
         kw: dict[str, Any] = {}
         for fld in dataclasses.fields(cls):
@@ -204,6 +245,8 @@ class Prepared:
             except ValueError as e:  # TfliteError is an MliError (ValueError)
                 raise EvalError(f"{ref.name}: {getattr(e, 'message', e)}") from None
             self.net: Network = self.tfl.network
+        elif ref.kind == "network":
+            self.net = _load_network(ref.payload, ref.name)
         else:
             self.net = pickle.loads(ref.payload)  # our own bytes, made by model_ref in this session
         missing = self.net.missing_functions()
@@ -216,7 +259,11 @@ class Prepared:
 
     # ------------------------------------------------------------------ static description
     def input_spec(self) -> InputSpec:
-        """What one sample must look like."""
+        """What one sample must look like.
+
+        Returns:
+            The model input's shape, dtype and (per-tensor) quantisation.
+        """
         if self.tfl is not None:
             s, z = self.tfl.in_quant
             shape = tuple(self.tfl.input_shape[1:])
@@ -228,7 +275,11 @@ class Prepared:
                          int(np.asarray(q.zero_point).reshape(-1)[0]) if q.el_type.is_sa and q.dim < 0 else 0)
 
     def layer_info(self) -> list[LayerInfo]:
-        """Name, kind, MLI function and accumulator bits (guard + operand value bits) of every layer."""
+        """Name, kind, MLI function and accumulator bits (guard + operand value bits) of every layer.
+
+        Returns:
+            One :class:`LayerInfo` per layer, in execution order.
+        """
         qs = self.net.expected_qparams()
         fns = self.net.function_names()
         out = []
@@ -257,9 +308,10 @@ class Prepared:
             platform: platform preset name (``vpx``, ``vpx-full-accu``, ``em``) or None (current).
             against: ``"float"``, ``"tflm"`` or None.
             layers: collect per-layer saturation and accumulator peaks (captures every intermediate).
-        """
-        import time
 
+        Returns:
+            The outputs, classes and integer statistics of the chunk.
+        """
         t0 = time.perf_counter()
         n_layers = len(self.layer_names)
         sat = np.zeros(n_layers, np.int64)
@@ -337,7 +389,17 @@ _PREPARED: dict[str, Prepared] = {}
 
 
 def prepare(ref: ModelRef) -> Prepared:
-    """The :class:`Prepared` model for ``ref`` in this process, built on first use (one model cached)."""
+    """The :class:`Prepared` model for ``ref`` in this process, built on first use (one model cached).
+
+    Args:
+        ref: the model.
+
+    Returns:
+        The prepared model.
+
+    Raises:
+        EvalError: the model cannot be loaded or needs MLI functions pymli lacks.
+    """
     p = _PREPARED.get(ref.digest)
     if p is None:
         _PREPARED.clear()
@@ -346,7 +408,15 @@ def prepare(ref: ModelRef) -> Prepared:
 
 
 def check_against(against: str | None, p: Prepared) -> None:
-    """Refuse a reference run that cannot work for this model (before anything runs)."""
+    """Refuse a reference run that cannot work for this model (before anything runs).
+
+    Args:
+        against: ``"float"``, ``"tflm"`` or None.
+        p: the prepared model.
+
+    Raises:
+        EvalError: an unknown reference, ``tflm`` for a network, or TFLite Micro not installed.
+    """
     if against is None:
         return
     if against not in AGAINST:

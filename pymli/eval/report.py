@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 __all__ = ["LayerEval", "AgainstEval", "EvalReport", "top_k_hits", "peak_bits", "MAX_TABLE_CLASSES"]
 
@@ -130,6 +133,12 @@ class EvalReport:
     def layer(self, name: str) -> LayerEval:
         """The figures of layer ``name``.
 
+        Args:
+            name: the layer name.
+
+        Returns:
+            Its :class:`LayerEval`.
+
         Raises:
             KeyError: no such layer (or the run had ``layers=False``).
         """
@@ -140,7 +149,12 @@ class EvalReport:
 
     # ------------------------------------------------------------------ output
     def to_dict(self) -> dict[str, Any]:
-        """The report as plain JSON-able values (no per-sample arrays)."""
+        """The report as plain JSON-able values (no per-sample arrays).
+
+        Returns:
+            A dict with ``samples``, ``accuracy``, ``top5``, ``throughput``, ``layers``, ``confusion``,
+            ``against`` and the run's settings.
+        """
         return {
             "model": self.model, "data": self.data, "platform": self.platform,
             "samples": self.samples, "total": self.total, "interrupted": self.interrupted,
@@ -154,14 +168,26 @@ class EvalReport:
         }
 
     def to_json(self, path: str | Path | None = None, **kw: Any) -> str:
-        """JSON text of :meth:`to_dict`; written to ``path`` if given."""
+        """JSON text of :meth:`to_dict`; written to ``path`` if given.
+
+        Args:
+            path: a file to write, or None.
+            **kw: :func:`json.dumps` options (``indent`` defaults to 2).
+
+        Returns:
+            The JSON text.
+        """
         text = json.dumps(self.to_dict(), indent=kw.pop("indent", 2), **kw)
         if path is not None:
             Path(path).write_text(text)
         return text
 
     def summary_lines(self) -> list[str]:
-        """The headline figures, one per line."""
+        """The headline figures, one per line.
+
+        Returns:
+            Lines of plain text (samples, throughput, accuracy, comparison).
+        """
         lines = [f"{self.model} on {self.data}: {self.samples} of {self.total} samples, platform {self.platform}"
                  + (" (interrupted)" if self.interrupted else "")]
         lines.append(f"throughput {self.throughput:.1f} samples/s ({self.computed} computed in {self.seconds:.1f} s, "
@@ -176,9 +202,11 @@ class EvalReport:
         return lines
 
     def layer_table(self) -> Any:
-        """A rich Table: per layer, saturated share and accumulator headroom minimum."""
-        from rich.table import Table
+        """A rich Table: per layer, saturated share and accumulator headroom minimum.
 
+        Returns:
+            The :class:`rich.table.Table`.
+        """
         t = Table(title="per layer over the dataset")
         for col, j in (("layer", "left"), ("MLI function", "left"), ("saturated %", "right"),
                        ("acc bits", "right"), ("peak bits", "right"), ("headroom min", "right")):
@@ -190,11 +218,13 @@ class EvalReport:
         return t
 
     def confusion_table(self) -> Any:
-        """A rich Table of the confusion matrix (None without labels or with more than 20 classes)."""
+        """A rich Table of the confusion matrix.
+
+        Returns:
+            The :class:`rich.table.Table`, or None without labels or with more than 20 classes.
+        """
         if self.confusion is None or self.confusion.shape[0] > MAX_TABLE_CLASSES:
             return None
-        from rich.table import Table
-
         names = self._class_names()
         t = Table(title="confusion (rows: label, columns: prediction)")
         t.add_column("")
@@ -206,10 +236,11 @@ class EvalReport:
         return t
 
     def print(self, console: Any = None) -> None:
-        """Print the summary, the confusion matrix (up to 20 classes) and the layer table with rich."""
-        from rich.console import Console
-        from rich.markup import escape
+        """Print the summary, the confusion matrix (up to 20 classes) and the layer table with rich.
 
+        Args:
+            console: a :class:`rich.console.Console` (a new one by default).
+        """
         con = console or Console()
         for line in self.summary_lines():
             con.print(escape(line))
@@ -264,11 +295,7 @@ class EvalReport:
             ax.set_ylabel("label")
             acc = "" if self.accuracy is None else f", accuracy {100 * self.accuracy:.2f} %"
             ax.set_title(f"{self.model} ({self.platform}){acc}")
-            fig.tight_layout()
-            p = d / "confusion.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            written.append(p)
+            written.append(_save(plt, fig, d / "confusion.png"))
         if self.layers:
             fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(self.layers)), 4))
             x = np.arange(len(self.layers))
@@ -280,12 +307,16 @@ class EvalReport:
             ax2.plot(x, head, "o", color="tab:blue")
             ax2.set_ylabel("accumulator headroom min (bits)")
             ax.set_title(f"{self.model}: per layer over {self.samples} samples")
-            fig.tight_layout()
-            p = d / "layers.png"
-            fig.savefig(p, dpi=110)
-            plt.close(fig)
-            written.append(p)
+            written.append(_save(plt, fig, d / "layers.png"))
         return written
+
+
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    """Lay out, write and close a matplotlib figure; return its path."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _s(v: int | None) -> str:
@@ -293,7 +324,14 @@ def _s(v: int | None) -> str:
 
 
 def peak_bits(peak: int) -> int | None:
-    """Bits of an accumulator peak (as :func:`pymli.models.report.compare`: ``ceil(log2(peak + 1))``)."""
+    """Bits of an accumulator peak (as :func:`pymli.models.report.compare`: ``ceil(log2(peak + 1))``).
+
+    Args:
+        peak: the largest ``|accumulator|``, or -1 when none was seen.
+
+    Returns:
+        The bits, or None for -1.
+    """
     if peak < 0:
         return None
     return int(peak).bit_length()  # == ceil(log2(peak + 1)), exactly

@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import hashlib
 import json
+import logging
 import multiprocessing
 import os
 import shutil
@@ -26,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..config import PRESETS, Platform, get_platform
 from .data import DataSource, EvalError, open_data
@@ -43,7 +46,14 @@ ProgressFn = Callable[[int, int], None]
 
 
 def chunk_dir(out: str | os.PathLike[str]) -> Path:
-    """The folder holding the finished chunks of a run writing ``out`` (``preds.npz`` -> ``preds.npz.chunks``)."""
+    """The folder holding the finished chunks of a run writing ``out`` (``preds.npz`` -> ``preds.npz.chunks``).
+
+    Args:
+        out: the ``--out`` path.
+
+    Returns:
+        The chunk folder's path.
+    """
     return Path(str(out) + ".chunks")
 
 
@@ -151,8 +161,6 @@ def _dask_task(ref: ModelRef, part: DataSource, start: int, platform: Any, again
 def _dask(ref: ModelRef, src: DataSource, chunks: Chunks, scheduler: str, workers: int, opts: dict[str, Any],
           ship_data: bool) -> Iterator[ChunkResult]:
     try:
-        import logging
-
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise EvalError("--scheduler needs Dask: pip install 'pymli[cluster]'") from None
@@ -376,13 +384,9 @@ def _progress(progress: bool | ProgressFn | None, console: Any, total: int, alre
             progress(state["done"], total)  # type: ignore[operator]
 
         return None, tick_cb, lambda: None
-    from rich.console import Console
-
     con = console or Console(stderr=True)
     if progress is False or (progress is None and not con.is_terminal):
         return None, lambda k, c, e: None, lambda: None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     bar = Progress(TextColumn("eval"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                    TimeRemainingColumn(), console=con, transient=False)
     task = bar.add_task("eval", total=total, completed=already, rate="")

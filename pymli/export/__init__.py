@@ -127,7 +127,15 @@ def _other(x: np.ndarray) -> np.ndarray:
 
 
 def plan_text(program: Program, plan: BufferPlan) -> str:
-    """The buffer plan as text: each arena buffer, the tensors sharing it, the peak and its bound."""
+    """The buffer plan as text: each arena buffer, the tensors sharing it, the peak and its bound.
+
+    Args:
+        program: the traced program.
+        plan: its buffer plan (:func:`plan_buffers`).
+
+    Returns:
+        Lines of text joined by newlines (what ``pymli export --plan`` prints).
+    """
     lines = [f"activation arena: {plan.peak} bytes (largest set of simultaneously live tensors: "
              f"{plan.lower_bound} bytes); constants: {program.const_bytes} bytes",
              f"input {program.regions[program.input_region].nbytes} bytes and output "

@@ -164,14 +164,17 @@ class Program:
 
     @property
     def input_size(self) -> int:
+        """Elements of one input sample."""
         return int(np.prod(self.input_shape))
 
     @property
     def output_size(self) -> int:
+        """Elements of one output sample."""
         return int(np.prod(self.output_shape))
 
     @property
     def const_bytes(self) -> int:
+        """Bytes of all constant arrays."""
         return sum(c.values.nbytes for c in self.consts)
 
 

@@ -8,6 +8,7 @@
 * :func:`quantize_network`: fx16, fx16_fx8_fx8 or sa8 from calibration data.
 * :func:`compare` / :class:`Report`: per-layer SNR, max error, accumulator guard bits, accuracy.
 * :func:`load_pack`: the MLI example packs of ``shared/models`` as networks.
+* :meth:`Network.save` / :func:`load_network`: one ``.npz`` file per network (:mod:`pymli.models.io`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .layers import (
                      Tanh,
                      TransposeConv2D,
 )
+from .io import NetworkFileError, load_network, save_network
 from .mli_pack import Pack, load_pack
 from .network import Network, RunResult, mli_argmax
 from .qparams import Const, QParams
@@ -59,6 +61,7 @@ __all__ = [
                      "LeakyReLU",
                      "MaxPool",
                      "Network",
+                     "NetworkFileError",
                      "PReLU",
                      "Pack",
                      "Pad2D",
@@ -71,6 +74,8 @@ __all__ = [
                      "Tanh",
                      "TransposeConv2D",
                      "UnrolledLSTM",
+                     "load_network",
                      "load_pack",
                      "mli_argmax",
+                     "save_network",
 ]

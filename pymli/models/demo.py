@@ -30,7 +30,8 @@ def _db(v: float) -> str:
 
 
 def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 500, platform: str | None = None,
-             json_path: str | Path | None = None, plot_path: str | Path | None = None) -> dict[str, Report]:
+             json_path: str | Path | None = None, plot_path: str | Path | None = None,
+             save_dir: str | Path | None = None) -> dict[str, Report]:
     """Quantise the digits CNN for fx16, fx16_fx8_fx8 and sa8, run the test split on MLI kernels, report.
 
     Args:
@@ -40,6 +41,8 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
         platform: platform preset name (``vpx``, ``em``, ...); default: the current platform.
         json_path: write the three reports as JSON there.
         plot_path: save a matplotlib chart of per-layer SNR there.
+        save_dir: save the three quantised networks there (``digits_<scheme>.npz``, :meth:`Network.save`)
+            with the test digits run (``digits_test.npz``: ``x`` float ``[N, 8, 8, 1]``, ``y`` int64 labels).
 
     Returns:
         scheme -> :class:`Report`.
@@ -94,6 +97,14 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
     con.print("[dim]guard bits on ARC accumulators (needed worst case / available): " + ", ".join(
         f"{s}: " + " ".join(f"{st.name} {st.guard_needed}/{st.guard_available}" for st in reports[s].layers
                             if st.guard_needed is not None) for s in SCHEMES) + "[/dim]")
+    if save_dir is not None:
+        folder = Path(save_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        for s, q in qnets.items():
+            q.save(folder / f"digits_{s}.npz")
+        np.savez(folder / "digits_test.npz", x=xte, y=np.asarray(yte, np.int64))
+        con.print(f"networks and test digits saved in {folder}: " + ", ".join(
+            [*(f"digits_{s}.npz" for s in qnets), "digits_test.npz"]))
     if json_path is not None:
         Path(json_path).write_text(json.dumps({s: r.to_dict() for s, r in reports.items()}, indent=2))
         con.print(f"JSON report written to {json_path}")

@@ -14,8 +14,9 @@ the previous layer's output unless it names its ``inputs``.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from ..config import Platform, get_platform, use_platform
 from ..export import Exportable
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer
+from .netfile import save_network
 from .qparams import QParams
 
 __all__ = ["Network", "RunResult", "mli_argmax"]
@@ -348,6 +350,19 @@ class Network(Exportable):
     def forward_layer_float(self, name: str, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         """Run layer ``name`` alone in float64 on the batches ``xs``."""
         return self[name].forward_float(xs, original)
+
+    # ---------------------------------------------------------------- saving
+    def save(self, path: str | os.PathLike[str] | IO[bytes], *, compress: bool = False) -> None:
+        """Write the network to one ``.npz`` file that :func:`pymli.models.load_network` reads back.
+
+        Args:
+            path: a path (written as given) or a binary file object.
+            compress: deflate the arrays.
+
+        Raises:
+            NetworkFileError: a layer that cannot be saved (see :mod:`pymli.models.io`).
+        """
+        save_network(self, path, compress=compress)
 
     # ---------------------------------------------------------------- display
     def summary(self) -> list[dict[str, Any]]:

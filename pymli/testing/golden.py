@@ -58,14 +58,20 @@ class Case:
 
     @property
     def function(self) -> str:
+        """The C function the case recorded (``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` ...)."""
         return self.meta["function"]
 
     @property
     def name(self) -> str:
+        """``<function>/<file stem>``: the case's name in reports."""
         return f"{self.function}/{self.path.stem}"
 
     def platform(self) -> Platform:
-        """The build the case was recorded with: rounding, FULL_ACCU, AVEPOOL_16BIT_MUL, debug mode."""
+        """The build the case was recorded with: rounding, FULL_ACCU, AVEPOOL_16BIT_MUL, debug mode.
+
+        Returns:
+            The :class:`pymli.config.Platform` to replay the case under.
+        """
         p = self.meta.get("platform", {})
         return Platform(RoundMode(p.get("round_mode", "up")), bool(p.get("full_accu", False)),
                         bool(p.get("avepool_16bit_mul", False)), self.meta.get("variant", "case"),
@@ -139,7 +145,14 @@ def iter_cases(dirs: list[str | Path], only: str | None = None) -> list[Path]:
 
 
 def is_v1_dir(d: str | Path) -> bool:
-    """Whether ``d`` holds MLI 1.x recordings: ``models_v1`` packs or ``mli1-golden`` case files."""
+    """Whether ``d`` holds MLI 1.x recordings: ``models_v1`` packs or ``mli1-golden`` case files.
+
+    Args:
+        d: a folder.
+
+    Returns:
+        True for a folder of MLI 1.x recordings (False for a missing folder).
+    """
     d = Path(d)
     if not d.is_dir():
         return False
@@ -282,7 +295,15 @@ def case_arguments(case: Case) -> tuple[list[tuple[str, str, Any]], _Builder]:
 
 
 def run_case(case: Case) -> list[str]:
-    """Replay ``case``; return the list of mismatches (empty: the case passes)."""
+    """Replay ``case`` through :mod:`pymli.capi` and compare everything the C library wrote.
+
+    Args:
+        case: a loaded case (:func:`load_case`).
+
+    Returns:
+        The mismatches, one sentence each (empty: the case passes; an unimplemented function is one
+        mismatch).
+    """
     m = case.meta
     fn = capi.FUNCTIONS.get(case.function)
     if fn is None:

@@ -10,7 +10,6 @@ as a leaky-ReLU slope carries its value in the ``data`` field itself (here: ``da
 from __future__ import annotations
 
 import dataclasses
-import enum
 from typing import Any
 
 import numpy as np
@@ -25,13 +24,15 @@ __all__ = ["ElType", "Status", "MliError", "Tensor", "MLI_MAX_RANK", "element_si
 MLI_MAX_RANK = 4
 
 
-class ElType(enum.IntEnum):
+class ElType(_v2_errors.CEnum):
     """``mli_element_type`` of MLI 1.x, with its C values (not those of the 2.0 enum)."""
 
     FX_8 = 0
     FX_16 = 1
 
-    c_name = vars(_V2ElType)["c_name"]  # the 2.0 property: ``"MLI_EL_" + name``
+    @classmethod
+    def _c_prefix(cls) -> str:
+        return _V2ElType._c_prefix()  # the 2.0 names: ``"MLI_EL_" + name``
 
     @property
     def dtype(self) -> np.dtype:
@@ -39,11 +40,12 @@ class ElType(enum.IntEnum):
         return np.dtype(np.int8) if self is ElType.FX_8 else np.dtype(np.int16)
 
 
-class _StatusBase(enum.IntEnum):
-    """The C-name helpers of the 2.0 ``Status`` (``c_name``, ``from_c_name``), for the 1.x enum."""
+class _StatusBase(_v2_errors.CEnum):
+    """The C names of the 2.0 ``Status`` (``c_name``, ``from_c_name``), for the 1.x enum."""
 
-    c_name = vars(_v2_errors.Status)["c_name"]
-    from_c_name = vars(_v2_errors.Status)["from_c_name"]
+    @classmethod
+    def _c_prefix(cls) -> str:
+        return _v2_errors.Status._c_prefix()
 
 
 # MLI 1.x's ``mli_status`` (``mli_types.h`` of Release_1.0) is the 2.0 enum up to TYPE_MISMATCH = 12,

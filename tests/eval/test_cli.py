@@ -165,3 +165,18 @@ def test_progress_bar_on_a_terminal(cnn10_path, dataset) -> None:  # noqa: ANN00
     quiet = io.StringIO()
     evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=quiet, force_terminal=False))
     assert quiet.getvalue() == ""
+
+
+def test_cli_saved_network_file(digits_sa8, tmp_path) -> None:  # noqa: ANN001
+    net, x, y = digits_sa8
+    net.save(tmp_path / "net.npz")
+    np.savez(tmp_path / "d.npz", x=x, y=y)
+    out = tmp_path / "p.npz"
+    r = _run(str(tmp_path / "net.npz"), str(tmp_path / "d.npz"), "--workers", "1", "--limit", "12", "--out", str(out),
+             "--no-progress")
+    assert r.exit_code == 0, r.output
+    assert np.array_equal(np.load(out)["outputs"], net.run(x[:12]).output)
+    (tmp_path / "bad.npz").write_bytes((tmp_path / "net.npz").read_bytes()[:300])
+    r = _run(str(tmp_path / "bad.npz"), str(tmp_path / "d.npz"), "--workers", "1")
+    assert r.exit_code == 1 and "bad.npz: not a saved pymli network" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1

@@ -228,3 +228,45 @@ def test_argmax_output_model() -> None:
     fo = m.network.run_float(x, original=True)[m.network.output_name].reshape(10, -1)[:, 0]
     assert fl.max_lsb is None  # offsets: no LSB difference
     assert fl.differing == float(np.mean(np.rint(fo).astype(np.int64) != rep.pred))
+
+
+def test_saved_network_file_equals_model_run(digits_sa8, tmp_path) -> None:  # noqa: ANN001
+    """A saved network file is a model: the same outputs as Network.run, whatever the workers."""
+    net, x, y = digits_sa8
+    path = tmp_path / "digits_sa8.npz"
+    net.save(path)
+    want = net.run(x[:14])
+    for workers in (1, 2):
+        rep = evaluate(path, x[:14], labels=y[:14], workers=workers, batch=4, progress=False)
+        assert np.array_equal(rep.outputs, want.output) and np.array_equal(rep.pred, want.predictions())
+    # an in-memory network travels to the workers in the same format
+    direct = evaluate(net, x[:14], labels=y[:14], workers=2, batch=4, progress=False, against="float")
+    assert np.array_equal(direct.outputs, want.output) and direct.against is not None
+
+
+def test_saved_network_file_problems(digits_sa8, tmp_path) -> None:  # noqa: ANN001
+    from pymli.models.digits import digits_network
+
+    _, x, _ = digits_sa8
+    digits_network().save(tmp_path / "float.npz")
+    with pytest.raises(EvalError, match="float.npz: network 'digits-cnn' is not quantised"):
+        evaluate(tmp_path / "float.npz", x[:2], progress=False)
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    with pytest.raises(EvalError, match="other.npz: no 'graph' description"):
+        evaluate(tmp_path / "other.npz", x[:2], progress=False)
+    (tmp_path / "model.bin").write_bytes(b"neither")
+    with pytest.raises(EvalError, match="nor a saved network"):
+        evaluate(tmp_path / "model.bin", x[:2], progress=False)
+
+
+def test_network_of_tflite_layers_travels_pickled(cnn10_model, dataset) -> None:  # noqa: ANN001
+    """A Network the file format cannot hold (the TFLite importer's layers) still runs on the workers."""
+    from pymli.eval.model import model_ref
+    from pymli.models import netfile
+
+    net = cnn10_model.network
+    _, x, _ = dataset
+    saveable = all(type(la) in netfile._KINDS for la in net)
+    assert model_ref(net).kind == ("network" if saveable else "pickled")
+    rep = evaluate(net, x[:6], workers=2, batch=3, progress=False)
+    assert np.array_equal(rep.outputs, net.run(x[:6], capture=False).output)
