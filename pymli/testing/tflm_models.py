@@ -69,6 +69,9 @@ class TensorSpec:
     lo: Any = None
     hi: Any = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+
 
 @dataclass(frozen=True, eq=False)
 class OpModel:
