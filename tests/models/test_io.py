@@ -409,6 +409,9 @@ def test_cli_run_saved_network(tmp_path: Path) -> None:
     np.save(tmp_path / "bad.npy", np.zeros((2, 5, 5, 3), np.int8))
     r = _cli("run", str(path), "--input", str(tmp_path / "bad.npy"))
     assert r.exit_code == 2 and "does not fit the network input" in r.output
+    image_net().save(tmp_path / "float.npz")
+    r = _cli("run", str(tmp_path / "float.npz"), "--input", str(tmp_path / "xq.npy"))
+    assert r.exit_code == 1 and "is not quantised" in r.output
     (tmp_path / "broken.npz").write_bytes(path.read_bytes()[:200])
     r = _cli("run", str(tmp_path / "broken.npz"), "--input", str(tmp_path / "xq.npy"))
     assert r.exit_code == 1 and "broken.npz: not a saved pymli network" in r.output and "Traceback" not in r.output
