@@ -32,7 +32,7 @@ from .errors import TfliteError, TfliteInputError, TfliteLayoutError, TfliteUnsu
 from .tgraph import TGraph, TOp, TTensor, read_graph, reset_value
 
 __all__ = ["TflmModel", "TflmRun", "TflmStream", "Step", "load_tflm", "resolve_platform",
-           "adapted_layout", "offload_function"]
+           "adapted_layout", "offload_function", "prepare_offload", "run_offload"]
 
 _WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
@@ -223,8 +223,8 @@ def _sa(data: np.ndarray, p: arc_mli.SaParams, el: str = "SA_8") -> Tensor:
                              scale_frac_bits=int(p.scale_frac_bits))
 
 
-def _sa_params(t: TTensor) -> arc_mli.SaParams:
-    s, f = arc_mli.mli_scale(t.s, fix=True)
+def _sa_params(t: TTensor, fix: bool = True) -> arc_mli.SaParams:
+    s, f = arc_mli.mli_scale(t.s, fix=fix)
     return arc_mli.SaParams(np.array(t.zp, np.int16), np.array(s, np.int16), np.array(f, np.int8))
 
 
@@ -248,9 +248,49 @@ class _MliCall:
     cfg: Any = None
     n_in: int = 0
     inp2: Any = None
+    first_only: bool = False  # device FC with a rank > 2 output (quirk 3): only element 0 of each row
 
 
-def _prepare_mli(g: TGraph, op: TOp, fn: str) -> _MliCall:
+def prepare_offload(g: TGraph, op: TOp, *, fix: bool = True) -> _MliCall:
+    """arc_mli's Prepare of one offloaded operator: MLI function, parameters, constant MLI tensors, cfg.
+
+    Args:
+        g: the graph (weights in TFLite's layout).
+        op: an operator :func:`offload_function` sends to MLI.
+        fix: what arc_mli intends (True, what :class:`TflmModel` computes) or the device build with its
+            glue defects (False: scale mantissa wrap, FC activation ignored, FC rank > 2 output with
+            element 0 only and zeros, as a fresh arena holds).
+
+    Returns:
+        the prepared call for :func:`run_offload`.
+
+    Raises:
+        TfliteUnsupported: ``op`` is not offloaded.
+    """
+    fn = offload_function(g, op)
+    if fn is None:
+        raise TfliteUnsupported(op.index, op.name, "not offloaded to MLI by arc_mli")
+    return _prepare_mli(g, op, fn, fix)
+
+
+def run_offload(call: _MliCall, g: TGraph, op: TOp, ins: list) -> np.ndarray:
+    """One Invoke of a prepared offloaded operator under the current platform.
+
+    Args:
+        call: from :func:`prepare_offload`.
+        g: the graph. op: the operator.
+        ins: the operator's input arrays (TFLite shapes).
+
+    Returns:
+        the output in the output tensor's shape (int8).
+
+    Raises:
+        TfliteError: the MLI call refused its arguments.
+    """
+    return _run_mli(call, op, g, ins)[0]
+
+
+def _prepare_mli(g: TGraph, op: TOp, fn: str, fix: bool = True) -> _MliCall:
     T = g.tensors
     x, o = T[op.inputs[0]], T[op.outputs[0]]
     opt = op.options
@@ -262,7 +302,7 @@ def _prepare_mli(g: TGraph, op: TOp, fn: str) -> _MliCall:
         p = arc_mli.conv_params(op.name, in_scale=x.s, in_zp=x.zp, w_scales=w.scale, b_scales=b.scale,
                                 out_scale=o.s, out_zp=o.zp, act=act, act_min=lo, act_max=hi,
                                 same=opt.Padding() == 0, in_hw=x.shape[1:3], k_hw=w.shape[1:3],
-                                stride=(opt.StrideH(), opt.StrideW()), depth_multiplier=dm, fix=True)
+                                stride=(opt.StrideH(), opt.StrideW()), depth_multiplier=dm, fix=fix)
         top, bottom, left, right = p.padding
         cfg = capi.Conv2dCfg(relu=capi.ReluCfg(capi.ReluType(p.relu)), stride_width=p.stride[1],
                              stride_height=p.stride[0], padding_left=left, padding_right=right,
@@ -273,11 +313,12 @@ def _prepare_mli(g: TGraph, op: TOp, fn: str) -> _MliCall:
     if op.name == "FULLY_CONNECTED":
         w, b = T[op.inputs[1]], T[op.inputs[2]]
         p = arc_mli.fc_params(in_scale=x.s, in_zp=x.zp, w_scale=w.s, b_scale=b.s, out_scale=o.s, out_zp=o.zp,
-                              act=act, act_min=lo, act_max=hi, out_rank=len(o.shape), fix=True)
+                              act=act, act_min=lo, act_max=hi, out_rank=len(o.shape), fix=fix)
         cfg = capi.FullyConnectedCfg(relu=capi.ReluCfg(capi.ReluType(p.relu)))
         return _MliCall(p.function, "fc", p.inp, p.out, (w.shape[0],),
                         _sa(arc_mli.hwcn_weights(op.name, w.data), p.weights),
-                        _sa(b.data.astype(np.int32), p.bias, "SA_32"), cfg, n_in=w.shape[1])
+                        _sa(b.data.astype(np.int32), p.bias, "SA_32"), cfg, n_in=w.shape[1],
+                        first_only=not fix and len(o.shape) > 2)
     if op.name in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
         k = (opt.FilterHeight(), opt.FilterWidth())
         top, bottom, left, right = arc_mli.pool_padding(opt.Padding() == 0, x.shape[1:3], k,
@@ -285,10 +326,10 @@ def _prepare_mli(g: TGraph, op: TOp, fn: str) -> _MliCall:
         cfg = capi.PoolCfg(kernel_width=k[1], kernel_height=k[0], stride_width=opt.StrideW(),
                            stride_height=opt.StrideH(), padding_left=left, padding_right=right,
                            padding_top=top, padding_bottom=bottom)
-        return _MliCall(fn, "pool", _sa_params(x), _sa_params(o), o.shape[1:], cfg=cfg)
+        return _MliCall(fn, "pool", _sa_params(x, fix), _sa_params(o, fix), o.shape[1:], cfg=cfg)
     # ADD: the three tensors flattened to rank 1 (arc_mli's Prepare), per-tensor parameters
-    return _MliCall(fn, "add", _sa_params(x), _sa_params(o), (int(np.prod(o.shape)),),
-                    inp2=_sa_params(T[op.inputs[1]]))
+    return _MliCall(fn, "add", _sa_params(x, fix), _sa_params(o, fix), (int(np.prod(o.shape)),),
+                    inp2=_sa_params(T[op.inputs[1]], fix))
 
 
 def _run_mli(c: _MliCall, op: TOp, g: TGraph, ins: list) -> list[np.ndarray]:
@@ -310,7 +351,10 @@ def _run_mli(c: _MliCall, op: TOp, g: TGraph, ins: list) -> list[np.ndarray]:
         else:
             _call(c.function, op, _sa(xs[n], c.inp), c.weights, c.bias, c.cfg, ot)
         res.append(ot.numpy())
-    return [np.stack(res).reshape(o.shape)]
+    y = np.stack(res)
+    if c.first_only:
+        y = np.where(np.arange(y.shape[-1]) == 0, y, np.int8(0))
+    return [y.reshape(o.shape)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -445,7 +489,9 @@ class TflmModel:
             *xs: one array per graph input, each in the input's dtype (int8, int16, int32, float32;
                 other integer arrays whose values fit are converted) and shape. A model input whose
                 batch dimension is 1 also takes ``(N, *shape[1:])`` or ``(N, *shape)``: N samples,
-                each one Invoke, results stacked on a leading axis (every input with the same N).
+                each one Invoke (every batched input with the same N; an unbatched input repeats).
+                The outputs then have a leading axis N: ``(N, *out_shape[1:])`` when the batch
+                axis replaced the batch of 1 (and the output's batch is 1), else ``(N, *out_shape)``.
             platform: the MLI platform (``"vpx"``, ``"em"``, any case, or a :class:`pymli.Platform`;
                 default the current one).
             capture: also return a :class:`TflmRun` for :meth:`tensor_values`.
@@ -462,7 +508,7 @@ class TflmModel:
         """
         return self._run(xs, platform=platform, capture=capture, state=self._state if keep_state else None)
 
-    def _check_inputs(self, xs: tuple) -> tuple[list[np.ndarray], int | None]:
+    def _check_inputs(self, xs: tuple) -> tuple[list[np.ndarray], int | None, bool]:
         ins = self.inputs
         if len(xs) != len(ins):
             raise TfliteInputError(Status.ARGUMENT_ERROR, f"the model takes {len(ins)} input(s) "
@@ -470,6 +516,7 @@ class TflmModel:
                                    expected=len(ins))
         out: list[np.ndarray] = []
         batch: int | None = None
+        replace = False  # the batch axis replaced the model's batch of 1 (outputs drop it too)
         for j, (x, t) in enumerate(zip(xs, ins)):
             try:
                 a = np.asarray(x)
@@ -484,6 +531,7 @@ class TflmModel:
                 n, a = a.shape[0], a.reshape((a.shape[0],) + shape)
             elif shape and shape[0] == 1 and a.ndim == len(shape) and a.shape[1:] == shape[1:] and a.shape[0] > 0:
                 n, a = a.shape[0], a.reshape((a.shape[0],) + shape)
+                replace = True
             else:
                 more = f" or (N, {', '.join(map(str, shape[1:]))})" if shape and shape[0] == 1 else ""
                 raise TfliteInputError(Status.SHAPE_MISMATCH, f"input {j} ({t.name}): shape {a.shape}, expected "
@@ -497,7 +545,7 @@ class TflmModel:
         if batch is not None:  # a batched call: unbatched inputs repeat for every sample
             out = [a if a.shape[:1] == (batch,) and a.ndim == len(t.shape) + 1 else np.broadcast_to(a, (batch,) + a.shape)
                    for a, t in zip(out, ins)]
-        return out, batch
+        return out, batch, replace
 
     def _cast(self, j: int, a: np.ndarray, t: TTensor) -> np.ndarray:
         want = t.dtype
@@ -524,7 +572,7 @@ class TflmModel:
     def _run(self, xs: tuple, *, platform: Platform | str | None, capture: bool,
              state: dict[int, np.ndarray] | None) -> Any:
         plat = resolve_platform(platform)
-        arrays, batch = self._check_inputs(xs)
+        arrays, batch, replace = self._check_inputs(xs)
         fresh = state is None
         samples = [arrays] if batch is None else [[a[n] for a in arrays] for n in range(batch)]
         results: list[dict[int, np.ndarray]] = []
@@ -535,7 +583,13 @@ class TflmModel:
         outs = []
         for ti in self.graph.outputs:
             vs = [r[ti] for r in results]
-            outs.append(vs[0] if batch is None else np.stack(vs))
+            if batch is None:
+                outs.append(vs[0])
+            else:
+                y = np.stack(vs)
+                if replace and y.ndim > 1 and y.shape[1] == 1:
+                    y = y.reshape((batch,) + y.shape[2:])
+                outs.append(y)
         y: Any = outs[0] if len(outs) == 1 else tuple(outs)
         if capture:
             return y, TflmRun(results, batch is not None, plat)
