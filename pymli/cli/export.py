@@ -19,7 +19,7 @@ def _load(model: str):  # type: ignore[no-untyped-def]
     path = Path(model)
     if path.is_dir():
         return load_pack(path)
-    return load(path)
+    return load(path, mapping="mli")  # the C program is the MLI mapping's network
 
 
 @click.command(name="export")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import ClassVar
 
 import numpy as np
 
@@ -56,6 +57,9 @@ class TfliteModel(Exportable):
     out_quant: tuple[float, int]
     q_input_index: int
     q_output_index: int
+
+    #: the mapping this model was loaded with (``pymli.tflite.load(src, mapping="mli")``)
+    mapping: ClassVar[str] = "mli"
 
     @property
     def input_shape(self) -> tuple[int, ...]:

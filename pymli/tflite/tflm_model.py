@@ -24,6 +24,7 @@ import numpy as np
 from .. import capi
 from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
+from ..export import Exportable
 from ..tensor import Tensor
 from ..tflm import arc_mli
 from ..tflm.common import activation_range
@@ -421,8 +422,10 @@ class TflmStream:
         self.reset()
 
 
-class TflmModel:
+class TflmModel(Exportable):
     """A ``.tflite`` prepared for TFLM + arc_mli: :meth:`run` executes the prepared steps only.
+
+    :meth:`export_c` writes the C program of the same bytes' MLI mapping (``load(data, mapping="mli")``).
 
     Attributes:
         data: the model bytes.
@@ -633,6 +636,25 @@ class TflmModel:
                 state[ti] = v
                 vals[ti] = v
         return vals
+
+    def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
+        """One prepared operator alone on given input arrays (``pymli compare``'s own error).
+
+        Args:
+            step: one of :attr:`steps`.
+            args: its input arrays (None for omitted inputs; constants included).
+            platform: the MLI platform.
+
+        Returns:
+            its output arrays.
+        """
+        with use_platform(resolve_platform(platform)):
+            self.graph.extra.pop("state", None)
+            if step.mli is not None:
+                return _run_mli(step.mli, step.op, self.graph, args)
+            outs = step.handler(self.graph, step.op, args)  # type: ignore[misc]
+            self.graph.extra.pop("state", None)
+            return outs
 
     def tensor_values(self, run: TflmRun, index: int) -> np.ndarray | None:
         """TFLite tensor ``index`` as a captured run left it (stacked over the samples of a batched run).

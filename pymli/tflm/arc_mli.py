@@ -10,6 +10,7 @@ operator, where the two differ, for a load-time warning.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -320,6 +321,7 @@ class GlueDefect:
     tensor: int
     channel: int | None
     message: str
+    op_index: int = -1
 
 
 def glue_defects(op: str, *, op_index: int, tensors: dict, act_min: int = -128, act_max: int = 127,
@@ -362,4 +364,4 @@ def glue_defects(op: str, *, op_index: int, tensors: dict, act_min: int = -128, 
                                   f"op {op_index} FULLY_CONNECTED: rank-{o[2]} output tensor {o[0]}: "
                                   "the device writes only element 0 of each row, the others keep stale "
                                   "arena bytes (undefined: up to 255 LSB)"))
-    return out
+    return [dataclasses.replace(d, op_index=op_index) for d in out]
