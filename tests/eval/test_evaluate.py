@@ -201,7 +201,7 @@ def test_float_io_model(dataset) -> None:  # noqa: ANN001
     from pymli.tflite.examples import cnn10
 
     data = cnn10(float_io=True)
-    m = tfl.load(data)
+    m = tfl.load(data, mapping="mli")
     xf = np.random.default_rng(4).uniform(-2, 2, (9, 16, 16, 3)).astype(np.float32)
     rep = evaluate(data, xf, labels=np.arange(9) % 10, workers=2, batch=4, progress=False)
     want = m.run(xf)
@@ -216,7 +216,7 @@ def test_argmax_output_model() -> None:
     g = GraphMaker((6, 6, 2), 3)
     g.conv(4, 3, act="RELU").reshape((144,)).fc(7).argmax()
     data = g.finish()
-    m = tfl.load(data)
+    m = tfl.load(data, mapping="mli")
     x = np.random.default_rng(5).integers(-128, 128, (10, 6, 6, 2)).astype(np.int8)
     y = np.arange(10) % 7
     rep = evaluate(data, x, labels=y, workers=1, batch=3, progress=False)
