@@ -35,7 +35,15 @@ def tflm_inputs(m: Any, input_path: str, *, quantize: bool, option: str = "--inp
     def bad(why: str) -> click.BadParameter:
         return click.BadParameter(why, param_hint=f"'{option}'")
 
-    if input_path.lower().endswith(".npz"):
+    if len(m.inputs) == 1 and m.inputs[0].dtype in (np.int8, np.float32):
+        # one int8 / float input: the same checks and messages as the MLI mapping
+        x = check_model_input(m, load_npy(input_path), quantize=quantize, option=option)
+        if x.dtype.kind == "f" and not m.float_input:
+            from ..tflite.quant import quantize_input  # after load_model: the tflite package is there
+
+            x = quantize_input(x, m.inputs[0].s, m.inputs[0].zp)
+        return [x]
+    if input_path.lower().endswith(".npz") and len(m.inputs) > 1:
         try:
             z = np.load(input_path, allow_pickle=False)
         except (OSError, ValueError) as e:
