@@ -350,7 +350,8 @@ def prepare(ref: ModelRef) -> Prepared:
     p = _PREPARED.get(ref.digest)
     if p is None:
         _PREPARED.clear()
-        p = _PREPARED[ref.digest] = TflmPrepared(ref) if ref.kind == "tflite-tflm" else Prepared(ref)  # type: ignore
+        p = _PREPARED[ref.digest] = (TflmPrepared(ref, layer_info=LayerInfo, chunk_result=ChunkResult)  # type: ignore[assignment]
+                                       if ref.kind == "tflite-tflm" else Prepared(ref))
     return p
 
 

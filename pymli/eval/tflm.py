@@ -25,12 +25,14 @@ class TflmPrepared:
 
     Args:
         ref: the :class:`pymli.eval.model.ModelRef` (``kind == "tflite-tflm"``).
+        layer_info: the :class:`pymli.eval.model.LayerInfo` class. chunk_result: the
+            :class:`pymli.eval.model.ChunkResult` class (passed in: pymli.eval.model imports this module).
 
     Raises:
         EvalError: the model cannot be loaded, or has several inputs or outputs.
     """
 
-    def __init__(self, ref: Any) -> None:
+    def __init__(self, ref: Any, *, layer_info: type, chunk_result: type) -> None:
         import warnings
 
         # imported here: pymli.tflite needs the optional tflite package, as in pymli.eval.model
@@ -38,6 +40,7 @@ class TflmPrepared:
         from ..tflite.errors import TfliteWarning
 
         self.ref = ref
+        self._layer_info, self._chunk_result = layer_info, chunk_result
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", TfliteWarning)  # load warned in the caller's process already
@@ -70,9 +73,7 @@ class TflmPrepared:
 
     def layer_info(self) -> list[Any]:
         """One entry per operator: name, operator, MLI function or ``reference``, no accumulator figure."""
-        from .model import LayerInfo  # a real cycle: pymli.eval.model builds this class in prepare()
-
-        return [LayerInfo(n, s.op.name, s.function or "reference (TFLM)", None)
+        return [self._layer_info(n, s.op.name, s.function or "reference (TFLM)", None)
                 for n, s in zip(self.layer_names, self._steps)]
 
     @property
@@ -108,8 +109,6 @@ class TflmPrepared:
         Returns:
             the :class:`pymli.eval.model.ChunkResult`.
         """
-        from .model import ChunkResult  # a real cycle, see layer_info
-
         t0 = time.perf_counter()
         m = self.tflm
         n = int(x.shape[0])
@@ -150,5 +149,5 @@ class TflmPrepared:
                 dmax, dsum, dcnt = int(d.max(initial=0)), int(d.sum()), int(d.size)
         elif against is not None:
             raise EvalError(f"--against {against}: the tflm mapping compares with TFLite Micro only (--against tflm)")
-        return ChunkResult(start, start + n, np.asarray(y), pred.astype(np.int64), sat, tot, peak,
+        return self._chunk_result(start, start + n, np.asarray(y), pred.astype(np.int64), sat, tot, peak,
                            ref_pred, dmax, dsum, dcnt, time.perf_counter() - t0)

@@ -105,12 +105,6 @@ def prepare(model: Any, test_inputs: Any = None, platform: Platform | str | None
         ExportError: an operator cannot be written with MLI 2.0 calls (the message names it).
     """
     p = PRESETS[platform] if isinstance(platform, str) else (platform or get_platform())
-    if getattr(model, "mapping", None) == "tflm":
-        # a TFLM-mapping model (pymli.tflite.load's default): the C program uses the MLI mapping of the
-        # same bytes. Imported here: pymli.tflite imports this package (Exportable), a real cycle.
-        from ..tflite.loader import load
-
-        model = load(model.data, mapping="mli")
     net, name = _network(model)
     xs = _inputs(model, net, test_inputs, n_default, seed)
     if len(xs) == 0:

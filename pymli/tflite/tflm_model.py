@@ -24,11 +24,11 @@ import numpy as np
 from .. import capi
 from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
-from ..export import Exportable
 from ..tensor import Tensor
 from ..tflm import arc_mli
 from ..tflm.common import activation_range
 from ..tflm.handlers import HANDLERS
+from .importer import TfliteModel, load_mli
 from .errors import TfliteError, TfliteInputError, TfliteLayoutError, TfliteUnsupported, TfliteWarning
 from .tgraph import TGraph, TOp, TTensor, read_graph, reset_value
 
@@ -422,7 +422,7 @@ class TflmStream:
         self.reset()
 
 
-class TflmModel(Exportable):
+class TflmModel:
     """A ``.tflite`` prepared for TFLM + arc_mli: :meth:`run` executes the prepared steps only.
 
     :meth:`export_c` writes the C program of the same bytes' MLI mapping (``load(data, mapping="mli")``).
@@ -448,6 +448,7 @@ class TflmModel(Exportable):
         self.defects = defects
         self.warnings = [d.message for d in defects]
         self._state: dict[int, np.ndarray] = {}
+        self._mli: TfliteModel | None = None
 
     # ----- description
     @property
@@ -473,6 +474,43 @@ class TflmModel(Exportable):
     def functions(self) -> dict[int, list[str]]:
         """Operator index -> the MLI function it calls (empty for a reference operator)."""
         return {s.op.index: [s.function] if s.function else [] for s in self.steps}
+
+    # ----- the MLI mapping of the same bytes (pymli export)
+    def mli_model(self) -> TfliteModel:
+        """The same model loaded with ``mapping="mli"`` (built on first use): what the C export writes.
+
+        Raises:
+            TfliteUnsupported: an operator the MLI mapping cannot run.
+        """
+        if self._mli is None:
+            self._mli = load_mli(self.data)
+        return self._mli
+
+    @property
+    def network(self) -> Any:
+        """The MLI mapping's :class:`pymli.models.Network` (for :func:`pymli.export.export_c`)."""
+        return self.mli_model().network
+
+    def prepare_input(self, x: np.ndarray) -> np.ndarray:
+        """The MLI mapping's input conversion (for :func:`pymli.export.export_c`'s test vectors)."""
+        return self.mli_model().prepare_input(x)
+
+    def export_c(self, out_dir: Any, test_inputs: Any = None, platform: Platform | str | None = None,
+                 **kw: Any) -> Any:
+        """Write the MLI mapping of this model as a plain C program on MLI 2.0 (:meth:`TfliteModel.export_c`).
+
+        Args:
+            out_dir: output folder. test_inputs: test vectors (default: a few random ones).
+            platform: the platform the program is built for. **kw: ``budget``, ``n_default``.
+
+        Returns:
+            the :class:`pymli.export.ExportResult`.
+
+        Raises:
+            TfliteUnsupported: an operator the MLI mapping cannot run.
+            ExportError: a layer MLI cannot express, or the program exceeds the budget.
+        """
+        return self.mli_model().export_c(out_dir, test_inputs, platform, **kw)
 
     # ----- state
     def reset(self) -> None:
