@@ -26,6 +26,10 @@ from .paths import shared_dir
 __all__ = ["TTensor", "TOp", "TGraph", "read_graph", "recorded", "check_model", "OpResult",
            "reset_value", "run_graph"]
 
+# TTensor, TOp, TGraph, read_graph and reset_value live in pymli.tflite.tgraph (the tflm mapping uses
+# them); they stay importable from here for the per-operator checks.
+
+
 def golden_dir() -> Path:
     """``shared/tflite_golden``."""
     return shared_dir() / "tflite_golden"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pymli
 from pymli import MliError
@@ -262,3 +264,30 @@ def test_ambiguous_layout_needs_adapted() -> None:
     x = RNG.integers(-128, 128, (1, 5, 5, 2)).astype(np.int8)
     assert np.array_equal(ad.run(x), load(_dw((1, 1, 3, 2))).run(x))
     assert not np.array_equal(std.run(x), ad.run(x))
+
+
+# ----------------------------------------------------------------------------------------- fuzz
+
+_JUNK = [None, "x", [1, 2], (), True, object(), {"a": 1}, b"\x01", 3, 2.5]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_run_wrong_inputs_raise_mli_error_only(data) -> None:  # noqa: ANN001
+    """Inputs of the wrong dtype, range, shape or Python type raise MliError (TfliteInputError), nothing else."""
+    m = _FUZZ_MODEL
+    shape = (1, 4, 4, 2)
+    arr = st.one_of(
+        st.sampled_from([np.int8, np.int16, np.int32, np.float32, np.float64, np.uint8, bool]).map(
+            lambda d: np.ones(shape, d)),
+        st.just(np.full(shape, 300)), st.just(np.full(shape, np.nan)), st.just(np.zeros(shape[1:])),
+        st.just(np.zeros((0,) + shape[1:], np.int8)), st.just(np.zeros(shape, np.int8)[..., ::-1]),
+        st.just(np.zeros(shape, np.int8).tolist()), st.sampled_from(_JUNK))
+    xs = [data.draw(arr, label=f"x{j}") for j in range(data.draw(st.integers(0, 4), label="n"))]
+    try:
+        m.run(*xs)
+    except MliError:
+        pass
+
+
+_FUZZ_MODEL = load(_two_inputs())
