@@ -156,14 +156,16 @@ def load_npy(path: str, option: str = "--input") -> np.ndarray:
     return x
 
 
-def load_model(path: str) -> Any:
+def load_model(path: str, mapping: str = "mli") -> Any:
     """Load a TFLite model for a command; a model pymli cannot read becomes one ``Error:`` line.
 
     Args:
         path: the ``.tflite`` file.
+        mapping: ``"mli"`` (a :class:`pymli.tflite.TfliteModel`) or ``"tflm"`` (a
+            :class:`pymli.tflite.TflmModel`, TFLM + arc_mli as the device computes).
 
     Returns:
-        The :class:`pymli.tflite.TfliteModel`.
+        The loaded model.
 
     Raises:
         click.ClickException: the ``tflite`` package is missing, or the model is malformed or unsupported.
@@ -176,7 +178,7 @@ def load_model(path: str) -> Any:
     except ImportError as e:
         raise click.ClickException(f"{e} (pip install 'tflite>=2.18' 'flatbuffers>=23')") from e
     try:
-        return load(path)
+        return load(path, mapping=mapping)
     except TfliteError as e:
         raise click.ClickException(f"{path}: {e}") from e
 

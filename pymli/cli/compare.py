@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 
 from ._common import PLATFORM, check_model_input, check_out_path, load_model, load_npy, non_negative, positive
+from .run import MAPPING, tflm_inputs
 
 __all__ = ["compare"]
 
@@ -25,11 +26,17 @@ __all__ = ["compare"]
               help="Save the report as JSON.")
 @click.option("--quantize", is_flag=True,
               help="Accept float --input for an int8 model, quantised with the model's input scale and zero point.")
+@click.option("--mapping", type=MAPPING, default="tflm", show_default=True,
+              help="tflm: pymli as TFLite Micro with the ARC MLI kernels computes it (reference operators exact); "
+                   "mli: pymli's MLI network.")
 def compare(model: str, input_path: str | None, samples: int | None, seed: int, platform: str | None,
-            plot_path: str | None, json_path: str | None, quantize: bool) -> None:
+            plot_path: str | None, json_path: str | None, quantize: bool, mapping: str) -> None:
     """Compare pymli with the TFLite Micro reference interpreter, tensor by tensor."""
+    if mapping.lower() == "tflm":
+        _compare_tflm(model, input_path, samples, seed, platform, plot_path, json_path, quantize)
+        return
     x = load_npy(input_path) if input_path else None
-    m = load_model(model)
+    m = load_model(model, "mli")
     if x is not None:
         x = check_model_input(m, x, quantize=quantize)
         if samples is not None:
@@ -52,6 +59,39 @@ def compare(model: str, input_path: str | None, samples: int | None, seed: int, 
         except ImportError as e:
             raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
     rep = do_compare(m, x, samples=8 if samples is None else samples, seed=seed, platform=platform)
+    _report(rep, json_path, plot_path)
+
+
+def _compare_tflm(model: str, input_path: str | None, samples: int | None, seed: int, platform: str | None,
+                  plot_path: str | None, json_path: str | None, quantize: bool) -> None:
+    m = load_model(model, "tflm")
+    xs = None
+    if input_path:
+        xs = tflm_inputs(m, input_path, quantize=quantize)
+        xs = [x[None] if x.shape == m.inputs[j].shape else x for j, x in enumerate(xs)]
+        if samples is not None:
+            if samples > xs[0].shape[0]:
+                raise click.BadParameter(f"{samples} is more than the {xs[0].shape[0]} samples of {input_path} "
+                                         f"(expected 1 to {xs[0].shape[0]})", param_hint="'--samples'")
+            xs = [x[:samples] for x in xs]
+    from ..tflite.compare import TFLM_MISSING, tflm_available
+    from ..tflite.compare import compare_inputs
+
+    if not tflm_available():
+        raise click.ClickException(TFLM_MISSING)
+    if plot_path:
+        try:
+            import matplotlib  # noqa: F401  (optional dependency, checked before the run)
+        except ImportError as e:
+            raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
+    try:
+        rep = compare_inputs(m, xs, samples=8 if samples is None else samples, seed=seed, platform=platform)
+    except ValueError as e:  # TfliteInputError: shapes of the .npz arrays
+        raise click.ClickException(str(e)) from e
+    _report(rep, json_path, plot_path)
+
+
+def _report(rep, json_path: str | None, plot_path: str | None) -> None:  # type: ignore[no-untyped-def]
     con = Console(width=max(Console().width, 160))
     rep.print(con)
     con.print(f"graph output identical: {rep.output_equal}; largest difference {rep.max_lsb} LSB "

@@ -23,7 +23,7 @@ def _load(model: str):  # type: ignore[no-untyped-def]
         return load_pack(path)
     if is_network_file(path):
         return load_network(path)
-    return load(path)
+    return load(path, mapping="mli")  # the C program is the MLI mapping's network
 
 
 @click.command(name="export")

@@ -12,9 +12,13 @@ __all__ = ["inspect"]
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False))
-def inspect(model: str) -> None:
-    """Operators, tensors, quantisation, MLI function per operator and accumulator headroom of MODEL."""
-    m = load_model(model)
+@click.option("--mapping", type=click.Choice(["tflm", "mli"], case_sensitive=False), default="tflm", show_default=True,
+              help="tflm: as TFLite Micro with the ARC MLI kernels runs it (MLI or reference kernel per operator, "
+                   "glue defects); mli: every operator MLI has a kernel for on MLI (headroom per layer).")
+def inspect(model: str, mapping: str) -> None:
+    """Operators, tensors, quantisation and where each operator runs (MLI function or TFLM reference kernel) of
+    MODEL; with --mapping mli the MLI functions and accumulator headroom of pymli's MLI network."""
+    m = load_model(model, mapping.lower())
     # After load_model: the tflite package is optional for the rest of the CLI (see load_model).
     from ..tflite.inspect import print_inspect
 

@@ -29,8 +29,9 @@ _PLATFORMS = click.Choice(["vpx", "vpx-full-accu", "em"], case_sensitive=False)
                    "(p/255 with the model's input quantisation), 'mobilenet' (int8((p/127.5-1)/scale + zp) "
                    "with the model's), or 'float'.")
 @click.option("--platform", type=_PLATFORMS, default=None, help="MLI platform preset (default vpx).")
-@click.option("--mapping", type=click.Choice(["mli"]), default="mli", show_default=True,
-              help="TFLite operator mapping (the importer has one: MLI kernels).")
+@click.option("--mapping", type=click.Choice(["tflm", "mli"], case_sensitive=False), default="tflm", show_default=True,
+              help="TFLite operator mapping: tflm (TFLite Micro + arc_mli, as the device computes) or mli "
+                   "(pymli's MLI network: accumulator figures, --against float).")
 @click.option("--batch", type=click.IntRange(min=1), default=16, show_default=True,
               help="Samples per chunk (the unit of work and of --resume).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
@@ -89,7 +90,7 @@ def eval_command(model: str, data: str, input_key: str, label_key: str | None, l
                        preprocess=preprocess, platform=platform, batch=batch, workers=workers, scheduler=scheduler,
                        limit=limit, out=out_path, resume=resume, keep_chunks=keep_chunks, against=against,
                        layers=not no_layers, ship_data=ship_data, progress=progress,
-                       console=Console(stderr=True))
+                       console=Console(stderr=True), mapping=mapping.lower())
     except KeyboardInterrupt:  # before the first chunk (checking the data, starting workers)
         con.print("interrupted before any sample ran")
         sys.exit(130)

@@ -28,6 +28,7 @@ from ..models.io import NetworkFileError, load_network, network_to_bytes
 from ..models.network import Network, mli_argmax
 from ..models.report import accu_guard_bits
 from .data import EvalError, InputSpec
+from .tflm import TflmPrepared
 
 __all__ = ["ModelRef", "Prepared", "LayerInfo", "ChunkResult", "model_ref", "prepare", "check_against", "AGAINST"]
 
@@ -89,13 +90,16 @@ def _load_spec(spec: str) -> Any:
     return obj
 
 
-def model_ref(model: Any) -> ModelRef:
+def model_ref(model: Any, mapping: str = "tflm") -> ModelRef:
     """Any accepted model -> :class:`ModelRef`.
 
     Args:
         model: a ``.tflite`` path, a saved-network file (:meth:`pymli.models.Network.save`),
             ``FILE.py:NAME`` / ``module:NAME`` (a quantised Network or a function returning one), tflite
-            bytes, a :class:`pymli.tflite.TfliteModel` or a quantised :class:`pymli.models.Network`.
+            bytes, a :class:`pymli.tflite.TfliteModel` (MLI mapping), a :class:`pymli.tflite.TflmModel`
+            or a quantised :class:`pymli.models.Network`.
+        mapping: for a ``.tflite`` path or bytes: ``"tflm"`` (TFLite Micro + arc_mli, kind
+            ``tflite-tflm``) or ``"mli"`` (the MLI network, kind ``tflite``).
 
     Returns:
         The model's :class:`ModelRef`.
@@ -104,7 +108,11 @@ def model_ref(model: Any) -> ModelRef:
         EvalError: the model cannot be found, read, or is not quantised.
     """
     from ..tflite.importer import TfliteModel
+    from ..tflite.tflm_model import TflmModel
 
+    if mapping not in ("tflm", "mli"):
+        raise EvalError(f"unknown mapping {mapping!r}: choose tflm or mli")
+    tfl_kind = "tflite-tflm" if mapping == "tflm" else "tflite"
     if isinstance(model, (str, os.PathLike)):
         text = str(model)
         if Path(text).is_file():
@@ -116,12 +124,14 @@ def model_ref(model: Any) -> ModelRef:
                 return _network_file(data, text)
             if not text.lower().endswith(".tflite") and data[4:8] != b"TFL3":
                 raise EvalError(f"{text}: not a .tflite model nor a saved network (.npz from Network.save)")
-            return _ref("tflite", data, Path(text).name)
+            return _ref(tfl_kind, data, Path(text).name)
         if ":" in text and not Path(text).exists():
-            return model_ref(_load_spec(text))
+            return model_ref(_load_spec(text), mapping)
         raise EvalError(f"{text}: no such model file (give a .tflite file, a saved network .npz or FILE.py:NAME)")
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return _ref("tflite", bytes(model), "model.tflite")
+        return _ref(tfl_kind, bytes(model), "model.tflite")
+    if isinstance(model, TflmModel):
+        return _ref("tflite-tflm", model.data, "model.tflite")
     if isinstance(model, TfliteModel):
         return _ref("tflite", model.data, model.info.description or "model.tflite")
     if isinstance(model, Network):
@@ -403,7 +413,8 @@ def prepare(ref: ModelRef) -> Prepared:
     p = _PREPARED.get(ref.digest)
     if p is None:
         _PREPARED.clear()
-        p = _PREPARED[ref.digest] = Prepared(ref)
+        p = _PREPARED[ref.digest] = (TflmPrepared(ref, layer_info=LayerInfo, chunk_result=ChunkResult)  # type: ignore[assignment]
+                                       if ref.kind == "tflite-tflm" else Prepared(ref))
     return p
 
 
@@ -421,10 +432,12 @@ def check_against(against: str | None, p: Prepared) -> None:
         return
     if against not in AGAINST:
         raise EvalError(f"--against {against!r}: choose {' or '.join(AGAINST)}")
+    if isinstance(p, TflmPrepared) and against == "float":
+        raise EvalError("--against float: the tflm mapping has no float twin (use --against tflm, or --mapping mli)")
     if against == "tflm":
         from ..tflite.compare import TFLM_MISSING, tflm_available
 
-        if p.tfl is None:
+        if p.tfl is None and not isinstance(p, TflmPrepared):
             raise EvalError("--against tflm needs a .tflite model")
         if not tflm_available():
             raise EvalError(TFLM_MISSING)

@@ -273,7 +273,7 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
              workers: int | None = None, scheduler: str | None = None, limit: int | None = None,
              out: str | os.PathLike[str] | None = None, resume: bool = False, keep_chunks: bool = False,
              against: str | None = None, layers: bool = True, ship_data: bool = False,
-             progress: bool | ProgressFn | None = None, console: Any = None) -> EvalReport:
+             progress: bool | ProgressFn | None = None, console: Any = None, mapping: str = "tflm") -> EvalReport:
     """Run a quantised model over a whole dataset on pymli's MLI kernels and report how it does.
 
     Args:
@@ -303,6 +303,8 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
             by path (no shared file system).
         progress: None (a rich bar on a terminal), True, False, or a callable ``(done, total)``.
         console: the rich Console for the bar.
+        mapping: a ``.tflite`` path or bytes as ``"tflm"`` (TFLite Micro + arc_mli, the default) or ``"mli"``
+            (pymli's MLI network, with accumulator figures and ``against="float"``).
 
     Returns:
         the :class:`~pymli.eval.report.EvalReport` (``interrupted`` if Ctrl-C stopped the run).
@@ -321,7 +323,7 @@ def evaluate(model: Any, data: Any, *, labels: Any = None, input_key: str = "x",
     if resume and out is None:
         raise EvalError("resume needs out: finished chunks are kept next to the output file")
     plat = _platform_arg(platform)
-    ref = model_ref(model)
+    ref = model_ref(model, mapping)
     prep = prepare(ref)
     check_against(against, prep)
     src = open_data(data, prep.input_spec(), labels=labels, input_key=input_key, label_key=label_key,

@@ -21,9 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ..models.report import snr_db
-from .importer import TfliteModel, load
+from .importer import TfliteModel
+from .loader import load
+from .tflm_model import TflmModel, TflmRun, resolve_platform
 
-__all__ = ["tflm_available", "TFLM_MISSING", "run_tflm", "TensorDiff", "CompareReport", "compare", "random_input"]
+__all__ = ["tflm_available", "TFLM_MISSING", "run_tflm", "run_tflm_inputs", "TensorDiff", "CompareReport", "compare",
+           "random_input", "random_inputs", "compare_inputs"]
 
 TFLM_MISSING = "the TFLite Micro reference interpreter needs the optional package: pip install tflite-micro"
 
@@ -145,7 +148,7 @@ class CompareReport:
 
     def table(self) -> Any:
         """The report as a ``rich`` table."""
-        t = Table(title=f"{self.model_name}: pymli (MLI kernels) vs TFLite Micro, {self.samples} samples")
+        t = Table(title=f"{self.model_name}: pymli vs TFLite Micro, {self.samples} samples")
         for col, just in (("tensor", "left"), ("op", "left"), ("MLI function", "left"), ("shape", "left"),
                           ("max |d| LSB", "right"), ("own max LSB", "right"), ("mean |d| LSB", "right"), ("differing %", "right"),
                           ("SNR pymli dB", "right"), ("SNR TFLM dB", "right")):
@@ -235,15 +238,21 @@ def compare(model: TfliteModel | str | Path | bytes, x: np.ndarray | None = None
             seed: int = 0, platform: Any = None) -> CompareReport:
     """Run ``model`` on pymli and TFLite Micro and compare every mapped tensor.
 
+    A :class:`~pymli.tflite.tflm_model.TflmModel` (the default mapping of a path or bytes) is compared
+    tensor by tensor with TFLite Micro's reference kernels: its reference operators are exact, its
+    offloaded operators differ by MLI's rounding (:func:`compare_inputs` takes several inputs).
+
     Args:
-        model: a loaded model, a path or bytes.
+        model: a loaded model (either mapping), a path or bytes.
         x: graph inputs (batch first, TFLite dtype); default: ``samples`` random inputs.
         platform: pymli platform (rounding) for the MLI kernels; default: the current one.
 
     Raises:
         ImportError: ``tflite-micro`` is not installed.
     """
-    m = model if isinstance(model, TfliteModel) else load(model)
+    m = model if isinstance(model, (TfliteModel, TflmModel)) else load(model)
+    if isinstance(m, TflmModel):
+        return _compare_tflm(m, None if x is None else [x], samples=samples, seed=seed, platform=platform)
     if x is None:
         x = random_input(m, samples, seed)
     x = np.asarray(x)
@@ -280,3 +289,154 @@ def compare(model: TfliteModel | str | Path | bytes, x: np.ndarray | None = None
     out_mine = m.output_from(res)
     out_equal = bool(np.array_equal(out_mine.reshape(ref[m.output_index].shape), ref[m.output_index]))
     return CompareReport(m.info.description or "model", int(x.shape[0]), rows, out_equal)
+
+
+def random_inputs(model: TflmModel, n: int = 8, seed: int = 0) -> list[np.ndarray]:
+    """``n`` random samples of every graph input of a tflm-mapping model, stacked on a leading axis:
+    integers over the whole range of the input's type; float inputs uniform over the range of the
+    QUANTIZE that follows them (or [-1, 1])."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in model.inputs:
+        shape = (n,) + tuple(t.shape)
+        if t.dtype.kind == "f":
+            q = next((model.graph.tensors[op.outputs[0]] for op in model.graph.ops
+                      if op.name == "QUANTIZE" and op.inputs[0] == t.index), None)
+            if q is not None and q.scale.size and q.dtype.kind == "i":
+                info = np.iinfo(q.dtype)
+                lo, hi = (info.min - q.zp) * q.s, (info.max - q.zp) * q.s
+            else:
+                lo, hi = -1.0, 1.0
+            out.append(rng.uniform(lo, hi, shape).astype(np.float32))
+        elif t.dtype == np.bool_:
+            out.append(rng.integers(0, 2, shape).astype(np.bool_))
+        else:
+            info = np.iinfo(t.dtype)
+            lo, hi = max(int(info.min), -(2**15)), min(int(info.max), 2**15 - 1)
+            out.append(rng.integers(lo, hi + 1, shape).astype(t.dtype))
+    return out
+
+
+def run_tflm_inputs(model: TflmModel, xs: list[np.ndarray], tensors: list[int]) -> dict[int, np.ndarray]:
+    """Run a tflm-mapping model on the TFLite Micro interpreter, one freshly reset Invoke per sample.
+
+    Args:
+        model: the model.
+        xs: one array per graph input, samples stacked on a leading axis (each sample in the input's shape).
+        tensors: TFLite tensor indices to record.
+
+    Returns:
+        tensor index -> stacked values (samples first).
+
+    Raises:
+        ImportError: ``tflite-micro`` is not installed.
+    """
+    try:
+        from tflite_micro.python.tflite_micro import runtime  # optional dependency
+    except Exception as e:
+        raise ImportError(TFLM_MISSING) from e
+    total = sum(int(np.prod(t.shape, dtype=np.int64)) * 8 for t in model.graph.tensors)
+    it = runtime.Interpreter.from_bytes(model.data, arena_size=(1 << 20) + 4 * total + 4 * len(model.data),
+                                        intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    out: dict[int, list[np.ndarray]] = {i: [] for i in tensors}
+    for n in range(xs[0].shape[0]):
+        it.reset()
+        for j, (x, t) in enumerate(zip(xs, model.inputs)):
+            it.set_input(np.ascontiguousarray(x[n].reshape(t.shape).astype(t.dtype)), j)
+        it.invoke()
+        for i in tensors:
+            t = model.graph.tensors[i]
+            out[i].append(np.array(it.GetTensor(i, 0)["tensor_data"]).reshape(t.shape).astype(t.dtype))
+    return {i: np.stack(v) for i, v in out.items()}
+
+
+def compare_inputs(model: TflmModel | str | Path | bytes, xs: list[np.ndarray] | None = None, *, samples: int = 8,
+                   seed: int = 0, platform: Any = None) -> CompareReport:
+    """Compare a tflm-mapping model with TFLite Micro's reference kernels on every tensor, for several inputs.
+
+    Args:
+        model: a :class:`~pymli.tflite.tflm_model.TflmModel`, a path or bytes.
+        xs: one array per graph input, samples stacked first (a single sample in the input's shape is
+            taken too); default: ``samples`` random inputs (:func:`random_inputs`).
+        samples: number of random samples. seed: their seed.
+        platform: pymli platform for the offloaded operators; default: the current one.
+
+    Returns:
+        the :class:`CompareReport` (``own_max_lsb``: the operator alone on TFLite Micro's inputs; SNR
+        columns empty: the tflm mapping has no float twin).
+
+    Raises:
+        ImportError: ``tflite-micro`` is not installed.
+        TfliteInputError: wrong inputs.
+    """
+    m = model if isinstance(model, TflmModel) else load(model, mapping="tflm")
+    return _compare_tflm(m, xs, samples=samples, seed=seed, platform=platform)
+
+
+def _compare_tflm(m: TflmModel, xs: list[np.ndarray] | None, *, samples: int, seed: int, platform: Any
+                  ) -> CompareReport:
+    plat = resolve_platform(platform)
+    if xs is None:
+        xs = random_inputs(m, samples, seed)
+    xs = [np.asarray(x) for x in xs]
+    for j, (x, t) in enumerate(zip(xs, m.inputs)):
+        if x.shape == t.shape:
+            xs[j] = x[None]
+        elif t.shape and t.shape[0] == 1 and x.ndim == len(t.shape) and x.shape[1:] == t.shape[1:]:
+            xs[j] = x.reshape((x.shape[0],) + t.shape)  # the batch axis replaced the batch of 1
+    n = xs[0].shape[0]
+    g = m.graph
+    every = sorted({i for s in m.steps for i in s.op.outputs if i >= 0} | set(g.outputs))
+    ref = run_tflm_inputs(m, xs, every)
+    runs: list[TflmRun] = []
+    for k in range(n):
+        runs.append(m.run(*[x[k] for x in xs], platform=plat, capture=True)[1])
+    producer = {o: s for s in m.steps for o in s.op.outputs}
+    rows = []
+    for i in every:
+        t = g.tensors[i]
+        mine = np.stack([m.tensor_values(r, i) for r in runs])
+        theirs = ref[i]
+        if t.dtype.kind == "f":
+            d = np.abs(mine.astype(np.float64) - theirs.astype(np.float64))
+            dmax = int(np.ceil(d.max(initial=0.0) / (float(t.s) if t.scale.size and t.s > 0 else 1.0)))
+        else:
+            d = np.abs(mine.astype(np.int64) - theirs.astype(np.int64))
+            dmax = int(d.max(initial=0))
+        s = producer.get(i)
+        own = _own_error_tflm(m, s, i, ref, xs, plat) if s is not None else None
+        rows.append(TensorDiff(i, t.name, s.op.name if s else "", (s.function or "reference (TFLM)") if s else "",
+                               tuple(t.shape), dmax, float(d.mean()) if d.size else 0.0,
+                               float(np.mean(d > 0)) if d.size else 0.0, None, None, own))
+    out_equal = all(np.array_equal(np.stack([m.tensor_values(r, o) for r in runs]), ref[o]) for o in g.outputs)
+    return CompareReport(f"{m.mapping} mapping", n, rows, out_equal)
+
+
+def _own_error_tflm(m: TflmModel, step: Any, out_index: int, ref: dict[int, np.ndarray], xs: list[np.ndarray],
+                    plat: Any) -> int | None:
+    """Largest difference of one operator run by pymli on TFLite Micro's input values."""
+    g = m.graph
+    if any(g.tensors[i].variable for i in step.op.inputs if i >= 0):
+        return None  # its state before the Invoke is not recorded
+    given = dict(zip(g.inputs, xs))
+    worst = 0
+    for k in range(xs[0].shape[0]):
+        args = []
+        for i in step.op.inputs:
+            if i < 0:
+                args.append(None)
+            elif g.tensors[i].data is not None:
+                args.append(g.tensors[i].data)
+            elif i in ref:
+                args.append(ref[i][k])
+            elif i in given:
+                args.append(given[i][k].reshape(g.tensors[i].shape))
+            else:
+                return None
+        outs = m.run_step(step, args, platform=plat)
+        pos = list(step.op.outputs).index(out_index)
+        mine, theirs = np.asarray(outs[pos]), ref[out_index][k]
+        if mine.dtype.kind == "f":
+            return None
+        worst = max(worst, int(np.abs(mine.astype(np.int64).reshape(theirs.shape) - theirs.astype(np.int64)).max(initial=0)))
+    return worst

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -20,11 +20,12 @@ from ..export import Exportable
 from ..models.network import Network, RunResult
 from . import operators  # noqa: F401  (registers the MLI mapping's handlers)
 from .errors import TfliteError, TfliteFormatError
+from .limits import check_model_limits, read_source
 from .mapping import MLI, GraphBuilder
 from .quant import dequantize_output, quantize_input
 from .reader import ModelInfo, read_model
 
-__all__ = ["load", "TfliteModel", "SUPPORTED_OPS", "quantize_input", "dequantize_output"]
+__all__ = ["load", "load_mli", "TfliteModel", "SUPPORTED_OPS", "quantize_input", "dequantize_output"]
 
 
 @dataclasses.dataclass
@@ -56,6 +57,9 @@ class TfliteModel(Exportable):
     out_quant: tuple[float, int]
     q_input_index: int
     q_output_index: int
+
+    #: the mapping this model was loaded with (``pymli.tflite.load(src, mapping="mli")``)
+    mapping: ClassVar[str] = "mli"
 
     @property
     def input_shape(self) -> tuple[int, ...]:
@@ -121,21 +125,26 @@ class TfliteModel(Exportable):
 SUPPORTED_OPS: tuple[str, ...] = MLI.names()
 
 
-def load(src: str | os.PathLike[str] | bytes | bytearray | memoryview) -> TfliteModel:
-    """Load a quantised int8 TFLite model (path or bytes) as a pymli network.
+def load_mli(src: str | os.PathLike[str] | bytes | bytearray | memoryview) -> TfliteModel:
+    """Load a quantised int8 TFLite model (path or bytes) as a pymli network (``mapping="mli"``).
 
     Every operator is mapped by its handler in the MLI mapping's table (:data:`pymli.tflite.mapping.MLI`).
 
+    Args:
+        src: a path or the model bytes.
+
+    Returns:
+        the :class:`TfliteModel`.
+
     Raises:
+        TfliteError: ``src`` is neither a path nor bytes.
         TfliteFormatError: the bytes are not a valid TFLite flatbuffer.
         TfliteUnsupported: an operator or parameter MLI cannot run (names operator, index and reason).
         OSError: the file cannot be read.
     """
-    if isinstance(src, (bytes, bytearray, memoryview)):
-        data = bytes(src)
-    else:
-        data = Path(src).read_bytes()
+    data = read_source(src)
     info = read_model(data)
+    check_model_limits(info)
     try:
         return TfliteModel(info=info, data=data, **GraphBuilder(info, data, MLI).build())
     except TfliteError:
@@ -143,3 +152,7 @@ def load(src: str | os.PathLike[str] | bytes | bytearray | memoryview) -> Tflite
     except (ValueError, IndexError, KeyError, TypeError, ArithmeticError) as e:
         # inconsistent shapes or parameters caught by the network / layers while building
         raise TfliteFormatError(f"inconsistent model: {type(e).__name__}: {e}") from None
+
+
+#: ``pymli.tflite.importer.load`` is the MLI mapping's loader (``pymli.tflite.load(src, mapping="mli")``)
+load = load_mli

@@ -20,8 +20,10 @@ from ..formats import ElType
 from ..models.layers import Layer, _MacLayer
 from ..models.report import accu_guard_bits
 from .importer import TfliteModel
+from .tflm_model import TflmModel
 
-__all__ = ["layer_headroom", "op_rows", "tensor_rows", "print_inspect"]
+__all__ = ["layer_headroom", "op_rows", "tensor_rows", "print_inspect", "tflm_op_rows", "tflm_tensor_rows",
+           "print_tflm_inspect"]
 
 
 def layer_headroom(la: Layer, in_shape: tuple[int, ...], in_zp: int, acc_bits: int = 32) -> dict[str, Any] | None:
@@ -81,8 +83,11 @@ def tensor_rows(m: TfliteModel) -> list[dict[str, Any]]:
     return rows
 
 
-def print_inspect(m: TfliteModel, console: Any = None) -> None:
-    """Rich tables of :func:`op_rows` and :func:`tensor_rows`."""
+def print_inspect(m: TfliteModel | TflmModel, console: Any = None) -> None:
+    """Rich tables of :func:`op_rows` and :func:`tensor_rows` (:func:`print_tflm_inspect` for the tflm mapping)."""
+    if isinstance(m, TflmModel):
+        print_tflm_inspect(m, console)
+        return
     con = console or Console()
     con.print(f"[bold]{m.info.description or 'model'}[/bold]: {len(m.info.ops)} operators, "
               f"{len(m.info.tensors)} tensors, schema version {m.info.version}; input {m.input_shape} "
@@ -109,3 +114,73 @@ def print_inspect(m: TfliteModel, console: Any = None) -> None:
         t2.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
                    r["tflite_q"], r["mli"])
     con.print(t2)
+
+
+def _q(t: Any) -> str:
+    if not t.scale.size:
+        return ""
+    if t.scale.size > 1:
+        return f"per channel (dim {t.qdim}), {t.scale.size} scales, zp {int(t.zero_point[0]) if t.zero_point.size else 0}"
+    return f"scale {float(t.scale[0]):.6g}, zp {t.zp}"
+
+
+def tflm_op_rows(m: TflmModel) -> list[dict[str, Any]]:
+    """One row per operator of a tflm-mapping model: tensors, output quantisation, where it runs.
+
+    Args:
+        m: the loaded model.
+
+    Returns:
+        dicts with index, op, inputs, outputs, out_q, mapping (MLI function or TFLM reference), defects.
+    """
+    T = m.graph.tensors
+    by_op: dict[int, list[str]] = {}
+    for d in m.defects:
+        by_op.setdefault(d.op_index, []).append(d.kind)
+    rows = []
+    for r, s in zip(m.describe(), m.steps):
+        outs = [T[i] for i in s.op.outputs if i >= 0]
+        rows.append({**r, "out_q": _q(outs[0]) if outs else "", "defects": by_op.get(s.op.index, [])})
+    return rows
+
+
+def tflm_tensor_rows(m: TflmModel) -> list[dict[str, Any]]:
+    """One row per tensor of a tflm-mapping model: index, name, shape, dtype, constant, variable, quantisation."""
+    return [{"index": t.index, "name": t.name, "shape": t.shape, "type": t.dtype.name, "const": t.data is not None,
+             "variable": t.variable, "tflite_q": _q(t)} for t in m.graph.tensors]
+
+
+def print_tflm_inspect(m: TflmModel, console: Any = None) -> None:
+    """Rich tables of a tflm-mapping model: operators with their mapping, tensors, glue defects.
+
+    Args:
+        m: the loaded model.
+        console: a rich Console (default: stdout).
+    """
+    con = console or Console()
+    n_mli = sum(1 for s in m.steps if s.function)
+    ins = ", ".join(f"{t.dtype.name}{list(t.shape)}" for t in m.inputs)
+    outs = ", ".join(f"{t.dtype.name}{list(t.shape)}" for t in m.outputs)
+    con.print(f"[bold]mapping tflm[/bold] (TFLite Micro + arc_mli): {len(m.steps)} operators ({n_mli} on MLI, "
+              f"{len(m.steps) - n_mli} TFLM reference kernels), {len(m.graph.tensors)} tensors; inputs {ins} -> "
+              f"outputs {outs}" + ("; weights in the ARC adaptation layout" if m.adapted else ""))
+    t = Table(title="Operators")
+    for c in ("#", "op", "inputs", "outputs", "output quantisation", "runs on", "glue defect"):
+        t.add_column(c, overflow="fold")
+    for r in tflm_op_rows(m):
+        t.add_row(str(r["index"]), r["op"], " ".join(r["inputs"]), " ".join(r["outputs"]), r["out_q"], r["mapping"],
+                  ", ".join(r["defects"]))
+    con.print(t)
+    t2 = Table(title="Tensors")
+    for c in ("#", "name", "shape", "type", "const", "variable", "TFLite quantisation"):
+        t2.add_column(c)
+    for r in tflm_tensor_rows(m):
+        t2.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
+                   "yes" if r["variable"] else "", r["tflite_q"])
+    con.print(t2)
+    if m.defects:
+        con.print("[bold]arc_mli glue defects[/bold] (pymli computes what arc_mli intends; the device build deviates):")
+        for d in m.defects:
+            con.print(f"  - {d.message}")
+    else:
+        con.print("arc_mli glue defects: none")

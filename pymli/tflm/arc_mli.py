@@ -10,6 +10,7 @@ operator, where the two differ, for a load-time warning.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -320,6 +321,7 @@ class GlueDefect:
     tensor: int
     channel: int | None
     message: str
+    op_index: int = -1
 
 
 def glue_defects(op: str, *, op_index: int, tensors: dict, act_min: int = -128, act_max: int = 127,
@@ -347,15 +349,19 @@ def glue_defects(op: str, *, op_index: int, tensors: dict, act_min: int = -128, 
                     "scale_wrap", ti, c if s.size > 1 else None,
                     f"op {op_index} {op}: {role} tensor {ti}" + (f" channel {c}" if s.size > 1 else "")
                     + f": scale {float(v):.9g} -> MLI mantissa 32768 wraps to {dev[0]} "
-                    f"(frac {dev[1]}); intended {fixed[0]} (frac {fixed[1]}): the channel's sign flips"))
+                    f"(frac {dev[1]}); intended {fixed[0]} (frac {fixed[1]}): the "
+                    + ("channel's" if s.size > 1 else "tensor's") + " scale flips sign on the device, "
+                    f"whose output can deviate by up to {act_max - act_min} LSB (the whole clamp range)"))
     if op == "FULLY_CONNECTED":
         o = tensors.get("output")
         if relu_type(act, act_min, act_max) != RELU_NONE:
             out.append(GlueDefect("fc_relu_ignored", o[0] if o else -1, None,
-                                  f"op {op_index} FULLY_CONNECTED: fused activation ignored on the "
-                                  f"device (values below {act_min} / above {act_max} not clamped)"))
+                                  f"op {op_index} FULLY_CONNECTED: output tensor {o[0] if o else -1}: fused "
+                                  f"activation ignored on the device (values below {act_min} / above "
+                                  f"{act_max} not clamped: up to {max(act_min + 128, 127 - act_max)} LSB)"))
         if o and o[2] > 2:
             out.append(GlueDefect("fc_rank3", o[0], None,
                                   f"op {op_index} FULLY_CONNECTED: rank-{o[2]} output tensor {o[0]}: "
-                                  "the device writes only element 0 of each row (the rest is stale)"))
-    return out
+                                  "the device writes only element 0 of each row, the others keep stale "
+                                  "arena bytes (undefined: up to 255 LSB)"))
+    return [dataclasses.replace(d, op_index=op_index) for d in out]

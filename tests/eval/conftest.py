@@ -26,7 +26,7 @@ def cnn10_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cnn10_model(cnn10_path: Path):  # noqa: ANN201
     import pymli.tflite as tfl
 
-    return tfl.load(cnn10_path)
+    return tfl.load(cnn10_path, mapping="mli")
 
 
 @pytest.fixture(scope="session")

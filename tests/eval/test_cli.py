@@ -28,7 +28,7 @@ def build():
 
 
 def _run(*args: str) -> object:
-    return CliRunner().invoke(main, ["eval", *args])
+    return CliRunner().invoke(main, ["eval", "--mapping", "mli", *args])
 
 
 def test_cli_outputs_json_plot(cnn10_path, dataset, reference, tmp_path) -> None:  # noqa: ANN001
@@ -95,7 +95,7 @@ def test_cli_bad_model(tmp_path, dataset) -> None:  # noqa: ANN001
 def _cli_process(args: list[str], cwd: Path) -> subprocess.Popen:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.Popen([sys.executable, "-c", "from pymli.cli import main; main()", "eval", *args], cwd=cwd,
+    return subprocess.Popen([sys.executable, "-c", "from pymli.cli import main; main()", "eval", "--mapping", "mli", *args], cwd=cwd,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -160,10 +160,10 @@ def test_progress_bar_on_a_terminal(cnn10_path, dataset) -> None:  # noqa: ANN00
 
     path, _, _ = dataset
     buf = io.StringIO()
-    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=buf, force_terminal=True, width=100))
+    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=buf, force_terminal=True, width=100), mapping="mli")
     assert "samples/s" in buf.getvalue() and "22/22" in buf.getvalue()
     quiet = io.StringIO()
-    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=quiet, force_terminal=False))
+    evaluate(cnn10_path, path, workers=1, batch=4, console=Console(file=quiet, force_terminal=False), mapping="mli")
     assert quiet.getvalue() == ""
 
 

@@ -15,10 +15,10 @@ distributed = pytest.importorskip("distributed", reason="the Dask backend is the
 
 def test_local_cluster_identical(cnn10_path, dataset, reference) -> None:  # noqa: ANN001
     path, x, y = dataset
-    rep = evaluate(cnn10_path, path, scheduler="local", workers=2, batch=4, progress=False)
+    rep = evaluate(cnn10_path, path, scheduler="local", workers=2, batch=4, progress=False, mapping="mli")
     assert rep.backend == "dask"
     assert np.array_equal(rep.outputs, reference)
-    inline = evaluate(cnn10_path, path, workers=1, batch=22, progress=False)
+    inline = evaluate(cnn10_path, path, workers=1, batch=22, progress=False, mapping="mli")
     da, db = rep.to_dict(), inline.to_dict()
     for k in ("samples", "accuracy", "top5", "confusion", "layers"):
         assert da[k] == db[k], k
@@ -27,8 +27,8 @@ def test_local_cluster_identical(cnn10_path, dataset, reference) -> None:  # noq
 def test_ship_data_and_in_memory_arrays(cnn10_path, dataset, reference) -> None:  # noqa: ANN001
     path, x, _ = dataset
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
-        a = evaluate(cnn10_path, path, scheduler=c.scheduler_address, ship_data=True, batch=5, progress=False)
-        b = evaluate(cnn10_path, x, scheduler=c.scheduler_address, batch=7, progress=False, layers=False)
+        a = evaluate(cnn10_path, path, scheduler=c.scheduler_address, ship_data=True, batch=5, progress=False, mapping="mli")
+        b = evaluate(cnn10_path, x, scheduler=c.scheduler_address, batch=7, progress=False, layers=False, mapping="mli")
     assert np.array_equal(a.outputs, reference)
     assert np.array_equal(b.outputs, reference)
 
@@ -48,7 +48,7 @@ def test_worker_killed_mid_run(cnn10_path, cnn10_model) -> None:  # noqa: ANN001
                 killed.append(done)
 
         rep = evaluate(cnn10_path, x, scheduler=c.scheduler_address, batch=2, progress=kill_after_first,
-                       layers=False)
+                       layers=False, mapping="mli")
         assert killed and killed[0] < len(x)
         with distributed.Client(c) as client:
             assert victim not in client.run(os.getpid).values()
@@ -62,4 +62,4 @@ def test_unreachable_scheduler(cnn10_path, dataset, monkeypatch) -> None:  # noq
     monkeypatch.setattr(runner, "CONNECT_TIMEOUT", "2s")
     path, _, _ = dataset
     with pytest.raises(EvalError, match="cannot reach the Dask scheduler"):
-        evaluate(cnn10_path, path, scheduler="tcp://127.0.0.1:9", progress=False)
+        evaluate(cnn10_path, path, scheduler="tcp://127.0.0.1:9", progress=False, mapping="mli")

@@ -70,7 +70,7 @@ def test_hostile_tflite_names(mli_vpx, tmp_path):
     g.reshape((36,))
     g.fc(5)
     g.unary("SOFTMAX")
-    model = load(g.finish())
+    model = load(g.finish(), mapping="mli")
     export_c(model, tmp_path, None, VPX)
     _assert_clean(tmp_path)
     p = run_check(compile_check(mli_vpx, tmp_path))

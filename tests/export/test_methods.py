@@ -37,7 +37,7 @@ def test_network_method_equals_function(tmp_path: Path) -> None:
 
 
 def test_tflite_model_method_equals_function(tmp_path: Path) -> None:
-    m = load(cnn10())
+    m = load(cnn10(), mapping="mli")
     m.export_c(tmp_path / "m", n_default=2, platform="em")
     export_c(m, tmp_path / "f", n_default=2, platform="em")
     assert _files(tmp_path / "m") == _files(tmp_path / "f")

@@ -24,7 +24,7 @@ CASES = {**{k: v[0] for k, v in examples.OP_CASES.items()},
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(REFUSED)))
 def test_tflite_example_exports_bit_exact(name, mli_vpx, tmp_path):
-    model = load(CASES[name](0))
+    model = load(CASES[name](0), mapping="mli")
     res = export_c(model, tmp_path, None, VPX, n_default=4)
     p = run_check(compile_check(mli_vpx, tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
@@ -34,7 +34,7 @@ def test_tflite_example_exports_bit_exact(name, mli_vpx, tmp_path):
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_tflite_example_without_mli2_form_is_refused(name, tmp_path):
-    model = load(CASES[name](0))
+    model = load(CASES[name](0), mapping="mli")
     with pytest.raises(ExportError, match=REFUSED[name]):
         export_c(model, tmp_path / "out")
     assert not (tmp_path / "out").exists()  # nothing written on refusal

@@ -76,9 +76,9 @@ def test_handler_maps_its_operator_on_the_mli_function(name: str) -> None:
     data = build(0)
     if fn is None:
         with pytest.raises(TfliteUnsupported, match=name):
-            load(data)
+            load(data, mapping="mli")
         return
-    m = load(data)
+    m = load(data, mapping="mli")
     idx = [op.index for op in m.info.ops if op.name == name]
     assert idx, f"the case of {name} has no {name} operator"
     calls = m.functions()
@@ -97,7 +97,7 @@ def test_unknown_operator_is_refused_by_name(op: str) -> None:
     y = w.tensor("y", (1, 4), scale=0.1, zero_point=0)
     w.op(op, [x], [y])
     with pytest.raises(TfliteUnsupported, match=f"operator 0 \\({op}\\): operator not supported by pymli's MLI"):
-        load(w.finish([x], [y]))
+        load(w.finish([x], [y]), mapping="mli")
 
 
 def _noop(imp: GraphBuilder, op: OpInfo) -> None:

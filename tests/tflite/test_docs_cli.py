@@ -14,6 +14,9 @@ from pymli.cli import main
 from pymli.tflite.compare import tflm_available
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "tflite.md"
+#: pymli.tflite modules that import the tflite package (directly or through another one)
+_TFLITE_USERS = ("reader", "importer", "compare", "inspect", "loader", "tflm_model", "tgraph", "limits", "optable",
+                 "mapping", "operators")
 
 
 def _blocks(kind: str) -> list[str]:
@@ -42,14 +45,32 @@ def test_doc_python_and_console_examples(tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(not tflm_available(), reason="TFLite Micro (pip install tflite-micro) not importable")
-def test_doc_table_is_what_compare_prints():
+@pytest.mark.parametrize("mapping", ["tflm", "mli"])
+def test_doc_table_is_what_compare_prints(mapping):
+    from pymli.tflite import load
     from pymli.tflite.compare import compare
     from pymli.tflite.examples import cnn10
 
-    rows = compare(cnn10(), samples=16).markdown().splitlines()[2:]
+    rows = compare(load(cnn10(), mapping=mapping), samples=16).markdown().splitlines()[2:]
     text = DOC.read_text()
     for row in rows:
         assert row in text, row
+
+
+def test_doc_operator_table_matches_the_registries():
+    from pymli.tflite import optable
+
+    text = DOC.read_text()
+    assert optable.markdown() in text, ("docs/tflite.md's operator table differs from the registries: "
+                                        "regenerate it with python -m pymli.tflite.optable --write")
+    names = {r[0] for r in optable.rows()}
+    from pymli.tflite.importer import SUPPORTED_OPS
+    from pymli.tflm.handlers import HANDLERS
+
+    assert set(HANDLERS) <= names and set(SUPPORTED_OPS) <= names
+    for name, _types, tflm, mli, _status in optable.rows():
+        assert (tflm.startswith("MLI") or tflm == "reference") == (name in HANDLERS or name in optable.OFFLOAD)
+        assert (mli == "MLI") == (name in SUPPORTED_OPS)
 
 
 def test_cli_inspect_run_and_errors(tmp_path):
@@ -58,20 +79,25 @@ def test_cli_inspect_run_and_errors(tmp_path):
     p = tmp_path / "m.tflite"
     p.write_bytes(OP_CASES["conv_same_s1_pc"][0](0))
     runner = CliRunner()
-    r = runner.invoke(main, ["inspect", str(p)])
+    r = runner.invoke(main, ["inspect", str(p), "--mapping", "mli"])
     assert r.exit_code == 0 and "mli_krn_conv2d_hwcn_sa8_sa8_sa32" in r.output and "headroom" in r.output
+    r = runner.invoke(main, ["inspect", str(p)])
+    assert r.exit_code == 0 and "mli_krn_conv2d_hwcn_sa8_sa8_sa32" in r.output and "glue defects: none" in r.output
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((7, 6, 3), np.int8))
-    r = runner.invoke(main, ["run", str(p), "--input", str(x), "--output", str(tmp_path / "y.npy")])
-    assert r.exit_code == 0, r.output
-    assert np.load(tmp_path / "y.npy").shape == (1, 7, 6, 5)
+    for mapping in ("tflm", "mli"):
+        r = runner.invoke(main, ["run", str(p), "--input", str(x), "--output", str(tmp_path / "y.npy"),
+                                 "--mapping", mapping])
+        assert r.exit_code == 0, r.output
+        assert np.load(tmp_path / "y.npy").shape == (1, 7, 6, 5)
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"\x00" * 32)
     r = runner.invoke(main, ["inspect", str(bad)])
     assert r.exit_code != 0 and "malformed TFLite model" in r.output
     np.save(x, np.zeros((2, 3), np.int8))
-    r = runner.invoke(main, ["run", str(p), "--input", str(x)])
-    assert r.exit_code != 0 and "Error" in r.output
+    for mapping in ("tflm", "mli"):
+        r = runner.invoke(main, ["run", str(p), "--input", str(x), "--mapping", mapping])
+        assert r.exit_code != 0 and "Error" in r.output
 
 
 def test_cli_compare_without_tflm(monkeypatch, tmp_path):
@@ -91,11 +117,11 @@ def test_cli_without_tflite_package(monkeypatch, tmp_path):
     import sys
 
     for mod in [m for m in sys.modules if m == "tflite" or m.startswith("tflite.") or
-                m in ("pymli.tflite.reader", "pymli.tflite.importer", "pymli.tflite.compare", "pymli.tflite.inspect")]:
+                m in ("pymli.tflite." + s for s in _TFLITE_USERS)]:
         monkeypatch.delitem(sys.modules, mod)
     import pymli.tflite as pkg
 
-    for sub in ("reader", "importer", "compare", "inspect"):
+    for sub in _TFLITE_USERS:
         monkeypatch.delattr(pkg, sub, raising=False)
     monkeypatch.setitem(sys.modules, "tflite", None)
     p = tmp_path / "m.tflite"

@@ -27,7 +27,7 @@ EXPECTED_FN = {
 
 @pytest.mark.parametrize("case", sorted(OP_CASES))
 def test_case_maps_and_runs_close_to_float(case):
-    m = load(OP_CASES[case][0](0))
+    m = load(OP_CASES[case][0](0), mapping="mli")
     fns = m.functions()
     for op in m.info.ops:
         if not fns.get(op.index):
@@ -82,7 +82,7 @@ def test_weight_relayout_against_tflite_semantics(case, depthwise, stride, paddi
     info = read_model(data)
     op = info.ops[0]
     xt, wt, bt, yt = (info.tensors[i] for i in (*op.inputs, op.outputs[0]))
-    m = load(data)
+    m = load(data, mapping="mli")
     x = np.random.default_rng(2).integers(-128, 128, (3,) + xt.shape[1:]).astype(np.int8)
     k = wt.shape[1]
     if padding == "SAME":
@@ -106,7 +106,7 @@ def test_fc_relayout_against_tflite_semantics():
     acc = (x.reshape(5, -1).astype(np.int64) - int(xt.zero_point[0])) @ wt.data.astype(np.int64).T + bt.data
     y = np.floor(acc * (float(xt.scale[0]) * wt.scale / float(yt.scale[0])) + 0.5) + int(yt.zero_point[0])
     ref = np.clip(y, int(yt.zero_point[0]), 127)     # fused RELU
-    got = load(data).run(x)
+    got = load(data, mapping="mli").run(x)
     assert np.abs(got.astype(np.int64) - ref).max() <= 1
 
 
@@ -114,7 +114,7 @@ def test_load_from_path_and_bytes(tmp_path):
     data = cnn10()
     p = tmp_path / "m.tflite"
     p.write_bytes(data)
-    a, b = load(p), load(bytearray(data))
+    a, b = load(p, mapping="mli"), load(bytearray(data), mapping="mli")
     x = np.random.default_rng(0).integers(-128, 128, (2, 16, 16, 3)).astype(np.int8)
     assert np.array_equal(a.run(x), b.run(x))
     assert len(a.network) >= 10
@@ -123,7 +123,7 @@ def test_load_from_path_and_bytes(tmp_path):
 
 
 def test_float_boundary_quantize_dequantize():
-    m = load(OP_CASES["quant_dequant"][0](0))
+    m = load(OP_CASES["quant_dequant"][0](0), mapping="mli")
     assert m.float_input and m.float_output
     x = np.random.default_rng(0).uniform(-2, 2, (3, 4, 4, 3)).astype(np.float32)
     y = m.run(x)
@@ -181,7 +181,7 @@ def _conv_w(shape, per_channel_dim=None, **kw):
 ], ids=lambda v: v if isinstance(v, str) else "model")
 def test_refused_with_op_index_and_reason(data, needle):
     with pytest.raises(TfliteUnsupported) as ei:
-        load(data)
+        load(data, mapping="mli")
     assert needle in str(ei.value)
     assert isinstance(ei.value, MliError) and ei.value.status == Status.NOT_SUPPORTED
 
@@ -193,7 +193,7 @@ def test_two_inputs_refused():
     y = w.tensor("y", (1, 4), scale=0.1, zero_point=0)
     w.op("ADD", [a, b], [y])
     with pytest.raises(TfliteUnsupported, match="2 inputs"):
-        load(w.finish([a, b], [y]))
+        load(w.finish([a, b], [y]), mapping="mli")
 
 
 @pytest.mark.parametrize("data", [b"", b"1234", b"\x00" * 4 + b"XXXX" + b"\x00" * 40, cnn10()[:100],
@@ -201,7 +201,7 @@ def test_two_inputs_refused():
                          ids=["empty", "short", "identifier", "truncated", "garbage"])
 def test_malformed_raises_format_error(data):
     with pytest.raises(TfliteFormatError) as ei:
-        load(data)
+        load(data, mapping="mli")
     assert "malformed TFLite model" in str(ei.value)
 
 

@@ -18,7 +18,7 @@ def test_single_operator_within_one_lsb(case, platform):
     """Every tensor within 1 LSB; operators without rescaling bit for bit."""
     build, exact = OP_CASES[case]
     for seed in (0, 1):
-        m = load(build(seed))
+        m = load(build(seed), mapping="mli")
         x = random_input(m, 6, seed)
         if case == "argmax":
             # distinct values per row: TFLite takes the first of equal maxima, MLI the last
@@ -34,7 +34,7 @@ def test_single_operator_within_one_lsb(case, platform):
 
 def test_argmax_ties_follow_mli_rule():
     """On ties MLI returns the last maximum and TFLite the first: documented difference."""
-    m = load(OP_CASES["argmax"][0](0))
+    m = load(OP_CASES["argmax"][0](0), mapping="mli")
     x = np.zeros((1, 3, 9), np.int8)
     x[0, :, 2] = x[0, :, 5] = 100
     mine = m.run(x)
@@ -44,7 +44,7 @@ def test_argmax_ties_follow_mli_rule():
 
 def test_cnn10_round_trip():
     """>= 10 layers (conv, depthwise, pooling, FC, softmax): load, run, compare."""
-    m = load(cnn10())
+    m = load(cnn10(), mapping="mli")
     assert len(m.network) >= 10
     kinds = {la.kind for la in m.network}
     assert {"conv2d", "depthwise_conv2d", "maxpool", "avepool", "fully_connected", "softmax"} <= kinds
@@ -61,7 +61,7 @@ def test_cnn10_round_trip():
 
 
 def test_cnn10_float_io():
-    m = load(cnn10(seed=3, float_io=True))
+    m = load(cnn10(seed=3, float_io=True), mapping="mli")
     assert m.float_input and m.float_output
     x = np.random.default_rng(0).uniform(-2, 2, (4, 16, 16, 3)).astype(np.float32)
     rep = compare(m, x)
@@ -83,7 +83,7 @@ def test_plot_and_json(tmp_path):
 
 def test_float_input_quantisation_is_tflites():
     """QUANTIZE at the graph input: same int8 values as TFLite Micro, ties included."""
-    m = load(OP_CASES["quant_dequant"][0](0))
+    m = load(OP_CASES["quant_dequant"][0](0), mapping="mli")
     s, z = m.in_quant
     rng = np.random.default_rng(0)
     halves = rng.choice([-0.5, 0.5, 0.25, 0.0], (20, 4, 4, 3))

@@ -1,0 +1,779 @@
+"""The ``mapping="tflm"`` interpreter: a ``.tflite`` as TensorFlow Lite Micro built with the ARC MLI
+kernels (``OPTIMIZED_KERNEL_DIR=arc_mli``, MLI 2.0) computes it.
+
+Prepared once at :func:`load_tflm`: each operator becomes a step. The operators arc_mli offloads
+(:func:`pymli.tflm.arc_mli.mli_function`: int8 CONV_2D, DEPTHWISE_CONV_2D (group convolution for a
+depth multiplier), FULLY_CONNECTED, AVERAGE/MAX_POOL_2D, non-broadcasting ADD) get their MLI
+parameters (16-bit scales and shifts, bias scales, relu, padding) and their weights in MLI's layout
+as :class:`pymli.Tensor` constants, and run through :mod:`pymli.capi` under the run's platform.
+Every other operator runs TFLM's reference integer kernel (:data:`pymli.tflm.handlers.HANDLERS`).
+
+Where arc_mli's glue code has a defect (README "Quirks" 1-3 of ``shared/tflite_golden``), the step
+computes what arc_mli intends (the ``arcfix`` recordings) and the model lists the defect in
+:attr:`TflmModel.defects`, warned once at load as a :class:`~pymli.tflite.errors.TfliteWarning`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import capi
+from ..config import PRESETS, Platform, get_platform, use_platform
+from ..errors import MliError, Status
+from ..tensor import Tensor
+from ..tflm import arc_mli
+from ..tflm.common import activation_range
+from ..tflm.handlers import HANDLERS
+from .importer import TfliteModel, load_mli
+from .errors import TfliteError, TfliteInputError, TfliteLayoutError, TfliteUnsupported, TfliteWarning
+from .tgraph import TGraph, TOp, TTensor, read_graph, reset_value
+
+__all__ = ["TflmModel", "TflmRun", "TflmStream", "Step", "load_tflm", "resolve_platform",
+           "adapted_layout", "offload_function", "prepare_offload", "run_offload"]
+
+_WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+
+
+def resolve_platform(platform: Platform | str | None) -> Platform:
+    """The platform of a run: a :class:`Platform`, a preset name (case-insensitive) or None (the current one).
+
+    Args:
+        platform: the run's ``platform`` argument.
+
+    Returns:
+        the Platform.
+
+    Raises:
+        TfliteError: an unknown name (ARGUMENT_ERROR, with the choices).
+    """
+    if platform is None:
+        return get_platform()
+    if isinstance(platform, Platform):
+        return platform
+    if isinstance(platform, str) and platform.lower() in PRESETS:
+        return PRESETS[platform.lower()]
+    raise TfliteError(Status.ARGUMENT_ERROR, f"unknown platform {platform!r}: choose one of "
+                                             f"{', '.join(sorted(PRESETS))} or a pymli.Platform")
+
+
+def _act(op: TOp) -> int:
+    o = op.options
+    return int(o.FusedActivationFunction()) if o is not None and hasattr(o, "FusedActivationFunction") else 0
+
+
+def _t(g: TGraph, op: TOp, k: int) -> TTensor | None:
+    return g.t(op.inputs[k]) if k < len(op.inputs) else None
+
+
+def offload_function(g: TGraph, op: TOp) -> str | None:
+    """The MLI function arc_mli calls for ``op``, or None for TFLM's reference kernel.
+
+    Args:
+        g: the graph (weights already in TFLite's layout).
+        op: the operator.
+
+    Returns:
+        the ``mli_krn_*`` name or None.
+    """
+    if op.name not in _WEIGHTED + ("AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD"):
+        return None
+    x = _t(g, op, 0)
+    if x is None or not op.outputs:
+        return None
+    o = g.tensors[op.outputs[0]]
+    if o.dtype != np.int8 or x.dtype != np.int8:
+        return None
+    act = _act(op)
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    kw: dict[str, Any] = {}
+    if op.name in _WEIGHTED:
+        w, b = _t(g, op, 1), _t(g, op, 2)
+        if w is None or w.data is None or b is None or b.data is None:
+            return None  # arc_mli's glue needs constant weights and a bias
+        kw = dict(filter_dtype=w.dtype.name, bias_dtype=b.dtype.name, filter_zp=w.zp)
+        if op.name == "FULLY_CONNECTED":
+            if w.scale.size > 1 or len(w.shape) != 2:
+                return None
+        else:
+            if len(w.shape) != 4 or len(x.shape) != 4:
+                return None
+            opt = op.options
+            kw["dilation"] = (int(opt.DilationHFactor()), int(opt.DilationWFactor()))
+            kw["per_channel_ok"] = w.scale.size == o.shape[-1]
+            if op.name == "DEPTHWISE_CONV_2D":
+                kw["depth_multiplier"] = max(w.shape[3] // max(x.shape[3], 1), 1)
+    elif op.name == "ADD":
+        y = _t(g, op, 1)
+        if y is None or y.dtype != np.int8:
+            return None
+        kw["broadcast"] = x.shape != y.shape
+    elif len(x.shape) != 4:
+        return None
+    return arc_mli.mli_function(op.name, input_dtype="int8", act=act, act_min=lo, act_max=hi, **kw)
+
+
+# ---------------------------------------------------------------------------------------- layouts
+
+def _layout_fits(g: TGraph, op: TOp) -> tuple[bool, bool] | None:
+    """(fits TFLite's layout, fits the ARC adaptation layout) of a weighted operator's constant weights."""
+    x, w = _t(g, op, 0), _t(g, op, 1)
+    if x is None or w is None or w.data is None or not op.outputs:
+        return None
+    o = g.tensors[op.outputs[0]]
+    s = w.shape
+    if op.name == "FULLY_CONNECTED":
+        if len(s) != 2 or not o.shape:
+            return None
+        units, n_x = o.shape[-1], int(np.prod(x.shape)) if x.shape else 1
+        std = s[0] == units and s[1] > 0 and n_x % s[1] == 0 and w.qdim == 0
+        ad = s[1] == units and s[0] > 0 and n_x % s[0] == 0 and w.qdim == 1
+        return std, ad
+    if len(s) != 4 or len(x.shape) != 4 or len(o.shape) != 4:
+        return None
+    cin, cout = x.shape[3], o.shape[3]
+    if op.name == "CONV_2D":
+        return (s[0] == cout and s[3] == cin and w.qdim == 0, s[2] == cin and s[3] == cout and w.qdim == 3)
+    # DEPTHWISE_CONV_2D: 1HWC and HW1C hold the same bytes; only the shape tells them apart
+    if s[0] == 1 and s[2] == 1:
+        return (True, True) if s[1] != 1 else None  # (1,H,1,C): kernel Hx1 or 1xH
+    return s[0] == 1 and s[3] == cout, s[2] == 1 and s[3] == cout
+
+
+def adapted_layout(g: TGraph, adapted: bool | None) -> bool:
+    """Whether the model's weights are in the ARC adaptation tool's layout (conv HWCN, depthwise HW1C,
+    FC [in, out]), decided from the weights' shapes and quantised dimensions.
+
+    Args:
+        g: the graph as stored.
+        adapted: the caller's decision (None: recognise it).
+
+    Returns:
+        True for the adapted layout.
+
+    Raises:
+        TfliteLayoutError: the shapes fit neither layout, fit both for every operator (ambiguous:
+            pass ``adapted=True|False``), or contradict each other or ``adapted``.
+    """
+    strict_std, strict_ad, ambiguous = [], [], []
+    for op in g.ops:
+        if op.name not in _WEIGHTED:
+            continue
+        fits = _layout_fits(g, op)
+        if fits is None:
+            continue
+        std, ad = fits
+        label = f"operator {op.index} ({op.name}) weights {g.tensors[op.inputs[1]].shape}"
+        if adapted is not None and not (ad if adapted else std):
+            raise TfliteLayoutError(f"{label} do not fit the {'ARC adapted' if adapted else 'TFLite'} layout "
+                                    f"(adapted={adapted})")
+        if std and ad:
+            ambiguous.append(label)
+        elif std:
+            strict_std.append(label)
+        elif ad:
+            strict_ad.append(label)
+        elif adapted is None:
+            raise TfliteLayoutError(f"{label} fit neither TFLite's layout nor the ARC adaptation layout")
+    if adapted is not None:
+        return adapted
+    if strict_std and strict_ad:
+        raise TfliteLayoutError(f"weights in both layouts: {strict_std[0]} is TFLite's, {strict_ad[0]} the ARC "
+                                "adaptation layout")
+    if strict_ad:
+        return True
+    if strict_std or not ambiguous:
+        return False
+    raise TfliteLayoutError(f"cannot tell TFLite's weights layout from the ARC adaptation layout ({ambiguous[0]} "
+                            "fits both): pass load(..., adapted=True) or load(..., adapted=False)")
+
+
+def _to_tflite_layout(g: TGraph) -> TGraph:
+    """The graph with every adapted weights tensor back in TFLite's layout (conv OHWI, depthwise 1HWC, FC [out, in])."""
+    tensors = list(g.tensors)
+    done: set[int] = set()
+    for op in g.ops:
+        if op.name not in _WEIGHTED or len(op.inputs) < 2 or op.inputs[1] < 0 or op.inputs[1] in done:
+            continue
+        w = tensors[op.inputs[1]]
+        if w.data is None:
+            continue
+        done.add(w.index)
+        if op.name == "CONV_2D":
+            data, qdim = np.ascontiguousarray(w.data.transpose(3, 0, 1, 2)), 0
+        elif op.name == "DEPTHWISE_CONV_2D":
+            s = w.shape
+            data, qdim = w.data.reshape(1, s[0], s[1], s[3]), w.qdim
+        else:
+            data, qdim = np.ascontiguousarray(w.data.T), 0
+        tensors[w.index] = dataclasses.replace(w, shape=tuple(data.shape), data=data, qdim=qdim)
+    return TGraph(tensors, g.ops, g.inputs, g.outputs)
+
+
+# ---------------------------------------------------------------------------------------- MLI steps
+
+def _sa(data: np.ndarray, p: arc_mli.SaParams, el: str = "SA_8") -> Tensor:
+    if p.dim >= 0:
+        return Tensor.from_numpy(data, el, zero_point=p.zero_point.astype(np.int64),
+                                 scale=p.scale.astype(np.int64),
+                                 scale_frac_bits=p.scale_frac_bits.astype(np.int64), dim=p.dim)
+    return Tensor.from_numpy(data, el, zero_point=int(p.zero_point), scale=int(p.scale),
+                             scale_frac_bits=int(p.scale_frac_bits))
+
+
+def _sa_params(t: TTensor, fix: bool = True) -> arc_mli.SaParams:
+    s, f = arc_mli.mli_scale(t.s, fix=fix)
+    return arc_mli.SaParams(np.array(t.zp, np.int16), np.array(s, np.int16), np.array(f, np.int8))
+
+
+def _call(fn_name: str, op: TOp, *args: Any) -> None:
+    st = getattr(capi, fn_name)(*args)
+    if st is not None and int(st) != 0:
+        raise TfliteError(Status(int(st)), f"operator {op.index} ({op.name}): {fn_name} returned {Status(int(st)).name}")
+
+
+@dataclasses.dataclass(frozen=True)
+class _MliCall:
+    """An offloaded operator, prepared: the function, constant MLI tensors, cfg and tensor parameters."""
+
+    function: str
+    kind: str  # conv, fc, pool, add
+    inp: Any
+    out: Any
+    out_shape: tuple[int, ...]
+    weights: Tensor | None = None
+    bias: Tensor | None = None
+    cfg: Any = None
+    n_in: int = 0
+    inp2: Any = None
+    first_only: bool = False  # device FC with a rank > 2 output (quirk 3): only element 0 of each row
+
+
+def prepare_offload(g: TGraph, op: TOp, *, fix: bool = True) -> _MliCall:
+    """arc_mli's Prepare of one offloaded operator: MLI function, parameters, constant MLI tensors, cfg.
+
+    Args:
+        g: the graph (weights in TFLite's layout).
+        op: an operator :func:`offload_function` sends to MLI.
+        fix: what arc_mli intends (True, what :class:`TflmModel` computes) or the device build with its
+            glue defects (False: scale mantissa wrap, FC activation ignored, FC rank > 2 output with
+            element 0 only and zeros, as a fresh arena holds).
+
+    Returns:
+        the prepared call for :func:`run_offload`.
+
+    Raises:
+        TfliteUnsupported: ``op`` is not offloaded.
+    """
+    fn = offload_function(g, op)
+    if fn is None:
+        raise TfliteUnsupported(op.index, op.name, "not offloaded to MLI by arc_mli")
+    return _prepare_mli(g, op, fn, fix)
+
+
+def run_offload(call: _MliCall, g: TGraph, op: TOp, ins: list) -> np.ndarray:
+    """One Invoke of a prepared offloaded operator under the current platform.
+
+    Args:
+        call: from :func:`prepare_offload`.
+        g: the graph. op: the operator.
+        ins: the operator's input arrays (TFLite shapes).
+
+    Returns:
+        the output in the output tensor's shape (int8).
+
+    Raises:
+        TfliteError: the MLI call refused its arguments.
+    """
+    return _run_mli(call, op, g, ins)[0]
+
+
+def _prepare_mli(g: TGraph, op: TOp, fn: str, fix: bool = True) -> _MliCall:
+    T = g.tensors
+    x, o = T[op.inputs[0]], T[op.outputs[0]]
+    opt = op.options
+    act = _act(op)
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    if op.name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        w, b = T[op.inputs[1]], T[op.inputs[2]]
+        dm = w.shape[3] // x.shape[3] if op.name == "DEPTHWISE_CONV_2D" else 1
+        p = arc_mli.conv_params(op.name, in_scale=x.s, in_zp=x.zp, w_scales=w.scale, b_scales=b.scale,
+                                out_scale=o.s, out_zp=o.zp, act=act, act_min=lo, act_max=hi,
+                                same=opt.Padding() == 0, in_hw=x.shape[1:3], k_hw=w.shape[1:3],
+                                stride=(opt.StrideH(), opt.StrideW()), depth_multiplier=dm, fix=fix)
+        top, bottom, left, right = p.padding
+        cfg = capi.Conv2dCfg(relu=capi.ReluCfg(capi.ReluType(p.relu)), stride_width=p.stride[1],
+                             stride_height=p.stride[0], padding_left=left, padding_right=right,
+                             padding_top=top, padding_bottom=bottom)
+        return _MliCall(p.function, "conv", p.inp, p.out, o.shape[1:],
+                        _sa(arc_mli.hwcn_weights(op.name, w.data), p.weights),
+                        _sa(b.data.astype(np.int32), p.bias, "SA_32"), cfg)
+    if op.name == "FULLY_CONNECTED":
+        w, b = T[op.inputs[1]], T[op.inputs[2]]
+        p = arc_mli.fc_params(in_scale=x.s, in_zp=x.zp, w_scale=w.s, b_scale=b.s, out_scale=o.s, out_zp=o.zp,
+                              act=act, act_min=lo, act_max=hi, out_rank=len(o.shape), fix=fix)
+        cfg = capi.FullyConnectedCfg(relu=capi.ReluCfg(capi.ReluType(p.relu)))
+        return _MliCall(p.function, "fc", p.inp, p.out, (w.shape[0],),
+                        _sa(arc_mli.hwcn_weights(op.name, w.data), p.weights),
+                        _sa(b.data.astype(np.int32), p.bias, "SA_32"), cfg, n_in=w.shape[1],
+                        first_only=not fix and len(o.shape) > 2)
+    if op.name in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+        k = (opt.FilterHeight(), opt.FilterWidth())
+        top, bottom, left, right = arc_mli.pool_padding(opt.Padding() == 0, x.shape[1:3], k,
+                                                        (opt.StrideH(), opt.StrideW()))
+        cfg = capi.PoolCfg(kernel_width=k[1], kernel_height=k[0], stride_width=opt.StrideW(),
+                           stride_height=opt.StrideH(), padding_left=left, padding_right=right,
+                           padding_top=top, padding_bottom=bottom)
+        return _MliCall(fn, "pool", _sa_params(x, fix), _sa_params(o, fix), o.shape[1:], cfg=cfg)
+    # ADD: the three tensors flattened to rank 1 (arc_mli's Prepare), per-tensor parameters
+    return _MliCall(fn, "add", _sa_params(x, fix), _sa_params(o, fix), (int(np.prod(o.shape)),),
+                    inp2=_sa_params(T[op.inputs[1]], fix))
+
+
+def _run_mli(c: _MliCall, op: TOp, g: TGraph, ins: list) -> list[np.ndarray]:
+    o = g.tensors[op.outputs[0]]
+    x = np.asarray(ins[0])
+    if c.kind == "add":
+        ot = _sa(np.zeros(c.out_shape, np.int8), c.out)
+        _call(c.function, op, _sa(x.reshape(-1), c.inp), _sa(np.asarray(ins[1]).reshape(-1), c.inp2), ot)
+        return [ot.numpy().reshape(o.shape)]
+    if c.kind == "fc":
+        xs = x.reshape(-1, c.n_in)
+    else:
+        xs = x
+    res = []
+    for n in range(xs.shape[0]):  # MLI has no batch axis: one call per batch row (as the glue's slicer)
+        ot = _sa(np.zeros(c.out_shape, np.int8), c.out)
+        if c.kind == "pool":
+            _call(c.function, op, _sa(xs[n], c.inp), c.cfg, ot)
+        else:
+            _call(c.function, op, _sa(xs[n], c.inp), c.weights, c.bias, c.cfg, ot)
+        res.append(ot.numpy())
+    y = np.stack(res)
+    if c.first_only:
+        y = np.where(np.arange(y.shape[-1]) == 0, y, np.int8(0))
+    return [y.reshape(o.shape)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One prepared operator.
+
+    Attributes:
+        op: the operator.
+        function: the MLI function arc_mli calls, or None (TFLM reference kernel).
+        handler: the reference handler (None for an offloaded operator).
+        mli: the prepared MLI call (None for a reference operator).
+    """
+
+    op: TOp
+    function: str | None
+    handler: Callable[[Any, Any, list], list] | None
+    mli: _MliCall | None = None
+
+    @property
+    def mapping(self) -> str:
+        """``"MLI"`` or ``"reference"``."""
+        return "MLI" if self.function else "reference"
+
+
+# ---------------------------------------------------------------------------------------- the model
+
+@dataclasses.dataclass
+class TflmRun:
+    """What ``run(..., capture=True)`` recorded: every tensor of every Invoke.
+
+    Attributes:
+        values: one dict per Invoke (sample), TFLite tensor index -> value after the Invoke.
+        batched: the run took a leading batch axis (tensor values are then stacked).
+        platform: the platform of the run.
+    """
+
+    values: list[dict[int, np.ndarray]]
+    batched: bool
+    platform: Platform
+
+
+class TflmStream:
+    """Successive Invokes that carry the variable tensors (LSTM / SVDF state) from one call to the next.
+
+    Use ``with model.stream() as s: s.run(x0); s.run(x1)`` (or without ``with``); :meth:`reset` clears.
+    """
+
+    def __init__(self, model: TflmModel) -> None:
+        self.model = model
+        self.state: dict[int, np.ndarray] = {}
+
+    def run(self, *xs: Any, platform: Platform | str | None = None, capture: bool = False) -> Any:
+        """One call of :meth:`TflmModel.run` that starts from and updates this stream's state."""
+        return self.model._run(xs, platform=platform, capture=capture, state=self.state)
+
+    def reset(self) -> None:
+        """Variable tensors back to their reset value."""
+        self.state.clear()
+
+    def __enter__(self) -> TflmStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reset()
+
+
+class TflmModel:
+    """A ``.tflite`` prepared for TFLM + arc_mli: :meth:`run` executes the prepared steps only.
+
+    :meth:`export_c` writes the C program of the same bytes' MLI mapping (``load(data, mapping="mli")``).
+
+    Attributes:
+        data: the model bytes.
+        graph: the graph (weights in TFLite's layout, whatever the file held).
+        steps: one :class:`Step` per operator.
+        adapted: the file held weights in the ARC adaptation layout.
+        defects: the arc_mli glue defects that make the device deviate (:class:`pymli.tflm.arc_mli.GlueDefect`).
+        warnings: their messages (warned once at load).
+        mapping: ``"tflm"``.
+    """
+
+    mapping = "tflm"
+
+    def __init__(self, data: bytes, graph: TGraph, steps: list[Step], adapted: bool,
+                 defects: list[arc_mli.GlueDefect]) -> None:
+        self.data = data
+        self.graph = graph
+        self.steps = steps
+        self.adapted = adapted
+        self.defects = defects
+        self.warnings = [d.message for d in defects]
+        self._state: dict[int, np.ndarray] = {}
+        self._mli: TfliteModel | None = None
+
+    # ----- description
+    @property
+    def inputs(self) -> list[TTensor]:
+        """The graph input tensors, in order."""
+        return [self.graph.tensors[i] for i in self.graph.inputs]
+
+    @property
+    def outputs(self) -> list[TTensor]:
+        """The graph output tensors, in order."""
+        return [self.graph.tensors[i] for i in self.graph.outputs]
+
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        """Shape of the first graph input."""
+        return self.inputs[0].shape
+
+    @property
+    def float_input(self) -> bool:
+        """The first graph input is float32 (the model starts with QUANTIZE)."""
+        return self.inputs[0].dtype == np.float32
+
+    def functions(self) -> dict[int, list[str]]:
+        """Operator index -> the MLI function it calls (empty for a reference operator)."""
+        return {s.op.index: [s.function] if s.function else [] for s in self.steps}
+
+    # ----- the MLI mapping of the same bytes (pymli export)
+    def mli_model(self) -> TfliteModel:
+        """The same model loaded with ``mapping="mli"`` (built on first use): what the C export writes.
+
+        Raises:
+            TfliteUnsupported: an operator the MLI mapping cannot run.
+        """
+        if self._mli is None:
+            self._mli = load_mli(self.data)
+        return self._mli
+
+    @property
+    def network(self) -> Any:
+        """The MLI mapping's :class:`pymli.models.Network` (for :func:`pymli.export.export_c`)."""
+        return self.mli_model().network
+
+    def prepare_input(self, x: np.ndarray) -> np.ndarray:
+        """The MLI mapping's input conversion (for :func:`pymli.export.export_c`'s test vectors)."""
+        return self.mli_model().prepare_input(x)
+
+    def export_c(self, out_dir: Any, test_inputs: Any = None, platform: Platform | str | None = None,
+                 **kw: Any) -> Any:
+        """Write the MLI mapping of this model as a plain C program on MLI 2.0 (:meth:`TfliteModel.export_c`).
+
+        Args:
+            out_dir: output folder. test_inputs: test vectors (default: a few random ones).
+            platform: the platform the program is built for. **kw: ``budget``, ``n_default``.
+
+        Returns:
+            the :class:`pymli.export.ExportResult`.
+
+        Raises:
+            TfliteUnsupported: an operator the MLI mapping cannot run.
+            ExportError: a layer MLI cannot express, or the program exceeds the budget.
+        """
+        return self.mli_model().export_c(out_dir, test_inputs, platform, **kw)
+
+    # ----- state
+    def reset(self) -> None:
+        """Clear the state ``run(..., keep_state=True)`` carries (variable tensors back to their reset value)."""
+        self._state.clear()
+
+    def stream(self) -> TflmStream:
+        """A :class:`TflmStream`: successive runs carry the variable tensors."""
+        return TflmStream(self)
+
+    # ----- running
+    def run(self, *xs: Any, platform: Platform | str | None = None, capture: bool = False,
+            keep_state: bool = False) -> Any:
+        """Run the model: one Invoke per sample.
+
+        Args:
+            *xs: one array per graph input, each in the input's dtype (int8, int16, int32, float32;
+                other integer arrays whose values fit are converted) and shape. A model input whose
+                batch dimension is 1 also takes ``(N, *shape[1:])`` or ``(N, *shape)``: N samples,
+                each one Invoke (every batched input with the same N; an unbatched input repeats).
+                The outputs then have a leading axis N: ``(N, *out_shape[1:])`` when the batch
+                axis replaced the batch of 1 (and the output's batch is 1), else ``(N, *out_shape)``.
+            platform: the MLI platform (``"vpx"``, ``"em"``, any case, or a :class:`pymli.Platform`;
+                default the current one).
+            capture: also return a :class:`TflmRun` for :meth:`tensor_values`.
+            keep_state: start from and update the model's own variable tensors (as successive Invokes
+                do); default: every run (every sample) starts from the reset value.
+
+        Returns:
+            the output array (one graph output) or a tuple of arrays; with ``capture`` the pair
+            ``(outputs, TflmRun)``.
+
+        Raises:
+            TfliteInputError: wrong number of inputs, shape or dtype (the message names the expected one).
+            TfliteError: an unknown platform, or an MLI call refused its arguments.
+        """
+        return self._run(xs, platform=platform, capture=capture, state=self._state if keep_state else None)
+
+    def _check_inputs(self, xs: tuple) -> tuple[list[np.ndarray], int | None, bool]:
+        ins = self.inputs
+        if len(xs) != len(ins):
+            raise TfliteInputError(Status.ARGUMENT_ERROR, f"the model takes {len(ins)} input(s) "
+                                   f"({', '.join(f'{t.dtype.name}{list(t.shape)}' for t in ins)}), got {len(xs)}",
+                                   expected=len(ins))
+        out: list[np.ndarray] = []
+        batch: int | None = None
+        replace = False  # the batch axis replaced the model's batch of 1 (outputs drop it too)
+        for j, (x, t) in enumerate(zip(xs, ins)):
+            try:
+                a = np.asarray(x)
+            except Exception as e:  # noqa: BLE001 - any object that is no array
+                raise TfliteInputError(Status.TYPE_MISMATCH, f"input {j}: not an array ({type(x).__name__}: {e})",
+                                       expected=t.dtype.name) from None
+            a = self._cast(j, a, t)
+            shape = t.shape
+            if a.shape == shape:
+                n = None
+            elif a.ndim == len(shape) + 1 and a.shape[1:] == shape and a.shape[0] > 0 and shape and shape[0] == 1:
+                n, a = a.shape[0], a.reshape((a.shape[0],) + shape)
+            elif shape and shape[0] == 1 and a.ndim == len(shape) and a.shape[1:] == shape[1:] and a.shape[0] > 0:
+                n, a = a.shape[0], a.reshape((a.shape[0],) + shape)
+                replace = True
+            else:
+                more = f" or (N, {', '.join(map(str, shape[1:]))})" if shape and shape[0] == 1 else ""
+                raise TfliteInputError(Status.SHAPE_MISMATCH, f"input {j} ({t.name}): shape {a.shape}, expected "
+                                       f"{shape}{more}", expected=shape)
+            if n is not None:
+                if batch is not None and batch != n:
+                    raise TfliteInputError(Status.SHAPE_MISMATCH, f"input {j}: batch of {n}, input 0 has {batch}",
+                                           expected=batch)
+                batch = n
+            out.append(a)
+        if batch is not None:  # a batched call: unbatched inputs repeat for every sample
+            out = [a if a.shape[:1] == (batch,) and a.ndim == len(t.shape) + 1 else np.broadcast_to(a, (batch,) + a.shape)
+                   for a, t in zip(out, ins)]
+        return out, batch, replace
+
+    def _cast(self, j: int, a: np.ndarray, t: TTensor) -> np.ndarray:
+        want = t.dtype
+        if a.dtype == want:
+            return a
+        if want.kind == "f":
+            if a.dtype.kind != "f":
+                raise TfliteInputError(Status.TYPE_MISMATCH, f"input {j} ({t.name}): dtype {a.dtype}, expected "
+                                       f"{want.name}", expected=want.name)
+            return a.astype(want)
+        if a.dtype.kind == "f":
+            raise TfliteInputError(Status.TYPE_MISMATCH, f"input {j} ({t.name}): dtype {a.dtype}: the model takes "
+                                   f"{want.name} (it does not start with QUANTIZE; quantise with the input's scale "
+                                   f"{t.s:.6g} and zero point {t.zp})", expected=want.name)
+        if a.dtype.kind not in "iu" or want.kind not in "iu":
+            raise TfliteInputError(Status.TYPE_MISMATCH, f"input {j} ({t.name}): dtype {a.dtype}, expected "
+                                   f"{want.name}", expected=want.name)
+        info = np.iinfo(want)
+        if a.size and (int(a.min()) < info.min or int(a.max()) > info.max):
+            raise TfliteInputError(Status.TYPE_MISMATCH, f"input {j} ({t.name}): values outside {want.name} "
+                                   f"[{info.min}, {info.max}]", expected=want.name)
+        return a.astype(want)
+
+    def _run(self, xs: tuple, *, platform: Platform | str | None, capture: bool,
+             state: dict[int, np.ndarray] | None) -> Any:
+        plat = resolve_platform(platform)
+        arrays, batch, replace = self._check_inputs(xs)
+        fresh = state is None
+        samples = [arrays] if batch is None else [[a[n] for a in arrays] for n in range(batch)]
+        results: list[dict[int, np.ndarray]] = []
+        with use_platform(plat):
+            for sample in samples:
+                st = {} if fresh else state
+                results.append(self._invoke(sample, st))  # type: ignore[arg-type]
+        outs = []
+        for ti in self.graph.outputs:
+            vs = [r[ti] for r in results]
+            if batch is None:
+                outs.append(vs[0])
+            else:
+                y = np.stack(vs)
+                if replace and y.ndim > 1 and y.shape[1] == 1:
+                    y = y.reshape((batch,) + y.shape[2:])
+                outs.append(y)
+        y: Any = outs[0] if len(outs) == 1 else tuple(outs)
+        if capture:
+            return y, TflmRun(results, batch is not None, plat)
+        return y
+
+    def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        g = self.graph
+        T = g.tensors
+        vals: dict[int, np.ndarray] = {}
+        for ti, x in zip(g.inputs, inputs):
+            vals[ti] = np.ascontiguousarray(x).reshape(T[ti].shape)
+        for t in T:
+            if t.variable and t.index not in state:
+                state[t.index] = reset_value(t)
+        g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
+        for s in self.steps:
+            op = s.op
+            args: list = []
+            for i in op.inputs:
+                if i < 0:
+                    args.append(None)
+                elif T[i].data is not None:
+                    args.append(T[i].data)
+                elif T[i].variable:
+                    args.append(state[i])
+                else:
+                    args.append(vals[i])
+            g.extra.pop("state", None)
+            try:
+                if s.mli is not None:
+                    outs = _run_mli(s.mli, op, g, args)
+                else:
+                    outs = s.handler(g, op, args)  # type: ignore[misc]
+            except TfliteError:
+                raise
+            except MliError as e:
+                raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
+            for ti, v in zip(op.outputs, outs):
+                if ti >= 0:
+                    vals[ti] = np.asarray(v).reshape(T[ti].shape)
+            for ti, v in g.extra.pop("state", {}).items():
+                state[ti] = v
+                vals[ti] = v
+        return vals
+
+    def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
+        """One prepared operator alone on given input arrays (``pymli compare``'s own error).
+
+        Args:
+            step: one of :attr:`steps`.
+            args: its input arrays (None for omitted inputs; constants included).
+            platform: the MLI platform.
+
+        Returns:
+            its output arrays.
+        """
+        with use_platform(resolve_platform(platform)):
+            self.graph.extra.pop("state", None)
+            if step.mli is not None:
+                return _run_mli(step.mli, step.op, self.graph, args)
+            outs = step.handler(self.graph, step.op, args)  # type: ignore[misc]
+            self.graph.extra.pop("state", None)
+            return outs
+
+    def tensor_values(self, run: TflmRun, index: int) -> np.ndarray | None:
+        """TFLite tensor ``index`` as a captured run left it (stacked over the samples of a batched run).
+
+        Args:
+            run: from ``run(..., capture=True)``.
+            index: TFLite tensor index.
+
+        Returns:
+            the values in the tensor's shape (constants: their data), or None if never computed.
+        """
+        if not 0 <= index < len(self.graph.tensors):
+            return None
+        t = self.graph.tensors[index]
+        vs = [r.get(index, t.data) for r in run.values]
+        if any(v is None for v in vs):
+            return None
+        return np.stack(vs) if run.batched else vs[0]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """One row per operator: index, name, input/output tensors, mapping (MLI function or reference)."""
+        T = self.graph.tensors
+        return [{"index": s.op.index, "op": s.op.name,
+                 "inputs": [f"{i}:{T[i].dtype.name}{list(T[i].shape)}{'(c)' if T[i].data is not None else ''}"
+                            for i in s.op.inputs if i >= 0],
+                 "outputs": [f"{i}:{T[i].dtype.name}{list(T[i].shape)}" for i in s.op.outputs if i >= 0],
+                 "mapping": s.function or "reference (TFLM)"} for s in self.steps]
+
+
+def _defects(g: TGraph, step: Step) -> list[arc_mli.GlueDefect]:
+    op = step.op
+    T = g.tensors
+    o = T[op.outputs[0]]
+    act = _act(op)
+    lo, hi = activation_range(act, o.s, o.zp, o.dtype)
+    roles = {"input": op.inputs[0], "output": op.outputs[0]}
+    if op.name in _WEIGHTED:
+        roles.update(weights=op.inputs[1], bias=op.inputs[2])
+    elif op.name == "ADD":
+        roles.update(input2=op.inputs[1])
+    return arc_mli.glue_defects(op.name, op_index=op.index, act=act, act_min=lo, act_max=hi,
+                                tensors={r: (i, T[i].scale, len(T[i].shape)) for r, i in roles.items()})
+
+
+def load_tflm(data: bytes, *, adapted: bool | None = None) -> TflmModel:
+    """Prepare a model (its bytes, already validated by :func:`pymli.tflite.reader.read_model`) for TFLM + arc_mli.
+
+    Args:
+        data: the model bytes.
+        adapted: the weights are in the ARC adaptation layout (None: recognised from the shapes).
+
+    Returns:
+        the :class:`TflmModel`.
+
+    Raises:
+        TfliteUnsupported: an operator without a TFLM reference kernel in pymli (a CUSTOM operator, ...).
+        TfliteLayoutError: the weights' layout is ambiguous or inconsistent.
+        TfliteFormatError: the graph is inconsistent.
+    """
+    g = read_graph(data)
+    is_adapted = adapted_layout(g, adapted)
+    if is_adapted:
+        g = _to_tflite_layout(g)
+    steps: list[Step] = []
+    defects: list[arc_mli.GlueDefect] = []
+    for op in g.ops:
+        fn = offload_function(g, op)
+        if fn is not None:
+            step = Step(op, fn, None, _prepare_mli(g, op, fn))
+            defects += _defects(g, step)
+        else:
+            h = HANDLERS.get(op.name)
+            if h is None:
+                why = ("a CUSTOM operator: pymli has no kernel for it" if op.name.startswith("CUSTOM")
+                       else "no TFLM reference kernel in pymli for this operator")
+                raise TfliteUnsupported(op.index, op.name, why)
+            step = Step(op, None, h)
+        steps.append(step)
+    m = TflmModel(data, g, steps, is_adapted, defects)
+    if defects:
+        warnings.warn("TFLM's arc_mli glue code would compute differently on the device; pymli computes what "
+                      "arc_mli intends:\n  " + "\n  ".join(m.warnings), TfliteWarning, stacklevel=3)
+    return m
