@@ -14,6 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..tensor import dense_strides
+
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
 
@@ -69,19 +71,31 @@ def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k > n:
         raise ValueError(f"topk {k} > {n} values")
-    hv = [int(a) for a in v[:k]]
+    hv = v[:k].tolist()
     hi = list(range(k))
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
+    top = int(v.max())
     pos, block = k, 64
     while pos < n:
+        if hv[0] == top:
+            # Every entry equals the slice maximum: a later equal value replaces the root and the
+            # (strict) sift leaves it there, so only the last such value stays.
+            last = np.flatnonzero(v[pos:] == top)
+            if last.size:
+                hi[0] = pos + int(last[-1])
+            break
         end = min(n, pos + block)
-        for c in (np.flatnonzero(v[pos:end] >= hv[0]) + pos).tolist():
-            val = int(v[c])
+        chunk = v[pos:end]
+        cand = np.flatnonzero(chunk >= hv[0])
+        for c, val in zip((cand + pos).tolist(), chunk[cand].tolist()):
             if hv[0] > val:
                 continue
             hv[0], hi[0] = val, c
             _sift(hv, hi, k, 0)
+            if hv[0] == top:
+                end = c + 1  # resume just after c with the shortcut above
+                break
         pos, block = end, min(block * 2, 1 << 16)
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
@@ -115,8 +129,7 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         C library.
     """
     x = np.asarray(x)
-    vals = _slices(x, axis).astype(np.int64)
-    offs = _slices(element_offsets(x.shape, strides), axis)
+    vals = _slices(x, axis)
     s, n = vals.shape
     k = int(topk)
     if k <= 0:
@@ -130,10 +143,10 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
         # above the next one, the heap's result is that order whatever its history.
         if k < n:
-            part = np.argpartition(-vals, k, axis=1)[:, : k + 1]
+            part = np.argpartition(vals, n - k - 1, axis=1)[:, n - k - 1:]
         else:
             part = np.broadcast_to(np.arange(n), (s, n))
-        pv = np.take_along_axis(vals, part, axis=1)
+        pv = np.take_along_axis(vals, part, axis=1).astype(np.int64)
         order = np.argsort(-pv, axis=1, kind="stable")
         part = np.take_along_axis(part, order, axis=1)
         pv = np.take_along_axis(pv, order, axis=1)
@@ -143,7 +156,25 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         idx = np.array(part[:, :k])
         for i in np.flatnonzero(~ok).tolist():
             idx[i] = heap_topk(vals[i], k)
-    return np.take_along_axis(offs, idx, axis=1).astype(np.int32)
+    return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Sequence[int] | None) -> np.ndarray:
+    """Memory offsets of positions ``idx[slice, j]`` within the slices of :func:`_slices` (only those)."""
+    shape = [int(d) for d in shape]
+    st = [int(m) for m in strides] if strides is not None else dense_strides(shape)
+    idx = np.asarray(idx, dtype=np.int64)
+    if axis < 0:
+        rest_shape, rest_st, base = shape, st, np.zeros((idx.shape[0], 1), np.int64)
+    else:
+        rest_shape = shape[:axis] + shape[axis + 1:]
+        rest_st = st[:axis] + st[axis + 1:]
+        base = (np.arange(shape[axis], dtype=np.int64) * st[axis])[:, None]
+    off = base
+    if rest_shape:
+        for i, c in enumerate(np.unravel_index(idx, rest_shape)):
+            off = off + c * rest_st[i]
+    return np.broadcast_to(off, idx.shape)
 
 
 def argmax_reference(x: npt.NDArray[np.integer], axis: int, topk: int,
