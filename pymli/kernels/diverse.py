@@ -19,10 +19,23 @@ from ..tensor import dense_strides
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
 
-def permute(x: npt.NDArray, perm: Sequence[int]) -> np.ndarray:
-    """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy)."""
+def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = None) -> np.ndarray:
+    """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy).
+
+    Args:
+        x: any array; perm: ``perm[k]`` = dimension of ``x`` that becomes dimension ``k``.
+        out: optional destination (any strides, may overlap ``x``: NumPy then copies through a
+            temporary); written and returned, which saves the intermediate contiguous copy.
+
+    Returns:
+        The permuted values (a new C-contiguous array, or ``out``).
+    """
     x = np.asarray(x)
-    return np.ascontiguousarray(np.transpose(x, [int(p) for p in perm[: x.ndim]]))
+    t = np.transpose(x, [int(p) for p in perm[: x.ndim]])
+    if out is None:
+        return np.ascontiguousarray(t)
+    np.copyto(out, t)
+    return out
 
 
 def element_offsets(shape: Sequence[int], strides: Sequence[int] | None = None) -> np.ndarray:

@@ -256,3 +256,24 @@ def test_depthwise_results_do_not_alias_scratch() -> None:
     keep = r1.copy()
     KC.depthwise_conv2d_hwcn(x2, wt, bias, q, **geo)
     assert np.array_equal(r1, keep)
+
+
+# --------------------------------------------------------------------------------------- permute
+@settings(max_examples=40, deadline=None)
+@given(shapes, st.data(), st.integers(0, 2**32 - 1))
+def test_permute_into_out_equals_copy(shape, data, seed) -> None:
+    x = _ints(np.random.default_rng(seed), shape, 16)
+    perm = data.draw(st.permutations(range(x.ndim)))
+    want = KD.permute(x, perm)
+    assert want.flags.c_contiguous and np.array_equal(want, np.transpose(x, perm))
+    out = np.empty(want.shape, x.dtype)
+    assert KD.permute(x, perm, out=out) is out
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("perm", [[2, 0, 1], [1, 0, 2], [2, 1, 0]])
+def test_permute_in_place(perm: list[int]) -> None:
+    x = _ints(np.random.default_rng(7), (5, 5, 5), 8)
+    buf = x.copy()
+    KD.permute(buf, perm, out=buf)  # output overlaps the input completely
+    assert np.array_equal(buf, np.transpose(x, perm))
