@@ -9,8 +9,9 @@ pymli time (above 1: pymli is faster).
     python benchmarks/bench_vs_c.py [--repeat N] [--only conv,relu] [--blas_threads 1]
 
 ``--blas_threads`` limits OpenBLAS's threads (threadpoolctl) for the whole run: 0 keeps the
-default; the BLAS-bound convolutions and FC are timed with 1 and 2 threads in their own rows when
-``--threads_rows`` is on (the default).
+default. The kernels pin BLAS to one thread for their products (``pymli/kernels/_blas.py``); the
+BLAS-bound convolutions and FC are also timed with 2 threads (that pin lifted) in their own rows
+when ``--threads_rows`` is on (the default).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from _timing import best_of, fmt_time
 from pymli import capi
 from pymli.arith.lut import create_lut
 from pymli.capi.move import MovCfg
+from pymli.kernels import _blas
 from pymli.capi.types import (
     ArgmaxCfg, Conv2dCfg, FullyConnectedCfg, L2NormalizeCfg, PermuteCfg, PoolCfg, ReluCfg, ReluType, RnnCellCfg,
     RnnDirection, RnnOutActivation, RnnResults, SoftmaxCfg,
@@ -249,9 +251,18 @@ def _measure(lib: Any, case: Case, repeat: int) -> tuple[float, float]:
     for i in case.outs:
         if _out_bytes(py_args[i]) != _out_bytes(c_args[i]):
             raise AssertionError(f"{case.name} {case.shape}: output {i} differs from libmli")
-    with _limits(case.threads):
-        t_py = best_of(lambda: py_fn(*py_args), repeat)
-        t_c = best_of(call_c, repeat)
+    pinned = _blas._STATE.get("libs")
+    if case.threads > 1:
+        _blas._STATE["libs"] = []  # let the kernels use the threads (they pin BLAS to one otherwise)
+    try:
+        with _limits(case.threads):
+            t_py = best_of(lambda: py_fn(*py_args), repeat)
+            t_c = best_of(call_c, repeat)
+    finally:
+        if pinned is None:
+            _blas._STATE.pop("libs", None)
+        else:
+            _blas._STATE["libs"] = pinned
     return t_py, t_c
 
 

@@ -39,6 +39,7 @@ from ..arith.requant import (
 from ..arith.geometry import conv_out_size as out_size
 from ..arith.geometry import transpose_out_size
 from ..arith.rounding import wrap
+from ._blas import blas_single_thread
 
 __all__ = [
     "FxQuant",
@@ -165,15 +166,16 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None,
     dt = _work_dtype(k, amax, bmax)
     per = amax * bmax
     chunk = (_F32_EXACT - 1) // per if per else k
-    if dt != np.float32 and 128 <= chunk < k:
-        it = np.int32 if bound < (1 << 31) else I64
-        total = None
-        for k0 in range(0, k, chunk):
-            part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
-            part = part.astype(it)
-            total = part if total is None else total + part
-        return total, bound
-    r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+    with blas_single_thread(a.size * b.shape[-1]):
+        if dt != np.float32 and 128 <= chunk < k:
+            it = np.int32 if bound < (1 << 31) else I64
+            total = None
+            for k0 in range(0, k, chunk):
+                part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
+                part = part.astype(it)
+                total = part if total is None else total + part
+            return total, bound
+        r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
     return _to_int(r, bound), bound
 
 
@@ -249,14 +251,15 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     p = ho * wo
     wd = w.astype(dt, copy=False)
-    if groups == 1:
-        cols = win.reshape(p, k)
-        r = cols @ wd.reshape(k, n)
-    else:
-        ng = n // groups
-        cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
-        wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
-        r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
+    with blas_single_thread(p * k * n // groups):
+        if groups == 1:
+            cols = win.reshape(p, k)
+            r = cols @ wd.reshape(k, n)
+        else:
+            ng = n // groups
+            cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
+            wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
+            r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
     return _to_int(r.reshape(ho, wo, n), bound), bound
 
 
