@@ -12,6 +12,9 @@ Window reductions are separable: one pass over ``kernel_w`` strided column slice
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -94,6 +97,13 @@ def _runs(v: np.ndarray) -> list[tuple[int, int, int]]:
     return [(b, e, int(v[b])) for b, e in zip(bounds[:-1], bounds[1:])]
 
 
+@functools.lru_cache(maxsize=256)
+def _count_runs(in_size: int, out_len: int, kernel: int, stride: int,
+                pad_before: int) -> tuple[tuple[int, int, int], ...]:
+    """:func:`_runs` of :func:`valid_counts` along one axis, cached per geometry."""
+    return tuple(_runs(valid_counts(in_size, out_len, kernel, stride, pad_before)))
+
+
 def maxpool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: tuple[int, int],
                 pad: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
     """Max pooling (``mli_krn_maxpool_hwc_*``): maximum of the valid elements of each window.
@@ -135,8 +145,8 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     shift0 = requant.shift if requant is not None else base_shift
     offset = requant.offset if requant is not None else 0
     scale = requant.scale if requant is not None else None
-    rows = _runs(valid_counts(h, oh, kh, sh, pt))
-    cols = _runs(valid_counts(w, ow, kw, sw, pl))
+    rows = _count_runs(h, oh, kh, sh, pt)
+    cols = _count_runs(w, ow, kw, sw, pl)
     fast = _avepool_output_float(sums, rows, cols, shift0, scale, offset, mul16, acc_bits, bits, x.dtype)
     if fast is not None:
         return fast
@@ -152,7 +162,7 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
 _PARAMS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
 
 
-def _window_params(rows: list[tuple[int, int, int]], cols: list[tuple[int, int, int]], shift0: int,
+def _window_params(rows: Sequence[tuple[int, int, int]], cols: Sequence[tuple[int, int, int]], shift0: int,
                    scale: int | None, offset: int, mul16: bool, acc_bits: int, bits: int,
                    round_up: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-window ``mul * 2**-shift`` and ``half * 2**-shift`` (float32 or float64), cached.
@@ -200,7 +210,8 @@ def _window_params(rows: list[tuple[int, int, int]], cols: list[tuple[int, int, 
     return result
 
 
-def _avepool_output_float(sums: np.ndarray, rows: list[tuple[int, int, int]], cols: list[tuple[int, int, int]],
+def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]],
+                          cols: Sequence[tuple[int, int, int]],
                           shift0: int, scale: int | None, offset: int, mul16: bool, acc_bits: int, bits: int,
                           out_dtype: np.dtype) -> np.ndarray | None:
     """:func:`pymli.arith.pool.avepool_output` for every window at once, in floats; None if unsafe.
