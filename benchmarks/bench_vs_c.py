@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 from _cmli import COMPILE_FLAGS, CCall, c_copy, load
-from _timing import best_of, fmt_time
+from _timing import Row, best_of, fmt_time
 
 from pymli import capi
 from pymli.arith.lut import create_lut
@@ -266,8 +266,9 @@ def _measure(lib: Any, case: Case, repeat: int) -> tuple[float, float]:
     return t_py, t_c
 
 
-def run(repeat: int = 10, only: str = "", blas_threads: int = 0, threads_rows: bool = True) -> list[tuple]:
-    """Measure every case; returns (group, kernel, shape, threads, pymli s, C s) rows."""
+def measure(repeat: int = 10, only: str = "", blas_threads: int = 0, threads_rows: bool = True,
+            echo: bool = True) -> list[tuple]:
+    """Measure every case; returns (group, kernel, shape, threads, pymli s, C s) rows (empty without C)."""
     lib = load()
     if isinstance(lib, str):
         print(f"C library unavailable: {lib}")
@@ -284,8 +285,18 @@ def run(repeat: int = 10, only: str = "", blas_threads: int = 0, threads_rows: b
                 case.threads = 0
             t_py, t_c = _measure(lib, case, repeat)
             rows.append((case.group, case.name, case.shape, case.threads, t_py, t_c))
-            print(f"{case.name:44s} {case.shape:24s} {case.threads or '':>2}  {fmt_time(t_py):>10s} "
-                  f"{fmt_time(t_c):>10s}  {t_c / t_py:7.2f}x", flush=True)
+            if echo:
+                print(f"{case.name:44s} {case.shape:24s} {case.threads or '':>2}  {fmt_time(t_py):>10s} "
+                      f"{fmt_time(t_c):>10s}  {t_c / t_py:7.2f}x", flush=True)
+    return rows
+
+
+def run(repeat: int = 10, only: str = "") -> list[Row]:
+    """The cases as ``_timing.Row`` for ``run_all.py``: pymli's time, and the C time and ratio as the extra column."""
+    rows = []
+    for _group, name, shape, threads, t_py, t_c in measure(repeat, only, echo=False):
+        label = f"{name} {shape}" + (f" ({threads} BLAS thread{'s' if threads > 1 else ''})" if threads else "")
+        rows.append(Row(label, t_py, extra=f"C {fmt_time(t_c)}, {t_c / t_py:.2f}x"))
     return rows
 
 
@@ -300,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     print(f"MLI 2.0.2 C library: {COMPILE_FLAGS}; outputs asserted bit-identical; ratio = C / pymli")
     print(f"{'kernel':44s} {'shape':24s} {'th':>2}  {'pymli':>10s} {'C':>10s}  {'ratio':>8s}")
-    rows = run(a.repeat, a.only, a.blas_threads, a.threads_rows)
+    rows = measure(a.repeat, a.only, a.blas_threads, a.threads_rows)
     slower = [r for r in rows if r[4] > r[5]]
     print(f"{len(rows)} cases, {len(slower)} slower than C" + (": " + ", ".join(
         f"{r[1]} {r[2]}" for r in slower) if slower else ""))
