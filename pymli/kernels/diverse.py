@@ -152,6 +152,8 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     if k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
         idx = (n - 1 - np.argmax(vals[:, ::-1], axis=1))[:, None]
+    elif k < n and vals.dtype == np.int8:
+        idx = _topk_by_threshold(vals, k)
     else:
         # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
         # above the next one, the heap's result is that order whatever its history.
@@ -170,6 +172,39 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         for i in np.flatnonzero(~ok).tolist():
             idx[i] = heap_topk(vals[i], k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+def _topk_by_threshold(vals: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest int8 values per row (``1 < k < n``), in MLI's heap order.
+
+    A histogram of the 256 codes per row gives each row's k-th largest value ``t``. Where exactly
+    ``k`` values reach ``t`` and they are distinct, the heap's result is them in decreasing order
+    whatever its history; the other rows replay the heap (:func:`heap_topk`). Same results as the
+    partition path of :func:`argmax`, without sorting the slice.
+    """
+    s, n = vals.shape
+    codes = vals.view(np.uint8) ^ np.uint8(0x80)  # value + 128, in [0, 255]
+    if s == 1:
+        counts = np.bincount(codes.reshape(-1), minlength=256)[None, :]
+    else:
+        counts = np.bincount((codes + (np.arange(s, dtype=np.intp) * 256)[:, None]).reshape(-1),
+                             minlength=256 * s).reshape(s, 256)
+    at_least = np.cumsum(counts[:, ::-1], axis=1)  # [r, j]: values >= 255 - j (as codes)
+    j = np.argmax(at_least >= k, axis=1)  # exists: the row has n > k values
+    thr = (255 - j).astype(np.int16) - 128
+    distinct = np.all(counts[:, ::-1] <= 1, axis=1, where=np.arange(256)[None, :] <= j[:, None])
+    ok = (at_least[np.arange(s), j] == k) & distinct
+    idx = np.empty((s, k), dtype=np.int64)
+    ok_rows = np.flatnonzero(ok)
+    if ok_rows.size:
+        sub = vals[ok_rows]
+        pos = np.nonzero(sub >= thr[ok_rows, None].astype(np.int8))[1].reshape(-1, k)
+        pv = np.take_along_axis(sub, pos, axis=1)
+        order = np.argsort(-pv.astype(np.int16), axis=1)
+        idx[ok_rows] = np.take_along_axis(pos, order, axis=1)
+    for i in np.flatnonzero(~ok).tolist():
+        idx[i] = heap_topk(vals[i], k)
+    return idx
 
 
 def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Sequence[int] | None) -> np.ndarray:

@@ -246,7 +246,7 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         axis: dimension to normalise along, or -1 for the whole tensor.
 
     Returns:
-        int64 array of output values.
+        Array of output values: int8 / int16 from the fast path, int64 from the plain one.
     """
     fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
     if fast is not None:
@@ -275,24 +275,27 @@ def l2_normalize_reference(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: 
     return sat(asr_rnd(inv * xv, shift, 32), bits)
 
 
-# Largest slice whose float64 sum of squares is exact: every square is at most 2**30 (|x| <= 2**15)
-# and every partial sum an integer below 2**52 < 2**53, whatever the summation order.
-_L2_FLOAT_SUM_MAX = 1 << 22
+# Largest slice of the fast path: its int64 sum of squares (each at most 2**30) stays far below
+# 2**63, and each product below, computed once per element, stays within int32.
+_L2_FAST_SLICE_MAX = 1 << 30
 
 
 def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
                        axis: int) -> np.ndarray | None:
-    """:func:`l2_normalize` with float64 sums and products; None where a bound below fails.
+    """:func:`l2_normalize` in int32 / int64 / float64 with proven bounds; None where one fails.
 
     Exactness: centred values ``c`` fit int16 (int8 input with a zero point that cannot make
-    ``x - zp`` saturate, or int16 input without one), so each square is at most ``2**30`` and a
-    slice's float64 sum of squares is an exact integer (see ``_L2_FLOAT_SUM_MAX``). The per-slice
-    factor ``inv`` is an int16 from the LUT: ``c * inv`` (at most ``2**30``) times ``2**-n`` is
-    exact in float64, so ``floor(y + 1/2)`` is C's ROUND_UP shift and ``rint(y)`` (ties to even)
-    its ROUND_CONVERGENT one; with ``1 <= n <= 30`` the 32-bit rounding add never saturates.
-    The final clip is the saturation to ``bits``. Where every slice has the same shift, the same
-    steps run in int32 (the bounds above keep ``c * inv + 2**(n-1)`` below ``2**31``); a one-slice
-    int8 input gathers from the 256 results of its codes instead.
+    ``x - zp`` saturate, or int16 input without one), so each square is at most ``2**30`` (int32)
+    and a slice's sum of squares is exact in int64. The per-slice steps (norm, LUT) are the
+    reference's. The per-slice factor ``inv`` is an int16 from the LUT, so ``|c * inv| <= 2**30``
+    and with a shift ``1 <= n <= 30`` the rounding add stays below ``2**31``: C's 32-bit rounding
+    shift never saturates and the int32 computation equals it (one shift for every slice). With
+    per-slice shifts the product times ``2**-n`` is exact in float64, so ``floor(y + 1/2)`` is
+    ROUND_UP and ``rint(y)`` (ties to even) ROUND_CONVERGENT. The final clip is the saturation
+    to ``bits``. A one-slice int8 input gathers from the results of its 256 codes instead.
+
+    Returns:
+        The output values in the container dtype (int8 / int16), or None.
     """
     if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
         c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
@@ -302,7 +305,7 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         return None
     red = _reduce_axes(c.ndim, axis)
     n = int(np.prod([c.shape[a] for a in red])) if c.ndim else 1
-    if c.size == 0 or n > _L2_FLOAT_SUM_MAX:
+    if c.size == 0 or n > _L2_FAST_SLICE_MAX:
         return None
     # Squares fit int32 (|c| <= 2**15); their sums int64. No BLAS here: a threaded dot product
     # waits for sleeping OpenBLAS workers on a busy machine (milliseconds, not microseconds).
