@@ -16,6 +16,7 @@ when ``--threads_rows`` is on (the default).
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -301,8 +302,7 @@ def run(repeat: int = 10, only: str = "") -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import argparse
-
+    """Print the side-by-side table (the command line above)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--only", default="", help="comma-separated groups: conv,fc,eltwise,relu,pool,move,lut,rnn")
