@@ -72,8 +72,9 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
         kind: ``mli_relu_type`` value.
         zero, scale, shift: the input's quantisation (fx: ``0, 1, frac_bits``; sa: zero point,
             scale, scale_frac_bits), which places 0, 1 and 6 on the integer grid.
-        out: optional destination of ``x``'s shape and dtype (may be ``x`` itself or any view);
-            written and returned instead of a new array.
+        out: optional destination of ``x``'s shape (may be ``x`` itself or any view; best of
+            ``x``'s dtype, else the values are cast as an assignment casts them); written and
+            returned instead of a new array.
 
     Returns:
         ``min(max(x, lo), hi)`` in ``x``'s dtype.
@@ -86,7 +87,10 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
     t = x.dtype.type
     if out is None:
         return np.clip(x, t(lo), t(hi))
-    return np.clip(x, t(lo), t(hi), out=out)
+    if out.dtype == x.dtype:
+        return np.clip(x, t(lo), t(hi), out=out)
+    out[...] = np.clip(x, t(lo), t(hi))  # another container dtype: cast as an assignment does
+    return out
 
 
 def axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:

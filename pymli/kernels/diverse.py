@@ -34,7 +34,7 @@ def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = Non
     t = np.transpose(x, [int(p) for p in perm[: x.ndim]])
     if out is None:
         return np.ascontiguousarray(t)
-    np.copyto(out, t)
+    out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
     return out
 
 
