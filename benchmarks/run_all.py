@@ -27,6 +27,7 @@ ARGS: dict[str, tuple[dict, dict]] = {
     "rnn": ({}, {"repeat": 2}),
     "models": ({"repeat": 2, "images": 20, "demo": False}, {"repeat": 1, "images": 5, "demo": False}),
     "tflite": ({}, {"repeat": 2}),
+    "vs_c": ({}, {"repeat": 3}),
 }
 
 

@@ -47,8 +47,7 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status
         q = dict(zero=_sa(inp, "zero_point"), scale=_sa(inp, "scale"), shift=_sa(inp, "scale_frac_bits"))
     else:
         q = dict(zero=0, scale=1, shift=int(inp.frac_bits))
-    res = K.relu(inp.view(), int(cfg.type), **q)
-    out.view()[...] = res
+    K.relu(inp.view(), int(cfg.type), out=out.view(), **q)  # np.clip into out: overlap-safe, no temporary
     # out->el_params = in->el_params
     if el.is_sa:
         out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits

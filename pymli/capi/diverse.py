@@ -32,9 +32,8 @@ __all__ = ["mli_krn_permute_fx8", "mli_krn_permute_fx16", "mli_krn_permute_sa8",
 def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
     check_permute(fn, el, inp, cfg, out)
     perm = permutation(cfg, inp.rank)[: inp.rank]
-    res = K.permute(inp.view(), perm)
     view = out.view()  # may raise: nothing is written before
-    view[...] = res
+    K.permute(inp.view(), perm, out=view)
     if not el.is_sa:
         out.frac_bits = inp.frac_bits
     elif inp.dim < 0:

@@ -63,7 +63,8 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
     return np.take(table.reshape(-1), idx)
 
 
-def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0) -> np.ndarray:
+def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0,
+         out: np.ndarray | None = None) -> np.ndarray:
     """ReLU of type ``kind`` (0 NONE, 1 GEN, 2 RELU_1, 3 RELU_6): clamp to the type's bounds.
 
     Args:
@@ -71,14 +72,25 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
         kind: ``mli_relu_type`` value.
         zero, scale, shift: the input's quantisation (fx: ``0, 1, frac_bits``; sa: zero point,
             scale, scale_frac_bits), which places 0, 1 and 6 on the integer grid.
+        out: optional destination of ``x``'s shape (may be ``x`` itself or any view; best of
+            ``x``'s dtype, else the values are cast as an assignment casts them); written and
+            returned instead of a new array.
 
     Returns:
         ``min(max(x, lo), hi)`` in ``x``'s dtype.
     """
     x = np.asarray(x)
     lo, hi = act.relu_limits(int(kind), _bits(x), int(zero), int(scale), int(shift))
-    # max then min, as C does (a lo above hi yields hi everywhere).
-    return np.minimum(np.maximum(x, lo), hi).astype(x.dtype, copy=False)
+    # max then min, as C does: np.clip is exactly minimum(maximum(x, lo), hi), also when lo > hi
+    # (every element becomes hi). Bounds typed as x's dtype (they fit: relu_limits casts them to
+    # the container) keep NumPy on its fast same-type loop; Python ints make it ~25x slower.
+    t = x.dtype.type
+    if out is None:
+        return np.clip(x, t(lo), t(hi))
+    if out.dtype == x.dtype:
+        return np.clip(x, t(lo), t(hi), out=out)
+    out[...] = np.clip(x, t(lo), t(hi))  # another container dtype: cast as an assignment does
+    return out
 
 
 def axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:

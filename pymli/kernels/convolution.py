@@ -22,6 +22,7 @@ of dilated conv2d / group conv2d, which sums the input with undilated steps.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..arith.requant import (
 from ..arith.geometry import conv_out_size as out_size
 from ..arith.geometry import transpose_out_size
 from ..arith.rounding import wrap
+from ._blas import blas_single_thread
 
 __all__ = [
     "FxQuant",
@@ -164,15 +166,16 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int | None = None,
     dt = _work_dtype(k, amax, bmax)
     per = amax * bmax
     chunk = (_F32_EXACT - 1) // per if per else k
-    if dt != np.float32 and 128 <= chunk < k:
-        it = np.int32 if bound < (1 << 31) else I64
-        total = None
-        for k0 in range(0, k, chunk):
-            part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
-            part = part.astype(it)
-            total = part if total is None else total + part
-        return total, bound
-    r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
+    with blas_single_thread(a.size * b.shape[-1]):
+        if dt != np.float32 and 128 <= chunk < k:
+            it = np.int32 if bound < (1 << 31) else I64
+            total = None
+            for k0 in range(0, k, chunk):
+                part = np.matmul(a[..., k0:k0 + chunk].astype(np.float32), b[k0:k0 + chunk].astype(np.float32))
+                part = part.astype(it)
+                total = part if total is None else total + part
+            return total, bound
+        r = np.matmul(a.astype(dt, copy=False), b.astype(dt, copy=False))
     return _to_int(r, bound), bound
 
 
@@ -248,40 +251,94 @@ def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     p = ho * wo
     wd = w.astype(dt, copy=False)
-    if groups == 1:
-        cols = win.reshape(p, k)
-        r = cols @ wd.reshape(k, n)
-    else:
-        ng = n // groups
-        cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
-        wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
-        r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
+    with blas_single_thread(p * k * n // groups):
+        if groups == 1:
+            cols = win.reshape(p, k)
+            r = cols @ wd.reshape(k, n)
+        else:
+            ng = n // groups
+            cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
+            wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
+            r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
     return _to_int(r.reshape(ho, wo, n), bound), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                          dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
                          out_hw: tuple[int, int], x_bound: int | None = None,
-                         w_bound: int | None = None) -> tuple[np.ndarray, int]:
-    """Exact ``sum_valid(x * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> ((Ho, Wo, C), bound)."""
+                         w_bound: int | None = None, x_offset: int = 0) -> tuple[np.ndarray, int]:
+    """Exact ``sum_valid((x - x_offset) * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> ((Ho, Wo, C), bound).
+
+    ``x_bound`` bounds ``|x - x_offset|``. The padded input and the product temporary are scratch
+    buffers kept per shape and dtype (see :func:`_scratch`): large temporaries freed after every
+    call cost a page fault per 4 kB page on the next one.
+    """
     kh, kw, _, c = w.shape
     ho, wo = out_hw
     hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
-    bound = kh * kw * (_max_abs(x) if x_bound is None else x_bound) * (_max_abs(w) if w_bound is None else w_bound)
+    xm = _max_abs(x.astype(I64) - x_offset) if x_bound is None else x_bound
+    bound = kh * kw * xm * (_max_abs(w) if w_bound is None else w_bound)
     # int32 / float64 products and sums are exact below their bounds; int64 otherwise.
     dt = np.dtype(np.int32) if bound < (1 << 31) else (np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64))
-    xp = _padded(x, pad[0], pad[1], hp, wp, dt)
+    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
     wd = w.reshape(kh, kw, c).astype(dt)
     sh, sw = stride
     dh, dw = dilation
-    acc = np.zeros((ho, wo, c), dtype=dt)
-    tmp = np.empty_like(acc)
+    acc = np.empty((ho, wo, c), dtype=dt)
+    tmp = _scratch(("dw tmp", (ho, wo, c), dt))
     for i in range(kh):
         for j in range(kw):
             tap = xp[i * dh: i * dh + (ho - 1) * sh + 1: sh, j * dw: j * dw + (wo - 1) * sw + 1: sw]
-            np.multiply(tap, wd[i, j], out=tmp)
-            acc += tmp
+            if i == 0 and j == 0:
+                np.multiply(tap, wd[i, j], out=acc)
+            else:
+                np.multiply(tap, wd[i, j], out=tmp)
+                acc += tmp
     return _to_int(acc, bound), bound
+
+
+_SCRATCH = threading.local()
+_SCRATCH_MAX = 16
+
+
+def _scratch(key: tuple) -> np.ndarray:
+    """A reusable uninitialised buffer ``np.empty(key[1], key[2])`` private to this thread.
+
+    Only for temporaries that never leave the function using them. At most ``_SCRATCH_MAX``
+    buffers are kept per thread (the oldest is dropped first).
+    """
+    cache = getattr(_SCRATCH, "buffers", None)
+    if cache is None:
+        cache = _SCRATCH.buffers = {}
+    buf = cache.get(key)
+    if buf is None:
+        if len(cache) >= _SCRATCH_MAX:
+            cache.pop(next(iter(cache)))
+        buf = cache[key] = np.empty(key[1], dtype=key[2])
+    return buf
+
+
+def _padded_scratch(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype,
+                    offset: int = 0) -> np.ndarray:
+    """:func:`_padded` of ``x - offset`` into a scratch buffer (the border is zeroed on every call)."""
+    h, w, c = x.shape
+    out = _scratch(("padded", (hp, wp, c), dtype))
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + h, hp), min(left + w, wp)
+    if r1 <= r0 or c1 <= c0:
+        out.fill(0)
+        return out
+    out[:r0] = 0
+    out[r1:] = 0
+    out[r0:r1, :c0] = 0
+    out[r0:r1, c1:] = 0
+    inner = out[r0:r1, c0:c1]
+    src = x[r0 - top:r1 - top, c0 - left:c1 - left]
+    if offset:
+        np.subtract(src, dtype.type(offset), out=inner, dtype=dtype, casting="unsafe")
+    else:
+        inner[...] = src
+    return out
 
 
 def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], pad: tuple[int, int],
@@ -465,6 +522,13 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
                           pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
     """``mli_krn_depthwise_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, 1, C), bias (C,)."""
+    x = np.asarray(x)
+    if isinstance(q, Sa8Quant) and not _eff_offset(q.w_zp):
+        # No weights zero point: the input is centred while it is padded (no centred copy).
+        a = _eff_offset(q.in_zp)
+        acc, bound = depthwise_accumulate(x, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
+                                          x_bound=container_bound(x, a), w_bound=container_bound(w), x_offset=a)
+        return finish(acc, bias, q, bounds, bound)
     xc, a, b, xb = _centre(x, q)
     acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
                                       x_bound=xb, w_bound=container_bound(w))

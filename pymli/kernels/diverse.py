@@ -14,13 +14,28 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..tensor import dense_strides
+
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
 
-def permute(x: npt.NDArray, perm: Sequence[int]) -> np.ndarray:
-    """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy)."""
+def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = None) -> np.ndarray:
+    """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy).
+
+    Args:
+        x: any array; perm: ``perm[k]`` = dimension of ``x`` that becomes dimension ``k``.
+        out: optional destination (any strides, may overlap ``x``: NumPy then copies through a
+            temporary); written and returned, which saves the intermediate contiguous copy.
+
+    Returns:
+        The permuted values (a new C-contiguous array, or ``out``).
+    """
     x = np.asarray(x)
-    return np.ascontiguousarray(np.transpose(x, [int(p) for p in perm[: x.ndim]]))
+    t = np.transpose(x, [int(p) for p in perm[: x.ndim]])
+    if out is None:
+        return np.ascontiguousarray(t)
+    out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
+    return out
 
 
 def element_offsets(shape: Sequence[int], strides: Sequence[int] | None = None) -> np.ndarray:
@@ -69,19 +84,31 @@ def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k > n:
         raise ValueError(f"topk {k} > {n} values")
-    hv = [int(a) for a in v[:k]]
+    hv = v[:k].tolist()
     hi = list(range(k))
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
+    top = int(v.max())
     pos, block = k, 64
     while pos < n:
+        if hv[0] == top:
+            # Every entry equals the slice maximum: a later equal value replaces the root and the
+            # (strict) sift leaves it there, so only the last such value stays.
+            last = np.flatnonzero(v[pos:] == top)
+            if last.size:
+                hi[0] = pos + int(last[-1])
+            break
         end = min(n, pos + block)
-        for c in (np.flatnonzero(v[pos:end] >= hv[0]) + pos).tolist():
-            val = int(v[c])
+        chunk = v[pos:end]
+        cand = np.flatnonzero(chunk >= hv[0])
+        for c, val in zip((cand + pos).tolist(), chunk[cand].tolist()):
             if hv[0] > val:
                 continue
             hv[0], hi[0] = val, c
             _sift(hv, hi, k, 0)
+            if hv[0] == top:
+                end = c + 1  # resume just after c with the shortcut above
+                break
         pos, block = end, min(block * 2, 1 << 16)
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
@@ -115,8 +142,7 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         C library.
     """
     x = np.asarray(x)
-    vals = _slices(x, axis).astype(np.int64)
-    offs = _slices(element_offsets(x.shape, strides), axis)
+    vals = _slices(x, axis)
     s, n = vals.shape
     k = int(topk)
     if k <= 0:
@@ -126,14 +152,16 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     if k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
         idx = (n - 1 - np.argmax(vals[:, ::-1], axis=1))[:, None]
+    elif k < n and vals.dtype == np.int8:
+        idx = _topk_by_threshold(vals, k)
     else:
         # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
         # above the next one, the heap's result is that order whatever its history.
         if k < n:
-            part = np.argpartition(-vals, k, axis=1)[:, : k + 1]
+            part = np.argpartition(vals, n - k - 1, axis=1)[:, n - k - 1:]
         else:
             part = np.broadcast_to(np.arange(n), (s, n))
-        pv = np.take_along_axis(vals, part, axis=1)
+        pv = np.take_along_axis(vals, part, axis=1).astype(np.int64)
         order = np.argsort(-pv, axis=1, kind="stable")
         part = np.take_along_axis(part, order, axis=1)
         pv = np.take_along_axis(pv, order, axis=1)
@@ -143,7 +171,58 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         idx = np.array(part[:, :k])
         for i in np.flatnonzero(~ok).tolist():
             idx[i] = heap_topk(vals[i], k)
-    return np.take_along_axis(offs, idx, axis=1).astype(np.int32)
+    return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+def _topk_by_threshold(vals: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest int8 values per row (``1 < k < n``), in MLI's heap order.
+
+    A histogram of the 256 codes per row gives each row's k-th largest value ``t``. Where exactly
+    ``k`` values reach ``t`` and they are distinct, the heap's result is them in decreasing order
+    whatever its history; the other rows replay the heap (:func:`heap_topk`). Same results as the
+    partition path of :func:`argmax`, without sorting the slice.
+    """
+    s, n = vals.shape
+    codes = vals.view(np.uint8) ^ np.uint8(0x80)  # value + 128, in [0, 255]
+    if s == 1:
+        counts = np.bincount(codes.reshape(-1), minlength=256)[None, :]
+    else:
+        counts = np.bincount((codes + (np.arange(s, dtype=np.intp) * 256)[:, None]).reshape(-1),
+                             minlength=256 * s).reshape(s, 256)
+    at_least = np.cumsum(counts[:, ::-1], axis=1)  # [r, j]: values >= 255 - j (as codes)
+    j = np.argmax(at_least >= k, axis=1)  # exists: the row has n > k values
+    thr = (255 - j).astype(np.int16) - 128
+    distinct = np.all(counts[:, ::-1] <= 1, axis=1, where=np.arange(256)[None, :] <= j[:, None])
+    ok = (at_least[np.arange(s), j] == k) & distinct
+    idx = np.empty((s, k), dtype=np.int64)
+    ok_rows = np.flatnonzero(ok)
+    if ok_rows.size:
+        sub = vals[ok_rows]
+        pos = np.nonzero(sub >= thr[ok_rows, None].astype(np.int8))[1].reshape(-1, k)
+        pv = np.take_along_axis(sub, pos, axis=1)
+        order = np.argsort(-pv.astype(np.int16), axis=1)
+        idx[ok_rows] = np.take_along_axis(pos, order, axis=1)
+    for i in np.flatnonzero(~ok).tolist():
+        idx[i] = heap_topk(vals[i], k)
+    return idx
+
+
+def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Sequence[int] | None) -> np.ndarray:
+    """Memory offsets of positions ``idx[slice, j]`` within the slices of :func:`_slices` (only those)."""
+    shape = [int(d) for d in shape]
+    st = [int(m) for m in strides] if strides is not None else dense_strides(shape)
+    idx = np.asarray(idx, dtype=np.int64)
+    if axis < 0:
+        rest_shape, rest_st, base = shape, st, np.zeros((idx.shape[0], 1), np.int64)
+    else:
+        rest_shape = shape[:axis] + shape[axis + 1:]
+        rest_st = st[:axis] + st[axis + 1:]
+        base = (np.arange(shape[axis], dtype=np.int64) * st[axis])[:, None]
+    off = base
+    if rest_shape:
+        for i, c in enumerate(np.unravel_index(idx, rest_shape)):
+            off = off + c * rest_st[i]
+    return np.broadcast_to(off, idx.shape)
 
 
 def argmax_reference(x: npt.NDArray[np.integer], axis: int, topk: int,

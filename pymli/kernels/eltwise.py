@@ -109,6 +109,11 @@ def eltwise_fx(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, frac_bits
     op = EltOp(op)
     p = fx_params(op, *frac_bits, bits)
     dt = np.int8 if bits == 8 else np.int16
+    a, b = np.asarray(a), np.asarray(b)
+    if op in (EltOp.MAX, EltOp.MIN) and p.post == 0 and a.dtype == dt and b.dtype == dt:
+        # No output shift: the result is max / min itself in the container type (what the int32
+        # path computes and casts back), one pass with no temporaries.
+        return (np.maximum if op is EltOp.MAX else np.minimum)(a, b)
     return apply_binary(lambda x, y: fx_eltwise(op, x, y, p, bits), np.asarray(a, dt), np.asarray(b, dt), dt,
                         key=("fx", op, p, bits))
 

@@ -12,12 +12,16 @@ Window reductions are separable: one pass over ``kernel_w`` strided column slice
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
 from ..arith.geometry import ceil_div
 from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
+from ..config import get_platform
 
 __all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate",
            "pool_writes_c_order"]
@@ -93,6 +97,13 @@ def _runs(v: np.ndarray) -> list[tuple[int, int, int]]:
     return [(b, e, int(v[b])) for b, e in zip(bounds[:-1], bounds[1:])]
 
 
+@functools.lru_cache(maxsize=256)
+def _count_runs(in_size: int, out_len: int, kernel: int, stride: int,
+                pad_before: int) -> tuple[tuple[int, int, int], ...]:
+    """:func:`_runs` of :func:`valid_counts` along one axis, cached per geometry."""
+    return tuple(_runs(valid_counts(in_size, out_len, kernel, stride, pad_before)))
+
+
 def maxpool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: tuple[int, int],
                 pad: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
     """Max pooling (``mli_krn_maxpool_hwc_*``): maximum of the valid elements of each window.
@@ -134,15 +145,105 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     shift0 = requant.shift if requant is not None else base_shift
     offset = requant.offset if requant is not None else 0
     scale = requant.scale if requant is not None else None
+    rows = _count_runs(h, oh, kh, sh, pt)
+    cols = _count_runs(w, ow, kw, sw, pl)
+    fast = _avepool_output_float(sums, rows, cols, shift0, scale, offset, mul16, acc_bits, bits, x.dtype)
+    if fast is not None:
+        return fast
     out = np.empty(sums.shape, dtype=x.dtype)
-    rows = _runs(valid_counts(h, oh, kh, sh, pt))
-    cols = _runs(valid_counts(w, ow, kw, sw, pl))
     for r0, r1, nr in rows:
         for c0, c1, nc in cols:
             mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
             out[r0:r1, c0:c1] = avepool_output(sums[r0:r1, c0:c1], mul, shift, offset, acc_bits, bits,
                                                sum_bound=nr * nc << (bits - 1))
     return out
+
+
+_PARAMS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
+
+
+def _window_params(rows: Sequence[tuple[int, int, int]], cols: Sequence[tuple[int, int, int]], shift0: int,
+                   scale: int | None, offset: int, mul16: bool, acc_bits: int, bits: int,
+                   round_up: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-window ``mul * 2**-shift`` and ``half * 2**-shift`` (float32 or float64), cached.
+
+    None when some window's arithmetic leaves the range where C's accumulator neither wraps nor
+    saturates, or where the float type cannot hold ``|mul * sum| + half`` exactly: the caller then
+    takes the integer path. Cached per geometry, quantisation and rounding mode.
+    """
+    key = (tuple(rows), tuple(cols), shift0, scale, offset, mul16, acc_bits, bits, round_up)
+    if key in _PARAMS:
+        return _PARAMS[key]
+    top = (1 << (acc_bits - 1)) - 1
+    oh, ow = rows[-1][1], cols[-1][1]
+    factor = np.empty((oh, ow, 1))
+    addend = np.empty((oh, ow, 1))
+    widest = 0
+    result: tuple[np.ndarray, np.ndarray] | None = None
+    for r0, r1, nr in rows:
+        for c0, c1, nc in cols:
+            mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
+            if not 0 < shift < acc_bits:
+                break
+            half = 1 << (shift - 1)
+            prod = abs(mul) * (nr * nc << (bits - 1))  # bound of |mul * sum|
+            if prod + abs(offset << shift) + half > top:
+                break  # C's accumulator could wrap or saturate: integer path
+            # ROUND_UP adds the offset after the floor; CONVERGENT must round the biased value
+            # (ties go to even and the offset changes the parity), so it needs the bias too.
+            widest = max(widest, prod + half if round_up else prod + abs(offset << shift))
+            factor[r0:r1, c0:c1] = np.ldexp(float(mul), -shift)
+            addend[r0:r1, c0:c1] = np.ldexp(float(half), -shift) if round_up else 0.0
+        else:
+            continue
+        break
+    else:
+        # After the scaling |y| <= widest / 2: below 2**23 (2**52); with ROUND_UP the offset added
+        # after the floor then stays exact.
+        if widest < 1 << 24 and abs(offset) < 1 << 22:
+            result = (factor.astype(np.float32), addend.astype(np.float32))
+        elif widest < 1 << 53 and abs(offset) < 1 << 51:
+            result = (factor, addend)
+    if len(_PARAMS) >= 64:
+        _PARAMS.clear()
+    _PARAMS[key] = result
+    return result
+
+
+def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]],
+                          cols: Sequence[tuple[int, int, int]],
+                          shift0: int, scale: int | None, offset: int, mul16: bool, acc_bits: int, bits: int,
+                          out_dtype: np.dtype) -> np.ndarray | None:
+    """:func:`pymli.arith.pool.avepool_output` for every window at once, in floats; None if unsafe.
+
+    Exactness: where ``|mul * sum| + |offset << shift| + 2**(shift-1)`` fits the accumulator
+    (checked per window from the largest possible sum), C's 32/40-bit arithmetic neither wraps
+    nor saturates, so with ``bias = offset << shift`` the output is
+    ``offset + floor((mul * sum + half) / 2**shift)`` (ROUND_UP; the bias is a multiple of
+    ``2**shift``) or ``rint((mul * sum + bias) / 2**shift)`` with ties to even (CONVERGENT). The
+    float type (float32 below ``2**24``, else float64 below ``2**53``) holds the numerator
+    exactly, the scaling by ``2**-shift`` is exact, so ``floor`` / ``rint`` give those integers
+    exactly, and adding the (bounded) offset is exact too; the clip is the output saturation.
+    """
+    round_up = get_platform().round_up
+    p = _window_params(rows, cols, shift0, scale, offset, mul16, acc_bits, bits, round_up)
+    if p is None:
+        return None
+    factor, addend = p
+    y = sums.astype(factor.dtype)
+    y *= factor
+    if round_up:
+        y += addend
+        np.floor(y, out=y)
+        if offset:
+            y += y.dtype.type(offset)  # exact: |y| < 2**(f-1), |offset| < 2**(f-2) (f = mantissa bits)
+    else:
+        if offset:
+            y += y.dtype.type(offset)  # exact: |mul * sum + bias| < 2**f, so is the scaled sum
+        np.rint(y, out=y)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    np.clip(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
+    return y.astype(out_dtype)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from ..arith.rnn import (
 from ..arith.rounding import add_sat, sat, wrap
 from ..config import get_platform
 from ..tensor import Lut
+from ._blas import blas_single_thread
 
 __all__ = ["SaQ", "KINDS", "rnn_dense", "lstm_cell", "gru_cell"]
 
@@ -322,6 +323,16 @@ def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb:
 
 
 # ------------------------------------------------------------------------------ cells
+def _one_blas_thread(fn):  # type: ignore[no-untyped-def]
+    """Run a cell's (many, small) BLAS products on one thread: see :mod:`pymli.kernels._blas`."""
+    @functools.wraps(fn)
+    def call(x, prev_out, *args, **kw):  # type: ignore[no-untyped-def]
+        with blas_single_thread(int(np.size(x)) * int(np.size(prev_out)) + int(np.size(prev_out)) ** 2):
+            return fn(x, prev_out, *args, **kw)
+    return call
+
+
+@_one_blas_thread
 def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.ndarray, w_out: np.ndarray,
               bias: np.ndarray, tanh_lut: Lut, sigm_lut: Lut, *, kind: str,
               in_q: int | SaQ, prev_q: int | SaQ, w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ,
@@ -413,6 +424,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     return res, c
 
 
+@_one_blas_thread
 def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.ndarray, bias: np.ndarray,
              tanh_lut: Lut, sigm_lut: Lut, *, kind: str, in_q: int | SaQ, prev_q: int | SaQ,
              w_in_q: int | SaQ, w_out_q: int | SaQ, b_q: int | SaQ, out_q: int | SaQ,

@@ -25,6 +25,7 @@ from ..arith.lut import (
     MAX_FRAC_BITS_FX16,
     activation_fx,
     activation_sa8,
+    asr_rnd_int32,
     code_table,
     fx_activation_codes,
     fx_exp_codes,
@@ -33,7 +34,8 @@ from ..arith.lut import (
     sa8_to_lut_input,
     scale_round_sat,
 )
-from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
+from ..arith.rounding import asr_rnd, norm, round_mode, sat, sub_sat, trunc_div, wrap
+from ..formats import RoundMode
 from ..tensor import Lut
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "softmax_fx",
     "softmax_sa8",
     "l2_normalize",
+    "l2_normalize_reference",
     "norm32",
     "norm64",
 ]
@@ -243,7 +246,19 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         axis: dimension to normalise along, or -1 for the whole tensor.
 
     Returns:
-        int64 array of output values.
+        Array of output values: int8 / int16 from the fast path, int64 from the plain one.
+    """
+    fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
+    if fast is not None:
+        return fast
+    return l2_normalize_reference(x, lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
+
+
+def l2_normalize_reference(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
+                           axis: int = -1) -> np.ndarray:
+    """:func:`l2_normalize` element by element in int64 (the plain path, and the fast path's oracle).
+
+    Args and Returns: as :func:`l2_normalize`.
     """
     xv = np.asarray(x, dtype=np.int64)
     if in_zp is not None:
@@ -258,3 +273,76 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
     inv = lut_interpolate(sum_cast, lut, _L2NORM_LUT_FRAC_BITS)
     shift = int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
     return sat(asr_rnd(inv * xv, shift, 32), bits)
+
+
+# Largest slice of the fast path: its int64 sum of squares (each at most 2**30) stays far below
+# 2**63, and each product below, computed once per element, stays within int32.
+_L2_FAST_SLICE_MAX = 1 << 30
+
+
+def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
+                       axis: int) -> np.ndarray | None:
+    """:func:`l2_normalize` in int32 / int64 / float64 with proven bounds; None where one fails.
+
+    Exactness: centred values ``c`` fit int16 (int8 input with a zero point that cannot make
+    ``x - zp`` saturate, or int16 input without one), so each square is at most ``2**30`` (int32)
+    and a slice's sum of squares is exact in int64. The per-slice steps (norm, LUT) are the
+    reference's. The per-slice factor ``inv`` is an int16 from the LUT, so ``|c * inv| <= 2**30``
+    and with a shift ``1 <= n <= 30`` the rounding add stays below ``2**31``: C's 32-bit rounding
+    shift never saturates and the int32 computation equals it (one shift for every slice). With
+    per-slice shifts the product times ``2**-n`` is exact in float64, so ``floor(y + 1/2)`` is
+    ROUND_UP and ``rint(y)`` (ties to even) ROUND_CONVERGENT. The final clip is the saturation
+    to ``bits``. A one-slice int8 input gathers from the results of its 256 codes instead.
+
+    Returns:
+        The output values in the container dtype (int8 / int16), or None.
+    """
+    if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
+        c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
+    elif xa.dtype == np.int16 and in_zp is None:
+        c = xa
+    else:
+        return None
+    red = _reduce_axes(c.ndim, axis)
+    n = int(np.prod([c.shape[a] for a in red])) if c.ndim else 1
+    if c.size == 0 or n > _L2_FAST_SLICE_MAX:
+        return None
+    # Squares fit int32 (|c| <= 2**15); their sums int64. No BLAS here: a threaded dot product
+    # waits for sleeping OpenBLAS workers on a busy machine (milliseconds, not microseconds).
+    sq = np.multiply(c, c, dtype=np.int32)
+    total = sq.sum(axis=red, dtype=np.int64, keepdims=True)
+    norm_shift = 48 - norm64(total)
+    norm_shift = norm_shift + (norm_shift & 1)
+    sum_cast = sat(asr_rnd(total, norm_shift, 64), 16)
+    inv = lut_interpolate(sum_cast, lut, _L2NORM_LUT_FRAC_BITS)
+    shift = int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
+    if inv.min() < -(1 << 15) or inv.max() >= (1 << 15) or shift.min() < 1 or shift.max() > 30:
+        return None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    out_dt = np.int8 if bits == 8 else np.int16
+    if xa.dtype == np.int8 and inv.size == 1:
+        # One slice: the result is a function of the input code; compute it for the 256 codes.
+        codes = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)
+        c_codes = codes - int(in_zp)
+        table = sat(asr_rnd(c_codes * int(inv.reshape(())), int(shift.reshape(())), 32), bits).astype(np.int8)
+        return np.take(table, xa.view(np.uint8))
+    if np.all(shift == shift.flat[0]):
+        n_sh = int(shift.flat[0])
+        acc = np.multiply(c, inv.astype(np.int32), dtype=np.int32)
+        if round_mode() is RoundMode.UP:
+            acc += np.int32(1 << (n_sh - 1))
+            acc >>= np.int32(n_sh)
+        else:
+            acc = asr_rnd_int32(acc, n_sh)
+        np.clip(acc, np.int32(lo), np.int32(hi), out=acc)
+        return acc.astype(out_dt)
+    # Shifts differ between slices: float64, where 2**-n scales exactly.
+    y = c.astype(np.float64)
+    y *= inv.astype(np.float64) * np.ldexp(1.0, -shift)
+    if round_mode() is RoundMode.UP:
+        y += 0.5
+        np.floor(y, out=y)
+    else:
+        np.rint(y, out=y)
+    np.clip(y, float(lo), float(hi), out=y)
+    return y.astype(out_dt)
