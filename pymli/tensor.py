@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .config import get_memory_budget
 from .errors import MliError, Status
 from .formats import ElType
 
@@ -136,9 +137,24 @@ class Tensor:
 
         Returns:
             A new dense tensor.
+
+        Raises:
+            MliError: BAD_TENSOR for a rank above 4 or a negative / non-integer dimension;
+                NOT_ENGH_MEM when the buffer exceeds the memory budget (:func:`pymli.config.set_memory_budget`).
         """
         el = ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
-        return cls.from_numpy(np.zeros(tuple(shape), dtype=el.dtype), el, **params)
+        dims = tuple(shape)
+        if len(dims) > MLI_MAX_RANK:
+            raise MliError(Status.BAD_TENSOR, f"rank {len(dims)} > MLI_MAX_RANK ({MLI_MAX_RANK})")
+        if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
+            raise MliError(Status.BAD_TENSOR, f"shape {dims!r}: dimensions must be non-negative integers")
+        nbytes = el.dtype.itemsize
+        for d in dims:
+            nbytes *= int(d)
+        # Budget check before numpy allocates (checks.entry.check_budget is a floor above this module).
+        if nbytes > get_memory_budget():
+            raise MliError(Status.NOT_ENGH_MEM, f"{nbytes} bytes over the memory budget of {get_memory_budget()}")
+        return cls.from_numpy(np.zeros(dims, dtype=el.dtype), el, **params)
 
     @classmethod
     def from_float(cls, array: npt.ArrayLike, el_type: ElType | str, **kwargs: Any) -> "Tensor":
