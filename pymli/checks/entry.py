@@ -178,21 +178,42 @@ def _is_int_list(a: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- tensors
-def _quant_field(t: Tensor, name: str, per_axis: bool, rng: tuple[int, int], dtype: type) -> Any:
+def _quant_field(t: Tensor, name: str, per_axis: bool, rng: tuple[int, int], dtype: type, buffers: bool) -> Any:
+    """An SA parameter container (``zero_point`` / ``scale`` / ``scale_frac_bits``) in its C form.
+
+    A per-tensor parameter of an input is the value in the container (``None``, a NULL container,
+    reads as 0; a one-element array as its element); per-axis parameters are arrays (a list becomes
+    an array of the C type) or an int (a pointer value the checks refuse). Output containers the
+    function fills (``buffers``) may also be ``None`` or arrays whatever ``dim`` says.
+    """
     v = getattr(t, name)
-    if not per_axis:
-        if isinstance(v, np.ndarray):
-            if v.size != 1 or v.dtype.kind not in "iu":
-                raise MliError(_BAD_T, f"per-tensor {name} must be one integer, not an array of {v.size}")
-            v = v.reshape(-1)[0]
-        return _int(v, rng, _BAD_T, name)
-    if isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype == dtype:
-        return v
-    arr = _int_list(v, rng, None, _BAD_T, name)
-    return np.asarray(arr, dtype=dtype)
+    if v is None:
+        if buffers:
+            return None
+        if per_axis:
+            raise MliError(_BAD_T, f"per-axis {name} is NULL")
+        return 0
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "iu":
+            raise MliError(_BAD_T, f"{name} array of dtype {v.dtype} is not an integer array")
+        if v.size and v.dtype.itemsize > np.dtype(dtype).itemsize and not (rng[0] <= v.min() and v.max() <= rng[1]):
+            raise MliError(_BAD_T, f"{name} values outside their C type [{rng[0]}, {rng[1]}]")
+        if per_axis or buffers:
+            return v
+        if v.size != 1:
+            raise MliError(_BAD_T, f"per-tensor {name} must be one integer, not an array of {v.size}")
+        return int(v.reshape(-1)[0])
+    if isinstance(v, (list, tuple)):
+        arr = np.asarray(_int_list(v, rng, None, _BAD_T, name), dtype=dtype)
+        if per_axis or buffers:
+            return arr
+        if arr.size != 1:
+            raise MliError(_BAD_T, f"per-tensor {name} must be one integer, not a list of {arr.size}")
+        return int(arr[0])
+    return _int(v, rng, _BAD_T, name)
 
 
-def _tensor_fields(t: Tensor, rank_limit: int) -> dict[str, Any]:
+def _tensor_fields(t: Tensor, rank_limit: int, buffers: bool = False) -> dict[str, Any]:
     """Every struct field of ``t`` in its C form; raises BAD_TENSOR for a value no C field can hold."""
     rank = _int(t.rank, _U32, _BAD_T, "rank")
     if rank > rank_limit:
@@ -214,9 +235,9 @@ def _tensor_fields(t: Tensor, rank_limit: int) -> dict[str, Any]:
         "rank": rank, "shape": shape, "mem_stride": ms, "el_type": el, "dim": dim,
         "capacity": _int(t.capacity, _U32, _BAD_T, "capacity"),
         "frac_bits": _int(t.frac_bits, _I8, _BAD_T, "frac_bits"),
-        "zero_point": _quant_field(t, "zero_point", per_axis, _I16, np.int16),
-        "scale": _quant_field(t, "scale", per_axis, _I16, np.int16),
-        "scale_frac_bits": _quant_field(t, "scale_frac_bits", per_axis, _I8, np.int8),
+        "zero_point": _quant_field(t, "zero_point", per_axis, _I16, np.int16, buffers),
+        "scale": _quant_field(t, "scale", per_axis, _I16, np.int16, buffers),
+        "scale_frac_bits": _quant_field(t, "scale_frac_bits", per_axis, _I8, np.int8, buffers),
     }
     if rank == 0:
         out["value"] = _value(t.value, el)
@@ -292,14 +313,14 @@ class _Call:
 
 
 def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_views: bool,
-            arrays: list[np.ndarray], null_ok: bool = False) -> Any:
+            arrays: list[np.ndarray], null_ok: bool = False, param_buffers: bool = False) -> Any:
     if t is None:
         if null_ok:
             return None
         raise MliError(_BAD_T, f"{name} is NULL")
     if not isinstance(t, Tensor):
         raise MliError(_BAD_T, f"{name} is a {type(t).__name__}, not a Tensor")
-    fields = _tensor_fields(t, rank_limit)
+    fields = _tensor_fields(t, rank_limit, out and param_buffers)
     d = _check_data(t.data, fields["el_type"], name)
     new_data = d
     if d is not None:
@@ -309,7 +330,9 @@ def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_vie
                 raise MliError(_BAD_T, f"{name}.data is read-only")
             if not d.flags.c_contiguous:
                 new_data = call.copy_of(d, arrays)
-        if el.supported and d.dtype != el.dtype:
+        # An input of another dtype is read as its bytes (C casts the pointer); an output keeps its
+        # array: the function may set its el_type (move, concat, ...) and writes by value.
+        if el.supported and d.dtype != el.dtype and not out:
             if not new_data.flags.c_contiguous:
                 raise MliError(_BAD_T, f"{name}.data: a non-contiguous {d.dtype} view cannot be read as {el.c_name}")
             new_data = _as_el(new_data, el)
@@ -457,6 +480,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
     status_fn = sig.return_annotation in ("Status", Status)
     rank_limit = _RANK_LIMIT.get(name, MLI_MAX_RANK if status_fn else _U32[1])
     out_lut = name.endswith("_create_lut")
+    buffers = name.startswith(("mli_mov_", "mli_hlp_")) or "permute" in name or "concat" in name
     n = len(plan)
     arr_types = {p: C_RANGES[SCALAR_TYPES.get(p, "int32")] for p, k in plan if k in ("int", "ints")}
 
@@ -473,7 +497,8 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         for i, (p, kind) in enumerate(plan):
             a = args[i]
             if kind == "tensor":
-                new[i] = _tensor(call, a, p, p in OUT_TENSORS, rank_limit, copy_views, arrays)
+                new[i] = _tensor(call, a, p, p in OUT_TENSORS, rank_limit, copy_views, arrays,
+                                 param_buffers=buffers)
             elif kind == "tensor?":
                 new[i] = _tensor(call, a, p, False, rank_limit, copy_views, arrays, null_ok=True)
             elif kind == "tensors":
