@@ -326,6 +326,10 @@ def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_vie
     if d is not None:
         el = fields["el_type"]
         if copy_views:
+            # C trusts capacity; here the array's real size bounds it (a capacity beyond the array
+            # would let the kernels read past the buffer): the checks then see the true capacity.
+            if fields["capacity"] > d.nbytes:
+                fields["capacity"] = d.nbytes
             if out and not d.flags.writeable:
                 raise MliError(_BAD_T, f"{name}.data is read-only")
             if not d.flags.c_contiguous:
