@@ -61,10 +61,27 @@ def address(arr: np.ndarray | None) -> int:
 class Tensor:
     """An ``mli_tensor``.
 
+    What the MLI functions (:mod:`pymli.capi`) accept in ``data`` (checked on entry by
+    :mod:`pymli.checks.entry`, before anything is computed or written):
+
+    * ``None`` (a NULL pointer; refused with ``BAD_TENSOR`` where C needs data) or a 1-D
+      ``numpy.ndarray``. Lists, bytes, 0-d, 2-D and object arrays are refused with ``BAD_TENSOR``.
+    * The C container is the sequence ``data[0], data[1], ...``: element ``i`` of the C buffer is
+      ``data[i]``, whatever the array's own stride. Views with positive, non-unit, negative or zero
+      strides and non-contiguous arrays are read as those elements (an input is copied to a
+      contiguous array for the call); an output that is not contiguous is computed into a
+      contiguous copy and assigned back through the view after a successful call, so bytes outside
+      the view are never touched. No view is ever built beyond the array's elements.
+    * An output array must be writeable (a read-only output: ``BAD_TENSOR``, nothing written).
+    * An input whose dtype differs from the element type's container is read as its bytes (C casts
+      the pointer); an output keeps its array (functions such as the moves set ``el_type``).
+    * A non-contiguous view that shares memory with another argument's array (other than the same
+      array object) is refused with ``BAD_TENSOR``.
+
     Attributes:
         data: 1-D NumPy array of the container dtype (int8, int16, int32, float32) whose element 0 is
             the tensor's first element (``data.mem.pi8`` ...); ``None`` is a NULL pointer. Unused for
-            rank-0 tensors, whose value is ``value``.
+            rank-0 tensors, whose value is ``value``. Any 1-D view: see above.
         capacity: ``data.capacity`` in bytes.
         shape: ``shape[rank]``, outermost dimension first.
         mem_stride: ``mem_stride[rank]`` in elements; all zeros means dense (helpers only).
