@@ -121,8 +121,6 @@ _RANK_LIMIT = {"mli_hlp_set_tensor_mem_strides": 2 * MLI_MAX_RANK}
 
 _EL_BY_VALUE = {int(e): e for e in ElType}
 _SCALAR_KINDS = (np.integer,)
-_TENSOR_FIELDS = ("rank", "shape", "mem_stride", "capacity", "el_type", "frac_bits", "zero_point", "scale",
-                  "scale_frac_bits", "dim", "value")
 
 
 def check_budget(nbytes: int, what: str = "buffer") -> None:
