@@ -19,7 +19,8 @@ from collections.abc import Iterator
 
 from .formats import RoundMode
 
-__all__ = ["Platform", "VPX", "VPX_FULL_ACCU", "EM", "PRESETS", "get_platform", "use_platform", "set_platform"]
+__all__ = ["Platform", "VPX", "VPX_FULL_ACCU", "EM", "PRESETS", "get_platform", "use_platform", "set_platform",
+           "DEFAULT_MEMORY_BUDGET", "get_memory_budget", "set_memory_budget"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,3 +97,32 @@ def use_platform(platform: Platform | str) -> Iterator[Platform]:
         yield p
     finally:
         _current.reset(token)
+
+
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3
+"""Default memory budget in bytes (2 GiB): the largest single buffer pymli allocates on request."""
+
+_budget: contextvars.ContextVar[int] = contextvars.ContextVar("pymli_memory_budget", default=DEFAULT_MEMORY_BUDGET)
+
+
+def get_memory_budget() -> int:
+    """The memory budget in force: bytes one requested buffer may take (2 GiB unless changed).
+
+    Requests above it (``Tensor.zeros``, capi temporaries) are refused with ``MliError(NOT_ENGH_MEM)``
+    before anything is allocated.
+    """
+    return _budget.get()
+
+
+def set_memory_budget(nbytes: int) -> None:
+    """Set the memory budget of this context.
+
+    Args:
+        nbytes: the largest single buffer in bytes (a positive int).
+
+    Raises:
+        ValueError: ``nbytes`` is not a positive int.
+    """
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes <= 0:
+        raise ValueError(f"memory budget must be a positive number of bytes, not {nbytes!r}")
+    _budget.set(nbytes)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .config import get_memory_budget
 from .errors import MliError, Status
 from .formats import ElType
 
@@ -60,10 +61,27 @@ def address(arr: np.ndarray | None) -> int:
 class Tensor:
     """An ``mli_tensor``.
 
+    What the MLI functions (:mod:`pymli.capi`) accept in ``data`` (checked on entry by
+    :mod:`pymli.checks.entry`, before anything is computed or written):
+
+    * ``None`` (a NULL pointer; refused with ``BAD_TENSOR`` where C needs data) or a 1-D
+      ``numpy.ndarray``. Lists, bytes, 0-d, 2-D and object arrays are refused with ``BAD_TENSOR``.
+    * The C container is the sequence ``data[0], data[1], ...``: element ``i`` of the C buffer is
+      ``data[i]``, whatever the array's own stride. Views with positive, non-unit, negative or zero
+      strides and non-contiguous arrays are read as those elements (an input is copied to a
+      contiguous array for the call); an output that is not contiguous is computed into a
+      contiguous copy and assigned back through the view after a successful call, so bytes outside
+      the view are never touched. No view is ever built beyond the array's elements.
+    * An output array must be writeable (a read-only output: ``BAD_TENSOR``, nothing written).
+    * An input whose dtype differs from the element type's container is read as its bytes (C casts
+      the pointer); an output keeps its array (functions such as the moves set ``el_type``).
+    * A non-contiguous view that shares memory with another argument's array (other than the same
+      array object) is refused with ``BAD_TENSOR``.
+
     Attributes:
         data: 1-D NumPy array of the container dtype (int8, int16, int32, float32) whose element 0 is
             the tensor's first element (``data.mem.pi8`` ...); ``None`` is a NULL pointer. Unused for
-            rank-0 tensors, whose value is ``value``.
+            rank-0 tensors, whose value is ``value``. Any 1-D view: see above.
         capacity: ``data.capacity`` in bytes.
         shape: ``shape[rank]``, outermost dimension first.
         mem_stride: ``mem_stride[rank]`` in elements; all zeros means dense (helpers only).
@@ -136,9 +154,24 @@ class Tensor:
 
         Returns:
             A new dense tensor.
+
+        Raises:
+            MliError: BAD_TENSOR for a rank above 4 or a negative / non-integer dimension;
+                NOT_ENGH_MEM when the buffer exceeds the memory budget (:func:`pymli.config.set_memory_budget`).
         """
         el = ElType[el_type.removeprefix("MLI_EL_")] if isinstance(el_type, str) else ElType(el_type)
-        return cls.from_numpy(np.zeros(tuple(shape), dtype=el.dtype), el, **params)
+        dims = tuple(shape)
+        if len(dims) > MLI_MAX_RANK:
+            raise MliError(Status.BAD_TENSOR, f"rank {len(dims)} > MLI_MAX_RANK ({MLI_MAX_RANK})")
+        if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims):
+            raise MliError(Status.BAD_TENSOR, f"shape {dims!r}: dimensions must be non-negative integers")
+        nbytes = el.dtype.itemsize
+        for d in dims:
+            nbytes *= int(d)
+        # Budget check before numpy allocates (checks.entry.check_budget is a floor above this module).
+        if nbytes > get_memory_budget():
+            raise MliError(Status.NOT_ENGH_MEM, f"{nbytes} bytes over the memory budget of {get_memory_budget()}")
+        return cls.from_numpy(np.zeros(dims, dtype=el.dtype), el, **params)
 
     @classmethod
     def from_float(cls, array: npt.ArrayLike, el_type: ElType | str, **kwargs: Any) -> "Tensor":
@@ -226,14 +259,18 @@ class Tensor:
             raise MliError(Status.BAD_TENSOR, "a rank-0 tensor holds its value in the struct")
         if self.data is None:
             raise MliError(Status.BAD_TENSOR, "NULL data pointer")
+        if not isinstance(self.data, np.ndarray) or self.data.ndim != 1:
+            raise MliError(Status.BAD_TENSOR, "data must be a 1-D NumPy array")
         shape = [int(s) for s in self.shape[: self.rank]]
         ms = self.strides()
         if any(s <= 0 for s in shape) or any(m < 0 for m in ms):
             raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
         if self._span() > self.data.shape[0]:
             raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {self._span()} elements, buffer holds {self.data.shape[0]}")
-        it = self.data.itemsize
-        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * it for m in ms])
+        # Element i of the container is data[i] whatever the array's own stride (negative, zero, > 1):
+        # the view steps by multiples of it and stays inside the elements of ``data`` (span checked above).
+        step = self.data.strides[0]
+        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * step for m in ms])
 
     def numpy(self) -> np.ndarray:
         """A dense copy of the tensor's values (container dtype); 0-d for a scalar tensor."""

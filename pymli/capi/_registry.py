@@ -9,6 +9,8 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..checks.entry import guard
+
 __all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant"]
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
@@ -28,9 +30,14 @@ T = TypeVar("T", bound=type)
 
 
 def mli_function(*names: str) -> Callable[[F], F]:
-    """Register a facade function under one or more C names (specialisations share one body)."""
+    """Register a facade function under one or more C names (specialisations share one body).
+
+    The registered (and returned) callable is ``fn`` behind :func:`pymli.checks.entry.guard`: its
+    arguments are normalised and validated before ``fn`` runs.
+    """
 
     def deco(fn: F) -> F:
+        fn = guard(fn, (names or (fn.__name__,))[0])  # type: ignore[assignment]
         for name in names or (fn.__name__,):
             if name in FUNCTIONS and FUNCTIONS[name] is not fn:
                 raise RuntimeError(f"{name} registered twice")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..arith.eltwise import EltOp
 from ..checks.eltwise import check_eltwise
-from ..checks.tensor import tensor_is_scalar
+from ..checks.tensor import fail, tensor_is_scalar
 from ..errors import Status
 from ..formats import ElType
 from ..kernels.eltwise import eltwise_fx, eltwise_sa8
@@ -43,6 +43,9 @@ __all__ = [
 def scalar_operand(t: Tensor) -> np.ndarray:
     """The operand as MLI reads it: a 0-d array for a scalar (one element), else the strided view."""
     if tensor_is_scalar(t):
+        if t.rank != 0 and t.data.shape[0] < 1:
+            # capacity claims a buffer the array does not hold: C would read outside it
+            fail(Status.NOT_ENGH_MEM, "the scalar operand's data array is empty")
         return np.asarray(t.value if t.rank == 0 else t.data[0], dtype=t.el_type.dtype)
     return t.view()
 

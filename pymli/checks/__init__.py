@@ -5,6 +5,8 @@ writes anything. Each check raises :class:`~pymli.errors.MliError` with the stat
 build (``MLI_DEBUG_MODE = DBG_MODE_RET_CODES``) returns.
 
 Modules:
+    entry: the argument normaliser every capi function runs first (C field types, NULLs, NumPy views,
+        nothing written on failure) and the memory-budget check :func:`check_budget`.
     tensor: generic tensor-struct checks and predicates (``mli_chk_tensor`` & co), :class:`CheckCache`.
     conv: convolutions, and the fx/sa8 parameter checks of every MAC kernel.
     fc, pooling, eltwise, activation, lut, recurrent, diverse, helpers, move, legacy: one kernel
@@ -15,6 +17,7 @@ The generic checks are re-exported here (``from pymli.checks import check_tensor
 
 from __future__ import annotations
 
+from .entry import check_budget
 from .tensor import (
     INT32_MAX,
     CheckCache,
@@ -41,6 +44,7 @@ from .tensor import (
 )
 
 __all__ = [
+    "check_budget",
     "CheckCache",
     "check_tensor",
     "check_quant_params",

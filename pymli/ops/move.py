@@ -139,6 +139,8 @@ def concat(tensors: Sequence[Tensor], axis: int) -> Tensor:
         raise MliError(Status.BAD_TENSOR, "concat of no tensors")
     first = tensors[0]
     rank = int(first.rank)
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise MliError(Status.BAD_FUNC_CFG, f"axis {axis!r} is not an integer")
     if axis < 0:
         axis += rank
     if not 0 <= axis < rank:

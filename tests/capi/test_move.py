@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -51,12 +53,24 @@ def test_cfg_padding_helpers_use_layout_dims():
 
 
 def test_cfg_all_wraps_to_c_types():
+    # int arguments land in uint32 / int32 cfg fields as C converts them
     cfg = MovCfg()
-    capi.mli_mov_cfg_all(cfg, [-1, 0, 0, 0], [0] * 4, [1] * 4, [0] * 4, [-5, 0, 0, 0], [256, 1, 2, 3], 300, 0, 0, 0)
+    capi.mli_mov_cfg_all(cfg, [-1, 0, 0, 0], [0] * 4, [1] * 4, [0] * 4, [-5, 0, 0, 0], [3, 1, 2, 0], 255, 0, 0, 0)
     assert cfg.offset[0] == 2**32 - 1
     assert cfg.dst_mem_stride[0] == -5
-    assert cfg.perm_dim[0] == 0
-    assert cfg.padding_pre[1] == 300 - 256
+    assert cfg.perm_dim[0] == 3
+    assert cfg.padding_pre[1] == 255
+
+
+@pytest.mark.parametrize("perm, pad", [([256, 1, 2, 3], 0), ([0, 1, 2, 3], 300), ([0, 1, 2, 3], -1)])
+def test_cfg_all_refuses_values_outside_uint8(perm, pad):
+    # perm_dim is a uint8_t array and the paddings uint8_t arguments: no C caller can pass 256 or 300
+    cfg = MovCfg()
+    before = dataclasses.replace(cfg)
+    with pytest.raises(MliError) as e:
+        capi.mli_mov_cfg_all(cfg, [0] * 4, [0] * 4, [1] * 4, [0] * 4, [0] * 4, perm, pad, 0, 0, 0)
+    assert e.value.status is Status.BAD_FUNC_CFG
+    assert cfg == before
 
 
 # ------------------------------------------------------------------ pool and handles
