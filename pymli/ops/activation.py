@@ -90,7 +90,11 @@ def leaky_relu(x: Tensor, slope: Tensor, *, zero_point: int | None = None, scale
 
 
 def _slopes_along(x: Tensor, slopes: Tensor, axis: int) -> Tensor:
-    """A 1-D slope tensor seen with ``x``'s rank: its length on ``axis``, 1 elsewhere."""
+    """A 1-D slope tensor seen with ``x``'s rank: its length on ``axis``, 1 elsewhere.
+
+    MLI reads the slopes as ``slope_ptr[0 .. shape[axis] - 1]`` whatever their strides (see
+    :mod:`pymli.capi.activation`), so dense strides describe the same reads.
+    """
     if axis < 0 or slopes.rank != 1 or x.rank == 1:
         return slopes
     shape = [1] * x.rank
