@@ -670,15 +670,11 @@ KNOWN_TFLITE: dict[str, str] = {
 }
 
 KNOWN_RESOURCES: dict[str, str] = {
-    'conv2d_padding': 'F13: MemoryError (padding 2**20 allocates before any budget check)',
-    'conv2d_dilation': 'F13: ValueError: array is too big (numpy), not MliError',
-    'conv2d_sa8_padding': 'F13: MemoryError',
-    'transpose_conv2d_stride': 'F13: MemoryError',
-    'pad2d': 'F13: MliError BAD_FUNC_CFG (refused without allocating, but not NOT_ENGH_MEM)',
-    'maxpool_padding': 'F13: MemoryError',
-    'avepool_padding': 'F13: MemoryError',
-    'move_pad': 'F13: MemoryError',
-    'argmax_topk': 'F13: MemoryError (topk 2**31-1 on 4 elements allocates the result first)',
+    # The pymli.ops probes (conv2d / sa8 padding, transpose stride, pad2d, pool padding, argmax topk,
+    # move padding) are fixed: the ops refuse an output over pymli.graph.args.ALLOC_LIMIT with
+    # NOT_ENGH_MEM before allocating (helper hfront).
+    'conv2d_dilation': 'F13: ops.conv2d refuses dilation 2**31-1 with BAD_FUNC_CFG (beyond the uint8_t cfg '
+                       'field; its output is small), the probe expects NOT_ENGH_MEM',
     'tensor_zeros_4g': 'F14: MemoryError (Tensor.zeros of 2 TiB)',
 }
 
