@@ -606,6 +606,15 @@ def _struct_params(t: Any, what: str) -> tuple[ElType, int]:
     if rank:
         _ints(list(t.mem_stride[:rank]), "mem_stride", what, 0, 2**31 - 1, None, Status.BAD_TENSOR)
     el = t.el_type
+    if not el.supported:
+        raise _bad(Status.NOT_SUPPORTED, what, f"{el.c_name} has no container in MLI 2.0")
+    if rank > 0 and not (isinstance(t.data, np.ndarray) and t.data.dtype == el.dtype):
+        raise _bad(Status.BAD_TENSOR, what, f"data {type(t.data).__name__}: a NumPy array of {el.dtype} expected")
+    if rank == 0:
+        if el.is_fp:
+            _reals(t.value, "value", what)
+        else:
+            _int(t.value, "value", what, -(1 << (el.bits - 1)), (1 << (el.bits - 1)) - 1, Status.BAD_TENSOR)
     if el.is_fx:
         _int(t.frac_bits, "frac_bits", what, _FRAC_MIN, _FRAC_MAX, Status.BAD_TENSOR)
     elif el.is_sa:

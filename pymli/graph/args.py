@@ -33,7 +33,7 @@ from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["ALLOC_LIMIT", "INT8", "INT16", "UINT8", "INT32", "UINT32", "integer", "int_pair", "int_list", "choice",
-           "finite", "tensor", "tensor_list", "quant_fields", "check_alloc", "el_type"]
+           "finite", "tensor", "tensor_list", "quant_fields", "check_alloc"]
 
 T = TypeVar("T")
 
@@ -156,28 +156,6 @@ def finite(v: Any, name: str, *, what: str, status: Status = Status.BAD_FUNC_CFG
     if not math.isfinite(f):
         raise _fail(status, what, f"{name} = {f}: a finite number expected")
     return f
-
-
-def el_type(v: Any, name: str = "el_type", *, what: str, status: Status = Status.TYPE_MISMATCH) -> ElType:
-    """An :class:`ElType` from the enum, its C value or its name (``"sa8"``, ``"SA_8"``, ``"MLI_EL_SA_8"``,
-    any case).
-
-    Raises:
-        MliError: ``status`` for anything else.
-    """
-    if isinstance(v, ElType):
-        return v
-    if isinstance(v, str):
-        key = v.strip().upper().removeprefix("MLI_EL_").replace("_", "")
-        for e in ElType:
-            if e.name.replace("_", "") == key:
-                return e
-    elif not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, np.integer)):
-        try:
-            return ElType(int(v))
-        except ValueError:
-            pass
-    raise _fail(status, what, f"{name} = {v!r:.60}: one of {', '.join(e.name for e in ElType)}")
 
 
 def tensor(v: Any, name: str, *, what: str, ranks: Sequence[int] | None = None,

@@ -81,7 +81,15 @@ def tensor_qparams(lo: float, hi: float, scheme: str, headroom_bits: int = 0) ->
     Through :mod:`pymli.quant` with this quantiser's policy: FX16 with the most fractional bits that
     hold the range; SA8 with 255 steps over [min(lo, 0), max(hi, 0)] (times ``2**headroom_bits``),
     the scale rounded up so the range always fits and the minimum on -128.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for an unknown scheme (any case), bounds that are not finite numbers or
+            ``headroom_bits`` outside 0..31.
     """
+    what = "tensor_qparams"
+    scheme = args.choice(scheme, {s: s for s in SCHEMES}, "scheme", what=what)
+    lo, hi = args.finite(lo, "lo", what=what), args.finite(hi, "hi", what=what)
+    headroom_bits = args.integer(headroom_bits, "headroom_bits", what=what, lo=0, hi=31)
     if scheme == "sa8":
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         if hi - lo <= 0:
