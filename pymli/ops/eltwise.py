@@ -66,8 +66,9 @@ def _precheck(what: str, fn_name: str, x: Tensor, y: Tensor, shape: list[int]) -
     inputs' type: the real output is checked again by the call)."""
     n = int(np.prod(shape)) if shape else 1
     args.check_alloc(shape, x.el_type, what=what)
-    scratch = Tensor(data=np.zeros(n, x.el_type.dtype), capacity=n * x.el_type.size, shape=list(shape or [1]),
-                     mem_stride=dense_strides(shape or [1]), rank=len(shape or [1]), el_type=x.el_type)
+    # shaped as the real output: a rank-0 result is a rank-0 struct with a data buffer (see _binary)
+    scratch = Tensor(data=np.zeros(n, x.el_type.dtype), capacity=n * x.el_type.size, shape=list(shape),
+                     mem_stride=dense_strides(shape), rank=len(shape), el_type=x.el_type)
     check_eltwise(fn_name, x, y, scratch, _ELT[what], x.el_type)
 
 
