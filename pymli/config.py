@@ -17,10 +17,11 @@ import contextvars
 import dataclasses
 from collections.abc import Iterator
 
+from .errors import MliError, Status
 from .formats import RoundMode
 
-__all__ = ["Platform", "VPX", "VPX_FULL_ACCU", "EM", "PRESETS", "get_platform", "use_platform", "set_platform",
-           "DEFAULT_MEMORY_BUDGET", "get_memory_budget", "set_memory_budget"]
+__all__ = ["Platform", "VPX", "VPX_FULL_ACCU", "EM", "PRESETS", "UnknownPlatform", "platform_named", "get_platform",
+           "use_platform", "set_platform", "DEFAULT_MEMORY_BUDGET", "get_memory_budget", "set_memory_budget"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +59,39 @@ VPX_FULL_ACCU = Platform(RoundMode.UP, True, False, "vpx-full-accu")
 EM = Platform(RoundMode.CONVERGENT, False, False, "em")
 PRESETS: dict[str, Platform] = {p.name: p for p in (VPX, VPX_FULL_ACCU, EM)}
 
+class UnknownPlatform(MliError, KeyError):
+    """A platform name that is not a preset (an :class:`MliError` / ``ValueError``; a ``KeyError`` too,
+    what :data:`PRESETS` lookups raised before)."""
+
+    def __init__(self, name: object) -> None:
+        super().__init__(Status.NOT_SUPPORTED, f"unknown platform {name!r:.60}: one of {', '.join(PRESETS)} "
+                                               "(any letter case)")
+
+    __str__ = MliError.__str__  # the message, not the quoted repr KeyError.__str__ gives
+
+
+def platform_named(platform: Platform | str) -> Platform:
+    """The :class:`Platform` of a preset name, in any letter case (``"EM"``, ``"vpx"``, ``"VPX-Full-Accu"``;
+    ``_`` may stand for ``-``), or ``platform`` itself.
+
+    Args:
+        platform: a Platform or a preset name.
+
+    Returns:
+        The platform.
+
+    Raises:
+        UnknownPlatform: a name (or another value) that is not a preset; the message lists the choices.
+    """
+    if isinstance(platform, Platform):
+        return platform
+    if isinstance(platform, str):
+        p = PRESETS.get(platform.strip().lower().replace("_", "-"))
+        if p is not None:
+            return p
+    raise UnknownPlatform(platform)
+
+
 _current: contextvars.ContextVar[Platform] = contextvars.ContextVar("pymli_platform", default=VPX)
 
 
@@ -70,12 +104,12 @@ def set_platform(platform: Platform | str) -> None:
     """Make ``platform`` (a :class:`Platform` or a preset name) the default of this context.
 
     Args:
-        platform: a Platform or a preset name ("vpx", "vpx-full-accu", "em").
+        platform: a Platform or a preset name ("vpx", "vpx-full-accu", "em"; any letter case).
 
     Raises:
-        KeyError: an unknown preset name.
+        UnknownPlatform: an unknown preset name (an MliError, ValueError and KeyError).
     """
-    _current.set(PRESETS[platform] if isinstance(platform, str) else platform)
+    _current.set(platform_named(platform))
 
 
 @contextlib.contextmanager
@@ -83,15 +117,15 @@ def use_platform(platform: Platform | str) -> Iterator[Platform]:
     """Run a block under another platform setting.
 
     Args:
-        platform: a Platform or a preset name.
+        platform: a Platform or a preset name (any letter case).
 
     Yields:
         The platform in force inside the block.
 
     Raises:
-        KeyError: an unknown preset name.
+        UnknownPlatform: an unknown preset name (an MliError, ValueError and KeyError).
     """
-    p = PRESETS[platform] if isinstance(platform, str) else platform
+    p = platform_named(platform)
     token = _current.set(p)
     try:
         yield p

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import numpy as np
 
 from ..config import PRESETS
 from ..export import DEFAULT_BUDGET, FILES, ExportError, export_c, plan_text
 from ..models import load_network, load_pack
 from ..models.io import is_network_file
 from ..tflite import load
+from ._common import PLATFORM, load_npy, positive
 
 __all__ = ["export_command"]
 
@@ -32,11 +32,11 @@ def _load(model: str):  # type: ignore[no-untyped-def]
 @click.option("--test-input", "test_input", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Test vectors (.npy): a batch of float inputs (quantised with the model's input "
                    "parameters) or of quantised integers. Default: 4 random inputs.")
-@click.option("--platform", "platform", type=click.Choice(sorted(PRESETS)), default="vpx", show_default=True,
+@click.option("--platform", "platform", type=PLATFORM, default="vpx", show_default=True,
               help="Platform the program is built for (ROUND_MODE, FULL_ACCU, AVEPOOL_16BIT_MUL).")
 @click.option("--plan", "show_plan", is_flag=True, help="Print each activation buffer, the tensors sharing it "
                                                        "and the peak.")
-@click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True,
+@click.option("--budget", type=int, default=DEFAULT_BUDGET, show_default=True, callback=positive,
               help="Limit in bytes on constants + arena + test vectors, checked before writing.")
 def export_command(model: str, out_dir: str, test_input: str | None, platform: str, show_plan: bool,
                    budget: int) -> None:
@@ -45,9 +45,9 @@ def export_command(model: str, out_dir: str, test_input: str | None, platform: s
     OUT_DIR receives model.h, model.c, model_check.c, CMakeLists.txt and README.md; build with
     cmake -S OUT_DIR -B build -DMLI_SRC=<embarc_mli> and run build/model_check.
     """
+    x = load_npy(test_input, "--test-input") if test_input else None
     try:
         m = _load(model)
-        x = np.load(test_input, allow_pickle=False) if test_input else None
         res = export_c(m, out_dir, x, PRESETS[platform], budget=budget)
     except (ExportError, ValueError, OSError) as e:
         raise click.ClickException(str(e)) from e

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import PRESETS, Platform, get_platform, use_platform
+from ..config import Platform, get_platform, platform_named, use_platform
 from . import cgen
 from .plan import Buffer, BufferPlan, plan_buffers
 from .trace import ExportError, Program, trace_program
@@ -104,7 +104,7 @@ def prepare(model: Any, test_inputs: Any = None, platform: Platform | str | None
     Raises:
         ExportError: an operator cannot be written with MLI 2.0 calls (the message names it).
     """
-    p = PRESETS[platform] if isinstance(platform, str) else (platform or get_platform())
+    p = platform_named(platform) if isinstance(platform, str) else (platform or get_platform())
     net, name = _network(model)
     xs = _inputs(model, net, test_inputs, n_default, seed)
     if len(xs) == 0:

@@ -4,7 +4,9 @@
   (:func:`~pymli.graph.registry.lookup`), with MLI's specialisations;
 * :mod:`pymli.graph.geometry`: output sizes and padding of windowed operations;
 * :mod:`pymli.graph.activation`: fused ReLU names -> ``mli_relu_type``;
-* :mod:`pymli.graph.outquant`: output quantisation of a call, chosen through :mod:`pymli.quant`.
+* :mod:`pymli.graph.outquant`: output quantisation of a call, chosen through :mod:`pymli.quant`;
+* :mod:`pymli.graph.args`: the argument checks every front end runs first (ints, pairs, names in
+  any case, tensors, quantisation dicts, the allocation limit), raising :class:`~pymli.errors.MliError`.
 
 :mod:`pymli.ops`, :mod:`pymli.models` and :mod:`pymli.tflite` are thin adapters over this package.
 

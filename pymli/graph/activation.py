@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..capi.types import ReluType
+from ..errors import MliError, Status
+from . import args
 
 __all__ = ["relu_type", "relu_name", "TFLITE_FUSED"]
 
@@ -30,7 +32,8 @@ def relu_type(kind: Any) -> ReluType:
             (any case, an ``mli_relu_`` prefix allowed).
 
     Raises:
-        ValueError: an unknown name or value.
+        MliError: BAD_FUNC_CFG (a ``ValueError``) for an unknown name, a value outside the C enum or
+            another type.
     """
     if kind is None:
         return ReluType.NONE
@@ -40,8 +43,13 @@ def relu_type(kind: Any) -> ReluType:
         key = kind.lower().removeprefix("mli_relu_").replace(" ", "")
         if key in _ALIASES:
             return _ALIASES[key]
-        raise ValueError(f"unknown ReLU type {kind!r}: one of none, gen, relu1, relu6")
-    return ReluType(int(kind))
+        raise MliError(Status.BAD_FUNC_CFG, f"unknown ReLU type {kind!r:.40}: one of none, gen, relu1, relu6")
+    v = args.integer(kind, "ReLU type", what="relu")
+    try:
+        return ReluType(v)
+    except ValueError:
+        raise MliError(Status.BAD_FUNC_CFG, f"ReLU type {v} outside mli_relu_type "
+                                            f"({', '.join(f'{t.value}={t.name}' for t in ReluType)})") from None
 
 
 def relu_name(kind: Any) -> str:

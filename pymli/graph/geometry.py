@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..arith.geometry import conv_out_size, same_padding, transpose_out_size
+from ..errors import MliError, Status
+from . import args
 
 __all__ = ["Padding", "pair", "pad4", "conv_out_size", "transpose_out_size", "same_padding", "resolve_padding",
            "transpose_same_padding", "transpose_padding_for_output"]
@@ -26,36 +30,37 @@ __all__ = ["Padding", "pair", "pad4", "conv_out_size", "transpose_out_size", "sa
 Padding = int | Sequence[int] | str
 
 
-def pair(v: int | Sequence[int]) -> tuple[int, int]:
+def pair(v: int | Sequence[int], name: str = "value", *, what: str = "geometry", lo: int | None = None,
+         hi: int | None = None) -> tuple[int, int]:
     """``(height, width)`` from an int (both) or a pair.
 
+    Args:
+        v: an int or a pair of ints; name, what: for the error message; lo, hi: inclusive bounds.
+
     Raises:
-        ValueError: a sequence that is not of length 2.
+        MliError: BAD_FUNC_CFG (a ``ValueError``) for anything but an int or a pair of ints in [lo, hi].
     """
-    if isinstance(v, (tuple, list)):
-        if len(v) != 2:
-            raise ValueError(f"{list(v)}: an int or (height, width) expected")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)  # type: ignore[arg-type]
+    return args.int_pair(v, name, what=what, lo=lo, hi=hi)
 
 
-def pad4(p: int | Sequence[int]) -> tuple[int, int, int, int]:
+def pad4(p: int | Sequence[int], *, what: str = "padding", hi: int | None = None) -> tuple[int, int, int, int]:
     """Numeric padding as ``(top, bottom, left, right)``: an int pads every side, a pair is
     (vertical, horizontal).
 
+    Args:
+        p: an int, or 1, 2 or 4 ints, each >= 0 (and <= ``hi``); what: for the error message.
+
     Raises:
-        ValueError: a sequence of length other than 1, 2 or 4.
+        MliError: BAD_FUNC_CFG (a ``ValueError``) for another type, length or a negative value.
     """
-    if isinstance(p, (tuple, list)):
-        v = tuple(int(i) for i in p)
+    if isinstance(p, (tuple, list, np.ndarray)):
+        v = tuple(args.int_list(p, "padding", what=what, length=(1, 2, 4), lo=0, hi=hi))
         if len(v) == 1:
             return v * 4  # type: ignore[return-value]
         if len(v) == 2:
             return v[0], v[0], v[1], v[1]
-        if len(v) == 4:
-            return v  # type: ignore[return-value]
-        raise ValueError(f"padding {v}: give 1, 2 or 4 values")
-    q = int(p)  # type: ignore[arg-type]
+        return v  # type: ignore[return-value]
+    q = args.integer(p, "padding", what=what, lo=0, hi=hi)
     return q, q, q, q
 
 
@@ -68,17 +73,19 @@ def resolve_padding(padding: Padding, in_hw: tuple[int, int], k_hw: tuple[int, i
         in_hw, k_hw, stride, dilation: (height, width) pairs.
 
     Raises:
-        ValueError: an unknown padding name or a bad number of values.
+        MliError: BAD_FUNC_CFG (a ``ValueError``) for an unknown padding name, a bad number of values
+            or a negative one.
     """
     if isinstance(padding, str):
-        name = padding.lower()
+        name = padding.strip().lower()
         if name == "valid":
             return 0, 0, 0, 0
         if name == "same":
             t, b = same_padding(in_hw[0], k_hw[0], stride[0], dilation[0])
             l, r = same_padding(in_hw[1], k_hw[1], stride[1], dilation[1])
             return t, b, l, r
-        raise ValueError(f"padding {padding!r}: use an int, (top, bottom, left, right), 'same' or 'valid'")
+        raise MliError(Status.BAD_FUNC_CFG, f"padding {padding!r}: use an int, (top, bottom, left, right), "
+                                            "'same' or 'valid'")
     return pad4(padding)
 
 

@@ -19,25 +19,36 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MliError, Status
 from ..formats import ElType
 from ..quant import bias_scale, fx_frac_for_range, sa8_range_params
 from ..tensor import Tensor
+from . import args
 
 __all__ = ["output_fields", "zero_bias"]
 
 
-def _range(out_quant: Any, float_ref: Callable[[], np.ndarray]) -> tuple[float, float]:
+def _range(out_quant: Any, float_ref: Callable[[], np.ndarray], what: str) -> tuple[float, float]:
     if out_quant is None:
         vals = np.asarray(float_ref())
         return (float(vals.min()), float(vals.max())) if vals.size else (0.0, 0.0)
     if isinstance(out_quant, dict):
-        return float(out_quant["min"]), float(out_quant["max"])
-    arr = np.asarray(out_quant, dtype=np.float64)
+        return out_quant["min"], out_quant["max"]
+    if isinstance(out_quant, (str, bytes)) or not isinstance(out_quant, (np.ndarray, list, tuple)):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: out_quant = {out_quant!r:.60}: None, a dict of fields or "
+                                            "an array of float samples expected")
+    try:
+        arr = np.asarray(out_quant, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: out_quant = {out_quant!r:.60}: an array of float samples "
+                                            "expected") from None
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: out_quant samples must be finite and not empty")
     return float(arr.min()), float(arr.max())
 
 
 def output_fields(el: ElType, out_quant: Any, float_ref: Callable[[], np.ndarray], *,
-                  max_frac: int | None = None) -> dict[str, Any]:
+                  max_frac: int | None = None, what: str = "out_quant") -> dict[str, Any]:
     """Tensor fields (``frac_bits`` or ``zero_point`` / ``scale`` / ``scale_frac_bits``) of an output.
 
     Args:
@@ -45,14 +56,25 @@ def output_fields(el: ElType, out_quant: Any, float_ref: Callable[[], np.ndarray
         out_quant: see the module docstring.
         float_ref: the float result of the call, computed only when needed.
         max_frac: FX upper bound of ``frac_bits`` (a MAC output: input + weights fractional bits).
+        what: the calling function (for error messages).
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a malformed ``out_quant`` (unknown keys, values outside their C
+            types, empty or non-finite samples) or a range no ``frac_bits`` of the int8 field holds.
     """
-    if isinstance(out_quant, dict) and ("frac_bits" in out_quant or "scale" in out_quant):
-        return dict(out_quant)
-    lo, hi = _range(out_quant, float_ref)
+    if isinstance(out_quant, dict):
+        out_quant = args.quant_fields(out_quant, el, "out_quant", what=what, allow_range=True)
+        if "min" not in out_quant:
+            return out_quant
+    lo, hi = _range(out_quant, float_ref, what)
     if el.is_sa:
         zp, scale, sfb = sa8_range_params(lo, hi)
         return {"zero_point": zp, "scale": scale, "scale_frac_bits": sfb}
-    return {"frac_bits": fx_frac_for_range(max(abs(lo), abs(hi)), el.bits, max_frac=max_frac)}
+    frac = fx_frac_for_range(max(abs(lo), abs(hi)), el.bits, max_frac=max_frac)
+    if not args.INT8[0] <= frac <= args.INT8[1]:
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: output range [{lo}, {hi}] needs frac_bits {frac}, outside "
+                                            "the int8 field")
+    return {"frac_bits": frac}
 
 
 def zero_bias(x: Tensor, w: Tensor, n: int) -> Tensor:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..config import PRESETS, get_platform
+from ..config import get_platform, platform_named
 from .digits import digits_network, load_split
 from .network import mli_argmax
 from .quantize import SCHEMES, quantize_network
@@ -48,7 +48,7 @@ def run_demo(console: Any = None, *, samples: int | None = None, calib: int = 50
         scheme -> :class:`Report`.
     """
     con = console or Console()
-    plat = PRESETS[platform] if platform else get_platform()
+    plat = platform_named(platform) if platform else get_platform()
     t0 = time.perf_counter()
     xtr, xte, _, yte = load_split()
     if samples is not None:

@@ -32,7 +32,9 @@ from ..capi.types import (
     ReluCfg,
     SoftmaxCfg,
 )
+from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..graph.activation import relu_type
 from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
@@ -78,6 +80,39 @@ def capi_function(name: str) -> Callable[..., Any]:
         raise KernelMissing(name) from None
 
 
+def _consts(weights: Any, bias: Any, w_rank: int, what: str) -> tuple[Const, Const]:
+    """Weights of rank ``w_rank`` and a 1-D bias of their last dimension's length, as constants."""
+    w = weights if isinstance(weights, Const) else Const.from_float(weights)
+    b = bias if isinstance(bias, Const) else Const.from_float(bias)
+    if len(w.shape) != w_rank or len(b.shape) != 1 or b.shape[0] != w.shape[-1]:
+        raise MliError(Status.SHAPE_MISMATCH, f"{what}: weights {w.shape} (rank {w_rank} expected) and bias {b.shape} "
+                                              "(the weights' last dimension expected)")
+    return w, b
+
+
+def _hwc(layer: Layer, shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """An HWC input shape, or SHAPE_MISMATCH naming the layer."""
+    if len(shape) != 3:
+        raise MliError(Status.SHAPE_MISMATCH, f"{layer._what}: an HWC input of rank 3 expected, got {tuple(shape)}")
+    h, w, c = shape
+    return h, w, c
+
+
+def _positive(layer: Layer, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """An output shape with every dimension >= 1 (else the window is larger than the padded input)."""
+    if any(int(d) <= 0 for d in shape):
+        raise MliError(Status.BAD_FUNC_CFG, f"{layer._what}: empty output {tuple(shape)} (the kernel is larger than "
+                                            "the padded input)")
+    return tuple(int(d) for d in shape)
+
+
+def _axis_fits(layer: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` when ``layer.axis`` (negative: the whole tensor) is one of its dimensions."""
+    if layer.axis >= len(shape):
+        raise MliError(Status.BAD_FUNC_CFG, f"{layer._what}: axis {layer.axis} >= input rank {len(shape)}")
+    return tuple(shape)
+
+
 class Layer:
     """Base class of all layers.
 
@@ -98,10 +133,23 @@ class Layer:
 
     def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
                  fn: str | None = None) -> None:
+        what = f"{self.kind} layer"
+        if name is not None and not isinstance(name, str):
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: name = {name!r:.40}: a string expected")
+        if inputs is not None and (not isinstance(inputs, (list, tuple)) or not all(isinstance(i, str) for i in inputs)):
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: inputs = {inputs!r:.60}: a list of tensor names expected")
+        if out_q is not None and not isinstance(out_q, QParams):
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: out_q = {type(out_q).__name__}: a QParams or None expected")
+        if fn is not None and not isinstance(fn, str):
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: fn = {fn!r:.40}: a C function name expected")
         self.name = name or ""
         self.inputs = list(inputs) if inputs else []
         self.out_q = out_q
         self.fn = fn
+
+    @property
+    def _what(self) -> str:
+        return f"{self.kind} layer {self.name!r}" if self.name else f"{self.kind} layer"
 
     # ---------------------------------------------------------------- description
     def consts(self) -> dict[str, Const]:
@@ -180,7 +228,7 @@ class Layer:
             return self.out_q
         if self.follows(in_qs) or self.kernel_sets_output:
             return in_qs[0] if not self.kernel_sets_output else QParams(in_qs[0].el_type)
-        raise ValueError(f"layer {self.name}: output quantisation not set (quantise the network first)")
+        raise MliError(Status.BAD_FUNC_CFG, f"layer {self.name}: output quantisation not set (quantise the network first)")
 
     def result_qparams(self, in_qs: list[QParams]) -> QParams:
         """Parameters the output has after the call (what the kernel sets, or what was asked)."""
@@ -257,9 +305,13 @@ class Conv2D(_MacLayer):
                  padding: int | tuple[int, ...] = 0, dilation: int | tuple[int, int] = 1, relu: str = "none",
                  **kw: Any) -> None:
         super().__init__(**kw)
-        self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
-        self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
-        self.stride, self.padding, self.dilation, self.relu = pair(stride), pad4(padding), pair(dilation), relu
+        what = self._what
+        self.weights, self.bias = _consts(weights, bias, 4, what)
+        self.stride = pair(stride, "stride", what=what, lo=1, hi=255)
+        self.padding = pad4(padding, what=what, hi=255)
+        self.dilation = pair(dilation, "dilation", what=what, lo=1, hi=255)
+        relu_type(relu)  # a name MLI knows (any case)
+        self.relu = relu
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "relu": self.relu}
@@ -284,13 +336,13 @@ class Conv2D(_MacLayer):
         return self.weights.shape[2] == c
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, c = in_shapes[0]
+        h, w, c = _hwc(self, in_shapes[0])
         kh, kw = self.weights.shape[:2]
         if len(self.weights.shape) != 4 or not self._channels_fit(c):
-            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
+            raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         t, b, l, r = self.padding
-        return (conv_out_size(h, kh, self.stride[0], t, b, self.dilation[0]),
-                conv_out_size(w, kw, self.stride[1], l, r, self.dilation[1]), self.weights.shape[-1])
+        return _positive(self, (conv_out_size(h, kh, self.stride[0], t, b, self.dilation[0]),
+                                conv_out_size(w, kw, self.stride[1], l, r, self.dilation[1]), self.weights.shape[-1]))
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         kh, kw, cin = self.weights.shape[:3]
@@ -355,13 +407,13 @@ class TransposeConv2D(Conv2D):
         return {"stride": self.stride, "padding": self.padding, "relu": self.relu}
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, c = in_shapes[0]
+        h, w, c = _hwc(self, in_shapes[0])
         if len(self.weights.shape) != 4 or self.weights.shape[2] != c:
-            raise ValueError(f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
+            raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: weights {self.weights.shape} do not fit input {in_shapes[0]}")
         kh, kw = self.weights.shape[:2]
         t, b, l, r = self.padding
-        return (transpose_out_size(h, kh, self.stride[0], t, b), transpose_out_size(w, kw, self.stride[1], l, r),
-                self.weights.shape[3])
+        return _positive(self, (transpose_out_size(h, kh, self.stride[0], t, b),
+                                transpose_out_size(w, kw, self.stride[1], l, r), self.weights.shape[3]))
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
         kh, kw, cin = self.weights.shape[:3]
@@ -380,10 +432,12 @@ class FullyConnected(_MacLayer):
 
     def __init__(self, weights: Any, bias: Any, *, relu: str = "none", per_step: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
-        self.weights = weights if isinstance(weights, Const) else Const.from_float(weights)
-        self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
+        self.weights, self.bias = _consts(weights, bias, 2, self._what)
+        relu_type(relu)  # a name MLI knows (any case)
         self.relu = relu
-        self.per_step = per_step
+        if not isinstance(per_step, (bool, np.bool_)):
+            raise MliError(Status.BAD_FUNC_CFG, f"{self._what}: per_step = {per_step!r:.40}: True or False expected")
+        self.per_step = bool(per_step)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"relu": self.relu, **({"per_step": True} if self.per_step else {})}
@@ -409,11 +463,11 @@ class FullyConnected(_MacLayer):
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if self.per_step:
             if int(np.prod(in_shapes[0][1:])) != self.weights.shape[0]:
-                raise ValueError(f"{self.name}: steps of {in_shapes[0]} do not fit weights {self.weights.shape}")
+                raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: steps of {in_shapes[0]} do not fit weights {self.weights.shape}")
             return (in_shapes[0][0], self.weights.shape[-1])
         n = int(np.prod(in_shapes[0]))
         if n != self.weights.shape[0]:
-            raise ValueError(f"{self.name}: input {in_shapes[0]} has {n} values, weights expect {self.weights.shape[0]}")
+            raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: input {in_shapes[0]} has {n} values, weights expect {self.weights.shape[0]}")
         return (self.weights.shape[-1],)
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
@@ -432,7 +486,10 @@ class _Pool(Layer):
     def __init__(self, kernel: int | tuple[int, int], *, stride: int | tuple[int, int] = 1,
                  padding: int | tuple[int, ...] = 0, **kw: Any) -> None:
         super().__init__(**kw)
-        self.kernel, self.stride, self.padding = pair(kernel), pair(stride), pad4(padding)
+        what = self._what
+        self.kernel = pair(kernel, "kernel", what=what, lo=1, hi=255)
+        self.stride = pair(stride, "stride", what=what, lo=1, hi=255)
+        self.padding = pad4(padding, what=what, hi=255)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "stride": self.stride, "padding": self.padding}
@@ -452,10 +509,10 @@ class _Pool(Layer):
         fn(ins[0], self.cfg(), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, c = in_shapes[0]
+        h, w, c = _hwc(self, in_shapes[0])
         t, b, l, r = self.padding
-        return (conv_out_size(h, self.kernel[0], self.stride[0], t, b),
-                conv_out_size(w, self.kernel[1], self.stride[1], l, r), c)
+        return _positive(self, (conv_out_size(h, self.kernel[0], self.stride[0], t, b),
+                conv_out_size(w, self.kernel[1], self.stride[1], l, r), c))
 
 
 class MaxPool(_Pool):
@@ -495,9 +552,7 @@ class Eltwise(Layer):
 
     def __init__(self, op: str, *, const: Any = None, **kw: Any) -> None:
         super().__init__(**kw)
-        if op not in self._OPS:
-            raise ValueError(f"eltwise op {op!r} not in {sorted(self._OPS)}")
-        self.op = op
+        self.op = args.choice(op, {k: k for k in self._OPS}, "op", what=self._what)
         self.const = None if const is None else (const if isinstance(const, Const) else Const.from_float(const))
         self.n_inputs = 1 if self.const is not None else 2  # type: ignore[misc]
 
@@ -517,7 +572,11 @@ class Eltwise(Layer):
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         other = self.const.shape if self.const is not None else in_shapes[1]
-        return tuple(np.broadcast_shapes(tuple(in_shapes[0]), tuple(other)))
+        try:
+            return tuple(np.broadcast_shapes(tuple(in_shapes[0]), tuple(other)))
+        except ValueError:
+            raise MliError(Status.SHAPE_MISMATCH, f"{self._what}: shapes {tuple(in_shapes[0])} and {tuple(other)} do "
+                                                  "not broadcast") from None
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         b = self.const.value(original) if self.const is not None else xs[1]
@@ -533,6 +592,7 @@ class ReLU(Layer):
 
     def __init__(self, type: str = "gen", **kw: Any) -> None:
         super().__init__(**kw)
+        relu_type(type)  # a name MLI knows (any case)
         self.type = type
 
     def cfg_dict(self) -> dict[str, Any]:
@@ -554,7 +614,7 @@ class LeakyReLU(Layer):
 
     def __init__(self, slope: Any, **kw: Any) -> None:
         super().__init__(**kw)
-        self.slope = slope if isinstance(slope, Const) else Const.from_float(np.asarray(slope, np.float64))
+        self.slope = slope if isinstance(slope, Const) else Const.from_float(slope)
 
     def consts(self) -> dict[str, Const]:
         return {"slope": self.slope}
@@ -579,7 +639,7 @@ class PReLU(LeakyReLU):
 
     def __init__(self, slope: Any, axis: int | None = None, **kw: Any) -> None:
         super().__init__(slope, **kw)
-        self.axis = axis
+        self.axis = None if axis is None else args.integer(axis, "axis", what=self._what, lo=0, hi=3)
         self._slope_tensor: tuple[int, Tensor] | None = None
 
     def cfg_dict(self) -> dict[str, Any]:
@@ -638,10 +698,13 @@ class Softmax(_LutLayer):
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
         super().__init__(**kw)
-        self.axis = axis
+        self.axis = args.integer(axis, "axis", what=self._what, lo=-(2**31), hi=3)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        return _axis_fits(self, in_shapes[0])
 
     op = Op.SOFTMAX
 
@@ -690,10 +753,13 @@ class L2Normalize(_LutLayer):
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
         super().__init__(**kw)
-        self.axis = axis
+        self.axis = args.integer(axis, "axis", what=self._what, lo=-(2**31), hi=3)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
+
+    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        return _axis_fits(self, in_shapes[0])
 
     op = Op.L2_NORMALIZE
 
@@ -720,7 +786,8 @@ class Argmax(Layer):
 
     def __init__(self, axis: int = -1, topk: int = 1, **kw: Any) -> None:
         super().__init__(**kw)
-        self.axis, self.topk = int(axis), int(topk)
+        self.axis = args.integer(axis, "axis", what=self._what, lo=-(2**31), hi=3)
+        self.topk = args.integer(topk, "topk", what=self._what, lo=1, hi=2**31 - 1)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis, "topk": self.topk}
@@ -734,10 +801,10 @@ class Argmax(Layer):
         return self.output_qparams(in_qs)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        shape = in_shapes[0]
+        shape = _axis_fits(self, in_shapes[0])
         slices = 1 if self.axis < 0 else shape[self.axis]
         if not 1 <= self.topk <= int(np.prod(shape)) // slices:
-            raise ValueError(f"{self.name}: topk {self.topk} outside 1..{int(np.prod(shape)) // slices}")
+            raise MliError(Status.BAD_FUNC_CFG, f"{self.name}: topk {self.topk} outside 1..{int(np.prod(shape)) // slices}")
         return (slices, self.topk)
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
@@ -767,7 +834,9 @@ class Permute(Layer):
 
     def __init__(self, perm: list[int], **kw: Any) -> None:
         super().__init__(**kw)
-        self.perm = [int(p) for p in perm]
+        self.perm = args.int_list(perm, "perm", what=self._what, lo=0, hi=3)
+        if sorted(self.perm) != list(range(len(self.perm))):
+            raise MliError(Status.BAD_FUNC_CFG, f"{self._what}: perm {self.perm} is not a permutation")
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"perm": self.perm}
@@ -778,6 +847,9 @@ class Permute(Layer):
         fn(ins[0], PermuteCfg(perm_dim=self.perm + [0] * (4 - len(self.perm))), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+        if len(self.perm) != len(in_shapes[0]):
+            raise MliError(Status.BAD_FUNC_CFG, f"{self._what}: perm {self.perm} for an input of rank "
+                                                f"{len(in_shapes[0])}")
         return tuple(in_shapes[0][p] for p in self.perm)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -796,7 +868,7 @@ class Concat(Layer):
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
         super().__init__(**kw)
-        self.axis = int(axis)
+        self.axis = args.integer(axis, "axis", what=self._what, lo=-4, hi=3)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"axis": self.axis}
@@ -811,12 +883,12 @@ class Concat(Layer):
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if len(in_shapes) < 2:
-            raise ValueError(f"{self.name}: concat needs at least two inputs (name them in inputs=[...])")
+            raise MliError(Status.BAD_FUNC_CFG, f"{self.name}: concat needs at least two inputs (name them in inputs=[...])")
         rank = len(in_shapes[0])
         ax = self._axis(rank)
         for s in in_shapes[1:]:
             if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, in_shapes[0])) if i != ax):
-                raise ValueError(f"{self.name}: shapes {in_shapes} do not concatenate along axis {ax}")
+                raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: shapes {in_shapes} do not concatenate along axis {ax}")
         out = list(in_shapes[0])
         out[ax] = sum(s[ax] for s in in_shapes)
         return tuple(out)
@@ -834,7 +906,7 @@ class Pad2D(Layer):
 
     def __init__(self, padding: int | tuple[int, ...], **kw: Any) -> None:
         super().__init__(**kw)
-        self.padding = pad4(padding)
+        self.padding = pad4(padding, what=self._what, hi=255)
 
     def cfg_dict(self) -> dict[str, Any]:
         return {"padding": self.padding}
@@ -846,7 +918,7 @@ class Pad2D(Layer):
         fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        h, w, c = in_shapes[0]
+        h, w, c = _hwc(self, in_shapes[0])
         t, b, l, r = self.padding
         return (h + t + b, w + l + r, c)
 

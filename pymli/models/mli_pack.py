@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..export import Exportable
+from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import Lut
 from . import layers as L
@@ -243,7 +244,11 @@ def load_pack(folder: str | Path) -> Pack:
 
     Raises:
         NotImplementedError: the pack uses calls the loader does not map (e.g. RNN loops).
+        MliError: BAD_FUNC_CFG for a ``folder`` that is not a path.
+        OSError: the folder or one of its files cannot be read.
     """
+    if not isinstance(folder, (str, Path)):
+        raise MliError(Status.BAD_FUNC_CFG, f"load_pack: folder = {folder!r:.40}: a path expected")
     folder = Path(folder)
     model = json.loads((folder / "model.json").read_text())
     consts = np.load(folder / "constants.npz")

@@ -21,16 +21,28 @@ from typing import IO, Any
 import numpy as np
 
 from .. import capi
-from ..config import Platform, get_platform, use_platform
+from ..config import Platform, get_platform, platform_named, use_platform
+from ..errors import MliError, Status
 from ..export import Exportable
+from ..graph import args
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer
 from .netfile import save_network
 from .qparams import QParams
 
-__all__ = ["Network", "RunResult", "mli_argmax"]
+__all__ = ["Network", "RunResult", "UnknownLayer", "mli_argmax"]
 
 INPUT = "input"
+
+
+class UnknownLayer(MliError, KeyError):
+    """A layer name a network does not have (an :class:`MliError`; a ``KeyError`` too, as ``net[name]``
+    raised before)."""
+
+    def __init__(self, name: object, known: Sequence[str]) -> None:
+        super().__init__(Status.BAD_FUNC_CFG, f"no layer {name!r:.60}; the layers are {', '.join(known) or 'none'}")
+
+    __str__ = MliError.__str__  # the message, not the quoted repr KeyError.__str__ gives
 
 
 def mli_argmax(x: np.ndarray) -> np.ndarray:
@@ -92,7 +104,14 @@ class Network(Exportable):
 
     def __init__(self, input_shape: Sequence[int], layers: Iterable[Layer] = (), input_q: QParams | None = None,
                  name: str = "network") -> None:
-        self.input_shape = tuple(int(s) for s in input_shape)
+        self.input_shape = tuple(args.int_list(input_shape, "input_shape", what="Network", length=(1, 2, 3, 4), lo=1,
+                                               hi=2**31 - 1))
+        if input_q is not None and not isinstance(input_q, QParams):
+            raise MliError(Status.BAD_FUNC_CFG, f"Network: input_q = {type(input_q).__name__}: a QParams or None expected")
+        if not isinstance(name, str):
+            raise MliError(Status.BAD_FUNC_CFG, f"Network: name = {name!r:.40}: a string expected")
+        if isinstance(layers, (str, bytes, dict, Layer)) or not isinstance(layers, Iterable):
+            raise MliError(Status.BAD_FUNC_CFG, f"Network: layers = {type(layers).__name__}: a list of layers expected")
         self.input_q = input_q
         self.name = name
         self.layers: list[Layer] = []
@@ -102,17 +121,28 @@ class Network(Exportable):
 
     # ---------------------------------------------------------------- building
     def add(self, layer: Layer) -> Network:
-        """Append a layer (wired to the previous tensor unless it names its inputs)."""
+        """Append a layer (wired to the previous tensor unless it names its inputs).
+
+        Raises:
+            MliError: BAD_FUNC_CFG for a non-layer, a duplicate name, an unknown input name or a wrong
+                number of inputs; SHAPE_MISMATCH (or BAD_FUNC_CFG) when the layer does not fit the
+                shapes of its inputs. The network is unchanged then.
+        """
+        if not isinstance(layer, Layer):
+            raise MliError(Status.BAD_FUNC_CFG, f"Network.add: {type(layer).__name__} is not a pymli.models layer")
         if not layer.name:
             layer.name = f"{layer.kind}{len(self.layers) + 1}"
         if any(la.name == layer.name for la in self.layers) or layer.name == INPUT:
-            raise ValueError(f"duplicate layer name {layer.name!r}")
+            raise MliError(Status.BAD_FUNC_CFG, f"duplicate layer name {layer.name!r}")
         if not layer.inputs:
             layer.inputs = [self.layers[-1].name if self.layers else INPUT]
         known = {INPUT, *(la.name for la in self.layers)}
+        if layer.kind != "concat" and len(layer.inputs) != layer.n_inputs:
+            raise MliError(Status.BAD_FUNC_CFG, f"layer {layer.name!r} reads {len(layer.inputs)} tensors, takes "
+                                                f"{layer.n_inputs}")
         for i in layer.inputs:
             if i not in known:
-                raise ValueError(f"layer {layer.name!r} reads unknown tensor {i!r}")
+                raise MliError(Status.BAD_FUNC_CFG, f"layer {layer.name!r} reads unknown tensor {i!r}")
         self.layers.append(layer)
         try:
             self.shapes()
@@ -125,7 +155,7 @@ class Network(Exportable):
         for la in self.layers:
             if la.name == name:
                 return la
-        raise KeyError(name)
+        raise UnknownLayer(name, [la.name for la in self.layers])
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.layers)
@@ -165,7 +195,7 @@ class Network(Exportable):
     def planned_qparams(self) -> dict[str, QParams]:
         """The quantisation of every tensor as the network hands it to the kernels (before any call)."""
         if self.input_q is None:
-            raise ValueError("network is not quantised")
+            raise MliError(Status.BAD_FUNC_CFG, "network is not quantised")
         after = self.expected_qparams()
         return {INPUT: self.input_q, **{la.name: la.output_qparams([after[i] for i in la.inputs])
                                          for la in self.layers}}
@@ -173,7 +203,7 @@ class Network(Exportable):
     def expected_qparams(self) -> dict[str, QParams]:
         """The quantisation every tensor has after its call (kernel-set parameters included)."""
         if self.input_q is None:
-            raise ValueError("network is not quantised")
+            raise MliError(Status.BAD_FUNC_CFG, "network is not quantised")
         qs: dict[str, QParams] = {INPUT: self.input_q}
         for la in self.layers:
             qs[la.name] = la.result_qparams([qs[i] for i in la.inputs])
@@ -216,16 +246,27 @@ class Network(Exportable):
     def quantize_input(self, x: np.ndarray) -> np.ndarray:
         """Float samples -> quantised input (offline conversion with ``input_q``)."""
         if self.input_q is None:
-            raise ValueError("network is not quantised")
+            raise MliError(Status.BAD_FUNC_CFG, "network is not quantised")
         return self.input_q.quantize(x, batch=True)
 
     def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
-        x = np.asarray(x)
+        if x is None or isinstance(x, (str, bytes, dict)):
+            raise MliError(Status.BAD_TENSOR, f"input {type(x).__name__}: an array of samples expected")
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError):
+            raise MliError(Status.BAD_TENSOR, "input: an array of samples expected") from None
+        if x.dtype.kind not in "iuf":
+            raise MliError(Status.TYPE_MISMATCH, f"input of dtype {x.dtype}: integers (quantised) or floats expected")
         single = x.shape == self.input_shape
         if single:
             x = x[None]
         if x.shape[1:] != self.input_shape:
-            raise ValueError(f"input shape {x.shape[1:]} != network input {self.input_shape}")
+            raise MliError(Status.SHAPE_MISMATCH, f"input shape {x.shape[1:]} != network input {self.input_shape}")
+        if x.shape[0] == 0:
+            raise MliError(Status.SHAPE_MISMATCH, "an empty batch (expected at least one sample)")
+        if x.dtype.kind == "f" and not np.all(np.isfinite(x)):
+            raise MliError(Status.BAD_TENSOR, "input holds NaN or infinite values")
         return x, single
 
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
@@ -243,17 +284,33 @@ class Network(Exportable):
 
         Raises:
             KernelMissing: a needed MLI function is not implemented.
-            MliError: a kernel rejected its arguments.
+            MliError: a network that is not quantised (BAD_FUNC_CFG); input that is not an array of
+                numbers (BAD_TENSOR / TYPE_MISMATCH), of the wrong shape or an empty batch
+                (SHAPE_MISMATCH), non-finite floats or integers outside the input container
+                (BAD_TENSOR); an unknown ``capture`` name (:class:`UnknownLayer`) or platform
+                (:class:`pymli.config.UnknownPlatform`); a kernel rejecting its arguments.
         """
         if self.input_q is None:
-            raise ValueError("network is not quantised: use pymli.models.quantize_network or load a pack")
+            raise MliError(Status.BAD_FUNC_CFG, "network is not quantised: use pymli.models.quantize_network or load a pack")
         x, _ = self._as_batch(x)
         if x.dtype.kind == "f":
             x = self.quantize_input(x)
+        elif x.min() < self.input_q.qmin or x.max() > self.input_q.qmax:
+            raise MliError(Status.BAD_TENSOR, f"quantised input outside the {self.input_q.el_type.name} container "
+                                              f"[{self.input_q.qmin}, {self.input_q.qmax}]")
+        if not (isinstance(capture, (bool, np.bool_)) or (isinstance(capture, (list, tuple, set)) and all(
+                isinstance(c, str) for c in capture))):
+            raise MliError(Status.BAD_FUNC_CFG, f"capture = {capture!r:.60}: True, False or a list of tensor names")
+        if not isinstance(capture, (bool, np.bool_)):
+            unknown = set(capture) - {INPUT, *(la.name for la in self.layers)}
+            if unknown:
+                raise UnknownLayer(sorted(unknown)[0], [la.name for la in self.layers])
+        if progress is not None and not callable(progress):
+            raise MliError(Status.BAD_FUNC_CFG, f"progress = {progress!r:.40}: a callable or None expected")
+        plat = platform_named(platform) if platform is not None else get_platform()
         missing = self.missing_functions()
         if missing:
             raise KernelMissing(missing[0])
-        plat = platform if platform is not None else get_platform()
         keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
         keep.add(self.output_name)
         keep_input = INPUT in keep
@@ -337,7 +394,7 @@ class Network(Exportable):
         x, _ = self._as_batch(x)
         if x.dtype.kind != "f":
             if self.input_q is None:
-                raise ValueError("integer input given to a float network")
+                raise MliError(Status.TYPE_MISMATCH, "integer input given to a float network")
             x = self.input_q.dequantize(x, batch=True)
         acts: dict[str, np.ndarray] = {INPUT: np.asarray(x, np.float64)}
         for la in self.layers:

@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MliError, Status
 from ..formats import ElType
 from ..quant import fx_frac_for_range, quantize_values, sa_scale_repr  # noqa: F401  (the last two: old import path)
-from ..tensor import Tensor
+from ..tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["Const", "QParams"]
 
@@ -181,8 +182,27 @@ class Const:
 
     @classmethod
     def from_float(cls, x: Any) -> Const:
-        """A float-only constant (quantised later by the network quantiser)."""
-        return cls(float_value=np.asarray(x, np.float64))
+        """A float-only constant (quantised later by the network quantiser).
+
+        Args:
+            x: real values, rank 0 to 4, not empty, all finite.
+
+        Raises:
+            MliError: BAD_TENSOR for anything else (None, strings, objects, NaN / inf, empty arrays).
+        """
+        if x is None or isinstance(x, (str, bytes, dict)):
+            raise MliError(Status.BAD_TENSOR, f"constant {type(x).__name__}: an array of real numbers expected")
+        try:
+            a = np.asarray(x)
+        except (TypeError, ValueError):
+            raise MliError(Status.BAD_TENSOR, "constant: an array of real numbers expected") from None
+        if a.dtype.kind not in "biuf" or a.size == 0 or a.ndim > MLI_MAX_RANK:
+            raise MliError(Status.BAD_TENSOR, f"constant of dtype {a.dtype}, shape {a.shape}: a non-empty array of "
+                                              f"real numbers of rank 0..{MLI_MAX_RANK} expected")
+        v = a.astype(np.float64)
+        if not np.all(np.isfinite(v)):
+            raise MliError(Status.BAD_TENSOR, "constant: NaN or infinite values")
+        return cls(float_value=v)
 
     @classmethod
     def quantized(cls, q: np.ndarray, qp: QParams, float_value: np.ndarray | None = None) -> Const:
@@ -208,7 +228,7 @@ class Const:
     def tensor(self) -> Tensor:
         """The constant as an MLI tensor (built once)."""
         if self.q is None or self.qp is None:
-            raise ValueError("constant is not quantised")
+            raise MliError(Status.BAD_FUNC_CFG, "constant is not quantised")
         if self._tensor is None:
             self._tensor = self.qp.tensor(self.q)
         return self._tensor

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from .layers import Concat, Eltwise, Layer, _MacLayer
 from .network import INPUT, Network
 from ..quant import fx_frac_for_range, quantize_values, sa8_range_params, sa_scale_repr
@@ -79,7 +81,15 @@ def tensor_qparams(lo: float, hi: float, scheme: str, headroom_bits: int = 0) ->
     Through :mod:`pymli.quant` with this quantiser's policy: FX16 with the most fractional bits that
     hold the range; SA8 with 255 steps over [min(lo, 0), max(hi, 0)] (times ``2**headroom_bits``),
     the scale rounded up so the range always fits and the minimum on -128.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for an unknown scheme (any case), bounds that are not finite numbers or
+            ``headroom_bits`` outside 0..31.
     """
+    what = "tensor_qparams"
+    scheme = args.choice(scheme, {s: s for s in SCHEMES}, "scheme", what=what)
+    lo, hi = args.finite(lo, "lo", what=what), args.finite(hi, "hi", what=what)
+    headroom_bits = args.integer(headroom_bits, "headroom_bits", what=what, lo=0, hi=31)
     if scheme == "sa8":
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         if hi - lo <= 0:
@@ -158,10 +168,25 @@ def quantize_network(net: Network, calib_x: np.ndarray, scheme: str = "sa8", *, 
 
     Returns:
         a new, quantised :class:`Network`.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a non-network, an unknown scheme (names in any case), a percentile
+            outside (0, 100] or a negative ``headroom_bits``; what :meth:`Network.run_float` raises for
+            calibration data that is not a batch of finite float samples of the input shape.
     """
-    if scheme not in SCHEMES:
-        raise ValueError(f"scheme {scheme!r} not in {SCHEMES}")
-    acts = net.run_float(np.asarray(calib_x, np.float64), original=True)
+    what = "quantize_network"
+    if not isinstance(net, Network):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: {type(net).__name__} is not a pymli.models.Network")
+    scheme = args.choice(scheme, {s: s for s in SCHEMES}, "scheme", what=what)
+    if percentile is not None:
+        percentile = args.finite(percentile, "percentile", what=what)
+        if not 0 < percentile <= 100:
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: percentile {percentile} outside (0, 100]")
+    headroom_bits = args.integer(headroom_bits, "headroom_bits", what=what, lo=0, hi=31)
+    calib = net._as_batch(calib_x)[0]
+    if calib.dtype.kind != "f":
+        raise MliError(Status.TYPE_MISMATCH, f"{what}: calibration data of dtype {calib.dtype}: float samples expected")
+    acts = net.run_float(calib, original=True)
     ranges = _ranges(acts, percentile)
     groups = _same_format_groups(net)
     forced: dict[str, QParams] = {}

@@ -19,7 +19,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
+from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..graph.registry import Op, entry, lookup, new_lut
 from ..tensor import Lut, Tensor
 from . import floatops as F
@@ -67,17 +69,18 @@ class _RnnBase(Layer):
         self.weights_in = w_in if isinstance(w_in, Const) else Const.from_float(w_in)
         self.weights_out = w_out if isinstance(w_out, Const) else Const.from_float(w_out)
         self.bias = bias if isinstance(bias, Const) else Const.from_float(bias)
-        if results not in ("all", "last"):
-            raise ValueError("results must be 'all' or 'last'")
-        if direction not in ("forward", "backward"):
-            raise ValueError("direction must be 'forward' or 'backward'")
-        if act not in ("tanh", "sigm", "none"):
-            raise ValueError("act must be 'tanh', 'sigm' or 'none'")
+        what = f"{self.kind} layer {self.name!r}"
+        results = args.choice(results, {"all": "all", "last": "last"}, "results", what=what)
+        direction = args.choice(direction, {"forward": "forward", "backward": "backward"}, "direction", what=what)
+        act = args.choice(act, {"tanh": "tanh", "sigm": "sigm", "sigmoid": "sigm", "none": "none"}, "act", what=what)
+        for name, lut in (("tanh_lut", tanh_lut), ("sigm_lut", sigm_lut)):
+            if lut is not None and not isinstance(lut, Lut):
+                raise MliError(Status.BAD_FUNC_CFG, f"{what}: {name} = {type(lut).__name__}: a pymli Lut or None expected")
         g = self.n_gates
         if (len(self.weights_in.shape) != 3 or self.weights_in.shape[0] != g
                 or tuple(self.weights_out.shape) != (g, self.weights_in.shape[2], self.weights_in.shape[2])
                 or tuple(self.bias.shape) != (g, self.weights_in.shape[2])):
-            raise ValueError(f"{type(self).__name__} wants weights_in [{g}, in, out], weights_out [{g}, out, out], "
+            raise MliError(Status.SHAPE_MISMATCH, f"{type(self).__name__} wants weights_in [{g}, in, out], weights_out [{g}, out, out], "
                              f"bias [{g}, out]; got {self.weights_in.shape}, {self.weights_out.shape}, "
                              f"{self.bias.shape}")
         self.results, self.act, self.direction = results, act, direction
@@ -104,7 +107,7 @@ class _RnnBase(Layer):
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         t, n_in = in_shapes[0][0], int(np.prod(in_shapes[0][1:]))
         if n_in != self.weights_in.shape[1]:
-            raise ValueError(f"{self.name}: input {in_shapes[0]} does not fit weights_in {self.weights_in.shape}")
+            raise MliError(Status.SHAPE_MISMATCH, f"{self.name}: input {in_shapes[0]} does not fit weights_in {self.weights_in.shape}")
         return (t if self.results == "all" else 1, self.units)
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
@@ -195,7 +198,7 @@ class LSTM(_LstmBase):
         m = self.units
         prev = _zero_state(QParams.of(out), m)
         if self.cell_q is None:
-            raise ValueError(f"layer {self.name}: cell quantisation not set")
+            raise MliError(Status.BAD_FUNC_CFG, f"layer {self.name}: cell quantisation not set")
         cell = _zero_state(self.cell_q, m)
         cfg = _rnn_cfg(self.results, self.direction, self.act, 4 * m * ins[0].el_type.size)
         fn(_as_frames(ins[0]), prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(),

@@ -31,7 +31,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..graph.registry import Op, entry, lookup
 from .network import Network, RunResult
 from .qparams import QParams
@@ -261,14 +263,33 @@ def compare(qnet: Network, x: np.ndarray, labels: np.ndarray | None = None, *, r
         progress: progress callback passed to :meth:`Network.run`.
         guard_bits: override of the accumulator guard bits per operand pair (keys ``sa8_sa8``,
             ``fx16_fx16``, ``fx16_fx8``), e.g. :data:`ARC_GUARD_BITS`; default: the current platform's.
+
+    Returns:
+        The per-layer :class:`Report`.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a non-network, an unknown ``reference`` (any case) or a ``result``
+            without every intermediate; SHAPE_MISMATCH for labels that are not one integer per
+            sample; what :meth:`Network.run` raises for ``x``.
     """
+    what = "compare"
+    if not isinstance(qnet, Network):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: {type(qnet).__name__} is not a pymli.models.Network")
+    reference = args.choice(reference, {"float": "float", "dequantized": "dequantized"}, "reference", what=what)
+    if result is not None and not isinstance(result, RunResult):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: result = {type(result).__name__}: a RunResult or None expected")
     if result is None:
         result = qnet.run(x, capture=True, platform=platform, progress=progress)
     missing = [n for n in ("input", *(la.name for la in qnet.layers)) if n not in result.values]
     if missing:
-        raise ValueError(f"compare needs a run with every intermediate captured; missing {missing}")
+        raise MliError(Status.BAD_FUNC_CFG, f"compare needs a run with every intermediate captured; missing {missing}")
     original = reference == "float"
-    xf = np.asarray(x)
+    xf = qnet._as_batch(x)[0]
+    if labels is not None:
+        lab = np.asarray(labels)
+        if lab.dtype.kind not in "iu" or lab.shape != (xf.shape[0],):
+            raise MliError(Status.SHAPE_MISMATCH, f"{what}: labels of dtype {lab.dtype}, shape {lab.shape}: one "
+                                                  f"integer per sample ({xf.shape[0]}) expected")
     if xf.dtype.kind != "f":
         xf = qnet.input_q.dequantize(xf, batch=True)  # type: ignore[union-attr]
     ref = qnet.run_float(xf, original=original)

@@ -30,9 +30,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ..capi.types import Conv2dCfg, FullyConnectedCfg, ReluCfg, ReluType
+from ..checks import validate_tensor
+from ..checks.tensor import count_elements
 from ..errors import MliError, Status
+from ..formats import MAC_TYPES, ElType
 from ..graph.activation import relu_type
-from ..graph.geometry import Padding, conv_out_size, pair, resolve_padding, same_padding, transpose_out_size
+from ..graph import args
+from ..graph.geometry import Padding, conv_out_size, pair, resolve_padding, transpose_out_size
+from ..graph.geometry import same_padding as _same_padding
 from ..graph.geometry import transpose_same_padding
 from ..graph.outquant import output_fields, zero_bias
 from ..graph.registry import KernelMissing, Op, lookup
@@ -49,8 +54,44 @@ __all__ = [
     "transpose_conv2d",
 ]
 
-#: the public name of the per-axis output size (one formula, in :mod:`pymli.graph.geometry`)
-conv_output_size = conv_out_size
+
+def conv_output_size(in_size: int, k: int, stride: int, pad_a: int = 0, pad_b: int = 0, dilation: int = 1) -> int:
+    """Output length of one convolution / pooling axis: ``(in + pads - ((k - 1) * dilation + 1)) // stride + 1``.
+
+    Args:
+        in_size: input length (>= 1); k: kernel length (>= 1); stride: step (>= 1);
+        pad_a, pad_b: padding before and after (>= 0); dilation: dilation factor (>= 1).
+
+    Returns:
+        The output length (<= 0 when the padded input is shorter than the dilated kernel).
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a value that is not an int in its range.
+    """
+    what = "conv_output_size"
+    return conv_out_size(args.integer(in_size, "in_size", what=what, lo=1), args.integer(k, "k", what=what, lo=1),
+                         args.integer(stride, "stride", what=what, lo=1),
+                         args.integer(pad_a, "pad_a", what=what, lo=0), args.integer(pad_b, "pad_b", what=what, lo=0),
+                         args.integer(dilation, "dilation", what=what, lo=1))
+
+
+def same_padding(in_size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """TensorFlow ``SAME`` padding ``(before, after)`` of one axis: output ``ceil(in / stride)``.
+
+    Args:
+        in_size: input length (>= 1); k: kernel length (>= 1); stride: step (>= 1);
+        dilation: dilation factor (>= 1).
+
+    Returns:
+        (padding before, padding after), the odd element after.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for a value that is not an int in its range.
+    """
+    what = "same_padding"
+    return _same_padding(args.integer(in_size, "in_size", what=what, lo=1), args.integer(k, "k", what=what, lo=1),
+                         args.integer(stride, "stride", what=what, lo=1),
+                         args.integer(dilation, "dilation", what=what, lo=1))
 
 
 def _function(op: Op, x: Tensor, w: Tensor) -> Callable[..., Any]:
@@ -60,6 +101,44 @@ def _function(op: Op, x: Tensor, w: Tensor) -> Callable[..., Any]:
     except KernelMissing:
         raise MliError(Status.TYPE_MISMATCH, f"no MLI {op.value} for input {x.el_type.name} with weights "
                                              f"{w.el_type.name}") from None
+
+
+def _operands(what: str, op: Op, x: Any, w: Any, b: Any, ranks: tuple[int, int]) -> Callable[..., Any]:
+    """Check the tensors of a MAC layer (structs, types, ranks, quantisation) and return its MLI function."""
+    args.tensor(x, "x", what=what)
+    args.tensor(w, "w", what=what)
+    if b is not None:
+        args.tensor(b, "b", what=what)
+    fn = _function(op, x, w)
+    args.tensor(x, "x", what=what, ranks=(ranks[0],))
+    args.tensor(w, "w", what=what, ranks=(ranks[1],))
+    # the parameters the front end reads to build the output, the zero bias and the float reference:
+    # checked as MLI does, before anything is computed
+    validate_tensor(x)
+    validate_tensor(w)
+    if b is not None:
+        n = int(w.shape[ranks[1] - 1])
+        validate_tensor(b)
+        bias_el = next((t[2] for t in MAC_TYPES.values() if t[:2] == (x.el_type, w.el_type)), None)
+        if b.el_type is not bias_el:
+            raise MliError(Status.TYPE_MISMATCH, f"{what}: bias {b.el_type.name}, expected {bias_el.name if bias_el else '?'}")
+        if b.rank != 1 or int(b.shape[0]) != n:
+            raise MliError(Status.SHAPE_MISMATCH, f"{what}: bias shape {list(b.shape[:b.rank])}, expected [{n}]")
+    return fn
+
+
+def _check_out(what: str, shape: tuple[int, ...], el: ElType) -> None:
+    if any(s <= 0 for s in shape):
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: empty output {list(shape)} (kernel larger than the padded input)")
+    args.check_alloc(shape, el, what=what)
+
+
+def _uint8(what: str, **values: int | tuple[int, ...]) -> None:
+    """The cfg fields are ``uint8_t`` in ``mli_conv2d_cfg`` / ``mli_pool_cfg``: refuse what they cannot hold."""
+    for name, v in values.items():
+        for i in (v if isinstance(v, tuple) else (v,)):
+            if i > args.UINT8[1]:
+                raise MliError(Status.BAD_FUNC_CFG, f"{what}: {name} {v} does not fit the uint8_t cfg field (0..255)")
 
 
 # ------------------------------------------------------------------------------ float reference
@@ -92,8 +171,9 @@ def _centred(x: Tensor) -> np.ndarray:
     return v
 
 
-def _out(shape: tuple[int, ...], x: Tensor, w: Tensor, out_quant: Any, float_ref: Callable[[], np.ndarray]) -> Tensor:
-    fields = output_fields(x.el_type, out_quant, float_ref, max_frac=x.frac_bits + w.frac_bits)
+def _out(shape: tuple[int, ...], x: Tensor, w: Tensor, out_quant: Any, float_ref: Callable[[], np.ndarray],
+         what: str) -> Tensor:
+    fields = output_fields(x.el_type, out_quant, float_ref, max_frac=x.frac_bits + w.frac_bits, what=what)
     return Tensor.zeros(shape, x.el_type, **fields)
 
 
@@ -103,17 +183,19 @@ _CONV_OPS = {"conv": Op.CONV2D, "depthwise": Op.DEPTHWISE_CONV2D, "group": Op.GR
 
 def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | tuple[int, int],
                  padding: Padding, dilation: int | tuple[int, int], relu: str | None, out_quant: Any) -> Tensor:
-    fn = _function(_CONV_OPS[op], x, w)
+    what = {"conv": "conv2d", "depthwise": "depthwise_conv2d", "group": "group_conv2d"}[op]
+    fn = _operands(what, _CONV_OPS[op], x, w, b, (3, 4))
     rt = relu_type(relu)
-    s, d = pair(stride), pair(dilation)
+    s = pair(stride, "stride", what=what, lo=1)
+    d = pair(dilation, "dilation", what=what, lo=1)
     kh, kw = int(w.shape[0]), int(w.shape[1])
     h, wd = int(x.shape[0]), int(x.shape[1])
     n = int(w.shape[3])
     t, bo, l, r = resolve_padding(padding, (h, wd), (kh, kw), s, d)
     ho = conv_out_size(h, kh, s[0], t, bo, d[0])
     wo = conv_out_size(wd, kw, s[1], l, r, d[1])
-    if ho <= 0 or wo <= 0:
-        raise MliError(Status.BAD_FUNC_CFG, f"empty output {ho}x{wo} for input {h}x{wd}, kernel {kh}x{kw}")
+    _check_out(what, (ho, wo, n), x.el_type)
+    _uint8(what, stride=s, dilation=d, padding=(t, bo, l, r))
     if b is None:
         b = zero_bias(x, w, n)
     cfg = Conv2dCfg(relu=ReluCfg(rt), stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
@@ -128,9 +210,11 @@ def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | 
             acc = K.conv_accumulate(xc, wv, groups=int(x.shape[2]) // int(w.shape[2]), **geo)[0]
         return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, n), rt)
 
-    out = _out((ho, wo, n), x, w, out_quant, float_ref)
+    out = _out((ho, wo, n), x, w, out_quant, float_ref, what)
     fn(x, w, b, cfg, out)
     return out
+
+
 def conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int | tuple[int, int] = 1,
            padding: Padding = 0, dilation: int | tuple[int, int] = 1, relu: str | None = None,
            out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
@@ -174,19 +258,22 @@ def transpose_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int 
     The output is ``(in - 1) * stride + k - pad_before - pad_after`` along each axis; padding
     'same' gives ``in * stride`` (needs ``k >= stride``), 'valid' no padding.
     """
-    fn = _function(Op.TRANSPOSE_CONV2D, x, w)
+    what = "transpose_conv2d"
+    fn = _operands(what, Op.TRANSPOSE_CONV2D, x, w, b, (3, 4))
     rt = relu_type(relu)
-    s = pair(stride)
+    s = pair(stride, "stride", what=what, lo=1)
     kh, kw = int(w.shape[0]), int(w.shape[1])
     h, wd = int(x.shape[0]), int(x.shape[1])
     n = int(w.shape[3])
-    if isinstance(padding, str) and padding.lower() == "same":
+    if isinstance(padding, str) and padding.strip().lower() == "same":
         t, bo = transpose_same_padding(kh, s[0])
         l, r = transpose_same_padding(kw, s[1])
     else:
         t, bo, l, r = resolve_padding(padding, (h, wd), (kh, kw), s)
     ho = transpose_out_size(h, kh, s[0], t, bo)
     wo = transpose_out_size(wd, kw, s[1], l, r)
+    _check_out(what, (ho, wo, n), x.el_type)
+    _uint8(what, stride=s, padding=(t, bo, l, r))
     if b is None:
         b = zero_bias(x, w, n)
     cfg = Conv2dCfg(relu=ReluCfg(rt), stride_width=s[1], stride_height=s[0], padding_left=l, padding_right=r,
@@ -197,18 +284,34 @@ def transpose_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int 
                                      out_hw=(ho, wo))[0]
         return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, n), rt)
 
-    out = _out((max(ho, 1), max(wo, 1), n), x, w, out_quant, float_ref)
+    out = _out((ho, wo, n), x, w, out_quant, float_ref, what)
     fn(x, w, b, cfg, out)
     return out
 
 
 def fully_connected(x: Tensor, w: Tensor, b: Tensor | None = None, relu: str | None = None,
                     out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
-    """Fully connected layer (``mli_krn_fully_connected_*``): x of any shape with N_in elements,
-    w (N_in, M_out), returns an (M_out,) tensor."""
-    fn = _function(Op.FULLY_CONNECTED, x, w)
+    """Fully connected layer (``mli_krn_fully_connected_*``) returning a new ``(M_out,)`` tensor.
+
+    Args:
+        x: input of any shape with ``N_in`` elements (FX_16 or SA_8).
+        w: ``(N_in, M_out)`` weights (FX_16 / FX_8 for FX_16 input, SA_8 for SA_8 input).
+        b: ``(M_out,)`` bias, or ``None`` for a zero bias.
+        relu: the fused ReLU (see :func:`conv2d`).
+        out_quant: output quantisation (see the module docstring).
+
+    Raises:
+        MliError: BAD_TENSOR (not a tensor, invalid struct), TYPE_MISMATCH, SHAPE_MISMATCH or
+            BAD_FUNC_CFG (relu, out_quant), before anything is computed.
+    """
+    what = "fully_connected"
+    args.tensor(x, "x", what=what)
+    fn = _operands(what, Op.FULLY_CONNECTED, x, w, b, (x.rank, 2))
     rt = relu_type(relu)
     m = int(w.shape[1])
+    if count_elements(x) != int(w.shape[0]):
+        raise MliError(Status.SHAPE_MISMATCH, f"{what}: x {list(x.shape[:x.rank])} has not the {int(w.shape[0])} "
+                                              f"elements weights {list(w.shape[:2])} take")
     if b is None:
         b = zero_bias(x, w, m)
     cfg = FullyConnectedCfg(relu=ReluCfg(rt))
@@ -218,6 +321,6 @@ def fully_connected(x: Tensor, w: Tensor, b: Tensor | None = None, relu: str | N
         acc = xv @ w.numpy().astype(np.int64)
         return _apply_relu(_dequant_acc(acc.astype(np.float64), x, w, b, m), rt)
 
-    out = _out((m,), x, w, out_quant, float_ref)
+    out = _out((m,), x, w, out_quant, float_ref, what)
     fn(x, w, b, cfg, out)
     return out

@@ -9,6 +9,7 @@ import numpy as np
 from ..capi.types import ArgmaxCfg, PermuteCfg
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..graph.registry import Op, require
 from ..tensor import MLI_MAX_RANK, Tensor
 
@@ -24,9 +25,14 @@ def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
 
     Returns:
         A new dense tensor.
+
+    Raises:
+        MliError: BAD_TENSOR (not a tensor), TYPE_MISMATCH, BAD_FUNC_CFG (``perm`` not a permutation
+            of ``range(x.rank)``) or the status of ``mli_krn_permute_*``.
     """
+    args.tensor(x, "x", what="permute")
     fn = require(Op.PERMUTE, x.el_type, what="permute")
-    perm = [int(p) for p in perm]
+    perm = args.int_list(perm, "perm", what="permute")
     if sorted(perm) != list(range(x.rank)):
         raise MliError(Status.BAD_FUNC_CFG, f"permute: {perm} is not a permutation of range({x.rank})")
     shape = [int(x.shape[p]) for p in perm]
@@ -58,9 +64,19 @@ def argmax(x: Tensor, axis: int = -1, topk: int = 1) -> Tensor:
         An ``SA_32`` tensor of shape ``[rows, topk]`` holding element offsets into ``x``'s memory
         (``sum(index * mem_stride)``; the flat row-major index for a dense ``x``). Among equal
         values the order is MLI's.
+
+    Raises:
+        MliError: BAD_TENSOR (not a tensor), TYPE_MISMATCH, BAD_FUNC_CFG (``axis`` / ``topk`` not
+            int32 integers), NOT_ENGH_MEM (a result over the allocation limit) or the status of
+            ``mli_krn_argmax_*`` (e.g. ``axis >= rank``, ``topk`` outside the slice).
     """
+    args.tensor(x, "x", what="argmax")
     fn = require(Op.ARGMAX, x.el_type, what="argmax")
+    axis = args.integer(axis, "axis", what="argmax", lo=args.INT32[0], hi=args.INT32[1])
+    topk = args.integer(topk, "topk", what="argmax", lo=args.INT32[0], hi=args.INT32[1])
     rows = int(x.shape[axis]) if 0 <= axis < x.rank else 1
-    out = Tensor.zeros([rows, max(int(topk), 1)], ElType.SA_32)
+    shape = [rows, max(topk, 1)]
+    args.check_alloc(shape, ElType.SA_32, what="argmax")
+    out = Tensor.zeros(shape, ElType.SA_32)
     fn(x, ArgmaxCfg(axis, topk), out)
     return out

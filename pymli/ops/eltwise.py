@@ -21,15 +21,19 @@ from typing import Any
 
 import numpy as np
 
+from ..arith.eltwise import EltOp
 from ..checks import tensor_is_scalar
+from ..checks.eltwise import check_eltwise
 from ..errors import MliError, Status
+from ..graph import args
 from ..graph.registry import Op, require
 from ..quant import choose_fx_frac_bits, sa8_range_params
-from ..tensor import Tensor
+from ..tensor import Tensor, dense_strides
 
 __all__ = ["add", "sub", "mul", "minimum", "maximum"]
 
 _OPS = {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL, "min": Op.MIN, "max": Op.MAX}
+_ELT = {"add": EltOp.ADD, "sub": EltOp.SUB, "mul": EltOp.MUL, "minimum": EltOp.MIN, "maximum": EltOp.MAX}
 _FLOAT_OPS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
 
 
@@ -57,10 +61,31 @@ def _out_shape(x: Tensor, y: Tensor) -> list[int]:
     return list(x.shape[: x.rank]) if not tensor_is_scalar(x) else list(y.shape[: y.rank])
 
 
+def _precheck(what: str, fn_name: str, x: Tensor, y: Tensor, shape: list[int]) -> None:
+    """MLI's checks of the operands, run before the calibration reads them (on a scratch output of the
+    inputs' type: the real output is checked again by the call)."""
+    n = int(np.prod(shape)) if shape else 1
+    args.check_alloc(shape, x.el_type, what=what)
+    # shaped as the real output: a rank-0 result is a rank-0 struct with a data buffer (see _binary)
+    scratch = Tensor(data=np.zeros(n, x.el_type.dtype), capacity=n * x.el_type.size, shape=list(shape),
+                     mem_stride=dense_strides(shape), rank=len(shape), el_type=x.el_type)
+    check_eltwise(fn_name, x, y, scratch, _ELT[what], x.el_type)
+
+
 def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[str, int] | None) -> Tensor:
-    fn = require(_OPS[op], x.el_type, what=op)
+    what = {"min": "minimum", "max": "maximum"}.get(op, op)
+    args.tensor(x, "x", what=what)
+    args.tensor(y, "y", what=what)
+    fn = require(_OPS[op], x.el_type, what=what)
     el = x.el_type
     shape = _out_shape(x, y)
+    if frac_bits is not None:
+        frac_bits = args.integer(frac_bits, "frac_bits", what=what, lo=args.INT8[0], hi=args.INT8[1])
+    if quant is not None:
+        if not el.is_sa:
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: quant is for SA_8 operands; use frac_bits for {el.name}")
+        quant = args.quant_fields(quant, el, "quant", what=what)
+    _precheck(what, fn.__name__, x, y, shape)
     params: dict[str, Any]
     if op in ("min", "max"):
         params = dict(frac_bits=x.frac_bits) if el.is_fx else dict(
@@ -94,7 +119,9 @@ def add(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, 
         A new dense tensor.
 
     Raises:
-        MliError: with the status MLI gives for the same operands.
+        MliError: BAD_TENSOR (not a tensor), BAD_FUNC_CFG (``frac_bits`` / ``quant`` outside their C
+            types, ``quant`` for FX operands) or the status MLI gives for the same operands (shapes
+            that differ, types, per-axis SA), before anything is computed.
     """
     return _binary("add", x, y, frac_bits, quant)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..arith.lut import create_lut
 from ..capi.types import L2NormalizeCfg, SoftmaxCfg
 from ..errors import MliError, Status
+from ..graph import args
 from ..graph.registry import Op, require
 from ..tensor import Lut, Tensor
 
@@ -26,11 +27,24 @@ __all__ = ["sigmoid", "tanh", "softmax", "l2_normalize", "activation_lut"]
 _LUTS: dict[str, Lut] = {}
 
 
+_KINDS = {"sigm": "sigm", "sigmoid": "sigm", "tanh": "tanh", "softmax": "softmax", "l2_normalize": "l2_normalize"}
+
+
 def activation_lut(kind: str) -> Lut:
-    """The cached LUT of ``kind`` (``"sigm"``, ``"tanh"``, ``"softmax"``, ``"l2_normalize"``).
+    """The cached LUT of ``kind`` (``"sigm"`` / ``"sigmoid"``, ``"tanh"``, ``"softmax"``, ``"l2_normalize"``).
 
     The returned object is shared: treat it as read-only.
+
+    Args:
+        kind: the activation's name, any letter case.
+
+    Returns:
+        The table as ``mli_krn_<kind>_get_lut_size`` / ``create_lut`` build it.
+
+    Raises:
+        MliError: BAD_FUNC_CFG for an unknown name or a non-string.
     """
+    kind = args.choice(kind, _KINDS, "kind", what="activation_lut")
     lut = _LUTS.get(kind)
     if lut is None:
         lut = _LUTS[kind] = create_lut(kind)
@@ -45,7 +59,7 @@ def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
     """C axis from a Python axis: None -> -1 (whole tensor); negatives count from the end."""
     if axis is None:
         return -1
-    a = int(axis)
+    a = args.integer(axis, "axis", what=op, lo=args.INT32[0], hi=args.INT32[1])
     if a < 0:
         a += x.rank
     if not 0 <= a < x.rank:
@@ -59,6 +73,7 @@ def sigmoid(x: Tensor) -> Tensor:
     Returns:
         FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8.
     """
+    args.tensor(x, "x", what="sigmoid")
     fn = require(Op.SIGM, x.el_type, status=Status.NOT_SUPPORTED, what="sigmoid")
     out = _out_like(x)
     fn(x, activation_lut("sigm"), out)
@@ -71,6 +86,7 @@ def tanh(x: Tensor) -> Tensor:
     Returns:
         FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
     """
+    args.tensor(x, "x", what="tanh")
     fn = require(Op.TANH, x.el_type, status=Status.NOT_SUPPORTED, what="tanh")
     out = _out_like(x)
     fn(x, activation_lut("tanh"), out)
@@ -89,6 +105,7 @@ def softmax(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15 (FX_8 Q7), or SA_8 with zero point -128 and scale 2**-8.
     """
+    args.tensor(x, "x", what="softmax")
     fn = require(Op.SOFTMAX, x.el_type, status=Status.NOT_SUPPORTED, what="softmax")
     cfg = SoftmaxCfg(axis=_axis_cfg(x, axis, "softmax"))
     out = _out_like(x)
@@ -106,6 +123,7 @@ def l2_normalize(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
     """
+    args.tensor(x, "x", what="l2_normalize")
     fn = require(Op.L2_NORMALIZE, x.el_type, status=Status.NOT_SUPPORTED, what="l2_normalize")
     cfg = L2NormalizeCfg(axis=_axis_cfg(x, axis, "l2_normalize"))
     out = _out_like(x)

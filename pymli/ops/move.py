@@ -19,18 +19,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..capi.move import MovCfg, mli_mov_tensor_sync
+from ..checks import validate_tensor
 from ..errors import MliError, Status
+from ..graph import args
 from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
 
 __all__ = ["move_tensor", "copy", "slice_tensor", "subsample", "transpose", "pad2d", "concat"]
 
 
-def _four(values: Sequence[int] | None, rank: int, fill: int | None = None, name: str = "") -> list[int]:
+def _four(values: Sequence[int] | None, rank: int, fill: int | None = None, name: str = "", *, what: str = "move_tensor",
+          lo: int = 0) -> list[int]:
+    """One int >= ``lo`` per dimension (None: the default), filled up to ``MLI_MAX_RANK`` entries."""
     if values is None:
         return [fill if fill is not None else i for i in range(MLI_MAX_RANK)]
-    vals = [int(v) for v in values]
-    if len(vals) != rank:
-        raise MliError(Status.BAD_FUNC_CFG, f"{name} needs {rank} values (one per dimension), got {vals}")
+    vals = args.int_list(values, name, what=what, length=rank, lo=lo)
     return vals + [fill if fill is not None else i for i in range(rank, MLI_MAX_RANK)]
 
 
@@ -66,25 +68,42 @@ def move_tensor(x: Tensor, *, offset: Sequence[int] | None = None, size: Sequenc
         A new dense tensor with the moved data and the matching quantisation.
 
     Raises:
-        MliError: the checks of ``mli_mov_tensor_sync`` (e.g. BAD_FUNC_CFG for a bad step).
+        MliError: BAD_TENSOR (not a tensor, rank 0), BAD_FUNC_CFG (a value that is not one int per
+            dimension, a negative one, a step of 0, a value beyond its ``uint32_t`` / ``uint8_t`` cfg
+            field, a crop outside the padded source), NOT_ENGH_MEM (a result over the allocation
+            limit) or the checks of ``mli_mov_tensor_sync``.
     """
+    return _move(x, "move_tensor", offset=offset, size=size, step=step, perm=perm, pad_pre=pad_pre,
+                 pad_post=pad_post)
+
+
+def _move(x: Tensor, what: str, *, offset: Sequence[int] | None = None, size: Sequence[int] | None = None,
+          step: Sequence[int] | None = None, perm: Sequence[int] | None = None,
+          pad_pre: Sequence[int] | None = None, pad_post: Sequence[int] | None = None) -> Tensor:
+    args.tensor(x, "x", what=what)
     rank = int(x.rank)
     if not 1 <= rank <= MLI_MAX_RANK:
-        raise MliError(Status.BAD_TENSOR, f"rank {rank} not in 1..{MLI_MAX_RANK}")
-    cfg = MovCfg(offset=_four(offset, rank, 0, "offset"), size=_four(size, rank, 0, "size"),
-                 sub_sample_step=_four(step, rank, 1, "step"), perm_dim=_four(perm, rank, None, "perm"),
-                 padding_pre=_four(pad_pre, rank, 0, "pad_pre"), padding_post=_four(pad_post, rank, 0, "pad_post"))
-    p = cfg.perm_dim[:rank]
+        raise MliError(Status.BAD_TENSOR, f"{what}: rank {rank} not in 1..{MLI_MAX_RANK}")
+    vals = {"offset": _four(offset, rank, 0, "offset", what=what), "size": _four(size, rank, 0, "size", what=what),
+            "sub_sample_step": _four(step, rank, 1, "step", what=what, lo=1),
+            "perm_dim": _four(perm, rank, None, "perm", what=what),
+            "padding_pre": _four(pad_pre, rank, 0, "pad_pre", what=what),
+            "padding_post": _four(pad_post, rank, 0, "pad_post", what=what)}
+    p = vals["perm_dim"][:rank]
     if sorted(p) != list(range(rank)):
-        raise MliError(Status.BAD_FUNC_CFG, f"perm {p} is not a permutation of 0..{rank - 1}")
-    if any(s <= 0 for s in cfg.sub_sample_step[:rank]) or any(v < 0 for v in cfg.offset + cfg.size):
-        raise MliError(Status.BAD_FUNC_CFG, f"steps must be > 0, offsets and sizes >= 0: {cfg}")
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: perm {p} is not a permutation of 0..{rank - 1}")
+    cfg = MovCfg(**vals)
     shape = []
     for q in p:
         n = cfg.size[q] or int(x.shape[q]) - cfg.offset[q] + cfg.padding_pre[q] + cfg.padding_post[q]
         if n <= 0 or cfg.offset[q] + n > int(x.shape[q]) + cfg.padding_pre[q] + cfg.padding_post[q]:
-            raise MliError(Status.BAD_FUNC_CFG, f"crop of dim {q} outside the (padded) source")
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: crop of dim {q} outside the (padded) source")
         shape.append(-(-n // cfg.sub_sample_step[q]))
+    args.check_alloc(shape, x.el_type, what=what)
+    for name, hi in (("offset", args.UINT32), ("size", args.UINT32), ("sub_sample_step", args.UINT32),
+                     ("padding_pre", args.UINT8[1]), ("padding_post", args.UINT8[1])):
+        if max(vals[name]) > hi:
+            raise MliError(Status.BAD_FUNC_CFG, f"{what}: {name} {vals[name][:rank]} beyond its cfg field (<= {hi})")
     quant_len = shape[p.index(x.dim)] if x.el_type.is_sa and 0 <= x.dim < rank else None
     out = _empty_like_params(x, shape, quant_len)
     mli_mov_tensor_sync(x, cfg, out)
@@ -93,22 +112,22 @@ def move_tensor(x: Tensor, *, offset: Sequence[int] | None = None, size: Sequenc
 
 def copy(x: Tensor) -> Tensor:
     """A dense copy of ``x`` (strided sources are compacted)."""
-    return move_tensor(x)
+    return _move(x, "copy")
 
 
 def slice_tensor(x: Tensor, offsets: Sequence[int], sizes: Sequence[int]) -> Tensor:
     """``x[offsets[0]:offsets[0]+sizes[0], ...]`` as a new tensor (size 0 = to the end)."""
-    return move_tensor(x, offset=offsets, size=sizes)
+    return _move(x, "slice_tensor", offset=offsets, size=sizes)
 
 
 def subsample(x: Tensor, steps: Sequence[int]) -> Tensor:
     """``x[::steps[0], ::steps[1], ...]`` as a new tensor."""
-    return move_tensor(x, step=steps)
+    return _move(x, "subsample", step=steps)
 
 
 def transpose(x: Tensor, perm: Sequence[int]) -> Tensor:
     """``np.transpose(x, perm)`` by data movement (any element type)."""
-    return move_tensor(x, perm=perm)
+    return _move(x, "transpose", perm=perm)
 
 
 def pad2d(x: Tensor, padding: Sequence[int], layout: str = "hwc") -> Tensor:
@@ -117,34 +136,53 @@ def pad2d(x: Tensor, padding: Sequence[int], layout: str = "hwc") -> Tensor:
     Args:
         x: rank-3 feature map, ``[H, W, C]`` (``layout="hwc"``) or ``[C, H, W]`` (``"chw"``).
         padding: ``(top, bottom, left, right)``, each 0..255.
-        layout: ``"hwc"`` or ``"chw"``.
+        layout: ``"hwc"`` or ``"chw"`` (any case).
+
+    Returns:
+        A new dense tensor with the quantisation of ``x``.
+
+    Raises:
+        MliError: BAD_TENSOR (not a tensor), SHAPE_MISMATCH (rank other than 3), BAD_FUNC_CFG (padding
+            not four ints in 0..255, an unknown layout), NOT_ENGH_MEM (a result over the allocation limit).
     """
-    if int(x.rank) != 3:
-        raise MliError(Status.SHAPE_MISMATCH, f"pad2d needs a rank-3 feature map, got rank {x.rank}")
-    top, bottom, left, right = (int(v) for v in padding)
-    if not all(0 <= v <= 255 for v in (top, bottom, left, right)):
-        raise MliError(Status.BAD_FUNC_CFG, f"padding {tuple(padding)} outside 0..255")
-    h, w = {"hwc": (0, 1), "chw": (1, 2)}[layout]
+    args.tensor(x, "x", what="pad2d", ranks=(3,))
+    top, bottom, left, right = args.int_list(padding, "padding", what="pad2d", length=4, lo=0)
+    h, w = args.choice(layout, {"hwc": (0, 1), "chw": (1, 2)}, "layout", what="pad2d")
     pre, post = [0, 0, 0], [0, 0, 0]
     pre[h], post[h], pre[w], post[w] = top, bottom, left, right
-    return move_tensor(x, pad_pre=pre, pad_post=post)
+    return _move(x, "pad2d", pad_pre=pre, pad_post=post)
 
 
 def concat(tensors: Sequence[Tensor], axis: int) -> Tensor:
     """Join tensors along ``axis`` (equal element type, parameters, rank, and shape elsewhere).
 
     Per-axis quantisation along ``axis`` is concatenated as well.
+
+    Args:
+        tensors: the tensors (rank 1..4), in order.
+        axis: the dimension to join along; negative values count from the end.
+
+    Returns:
+        A new dense tensor.
+
+    Raises:
+        MliError: BAD_TENSOR (no tensors, a non-tensor or an invalid struct), BAD_FUNC_CFG (``axis``
+            not an int in range), INCOMPATEBLE_TENSORS (element types, ranks or parameters differ),
+            SHAPE_MISMATCH (shapes differ outside ``axis``), NOT_ENGH_MEM (a result over the limit).
     """
-    if not tensors:
+    what = "concat"
+    if isinstance(tensors, (list, tuple)) and not tensors:
         raise MliError(Status.BAD_TENSOR, "concat of no tensors")
+    tensors = args.tensor_list(tensors, "tensors", what=what)
+    for t in tensors:
+        validate_tensor(t)
     first = tensors[0]
     rank = int(first.rank)
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise MliError(Status.BAD_FUNC_CFG, f"axis {axis!r} is not an integer")
+    if rank == 0:
+        raise MliError(Status.BAD_TENSOR, f"{what}: rank-0 tensors have no axis to join along")
+    axis = args.integer(axis, "axis", what=what, lo=-rank, hi=rank - 1)
     if axis < 0:
         axis += rank
-    if not 0 <= axis < rank:
-        raise MliError(Status.BAD_FUNC_CFG, f"axis {axis} outside rank {rank}")
     for t in tensors[1:]:
         if t.el_type != first.el_type or t.rank != first.rank:
             raise MliError(Status.INCOMPATEBLE_TENSORS, "concat needs one element type and rank")
@@ -158,6 +196,7 @@ def concat(tensors: Sequence[Tensor], axis: int) -> Tensor:
             raise MliError(Status.INCOMPATEBLE_TENSORS, "concat needs identical quantisation parameters")
     shape = [int(s) for s in first.shape[:rank]]
     shape[axis] = sum(int(t.shape[axis]) for t in tensors)
+    args.check_alloc(shape, first.el_type, what=what)
     per_axis = first.el_type.is_sa and first.dim >= 0
     out = _empty_like_params(first, shape, shape[first.dim] if per_axis else None)
     strides = dense_strides(shape)

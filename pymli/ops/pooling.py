@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ..capi.types import PoolCfg
 from ..errors import MliError, Status
+from ..graph import args
 from ..graph.geometry import conv_out_size, pair, resolve_padding
 from ..graph.registry import Op, require
 from ..tensor import Tensor
@@ -31,30 +32,39 @@ def pool_cfg(in_hw: tuple[int, int], kernel: int | Sequence[int], stride: int | 
             ``"valid"`` (none) or ``"same"`` (TensorFlow's: output = ceil(input / stride), extra
             padding at the bottom/right).
 
+    Returns:
+        The cfg (``uint8_t`` fields).
+
     Raises:
-        MliError: BAD_FUNC_CFG for a malformed kernel, stride or padding.
+        MliError: BAD_FUNC_CFG for a malformed kernel, stride or padding, or one outside ``uint8_t``.
     """
-    try:
-        (kh, kw), (sh, sw) = pair(kernel), pair(stride)
-        pads = resolve_padding(padding, in_hw, (kh, kw), (sh, sw))
-    except ValueError as e:
-        raise MliError(Status.BAD_FUNC_CFG, str(e)) from None
+    what = "pool_cfg"
+    hw = args.int_pair(in_hw, "in_hw", what=what, lo=1)
+    (kh, kw) = pair(kernel, "kernel", what=what, lo=1, hi=args.UINT8[1])
+    (sh, sw) = pair(stride, "stride", what=what, lo=1, hi=args.UINT8[1])
+    pads = resolve_padding(padding, hw, (kh, kw), (sh, sw))
+    if max(pads) > args.UINT8[1]:
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: padding {pads} does not fit the uint8_t cfg fields (0..255)")
     return PoolCfg(kernel_width=kw, kernel_height=kh, stride_width=sw, stride_height=sh,
                    padding_top=pads[0], padding_bottom=pads[1], padding_left=pads[2], padding_right=pads[3])
 
 
 def _pool(kind: str, x: Tensor, kernel: int | Sequence[int], stride: int | Sequence[int],
           padding: int | str | Sequence[int]) -> Tensor:
-    fn = require(Op.MAXPOOL if kind == "max" else Op.AVEPOOL, x.el_type, what=f"{kind}pool")
-    if x.rank != 3:
-        raise MliError(Status.SHAPE_MISMATCH, f"{kind}pool takes an HWC tensor of rank 3, got rank {x.rank}")
+    what = f"{kind}pool"
+    args.tensor(x, "x", what=what)
+    fn = require(Op.MAXPOOL if kind == "max" else Op.AVEPOOL, x.el_type, what=what)
+    args.tensor(x, "x", what=what, ranks=(3,))
     h, w, c = (int(s) for s in x.shape[:3])
-    cfg = pool_cfg((h, w), kernel, stride, padding)
-    oh = conv_out_size(h, cfg.kernel_height, cfg.stride_height, cfg.padding_top, cfg.padding_bottom)
-    ow = conv_out_size(w, cfg.kernel_width, cfg.stride_width, cfg.padding_left, cfg.padding_right)
+    k = pair(kernel, "kernel", what=what, lo=1)
+    s = pair(stride, "stride", what=what, lo=1)
+    pads = resolve_padding(padding, (h, w), k, s)
+    oh = conv_out_size(h, k[0], s[0], pads[0], pads[1])
+    ow = conv_out_size(w, k[1], s[1], pads[2], pads[3])
     if oh <= 0 or ow <= 0:
-        raise MliError(Status.BAD_FUNC_CFG, f"kernel {cfg.kernel_height}x{cfg.kernel_width} larger than the "
-                                            f"padded input {h}x{w}")
+        raise MliError(Status.BAD_FUNC_CFG, f"{what}: kernel {k[0]}x{k[1]} larger than the padded input {h}x{w}")
+    args.check_alloc((oh, ow, c), x.el_type, what=what)
+    cfg = pool_cfg((h, w), k, s, pads)
     q = dict(frac_bits=x.frac_bits) if x.el_type.is_fx else dict(
         zero_point=x.zero_point, scale=x.scale, scale_frac_bits=x.scale_frac_bits, dim=x.dim)
     out = Tensor.zeros((oh, ow, c), x.el_type, **q)

@@ -30,6 +30,7 @@ import numpy as np
 from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..graph.registry import KernelMissing, Op, lookup
 from ..tensor import Tensor
 from .lut_activations import activation_lut
@@ -67,18 +68,13 @@ def _zeros(shape: list[int], el: ElType, quant: dict[str, Any]) -> Tensor:
     return t
 
 
-def _direction(direction: str) -> RnnDirection:
-    try:
-        return {"forward": RnnDirection.FORWARD, "backward": RnnDirection.BACKWARD}[direction]
-    except KeyError:
-        raise MliError(Status.BAD_FUNC_CFG, f"direction {direction!r}: 'forward' or 'backward'") from None
+def _direction(direction: str, what: str) -> RnnDirection:
+    return args.choice(direction, {"forward": RnnDirection.FORWARD, "backward": RnnDirection.BACKWARD}, "direction",
+                       what=what)
 
 
-def _results(results: str) -> RnnResults:
-    try:
-        return {"all": RnnResults.ALL, "last": RnnResults.LAST}[results]
-    except KeyError:
-        raise MliError(Status.BAD_FUNC_CFG, f"results {results!r}: 'all' or 'last'") from None
+def _results(results: str, what: str) -> RnnResults:
+    return args.choice(results, {"all": RnnResults.ALL, "last": RnnResults.LAST}, "results", what=what)
 
 
 def rnn_dense(inputs: Sequence[Tensor], weights: Sequence[Tensor], bias: Tensor, *,
@@ -93,24 +89,39 @@ def rnn_dense(inputs: Sequence[Tensor], weights: Sequence[Tensor], bias: Tensor,
 
     Returns:
         A new ``(M,)`` tensor of the input type.
+
+    Raises:
+        MliError: BAD_FUNC_CFG (not 1..4 inputs, as many weights, a malformed ``out_quant``),
+            BAD_TENSOR (a non-tensor), NOT_SUPPORTED (types), SHAPE_MISMATCH (bias rank) or the status
+            of ``mli_krn_rnn_dense_*``.
     """
-    if not inputs or len(inputs) != len(weights):
-        raise MliError(Status.BAD_FUNC_CFG, f"rnn_dense: {len(inputs)} inputs and {len(weights)} weights")
-    fn = _function(Op.RNN_DENSE, inputs[0], weights[0], "rnn_dense")
-    out = Tensor.zeros([int(bias.shape[0])], inputs[0].el_type, **out_quant)
+    what = "rnn_dense"
+    inputs = args.tensor_list(inputs, "inputs", what=what, max_len=4)
+    weights = args.tensor_list(weights, "weights", what=what, min_len=len(inputs), max_len=len(inputs))
+    args.tensor(bias, "bias", what=what)
+    fn = _function(Op.RNN_DENSE, inputs[0], weights[0], what)
+    args.tensor(bias, "bias", what=what, ranks=(1,))
+    quant = args.quant_fields(out_quant, inputs[0].el_type, "out_quant", what=what)
+    out = Tensor.zeros([int(bias.shape[0])], inputs[0].el_type, **quant)
     fn(list(inputs), list(weights), bias, RnnDenseCfg(inputs_num=len(inputs)), out)
     return out
 
 
-def _cell_setup(x: Tensor, prev_out: Tensor | None, bias: Tensor, out_quant: dict[str, Any], results: str,
-                gates: int) -> tuple[Tensor, Tensor, int, int]:
-    if x.rank != 2:
-        raise MliError(Status.SHAPE_MISMATCH, f"input sequence must be (T, N), got rank {x.rank}")
-    m = int(bias.shape[1]) if bias.rank == 2 else 0
-    steps = int(x.shape[0]) if results == "all" else 1
+def _cell_setup(what: str, x: Tensor, w_in: Tensor, w_out: Tensor, bias: Tensor, prev_out: Tensor | None,
+                out_quant: Any, results: RnnResults, gates: int) -> tuple[Tensor, Tensor, int, int, dict[str, Any]]:
+    """Check a cell's arguments; its initial state, output tensor, units, scratch bytes and output fields."""
+    for name, t in (("w_in", w_in), ("w_out", w_out), ("bias", bias)):
+        args.tensor(t, name, what=what)
+    if prev_out is not None:
+        args.tensor(prev_out, "prev_out", what=what)
+    args.tensor(x, "x", what=what, ranks=(2,))
+    args.tensor(bias, "bias", what=what, ranks=(2,))
+    out_quant = args.quant_fields(out_quant, x.el_type, "out_quant", what=what)
+    m = int(bias.shape[1])
+    steps = int(x.shape[0]) if results is RnnResults.ALL else 1
     h0 = prev_out if prev_out is not None else _zeros([m], x.el_type, out_quant)
     out = Tensor.zeros([steps, m], x.el_type, **out_quant)
-    return h0, out, m, gates * m * x.el_type.size
+    return h0, out, m, gates * m * x.el_type.size, out_quant
 
 
 def _state(out: Tensor, quant: dict[str, Any]) -> Tensor:
@@ -135,18 +146,27 @@ def lstm(x: Tensor, weights_in: Tensor, weights_out: Tensor, bias: Tensor, *, ou
 
     Returns:
         :class:`RnnResult` (out, last output, new cell state).
+
+    Raises:
+        MliError: BAD_TENSOR (a non-tensor), NOT_SUPPORTED (types), SHAPE_MISMATCH (ranks),
+            BAD_FUNC_CFG (unknown ``direction`` / ``results`` / ``activation`` names, any case; a
+            malformed ``out_quant`` / ``cell_quant``) or the status of ``mli_krn_lstm_cell_*``.
     """
-    fn = _function(Op.LSTM_CELL, x, weights_in, "lstm")
-    h0, out, m, scratch = _cell_setup(x, prev_out, bias, out_quant, results, 4)
+    what = "lstm"
+    args.tensor(x, "x", what=what)
+    args.tensor(weights_in, "weights_in", what=what)
+    fn = _function(Op.LSTM_CELL, x, weights_in, what)
+    res, dirn = _results(results, what), _direction(direction, what)
+    act = args.choice(activation, {"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM,
+                                   "sigmoid": RnnOutActivation.SIGM, "none": RnnOutActivation.NONE},
+                      "activation", what=what)
+    h0, out, m, scratch, out_quant = _cell_setup(what, x, weights_in, weights_out, bias, prev_out, out_quant, res, 4)
     if cell is None:
-        c = _zeros([m], x.el_type, cell_quant if cell_quant is not None else out_quant)
+        cq = out_quant if cell_quant is None else args.quant_fields(cell_quant, x.el_type, "cell_quant", what=what)
+        c = _zeros([m], x.el_type, cq)
     else:
-        c = cell.copy()
-    try:
-        act = {"tanh": RnnOutActivation.TANH, "sigm": RnnOutActivation.SIGM, "none": RnnOutActivation.NONE}[activation]
-    except KeyError:
-        raise MliError(Status.BAD_FUNC_CFG, f"activation {activation!r}: 'tanh', 'sigm' or 'none'") from None
-    cfg = RnnCellCfg(direction=_direction(direction), results=_results(results), act=act, scratch_capacity=scratch)
+        c = args.tensor(cell, "cell", what=what).copy()
+    cfg = RnnCellCfg(direction=dirn, results=res, act=act, scratch_capacity=scratch)
     fn(x, h0, weights_in, weights_out, bias, activation_lut("tanh"), activation_lut("sigm"), cfg, c, out)
     return RnnResult(out, _state(out, out_quant), c)
 
@@ -168,10 +188,18 @@ def gru(x: Tensor, weights_in: Tensor, weights_out: Tensor, bias: Tensor, *, out
 
     Returns:
         :class:`RnnResult` (out, last output, ``None``).
+
+    Raises:
+        MliError: BAD_TENSOR (a non-tensor), NOT_SUPPORTED (types), SHAPE_MISMATCH (ranks),
+            BAD_FUNC_CFG (unknown ``direction`` / ``results`` names, any case; a malformed
+            ``out_quant``) or the status of ``mli_krn_gru_cell_*``.
     """
-    fn = _function(Op.GRU_CELL, x, weights_in, "gru")
-    h0, out, _, scratch = _cell_setup(x, prev_out, bias, out_quant, results, 3)
-    cfg = RnnCellCfg(direction=_direction(direction), results=_results(results), act=RnnOutActivation.TANH,
-                     scratch_capacity=scratch)
+    what = "gru"
+    args.tensor(x, "x", what=what)
+    args.tensor(weights_in, "weights_in", what=what)
+    fn = _function(Op.GRU_CELL, x, weights_in, what)
+    res, dirn = _results(results, what), _direction(direction, what)
+    h0, out, _, scratch, out_quant = _cell_setup(what, x, weights_in, weights_out, bias, prev_out, out_quant, res, 3)
+    cfg = RnnCellCfg(direction=dirn, results=res, act=RnnOutActivation.TANH, scratch_capacity=scratch)
     fn(x, h0, weights_in, weights_out, bias, activation_lut("tanh"), activation_lut("sigm"), cfg, out)
     return RnnResult(out, _state(out, out_quant), None)

@@ -28,11 +28,13 @@ def test_fx_round_trip_within_half_lsb(el: ElType, x: np.ndarray) -> None:
     lsb = 2.0 ** -t.frac_bits
     err = np.abs(t.to_float().astype(np.float64) - x.astype(np.float64))
     assert np.all(err <= lsb / 2 * (1 + 1e-6)), (t.frac_bits, err.max(), lsb)
-    # the chosen frac_bits is the largest without saturation
+    # the chosen frac_bits is the largest without saturation (127 is the int8 field's largest value)
+    if t.frac_bits == 127:
+        return
     q1 = quantize(x, el, frac_bits=t.frac_bits + 1).numpy()
     info = np.iinfo(el.dtype)
     if np.any(x != 0):
-        assert np.any((q1 == info.max) | (q1 == info.min)) or t.frac_bits == 127
+        assert np.any((q1 == info.max) | (q1 == info.min))
 
 
 @given(x=_arrays(), frac=st.integers(-4, 20))
