@@ -42,8 +42,6 @@ KNOWN_RESOURCES: dict[str, str] = {
     # The pymli.ops probes (conv2d / sa8 padding, transpose stride, pad2d, pool padding, argmax topk,
     # move padding) are fixed: the ops refuse an output over the memory budget with NOT_ENGH_MEM before
     # allocating; Tensor.zeros checks the budget too (F14).
-    'conv2d_dilation': 'F13: ops.conv2d refuses dilation 2**31-1 with BAD_FUNC_CFG (beyond the uint8_t cfg '
-                       'field; its output is small), the probe expects NOT_ENGH_MEM',
 }
 
 KNOWN_HISTORY: dict[str, str] = {
