@@ -22,4 +22,5 @@ def test_ops_fuzz_cases_in_a_fresh_process() -> None:
                         str(HERE / "ops_fuzz_cases.py")], cwd=ROOT, env=env, capture_output=True, text=True,
                        timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
-    assert " passed" in r.stdout and "xfailed" in r.stdout
+    # every op passes today (KNOWN_OPS is empty); strict xfails would show as "xfailed" and still exit 0
+    assert " passed" in r.stdout and " failed" not in r.stdout, r.stdout[-4000:]
