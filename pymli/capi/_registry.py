@@ -9,7 +9,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..checks.entry import guard
+from ..checks.entry import enum_lookup, guard
 
 __all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant"]
 
@@ -101,14 +101,12 @@ def c_enum(name: str) -> Callable[[T], T]:
 
 def enum_from_c(cls: type[enum.Enum], value: Any) -> enum.Enum:
     """Enum member from a C enumerator name, a member name or an integer value."""
-    if isinstance(value, cls):
-        return value
+    m = enum_lookup(cls, value)
+    if m is not None:
+        return m
     if isinstance(value, str):
-        for m in cls:
-            if value in (m.name, getattr(m, "c_name", None)):
-                return m
         raise KeyError(f"{value!r} is not a {cls.__name__}")
-    return cls(value)
+    return cls(value)  # the ValueError of a value that is no member (or a bool / float value, as before)
 
 
 def c_struct(name: str) -> Callable[[T], T]:

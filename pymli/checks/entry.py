@@ -50,7 +50,7 @@ from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Lut, Tensor
 
-__all__ = ["guard", "check_budget", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS"]
+__all__ = ["guard", "check_budget", "enum_lookup", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS"]
 
 C_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),
@@ -383,7 +383,16 @@ def _enum_types(cls: type) -> dict[str, Any]:
         k: v for k, v in hints.items() if isinstance(v, type) and dataclasses.is_dataclass(v)}
 
 
-def _enum_member(cls: type[enum.Enum], v: Any, what: str) -> enum.Enum:
+def enum_lookup(cls: type[enum.Enum], v: Any) -> enum.Enum | None:
+    """The member of ``cls`` that ``v`` names, or None.
+
+    Args:
+        cls: an enum (its members may carry a ``c_name``, the C enumerator).
+        v: a member, a member name or C enumerator name (``str``), or an integer value (not a bool).
+
+    Returns:
+        The member, or None where ``v`` names none.
+    """
     if isinstance(v, cls):
         return v
     if isinstance(v, str):
@@ -395,7 +404,14 @@ def _enum_member(cls: type[enum.Enum], v: Any, what: str) -> enum.Enum:
             return cls(int(v))
         except ValueError:
             pass
-    raise MliError(_BAD_C, f"{what} = {_short(v)} is not a member of {cls.__name__}")
+    return None
+
+
+def _enum_member(cls: type[enum.Enum], v: Any, what: str) -> enum.Enum:
+    m = enum_lookup(cls, v)
+    if m is None:
+        raise MliError(_BAD_C, f"{what} = {_short(v)} is not a member of {cls.__name__}")
+    return m
 
 
 def _cfg_fields(cfg: Any, what: str) -> dict[str, Any]:

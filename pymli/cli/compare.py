@@ -40,24 +40,15 @@ def compare(model: str, input_path: str | None, samples: int | None, seed: int, 
     if x is not None:
         x = check_model_input(m, x, quantize=quantize)
         if samples is not None:
-            if samples > x.shape[0]:
-                raise click.BadParameter(f"{samples} is more than the {x.shape[0]} samples of {input_path} "
-                                         f"(expected 1 to {x.shape[0]})", param_hint="'--samples'")
+            _check_samples(samples, x.shape[0], input_path)
             x = x[:samples]
         if x.dtype.kind == "f" and not m.float_input:
             # --quantize: the int8 graph input, quantised as TFLite would (both interpreters then get int8)
             x = m.prepare_input(x).reshape((x.shape[0],) + tuple(m.input_shape[1:]))
     # After load_model: tflite-micro is optional (``pip install 'pymli-arc[compare]'``).
-    from ..tflite.compare import TFLM_MISSING, tflm_available
     from ..tflite.compare import compare as do_compare
 
-    if not tflm_available():
-        raise click.ClickException(TFLM_MISSING)
-    if plot_path:
-        try:
-            import matplotlib  # noqa: F401  (optional dependency, checked before the run)
-        except ImportError as e:
-            raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
+    _require_tools(plot_path)
     rep = do_compare(m, x, samples=8 if samples is None else samples, seed=seed, platform=platform)
     _report(rep, json_path, plot_path)
 
@@ -70,12 +61,29 @@ def _compare_tflm(model: str, input_path: str | None, samples: int | None, seed:
         xs = tflm_inputs(m, input_path, quantize=quantize)
         xs = [x[None] if x.shape == m.inputs[j].shape else x for j, x in enumerate(xs)]
         if samples is not None:
-            if samples > xs[0].shape[0]:
-                raise click.BadParameter(f"{samples} is more than the {xs[0].shape[0]} samples of {input_path} "
-                                         f"(expected 1 to {xs[0].shape[0]})", param_hint="'--samples'")
+            _check_samples(samples, xs[0].shape[0], input_path)
             xs = [x[:samples] for x in xs]
-    from ..tflite.compare import TFLM_MISSING, tflm_available
     from ..tflite.compare import compare_inputs
+
+    _require_tools(plot_path)
+    try:
+        rep = compare_inputs(m, xs, samples=8 if samples is None else samples, seed=seed, platform=platform)
+    except ValueError as e:  # TfliteInputError: shapes of the .npz arrays
+        raise click.ClickException(str(e)) from e
+    _report(rep, json_path, plot_path)
+
+
+def _check_samples(samples: int, have: int, input_path: str | None) -> None:
+    """``--samples`` must not ask for more samples than the input file holds."""
+    if samples > have:
+        raise click.BadParameter(f"{samples} is more than the {have} samples of {input_path} "
+                                 f"(expected 1 to {have})", param_hint="'--samples'")
+
+
+def _require_tools(plot_path: str | None) -> None:
+    """tflite-micro (always) and matplotlib (with ``--plot``) are there, checked before the run."""
+    # tflite-micro is optional (``pip install 'pymli-arc[compare]'``): imported here, after load_model.
+    from ..tflite.compare import TFLM_MISSING, tflm_available
 
     if not tflm_available():
         raise click.ClickException(TFLM_MISSING)
@@ -84,11 +92,6 @@ def _compare_tflm(model: str, input_path: str | None, samples: int | None, seed:
             import matplotlib  # noqa: F401  (optional dependency, checked before the run)
         except ImportError as e:
             raise click.ClickException(f"--plot needs matplotlib (pip install 'pymli-arc[plot]'): {e}") from e
-    try:
-        rep = compare_inputs(m, xs, samples=8 if samples is None else samples, seed=seed, platform=platform)
-    except ValueError as e:  # TfliteInputError: shapes of the .npz arrays
-        raise click.ClickException(str(e)) from e
-    _report(rep, json_path, plot_path)
 
 
 def _report(rep, json_path: str | None, plot_path: str | None) -> None:  # type: ignore[no-untyped-def]

@@ -34,7 +34,7 @@ from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["ALLOC_LIMIT", "INT8", "INT16", "UINT8", "INT32", "UINT32", "integer", "int_pair", "int_list", "choice",
-           "finite", "tensor", "tensor_list", "quant_fields", "check_alloc"]
+           "finite", "array_like", "tensor", "tensor_list", "quant_fields", "check_alloc"]
 
 T = TypeVar("T")
 
@@ -158,6 +158,29 @@ def finite(v: Any, name: str, *, what: str, status: Status = Status.BAD_FUNC_CFG
     if not math.isfinite(f):
         raise _fail(status, what, f"{name} = {f}: a finite number expected")
     return f
+
+
+def array_like(v: Any, name: str, expected: str, *, status: Status = Status.BAD_TENSOR) -> np.ndarray:
+    """``np.asarray(v)`` of array data, refusing what NumPy would turn into a string or object array.
+
+    Args:
+        v: any value (the caller then checks the dtype, rank and values it needs).
+        name: what the value is (starts the message, e.g. ``"input"``).
+        expected: what was expected (e.g. ``"an array of samples"``).
+        status: the status of the error.
+
+    Returns:
+        The array (not copied where ``np.asarray`` does not copy).
+
+    Raises:
+        MliError: ``status`` for None, a string, bytes, a dict, or a value NumPy cannot make an array of.
+    """
+    if v is None or isinstance(v, (str, bytes, dict)):
+        raise MliError(status, f"{name} {type(v).__name__}: {expected} expected")
+    try:
+        return np.asarray(v)
+    except (TypeError, ValueError):
+        raise MliError(status, f"{name}: {expected} expected") from None
 
 
 def tensor(v: Any, name: str, *, what: str, ranks: Sequence[int] | None = None,

@@ -286,6 +286,11 @@ class _PerQ(dict):
         return v
 
 
+def _fx_recurrent_plans(w: MacPlan, w_q: int, ir_fb: int, acc_bits: int) -> _PerQ:
+    """Per state format ``q``: the fx plan of ``state . w`` shifted to the ``ir_fb`` intermediate (Qq * Qw_q)."""
+    return _PerQ(lambda q: FxSeriesPlan(w, q + w_q - ir_fb, acc_bits))
+
+
 def _fx_input_part(kind: str, ir_max: int, x: np.ndarray, w_in, bias: np.ndarray,  # type: ignore[no-untyped-def]
                    qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int):
     """The fx LSTM / GRU set-up shared by both cells.
@@ -401,7 +406,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
             kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
         one = _FX_ONE
-        rec = _PerQ(lambda q: FxSeriesPlan(w_out, q + w_out_q - ir_fb, acc_bits))
+        rec = _fx_recurrent_plans(w_out, w_out_q, ir_fb, acc_bits)
         mul_cf = fx_mul_plan(cell_q, one, cell_q)
         mul_gi = fx_mul_plan(one, one, one)
         if act == "none":
@@ -488,8 +493,8 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
             kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
         one = _FX_ONE
-        rec_zr = _PerQ(lambda q: FxSeriesPlan(w_zr, q + w_out_q - ir_fb, acc_bits))
-        rec_u = _PerQ(lambda q: FxSeriesPlan(w_u, q + w_out_q - ir_fb, acc_bits))
+        rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits)
+        rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits)
         mul_rh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
         mul_hz = _PerQ(lambda hq: fx_mul_plan(hq, one, hq))
         mul_uz = fx_mul_plan(one, one, out_q)

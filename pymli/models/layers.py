@@ -691,10 +691,8 @@ class _LutLayer(Layer):
         self.lut = new_lut(self.op)
 
 
-class Softmax(_LutLayer):
-    """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
-
-    kind = "softmax"
+class _AxisLutLayer(_LutLayer):
+    """A LUT-based layer along ``axis`` (a negative axis: the whole tensor), a C int ``axis`` in its cfg."""
 
     def __init__(self, axis: int = -1, **kw: Any) -> None:
         super().__init__(**kw)
@@ -705,6 +703,12 @@ class Softmax(_LutLayer):
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         return _axis_fits(self, in_shapes[0])
+
+
+class Softmax(_AxisLutLayer):
+    """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
+
+    kind = "softmax"
 
     op = Op.SOFTMAX
 
@@ -744,22 +748,12 @@ class Tanh(Sigmoid):
         return np.tanh(xs[0])
 
 
-class L2Normalize(_LutLayer):
+class L2Normalize(_AxisLutLayer):
     """``x / ||x||_2`` (``mli_krn_l2_normalize_*``) over the whole tensor (``axis < 0``) or along ``axis``;
     the kernel sets the output parameters (FX16 Q15, SA8 zero point 0 and scale 2**-7)."""
 
     kind = "l2_normalize"
     _sa8_out = (0, 7)
-
-    def __init__(self, axis: int = -1, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.axis = args.integer(axis, "axis", what=self._what, lo=-(2**31), hi=3)
-
-    def cfg_dict(self) -> dict[str, Any]:
-        return {"axis": self.axis}
-
-    def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-        return _axis_fits(self, in_shapes[0])
 
     op = Op.L2_NORMALIZE
 

@@ -250,12 +250,7 @@ class Network(Exportable):
         return self.input_q.quantize(x, batch=True)
 
     def _as_batch(self, x: np.ndarray) -> tuple[np.ndarray, bool]:
-        if x is None or isinstance(x, (str, bytes, dict)):
-            raise MliError(Status.BAD_TENSOR, f"input {type(x).__name__}: an array of samples expected")
-        try:
-            x = np.asarray(x)
-        except (TypeError, ValueError):
-            raise MliError(Status.BAD_TENSOR, "input: an array of samples expected") from None
+        x = args.array_like(x, "input", "an array of samples")
         if x.dtype.kind not in "iuf":
             raise MliError(Status.TYPE_MISMATCH, f"input of dtype {x.dtype}: integers (quantised) or floats expected")
         single = x.shape == self.input_shape

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import MliError, Status
 from ..formats import ElType
+from ..graph import args
 from ..quant import fx_frac_for_range, quantize_values, sa_scale_repr  # noqa: F401  (the last two: old import path)
 from ..tensor import MLI_MAX_RANK, Tensor
 
@@ -190,12 +191,7 @@ class Const:
         Raises:
             MliError: BAD_TENSOR for anything else (None, strings, objects, NaN / inf, empty arrays).
         """
-        if x is None or isinstance(x, (str, bytes, dict)):
-            raise MliError(Status.BAD_TENSOR, f"constant {type(x).__name__}: an array of real numbers expected")
-        try:
-            a = np.asarray(x)
-        except (TypeError, ValueError):
-            raise MliError(Status.BAD_TENSOR, "constant: an array of real numbers expected") from None
+        a = args.array_like(x, "constant", "an array of real numbers")
         if a.dtype.kind not in "biuf" or a.size == 0 or a.ndim > MLI_MAX_RANK:
             raise MliError(Status.BAD_TENSOR, f"constant of dtype {a.dtype}, shape {a.shape}: a non-empty array of "
                                               f"real numbers of rank 0..{MLI_MAX_RANK} expected")

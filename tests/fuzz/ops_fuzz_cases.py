@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, seed
 from hypothesis import strategies as st
 
-from pymli import MliError, Tensor, ops
+from pymli import Tensor, ops
 
 from .known import KNOWN_OPS
-from .strategies import FUZZ, int_values, junk_values, odd_values, tensors
+from .strategies import FUZZ, int_values, junk_values, odd_values, outcome, tensors
 
 
 def _any() -> st.SearchStrategy:
@@ -95,18 +95,7 @@ def _snap(args: tuple) -> list[bytes]:
 
 
 def _call(name: str, args: tuple, kwargs: dict) -> tuple[str, object]:
-    try:
-        r = getattr(ops, name)(*args, **kwargs)
-    except MliError as e:
-        return e.status.name, None
-    except Exception as e:  # noqa: BLE001 - the finding
-        return f"{type(e).__name__}: {str(e)[:120]}", None
-    if isinstance(r, Tensor):
-        try:
-            return "OK", (r.numpy().tobytes(), r.el_type, tuple(r.shape))
-        except Exception as e:  # noqa: BLE001
-            return f"result unreadable: {type(e).__name__}", None
-    return "OK", repr(r)[:500]
+    return outcome(getattr(ops, name), args, kwargs)
 
 
 def test_specs_cover_ops() -> None:

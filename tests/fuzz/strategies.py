@@ -29,12 +29,13 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
-from pymli import ElType, Tensor
+from pymli import ElType, MliError, Tensor
 from pymli.tensor import dense_strides
 
 __all__ = [
     "FUZZ", "LONG", "EXAMPLES", "EL_TYPES", "SENTINEL", "Placed", "place", "placements", "tensors",
     "bad_data", "tensor_field_mutations", "cfg_mutations", "int_values", "odd_values", "junk_values",
+    "outcome",
 ]
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE", "ci") == "long"
@@ -349,3 +350,25 @@ def set_dotted(obj: Any, name: str, value: Any) -> None:
 def dense_like(t: Tensor) -> list[int]:
     """Dense strides for ``t``'s shape (for building reference tensors)."""
     return dense_strides(t.shape[: t.rank])
+
+
+def outcome(fn: Any, args: tuple, kwargs: dict) -> tuple[str, object]:
+    """What one fuzzed call did, comparable between two runs of the same call.
+
+    Returns:
+        ``("OK", fingerprint)`` (a returned tensor's data bytes and repr, or the result's repr),
+        ``(status name, None)`` for an MliError, or ``("<Exception>: message", None)`` for anything
+        else escaping (the finding; not upper case, so callers tell it from a status).
+    """
+    try:
+        r = fn(*args, **kwargs)
+    except MliError as e:
+        return e.status.name, None
+    except Exception as e:  # noqa: BLE001 - the finding
+        return f"{type(e).__name__}: {str(e)[:120]}", None
+    if isinstance(r, Tensor):
+        try:
+            return "OK", (r.numpy().tobytes(), repr(r))
+        except Exception as e:  # noqa: BLE001 - a returned tensor pymli itself cannot read
+            return f"result unreadable ({type(e).__name__}: {str(e)[:80]})", None
+    return "OK", repr(r)[:500]

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pymli import MliError, Tensor, quant
+from pymli import quant
 
 from .known import KNOWN_QUANT
-from .strategies import FUZZ, int_values, junk_values, odd_values, tensor_field_mutations, tensors
+from .strategies import FUZZ, int_values, junk_values, odd_values, outcome, tensor_field_mutations, tensors
 
 _FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
@@ -55,25 +55,12 @@ SPECS = {
 }
 
 
-def _outcome(fn, args, kwargs):
-    try:
-        r = fn(*args, **kwargs)
-    except MliError as e:
-        return e.status.name, None
-    except Exception as e:  # noqa: BLE001 - the finding
-        return f"{type(e).__name__}: {str(e)[:100]}", None
-    if isinstance(r, Tensor):
-        try:
-            return "OK", (r.numpy().tobytes(), repr(r))
-        except Exception as e:  # noqa: BLE001 - a returned tensor pymli itself cannot read
-            return f"result unreadable ({type(e).__name__}: {str(e)[:80]})", None
-    return "OK", repr(r)
 
 
 def _check(name: str, fn, args: tuple, kwargs: dict) -> None:
     snap = [np.array(a, copy=True) if isinstance(a, np.ndarray) else repr(a) for a in args]
-    s1, r1 = _outcome(fn, args, kwargs)
-    s2, r2 = _outcome(fn, args, kwargs)
+    s1, r1 = outcome(fn, args, kwargs)
+    s2, r2 = outcome(fn, args, kwargs)
     probs = []
     if s1 != "OK" and not s1.isupper():
         probs.append(f"non-MliError escaped: {s1}")

@@ -55,6 +55,16 @@ def _out(rng, n, bits, frac) -> Tensor:
     return t
 
 
+def _our_status(name: str, args: list, platform: pymli.Platform) -> int:
+    """The C status of pymli's ``name(*args)`` on ``platform`` (0: success)."""
+    with pymli.use_platform(platform):
+        try:
+            getattr(capi, name)(*args)
+        except MliError as e:
+            return int(e.status)
+    return 0
+
+
 def _gen(family: str, sfx: str, rng: np.random.Generator):
     """One random valid call: (function name, args, output tensors)."""
     dbits, wbits = _TYPES[sfx]
@@ -166,12 +176,7 @@ def test_random_calls_match_mli_1_0(family: str, sfx: str, variant: str) -> None
         name, args, outs = _gen(family, sfx, rng)
         c = CCall(lib)
         status = c.call(name, args)
-        with pymli.use_platform(PRESETS_V1[variant]):
-            try:
-                getattr(capi, name)(*args)
-                ours = 0
-            except MliError as e:
-                ours = int(e.status)
+        ours = _our_status(name, args, PRESETS_V1[variant])
         assert ours == status, f"{name}: status {ours} vs C {status}"
         for t in outs:
             assert np.array_equal(t.data, c.buffer(t)), f"{name}: buffer differs\n{t.data}\n{c.buffer(t)}"
@@ -241,12 +246,7 @@ def test_invalid_calls_match_the_checked_build(family: str, sfx: str) -> None:
         before = [None if t.data is None else t.data.copy() for t in outs]
         c = CCall(lib)
         status = c.call(name, args)
-        with pymli.use_platform(PRESETS_V1["convchk"]):
-            try:
-                getattr(capi, name)(*args)
-                ours = 0
-            except MliError as e:
-                ours = int(e.status)
+        ours = _our_status(name, args, PRESETS_V1["convchk"])
         assert ours == status, f"{name} ({what}): status {ours} vs C {status}"
         if status:
             n += 1
