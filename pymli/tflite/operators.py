@@ -1,6 +1,7 @@
 """The operator handlers of pymli's MLI mapping of TFLite (:data:`pymli.tflite.mapping.MLI`).
 
-One small function per TFLite operator, registered by name with ``@MLI.register("NAME")``:
+One small function per TFLite operator (or per family of operators on one MLI kernel, which reads
+its variant from ``op.name``), registered by name with ``@MLI.register("NAME", ...)``:
 ``handler(imp, op)`` checks the operator against what MLI can run (every refusal names the reason
 through ``imp.fail``), converts constants to MLI's layouts and parameters, adds the layers and binds
 the output (``imp.finish`` requantises when the layer's parameters differ from the TFLite output's).
@@ -42,8 +43,14 @@ _LUT_OUT = {"LOGISTIC": (-128, 1 / 256), "SOFTMAX": (-128, 1 / 256), "TANH": (0,
             "L2_NORMALIZATION": (0, 1 / 128)}
 
 
-def _conv_common(imp: GraphBuilder, op: OpInfo, depthwise: bool) -> None:
-    """CONV_2D / DEPTHWISE_CONV_2D: one MAC layer with the TFLite padding, stride, dilation and fused ReLU."""
+@MLI.register("CONV_2D", "DEPTHWISE_CONV_2D")
+def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """CONV_2D / DEPTHWISE_CONV_2D: one MAC layer with the TFLite padding, stride, dilation and fused ReLU.
+
+    CONV_2D: ``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` (OHWI weights -> HWCN); DEPTHWISE_CONV_2D (depth
+    multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``.
+    """
+    depthwise = op.name == "DEPTHWISE_CONV_2D"
     if len(op.inputs) < 2:
         raise imp.fail("needs input and weights")
     x = imp.act(op.inputs[0])
@@ -82,18 +89,6 @@ def _conv_common(imp: GraphBuilder, op: OpInfo, depthwise: bool) -> None:
     oq = imp.tq(out_t)
     n = imp.add(la, [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
     imp.finish(n, oq, op.outputs[0])
-
-
-@MLI.register("CONV_2D")
-def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """CONV_2D: ``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` (OHWI weights -> HWCN)."""
-    _conv_common(imp, op, False)
-
-
-@MLI.register("DEPTHWISE_CONV_2D")
-def depthwise_conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """DEPTHWISE_CONV_2D (depth multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``."""
-    _conv_common(imp, op, True)
 
 
 @MLI.register("TRANSPOSE_CONV")
@@ -157,7 +152,17 @@ def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
+#: the pooling layer of each TFLite pooling operator
+_POOL: dict[str, type[Layer]] = {"MAX_POOL_2D": MaxPool, "AVERAGE_POOL_2D": AvgPool}
+
+
+@MLI.register(*_POOL)
+def pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """MAX_POOL_2D / AVERAGE_POOL_2D: ``mli_krn_maxpool_hwc_sa8`` / ``mli_krn_avepool_hwc_sa8``.
+
+    A fused activation becomes a ReLU layer after the pooling.
+    """
+    cls = _POOL[op.name]
     x = imp.act(op.inputs[0])
     if len(x.shape) != 4:
         raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
@@ -184,19 +189,17 @@ def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
     imp.finish(n, q, op.outputs[0])
 
 
-@MLI.register("MAX_POOL_2D")
-def max_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """MAX_POOL_2D: ``mli_krn_maxpool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
-    _pool(imp, op, MaxPool)
+#: the MLI eltwise kind of each TFLite element-wise operator
+_ELTWISE = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MINIMUM": "min", "MAXIMUM": "max"}
 
 
-@MLI.register("AVERAGE_POOL_2D")
-def average_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """AVERAGE_POOL_2D: ``mli_krn_avepool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
-    _pool(imp, op, AvgPool)
+@MLI.register(*_ELTWISE)
+def eltwise(imp: GraphBuilder, op: OpInfo) -> None:
+    """ADD / SUB / MUL / MINIMUM / MAXIMUM: ``mli_krn_eltwise_{add,sub,mul,min,max}_sa8``.
 
-
-def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
+    MINIMUM and MAXIMUM bring their operands to one format first.
+    """
+    kind = _ELTWISE[op.name]
     if len(op.inputs) != 2:
         raise imp.fail(f"{len(op.inputs)} inputs, 2 expected")
     a, b = (imp.tensor(i) for i in op.inputs)
@@ -254,60 +257,19 @@ def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-@MLI.register("ADD")
-def add(imp: GraphBuilder, op: OpInfo) -> None:
-    """ADD: ``mli_krn_eltwise_add_sa8``."""
-    _eltwise(imp, op, "add")
+#: the MLI ReLU type of each TFLite ReLU operator
+_RELU = {"RELU": "gen", "RELU6": "relu_6", "RELU_N1_TO_1": "relu_1"}
 
 
-@MLI.register("SUB")
-def sub(imp: GraphBuilder, op: OpInfo) -> None:
-    """SUB: ``mli_krn_eltwise_sub_sa8``."""
-    _eltwise(imp, op, "sub")
-
-
-@MLI.register("MUL")
-def mul(imp: GraphBuilder, op: OpInfo) -> None:
-    """MUL: ``mli_krn_eltwise_mul_sa8``."""
-    _eltwise(imp, op, "mul")
-
-
-@MLI.register("MINIMUM")
-def minimum(imp: GraphBuilder, op: OpInfo) -> None:
-    """MINIMUM: ``mli_krn_eltwise_min_sa8`` (operands brought to one format)."""
-    _eltwise(imp, op, "min")
-
-
-@MLI.register("MAXIMUM")
-def maximum(imp: GraphBuilder, op: OpInfo) -> None:
-    """MAXIMUM: ``mli_krn_eltwise_max_sa8`` (operands brought to one format)."""
-    _eltwise(imp, op, "max")
-
-
-def _relu(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
+@MLI.register(*_RELU)
+def relu(imp: GraphBuilder, op: OpInfo) -> None:
+    """RELU / RELU6 / RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_GEN / MLI_RELU_6 / MLI_RELU_1)."""
+    kind = _RELU[op.name]
     imp.act(op.inputs[0])
     in_name = imp.in_name(op.inputs[0])
     q = imp.cur_q(in_name)
     n = imp.add(ReLU(kind), [in_name], op.outputs[0])
     imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("RELU")
-def relu(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU: ``mli_krn_relu_sa8`` (MLI_RELU_GEN)."""
-    _relu(imp, op, "gen")
-
-
-@MLI.register("RELU6")
-def relu6(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU6: ``mli_krn_relu_sa8`` (MLI_RELU_6)."""
-    _relu(imp, op, "relu_6")
-
-
-@MLI.register("RELU_N1_TO_1")
-def relu_n1_to_1(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_1)."""
-    _relu(imp, op, "relu_1")
 
 
 @MLI.register("LEAKY_RELU")
@@ -357,16 +319,10 @@ def _lut(imp: GraphBuilder, op: OpInfo, layer: Layer) -> None:
     imp.finish(n, q, op.outputs[0])
 
 
-@MLI.register("LOGISTIC")
+@MLI.register("LOGISTIC", "TANH")
 def logistic(imp: GraphBuilder, op: OpInfo) -> None:
-    """LOGISTIC: ``mli_krn_sigm_sa8``."""
-    _lut(imp, op, Sigmoid())
-
-
-@MLI.register("TANH")
-def tanh(imp: GraphBuilder, op: OpInfo) -> None:
-    """TANH: ``mli_krn_tanh_sa8``."""
-    _lut(imp, op, Tanh())
+    """LOGISTIC / TANH: ``mli_krn_sigm_sa8`` / ``mli_krn_tanh_sa8``."""
+    _lut(imp, op, Sigmoid() if op.name == "LOGISTIC" else Tanh())
 
 
 @MLI.register("SOFTMAX")
@@ -387,7 +343,9 @@ def l2_normalization(imp: GraphBuilder, op: OpInfo) -> None:
     _lut(imp, op, L2Norm())
 
 
-def _reshape(imp: GraphBuilder, op: OpInfo) -> None:
+@MLI.register("RESHAPE", "SQUEEZE")
+def reshape(imp: GraphBuilder, op: OpInfo) -> None:
+    """RESHAPE / SQUEEZE: a copy under the new shape (``mli_mov_tensor_sync``)."""
     x = imp.act(op.inputs[0])
     out_t = imp.act(op.outputs[0])
     if int(np.prod(x.shape)) != int(np.prod(out_t.shape)):
@@ -396,18 +354,6 @@ def _reshape(imp: GraphBuilder, op: OpInfo) -> None:
     q = imp.cur_q(in_name)
     n = imp.add(Reshape(tuple(out_t.shape[1:]) or (1,)), [in_name], op.outputs[0])
     imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("RESHAPE")
-def reshape(imp: GraphBuilder, op: OpInfo) -> None:
-    """RESHAPE: a copy under the new shape (``mli_mov_tensor_sync``)."""
-    _reshape(imp, op)
-
-
-@MLI.register("SQUEEZE")
-def squeeze(imp: GraphBuilder, op: OpInfo) -> None:
-    """SQUEEZE: as RESHAPE."""
-    _reshape(imp, op)
 
 
 @MLI.register("TRANSPOSE")
@@ -455,9 +401,12 @@ def concatenation(imp: GraphBuilder, op: OpInfo) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-@MLI.register("PAD")
+@MLI.register("PAD", "PADV2")
 def pad(imp: GraphBuilder, op: OpInfo) -> None:
-    """PAD of height / width with the zero point: ``mli_krn_padding2d_hwc_sa8``."""
+    """PAD / PADV2 of height / width with the zero point: ``mli_krn_padding2d_hwc_sa8``.
+
+    PADV2's constant must be the zero point.
+    """
     x = imp.act(op.inputs[0])
     if len(op.inputs) < 2:
         raise imp.fail("needs input and paddings")
@@ -484,12 +433,6 @@ def pad(imp: GraphBuilder, op: OpInfo) -> None:
     n = imp.add(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), [in_name],
                  op.outputs[0])
     imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("PADV2")
-def padv2(imp: GraphBuilder, op: OpInfo) -> None:
-    """PADV2: as PAD (the constant must be the zero point)."""
-    pad(imp, op)
 
 
 @MLI.register("ARG_MAX")
