@@ -9,6 +9,7 @@ import numpy.typing as npt
 from ..errors import MliError, Status
 from . import fixedpoint as fp
 from . import quant_util as qu
+from .common import require_int8
 from .quant_util import downscale_int32_to_int16_multiplier, quantize_multiplier
 
 __all__ = ["hard_swish_params", "hard_swish", "squared_difference_params", "squared_difference",
@@ -345,8 +346,7 @@ def l2_normalization_int8(x: np.ndarray, *, input_zp: int) -> np.ndarray:
     Raises:
         MliError: input not int8.
     """
-    if x.dtype != np.int8:
-        raise MliError(Status.TYPE_MISMATCH, f"l2_normalization_int8 input {x.dtype}")
+    require_int8(x, "l2_normalization_int8")
     v = x.astype(np.int64) - input_zp
     acc = (v * v).sum(axis=-1, keepdims=True)  # <= 255**2 * depth: int32 for depth < 2**15
     m, s = inv_sqrt_multiplier_exp(acc)
