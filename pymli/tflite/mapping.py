@@ -201,6 +201,13 @@ class GraphBuilder:
         self.qp[name] = want
         self.names[out_idx] = name
 
+    def emit(self, layer: Layer, in_idx: int, out_idx: int) -> None:
+        """Add ``layer`` on TFLite tensor ``in_idx`` with the output parameters of TFLite tensor ``out_idx``
+        and bind it to that tensor (the common ending of a one-input handler)."""
+        oq = self.tq(self.act(out_idx))
+        n = self.add(layer, [self.in_name(in_idx)], out_idx, out_q=oq)
+        self.finish(n, oq, out_idx)
+
     def sample_shape(self, t: TensorInfo) -> tuple[int, ...]:
         """``t``'s shape without the batch axis."""
         return tuple(t.shape[1:])

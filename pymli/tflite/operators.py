@@ -82,13 +82,9 @@ def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
     pad = imp.padding(o, h, w, kh, kw, sh, sw, dh, dw)
     in_q = imp.cur_q(imp.in_name(op.inputs[0]))
     b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, cout)
-    relu = imp.fused(o)
-    out_t = imp.act(op.outputs[0])
     cls = DepthwiseConv2D if depthwise else Conv2D
-    la = cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=relu)
-    oq = imp.tq(out_t)
-    n = imp.add(la, [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.emit(cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=imp.fused(o)), op.inputs[0],
+             op.outputs[0])
 
 
 @MLI.register("TRANSPOSE_CONV")
@@ -118,10 +114,8 @@ def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
     wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
     in_q = imp.cur_q(imp.in_name(op.inputs[2]))
     bias = imp.bias(op.inputs[3] if len(op.inputs) > 3 else -1, in_q, wc, cout)
-    la = TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o))
-    oq = imp.tq(out_t)
-    n = imp.add(la, [imp.in_name(op.inputs[2])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.emit(TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o)), op.inputs[2],
+             op.outputs[0])
 
 
 @MLI.register("FULLY_CONNECTED")
@@ -284,9 +278,7 @@ def leaky_relu(imp: GraphBuilder, op: OpInfo) -> None:
     else:
         s, f = float_to_mli_scale(abs(alpha))
         slope = Const.quantized(np.asarray(1 if alpha > 0 else -1, np.int8), QParams.sa(0, s, f))
-    oq = imp.tq(imp.act(op.outputs[0]))
-    n = imp.add(LeakyReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.emit(LeakyReLU(slope), op.inputs[0], op.outputs[0])
 
 
 @MLI.register("PRELU")
@@ -304,10 +296,8 @@ def prelu(imp: GraphBuilder, op: OpInfo) -> None:
         raise imp.fail(f"alpha shape {al.shape}: one value or one per channel (last axis) expected")
     if vals.size == 1:
         vals = np.repeat(vals, c)
-    oq = imp.tq(imp.act(op.outputs[0]))
-    slope = Const.quantized(vals.astype(np.int8), imp.tq(al))
-    n = imp.add(PReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.act(op.outputs[0])
+    imp.emit(PReLU(Const.quantized(vals.astype(np.int8), imp.tq(al))), op.inputs[0], op.outputs[0])
 
 
 def _lut(imp: GraphBuilder, op: OpInfo, layer: Layer) -> None:
@@ -462,10 +452,7 @@ def quantize(imp: GraphBuilder, op: OpInfo) -> None:
     if src.type != "INT8":
         raise imp.fail(f"QUANTIZE from {src.type} inside the graph (only at the input, or int8 -> int8)")
     imp.act(op.inputs[0])
-    n = imp.in_name(op.inputs[0])
-    oq = imp.tq(imp.act(op.outputs[0]))
-    m = imp.add(Requant(), [n], op.outputs[0], out_q=oq)
-    imp.finish(m, oq, op.outputs[0])
+    imp.emit(Requant(), op.inputs[0], op.outputs[0])
 
 
 @MLI.register("DEQUANTIZE")
