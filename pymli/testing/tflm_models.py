@@ -22,6 +22,7 @@ import numpy as np
 import tflite
 from flatbuffers import flexbuffers
 
+from ..tflite.builder import finish_model
 from . import tflm_golden
 
 __all__ = ["TensorSpec", "OpModel", "VARIANTS", "KNOWN", "NOT_GENERATED", "single_op", "generate",
@@ -226,18 +227,7 @@ def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec
         tflite.OperatorCodeAddCustomCode(b, cc)
     tflite.OperatorCodeAddVersion(b, 1)
     oc = tflite.OperatorCodeEnd(b)
-    ocs = ovec(tflite.ModelStartOperatorCodesVector, [oc])
-    sgs = ovec(tflite.ModelStartSubgraphsVector, [sg])
-    bv = ovec(tflite.ModelStartBuffersVector, bufs)
-    desc = b.CreateString("pymli.testing.tflm_models")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, ocs)
-    tflite.ModelAddSubgraphs(b, sgs)
-    tflite.ModelAddDescription(b, desc)
-    tflite.ModelAddBuffers(b, bv)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return finish_model(b, [oc], [sg], bufs, "pymli.testing.tflm_models")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -678,13 +668,17 @@ for _op, _types in [("MEAN", ("int8", "int16")), ("SUM", ("int8", "int16")),
     _variant(_op, *_types)(_reduce_maker(_op))
 
 
+def _one_axis(r: np.random.Generator, v: str) -> tuple[np.dtype, int, tuple[int, ...], int]:
+    """dtype, rank, shape and one axis (negative allowed) of an operator along an axis."""
+    dt = _dt(v)
+    rank = int(r.integers(1, 5))
+    return dt, rank, _shape(r, rank), int(r.integers(-rank, rank))
+
+
 @_variant("ARG_MAX", "int8")
 @_variant("ARG_MIN", "int8")
 def _argminmax(r: np.random.Generator, v: str) -> Draft:
-    dt = _dt(v)
-    rank = int(r.integers(1, 5))
-    s = _shape(r, rank)
-    ax = int(r.integers(-rank, rank))
+    dt, rank, s, ax = _one_axis(r, v)
     x = _q(r, s, dt) if dt == I8 else _plain(s, dt, lo=-50, hi=50)
     os_ = tuple(d for i, d in enumerate(s) if i != ax % rank)
     return [x, _const([ax])], [_plain(os_ or (1,), I32)], {"OutputType": tflite.TensorType.INT32}
@@ -692,10 +686,7 @@ def _argminmax(r: np.random.Generator, v: str) -> Draft:
 
 @_variant("CUMSUM", "int8")
 def _cumsum(r: np.random.Generator, v: str) -> Draft:
-    dt = _dt(v)
-    rank = int(r.integers(1, 5))
-    s = _shape(r, rank)
-    ax = int(r.integers(-rank, rank))
+    dt, rank, s, ax = _one_axis(r, v)
     if dt == I8:
         x = _q(r, s, dt)
         o = TensorSpec(s, dt, float(np.float32(x.scale * r.uniform(1, 6))), _zp(r, dt))
