@@ -260,10 +260,7 @@ def relu(imp: GraphBuilder, op: OpInfo) -> None:
     """RELU / RELU6 / RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_GEN / MLI_RELU_6 / MLI_RELU_1)."""
     kind = _RELU[op.name]
     imp.act(op.inputs[0])
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(ReLU(kind), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
+    imp.emit(ReLU(kind), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("LEAKY_RELU")
@@ -340,28 +337,19 @@ def reshape(imp: GraphBuilder, op: OpInfo) -> None:
     out_t = imp.act(op.outputs[0])
     if int(np.prod(x.shape)) != int(np.prod(out_t.shape)):
         raise imp.fail(f"cannot reshape {x.shape} to {out_t.shape}")
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(Reshape(tuple(out_t.shape[1:]) or (1,)), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
+    imp.emit(Reshape(tuple(out_t.shape[1:]) or (1,)), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("TRANSPOSE")
 def transpose(imp: GraphBuilder, op: OpInfo) -> None:
     """TRANSPOSE (batch axis fixed): ``mli_krn_permute_sa8``."""
-    x = imp.act(op.inputs[0])
-    if len(op.inputs) != 2:
-        raise imp.fail("needs input and permutation")
-    p = imp.const(op.inputs[1], "permutation", ("INT32", "INT64"))
-    perm = [int(v) for v in p.data.reshape(-1)]  # type: ignore[union-attr]
+    x, p = imp.act_and_ints(op, "permutation")
+    perm = [int(v) for v in p]
     if sorted(perm) != list(range(len(x.shape))):
         raise imp.fail(f"permutation {perm} for rank {len(x.shape)}")
     if perm[0] != 0:
         raise imp.fail(f"permutation {perm} moves the batch axis")
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(Permute([v - 1 for v in perm[1:]]), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
+    imp.emit(Permute([v - 1 for v in perm[1:]]), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("CONCATENATION")
@@ -420,19 +408,15 @@ def pad(imp: GraphBuilder, op: OpInfo) -> None:
         cv = imp.const(op.inputs[2], "constant value", ("INT8",))
         if int(cv.data.reshape(-1)[0]) != int(q.zero_point):  # type: ignore[union-attr]
             raise imp.fail("pads with a value other than the zero point (MLI pads with the zero point)")
-    n = imp.add(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), [in_name],
-                 op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
+    imp.emit(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), op.inputs[0],
+             op.outputs[0], keep_q=True)
 
 
 @MLI.register("ARG_MAX")
 def arg_max(imp: GraphBuilder, op: OpInfo) -> None:
     """ARG_MAX along the last axis: ``mli_krn_argmax_sa8`` (MLI's tie rule: the last maximum)."""
-    x = imp.act(op.inputs[0])
-    if len(op.inputs) != 2:
-        raise imp.fail("needs input and axis")
-    ax = imp.const(op.inputs[1], "axis", ("INT32", "INT64"))
-    axis = int(ax.data.reshape(-1)[0])  # type: ignore[union-attr]
+    x, ax = imp.act_and_ints(op, "axis")
+    axis = int(ax[0])
     rank = len(x.shape)
     axis = axis + rank if axis < 0 else axis
     if axis != rank - 1 or rank < 2:
