@@ -212,6 +212,12 @@ class GraphBuilder:
         oq = self.tq(self.act(out_idx))
         self.finish(self.add(layer, [in_name], out_idx, out_q=oq), oq, out_idx)
 
+    def op_bias(self, op: OpInfo, in_pos: int, bias_pos: int, w: Const, n: int) -> Const:
+        """The bias of a MAC operator: its optional input ``bias_pos`` (absent: zeros), on the scale of
+        input ``in_pos`` times the weights' (:meth:`bias`)."""
+        in_q = self.cur_q(self.in_name(op.inputs[in_pos]))
+        return self.bias(op.inputs[bias_pos] if len(op.inputs) > bias_pos else -1, in_q, w, n)
+
     def act_and_ints(self, op: OpInfo, what: str) -> tuple[TensorInfo, np.ndarray]:
         """An operator's activation input and its second input, a constant int32 / int64 ``what``, flattened."""
         x = self.act(op.inputs[0])

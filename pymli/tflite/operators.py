@@ -80,8 +80,7 @@ def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
                             "(grouped convolution is not mapped)")
         wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
     pad = imp.padding(o, h, w, kh, kw, sh, sw, dh, dw)
-    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
-    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, cout)
+    b = imp.op_bias(op, 0, 2, wc, cout)
     cls = DepthwiseConv2D if depthwise else Conv2D
     imp.emit(cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=imp.fused(o)), op.inputs[0],
              op.outputs[0])
@@ -112,8 +111,7 @@ def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
         raise imp.fail(f"padding ({t}, {b}, {l}, {r}) / stride {sh}x{sw} for a {kh}x{kw} kernel: MLI needs "
                         "0 <= padding < kernel and stride <= kernel")
     wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
-    in_q = imp.cur_q(imp.in_name(op.inputs[2]))
-    bias = imp.bias(op.inputs[3] if len(op.inputs) > 3 else -1, in_q, wc, cout)
+    bias = imp.op_bias(op, 2, 3, wc, cout)
     imp.emit(TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o)), op.inputs[2],
              op.outputs[0])
 
@@ -137,8 +135,7 @@ def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
     if int(np.prod(out_t.shape[1:])) != n_out:
         raise imp.fail(f"output {out_t.shape} does not hold {n_out} values per sample")
     wc = imp.weights(op.inputs[1], (1, 0), {0: 1})
-    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
-    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, n_out)
+    b = imp.op_bias(op, 0, 2, wc, n_out)
     oq = imp.tq(out_t)
     n = imp.add(FullyConnected(wc, b, relu=imp.fused(o)), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
     if tuple(out_t.shape[1:]) != (n_out,):
