@@ -21,26 +21,42 @@ from pymli.tensor import Tensor
 N_IN, M = 64, 128
 
 
-def _operands(kind: str, gates: int, steps: int, rng: np.random.Generator) -> dict:
+def rnn_operands(kind: str, gates: int, steps: int, rng: np.random.Generator, n_in: int | None = None,
+                 m: int | None = None) -> dict:
+    """Random operands of one recurrent cell call (also the side-by-side benchmark's, bench_vs_c).
+
+    Args:
+        kind: ``"sa8_sa8_sa32"`` or an fx16 variant.
+        gates: 4 (LSTM) or 3 (GRU).
+        steps: sequence length.
+        rng: the random generator.
+        n_in: inputs per step (default ``N_IN``).
+        m: units (default ``M``).
+
+    Returns:
+        ``x``, ``h0``, ``wi``, ``wo``, ``b``, ``out`` tensors, the element type name ``el`` and the
+        output's parameters ``q``.
+    """
+    n_in, m = n_in or N_IN, m or M
     if kind == "sa8_sa8_sa32":
         sa = dict(zero_point=0, scale=16384, scale_frac_bits=21)
-        x = Tensor.from_numpy(rng.integers(-128, 128, (steps, N_IN)), "SA_8", zero_point=-3, scale=16384,
+        x = Tensor.from_numpy(rng.integers(-128, 128, (steps, n_in)), "SA_8", zero_point=-3, scale=16384,
                               scale_frac_bits=21)
-        wi = Tensor.from_numpy(rng.integers(-127, 128, (gates, N_IN, M)), "SA_8", **sa)
-        wo = Tensor.from_numpy(rng.integers(-127, 128, (gates, M, M)), "SA_8", **sa)
-        b = Tensor.from_numpy(rng.integers(-2**20, 2**20, (gates, M)), "SA_32", zero_point=0, scale=8192,
+        wi = Tensor.from_numpy(rng.integers(-127, 128, (gates, n_in, m)), "SA_8", **sa)
+        wo = Tensor.from_numpy(rng.integers(-127, 128, (gates, m, m)), "SA_8", **sa)
+        b = Tensor.from_numpy(rng.integers(-2**20, 2**20, (gates, m)), "SA_32", zero_point=0, scale=8192,
                               scale_frac_bits=27)
         q = dict(zero_point=0, scale=16384, scale_frac_bits=21)
         el = "SA_8"
     else:
-        x = Tensor.from_numpy(rng.integers(-2**14, 2**14, (steps, N_IN)), "FX_16", frac_bits=14)
-        wi = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, N_IN, M)), "FX_16", frac_bits=15)
-        wo = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, M, M)), "FX_16", frac_bits=15)
-        b = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, M)), "FX_16", frac_bits=14)
+        x = Tensor.from_numpy(rng.integers(-2**14, 2**14, (steps, n_in)), "FX_16", frac_bits=14)
+        wi = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, n_in, m)), "FX_16", frac_bits=15)
+        wo = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, m, m)), "FX_16", frac_bits=15)
+        b = Tensor.from_numpy(rng.integers(-2**12, 2**12, (gates, m)), "FX_16", frac_bits=14)
         q = dict(frac_bits=15)
         el = "FX_16"
-    h0 = Tensor.zeros([M], el, **q)
-    out = Tensor.zeros([steps, M], el, **q)
+    h0 = Tensor.zeros([m], el, **q)
+    out = Tensor.zeros([steps, m], el, **q)
     return dict(x=x, h0=h0, wi=wi, wo=wo, b=b, out=out, el=el, q=q)
 
 
@@ -80,7 +96,7 @@ def _cells(repeat: int, steps: int, label: str, cells: tuple[str, ...] = ("lstm"
         for kind in ("sa8_sa8_sa32", "fx16", "fx16_fx8_fx8"):
             if kind == "fx16_fx8_fx8":
                 continue  # same code path as fx16 apart from the accumulator width
-            o = _operands(kind, gates, steps, rng)
+            o = rnn_operands(kind, gates, steps, rng)
             el_size = 1 if o["el"] == "SA_8" else 2
             cfg = RnnCellCfg(RnnDirection.FORWARD, RnnResults.ALL, RnnOutActivation.TANH, gates * M * el_size)
             fn = getattr(capi, f"mli_krn_{cell}_cell_{kind}")

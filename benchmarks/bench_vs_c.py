@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from _cmli import COMPILE_FLAGS, CCall, c_copy, load
 from _timing import Row, best_of, fmt_time
+from bench_rnn import rnn_operands
 
 from pymli import capi
 from pymli.arith.lut import create_lut
@@ -191,25 +192,10 @@ def _rnn_cases(sigm: Any, tanh: Any) -> Iterator[Case]:
     n_in, m, steps = 64, 128, 16
     for cell, gates in (("lstm", 4), ("gru", 3)):
         for kind in ("sa8_sa8_sa32", "fx16"):
-            if kind == "fx16":
-                x = _fx16((steps, n_in), 14, -2**14, 2**14)
-                wi = _fx16((gates, n_in, m), 15, -2**12, 2**12)
-                wo = _fx16((gates, m, m), 15, -2**12, 2**12)
-                b = _fx16((gates, m), 14, -2**12, 2**12)
-                q: dict[str, Any] = dict(frac_bits=15)
-                el, size = "FX_16", 2
-            else:
-                sa = dict(zero_point=0, scale=16384, scale_frac_bits=21)
-                x = Tensor.from_numpy(_rng.integers(-128, 128, (steps, n_in)), "SA_8", zero_point=-3, scale=16384,
-                                      scale_frac_bits=21)
-                wi = Tensor.from_numpy(_rng.integers(-127, 128, (gates, n_in, m)), "SA_8", **sa)
-                wo = Tensor.from_numpy(_rng.integers(-127, 128, (gates, m, m)), "SA_8", **sa)
-                b = Tensor.from_numpy(_rng.integers(-2**20, 2**20, (gates, m)), "SA_32", zero_point=0, scale=8192,
-                                      scale_frac_bits=27)
-                q, el, size = sa, "SA_8", 1
+            o = rnn_operands(kind, gates, steps, _rng, n_in, m)
+            x, h0, wi, wo, b, out, el, q = (o[k] for k in ("x", "h0", "wi", "wo", "b", "out", "el", "q"))
+            size = 1 if el == "SA_8" else 2
             cfg = RnnCellCfg(RnnDirection.FORWARD, RnnResults.ALL, RnnOutActivation.TANH, gates * m * size)
-            h0 = Tensor.zeros([m], el, **q)
-            out = Tensor.zeros([steps, m], el, **q)
             shape = f"{n_in}->{m} x {steps} steps"
             if cell == "lstm":
                 yield Case("rnn", f"mli_krn_lstm_cell_{kind}", shape,

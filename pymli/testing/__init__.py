@@ -3,7 +3,8 @@
 * :mod:`pymli.testing.golden`: replay C-library recordings through :mod:`pymli.capi`
   (``python -m pymli.verify`` / ``pymli verify``);
 * :mod:`pymli.testing.paths`: where the recordings live (``$PYMLI_SHARED``, default ``../shared``);
-* :mod:`pymli.testing.tflite_models`: small int8 TFLite models built in Python.
+* :mod:`pymli.testing.tflite_models`: small int8 TFLite models built in Python;
+* :mod:`pymli.testing.cstructs`: ctypes mirrors of the MLI 2.0.2 structs, to call ``libmli.so``.
 
 This package may import every floor below the CLI; nothing in the library imports it.
 """

@@ -20,7 +20,9 @@ from typing import Any, Callable
 import flatbuffers
 import numpy as np
 import tflite
+from flatbuffers import flexbuffers
 
+from ..tflite.builder import finish_model
 from . import tflm_golden
 
 __all__ = ["TensorSpec", "OpModel", "VARIANTS", "KNOWN", "NOT_GENERATED", "single_op", "generate",
@@ -29,7 +31,8 @@ __all__ = ["TensorSpec", "OpModel", "VARIANTS", "KNOWN", "NOT_GENERATED", "singl
 I8, I16, I32, I64, F32, BOOL = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32),
                                 np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.bool_))
 _TYPES = {I8: tflite.TensorType.INT8, I16: tflite.TensorType.INT16, I32: tflite.TensorType.INT32,
-          I64: tflite.TensorType.INT64, F32: tflite.TensorType.FLOAT32, BOOL: tflite.TensorType.BOOL}
+          I64: tflite.TensorType.INT64, F32: tflite.TensorType.FLOAT32, BOOL: tflite.TensorType.BOOL,
+          np.dtype(np.uint32): tflite.TensorType.UINT32, np.dtype(np.uint64): tflite.TensorType.UINT64}
 # builtin name -> options table, where it is not the CamelCase of the name + "Options"
 _OPT = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
         "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions",
@@ -99,18 +102,26 @@ class OpModel:
 
 
 def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec],
-              options: dict[str, Any] | None = None) -> bytes:
+              options: dict[str, Any] | None = None, custom_code: str | None = None) -> bytes:
     """The ``.tflite`` bytes of a model with one operator.
 
     Args:
-        op: builtin operator name (``tflite.BuiltinOperator``).
+        op: builtin operator name (``tflite.BuiltinOperator``); ``"CUSTOM"`` with ``custom_code``.
         inputs: the operator's inputs in order; None writes index -1 (omitted optional input).
         outputs: the operator's outputs.
-        options: builtin option fields (``{"StrideH": 2, "Squeeze": [1, 2]}``).
+        options: builtin option fields (``{"StrideH": 2, "Squeeze": [1, 2]}``); for a CUSTOM operator
+            the custom options, written as a flexbuffer map.
+        custom_code: the custom operator's name (``"SignalFft"``), with ``op="CUSTOM"`` only.
 
     Returns:
         the model; graph inputs are the non-constant, non-variable inputs, graph outputs the outputs.
+
+    Raises:
+        ValueError: options for an operator without an options table, or ``custom_code`` given
+            exactly when ``op`` is not ``"CUSTOM"``.
     """
+    if (op == "CUSTOM") != (custom_code is not None):
+        raise ValueError(f"custom_code {custom_code!r} with operator {op}: CUSTOM needs a code, others none")
     b = flatbuffers.Builder(1024)
     tensors: list[TensorSpec] = []
     for t in list(inputs) + list(outputs):
@@ -167,9 +178,11 @@ def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec
         if q is not None:
             tflite.TensorAddQuantization(b, q)
         toffs.append(tflite.TensorEnd(b))
-    opt_off, opt_type = None, 0
+    opt_off, opt_type, custom_off = None, 0, None
     cls = _OPT.get(op, "".join(w.capitalize() for w in op.split("_")) + "Options")
-    if hasattr(tflite.BuiltinOptions, cls):
+    if custom_code is not None:
+        custom_off = b.CreateNumpyVector(np.frombuffer(flexbuffers.Dumps(options or {}), np.uint8))
+    elif hasattr(tflite.BuiltinOptions, cls):
         vecs = {k: ivec(getattr(tflite, f"{cls}Start{k}Vector"), list(v))
                 for k, v in (options or {}).items() if isinstance(v, (list, tuple))}
         getattr(tflite, f"{cls}Start")(b)
@@ -189,6 +202,8 @@ def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec
     if opt_off is not None:
         tflite.OperatorAddBuiltinOptionsType(b, opt_type)
         tflite.OperatorAddBuiltinOptions(b, opt_off)
+    if custom_off is not None:
+        tflite.OperatorAddCustomOptions(b, custom_off)
     opo = tflite.OperatorEnd(b)
     g_in = []
     for t in inputs:
@@ -204,23 +219,15 @@ def single_op(op: str, inputs: list[TensorSpec | None], outputs: list[TensorSpec
     tflite.SubGraphAddOutputs(b, sgo)
     tflite.SubGraphAddOperators(b, sgops)
     sg = tflite.SubGraphEnd(b)
+    cc = None if custom_code is None else b.CreateString(custom_code)
     tflite.OperatorCodeStart(b)
     tflite.OperatorCodeAddDeprecatedBuiltinCode(b, min(code, 127))
     tflite.OperatorCodeAddBuiltinCode(b, code)
+    if cc is not None:
+        tflite.OperatorCodeAddCustomCode(b, cc)
     tflite.OperatorCodeAddVersion(b, 1)
     oc = tflite.OperatorCodeEnd(b)
-    ocs = ovec(tflite.ModelStartOperatorCodesVector, [oc])
-    sgs = ovec(tflite.ModelStartSubgraphsVector, [sg])
-    bv = ovec(tflite.ModelStartBuffersVector, bufs)
-    desc = b.CreateString("pymli.testing.tflm_models")
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, ocs)
-    tflite.ModelAddSubgraphs(b, sgs)
-    tflite.ModelAddDescription(b, desc)
-    tflite.ModelAddBuffers(b, bv)
-    b.Finish(tflite.ModelEnd(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return finish_model(b, [oc], [sg], bufs, "pymli.testing.tflm_models")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -661,13 +668,17 @@ for _op, _types in [("MEAN", ("int8", "int16")), ("SUM", ("int8", "int16")),
     _variant(_op, *_types)(_reduce_maker(_op))
 
 
+def _one_axis(r: np.random.Generator, v: str) -> tuple[np.dtype, int, tuple[int, ...], int]:
+    """dtype, rank, shape and one axis (negative allowed) of an operator along an axis."""
+    dt = _dt(v)
+    rank = int(r.integers(1, 5))
+    return dt, rank, _shape(r, rank), int(r.integers(-rank, rank))
+
+
 @_variant("ARG_MAX", "int8")
 @_variant("ARG_MIN", "int8")
 def _argminmax(r: np.random.Generator, v: str) -> Draft:
-    dt = _dt(v)
-    rank = int(r.integers(1, 5))
-    s = _shape(r, rank)
-    ax = int(r.integers(-rank, rank))
+    dt, rank, s, ax = _one_axis(r, v)
     x = _q(r, s, dt) if dt == I8 else _plain(s, dt, lo=-50, hi=50)
     os_ = tuple(d for i, d in enumerate(s) if i != ax % rank)
     return [x, _const([ax])], [_plain(os_ or (1,), I32)], {"OutputType": tflite.TensorType.INT32}
@@ -675,10 +686,7 @@ def _argminmax(r: np.random.Generator, v: str) -> Draft:
 
 @_variant("CUMSUM", "int8")
 def _cumsum(r: np.random.Generator, v: str) -> Draft:
-    dt = _dt(v)
-    rank = int(r.integers(1, 5))
-    s = _shape(r, rank)
-    ax = int(r.integers(-rank, rank))
+    dt, rank, s, ax = _one_axis(r, v)
     if dt == I8:
         x = _q(r, s, dt)
         o = TensorSpec(s, dt, float(np.float32(x.scale * r.uniform(1, 6))), _zp(r, dt))

@@ -23,7 +23,8 @@ import numpy as np
 
 from .reader import _OPTION_FIELDS, _OPTION_VECTORS, ACT_NAMES, OP_NAMES, PAD_NAMES, TYPE_NAMES
 
-__all__ = ["ModelWriter", "quantize_per_channel", "quantize_per_tensor", "quantize_bias", "choose_qparams"]
+__all__ = ["ModelWriter", "quantize_per_channel", "quantize_per_tensor", "quantize_bias", "choose_qparams",
+           "finish_model"]
 
 _TYPE_CODES = {v: k for k, v in TYPE_NAMES.items()}
 _OP_CODES = {v: k for k, v in OP_NAMES.items()}
@@ -34,6 +35,42 @@ _NP = {"INT8": "<i1", "INT16": "<i2", "INT32": "<i4", "INT64": "<i8", "FLOAT32":
 
 def _mod(name: str) -> Any:
     return importlib.import_module(f"tflite.{name}")
+
+
+def finish_model(b: Any, opcodes: Sequence[int], subgraphs: Sequence[int], buffers: Sequence[int],
+                 description: str) -> bytes:
+    """Close a model being written: the root ``Model`` table (schema version 3) and the file bytes.
+
+    Args:
+        b: the ``flatbuffers.Builder`` holding the finished tables.
+        opcodes: offsets of the ``OperatorCode`` tables, in opcode-index order.
+        subgraphs: offsets of the ``SubGraph`` tables.
+        buffers: offsets of the ``Buffer`` tables (index 0 the empty buffer).
+        description: the model's description string.
+
+    Returns:
+        The ``.tflite`` bytes (file identifier ``TFL3``).
+    """
+    M = _mod("Model")
+
+    def ovec(start: Any, offs: Sequence[int]) -> int:
+        start(b, len(offs))
+        for o in reversed(list(offs)):
+            b.PrependUOffsetTRelative(o)
+        return b.EndVector()
+
+    oc_vec = ovec(M.ModelStartOperatorCodesVector, opcodes)
+    sg_vec = ovec(M.ModelStartSubgraphsVector, subgraphs)
+    buf_vec = ovec(M.ModelStartBuffersVector, buffers)
+    desc = b.CreateString(description)
+    M.ModelStart(b)
+    M.ModelAddVersion(b, 3)
+    M.ModelAddOperatorCodes(b, oc_vec)
+    M.ModelAddSubgraphs(b, sg_vec)
+    M.ModelAddBuffers(b, buf_vec)
+    M.ModelAddDescription(b, desc)
+    b.Finish(M.ModelEnd(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
 
 
 def choose_qparams(lo: float, hi: float) -> tuple[float, int]:
@@ -117,7 +154,7 @@ class ModelWriter:
         import flatbuffers  # imported on first use, like the tflite package (see pymli.tflite)
 
         b = flatbuffers.Builder(1024)
-        M, SG, T, QP, OP, OC, BU = (_mod(n) for n in ("Model", "SubGraph", "Tensor", "QuantizationParameters",
+        SG, T, QP, OP, OC, BU = (_mod(n) for n in ("SubGraph", "Tensor", "QuantizationParameters",
                                                         "Operator", "OperatorCode", "Buffer"))
 
         def ivec(start: Any, vals: Sequence[int]) -> int:
@@ -221,16 +258,4 @@ class ModelWriter:
             OC.OperatorCodeAddBuiltinCode(b, code)
             OC.OperatorCodeAddVersion(b, 1)
             oc_offs.append(OC.OperatorCodeEnd(b))
-        oc_vec = ovec(M.ModelStartOperatorCodesVector, oc_offs)
-        sg_vec = ovec(M.ModelStartSubgraphsVector, [sg])
-        buf_vec = ovec(M.ModelStartBuffersVector, buf_offs)
-        desc = b.CreateString(self.description)
-        M.ModelStart(b)
-        M.ModelAddVersion(b, 3)
-        M.ModelAddOperatorCodes(b, oc_vec)
-        M.ModelAddSubgraphs(b, sg_vec)
-        M.ModelAddBuffers(b, buf_vec)
-        M.ModelAddDescription(b, desc)
-        root = M.ModelEnd(b)
-        b.Finish(root, file_identifier=b"TFL3")
-        return bytes(b.Output())
+        return finish_model(b, oc_offs, [sg], buf_offs, self.description)

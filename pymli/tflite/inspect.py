@@ -10,6 +10,8 @@ The guard bits MLI documents (``mli_hlp_accu_guard_bits_sa8_sa8``) are compared 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -83,6 +85,17 @@ def tensor_rows(m: TfliteModel) -> list[dict[str, Any]]:
     return rows
 
 
+def _tensor_table(rows: list[dict[str, Any]], extra: dict[str, Callable[[dict[str, Any]], str]]) -> Table:
+    """The "Tensors" table: index, name, shape, type and const, then one column per ``extra`` entry."""
+    t = Table(title="Tensors")
+    for c in ("#", "name", "shape", "type", "const", *extra):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
+                  *(f(r) for f in extra.values()))
+    return t
+
+
 def print_inspect(m: TfliteModel | TflmModel, console: Any = None) -> None:
     """Rich tables of :func:`op_rows` and :func:`tensor_rows` (:func:`print_tflm_inspect` for the tflm mapping)."""
     if isinstance(m, TflmModel):
@@ -107,13 +120,8 @@ def print_inspect(m: TfliteModel | TflmModel, console: Any = None) -> None:
                   str(h.get("headroom_bits", "")),
                   f"{h['guard_needed']}/{h['guard_available']}" if h else "")
     con.print(t)
-    t2 = Table(title="Tensors")
-    for c in ("#", "name", "shape", "type", "const", "TFLite quantisation", "MLI parameters"):
-        t2.add_column(c)
-    for r in tensor_rows(m):
-        t2.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
-                   r["tflite_q"], r["mli"])
-    con.print(t2)
+    con.print(_tensor_table(tensor_rows(m), {"TFLite quantisation": itemgetter("tflite_q"),
+                                             "MLI parameters": itemgetter("mli")}))
 
 
 def _q(t: Any) -> str:
@@ -171,13 +179,8 @@ def print_tflm_inspect(m: TflmModel, console: Any = None) -> None:
         t.add_row(str(r["index"]), r["op"], " ".join(r["inputs"]), " ".join(r["outputs"]), r["out_q"], r["mapping"],
                   ", ".join(r["defects"]))
     con.print(t)
-    t2 = Table(title="Tensors")
-    for c in ("#", "name", "shape", "type", "const", "variable", "TFLite quantisation"):
-        t2.add_column(c)
-    for r in tflm_tensor_rows(m):
-        t2.add_row(str(r["index"]), r["name"], "x".join(map(str, r["shape"])), r["type"], "yes" if r["const"] else "",
-                   "yes" if r["variable"] else "", r["tflite_q"])
-    con.print(t2)
+    con.print(_tensor_table(tflm_tensor_rows(m), {"variable": lambda r: "yes" if r["variable"] else "",
+                                                  "TFLite quantisation": itemgetter("tflite_q")}))
     if m.defects:
         con.print("[bold]arc_mli glue defects[/bold] (pymli computes what arc_mli intends; the device build deviates):")
         for d in m.defects:

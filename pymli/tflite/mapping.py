@@ -201,6 +201,31 @@ class GraphBuilder:
         self.qp[name] = want
         self.names[out_idx] = name
 
+    def emit(self, layer: Layer, in_idx: int, out_idx: int, keep_q: bool = False) -> None:
+        """Add ``layer`` on TFLite tensor ``in_idx`` and bind it to TFLite tensor ``out_idx`` (the common
+        ending of a one-input handler): with the output tensor's parameters, or with ``keep_q`` the
+        input's (a layer that moves values; :meth:`finish` requantises when they differ)."""
+        in_name = self.in_name(in_idx)
+        if keep_q:
+            self.finish(self.add(layer, [in_name], out_idx), self.cur_q(in_name), out_idx)
+            return
+        oq = self.tq(self.act(out_idx))
+        self.finish(self.add(layer, [in_name], out_idx, out_q=oq), oq, out_idx)
+
+    def op_bias(self, op: OpInfo, in_pos: int, bias_pos: int, w: Const, n: int) -> Const:
+        """The bias of a MAC operator: its optional input ``bias_pos`` (absent: zeros), on the scale of
+        input ``in_pos`` times the weights' (:meth:`bias`)."""
+        in_q = self.cur_q(self.in_name(op.inputs[in_pos]))
+        return self.bias(op.inputs[bias_pos] if len(op.inputs) > bias_pos else -1, in_q, w, n)
+
+    def act_and_ints(self, op: OpInfo, what: str) -> tuple[TensorInfo, np.ndarray]:
+        """An operator's activation input and its second input, a constant int32 / int64 ``what``, flattened."""
+        x = self.act(op.inputs[0])
+        if len(op.inputs) != 2:
+            raise self.fail(f"needs input and {what}")
+        c = self.const(op.inputs[1], what, ("INT32", "INT64"))
+        return x, c.data.reshape(-1)  # type: ignore[union-attr]
+
     def sample_shape(self, t: TensorInfo) -> tuple[int, ...]:
         """``t``'s shape without the batch axis."""
         return tuple(t.shape[1:])

@@ -1,6 +1,7 @@
 """The operator handlers of pymli's MLI mapping of TFLite (:data:`pymli.tflite.mapping.MLI`).
 
-One small function per TFLite operator, registered by name with ``@MLI.register("NAME")``:
+One small function per TFLite operator (or per family of operators on one MLI kernel, which reads
+its variant from ``op.name``), registered by name with ``@MLI.register("NAME", ...)``:
 ``handler(imp, op)`` checks the operator against what MLI can run (every refusal names the reason
 through ``imp.fail``), converts constants to MLI's layouts and parameters, adds the layers and binds
 the output (``imp.finish`` requantises when the layer's parameters differ from the TFLite output's).
@@ -42,8 +43,14 @@ _LUT_OUT = {"LOGISTIC": (-128, 1 / 256), "SOFTMAX": (-128, 1 / 256), "TANH": (0,
             "L2_NORMALIZATION": (0, 1 / 128)}
 
 
-def _conv_common(imp: GraphBuilder, op: OpInfo, depthwise: bool) -> None:
-    """CONV_2D / DEPTHWISE_CONV_2D: one MAC layer with the TFLite padding, stride, dilation and fused ReLU."""
+@MLI.register("CONV_2D", "DEPTHWISE_CONV_2D")
+def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """CONV_2D / DEPTHWISE_CONV_2D: one MAC layer with the TFLite padding, stride, dilation and fused ReLU.
+
+    CONV_2D: ``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` (OHWI weights -> HWCN); DEPTHWISE_CONV_2D (depth
+    multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``.
+    """
+    depthwise = op.name == "DEPTHWISE_CONV_2D"
     if len(op.inputs) < 2:
         raise imp.fail("needs input and weights")
     x = imp.act(op.inputs[0])
@@ -73,27 +80,10 @@ def _conv_common(imp: GraphBuilder, op: OpInfo, depthwise: bool) -> None:
                             "(grouped convolution is not mapped)")
         wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
     pad = imp.padding(o, h, w, kh, kw, sh, sw, dh, dw)
-    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
-    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, cout)
-    relu = imp.fused(o)
-    out_t = imp.act(op.outputs[0])
+    b = imp.op_bias(op, 0, 2, wc, cout)
     cls = DepthwiseConv2D if depthwise else Conv2D
-    la = cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=relu)
-    oq = imp.tq(out_t)
-    n = imp.add(la, [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
-
-
-@MLI.register("CONV_2D")
-def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """CONV_2D: ``mli_krn_conv2d_hwcn_sa8_sa8_sa32`` (OHWI weights -> HWCN)."""
-    _conv_common(imp, op, False)
-
-
-@MLI.register("DEPTHWISE_CONV_2D")
-def depthwise_conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """DEPTHWISE_CONV_2D (depth multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``."""
-    _conv_common(imp, op, True)
+    imp.emit(cls(wc, b, stride=(sh, sw), padding=pad, dilation=(dh, dw), relu=imp.fused(o)), op.inputs[0],
+             op.outputs[0])
 
 
 @MLI.register("TRANSPOSE_CONV")
@@ -121,12 +111,9 @@ def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
         raise imp.fail(f"padding ({t}, {b}, {l}, {r}) / stride {sh}x{sw} for a {kh}x{kw} kernel: MLI needs "
                         "0 <= padding < kernel and stride <= kernel")
     wc = imp.weights(op.inputs[1], (1, 2, 3, 0), {0: 3})
-    in_q = imp.cur_q(imp.in_name(op.inputs[2]))
-    bias = imp.bias(op.inputs[3] if len(op.inputs) > 3 else -1, in_q, wc, cout)
-    la = TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o))
-    oq = imp.tq(out_t)
-    n = imp.add(la, [imp.in_name(op.inputs[2])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    bias = imp.op_bias(op, 2, 3, wc, cout)
+    imp.emit(TransposeConv2D(wc, bias, stride=(sh, sw), padding=(t, b, l, r), relu=imp.fused(o)), op.inputs[2],
+             op.outputs[0])
 
 
 @MLI.register("FULLY_CONNECTED")
@@ -148,8 +135,7 @@ def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
     if int(np.prod(out_t.shape[1:])) != n_out:
         raise imp.fail(f"output {out_t.shape} does not hold {n_out} values per sample")
     wc = imp.weights(op.inputs[1], (1, 0), {0: 1})
-    in_q = imp.cur_q(imp.in_name(op.inputs[0]))
-    b = imp.bias(op.inputs[2] if len(op.inputs) > 2 else -1, in_q, wc, n_out)
+    b = imp.op_bias(op, 0, 2, wc, n_out)
     oq = imp.tq(out_t)
     n = imp.add(FullyConnected(wc, b, relu=imp.fused(o)), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
     if tuple(out_t.shape[1:]) != (n_out,):
@@ -157,7 +143,17 @@ def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
+#: the pooling layer of each TFLite pooling operator
+_POOL: dict[str, type[Layer]] = {"MAX_POOL_2D": MaxPool, "AVERAGE_POOL_2D": AvgPool}
+
+
+@MLI.register(*_POOL)
+def pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
+    """MAX_POOL_2D / AVERAGE_POOL_2D: ``mli_krn_maxpool_hwc_sa8`` / ``mli_krn_avepool_hwc_sa8``.
+
+    A fused activation becomes a ReLU layer after the pooling.
+    """
+    cls = _POOL[op.name]
     x = imp.act(op.inputs[0])
     if len(x.shape) != 4:
         raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
@@ -184,19 +180,17 @@ def _pool(imp: GraphBuilder, op: OpInfo, cls: type) -> None:
     imp.finish(n, q, op.outputs[0])
 
 
-@MLI.register("MAX_POOL_2D")
-def max_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """MAX_POOL_2D: ``mli_krn_maxpool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
-    _pool(imp, op, MaxPool)
+#: the MLI eltwise kind of each TFLite element-wise operator
+_ELTWISE = {"ADD": "add", "SUB": "sub", "MUL": "mul", "MINIMUM": "min", "MAXIMUM": "max"}
 
 
-@MLI.register("AVERAGE_POOL_2D")
-def average_pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
-    """AVERAGE_POOL_2D: ``mli_krn_avepool_hwc_sa8`` (+ a ReLU layer for a fused activation)."""
-    _pool(imp, op, AvgPool)
+@MLI.register(*_ELTWISE)
+def eltwise(imp: GraphBuilder, op: OpInfo) -> None:
+    """ADD / SUB / MUL / MINIMUM / MAXIMUM: ``mli_krn_eltwise_{add,sub,mul,min,max}_sa8``.
 
-
-def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
+    MINIMUM and MAXIMUM bring their operands to one format first.
+    """
+    kind = _ELTWISE[op.name]
     if len(op.inputs) != 2:
         raise imp.fail(f"{len(op.inputs)} inputs, 2 expected")
     a, b = (imp.tensor(i) for i in op.inputs)
@@ -254,60 +248,16 @@ def _eltwise(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-@MLI.register("ADD")
-def add(imp: GraphBuilder, op: OpInfo) -> None:
-    """ADD: ``mli_krn_eltwise_add_sa8``."""
-    _eltwise(imp, op, "add")
+#: the MLI ReLU type of each TFLite ReLU operator
+_RELU = {"RELU": "gen", "RELU6": "relu_6", "RELU_N1_TO_1": "relu_1"}
 
 
-@MLI.register("SUB")
-def sub(imp: GraphBuilder, op: OpInfo) -> None:
-    """SUB: ``mli_krn_eltwise_sub_sa8``."""
-    _eltwise(imp, op, "sub")
-
-
-@MLI.register("MUL")
-def mul(imp: GraphBuilder, op: OpInfo) -> None:
-    """MUL: ``mli_krn_eltwise_mul_sa8``."""
-    _eltwise(imp, op, "mul")
-
-
-@MLI.register("MINIMUM")
-def minimum(imp: GraphBuilder, op: OpInfo) -> None:
-    """MINIMUM: ``mli_krn_eltwise_min_sa8`` (operands brought to one format)."""
-    _eltwise(imp, op, "min")
-
-
-@MLI.register("MAXIMUM")
-def maximum(imp: GraphBuilder, op: OpInfo) -> None:
-    """MAXIMUM: ``mli_krn_eltwise_max_sa8`` (operands brought to one format)."""
-    _eltwise(imp, op, "max")
-
-
-def _relu(imp: GraphBuilder, op: OpInfo, kind: str) -> None:
-    imp.act(op.inputs[0])
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(ReLU(kind), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("RELU")
+@MLI.register(*_RELU)
 def relu(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU: ``mli_krn_relu_sa8`` (MLI_RELU_GEN)."""
-    _relu(imp, op, "gen")
-
-
-@MLI.register("RELU6")
-def relu6(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU6: ``mli_krn_relu_sa8`` (MLI_RELU_6)."""
-    _relu(imp, op, "relu_6")
-
-
-@MLI.register("RELU_N1_TO_1")
-def relu_n1_to_1(imp: GraphBuilder, op: OpInfo) -> None:
-    """RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_1)."""
-    _relu(imp, op, "relu_1")
+    """RELU / RELU6 / RELU_N1_TO_1: ``mli_krn_relu_sa8`` (MLI_RELU_GEN / MLI_RELU_6 / MLI_RELU_1)."""
+    kind = _RELU[op.name]
+    imp.act(op.inputs[0])
+    imp.emit(ReLU(kind), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("LEAKY_RELU")
@@ -322,9 +272,7 @@ def leaky_relu(imp: GraphBuilder, op: OpInfo) -> None:
     else:
         s, f = float_to_mli_scale(abs(alpha))
         slope = Const.quantized(np.asarray(1 if alpha > 0 else -1, np.int8), QParams.sa(0, s, f))
-    oq = imp.tq(imp.act(op.outputs[0]))
-    n = imp.add(LeakyReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.emit(LeakyReLU(slope), op.inputs[0], op.outputs[0])
 
 
 @MLI.register("PRELU")
@@ -342,10 +290,8 @@ def prelu(imp: GraphBuilder, op: OpInfo) -> None:
         raise imp.fail(f"alpha shape {al.shape}: one value or one per channel (last axis) expected")
     if vals.size == 1:
         vals = np.repeat(vals, c)
-    oq = imp.tq(imp.act(op.outputs[0]))
-    slope = Const.quantized(vals.astype(np.int8), imp.tq(al))
-    n = imp.add(PReLU(slope), [imp.in_name(op.inputs[0])], op.outputs[0], out_q=oq)
-    imp.finish(n, oq, op.outputs[0])
+    imp.act(op.outputs[0])
+    imp.emit(PReLU(Const.quantized(vals.astype(np.int8), imp.tq(al))), op.inputs[0], op.outputs[0])
 
 
 def _lut(imp: GraphBuilder, op: OpInfo, layer: Layer) -> None:
@@ -357,16 +303,10 @@ def _lut(imp: GraphBuilder, op: OpInfo, layer: Layer) -> None:
     imp.finish(n, q, op.outputs[0])
 
 
-@MLI.register("LOGISTIC")
+@MLI.register("LOGISTIC", "TANH")
 def logistic(imp: GraphBuilder, op: OpInfo) -> None:
-    """LOGISTIC: ``mli_krn_sigm_sa8``."""
-    _lut(imp, op, Sigmoid())
-
-
-@MLI.register("TANH")
-def tanh(imp: GraphBuilder, op: OpInfo) -> None:
-    """TANH: ``mli_krn_tanh_sa8``."""
-    _lut(imp, op, Tanh())
+    """LOGISTIC / TANH: ``mli_krn_sigm_sa8`` / ``mli_krn_tanh_sa8``."""
+    _lut(imp, op, Sigmoid() if op.name == "LOGISTIC" else Tanh())
 
 
 @MLI.register("SOFTMAX")
@@ -387,45 +327,26 @@ def l2_normalization(imp: GraphBuilder, op: OpInfo) -> None:
     _lut(imp, op, L2Norm())
 
 
-def _reshape(imp: GraphBuilder, op: OpInfo) -> None:
+@MLI.register("RESHAPE", "SQUEEZE")
+def reshape(imp: GraphBuilder, op: OpInfo) -> None:
+    """RESHAPE / SQUEEZE: a copy under the new shape (``mli_mov_tensor_sync``)."""
     x = imp.act(op.inputs[0])
     out_t = imp.act(op.outputs[0])
     if int(np.prod(x.shape)) != int(np.prod(out_t.shape)):
         raise imp.fail(f"cannot reshape {x.shape} to {out_t.shape}")
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(Reshape(tuple(out_t.shape[1:]) or (1,)), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("RESHAPE")
-def reshape(imp: GraphBuilder, op: OpInfo) -> None:
-    """RESHAPE: a copy under the new shape (``mli_mov_tensor_sync``)."""
-    _reshape(imp, op)
-
-
-@MLI.register("SQUEEZE")
-def squeeze(imp: GraphBuilder, op: OpInfo) -> None:
-    """SQUEEZE: as RESHAPE."""
-    _reshape(imp, op)
+    imp.emit(Reshape(tuple(out_t.shape[1:]) or (1,)), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("TRANSPOSE")
 def transpose(imp: GraphBuilder, op: OpInfo) -> None:
     """TRANSPOSE (batch axis fixed): ``mli_krn_permute_sa8``."""
-    x = imp.act(op.inputs[0])
-    if len(op.inputs) != 2:
-        raise imp.fail("needs input and permutation")
-    p = imp.const(op.inputs[1], "permutation", ("INT32", "INT64"))
-    perm = [int(v) for v in p.data.reshape(-1)]  # type: ignore[union-attr]
+    x, p = imp.act_and_ints(op, "permutation")
+    perm = [int(v) for v in p]
     if sorted(perm) != list(range(len(x.shape))):
         raise imp.fail(f"permutation {perm} for rank {len(x.shape)}")
     if perm[0] != 0:
         raise imp.fail(f"permutation {perm} moves the batch axis")
-    in_name = imp.in_name(op.inputs[0])
-    q = imp.cur_q(in_name)
-    n = imp.add(Permute([v - 1 for v in perm[1:]]), [in_name], op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
+    imp.emit(Permute([v - 1 for v in perm[1:]]), op.inputs[0], op.outputs[0], keep_q=True)
 
 
 @MLI.register("CONCATENATION")
@@ -455,9 +376,12 @@ def concatenation(imp: GraphBuilder, op: OpInfo) -> None:
     imp.finish(n, oq, op.outputs[0])
 
 
-@MLI.register("PAD")
+@MLI.register("PAD", "PADV2")
 def pad(imp: GraphBuilder, op: OpInfo) -> None:
-    """PAD of height / width with the zero point: ``mli_krn_padding2d_hwc_sa8``."""
+    """PAD / PADV2 of height / width with the zero point: ``mli_krn_padding2d_hwc_sa8``.
+
+    PADV2's constant must be the zero point.
+    """
     x = imp.act(op.inputs[0])
     if len(op.inputs) < 2:
         raise imp.fail("needs input and paddings")
@@ -481,25 +405,15 @@ def pad(imp: GraphBuilder, op: OpInfo) -> None:
         cv = imp.const(op.inputs[2], "constant value", ("INT8",))
         if int(cv.data.reshape(-1)[0]) != int(q.zero_point):  # type: ignore[union-attr]
             raise imp.fail("pads with a value other than the zero point (MLI pads with the zero point)")
-    n = imp.add(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), [in_name],
-                 op.outputs[0])
-    imp.finish(n, q, op.outputs[0])
-
-
-@MLI.register("PADV2")
-def padv2(imp: GraphBuilder, op: OpInfo) -> None:
-    """PADV2: as PAD (the constant must be the zero point)."""
-    pad(imp, op)
+    imp.emit(Pad((int(pads[1, 0]), int(pads[1, 1]), int(pads[2, 0]), int(pads[2, 1]))), op.inputs[0],
+             op.outputs[0], keep_q=True)
 
 
 @MLI.register("ARG_MAX")
 def arg_max(imp: GraphBuilder, op: OpInfo) -> None:
     """ARG_MAX along the last axis: ``mli_krn_argmax_sa8`` (MLI's tie rule: the last maximum)."""
-    x = imp.act(op.inputs[0])
-    if len(op.inputs) != 2:
-        raise imp.fail("needs input and axis")
-    ax = imp.const(op.inputs[1], "axis", ("INT32", "INT64"))
-    axis = int(ax.data.reshape(-1)[0])  # type: ignore[union-attr]
+    x, ax = imp.act_and_ints(op, "axis")
+    axis = int(ax[0])
     rank = len(x.shape)
     axis = axis + rank if axis < 0 else axis
     if axis != rank - 1 or rank < 2:
@@ -519,10 +433,7 @@ def quantize(imp: GraphBuilder, op: OpInfo) -> None:
     if src.type != "INT8":
         raise imp.fail(f"QUANTIZE from {src.type} inside the graph (only at the input, or int8 -> int8)")
     imp.act(op.inputs[0])
-    n = imp.in_name(op.inputs[0])
-    oq = imp.tq(imp.act(op.outputs[0]))
-    m = imp.add(Requant(), [n], op.outputs[0], out_q=oq)
-    imp.finish(m, oq, op.outputs[0])
+    imp.emit(Requant(), op.inputs[0], op.outputs[0])
 
 
 @MLI.register("DEQUANTIZE")

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from ..errors import MliError, Status
 from . import fixedpoint as fp
 from . import quant_util as qu
-from .common import tflite_round
+from .common import require_int8, tflite_round
 from .lstm import checked_log2, sigmoid_int16, tanh_int16
 from .quant_util import quantize_multiplier
 
@@ -63,8 +62,7 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     Raises:
         MliError: input not int8.
     """
-    if x.dtype != np.int8:
-        raise MliError(Status.TYPE_MISMATCH, f"softmax_int8 input {x.dtype}")
+    require_int8(x, "softmax_int8")
     od = np.dtype(out_dtype)
     xi = x.astype(np.int64)
     diff = xi - xi.max(axis=-1, keepdims=True)
@@ -374,8 +372,7 @@ def log_softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: 
     Raises:
         MliError: input not int8.
     """
-    if x.dtype != np.int8:
-        raise MliError(Status.TYPE_MISMATCH, f"log_softmax_int8 input {x.dtype}")
+    require_int8(x, "log_softmax_int8")
     xi = x.astype(np.int64)
     diff = xi - xi.max(axis=-1, keepdims=True)
     in_q5 = qu.wrap(qu.multiply_by_quantized_multiplier(diff, input_multiplier, input_left_shift), 32)

@@ -6,8 +6,11 @@ import math
 
 import numpy as np
 
+from ..errors import MliError, Status
+
 __all__ = [
     "dtype_range",
+    "require_int8",
     "activation_range",
     "compute_out_size",
     "compute_padding",
@@ -19,6 +22,20 @@ __all__ = [
 ]
 
 ACT_NONE, ACT_RELU, ACT_RELU_N1_TO_1, ACT_RELU6 = 0, 1, 2, 3
+
+
+def require_int8(x: np.ndarray, what: str) -> None:
+    """Refuse a kernel input that is not int8.
+
+    Args:
+        x: the input array.
+        what: the kernel's name, for the message.
+
+    Raises:
+        MliError: TYPE_MISMATCH when ``x`` is not int8.
+    """
+    if x.dtype != np.int8:
+        raise MliError(Status.TYPE_MISMATCH, f"{what} input {x.dtype}")
 
 
 def dtype_range(dtype: np.dtype | type | str) -> tuple[int, int]:

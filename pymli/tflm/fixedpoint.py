@@ -10,9 +10,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from ..arith.rounding import bit_length
 from .quant_util import rounding_divide_by_pot, saturate, saturating_rounding_multiply_by_pot, srdhm, wrap
 
 __all__ = [
+    "clz32",
     "add",
     "sub",
     "mul",
@@ -154,16 +156,16 @@ def tanh(a: npt.ArrayLike, integer_bits: int) -> I64:
     return np.where(a == 0, 0, np.where(neg, wrap(-t, 32), t))
 
 
-def _clz32(v: npt.ArrayLike) -> I64:
-    """``CountLeadingZeros`` of uint32 values (32 for 0); ``v`` non-negative int32 raws."""
-    v = np.asarray(v, np.int64) & 0xFFFFFFFF
-    bl = np.zeros(v.shape, np.int64)
-    w = v.copy()
-    for s in (16, 8, 4, 2, 1):  # binary search of the bit length, vectorised
-        m = w >= (1 << s)
-        bl = np.where(m, bl + s, bl)
-        w = np.where(m, w >> s, w)
-    return 32 - (bl + (w > 0))
+def clz32(v: npt.ArrayLike) -> I64:
+    """gemmlowp / TFLM ``CountLeadingZeros`` of uint32 values.
+
+    Args:
+        v: int32 raws (any integer dtype), read as unsigned 32-bit.
+
+    Returns:
+        int64 array of leading zero counts (32 for 0).
+    """
+    return 32 - bit_length(np.asarray(v, np.int64) & 0xFFFFFFFF)
 
 
 def _mul_by_pot_param(x: npt.ArrayLike, exponent: npt.ArrayLike) -> I64:
@@ -198,11 +200,11 @@ def log_x_for_x_greater_than_or_equal_to_1(a: npt.ArrayLike, output_bits: int,
     alpha_n, alpha_d, alpha_i, alpha_f = 117049297, 127690142, 1057819769, 638450708
     shifted_quarter = rescale(one_quarter, 0, acc_bits)
     z_a = np.asarray(a, np.int64)
-    hr_a1 = _clz32(z_a)
+    hr_a1 = clz32(z_a)
     r_a = _mul_by_pot_param(mul(_mul_by_pot_param(z_a, hr_a1 - 1), sqrt_half), 1)
     pow_a = saturate(_mul_by_pot_param(input_bits - hr_a1, 31 - acc_bits) + shifted_quarter, 32)
     z_b = mul(z_a, sqrt_half)
-    hr_b = _clz32(z_b) - 1
+    hr_b = clz32(z_b) - 1
     r_b = _mul_by_pot_param(z_a, hr_b)
     pow_b = saturate(_mul_by_pot_param(input_bits - hr_b, 31 - acc_bits) - shifted_quarter, 32)
     r = np.minimum(r_a, r_b)

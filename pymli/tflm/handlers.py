@@ -38,6 +38,18 @@ def _reg(*names: str) -> Callable[[Handler], Handler]:
     return deco
 
 
+def _int8_io(graph: Any, op: Any, name: str) -> tuple[Any, Any]:
+    """The first input and output tensors of an operator that TFLM runs on int8 only.
+
+    Raises:
+        MliError: NOT_SUPPORTED when the input is not int8.
+    """
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype != np.int8:
+        raise MliError(Status.NOT_SUPPORTED, f"{name} {x.dtype}")
+    return x, o
+
+
 def run_op(graph: Any, op: Any, inputs: list) -> list:
     """Dispatch ``op`` to its handler.
 
@@ -440,9 +452,7 @@ def _cast(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("HARD_SWISH")
 def _hard_swish(graph: Any, op: Any, ins: list) -> list:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"HARD_SWISH {x.dtype}")
+    x, o = _int8_io(graph, op, "HARD_SWISH")
     om, oe, rm, re_ = misc.hard_swish_params(x.s, o.s)
     if oe > 0:
         raise MliError(Status.ARGUMENT_ERROR, f"HARD_SWISH output scale {o.s} below input scale / 128 "
@@ -615,9 +625,7 @@ def _compare(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("ELU")
 def _elu(graph: Any, op: Any, ins: list) -> list:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"ELU {x.dtype}")
+    x, o = _int8_io(graph, op, "ELU")
     return [misc.elu_int8(ins[0], input_scale=x.s, input_zp=x.zp, output_scale=o.s, output_zp=o.zp)]
 
 
@@ -633,9 +641,7 @@ def _batch_matmul(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("ADD_N")
 def _add_n(graph: Any, op: Any, ins: list) -> list:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"ADD_N {x.dtype}")
+    x, o = _int8_io(graph, op, "ADD_N")
     return [elementwise.add_n(list(ins), elementwise.sum_params(x.s, x.zp, o.s, o.zp))]
 
 
@@ -663,9 +669,7 @@ def _resize_bilinear(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("LOG_SOFTMAX")
 def _log_softmax(graph: Any, op: Any, ins: list) -> list:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"LOG_SOFTMAX {x.dtype}")
+    x, o = _int8_io(graph, op, "LOG_SOFTMAX")
     if np.float32(o.s) != np.float32(16 / 256) or o.zp != 127:
         raise MliError(Status.ARGUMENT_ERROR, "LOG_SOFTMAX int8 output must have scale 16/256 and "
                        "zero point 127")
@@ -677,9 +681,7 @@ def _log_softmax(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("L2_NORMALIZATION")
 def _l2norm(graph: Any, op: Any, ins: list) -> list:
-    x = graph.tensors[op.inputs[0]]
-    if x.dtype != np.int8:
-        raise MliError(Status.NOT_SUPPORTED, f"L2_NORMALIZATION {x.dtype}")
+    x, _ = _int8_io(graph, op, "L2_NORMALIZATION")
     if _act(op) != 0:
         raise MliError(Status.NOT_SUPPORTED, "L2_NORMALIZATION with a fused activation")
     return [misc.l2_normalization_int8(ins[0], input_zp=x.zp)]

@@ -25,6 +25,23 @@ __all__ = ["sigmoid_int16", "tanh_int16", "checked_log2", "LstmGate", "LstmParam
 GATES = ("input", "forget", "cell", "output")
 
 
+def _sigmoid_table(x: np.ndarray, input_multiplier: int, input_left_shift: int,
+                   step_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shared front of the int16 sigmoid and tanh: rescale ``x``, look up ``SIGMOID_Q16`` at ``|v|``.
+
+    Returns ``(v, uh, interp)``: the rescaled input (int64), its table index ``|v| >> step_bits`` before
+    clamping, and the linear interpolation between the two entries scaled by ``2**step_bits``.
+    """
+    m, sh = (3 << input_left_shift, 0) if input_multiplier == 0 else (input_multiplier, input_left_shift)
+    rnd = (1 << (sh - 1)) if sh > 0 else 0
+    v = (x.astype(np.int64) * m + rnd) >> sh
+    a = np.abs(v)
+    uh = a >> step_bits
+    idx = np.minimum(uh, 254)
+    ua, ub = SIGMOID_Q16[idx], SIGMOID_Q16[idx + 1]
+    return v, uh, (ua << step_bits) + (a & ((1 << step_bits) - 1)) * (ub - ua)
+
+
 def sigmoid_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
     """TFLM ``reference_integer_ops::Logistic`` for int16 (Q3.12 in -> Q0.15 out by default).
 
@@ -36,14 +53,8 @@ def sigmoid_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: in
     Returns:
         int16 array.
     """
-    m, sh = (3 << input_left_shift, 0) if input_multiplier == 0 else (input_multiplier, input_left_shift)
-    rnd = (1 << (sh - 1)) if sh > 0 else 0
-    v = (x.astype(np.int64) * m + rnd) >> sh
-    a = np.abs(v)
-    uh = a >> 9
-    idx = np.minimum(uh, 254)
-    ua, ub = SIGMOID_Q16[idx], SIGMOID_Q16[idx + 1]
-    r = np.where(uh >= 255, 0x7FFF << 10, (ua << 9) + (a & 0x1FF) * (ub - ua))
+    v, uh, interp = _sigmoid_table(x, input_multiplier, input_left_shift, 9)
+    r = np.where(uh >= 255, 0x7FFF << 10, interp)
     r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
     return qu.wrap(r, 16).astype(np.int16)
 
@@ -59,14 +70,8 @@ def tanh_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int =
     Returns:
         int16 array (Q0.15).
     """
-    m, sh = (3 << input_left_shift, 0) if input_multiplier == 0 else (input_multiplier, input_left_shift)
-    rnd = (1 << (sh - 1)) if sh > 0 else 0
-    v = (x.astype(np.int64) * m + rnd) >> sh
-    a = np.abs(v)
-    uh = a >> 8
-    idx = np.minimum(uh, 254)
-    ua, ub = SIGMOID_Q16[idx], SIGMOID_Q16[idx + 1]
-    r = np.where(uh >= 255, 0xFFFF << 8, (ua << 8) + (a & 0xFF) * (ub - ua))
+    v, uh, interp = _sigmoid_table(x, input_multiplier, input_left_shift, 8)
+    r = np.where(uh >= 255, 0xFFFF << 8, interp)
     r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
     return qu.wrap(r, 16).astype(np.int16)
 

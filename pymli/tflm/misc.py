@@ -9,6 +9,7 @@ import numpy.typing as npt
 from ..errors import MliError, Status
 from . import fixedpoint as fp
 from . import quant_util as qu
+from .common import require_int8
 from .quant_util import downscale_int32_to_int16_multiplier, quantize_multiplier
 
 __all__ = ["hard_swish_params", "hard_swish", "squared_difference_params", "squared_difference",
@@ -119,29 +120,16 @@ def squared_difference(x1: np.ndarray, x2: np.ndarray, p: dict) -> np.ndarray:
     return np.clip(out, lo, hi).astype(x1.dtype)
 
 
-def _clz32(v: I64) -> I64:
-    """Leading zeros of non-negative int32 values (32 for 0)."""
-    v = np.asarray(v, np.int64)
-    bl = np.zeros(v.shape, np.int64)
-    w = v.copy()
-    for s in (16, 8, 4, 2, 1):  # binary search of the bit length, vectorised
-        m = w >= (1 << s)
-        bl = np.where(m, bl + s, bl)
-        w = np.where(m, w >> s, w)
-    bl = bl + (w > 0)
-    return 32 - bl
-
-
 def count_leading_sign_bits(v: npt.ArrayLike) -> I64:
     """``__builtin_clrsb`` of int32 values (31 for 0 and -1)."""
     v = np.asarray(v, np.int64)
-    return _clz32(np.where(v < 0, ~v, v)) - 1
+    return fp.clz32(np.where(v < 0, ~v, v)) - 1
 
 
 def reciprocal(x: npt.ArrayLike, x_integer_digits: int) -> tuple[I64, I64]:
     """TFLM ``GetReciprocal``: ``(Q0.31 1/x scaled, num_bits_over_unit)`` for positive int32 ``x``."""
     x = np.asarray(x, np.int64)
-    hp1 = _clz32(x)
+    hp1 = fp.clz32(x)
     nbou = x_integer_digits - hp1
     shifted = qu.wrap(((x << hp1) & 0xFFFFFFFF) - (1 << 31), 32)
     return fp.one_over_one_plus_x_for_x_in_0_1(shifted), nbou
@@ -170,7 +158,7 @@ def inv_sqrt_multiplier_exp(v: npt.ArrayLike, reverse_shift: int = -1) -> tuple[
         big = inp >= (1 << 29)
         inp = np.where(big, inp // 4, inp)
         shift = shift + big
-    pairs = (_clz32(inp) - 1) // 2 - 1
+    pairs = (fp.clz32(inp) - 1) // 2 - 1
     shift = shift - pairs
     inp = inp << (2 * pairs)
     fi = inp >> 1
@@ -358,8 +346,7 @@ def l2_normalization_int8(x: np.ndarray, *, input_zp: int) -> np.ndarray:
     Raises:
         MliError: input not int8.
     """
-    if x.dtype != np.int8:
-        raise MliError(Status.TYPE_MISMATCH, f"l2_normalization_int8 input {x.dtype}")
+    require_int8(x, "l2_normalization_int8")
     v = x.astype(np.int64) - input_zp
     acc = (v * v).sum(axis=-1, keepdims=True)  # <= 255**2 * depth: int32 for depth < 2**15
     m, s = inv_sqrt_multiplier_exp(acc)

@@ -89,13 +89,7 @@ def max_pool(x: np.ndarray, *, k: tuple[int, int], stride: tuple[int, int], same
              act_min: int, act_max: int) -> np.ndarray:
     """TFLM ``reference_integer_ops::MaxPool``: maximum over the in-image taps, clamped.
 
-    Args:
-        x: int8 / int16 NHWC input.
-        k: filter (h, w). stride: (h, w). same: SAME padding.
-        act_min: clamp low. act_max: clamp high.
-
-    Returns:
-        pooled NHWC array of ``x``'s dtype.
+    Args and Returns as :func:`average_pool`.
     """
     v, m = _pool_windows(x, k, stride, same)
     lo = np.iinfo(x.dtype).min

@@ -942,12 +942,16 @@ def _fft_auto_scale(graph: Any, op: Any, ins: list) -> list:
     return [y, np.array(sb, np.int32)]
 
 
-@_reg("SignalRfft")
-def _rfft(graph: Any, op: Any, ins: list) -> list:
+def _fft_io(graph: Any, op: Any) -> tuple[np.dtype, int, tuple, tuple]:
+    """SignalRfft / SignalIrfft: the element type (one for input and output), ``fft_length`` and both shapes."""
     dt = graph.tensors[op.inputs[0]].dtype
     _types(graph, op, (dt,), (dt,))
-    n = _i32(_opt(op, 1, "fft_length"))
-    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    return dt, _i32(_opt(op, 1, "fft_length")), _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+
+
+@_reg("SignalRfft")
+def _rfft(graph: Any, op: Any, ins: list) -> list:
+    dt, n, ish, osh = _fft_io(graph, op)
     _check(len(ish) == len(osh) and len(ish) >= 1, op, "input and output ranks differ")
     _check(osh[-1] == n + 2 and ish[:-1] == osh[:-1], op,
            f"output shape {osh} does not hold fft_length/2 + 1 complex bins per frame of {ish}")
@@ -1033,10 +1037,7 @@ def _filter_bank_log(graph: Any, op: Any, ins: list) -> list:
 
 @_reg("SignalIrfft")
 def _irfft(graph: Any, op: Any, ins: list) -> list:
-    dt = graph.tensors[op.inputs[0]].dtype
-    _types(graph, op, (dt,), (dt,))
-    n = _i32(_opt(op, 1, "fft_length"))
-    ish, osh = _shape(graph, op.inputs[0]), _shape(graph, op.outputs[0])
+    dt, n, ish, osh = _fft_io(graph, op)
     _check(len(ish) == len(osh) and len(ish) >= 1 and ish[:-1] == osh[:-1], op,
            "input and output shapes differ outside the last axis")
     _check(osh[-1] == n, op, f"output frames of {osh[-1]} samples, fft_length is {n}")

@@ -17,54 +17,11 @@ from pymli.config import VPX
 from pymli.export.trace import _record, _Snap, _Struct
 from pymli.models import AvgPool, Conv2D, Eltwise, FullyConnected, MaxPool, Network, ReLU
 from pymli.models.quantize import quantize_network
+from pymli.testing.cstructs import MliConv2dCfg, MliFcCfg, MliPoolCfg, MliRelu, MliTensor, fill_tensor
 
 
-class _Mem(C.Union):
-    _fields_ = [("p", C.c_void_p), ("i32", C.c_int32), ("i16", C.c_int16), ("i8", C.c_int8)]
-
-
-class _Container(C.Structure):
-    _fields_ = [("capacity", C.c_uint32), ("mem", _Mem)]
-
-
-class _Fx(C.Structure):
-    _fields_ = [("frac_bits", C.c_int8)]
-
-
-class _Sa(C.Structure):
-    _fields_ = [("type", C.c_int), ("zero_point", _Container), ("scale", _Container), ("dim", C.c_int32),
-                ("scale_frac_bits", _Container)]
-
-
-class _ElParams(C.Union):
-    _fields_ = [("fx", _Fx), ("sa", _Sa)]
-
-
-class _Tensor(C.Structure):
-    _fields_ = [("data", _Container), ("mem_stride", C.c_int32 * 4), ("shape", C.c_uint32 * 4),
-                ("rank", C.c_uint32), ("el_type", C.c_int), ("el_params", _ElParams)]
-
-
-class _Relu(C.Structure):
-    _fields_ = [("type", C.c_int)]
-
-
-class _Conv(C.Structure):
-    _fields_ = [("relu", _Relu)] + [(n, C.c_uint8) for n in (
-        "stride_width", "stride_height", "padding_left", "padding_right", "padding_top", "padding_bottom",
-        "dilation_width", "dilation_height")]
-
-
-class _Pool(C.Structure):
-    _fields_ = [(n, C.c_uint8) for n in ("kernel_width", "kernel_height", "stride_width", "stride_height",
-                                         "padding_left", "padding_right", "padding_top", "padding_bottom")]
-
-
-class _Fc(C.Structure):
-    _fields_ = [("relu", _Relu)]
-
-
-_STRUCTS = {"mli_conv2d_cfg": _Conv, "mli_pool_cfg": _Pool, "mli_fully_connected_cfg": _Fc, "mli_relu_cfg": _Relu}
+_STRUCTS = {"mli_conv2d_cfg": MliConv2dCfg, "mli_pool_cfg": MliPoolCfg, "mli_fully_connected_cfg": MliFcCfg,
+            "mli_relu_cfg": MliRelu}
 _RELU = {"MLI_RELU_NONE": 0, "MLI_RELU_GEN": 1, "MLI_RELU_1": 2, "MLI_RELU_6": 3}
 KEY = re.compile(r"^mli_krn_(conv2d_hwcn|depthwise_conv2d_hwcn|fully_connected|avepool_hwc|maxpool_hwc|"
                  r"eltwise_add|eltwise_mul|relu)_(sa8|fx16)")
@@ -82,36 +39,13 @@ def _struct(s: _Struct) -> C.Structure:
     return obj
 
 
-def _container(v, keep, dt):  # type: ignore[no-untyped-def]
-    c = _Container()
-    if isinstance(v, tuple):
-        arr = np.asarray(v, dt)
-        keep.append(arr)
-        c.capacity, c.mem.p = arr.nbytes, arr.ctypes.data
-    elif dt == np.int8:
-        c.mem.i8 = int(v)
-    else:
-        c.mem.i16 = int(v)
-    return c
-
-
-def _tensor(s: _Snap, data: bytes, keep: list) -> _Tensor:
+def _tensor(s: _Snap, data: bytes, keep: list) -> tuple[MliTensor, np.ndarray]:
     f = s.fields
-    t = _Tensor()
+    t = MliTensor()
     buf = np.frombuffer(bytearray(data), np.uint8)
     keep.append(buf)
     t.data.capacity, t.data.mem.p = f["capacity"], buf.ctypes.data
-    for i in range(f["rank"]):
-        t.shape[i], t.mem_stride[i] = f["shape"][i], f["mem_stride"][i]
-    t.rank, t.el_type = f["rank"], int(f["el_type"])
-    if f["el_type"].is_sa:
-        t.el_params.sa.type = 0
-        t.el_params.sa.zero_point = _container(f["zero_point"], keep, np.int16)
-        t.el_params.sa.scale = _container(f["scale"], keep, np.int16)
-        t.el_params.sa.scale_frac_bits = _container(f["scale_frac_bits"], keep, np.int8)
-        t.el_params.sa.dim = f["dim"]
-    else:
-        t.el_params.fx.frac_bits = f["frac_bits"]
+    fill_tensor(t, f["rank"], f["shape"], f["mem_stride"], f["el_type"], f["el_type"].is_sa, f, keep)
     return t, buf
 
 

@@ -11,104 +11,31 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import flatbuffers
 import numpy as np
 import pytest
 import tflite
-from flatbuffers import flexbuffers
 
 from pymli.errors import MliError, Status
 from pymli.testing import tflm_golden as _golden
 from pymli.tflm import handlers, signal
 
-from ._model import Tensor
+from ._model import Tensor, single_op
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime",
                               reason="the tflite_micro interpreter is an optional test dependency")
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "audio"
 I16, I32, U32, U64, F32 = np.int16, np.int32, np.uint32, np.uint64, np.float32
-_TYPES = {np.dtype(np.int8): tflite.TensorType.INT8, np.dtype(np.int16): tflite.TensorType.INT16,
-          np.dtype(np.int32): tflite.TensorType.INT32, np.dtype(np.uint32): tflite.TensorType.UINT32,
-          np.dtype(np.uint64): tflite.TensorType.UINT64, np.dtype(np.float32): tflite.TensorType.FLOAT32,
-          np.dtype(np.bool_): tflite.TensorType.BOOL}
 
 
 def custom_op(code: str, inputs: list[Tensor], outputs: list[Tensor], options: dict[str, Any]) -> bytes:
     """Bytes of a model with one CUSTOM operator ``code`` whose options are a flexbuffer map."""
-    b = flatbuffers.Builder(1024)
-    tensors = inputs + outputs
+    return single_op("CUSTOM", inputs, outputs, options, custom_code=code)
 
-    def ivec(start: Any, vals: list[int]) -> int:
-        start(b, len(vals))
-        for v in reversed(vals):
-            b.PrependInt32(int(v))
-        return b.EndVector()
 
-    def ovec(start: Any, offs: list[int]) -> int:
-        start(b, len(offs))
-        for o in reversed(offs):
-            b.PrependUOffsetTRelative(o)
-        return b.EndVector()
-
-    bufs = [tflite.BufferStart(b) or tflite.BufferEnd(b)]
-    buf_of = {}
-    for t in tensors:
-        if t.data is not None:
-            raw = np.ascontiguousarray(np.asarray(t.data).astype(t.dtype.newbyteorder("<"))).tobytes()
-            d = b.CreateNumpyVector(np.frombuffer(raw, np.uint8))
-            tflite.BufferStart(b)
-            tflite.BufferAddData(b, d)
-            buf_of[id(t)] = len(bufs)
-            bufs.append(tflite.BufferEnd(b))
-    toffs = []
-    for i, t in enumerate(tensors):
-        name = b.CreateString(f"t{i}")
-        shape = ivec(tflite.TensorStartShapeVector, list(t.shape))
-        tflite.TensorStart(b)
-        tflite.TensorAddShape(b, shape)
-        tflite.TensorAddType(b, _TYPES[t.dtype])
-        tflite.TensorAddBuffer(b, buf_of.get(id(t), 0))
-        tflite.TensorAddName(b, name)
-        toffs.append(tflite.TensorEnd(b))
-    opts = b.CreateNumpyVector(np.frombuffer(flexbuffers.Dumps(options), np.uint8))
-    io = ivec(tflite.OperatorStartInputsVector, list(range(len(inputs))))
-    oo = ivec(tflite.OperatorStartOutputsVector, list(range(len(inputs), len(tensors))))
-    tflite.OperatorStart(b)
-    tflite.OperatorAddOpcodeIndex(b, 0)
-    tflite.OperatorAddInputs(b, io)
-    tflite.OperatorAddOutputs(b, oo)
-    tflite.OperatorAddCustomOptions(b, opts)
-    opo = tflite.OperatorEnd(b)
-    g_in = [i for i, t in enumerate(inputs) if t.data is None]
-    sgi = ivec(tflite.SubGraphStartInputsVector, g_in)
-    sgo = ivec(tflite.SubGraphStartOutputsVector, list(range(len(inputs), len(tensors))))
-    sgt = ovec(tflite.SubGraphStartTensorsVector, toffs)
-    sgops = ovec(tflite.SubGraphStartOperatorsVector, [opo])
-    tflite.SubGraphStart(b)
-    tflite.SubGraphAddTensors(b, sgt)
-    tflite.SubGraphAddInputs(b, sgi)
-    tflite.SubGraphAddOutputs(b, sgo)
-    tflite.SubGraphAddOperators(b, sgops)
-    sg = tflite.SubGraphEnd(b)
-    cc = b.CreateString(code)
-    tflite.OperatorCodeStart(b)
-    tflite.OperatorCodeAddDeprecatedBuiltinCode(b, tflite.BuiltinOperator.CUSTOM)
-    tflite.OperatorCodeAddBuiltinCode(b, tflite.BuiltinOperator.CUSTOM)
-    tflite.OperatorCodeAddCustomCode(b, cc)
-    tflite.OperatorCodeAddVersion(b, 1)
-    oc = tflite.OperatorCodeEnd(b)
-    ocs = ovec(tflite.ModelStartOperatorCodesVector, [oc])
-    sgs = ovec(tflite.ModelStartSubgraphsVector, [sg])
-    bv = ovec(tflite.ModelStartBuffersVector, bufs)
-    tflite.ModelStart(b)
-    tflite.ModelAddVersion(b, 3)
-    tflite.ModelAddOperatorCodes(b, ocs)
-    tflite.ModelAddSubgraphs(b, sgs)
-    tflite.ModelAddBuffers(b, bv)
-    m = tflite.ModelEnd(b)
-    b.Finish(m, file_identifier=b"TFL3")
-    return bytes(b.Output())
+def _ttype(dt: Any) -> int:
+    """The ``tflite.TensorType`` code of a NumPy dtype (the signal operators' ``T`` option)."""
+    return int(getattr(tflite.TensorType, np.dtype(dt).name.upper()))
 
 
 def T(shape: tuple[int, ...], dtype: Any, data: np.ndarray | None = None) -> Tensor:
@@ -233,7 +160,7 @@ def _extreme(dt: Any, shape: tuple, low: bool) -> np.ndarray:
 def test_rfft(n: int, L: int, dt: Any) -> None:
     r = rng("rfft", n, L, np.dtype(dt).name)
     shape = (2, L)
-    m = custom_op("SignalRfft", [T(shape, dt)], [T((2, n + 2), dt)], {"T": int(_TYPES[np.dtype(dt)]),
+    m = custom_op("SignalRfft", [T(shape, dt)], [T((2, n + 2), dt)], {"T": _ttype(dt),
                                                                       "fft_length": n})
     feeds = [[_full(r, dt, shape)],
              [np.stack([audio(r, L, 20000, 1000), audio(r, L, 500, 3000)]).astype(dt)
@@ -247,7 +174,7 @@ def test_rfft(n: int, L: int, dt: Any) -> None:
 def test_irfft(n: int, dt: Any) -> None:
     r = rng("irfft", n, np.dtype(dt).name)
     shape = (2, n + 2)
-    m = custom_op("SignalIrfft", [T(shape, dt)], [T((2, n), dt)], {"T": int(_TYPES[np.dtype(dt)]),
+    m = custom_op("SignalIrfft", [T(shape, dt)], [T((2, n), dt)], {"T": _ttype(dt),
                                                                    "fft_length": n})
     spec = signal.rfft(audio(r, n, 20000, 700).astype(I16), n).astype(dt)
     feeds = [[_full(r, dt, shape)], [np.stack([spec, spec // 3]).astype(dt)],
@@ -444,7 +371,7 @@ def test_overlap_add_streams(shape: tuple, step: int, dt: Any) -> None:
     r = rng("ola", shape, step, np.dtype(dt).name)
     oshape = shape[:-2] + (shape[-2] * step,)
     m = custom_op("SignalOverlapAdd", [T(shape, dt)], [T(oshape, dt)],
-                  {"T": int(_TYPES[np.dtype(dt)]), "frame_step": step})
+                  {"T": _ttype(dt), "frame_step": step})
     mk = (lambda: full16(r, shape)) if dt == I16 else (lambda: r.normal(0, 1e3, shape).astype(dt))
     assert_same(m, [[mk()] for _ in range(4)])
 
