@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..config import DEFAULT_MEMORY_BUDGET, get_memory_budget
+from ..checks.entry import check_budget
+from ..config import DEFAULT_MEMORY_BUDGET
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Tensor
@@ -284,7 +285,4 @@ def check_alloc(shape: Sequence[int], el: ElType, *, what: str) -> None:
     n = el.size or 1
     for s in shape:
         n *= max(int(s), 1)
-    budget = get_memory_budget()
-    if n > budget:
-        raise _fail(Status.NOT_ENGH_MEM, what, f"an output of shape {list(shape)} needs {n} bytes, more than the "
-                                               f"{budget}-byte memory budget (pymli.config.set_memory_budget)")
+    check_budget(n, f"{what}: an output of shape {list(shape)}")

@@ -13,14 +13,16 @@ import math
 import os
 from pathlib import Path
 
+from ..config import DEFAULT_MEMORY_BUDGET, get_memory_budget
 from ..errors import Status
 from .errors import TfliteError, TfliteUnsupported
 from .reader import ModelInfo
 
 __all__ = ["MEMORY_BUDGET", "read_source", "check_model_limits"]
 
-#: bytes one operator may need while it runs (padded input, windows, output): 2 GiB
-MEMORY_BUDGET = 2**31
+#: the default bytes one operator may need while it runs (padded input, windows, output); the budget in
+#: force is :func:`pymli.config.get_memory_budget`
+MEMORY_BUDGET = DEFAULT_MEMORY_BUDGET
 
 _ZP_RANGE = {"INT8": (-128, 127), "UINT8": (0, 255), "INT16": (-32768, 32767)}
 _ITEM = {"INT8": 1, "UINT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FLOAT32": 4, "BOOL": 1}
@@ -84,17 +86,20 @@ def _window_bytes(info: ModelInfo, op_index: int) -> int | None:
     return 8 * max(padded, windows)
 
 
-def check_model_limits(info: ModelInfo, budget: int = MEMORY_BUDGET) -> None:
+def check_model_limits(info: ModelInfo, budget: int | None = None) -> None:
     """Refuse a model whose tensors or operators cannot run within ``budget`` bytes, or whose integer
     tensors have zero points outside their element type.
 
     Args:
         info: the decoded model (:func:`pymli.tflite.reader.read_model`).
-        budget: bytes one tensor or one operator's working memory may take.
+        budget: bytes one tensor or one operator's working memory may take (default: the memory budget
+            in force, :func:`pymli.config.get_memory_budget`).
 
     Raises:
         TfliteUnsupported: names the tensor or operator, the figure and the limit.
     """
+    if budget is None:
+        budget = get_memory_budget()
     for t in info.tensors:
         lo_hi = _ZP_RANGE.get(t.type)
         if lo_hi is not None and t.zero_point.size:
