@@ -22,8 +22,6 @@ __all__ = [
 
 #: range of the 40-bit DSP accumulator of the fx16 kernels (guard bits on: it saturates at every MAC)
 ACC40_MIN, ACC40_MAX = -(1 << 39), (1 << 39) - 1
-#: identity bounds of a clamp step in :func:`acc40_accumulate` (beyond any partial sum)
-_FREE = 1 << 61
 #: how an MLI 1.0 fx16 convolution issues its MACs (the C code path; see :func:`conv_column_schemes`):
 #: ``single`` one MAC per product (``convolution_chw``, ``conv2d_chw_nopad_k1x1_str1``), ``str1_fixed``
 #: / ``str1`` ``conv2d_chw_str1`` with / without ``fixed_padding``, ``any`` ``conv2d_chw`` (any
@@ -60,7 +58,7 @@ def acc40_accumulate(init: np.ndarray, terms: np.ndarray) -> np.ndarray:
     (``|init| + sum(|terms|) <= 2^39 - 1``) the result is the exact sum.
 
     Args:
-        init: int [...] initial accumulator (the bias, already within 40 bits).
+        init: int [...] initial accumulator, within 40 bits (e.g. the saturated bias).
         terms: int [..., K] terms in the order the C kernel adds them.
 
     Returns:
@@ -69,17 +67,17 @@ def acc40_accumulate(init: np.ndarray, terms: np.ndarray) -> np.ndarray:
     init = np.asarray(init, dtype=I64)
     terms = np.asarray(terms, dtype=I64)
     total = init + terms.sum(axis=-1)
-    if terms.shape[-1] == 0 or np.all(np.abs(init) + np.abs(terms).sum(axis=-1) <= ACC40_MAX):
+    k = terms.shape[-1]
+    if k == 0 or np.all(np.abs(init) + np.abs(terms).sum(axis=-1) <= ACC40_MAX):
         return total
-    a = terms
-    lo = np.full(a.shape, ACC40_MIN, dtype=I64)
-    hi = np.full(a.shape, ACC40_MAX, dtype=I64)
+    if k == 1:
+        return np.clip(total, ACC40_MIN, ACC40_MAX)
+    # zero steps up to a power of two: identities, as every partial sum is within 40 bits
+    a = np.pad(terms, [(0, 0)] * (terms.ndim - 1) + [(0, (1 << (k - 1).bit_length()) - k)])
+    a1, a2 = a[..., 0::2], a[..., 1::2]  # the first level: pairs of plain 40-bit steps
+    lo, hi = np.clip(ACC40_MIN + a2, ACC40_MIN, ACC40_MAX), np.clip(ACC40_MAX + a2, ACC40_MIN, ACC40_MAX)
+    a = a1 + a2
     while a.shape[-1] > 1:
-        if a.shape[-1] % 2:  # an identity step keeps the pairs aligned
-            pad = [(0, 0)] * (a.ndim - 1) + [(0, 1)]
-            a = np.pad(a, pad)
-            lo = np.pad(lo, pad, constant_values=-_FREE)
-            hi = np.pad(hi, pad, constant_values=_FREE)
         a1, a2 = a[..., 0::2], a[..., 1::2]
         lo1, lo2, hi1, hi2 = lo[..., 0::2], lo[..., 1::2], hi[..., 0::2], hi[..., 1::2]
         lo, hi = np.clip(lo1 + a2, lo2, hi2), np.clip(hi1 + a2, lo2, hi2)
