@@ -242,6 +242,9 @@ def conv_column_schemes(path: str, kw: int, wo: int, stride_w: int, pad_l: int, 
 
     Returns:
         list[Scheme]: one scheme per output column.
+
+    Raises:
+        ValueError: an unknown ``path``.
     """
     single = _singles(kw)
     out = [single] * wo
@@ -298,7 +301,12 @@ def _conv_accumulate(win: np.ndarray, w: np.ndarray, init: np.ndarray, *, depthw
 
     Returns:
         np.ndarray: int64 [Co, Ho, Wo].
+
+    Raises:
+        ValueError: an unknown ``path``.
     """
+    if path not in MAC_PATHS:
+        raise ValueError(f"unknown MAC path {path!r}")
     spec = "chwij,cij->chw" if depthwise else "chwij,ocij->ohw"
     wk = w[:, 0] if depthwise else w
     acc = np.einsum(spec, win, wk) + init[:, None, None]

@@ -3,7 +3,7 @@
 Where a saturating partial sum turns back, the result depends on which products C adds in one
 dual MAC and in which order (``pymli.v1.kernels.conv_column_schemes``). Every fx16 convolution
 function (CHW conv2d and depthwise: each specialisation and the dispatchers; HWC conv2d) is fuzzed
-against the live MLI 1.0 library (``../shared/mli1/build.sh``, variant ``conv``) with operands at
+against the live MLI 1.0 library (``../shared/mli1/build.sh``, builds ``conv`` and ``up``) with operands at
 the containers' extremes, random signs and a bias at the accumulator's limit, over random kernel
 sizes, odd and even widths, strides and paddings the function accepts: whole output buffers must
 be equal. Each function's cases must reach the limit (the exact sum gives other outputs), and the
@@ -199,3 +199,6 @@ def test_column_schemes_examples() -> None:
     assert conv_column_schemes("str1_fixed", 5, 5, 1, 2, 2, 5) == [(tuple((j,) for j in range(5)),)] * 5
     with pytest.raises(ValueError):
         conv_column_schemes("zigzag", 3, 3, 1, 0, 0, 3)
+    with pytest.raises(ValueError):  # also where nothing saturates
+        conv2d_chw(np.ones((1, 3, 3)), np.ones((1, 1, 3, 3)), np.zeros(1), in_frac=0, w_frac=0, b_frac=0,
+                   out_frac=0, stride=(1, 1), pads=(0, 0, 0, 0), relu=0, bits=16, acc40=True, mac_path="zigzag")
