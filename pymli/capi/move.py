@@ -304,14 +304,15 @@ def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     Raises:
         MliError: as the C library's checked build, or NOT_ENGH_MEM when no DMA channel is free.
     """
+    # The arguments are normalised once, here: the steps run the public functions' bodies directly.
     h = MovHandle()
-    mli_mov_acquire_handle(0, h)
+    _acquire(0, h)
     try:
-        mli_mov_prepare(h, src, cfg, dst)
-        mli_mov_start(h, src, cfg, dst)
-        mli_mov_wait(h)
+        _prepare(h, src, cfg, dst)
+        _start(h)
+        _wait(h)
     finally:
-        mli_mov_release_handle(h)
+        _release(h)
     return Status.OK
 
 
@@ -341,13 +342,18 @@ def mli_mov_registercallback(h: MovHandle, cb: Callable[[int], Any] | None, cook
 @mli_function()
 def mli_mov_start(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Start the prepared transfer: without DMA it is already done; the callback runs now."""
+    _start(h)
+    return Status.OK
+
+
+def _start(h: MovHandle) -> None:
+    """Body of ``mli_mov_start``."""
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
     h.state = MovState.DONE
     cb, cookie = _POOL.callbacks[int(h.dma_ch)]
     if cb is not None and callable(cb):
         cb(cookie)
-    return Status.OK
 
 
 @_resets_pool
@@ -365,9 +371,14 @@ def mli_mov_wait(h: MovHandle) -> Status:
     Raises:
         MliError: ARGUMENT_ERROR if the transfer was never started (C would wait forever).
     """
-    if not mli_mov_isdone(h):
-        fail(Status.ARGUMENT_ERROR, f"transfer in state {MovState(h.state).c_name} never completes without DMA")
+    _wait(h)
     return Status.OK
+
+
+def _wait(h: MovHandle) -> None:
+    """Body of ``mli_mov_wait``."""
+    if int(h.state) != MovState.DONE:
+        fail(Status.ARGUMENT_ERROR, f"transfer in state {MovState(h.state).c_name} never completes without DMA")
 
 
 # ---------------------------------------------------------------------------- DMA resources
@@ -390,7 +401,12 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
     Raises:
         MliError: NOT_ENGH_MEM if no such block starts inside the pool (``h`` is left unchanged).
     """
-    num_ch = int(num_ch)
+    _acquire(int(num_ch), h)
+    return Status.OK
+
+
+def _acquire(num_ch: int, h: MovHandle) -> None:
+    """Body of ``mli_mov_acquire_handle``."""
     for i in range(_POOL.base_channel, _POOL.base_channel + _POOL.pool_size):
         if all(_POOL.channel(i + k) == _Pool.AVAILABLE for k in range(num_ch)):
             h.state = MovState.OPEN
@@ -398,21 +414,25 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
             h.num_ch = num_ch
             for k in range(num_ch):
                 _POOL.set_channel(i + k, _Pool.IN_USE)
-            return Status.OK
+            return
     fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
-    return Status.NOT_ENGH_MEM  # unreachable
 
 
 @_resets_pool
 @mli_function()
 def mli_mov_release_handle(h: MovHandle) -> Status:
     """Return ``h``'s channels to the pool and invalidate it."""
+    _release(h)
+    return Status.OK
+
+
+def _release(h: MovHandle) -> None:
+    """Body of ``mli_mov_release_handle``."""
     for k in range(int(h.num_ch)):
         _POOL.set_channel(int(h.dma_ch) + k, _Pool.AVAILABLE)
     h.state = MovState.INVALID
     h.dma_ch = 0
     h.num_ch = 0
-    return Status.OK
 
 
 # ---------------------------------------------------------------------------- cfg builders
