@@ -14,6 +14,7 @@ type and parameters, never a conversion. The destination struct is filled as the
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -191,7 +192,7 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
             strides[i] = 1 if i == rank - 1 else as_i32(strides[i + 1] * new_shape[i + 1])
     new.mem_stride = strides
     check_tensor(new)
-    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size)
+    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size, snapshot=bool(quant_writes))
     h.state = MovState.PREPARED
     for arr, start, blk in quant_writes:
         arr.reshape(-1)[start: start + blk.shape[0]] = blk
@@ -238,8 +239,12 @@ def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
 
 
 def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape: list[int],
-               src_strides: list[int], write_size: list[int]) -> Callable[[], None]:
-    """Check and plan the data copy into ``dst``; returns the function that performs it."""
+               src_strides: list[int], write_size: list[int], *, snapshot: bool) -> Callable[[], None]:
+    """Check and plan the data copy into ``dst``; returns the function that performs it.
+
+    ``snapshot``: other writes (the per-axis parameters) come first, so the dense copy reads the
+    source now; otherwise it reads it when it writes (one pass over the data, not two).
+    """
     rank = len(perm)
     es = src.el_type.size
     if es == 0:
@@ -260,13 +265,13 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
         single &= no_padding and perm[i] == i and cfg.sub_sample_step[i] == 1
         dense *= src_shape[i]
     if single:
-        n = int(np.prod(src_shape))
+        n = math.prod(src_shape)
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
-        values = np.array(s_el[:n])
+        values = np.array(s_el[:n]) if snapshot else s_el[:n]
 
         def write_dense() -> None:
-            d_el[:n] = values
+            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
         return write_dense
     try:
         block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, cfg.padding_pre,

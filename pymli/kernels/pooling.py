@@ -8,6 +8,11 @@ right padding from it), so windows that would only cover bottom/right padding ne
 
 Window reductions are separable: one pass over ``kernel_w`` strided column slices, one over
 ``kernel_h`` row slices (loops over kernel taps only).
+
+:func:`maxpool_hwc` and :func:`avepool_hwc` also take a batch ``[N, H, W, C]``: the taps then
+slide over axes 1 and 2 of the whole batch in the same passes, and sample ``n`` of the result is
+bit-identical to the kernel applied to ``x[n]`` alone (every output element depends on its own
+sample's window only; the per-window parameters broadcast over the batch).
 """
 
 from __future__ import annotations
@@ -33,40 +38,52 @@ def valid_counts(in_size: int, out_len: int, kernel: int, stride: int, pad_befor
     return np.minimum(start + kernel, in_size) - np.maximum(start, 0)
 
 
+def _check_rank(x: np.ndarray) -> None:
+    """Refuse anything but one HWC map or a batch of them."""
+    if x.ndim not in (3, 4):
+        raise ValueError(f"pooling input must be [H, W, C] or [N, H, W, C], not {x.ndim}-D")
+
+
 def window_reduce(x: npt.NDArray[np.integer], kernel: tuple[int, int], stride: tuple[int, int],
                   pad: tuple[int, int], out_hw: tuple[int, int], op: np.ufunc, fill: int,
                   dtype: npt.DTypeLike) -> np.ndarray:
-    """Reduce every pooling window of an HWC array with ``op`` (``np.add`` or ``np.maximum``).
+    """Reduce every pooling window of an HWC array (or a batch of them) with ``op``.
 
     Args:
-        x: input, shape ``[H, W, C]`` (any strides).
+        x: input, shape ``[H, W, C]`` or ``[N, H, W, C]`` (any strides).
         kernel: (kernel_h, kernel_w).
         stride: (stride_h, stride_w).
         pad: (pad_top, pad_left); the bottom/right extent follows from ``out_hw``.
         out_hw: (out_h, out_w).
-        op: binary ufunc applied tap by tap.
+        op: binary ufunc applied tap by tap (``np.add`` or ``np.maximum``).
         fill: value of padded positions (neutral for ``op``).
         dtype: accumulation dtype.
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``dtype``.
+        ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]`` for a batch) array of ``dtype``.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
+    _check_rank(x)
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
-    h, w, c = x.shape
+    h, w = x.shape[-3:-1]
     hn, wn = (oh - 1) * sh + kh, (ow - 1) * sw + kw  # extent of the padded input actually read
     if pt == 0 and pl == 0 and hn <= h and wn <= w:
-        buf = x[:hn, :wn]
+        buf = x[..., :hn, :wn, :]
     else:
-        buf = np.full((hn, wn, c), fill, dtype=x.dtype)
+        buf = np.full((*x.shape[:-3], hn, wn, x.shape[-1]), fill, dtype=x.dtype)
         rows, cols = min(h, hn - pt), min(w, wn - pl)
-        buf[pt:pt + rows, pl:pl + cols] = x[:rows, :cols]
+        buf[..., pt:pt + rows, pl:pl + cols, :] = x[..., :rows, :cols, :]
     wspan, hspan = (ow - 1) * sw + 1, (oh - 1) * sh + 1
-    part = buf[:, 0:wspan:sw].astype(dtype)
+    part = buf[..., 0:wspan:sw, :].astype(dtype)
     for dx in range(1, kw):
-        op(part, buf[:, dx:dx + wspan:sw], out=part)
-    res = part[0:hspan:sh].copy() if kh > 1 else part[0:hspan:sh]
+        op(part, buf[..., dx:dx + wspan:sw, :], out=part)
+    res = part[..., 0:hspan:sh, :, :]
+    if kh > 1:
+        res = res.copy()
     for dy in range(1, kh):
-        op(res, part[dy:dy + hspan:sh], out=res)
+        op(res, part[..., dy:dy + hspan:sh, :, :], out=res)
     return res
 
 
@@ -109,11 +126,15 @@ def maxpool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     """Max pooling (``mli_krn_maxpool_hwc_*``): maximum of the valid elements of each window.
 
     Args:
-        x: int8 / int16 input ``[H, W, C]``.
+        x: int8 / int16 input ``[H, W, C]``, or a batch ``[N, H, W, C]`` pooled in one pass.
         kernel, stride, pad, out_hw: see :func:`window_reduce`.
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``x.dtype``.
+        ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]``) array of ``x.dtype``; each sample equals
+        the kernel applied to it alone.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
     lo = int(np.iinfo(x.dtype).min)  # never beats a valid element
     return window_reduce(x, kernel, stride, pad, out_hw, np.maximum, lo, x.dtype)
@@ -125,16 +146,22 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     """Average pooling (``mli_krn_avepool_hwc_*``) with MLI's reciprocal multiplier arithmetic.
 
     Args:
-        x: int8 (fx8 / sa8) or int16 (fx16) input ``[H, W, C]``.
+        x: int8 (fx8 / sa8) or int16 (fx16) input ``[H, W, C]``, or a batch ``[N, H, W, C]``
+            pooled in one pass (one quantisation for the whole batch).
         kernel, stride, pad, out_hw: see :func:`window_reduce`.
         base_shift: ``in_frac_bits - out_frac_bits`` for fx; ignored for sa8.
         requant: sa8 input-to-output requantisation (``define_requant_params``); ``None`` for fx.
         mul16: AVEPOOL_16BIT_MUL build (sa8 multiplier kept on 16 bits instead of 8).
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``x.dtype``.
+        ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]``) array of ``x.dtype``; each sample equals
+        the kernel applied to it alone.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
-    h, w, _ = x.shape
+    _check_rank(x)
+    h, w = x.shape[-3:-1]
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
     bits = x.dtype.itemsize * 8
     # |x| <= 2**(bits-1) per element: the sum of n taps needs bits + log2(n) bits.
@@ -154,8 +181,8 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     for r0, r1, nr in rows:
         for c0, c1, nc in cols:
             mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
-            out[r0:r1, c0:c1] = avepool_output(sums[r0:r1, c0:c1], mul, shift, offset, acc_bits, bits,
-                                               sum_bound=nr * nc << (bits - 1))
+            out[..., r0:r1, c0:c1, :] = avepool_output(sums[..., r0:r1, c0:c1, :], mul, shift, offset, acc_bits,
+                                                       bits, sum_bound=nr * nc << (bits - 1))
     return out
 
 
