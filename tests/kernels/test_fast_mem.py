@@ -1,7 +1,8 @@
 """The memory-bound fast paths equal their plain paths on randomised operands.
 
 * pooling of a batch ``[N, H, W, C]`` in one pass equals pooling every sample alone (max and
-  average, average on both its float and integer requantisation paths);
+  average, average on both its float and integer requantisation paths), and its temporaries
+  (scratch buffers reused across calls) never leak into a result;
 * the byte-pair gather of the 8-bit activation tables equals the one-byte gather and the plain
   element arithmetic (odd sizes, strided views, both rounding platforms);
 * ``mli_mov_tensor_sync`` (which runs the step bodies directly, and copies a dense tensor in one
@@ -24,6 +25,7 @@ from pymli.capi import move as M
 from pymli.config import EM, VPX, Platform, use_platform
 from pymli.kernels import activation as KA
 from pymli.kernels import pooling as KP
+from pymli.kernels._scratch import scratch
 
 PLATFORMS = {"up": VPX, "convergent": EM}
 DTYPES = {8: np.int8, 16: np.int16}
@@ -130,6 +132,32 @@ def test_pooling_refuses_other_ranks(shape) -> None:
         KP.maxpool_hwc(x, **geo)
     with pytest.raises(ValueError, match="must be"):
         KP.avepool_hwc(x, base_shift=0, **geo)
+
+
+@pytest.mark.parametrize("geo", [dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), out_hw=(6, 5)),
+                                 dict(kernel=(1, 1), stride=(1, 1), pad=(0, 0), out_hw=(6, 5)),
+                                 dict(kernel=(2, 3), stride=(2, 2), pad=(0, 0), out_hw=(3, 2))])
+def test_pooling_results_are_fresh_arrays(geo) -> None:
+    # The temporaries live in scratch buffers: a result must never be one, nor a view of the input.
+    rng = np.random.default_rng(11)
+    for bits in (8, 16):
+        x1, x2 = _ints(rng, (2, 6, 5, 3), bits), _ints(rng, (2, 6, 5, 3), bits)
+        for kernel in (KP.maxpool_hwc, lambda x, **g: KP.avepool_hwc(x, base_shift=1, **g)):
+            r1 = kernel(x1, **geo)
+            kept = r1.copy()
+            r2 = kernel(x2, **geo)
+            assert np.array_equal(r1, kept)
+            assert not np.shares_memory(r1, r2) and not np.shares_memory(r1, x1)
+            r1[...] = 0
+            assert np.array_equal(kernel(x2, **geo), r2)
+
+
+def test_scratch_buffers_are_kept_per_name_shape_and_dtype() -> None:
+    a = scratch("test a", (3, 4), np.int16)
+    assert scratch("test a", (3, 4), np.int16) is a
+    assert scratch("test b", (3, 4), np.int16) is not a
+    assert scratch("test a", (4, 3), np.int16) is not a
+    assert scratch("test a", (3, 4), np.int32).dtype == np.int32
 
 
 # --------------------------------------------------------------------------- byte-pair gathers
