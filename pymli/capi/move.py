@@ -155,6 +155,7 @@ def _at(lst: Sequence[int], i: int) -> int:
 
 
 # ---------------------------------------------------------------------------- transfer
+_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(Tensor))
 def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
     cfg = check_data_movement(src, cfg, dst)
@@ -197,8 +198,8 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     for arr, start, blk in quant_writes:
         arr.reshape(-1)[start: start + blk.shape[0]] = blk
     write_data()
-    for f in dataclasses.fields(new):
-        setattr(dst, f.name, getattr(new, f.name))
+    for name in _TENSOR_FIELDS:
+        setattr(dst, name, getattr(new, name))
 
 
 def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
