@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from ..arith import activation as act
 from ..config import get_platform
+from ._gather import PAIR_MIN, pair_table, take_pairs
 
 __all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
 
@@ -23,27 +24,6 @@ def _bits(x: np.ndarray) -> int:
 _TABLES: dict = {}
 _TABLES_MAX = 32
 _TABLE_CACHE_BYTES = 1 << 20  # larger tables (per-axis fx16) are rebuilt on every call
-_PAIR_MIN = 1 << 16  # 8-bit inputs of at least this many elements are gathered two bytes at a time
-
-
-def _pair_table(table: np.ndarray) -> np.ndarray:
-    """The byte-pair form of a 256-entry 8-bit table: entry ``k`` (uint16) holds the results of
-    the two bytes of ``k`` in their memory order, so that gathering it with an array viewed as
-    uint16 codes maps every byte through ``table`` (on either byte order)."""
-    pairs = table.view(np.uint8)[np.arange(1 << 16, dtype=np.uint16).view(np.uint8)].view(np.uint16)
-    pairs.setflags(write=False)
-    return pairs
-
-
-def _take_pairs(table: np.ndarray, pairs: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``np.take(table, x.view(uint8))`` for an 8-bit ``x``, half the gathers (``pairs``: :func:`_pair_table`)."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    even = flat.size & ~1
-    out = np.empty(flat.size, dtype=table.dtype)
-    np.take(pairs, flat[:even].view(np.uint16), out=out[:even].view(np.uint16))
-    if even < flat.size:
-        out[even:] = table[flat[even:].view(np.uint8)]
-    return out.reshape(x.shape)
 
 
 def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tuple | None = None) -> np.ndarray:
@@ -57,18 +37,18 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
 
     ``key`` names the parameters ``fn`` depends on; the table is then kept (with the platform,
     whose rounding it depends on) for later calls with the same parameters. A kept 8-bit table
-    also gets its byte-pair form (:func:`_pair_table`), which large inputs gather with half the
-    lookups.
+    also gets its byte-pair form (:func:`pymli.kernels._gather.pair_table`), which large inputs
+    gather with half the lookups.
     """
     info = np.iinfo(x.dtype)
     span = int(info.max) - int(info.min) + 1
     full_key = None if key is None else (key, x.dtype.str, n, get_platform())
     table = _TABLES.get(full_key) if full_key is not None else None
-    if table is not None and axis is None and span == 256 and x.size >= _PAIR_MIN:
+    if table is not None and axis is None and span == 256 and x.size >= PAIR_MIN:
         pairs = _TABLES.get((full_key, "pairs"))
         if pairs is None:
-            pairs = _TABLES[(full_key, "pairs")] = _pair_table(table[0])
-        return _take_pairs(table[0], pairs, x)
+            pairs = _TABLES[(full_key, "pairs")] = pair_table(table[0])
+        return take_pairs(table[0], pairs, x)
     if table is None:
         if x.size <= span * n:
             return fn(x)

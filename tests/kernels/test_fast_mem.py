@@ -3,8 +3,9 @@
 * pooling of a batch ``[N, H, W, C]`` in one pass equals pooling every sample alone (max and
   average, average on both its float and integer requantisation paths), and its temporaries
   (scratch buffers reused across calls) never leak into a result;
-* the byte-pair gather of the 8-bit activation tables equals the one-byte gather and the plain
-  element arithmetic (odd sizes, strided views, both rounding platforms);
+* the byte-pair gather of the 8-bit tables (activations, eltwise with a scalar operand) equals the
+  one-byte gather and the plain element arithmetic (odd sizes, strided views, both rounding
+  platforms), and the cached sa8 eltwise parameters equal a fresh derivation on each platform;
 * ``mli_mov_tensor_sync`` (which runs the step bodies directly, and copies a dense tensor in one
   pass) equals the five public steps it stands for, data buffer and destination struct.
 """
@@ -23,7 +24,10 @@ from pymli.arith import activation as act
 from pymli.arith.pool import requant_params
 from pymli.capi import move as M
 from pymli.config import EM, VPX, Platform, use_platform
+from pymli.arith.eltwise import EltOp, _sa8_params, sa8_eltwise, sa8_params
 from pymli.kernels import activation as KA
+from pymli.kernels import eltwise as KE
+from pymli.kernels._gather import pair_table, take_pairs
 from pymli.kernels import pooling as KP
 from pymli.kernels._scratch import scratch
 
@@ -202,14 +206,53 @@ def test_leaky_fx8_pair_gather_equals_plain_arithmetic(shape, layout, platform, 
 def test_pair_table_maps_each_byte(seed) -> None:
     rng = np.random.default_rng(seed)
     table = rng.integers(-128, 128, 256).astype(np.int8)
-    pairs = KA._pair_table(table)
+    pairs = pair_table(table)
     codes = np.arange(1 << 16, dtype=np.uint16)
     got = pairs.view(np.uint8).reshape(-1, 2)
     want = table.view(np.uint8)[codes.view(np.uint8).reshape(-1, 2)]
     assert np.array_equal(got, want)
-    for n in (0, 1, 2, 1001):
-        x = rng.integers(-128, 128, n).astype(np.int8)
-        assert np.array_equal(KA._take_pairs(table, pairs, x), table[x.view(np.uint8)])
+    for shape in ((0,), (1,), (2,), (1001,), (7, 3, 5)):
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        for view in (x, x[..., ::-1]):
+            got = take_pairs(table, pairs, view)
+            assert got.shape == view.shape and np.array_equal(got, table[view.view(np.uint8)])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["add", "sub", "mul", "max", "min"]), st.booleans(),
+       st.sampled_from([(1 << 16,), (257, 255), (3, 128, 171)]), st.sampled_from(["dense", "gaps", "reversed"]),
+       st.sampled_from(list(PLATFORMS)), st.sampled_from(["", "min", "max", "ends"]), st.integers(-128, 127),
+       st.tuples(st.integers(1, 32767), st.integers(0, 24), st.integers(-128, 127)),
+       st.tuples(st.integers(1, 32767), st.integers(0, 24), st.integers(-128, 127)),
+       st.tuples(st.integers(1, 32767), st.integers(0, 24), st.integers(-128, 127)), st.integers(0, 2**32 - 1))
+def test_eltwise_sa8_scalar_pair_gather_equals_plain_arithmetic(op, scalar_first, shape, layout, platform, extreme,
+                                                                 sval, q1, q2, qo, seed) -> None:
+    rng = np.random.default_rng(seed)
+    x = _strided(rng, _ints(rng, shape, 8, extreme), layout)
+    s = np.asarray(np.int8(sval))
+    if op in ("max", "min"):
+        q2 = q1  # MLI's max / min take operands of one quantisation
+    a, b = (s, x) if scalar_first else (x, s)
+    with use_platform(PLATFORMS[platform]):
+        p = sa8_params(EltOp(op), q1, q2, qo)
+        want = sa8_eltwise(EltOp(op), a, b, p)  # int64, element by element, no table
+        got = [KE.eltwise_sa8(op, a, b, q1=q1, q2=q2, qo=qo) for _ in range(2)]  # table, then pairs
+    for g in got:
+        assert g.dtype == np.int8 and g.shape == x.shape
+        assert np.array_equal(g, want)
+
+
+@given(st.sampled_from(list(EltOp)), st.tuples(st.integers(-32768, 32767), st.integers(-40, 40), st.integers(-128, 127)),
+       st.tuples(st.integers(-32768, 32767), st.integers(-40, 40), st.integers(-128, 127)),
+       st.tuples(st.integers(-32768, 32767).filter(bool), st.integers(-40, 40), st.integers(-128, 127)))
+def test_cached_sa8_params_follow_the_rounding_mode(op, q1, q2, qo) -> None:
+    # The cache is keyed by the rounding mode: each platform gets the parameters it derives itself.
+    for platform in (VPX, EM, VPX):
+        with use_platform(platform):
+            got = sa8_params(op, q1, q2, qo)
+            want = _sa8_params.__wrapped__(op, q1, q2, qo, platform.round_mode)  # uncached derivation
+            assert got == want
+            assert sa8_params(op, tuple(np.int64(v) for v in q1), q2, qo) == want
 
 
 # ---------------------------------------------------------------------------------------- moves
