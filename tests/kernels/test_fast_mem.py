@@ -5,7 +5,9 @@
   (scratch buffers reused across calls) never leak into a result;
 * the byte-pair gather of the 8-bit tables (activations, eltwise with a scalar operand) equals the
   one-byte gather and the plain element arithmetic (odd sizes, strided views, both rounding
-  platforms), and the cached sa8 eltwise parameters equal a fresh derivation on each platform;
+  platforms);
+* the cached parameter derivations (sa8 eltwise, sa8 pooling requantisation, ReLU bounds) equal
+  a fresh derivation on each rounding platform;
 * ``mli_mov_tensor_sync`` (which runs the step bodies directly, and copies a dense tensor in one
   pass) equals the five public steps it stands for, data buffer and destination struct.
 """
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 
 from pymli import Tensor
 from pymli.arith import activation as act
-from pymli.arith.pool import requant_params
+from pymli.arith.pool import _requant_params, requant_params
 from pymli.capi import move as M
 from pymli.config import EM, VPX, Platform, use_platform
 from pymli.arith.eltwise import EltOp, _sa8_params, sa8_eltwise, sa8_params
@@ -253,6 +255,26 @@ def test_cached_sa8_params_follow_the_rounding_mode(op, q1, q2, qo) -> None:
             want = _sa8_params.__wrapped__(op, q1, q2, qo, platform.round_mode)  # uncached derivation
             assert got == want
             assert sa8_params(op, tuple(np.int64(v) for v in q1), q2, qo) == want
+
+
+@given(st.integers(-32768, 32767).filter(bool), st.integers(-30, 40), st.integers(-128, 127),
+       st.integers(-32768, 32767).filter(bool), st.integers(-30, 40), st.integers(-128, 127))
+def test_cached_requant_params_follow_the_rounding_mode(in_scale, in_sfb, in_zp, out_scale, out_sfb, out_zp) -> None:
+    for platform in (EM, VPX, EM):
+        with use_platform(platform):
+            got = requant_params(in_scale, in_sfb, in_zp, out_scale, out_sfb, out_zp)
+            want = _requant_params.__wrapped__(in_scale, in_sfb, in_zp, out_scale, out_sfb, out_zp,
+                                               platform.round_mode)
+            assert got == want
+            assert requant_params(np.int16(in_scale), in_sfb, in_zp, out_scale, out_sfb, np.int8(out_zp)) == want
+
+
+@given(st.integers(0, 3), st.sampled_from([8, 16, 32]), st.integers(-200, 200),
+       st.integers(-32768, 32767).filter(bool), st.integers(-8, 40))
+def test_cached_relu_limits_equal_a_fresh_derivation(kind, bits, zero, scale, shift) -> None:
+    want = act.relu_limits.__wrapped__(kind, bits, zero, scale, shift)
+    assert act.relu_limits(kind, bits, zero, scale, shift) == want
+    assert act.relu_limits(kind, bits, zero, scale, shift) == want
 
 
 # ---------------------------------------------------------------------------------------- moves
