@@ -156,6 +156,8 @@ def _at(lst: Sequence[int], i: int) -> int:
 
 # ---------------------------------------------------------------------------- transfer
 _TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(Tensor))
+
+
 def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
     cfg = check_data_movement(src, cfg, dst)
