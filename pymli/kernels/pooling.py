@@ -156,8 +156,8 @@ def maxpool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     Raises:
         ValueError: ``x`` is not 3-D or 4-D.
     """
-    lo = int(np.iinfo(x.dtype).min)  # never beats a valid element
-    return window_reduce(x, kernel, stride, pad, out_hw, np.maximum, lo, x.dtype)
+    lo = -(1 << (8 * x.dtype.itemsize - 1))  # the type's minimum: never beats a valid element
+    return _window_reduce(x, kernel, stride, pad, out_hw, np.maximum, lo, x.dtype, None)
 
 
 def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: tuple[int, int],
