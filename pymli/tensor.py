@@ -267,10 +267,10 @@ class Tensor:
         ms = [int(m) for m in self.mem_stride[:rank]]
         if not any(ms):
             ms = dense_strides(shape)
+        if min(shape, default=1) <= 0 or min(ms, default=0) < 0:
+            raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
         span = 1
         for s, m in zip(shape, ms):
-            if s <= 0 or m < 0:
-                raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
             span += (s - 1) * m
         if span > data.shape[0]:
             raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {span} elements, buffer holds {data.shape[0]}")

@@ -583,7 +583,7 @@ MEMO_SIZE = 32
 
 _memo_on: list[bool] = [True]
 _TFIELDS = operator.itemgetter("capacity", "shape", "mem_stride", "rank", "el_type", "frac_bits", "zero_point",
-                               "scale", "scale_frac_bits", "dim", "value", "data")
+                               "scale", "scale_frac_bits", "dim", "value")
 _LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
                                "output_offset", "data")
 _same = operator.is_
@@ -621,20 +621,29 @@ def _snap_data(data: Any, vals: list[Any], refs: list[Any]) -> None:
 def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
     if type(t) is not Tensor:
         raise _NoMemo
-    f = _TFIELDS(t.__dict__)
-    ident += f[:11]
+    d = t.__dict__
+    f = _TFIELDS(d)
     sh, ms = f[1], f[2]
     if type(sh) is not list or type(ms) is not list:
         raise _NoMemo
+    ident += f
     ident.append(len(sh))
     ident += sh
     ident += ms
-    for q in f[6:9]:
-        if type(q) is _NDARRAY:
-            vals.append((q.dtype, q.shape, q.tobytes()))
-        elif type(q) is list:
-            raise _NoMemo
-    _snap_data(f[11], vals, refs)
+    if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
+        for q in f[6:9]:
+            if type(q) is _NDARRAY:
+                vals.append((q.dtype, q.shape, q.tobytes()))
+            elif type(q) is not int:
+                raise _NoMemo
+    data = d["data"]
+    if data is None:
+        refs.append(None)
+    elif type(data) is _NDARRAY:
+        refs.append(data)
+        vals.append((data.shape, data.strides, data.dtype, data.flags.writeable))
+    else:
+        raise _NoMemo
 
 
 def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
@@ -653,32 +662,50 @@ def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
             ident.append(v)
 
 
-def _snapshot(plan: list[tuple[str, str]], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], list[Any]]:
+def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    if type(lut) is not Lut:
+        raise _NoMemo
+    f = _LFIELDS(lut.__dict__)
+    ident += f[:7]
+    _snap_data(f[7], vals, refs)
+
+
+def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
+    """The snapshot of one parameter kind of the plan (see :func:`_kind`)."""
+    if kind == "tensor":
+        return _snap_tensor
+    if kind == "tensor?":
+        return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
+    if kind.startswith("cfg:"):
+        cls_name = kind[4:]
+
+        def cfg(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+            if type(a).__name__ != cls_name or cls_name not in CFG_FIELDS:
+                raise _NoMemo
+            ident.append(type(a))
+            _snap_cfg(a, type(a), ident)
+        return cfg
+    if kind == "lut":
+        return _snap_lut
+    if kind in ("int", "any"):
+        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+            if a is not None and (kind == "any" or type(a) is not int):
+                raise _NoMemo
+            ident.append(a)
+        return scalar
+
+    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+        raise _NoMemo
+    return refuse
+
+
+def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], list[Any]]:
     """``(ident, vals, refs)`` of a call: objects compared by identity, values by equality, data arrays."""
     ident: list[Any] = [get_platform(), get_memory_budget()]
     vals: list[Any] = []
     refs: list[Any] = []
-    for (p, kind), a in zip(plan, args):
-        if kind == "tensor":
-            _snap_tensor(a, ident, vals, refs)
-        elif kind == "tensor?" and a is None:
-            ident.append(None)
-        elif kind == "tensor?":
-            _snap_tensor(a, ident, vals, refs)
-        elif kind.startswith("cfg:"):
-            if a is None or type(a).__name__ != kind[4:]:
-                raise _NoMemo
-            _snap_cfg(a, type(a), ident)
-        elif kind == "lut":
-            if type(a) is not Lut:
-                raise _NoMemo
-            f = _LFIELDS(a.__dict__)
-            ident += f[:7]
-            _snap_data(f[7], vals, refs)
-        elif kind == "int" or (kind == "any" and a is None):
-            ident.append(a)
-        else:
-            raise _NoMemo
+    for snap, a in zip(snappers, args):
+        snap(a, ident, vals, refs)
     return tuple(ident), tuple(vals), refs
 
 
@@ -801,6 +828,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
     fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
             for i, (p, kind) in enumerate(plan)]
     planner = getattr(fn, "__mli_plan__", None)
+    snappers = [_snapper(kind) for _, kind in plan]
     memo: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     @functools.wraps(fn)
@@ -810,7 +838,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         snap = None
         if planner is not None and _memo_on[0]:
             try:
-                snap = _snapshot(plan, args)
+                snap = _snapshot(snappers, args)
             except (_NoMemo, KeyError):
                 snap = None
             else:
@@ -827,7 +855,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
             run = planner(*args)
             if len(memo) >= MEMO_SIZE:
                 for k in list(memo)[: MEMO_SIZE // 2]:
-                    del memo[k]
+                    memo.pop(k, None)
             memo[key] = (snap[0], snap[1], tuple(None if d is None else weakref.ref(d) for d in snap[2]), run)
             return run(*args)
         new, call = normalise(args)
