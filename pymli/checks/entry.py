@@ -30,6 +30,12 @@ refuses it with :class:`~pymli.errors.MliError`:
 Conversions happen on shadow copies, never on the caller's objects; canonical arguments (Python
 ints, lists, contiguous arrays of the right dtype) pass through untouched, so the common call pays
 only the field checks.
+
+* **Repeated calls** (the memo, below): a capi function registered in two steps (checks and derived
+  parameters, then the computation) is planned once per argument snapshot; a later call with the
+  same arguments, unchanged in every field the checks read, runs the plan directly. The snapshot is
+  exact (identity of every field object, list entries, per-axis array contents, data array object
+  and metadata, platform and memory budget): a changed struct is always checked again.
 """
 
 from __future__ import annotations
@@ -577,7 +583,8 @@ def _fast_lut(lut: Any) -> bool:
 # whose snapshot is the same skips the normaliser and ``plan``. Snapshots compare field objects by
 # identity (an equal value of another type, ``3.0`` for ``3``, never matches), list entries one by
 # one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content and data arrays by object,
-# shape, strides, dtype and writeability. Data arrays are held by weak reference only.
+# shape, strides, dtype (by identity: an equal dtype object of another identity does not match) and
+# writeability. Data arrays are held by weak reference only.
 MEMO_SIZE = 32
 """Snapshots kept per function (the oldest half is dropped when full)."""
 
@@ -608,12 +615,13 @@ def memo_enabled(on: bool | None = None) -> bool:
     return was
 
 
-def _snap_data(data: Any, vals: list[Any], refs: list[Any]) -> None:
+def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
     if data is None:
         refs.append(None)
     elif type(data) is _NDARRAY:
         refs.append(data)
-        vals.append((data.shape, data.strides, data.dtype, data.flags.writeable))
+        ident.append(data.dtype)
+        vals.append((data.shape, data.strides, data.flags.writeable))
     else:
         raise _NoMemo
 
@@ -633,7 +641,8 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
     if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
         for q in f[6:9]:
             if type(q) is _NDARRAY:
-                vals.append((q.dtype, q.shape, q.tobytes()))
+                ident.append(q.dtype)
+                vals.append((q.shape, q.tobytes()))
             elif type(q) is not int:
                 raise _NoMemo
     data = d["data"]
@@ -641,25 +650,37 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
         refs.append(None)
     elif type(data) is _NDARRAY:
         refs.append(data)
-        vals.append((data.shape, data.strides, data.dtype, data.flags.writeable))
+        ident.append(data.dtype)
+        vals.append((data.shape, data.strides, data.flags.writeable))
     else:
         raise _NoMemo
+
+
+@functools.lru_cache(maxsize=None)
+def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, str, Any], ...]]:
+    """The fields of a cfg class read at once from its ``__dict__``, and the nested structs and lists
+    among them: ``(position, "struct" | "ints", class)``."""
+    spec = _fast_spec(cls)
+    names = [k for k, _, _ in spec]
+    get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
+    return get, tuple((i, kind, x) for i, (_, kind, x) in enumerate(spec) if kind in ("struct", "ints"))
 
 
 def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
     if type(cfg) is not cls:
         raise _NoMemo
-    for k, kind, x in _fast_spec(cls):
-        v = getattr(cfg, k)
+    get, nested = _cfg_getter(cls)
+    f = get(cfg.__dict__)
+    ident += f
+    for i, kind, x in nested:
+        v = f[i]
         if kind == "struct":
             _snap_cfg(v, x, ident)
-        elif kind == "ints":
-            if type(v) is not list:
-                raise _NoMemo
+        elif type(v) is not list:
+            raise _NoMemo
+        else:
             ident.append(len(v))
             ident += v
-        else:
-            ident.append(v)
 
 
 def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
@@ -667,7 +688,7 @@ def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> N
         raise _NoMemo
     f = _LFIELDS(lut.__dict__)
     ident += f[:7]
-    _snap_data(f[7], vals, refs)
+    _snap_data(f[7], ident, vals, refs)
 
 
 def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
