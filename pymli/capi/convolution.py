@@ -17,8 +17,8 @@ import numpy as np
 
 from ..arith.requant import relu_bounds
 from ..checks.conv import check_bias_scale_asym  # noqa: F401  (old import path, kept for users)
-from ..checks.conv import (check_conv2d, check_conv_types, check_depthwise, check_group, check_sa8_params,
-                           check_structure_cached, check_transpose, check_transpose_str2)
+from ..checks.conv import (check_conv2d, check_depthwise, check_group, check_mac, check_structure_cached,
+                           check_transpose, check_transpose_str2)
 from ..checks.tensor import shape_at
 from ..errors import Status
 from ..kernels import convolution as K
@@ -153,12 +153,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
         chk, kernel = check_depthwise, K.depthwise_conv2d_hwcn
     else:
         chk, kernel = check_group, K.group_conv2d_hwcn
-    if sa:
-        check_structure_cached(chk, op, ksize, inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, _KC)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_structure_cached(chk, op, ksize, inp, w, b, cfg, out)
+    check_mac(kind, lambda: check_structure_cached(chk, op, ksize, inp, w, b, cfg, out), inp, w, b, out, _KC)
     vx, vw, vb = view_spec(inp), view_spec(w), view_spec(b)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
@@ -180,12 +175,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
 def _run_transpose(kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg,
                    out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
-    if sa:
-        check_transpose(inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, _KC)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_transpose(inp, w, b, cfg, out)
+    check_mac(kind, lambda: check_transpose(inp, w, b, cfg, out), inp, w, b, out, _KC)
     if ksize:
         check_transpose_str2(w, cfg, ksize)
     n = shape_at(w, _KC)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks.conv import check_conv_types, check_sa8_params
+from ..checks.conv import check_mac
 from ..checks.fc import check_fully_connected
 from ..checks.tensor import fail, shape_at
 from ..errors import Status
@@ -43,12 +43,7 @@ def _strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) 
 def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg,
          out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
-    if sa:
-        check_fully_connected(inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, 1)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_fully_connected(inp, w, b, cfg, out)
+    check_mac(kind, lambda: check_fully_connected(inp, w, b, cfg, out), inp, w, b, out, 1)
     n_in, m = shape_at(w, 0), shape_at(w, 1)
     it = w.data.itemsize
     span = (n_in - 1) * int(w.mem_stride[0]) + m

@@ -645,15 +645,7 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
                 vals.append((q.shape, q.tobytes()))
             elif type(q) is not int:
                 raise _NoMemo
-    data = d["data"]
-    if data is None:
-        refs.append(None)
-    elif type(data) is _NDARRAY:
-        refs.append(data)
-        ident.append(data.dtype)
-        vals.append((data.shape, data.strides, data.flags.writeable))
-    else:
-        raise _NoMemo
+    _snap_data(d["data"], ident, vals, refs)
 
 
 @functools.lru_cache(maxsize=None)
