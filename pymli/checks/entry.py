@@ -852,7 +852,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         if planner is not None and _memo_on[0]:
             try:
                 snap = _snapshot(snappers, args)
-            except (_NoMemo, KeyError):
+            except (_NoMemo, KeyError, AttributeError):
                 snap = None
             else:
                 key = tuple(map(id, args))

@@ -252,29 +252,35 @@ def test_platform_and_budget_are_part_of_the_snapshot(factory) -> None:
         set_memory_budget(2 * 1024**3)
 
 
-def test_hit_skips_the_planner_and_the_result_is_the_plain_one() -> None:
+def test_hit_runs_the_kept_plan_and_the_result_is_the_plain_one() -> None:
     name, args = _eltwise_sa8()
     fn = capi.FUNCTIONS[name]
-    calls = []
-    plan = fn.__mli_plan__
-
     fn.memo.clear()
-    first = _outcome(name, args)
-    entry_before = dict(fn.memo)
+    assert _outcome(name, args)[0] is Status.OK
+    (key,) = fn.memo
+    ident, vals, refs, run = fn.memo[key]
+    runs = []
+
+    def counting(*a):
+        runs.append(1)
+        return run(*a)
+
+    fn.memo[key] = (ident, vals, refs, counting)
     rng = np.random.default_rng(5)
-    for _ in range(5):
+    for i in range(5):
         args[0].data[:] = rng.integers(-128, 128, 8)  # element values are read on every call
         args[1].data[:] = rng.integers(-128, 128, 8)
         got = _outcome(name, args)
+        assert len(runs) == i + 1  # the kept plan ran: no check, no planning
         entry.memo_enabled(False)
         try:
             want = _outcome(name, copy.deepcopy(args))
         finally:
             entry.memo_enabled(True)
         assert got[0] is Status.OK and got == want
-        calls.append(got)
-    assert first[0] is Status.OK
-    assert fn.memo.keys() == entry_before.keys() and plan is fn.__mli_plan__
+    args[2].shape[0] = 9  # out no longer fits: refused, and the plan must not run
+    assert _outcome(name, args)[0] is Status.NOT_ENGH_MEM
+    assert len(runs) == 5
 
 
 def test_memo_holds_no_data_array() -> None:
