@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.rounding import wrap
+from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
 from ..errors import Status
@@ -38,7 +38,7 @@ def _sa(t: Tensor, name: str) -> int:
 def _scalar_value(t: Tensor) -> int:
     """``mli_prv_tensor_data_val``: the struct's value for rank 0, else the first element."""
     v = t.value if t.rank == 0 else t.data[0]
-    return int(wrap(int(v), t.el_type.bits))
+    return wrap_int(int(v), t.el_type.bits)
 
 
 # ------------------------------------------------------------------------------------------ ReLU

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..arith.lut import LUT_SPECS, create_lut, lut_size
-from ..arith.rounding import wrap
+from ..arith.rounding import wrap_int
 from ..checks.lut import check_axis_cfg, check_basic_activation, check_create_lut, check_sa8_input
 from ..errors import Status
 from ..formats import ElType
@@ -46,9 +46,9 @@ def _set_sa8_out(out: Tensor, zp: int, shift: int) -> None:
 
 def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
     """Per-tensor (zero_point, scale, scale_frac_bits) as the C struct holds them (int16, int16, int8)."""
-    zp = wrap(int(inp.quant_vector("zero_point")[0]), 16).item()
-    scale = wrap(int(inp.quant_vector("scale")[0]), 16).item()
-    shift = wrap(int(inp.quant_vector("scale_frac_bits")[0]), 8).item()
+    zp = wrap_int(int(inp.quant_vector("zero_point")[0]), 16)
+    scale = wrap_int(int(inp.quant_vector("scale")[0]), 16)
+    shift = wrap_int(int(inp.quant_vector("scale_frac_bits")[0]), 8)
     return zp, scale, shift
 
 
