@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pymli import ElType, MliError, Status, Tensor, capi
-from pymli.capi.types import FullyConnectedCfg, ReluCfg, ReluType
+from pymli.capi.types import ArgmaxCfg, FullyConnectedCfg, PermuteCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import platform_named, set_memory_budget, use_platform
 
@@ -88,7 +88,22 @@ def _fc_fx16() -> tuple[str, Args]:
     return "mli_krn_fully_connected_fx16", [x, w, b, FullyConnectedCfg(), o]
 
 
-CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16]
+def _permute_sa8_per_axis() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(6, dtype=np.int8).reshape(2, 3), "SA_8", zero_point=[0, 1, 2], scale=[1, 2, 3],
+                          scale_frac_bits=[0, 1, 2], dim=1)
+    o = Tensor.from_numpy(np.zeros((3, 2), np.int8), "SA_8", zero_point=[0, 0, 0], scale=[1, 1, 1],
+                          scale_frac_bits=[0, 0, 0], dim=0)
+    return "mli_krn_permute_sa8", [x, PermuteCfg([1, 0]), o]
+
+
+def _argmax_fx16() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.array([[3, -1, 7], [2, 9, 9]], np.int16), "FX_16", frac_bits=3)
+    o = Tensor.from_numpy(np.zeros((3, 1), np.int32), "SA_32", zero_point=0, scale=1, scale_frac_bits=0)
+    return "mli_krn_argmax_fx16", [x, ArgmaxCfg(axis=1, topk=1), o]
+
+
+CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16,
+         _permute_sa8_per_axis, _argmax_fx16]
 """Calls the memo serves (every argument canonical)."""
 
 
@@ -165,6 +180,12 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: object.__setattr__(args[i], "type", ReluType.NONE)))
             out.append((f"arg {i}: cfg.type as int", lambda args, i=i: object.__setattr__(args[i], "type", 3)))
             out.append((f"arg {i}: cfg None", lambda args, i=i: args.__setitem__(i, None)))
+        elif isinstance(a, PermuteCfg):
+            out.append((f"arg {i}: perm_dim[0] changed in place", lambda args, i=i: args[i].perm_dim.__setitem__(0, 0)))
+            out.append((f"arg {i}: perm_dim appended", lambda args, i=i: args[i].perm_dim.append(2)))
+        elif isinstance(a, ArgmaxCfg):
+            out.append((f"arg {i}: topk changed in place", lambda args, i=i: object.__setattr__(args[i], "topk", 3)))
+            out.append((f"arg {i}: axis as float", lambda args, i=i: object.__setattr__(args[i], "axis", 1.0)))
         elif isinstance(a, FullyConnectedCfg):
             out.append((f"arg {i}: cfg.relu.type changed in place",
                         lambda args, i=i: object.__setattr__(args[i].relu, "type", ReluType.RELU_1)))
