@@ -712,17 +712,17 @@ def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None
     return refuse
 
 
-def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...], list[Any]]:
+def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any]]:
     """``(ident, vals, refs)`` of a call: objects compared by identity, values by equality, data arrays."""
     ident: list[Any] = [get_platform(), get_memory_budget()]
     vals: list[Any] = []
     refs: list[Any] = []
     for snap, a in zip(snappers, args):
         snap(a, ident, vals, refs)
-    return tuple(ident), tuple(vals), refs
+    return ident, vals, refs
 
 
-def _matches(entry: tuple[Any, ...], ident: tuple[Any, ...], vals: tuple[Any, ...], refs: list[Any]) -> bool:
+def _matches(entry: tuple[Any, ...], ident: list[Any], vals: list[Any], refs: list[Any]) -> bool:
     e_ident = entry[0]
     if len(e_ident) != len(ident) or not all(map(_same, e_ident, ident)) or entry[1] != vals:
         return False
