@@ -255,22 +255,34 @@ class Tensor:
             MliError: BAD_TENSOR for a NULL data pointer, a negative stride or shape, or a view
                 that would reach past the end of the NumPy buffer (a C out-of-bounds access).
         """
-        if self.rank == 0:
+        rank = self.rank
+        if rank == 0:
             raise MliError(Status.BAD_TENSOR, "a rank-0 tensor holds its value in the struct")
-        if self.data is None:
+        data = self.data
+        if data is None:
             raise MliError(Status.BAD_TENSOR, "NULL data pointer")
-        if not isinstance(self.data, np.ndarray) or self.data.ndim != 1:
+        if not isinstance(data, np.ndarray) or data.ndim != 1:
             raise MliError(Status.BAD_TENSOR, "data must be a 1-D NumPy array")
-        shape = [int(s) for s in self.shape[: self.rank]]
-        ms = self.strides()
-        if any(s <= 0 for s in shape) or any(m < 0 for m in ms):
+        shape = [int(s) for s in self.shape[:rank]]
+        ms = [int(m) for m in self.mem_stride[:rank]]
+        if not any(ms):
+            ms = dense_strides(shape)
+        if min(shape, default=1) <= 0 or min(ms, default=0) < 0:
             raise MliError(Status.BAD_TENSOR, f"bad shape {shape} or mem_stride {ms}")
-        if self._span() > self.data.shape[0]:
-            raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {self._span()} elements, buffer holds {self.data.shape[0]}")
+        span = 1
+        for s, m in zip(shape, ms):
+            span += (s - 1) * m
+        if span > data.shape[0]:
+            raise MliError(Status.NOT_ENGH_MEM, f"tensor spans {span} elements, buffer holds {data.shape[0]}")
         # Element i of the container is data[i] whatever the array's own stride (negative, zero, > 1):
         # the view steps by multiples of it and stays inside the elements of ``data`` (span checked above).
-        step = self.data.strides[0]
-        return np.lib.stride_tricks.as_strided(self.data, shape=shape, strides=[m * step for m in ms])
+        step = data.strides[0]
+        strides = [m * step for m in ms]
+        if data.flags.c_contiguous and step == data.itemsize:
+            # The ndarray constructor over the contiguous buffer: the same view as as_strided, built
+            # without its Python-level set-up (bounds already checked above).
+            return np.ndarray(shape, dtype=data.dtype, buffer=data, strides=strides)
+        return np.lib.stride_tricks.as_strided(data, shape=shape, strides=strides)
 
     def numpy(self) -> np.ndarray:
         """A dense copy of the tensor's values (container dtype); 0-d for a scalar tensor."""

@@ -48,7 +48,8 @@ def mli_function(*names: str) -> Callable[[F], F]:
 
 
 def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
-              head: tuple[Any, ...] = (), tail: tuple[Any, ...] = (), named: bool = True) -> Callable[..., Any]:
+              head: tuple[Any, ...] = (), tail: tuple[Any, ...] = (), named: bool = True,
+              planned: bool = False) -> Callable[..., Any]:
     """Register the C function ``name(*params)`` as ``impl(name, *head, *params, *tail)``.
 
     One shared body serves each element-type specialisation; the public function keeps its C
@@ -62,20 +63,35 @@ def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
         head: values passed between ``name`` and the public arguments (e.g. the element type).
         tail: values passed after the public arguments.
         named: False when ``impl`` takes no function name (``impl(*head, *params, *tail)``).
+        planned: ``impl`` is a planner: it checks and derives, reading no element value, and returns
+            the function of the public arguments that computes and writes (see
+            :mod:`pymli.checks.entry`, "the memo"); the call is ``impl(...)(*params)``.
 
     Returns:
         The registered function.
     """
     names = params.split()
     first = int(named) + len(head)
-    impl_params = list(inspect.signature(impl).parameters.values())[first:first + len(names)]
+    impl_sig = inspect.signature(impl)
+    impl_params = list(impl_sig.parameters.values())[first:first + len(names)]
     lead = ((name,) if named else ()) + tuple(head)
     sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=p.annotation)
                              for n, p in zip(names, impl_params)],
-                            return_annotation=inspect.signature(impl).return_annotation)
+                            return_annotation="Status" if planned else impl_sig.return_annotation)
 
-    def fn(*args: Any, **kwargs: Any) -> Any:
-        return impl(*lead, *sig.bind(*args, **kwargs).args, *tail)
+    # The guard binds keywords and checks the count before calling: ``fn`` takes its arguments
+    # positionally, with no binding of its own.
+    if planned:
+        def plan(*args: Any) -> Callable[..., Any]:
+            return impl(*lead, *args, *tail)
+
+        def fn(*args: Any) -> Any:
+            return impl(*lead, *args, *tail)(*args)
+
+        fn.__mli_plan__ = plan  # type: ignore[attr-defined]
+    else:
+        def fn(*args: Any) -> Any:
+            return impl(*lead, *args, *tail)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc

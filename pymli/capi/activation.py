@@ -8,15 +8,18 @@ the input's element parameters to ``out``; leaky ReLU and PReLU leave the ``out`
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from ..arith.rounding import wrap
+from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import activation as K
 from ..tensor import Tensor
+from ._plan import view, view_spec
 from ._registry import c_variant
 from .types import PreluCfg, ReluCfg
 
@@ -35,40 +38,47 @@ def _sa(t: Tensor, name: str) -> int:
 def _scalar_value(t: Tensor) -> int:
     """``mli_prv_tensor_data_val``: the struct's value for rank 0, else the first element."""
     v = t.value if t.rank == 0 else t.data[0]
-    return int(wrap(int(v), t.el_type.bits))
+    return wrap_int(int(v), t.el_type.bits)
 
 
 # ------------------------------------------------------------------------------------------ ReLU
 
 
-def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
+def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callable[..., Status]:
     check_relu(fn, el, inp, cfg, out)
-    if el.is_sa:
+    sa = el.is_sa
+    if sa:
         q = dict(zero=_sa(inp, "zero_point"), scale=_sa(inp, "scale"), shift=_sa(inp, "scale_frac_bits"))
     else:
         q = dict(zero=0, scale=1, shift=int(inp.frac_bits))
-    K.relu(inp.view(), int(cfg.type), out=out.view(), **q)  # np.clip into out: overlap-safe, no temporary
-    # out->el_params = in->el_params
-    if el.is_sa:
-        out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
-    else:
-        out.frac_bits = inp.frac_bits
-    return Status.OK
+    kind = int(cfg.type)
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
+        K.relu(view(inp, vi), kind, out=view(out, vo), **q)  # np.clip into out: overlap-safe, no temporary
+        # out->el_params = in->el_params
+        if sa:
+            out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
+        else:
+            out.frac_bits = inp.frac_bits
+        return Status.OK
+
+    return run
 
 
 mli_krn_relu_fx8 = c_variant("mli_krn_relu_fx8", _relu, "in_ cfg out",
     "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits.",
-    head=(ElType.FX_8,))
+    head=(ElType.FX_8,), planned=True)
 
 
 mli_krn_relu_fx16 = c_variant("mli_krn_relu_fx16", _relu, "in_ cfg out",
     "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits.",
-    head=(ElType.FX_16,))
+    head=(ElType.FX_16,), planned=True)
 
 
 mli_krn_relu_sa8 = c_variant("mli_krn_relu_sa8", _relu, "in_ cfg out",
     'ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters.',
-    head=(ElType.SA_8,))
+    head=(ElType.SA_8,), planned=True)
 
 
 # ------------------------------------------------------------------------------------ leaky ReLU
@@ -81,31 +91,39 @@ def _sa8_quant(inp: Tensor, slope: Tensor, out: Tensor) -> dict[str, int]:
                 slope_sfb=_sa(slope, "scale_frac_bits"))
 
 
-def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Status:
+def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Callable[..., Status]:
     check_leaky_relu(fn, el, inp, slope, out)
-    alpha = _scalar_value(slope)
     if el.is_sa:
-        res = K.leaky_relu_sa8(inp.view(), alpha, **_sa8_quant(inp, slope, out))
+        q = _sa8_quant(inp, slope, out)
     else:
         shift = int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits)
-        res = K.leaky_relu_fx(inp.view(), alpha, shift, normalise=el is ElType.FX_16)
-    out.view()[...] = res
-    return Status.OK
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, slope: Tensor, out: Tensor) -> Status:
+        alpha = _scalar_value(slope)
+        if el.is_sa:
+            res = K.leaky_relu_sa8(view(inp, vi), alpha, **q)
+        else:
+            res = K.leaky_relu_fx(view(inp, vi), alpha, shift, normalise=el is ElType.FX_16)
+        view(out, vo)[...] = res
+        return Status.OK
+
+    return run
 
 
 mli_krn_leaky_relu_fx8 = c_variant("mli_krn_leaky_relu_fx8", _leaky, "in_ slope_coeff out",
     'Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element).',
-    head=(ElType.FX_8,))
+    head=(ElType.FX_8,), planned=True)
 
 
 mli_krn_leaky_relu_fx16 = c_variant("mli_krn_leaky_relu_fx16", _leaky, "in_ slope_coeff out",
     'Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does).',
-    head=(ElType.FX_16,))
+    head=(ElType.FX_16,), planned=True)
 
 
 mli_krn_leaky_relu_sa8 = c_variant("mli_krn_leaky_relu_sa8", _leaky, "in_ slope_coeff out",
     "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope.",
-    head=(ElType.SA_8,))
+    head=(ElType.SA_8,), planned=True)
 
 
 # ----------------------------------------------------------------------------------------- PReLU
@@ -115,33 +133,43 @@ _LEAKY = {ElType.FX_8: mli_krn_leaky_relu_fx8, ElType.FX_16: mli_krn_leaky_relu_
           ElType.SA_8: mli_krn_leaky_relu_sa8}
 
 
-def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
+def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: Tensor) -> Callable[..., Status]:
     check_prelu(fn, el, inp, slope, cfg, out)
     axis = int(cfg.axis)
     if axis < 0:
         # One slope for the whole tensor: C hands over to the leaky ReLU (and its checks).
-        return _LEAKY[el](inp, slope, out)
-    # C reads the slopes as slope_ptr[0 .. shape[axis]-1], whatever the slope's strides.
-    slopes = np.asarray(slope.data[: shape_at(slope, axis)], dtype=np.int64)
+        leaky = _LEAKY[el]
+        return lambda inp, slope, cfg, out: leaky(inp, slope, out)
     if el.is_sa:
-        res = K.prelu_sa8(inp.view(), slopes, axis=axis, **_sa8_quant(inp, slope, out))
+        q = _sa8_quant(inp, slope, out)
     else:
         shift = int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits)
-        res = K.prelu_fx(inp.view(), slopes, shift, axis=axis)
-    out.view()[...] = res
-    return Status.OK
+    n = shape_at(slope, axis)
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, slope: Tensor, cfg: PreluCfg, out: Tensor) -> Status:
+        # C reads the slopes as slope_ptr[0 .. shape[axis]-1], whatever the slope's strides.
+        slopes = np.asarray(slope.data[:n], dtype=np.int64)
+        if el.is_sa:
+            res = K.prelu_sa8(view(inp, vi), slopes, axis=axis, **q)
+        else:
+            res = K.prelu_fx(view(inp, vi), slopes, shift, axis=axis)
+        view(out, vo)[...] = res
+        return Status.OK
+
+    return run
 
 
 mli_krn_prelu_fx8 = c_variant("mli_krn_prelu_fx8", _prelu, "in_ slope_coeff cfg out",
     'PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``).',
-    head=(ElType.FX_8,))
+    head=(ElType.FX_8,), planned=True)
 
 
 mli_krn_prelu_fx16 = c_variant("mli_krn_prelu_fx16", _prelu, "in_ slope_coeff cfg out",
     'PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does).',
-    head=(ElType.FX_16,))
+    head=(ElType.FX_16,), planned=True)
 
 
 mli_krn_prelu_sa8 = c_variant("mli_krn_prelu_sa8", _prelu, "in_ slope_coeff cfg out",
     "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index.",
-    head=(ElType.SA_8,))
+    head=(ElType.SA_8,), planned=True)

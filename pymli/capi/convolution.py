@@ -17,13 +17,14 @@ import numpy as np
 
 from ..arith.requant import relu_bounds
 from ..checks.conv import check_bias_scale_asym  # noqa: F401  (old import path, kept for users)
-from ..checks.conv import (check_conv2d, check_conv_types, check_depthwise, check_group, check_sa8_params,
-                           check_structure_cached, check_transpose, check_transpose_str2)
+from ..checks.conv import (check_conv2d, check_depthwise, check_group, check_mac, check_structure_cached,
+                           check_transpose, check_transpose_str2)
 from ..checks.tensor import shape_at
 from ..errors import Status
 from ..kernels import convolution as K
 from ..tensor import Tensor
-from ._registry import mli_function
+from ._plan import view, view_spec
+from ._registry import c_variant
 from .types import Conv2dCfg
 
 __all__ = [
@@ -142,61 +143,52 @@ def fast_view(t: Tensor) -> np.ndarray:
     return np.ndarray(shape, dtype=d.dtype, buffer=d, strides=tuple(m * it for m in ms))
 
 
-def _store(out: Tensor, values: np.ndarray) -> None:
-    fast_view(out)[...] = values
-
-
-def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
+def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg,
+         out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
     if op == "conv":
         chk: Callable[..., None] = check_conv2d
+        kernel: Callable[..., np.ndarray] = K.conv2d_hwcn
     elif op == "depthwise":
-        chk = check_depthwise
+        chk, kernel = check_depthwise, K.depthwise_conv2d_hwcn
     else:
-        chk = check_group
-    if sa:
-        check_structure_cached(chk, op, ksize, inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, _KC)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_structure_cached(chk, op, ksize, inp, w, b, cfg, out)
-    x, wt, bias = fast_view(inp), fast_view(w), fast_view(b)
+        chk, kernel = check_group, K.group_conv2d_hwcn
+    check_mac(kind, lambda: check_structure_cached(chk, op, ksize, inp, w, b, cfg, out), inp, w, b, out, _KC)
+    vx, vw, vb = view_spec(inp), view_spec(w), view_spec(b)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
     bounds = out_bounds(cfg.relu, out, sa)
     no_pad = ksize == 1
     pad = (0, 0) if no_pad else (cfg.padding_top, cfg.padding_left)
     geo = {"stride": (cfg.stride_height, cfg.stride_width), "dilation": (cfg.dilation_height, cfg.dilation_width),
-               "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
-    if op == "depthwise":
-        res = K.depthwise_conv2d_hwcn(x, wt, bias, q, **geo)
-    elif op == "group":
-        res = K.group_conv2d_hwcn(x, wt, bias, q, **geo)
-    else:
-        res = K.conv2d_hwcn(x, wt, bias, q, **geo)
-    _store(out, res)
-    out.el_type = inp.el_type  # C sets it; the checks made it equal already
-    return Status.OK
+           "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
+    vo = view_spec(out)
+
+    def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
+        view(out, vo)[...] = kernel(view(inp, vx), view(w, vw), view(b, vb), q, **geo)
+        out.el_type = inp.el_type  # C sets it; the checks made it equal already
+        return Status.OK
+
+    return run
 
 
-def _run_transpose(kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
+def _run_transpose(kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg,
+                   out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
-    if sa:
-        check_transpose(inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, _KC)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_transpose(inp, w, b, cfg, out)
+    check_mac(kind, lambda: check_transpose(inp, w, b, cfg, out), inp, w, b, out, _KC)
     if ksize:
         check_transpose_str2(w, cfg, ksize)
     n = shape_at(w, _KC)
     q = _quant(kind, inp, w, b, out, n)
-    bounds = out_bounds(cfg.relu, out, sa)
-    res = K.transpose_conv2d_hwcn(fast_view(inp), fast_view(w), fast_view(b), q, stride=(cfg.stride_height, cfg.stride_width),
-                                  pad=(cfg.padding_top, cfg.padding_left), out_hw=(shape_at(out, 0), shape_at(out, 1)),
-                                  bounds=bounds)
-    _store(out, res)
-    return Status.OK
+    geo = {"stride": (cfg.stride_height, cfg.stride_width), "pad": (cfg.padding_top, cfg.padding_left),
+           "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": out_bounds(cfg.relu, out, sa)}
+    vx, vw, vb, vo = view_spec(inp), view_spec(w), view_spec(b), view_spec(out)
+
+    def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
+        view(out, vo)[...] = K.transpose_conv2d_hwcn(view(inp, vx), view(w, vw), view(b, vb), q, **geo)
+        return Status.OK
+
+    return run
 
 
 # ------------------------------------------------------------------------------ registration
@@ -218,21 +210,13 @@ Raises:
 
 
 def _make(op: str, kind: str, ksize: int, name: str) -> Callable[..., Status]:
-    def fn(in_: Tensor, weights: Tensor, bias: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
-        return _run(op, kind, ksize, in_, weights, bias, cfg, out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = _DOC.format(name=name)
-    return mli_function(name)(fn)
+    return c_variant(name, _run, "in_ weights bias cfg out", _DOC.format(name=name), head=(op, kind, ksize),
+                     named=False, planned=True)
 
 
 def _make_transpose(kind: str, ksize: int, name: str) -> Callable[..., Status]:
-    def fn(in_: Tensor, weights: Tensor, bias: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
-        return _run_transpose(kind, ksize, in_, weights, bias, cfg, out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = _DOC.format(name=name)
-    return mli_function(name)(fn)
+    return c_variant(name, _run_transpose, "in_ weights bias cfg out", _DOC.format(name=name), head=(kind, ksize),
+                     named=False, planned=True)
 
 
 mli_krn_conv2d_hwcn_fx16 = _make("conv", "fx16", 0, "mli_krn_conv2d_hwcn_fx16")

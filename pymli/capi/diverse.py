@@ -10,6 +10,8 @@ scale_frac_bits=0`` and writes int32 element offsets contiguously from its first
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..checks.diverse import QUANT_FIELDS as _QUANT
@@ -19,6 +21,7 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import diverse as K
 from ..tensor import Tensor
+from ._plan import view, view_spec
 from ._registry import c_variant
 from .types import ArgmaxCfg, PermuteCfg
 
@@ -29,63 +32,74 @@ __all__ = ["mli_krn_permute_fx8", "mli_krn_permute_fx16", "mli_krn_permute_sa8",
 # --------------------------------------------------------------------------------------- permute
 
 
-def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
+def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Callable[..., Status]:
     check_permute(fn, el, inp, cfg, out)
     perm = permutation(cfg, inp.rank)[: inp.rank]
-    view = out.view()  # may raise: nothing is written before
-    K.permute(inp.view(), perm, out=view)
-    if not el.is_sa:
-        out.frac_bits = inp.frac_bits
-    elif inp.dim < 0:
-        out.dim = -1
-        out.zero_point, out.scale, out.scale_frac_bits = (int(inp.quant_vector(k)[0]) for k, _ in _QUANT)
-    else:
-        # check_permute made sure the input's arrays hold n values and out's arrays have room.
-        out.dim = perm.index(inp.dim)
-        n = shape_at(inp, inp.dim)
-        for k, _ in _QUANT:
-            src, dst = getattr(inp, k), getattr(out, k)
-            if param_pointer(dst) == 0 or not isinstance(dst, np.ndarray):
-                setattr(out, k, src)  # C: out takes the input's pointer
-            elif dst is not src and param_pointer(dst) != param_pointer(src):
-                dst.reshape(-1)[:n] = np.asarray(src).reshape(-1)[:n]
-    return Status.OK
+    vo = view_spec(out)  # may raise: nothing is written before
+    vi = view_spec(inp)
+
+    def run(inp: Tensor, cfg: PermuteCfg, out: Tensor) -> Status:
+        K.permute(view(inp, vi), perm, out=view(out, vo))
+        if not el.is_sa:
+            out.frac_bits = inp.frac_bits
+        elif inp.dim < 0:
+            out.dim = -1
+            out.zero_point, out.scale, out.scale_frac_bits = (int(inp.quant_vector(k)[0]) for k, _ in _QUANT)
+        else:
+            # check_permute made sure the input's arrays hold n values and out's arrays have room.
+            out.dim = perm.index(inp.dim)
+            n = shape_at(inp, inp.dim)
+            for k, _ in _QUANT:
+                src, dst = getattr(inp, k), getattr(out, k)
+                if param_pointer(dst) == 0 or not isinstance(dst, np.ndarray):
+                    setattr(out, k, src)  # C: out takes the input's pointer
+                elif dst is not src and param_pointer(dst) != param_pointer(src):
+                    dst.reshape(-1)[:n] = np.asarray(src).reshape(-1)[:n]
+        return Status.OK
+
+    return run
 
 
 mli_krn_permute_fx8 = c_variant("mli_krn_permute_fx8", _permute, "in_ cfg out",
     'Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``.',
-    head=(ElType.FX_8,))
+    head=(ElType.FX_8,), planned=True)
 
 
 mli_krn_permute_fx16 = c_variant("mli_krn_permute_fx16", _permute, "in_ cfg out",
     'Permute the dimensions of an fx16 tensor.',
-    head=(ElType.FX_16,))
+    head=(ElType.FX_16,), planned=True)
 
 
 mli_krn_permute_sa8 = c_variant("mli_krn_permute_sa8", _permute, "in_ cfg out",
     'Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension.',
-    head=(ElType.SA_8,))
+    head=(ElType.SA_8,), planned=True)
 
 
 # ---------------------------------------------------------------------------------------- argmax
 
 
-def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Status:
+def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Callable[..., Status]:
     check_argmax(fn, el, inp, cfg, out)
-    res = K.argmax(inp.view(), int(cfg.axis), int(cfg.topk), inp.strides()).reshape(-1)
-    if out.data.shape[0] < res.size:
-        fail(Status.NOT_ENGH_MEM, f"{fn}: out buffer holds {out.data.shape[0]} values, {res.size} needed")
-    # C writes topk offsets per slice one after the other from the first element.
-    out.data[: res.size] = res
-    out.dim, out.zero_point, out.scale, out.scale_frac_bits = -1, 0, 1, 0
-    return Status.OK
+    vi = view_spec(inp)
+    axis, topk, strides = int(cfg.axis), int(cfg.topk), inp.strides()
+
+    def run(inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Status:
+        res = K.argmax(view(inp, vi), axis, topk, strides).reshape(-1)
+        if out.data.shape[0] < res.size:
+            fail(Status.NOT_ENGH_MEM, f"{fn}: out buffer holds {out.data.shape[0]} values, {res.size} needed")
+        # C writes topk offsets per slice one after the other from the first element.
+        out.data[: res.size] = res
+        out.dim, out.zero_point, out.scale, out.scale_frac_bits = -1, 0, 1, 0
+        return Status.OK
+
+    return run
 
 
 mli_krn_argmax_sa8 = c_variant("mli_krn_argmax_sa8", _argmax, "in_ cfg out",
     'Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``).',
-    head=(ElType.SA_8,))
+    head=(ElType.SA_8,), planned=True)
 
 
 mli_krn_argmax_fx16 = c_variant("mli_krn_argmax_fx16", _argmax, "in_ cfg out",
     'Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``).',
-    head=(ElType.FX_16,))
+    head=(ElType.FX_16,), planned=True)

@@ -18,7 +18,8 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels.eltwise import eltwise_fx, eltwise_sa8
 from ..tensor import Tensor
-from ._registry import mli_function
+from ._plan import ViewSpec, view, view_spec
+from ._registry import c_variant
 
 __all__ = [
     "ELTWISE",
@@ -40,63 +41,91 @@ __all__ = [
 ]
 
 
-def scalar_operand(t: Tensor) -> np.ndarray:
-    """The operand as MLI reads it: a 0-d array for a scalar (one element), else the strided view."""
+def _check_scalar_data(t: Tensor) -> None:
+    if t.rank != 0 and t.data.shape[0] < 1:
+        # capacity claims a buffer the array does not hold: C would read outside it
+        fail(Status.NOT_ENGH_MEM, "the scalar operand's data array is empty")
+
+
+def _scalar(t: Tensor) -> np.ndarray:
+    return np.asarray(t.value if t.rank == 0 else t.data[0], dtype=t.el_type.dtype)
+
+
+def _operand(t: Tensor) -> ViewSpec | None:
+    """What the runner needs to read an operand: None for a scalar, else its checked view."""
     if tensor_is_scalar(t):
-        if t.rank != 0 and t.data.shape[0] < 1:
-            # capacity claims a buffer the array does not hold: C would read outside it
-            fail(Status.NOT_ENGH_MEM, "the scalar operand's data array is empty")
-        return np.asarray(t.value if t.rank == 0 else t.data[0], dtype=t.el_type.dtype)
-    return t.view()
+        _check_scalar_data(t)
+        return None
+    return view_spec(t)
 
 
-def _run(fn: str, op: EltOp, el_type: ElType, in1: Tensor, in2: Tensor, out: Tensor) -> Status:
+def _doc(name: str, op: EltOp, el_type: ElType) -> str:
+    return (f"``{name}(in1, in2, out)``: element-wise {op.value} of {el_type.name} tensors "
+            "(one operand may be a scalar).\n\nReturns Status.OK or raises MliError with the status "
+            "of the checked C build.")
+
+
+def _run(fn: str, op: EltOp, el_type: ElType, in1: Tensor, in2: Tensor, out: Tensor) -> Callable[..., Status]:
     check_eltwise(fn, in1, in2, out, op, el_type)
-    a, b = scalar_operand(in1), scalar_operand(in2)
+    v1, v2 = _operand(in1), _operand(in2)
     if el_type is ElType.SA_8:
         def q(t: Tensor) -> tuple[int, int, int]:
             return int(t.scale), int(t.scale_frac_bits), int(t.zero_point)
-        res = eltwise_sa8(op, a, b, q1=q(in1), q2=q(in2), qo=q(out))
+        kw = dict(q1=q(in1), q2=q(in2), qo=q(out))
+        kernel = eltwise_sa8
     else:
-        res = eltwise_fx(op, a, b, frac_bits=(int(in1.frac_bits), int(in2.frac_bits), int(out.frac_bits)),
-                         bits=el_type.bits)
-    if res.ndim == 0:
-        # Both operands scalar: MLI stores the single result at the output's data pointer.
-        if out.rank == 0:
-            out.data[0] = res
+        kw = dict(frac_bits=(int(in1.frac_bits), int(in2.frac_bits), int(out.frac_bits)), bits=el_type.bits)
+        kernel = eltwise_fx
+    both_scalar = v1 is None and v2 is None
+    vo = None if both_scalar or out.rank == 0 else view_spec(out)
+
+    def run(in1: Tensor, in2: Tensor, out: Tensor) -> Status:
+        a = _scalar(in1) if v1 is None else view(in1, v1)
+        b = _scalar(in2) if v2 is None else view(in2, v2)
+        res = kernel(op, a, b, **kw)
+        if res.ndim == 0:
+            # Both operands scalar: MLI stores the single result at the output's data pointer.
+            if out.rank == 0:
+                out.data[0] = res
+            else:
+                out.view()[(0,) * out.rank] = res
         else:
-            out.view()[(0,) * out.rank] = res
-    else:
-        out.view()[...] = res
-    return Status.OK
+            view(out, vo)[...] = res
+        return Status.OK
+
+    return run
 
 
-def _bind(name: str, op: EltOp, el_type: ElType):  # noqa: ANN202
-    def fn(in1: Tensor, in2: Tensor, out: Tensor) -> Status:
-        return _run(name, op, el_type, in1, in2, out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"``{name}(in1, in2, out)``: element-wise {op.value} of {el_type.name} tensors "
-                  "(one operand may be a scalar).\n\nReturns Status.OK or raises MliError with the status "
-                  "of the checked C build.")
-    return fn
-
-
-mli_krn_eltwise_add_fx8 = mli_function("mli_krn_eltwise_add_fx8")(_bind("mli_krn_eltwise_add_fx8", EltOp.ADD, ElType.FX_8))
-mli_krn_eltwise_add_fx16 = mli_function("mli_krn_eltwise_add_fx16")(_bind("mli_krn_eltwise_add_fx16", EltOp.ADD, ElType.FX_16))
-mli_krn_eltwise_add_sa8 = mli_function("mli_krn_eltwise_add_sa8")(_bind("mli_krn_eltwise_add_sa8", EltOp.ADD, ElType.SA_8))
-mli_krn_eltwise_sub_fx8 = mli_function("mli_krn_eltwise_sub_fx8")(_bind("mli_krn_eltwise_sub_fx8", EltOp.SUB, ElType.FX_8))
-mli_krn_eltwise_sub_fx16 = mli_function("mli_krn_eltwise_sub_fx16")(_bind("mli_krn_eltwise_sub_fx16", EltOp.SUB, ElType.FX_16))
-mli_krn_eltwise_sub_sa8 = mli_function("mli_krn_eltwise_sub_sa8")(_bind("mli_krn_eltwise_sub_sa8", EltOp.SUB, ElType.SA_8))
-mli_krn_eltwise_mul_fx8 = mli_function("mli_krn_eltwise_mul_fx8")(_bind("mli_krn_eltwise_mul_fx8", EltOp.MUL, ElType.FX_8))
-mli_krn_eltwise_mul_fx16 = mli_function("mli_krn_eltwise_mul_fx16")(_bind("mli_krn_eltwise_mul_fx16", EltOp.MUL, ElType.FX_16))
-mli_krn_eltwise_mul_sa8 = mli_function("mli_krn_eltwise_mul_sa8")(_bind("mli_krn_eltwise_mul_sa8", EltOp.MUL, ElType.SA_8))
-mli_krn_eltwise_max_fx8 = mli_function("mli_krn_eltwise_max_fx8")(_bind("mli_krn_eltwise_max_fx8", EltOp.MAX, ElType.FX_8))
-mli_krn_eltwise_max_fx16 = mli_function("mli_krn_eltwise_max_fx16")(_bind("mli_krn_eltwise_max_fx16", EltOp.MAX, ElType.FX_16))
-mli_krn_eltwise_max_sa8 = mli_function("mli_krn_eltwise_max_sa8")(_bind("mli_krn_eltwise_max_sa8", EltOp.MAX, ElType.SA_8))
-mli_krn_eltwise_min_fx8 = mli_function("mli_krn_eltwise_min_fx8")(_bind("mli_krn_eltwise_min_fx8", EltOp.MIN, ElType.FX_8))
-mli_krn_eltwise_min_fx16 = mli_function("mli_krn_eltwise_min_fx16")(_bind("mli_krn_eltwise_min_fx16", EltOp.MIN, ElType.FX_16))
-mli_krn_eltwise_min_sa8 = mli_function("mli_krn_eltwise_min_sa8")(_bind("mli_krn_eltwise_min_sa8", EltOp.MIN, ElType.SA_8))
+mli_krn_eltwise_add_fx8 = c_variant("mli_krn_eltwise_add_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_fx8", EltOp.ADD, ElType.FX_8),
+                     head=(EltOp.ADD, ElType.FX_8), planned=True)
+mli_krn_eltwise_add_fx16 = c_variant("mli_krn_eltwise_add_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_fx16", EltOp.ADD, ElType.FX_16),
+                     head=(EltOp.ADD, ElType.FX_16), planned=True)
+mli_krn_eltwise_add_sa8 = c_variant("mli_krn_eltwise_add_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_sa8", EltOp.ADD, ElType.SA_8),
+                     head=(EltOp.ADD, ElType.SA_8), planned=True)
+mli_krn_eltwise_sub_fx8 = c_variant("mli_krn_eltwise_sub_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_fx8", EltOp.SUB, ElType.FX_8),
+                     head=(EltOp.SUB, ElType.FX_8), planned=True)
+mli_krn_eltwise_sub_fx16 = c_variant("mli_krn_eltwise_sub_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_fx16", EltOp.SUB, ElType.FX_16),
+                     head=(EltOp.SUB, ElType.FX_16), planned=True)
+mli_krn_eltwise_sub_sa8 = c_variant("mli_krn_eltwise_sub_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_sa8", EltOp.SUB, ElType.SA_8),
+                     head=(EltOp.SUB, ElType.SA_8), planned=True)
+mli_krn_eltwise_mul_fx8 = c_variant("mli_krn_eltwise_mul_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_fx8", EltOp.MUL, ElType.FX_8),
+                     head=(EltOp.MUL, ElType.FX_8), planned=True)
+mli_krn_eltwise_mul_fx16 = c_variant("mli_krn_eltwise_mul_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_fx16", EltOp.MUL, ElType.FX_16),
+                     head=(EltOp.MUL, ElType.FX_16), planned=True)
+mli_krn_eltwise_mul_sa8 = c_variant("mli_krn_eltwise_mul_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_sa8", EltOp.MUL, ElType.SA_8),
+                     head=(EltOp.MUL, ElType.SA_8), planned=True)
+mli_krn_eltwise_max_fx8 = c_variant("mli_krn_eltwise_max_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_fx8", EltOp.MAX, ElType.FX_8),
+                     head=(EltOp.MAX, ElType.FX_8), planned=True)
+mli_krn_eltwise_max_fx16 = c_variant("mli_krn_eltwise_max_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_fx16", EltOp.MAX, ElType.FX_16),
+                     head=(EltOp.MAX, ElType.FX_16), planned=True)
+mli_krn_eltwise_max_sa8 = c_variant("mli_krn_eltwise_max_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_sa8", EltOp.MAX, ElType.SA_8),
+                     head=(EltOp.MAX, ElType.SA_8), planned=True)
+mli_krn_eltwise_min_fx8 = c_variant("mli_krn_eltwise_min_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_fx8", EltOp.MIN, ElType.FX_8),
+                     head=(EltOp.MIN, ElType.FX_8), planned=True)
+mli_krn_eltwise_min_fx16 = c_variant("mli_krn_eltwise_min_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_fx16", EltOp.MIN, ElType.FX_16),
+                     head=(EltOp.MIN, ElType.FX_16), planned=True)
+mli_krn_eltwise_min_sa8 = c_variant("mli_krn_eltwise_min_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_sa8", EltOp.MIN, ElType.SA_8),
+                     head=(EltOp.MIN, ElType.SA_8), planned=True)
 
 ELTWISE: dict[tuple[EltOp, ElType], Callable[..., Status]] = {
     (EltOp.ADD, ElType.FX_8): mli_krn_eltwise_add_fx8,

@@ -11,13 +11,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..checks.conv import check_conv_types, check_sa8_params
+from ..checks.conv import check_mac
 from ..checks.fc import check_fully_connected
 from ..checks.tensor import fail, shape_at
 from ..errors import Status
 from ..kernels.fully_connected import fully_connected
 from ..tensor import Tensor
-from ._registry import mli_function, unsupported
+from ._registry import c_variant, unsupported
 from .convolution import fx_quant, out_bounds, sa8_quant
 from .types import FullyConnectedCfg
 
@@ -40,44 +40,43 @@ def _strided(buf: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) 
     return v
 
 
-def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
+def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg,
+         out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
-    if sa:
-        check_fully_connected(inp, w, b, cfg, out)
-        check_sa8_params(inp, w, b, out, 1)
-    else:
-        check_conv_types(inp, w, b, out, kind)
-        check_fully_connected(inp, w, b, cfg, out)
+    check_mac(kind, lambda: check_fully_connected(inp, w, b, cfg, out), inp, w, b, out, 1)
     n_in, m = shape_at(w, 0), shape_at(w, 1)
-    x = inp.data[:n_in]
     it = w.data.itemsize
     span = (n_in - 1) * int(w.mem_stride[0]) + m
     if w.data.shape[0] < span or inp.data.shape[0] < n_in or b.data.shape[0] < m or out.data.shape[0] < m:
         fail(Status.NOT_ENGH_MEM, "a buffer is shorter than the tensor it holds")
-    wt = _strided(w.data, (n_in, m), (int(w.mem_stride[0]) * it, it))
+    wshape, wstrides = (n_in, m), (int(w.mem_stride[0]) * it, it)
     if sa:
         q = sa8_quant(inp, w, out, m, in_zp=0 if ext_bias else None)
     else:
         q = fx_quant(inp, w, b, out, 40 if kind == "fx16" else 32, 8 if kind == "fx8" else 16)
-    res = fully_connected(x, wt, b.data[:m], q, out_bounds(cfg.relu, out, sa))
-    out.data[:m] = res.astype(out.data.dtype)
-    return Status.OK
+    bounds = out_bounds(cfg.relu, out, sa)
+
+    def run(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
+        res = fully_connected(inp.data[:n_in], _strided(w.data, wshape, wstrides), b.data[:m], q, bounds)
+        out.data[:m] = res.astype(out.data.dtype)
+        return Status.OK
+
+    return run
 
 
-def _make(kind: str, ext_bias: bool, name: str) -> Callable[..., Status]:
-    def fn(in_: Tensor, weights: Tensor, bias: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
-        return _run(kind, ext_bias, in_, weights, bias, cfg, out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name}``: see :mod:`pymli.capi.fully_connected`."
-    return mli_function(name)(fn)
-
-
-mli_krn_fully_connected_fx8 = _make("fx8", False, "mli_krn_fully_connected_fx8")
-mli_krn_fully_connected_fx16 = _make("fx16", False, "mli_krn_fully_connected_fx16")
-mli_krn_fully_connected_fx16_fx8_fx8 = _make("fx16_fx8_fx8", False, "mli_krn_fully_connected_fx16_fx8_fx8")
-mli_krn_fully_connected_sa8_sa8_sa32 = _make("sa8", False, "mli_krn_fully_connected_sa8_sa8_sa32")
-mli_krn_fully_connected_sa8_sa8_sa32_ext_bias = _make("sa8", True, "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias")
+_DOC = "``{}``: see :mod:`pymli.capi.fully_connected`."
+_PARAMS = "in_ weights bias cfg out"
+mli_krn_fully_connected_fx8 = c_variant("mli_krn_fully_connected_fx8", _run, _PARAMS,
+    _DOC.format("mli_krn_fully_connected_fx8"), head=("fx8", False), named=False, planned=True)
+mli_krn_fully_connected_fx16 = c_variant("mli_krn_fully_connected_fx16", _run, _PARAMS,
+    _DOC.format("mli_krn_fully_connected_fx16"), head=("fx16", False), named=False, planned=True)
+mli_krn_fully_connected_fx16_fx8_fx8 = c_variant("mli_krn_fully_connected_fx16_fx8_fx8", _run, _PARAMS,
+    _DOC.format("mli_krn_fully_connected_fx16_fx8_fx8"), head=("fx16_fx8_fx8", False), named=False, planned=True)
+mli_krn_fully_connected_sa8_sa8_sa32 = c_variant("mli_krn_fully_connected_sa8_sa8_sa32", _run, _PARAMS,
+    _DOC.format("mli_krn_fully_connected_sa8_sa8_sa32"), head=("sa8", False), named=False, planned=True)
+mli_krn_fully_connected_sa8_sa8_sa32_ext_bias = c_variant("mli_krn_fully_connected_sa8_sa8_sa32_ext_bias", _run,
+    _PARAMS, _DOC.format("mli_krn_fully_connected_sa8_sa8_sa32_ext_bias"), head=("sa8", True), named=False,
+    planned=True)
 
 unsupported("mli_krn_fully_connected_fx8w16d",
             "declared in the MLI 2.0.2 header but neither implemented nor exported by the library")

@@ -9,13 +9,16 @@ scale_frac_bits). The LUT itself is not validated by the kernels (C does not eit
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..arith.lut import LUT_SPECS, create_lut, lut_size
-from ..arith.rounding import wrap
+from ..arith.rounding import wrap_int
 from ..checks.lut import check_axis_cfg, check_basic_activation, check_create_lut, check_sa8_input
 from ..errors import Status
 from ..formats import ElType
 from ..kernels import transform as K
 from ..tensor import Lut, Tensor
+from ._plan import view, view_spec
 from ._registry import c_variant, mli_function
 from .types import L2NormalizeCfg, SoftmaxCfg
 
@@ -43,134 +46,146 @@ def _set_sa8_out(out: Tensor, zp: int, shift: int) -> None:
 
 def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
     """Per-tensor (zero_point, scale, scale_frac_bits) as the C struct holds them (int16, int16, int8)."""
-    zp = wrap(int(inp.quant_vector("zero_point")[0]), 16).item()
-    scale = wrap(int(inp.quant_vector("scale")[0]), 16).item()
-    shift = wrap(int(inp.quant_vector("scale_frac_bits")[0]), 8).item()
+    zp = wrap_int(int(inp.quant_vector("zero_point")[0]), 16)
+    scale = wrap_int(int(inp.quant_vector("scale")[0]), 16)
+    shift = wrap_int(int(inp.quant_vector("scale_frac_bits")[0]), 8)
     return zp, scale, shift
 
 
 # ---------------------------------------------------------------------------------------- sigm / tanh
-def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Status:
+def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Callable[..., Status]:
     check_basic_activation(inp, out, el, fn)
     bits = el.bits
-    res = K.lut_activation_fx(inp.view(), lut, in_frac_bits=int(inp.frac_bits), out_bits=bits)
-    out.view()[...] = res
-    out.frac_bits = bits - 1
-    return Status.OK
+    in_frac = int(inp.frac_bits)
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+        view(out, vo)[...] = K.lut_activation_fx(view(inp, vi), lut, in_frac_bits=in_frac, out_bits=bits)
+        out.frac_bits = bits - 1
+        return Status.OK
+
+    return run
 
 
-def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Status:
+def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Callable[..., Status]:
     check_basic_activation(inp, out, ElType.SA_8, fn)
     check_sa8_input(inp, fn)
     zp, scale, shift = _sa8_in_params(inp)
-    res = K.lut_activation_sa8(inp.view(), lut, in_zp=zp, in_scale=scale, in_shift=shift,
-                               out_zp=out_q[0], out_shift=out_q[1])
-    out.view()[...] = res
-    _set_sa8_out(out, *out_q)
-    return Status.OK
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
+        view(out, vo)[...] = K.lut_activation_sa8(view(inp, vi), lut, in_zp=zp, in_scale=scale, in_shift=shift,
+                                                  out_zp=out_q[0], out_shift=out_q[1])
+        _set_sa8_out(out, *out_q)
+        return Status.OK
+
+    return run
 
 
 mli_krn_sigm_fx8 = c_variant("mli_krn_sigm_fx8", _fx_activation, "inp lut out",
     'Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,))
+    tail=(ElType.FX_8,), planned=True)
 
 
 mli_krn_sigm_fx16 = c_variant("mli_krn_sigm_fx16", _fx_activation, "inp lut out",
     'Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,))
+    tail=(ElType.FX_16,), planned=True)
 
 
 mli_krn_sigm_sa8 = c_variant("mli_krn_sigm_sa8", _sa8_activation, "inp lut out",
     'Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.',
-    tail=(K.SIGM_SA8_OUT,))
+    tail=(K.SIGM_SA8_OUT,), planned=True)
 
 
 mli_krn_tanh_fx8 = c_variant("mli_krn_tanh_fx8", _fx_activation, "inp lut out",
     'Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,))
+    tail=(ElType.FX_8,), planned=True)
 
 
 mli_krn_tanh_fx16 = c_variant("mli_krn_tanh_fx16", _fx_activation, "inp lut out",
     'Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,))
+    tail=(ElType.FX_16,), planned=True)
 
 
 mli_krn_tanh_sa8 = c_variant("mli_krn_tanh_sa8", _sa8_activation, "inp lut out",
     'Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.',
-    tail=(K.TANH_SA8_OUT,))
+    tail=(K.TANH_SA8_OUT,), planned=True)
 
 
 # ---------------------------------------------------------------------------------------- softmax
-def _softmax_fx(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: ElType) -> Status:
+def _softmax(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: ElType) -> Callable[..., Status]:
     check_basic_activation(inp, out, el, fn)
     check_axis_cfg(inp, cfg, fn)
-    bits = el.bits
-    res = K.softmax_fx(inp.view(), lut, in_frac_bits=int(inp.frac_bits), bits=bits, axis=int(cfg.axis))
-    out.view()[...] = res
-    out.frac_bits = bits - 1
-    return Status.OK
+    axis = int(cfg.axis)
+    if el is ElType.SA_8:
+        check_sa8_input(inp, fn)
+        _, scale, shift = _sa8_in_params(inp)
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
+        if el is ElType.SA_8:
+            view(out, vo)[...] = K.softmax_sa8(view(inp, vi), lut, in_scale=scale, in_shift=shift, axis=axis)
+            _set_sa8_out(out, *K.SOFTMAX_SA8_OUT)
+        else:
+            view(out, vo)[...] = K.softmax_fx(view(inp, vi), lut, in_frac_bits=int(inp.frac_bits), bits=el.bits,
+                                              axis=axis)
+            out.frac_bits = el.bits - 1
+        return Status.OK
+
+    return run
 
 
-mli_krn_softmax_fx8 = c_variant("mli_krn_softmax_fx8", _softmax_fx, "inp lut cfg out",
+mli_krn_softmax_fx8 = c_variant("mli_krn_softmax_fx8", _softmax, "inp lut cfg out",
     "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
     "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
     "results are not a usable softmax).",
-    tail=(ElType.FX_8,))
+    tail=(ElType.FX_8,), planned=True)
 
 
-mli_krn_softmax_fx16 = c_variant("mli_krn_softmax_fx16", _softmax_fx, "inp lut cfg out",
+mli_krn_softmax_fx16 = c_variant("mli_krn_softmax_fx16", _softmax, "inp lut cfg out",
     'Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15.',
-    tail=(ElType.FX_16,))
+    tail=(ElType.FX_16,), planned=True)
 
 
-@mli_function()
-def mli_krn_softmax_sa8(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
-    """Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."""
-    fn = "mli_krn_softmax_sa8"
-    check_basic_activation(inp, out, ElType.SA_8, fn)
-    check_axis_cfg(inp, cfg, fn)
-    check_sa8_input(inp, fn)
-    _, scale, shift = _sa8_in_params(inp)
-    res = K.softmax_sa8(inp.view(), lut, in_scale=scale, in_shift=shift, axis=int(cfg.axis))
-    out.view()[...] = res
-    _set_sa8_out(out, *K.SOFTMAX_SA8_OUT)
-    return Status.OK
+mli_krn_softmax_sa8 = c_variant("mli_krn_softmax_sa8", _softmax, "inp lut cfg out",
+    "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.",
+    tail=(ElType.SA_8,), planned=True)
 
 
 # ---------------------------------------------------------------------------------------- l2_normalize
-@mli_function()
-def mli_krn_l2_normalize_fx16(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
-                              out: Tensor) -> Status:
-    """L2 normalisation of an fx16 tensor (whole or along ``cfg.axis``); ``out`` becomes Q15.
-
-    ``epsilon`` is accepted and ignored, as in MLI 2.0.2.
-    """
-    fn = "mli_krn_l2_normalize_fx16"
-    check_basic_activation(inp, out, ElType.FX_16, fn)
+def _l2_normalize(fn: str, el: ElType, inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
+                  out: Tensor) -> Callable[..., Status]:
+    check_basic_activation(inp, out, el, fn)
     check_axis_cfg(inp, cfg, fn)
-    res = K.l2_normalize(inp.view(), lut, bits=16, out_shift=15, axis=int(cfg.axis))
-    out.view()[...] = res
-    out.frac_bits = 15
-    return Status.OK
+    axis = int(cfg.axis)
+    if el is ElType.SA_8:
+        check_sa8_input(inp, fn)
+        zp, _, _ = _sa8_in_params(inp)
+    vi, vo = view_spec(inp), view_spec(out)
+
+    def run(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg, out: Tensor) -> Status:
+        if el is ElType.SA_8:
+            zp_out, shift_out = K.L2NORM_SA8_OUT
+            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=axis)
+            _set_sa8_out(out, zp_out, shift_out)
+        else:
+            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=16, out_shift=15, axis=axis)
+            out.frac_bits = 15
+        return Status.OK
+
+    return run
 
 
-@mli_function()
-def mli_krn_l2_normalize_sa8(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
-                             out: Tensor) -> Status:
-    """L2 normalisation of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.
+mli_krn_l2_normalize_fx16 = c_variant("mli_krn_l2_normalize_fx16", _l2_normalize, "inp epsilon lut cfg out",
+    "L2 normalisation of an fx16 tensor (whole or along ``cfg.axis``); ``out`` becomes Q15.\n\n"
+    "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
+    head=(ElType.FX_16,), planned=True)
 
-    ``epsilon`` is accepted and ignored, as in MLI 2.0.2.
-    """
-    fn = "mli_krn_l2_normalize_sa8"
-    check_basic_activation(inp, out, ElType.SA_8, fn)
-    check_axis_cfg(inp, cfg, fn)
-    check_sa8_input(inp, fn)
-    zp, _, _ = _sa8_in_params(inp)
-    zp_out, shift_out = K.L2NORM_SA8_OUT
-    res = K.l2_normalize(inp.view(), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=int(cfg.axis))
-    out.view()[...] = res
-    _set_sa8_out(out, zp_out, shift_out)
-    return Status.OK
+
+mli_krn_l2_normalize_sa8 = c_variant("mli_krn_l2_normalize_sa8", _l2_normalize, "inp epsilon lut cfg out",
+    "L2 normalisation of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.\n\n"
+    "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
+    head=(ElType.SA_8,), planned=True)
 
 
 # ---------------------------------------------------------------------------------------- LUTs

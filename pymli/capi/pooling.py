@@ -17,7 +17,8 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc, pool_writes_c_order
 from ..tensor import Tensor
-from ._registry import mli_function
+from ._plan import view, view_spec
+from ._registry import c_variant
 from .types import PoolCfg
 
 __all__ = [
@@ -43,57 +44,66 @@ __all__ = [
 ]
 
 
-def _geometry(inp: Tensor, out: Tensor, c: dict[str, int]) -> dict[str, tuple[int, int]]:
-    return dict(kernel=(c["kernel_height"], c["kernel_width"]), stride=(c["stride_height"], c["stride_width"]),
-                pad=(c["padding_top"], c["padding_left"]), out_hw=(int(out.shape[0]), int(out.shape[1])))
-
-
-def _compute(kind: str, inp: Tensor, out: Tensor, c: dict[str, int], k: int, **arith: object) -> None:
-    geo = _geometry(inp, out, c)
+def _plan(kind: str, inp: Tensor, out: Tensor, c: dict[str, int], k: int,
+          **arith: object) -> Callable[[Tensor, Tensor], None]:
+    """The computation of a checked pooling call: ``compute(inp, out)`` reads ``inp`` and writes ``out``."""
+    geo = dict(kernel=(c["kernel_height"], c["kernel_width"]), stride=(c["stride_height"], c["stride_width"]),
+               pad=(c["padding_top"], c["padding_left"]), out_hw=(int(out.shape[0]), int(out.shape[1])))
     h, w, ch = (int(v) for v in inp.shape[:3])
     pads = (c["padding_top"], c["padding_bottom"], c["padding_left"], c["padding_right"])
     if degenerate(h, w, geo["kernel"], geo["stride"], pads, geo["out_hw"]):
         # MLI's border passes store outside the output here: replay its stores in order.
-        writes = pool_writes_c_order(inp.data, tuple(inp.strides()[:2]), (h, w, ch), tuple(out.strides()[:2]),
-                                     kind=kind, fixed=k, **geo, **arith)  # type: ignore[arg-type]
-        n = out.data.shape[0]
-        for offs, vals in writes:
-            inside = (offs >= 0) & (offs < n)
-            out.data[offs[inside]] = vals[inside]
-        return
-    x = inp.view()
-    res = avepool_hwc(x, **geo, **arith) if kind == "ave" else maxpool_hwc(x, **geo)  # type: ignore[arg-type]
-    out.view()[...] = res
+        in_strides, out_strides = tuple(inp.strides()[:2]), tuple(out.strides()[:2])
+
+        def replay(inp: Tensor, out: Tensor) -> None:
+            writes = pool_writes_c_order(inp.data, in_strides, (h, w, ch), out_strides, kind=kind, fixed=k,
+                                         **geo, **arith)  # type: ignore[arg-type]
+            n = out.data.shape[0]
+            for offs, vals in writes:
+                inside = (offs >= 0) & (offs < n)
+                out.data[offs[inside]] = vals[inside]
+
+        return replay
+    vi = view_spec(inp)
+    vo = view_spec(out)
+
+    def compute(inp: Tensor, out: Tensor) -> None:
+        x = view(inp, vi)
+        res = avepool_hwc(x, **geo, **arith) if kind == "ave" else maxpool_hwc(x, **geo)  # type: ignore[arg-type]
+        view(out, vo)[...] = res
+
+    return compute
 
 
-def _avepool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+def _avepool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Callable[..., Status]:
     c = check_pool_hwc(fn, inp, cfg, out, el_type, k, ave=True)
     if el_type is ElType.SA_8:
         rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
                             int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
-        _compute("ave", inp, out, c, k, base_shift=0, requant=rq, mul16=get_platform().avepool_16bit_mul)
+        compute = _plan("ave", inp, out, c, k, base_shift=0, requant=rq, mul16=get_platform().avepool_16bit_mul)
     else:
-        _compute("ave", inp, out, c, k, base_shift=int(inp.frac_bits) - int(out.frac_bits))
-    return Status.OK
+        compute = _plan("ave", inp, out, c, k, base_shift=int(inp.frac_bits) - int(out.frac_bits))
+
+    def run(inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+        compute(inp, out)
+        return Status.OK
+
+    return run
 
 
-def _maxpool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+def _maxpool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: Tensor) -> Callable[..., Status]:
     c = check_pool_hwc(fn, inp, cfg, out, el_type, k)
-    _compute("max", inp, out, c, k)
-    # MLI copies the input's element parameters to the output.
-    out.frac_bits = inp.frac_bits
-    if el_type.is_sa:
-        out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
-    return Status.OK
+    compute = _plan("max", inp, out, c, k)
 
+    def run(inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
+        compute(inp, out)
+        # MLI copies the input's element parameters to the output.
+        out.frac_bits = inp.frac_bits
+        if el_type.is_sa:
+            out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
+        return Status.OK
 
-def _bind(impl, name: str, el_type: ElType, k: int, doc: str):  # noqa: ANN001, ANN202
-    def fn(inp: Tensor, cfg: PoolCfg, out: Tensor) -> Status:
-        return impl(name, el_type, k, inp, cfg, out)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return fn
+    return run
 
 
 def _make(impl, name: str, el_type: ElType, k: int, what: str):  # noqa: ANN001, ANN202
@@ -102,7 +112,7 @@ def _make(impl, name: str, el_type: ElType, k: int, what: str):  # noqa: ANN001,
            + "\n\nArgs:\n    inp: input feature map, HWC (rank 3).\n    cfg: :class:`~pymli.capi.types.PoolCfg`."
            + "\n    out: output feature map, HWC, written through its mem_stride.\n\nReturns:\n    ``Status.OK``."
            + "\n\nRaises:\n    MliError: the status of the checked C build (nothing is written to ``out``).\n")
-    return mli_function(name)(_bind(impl, name, el_type, k, doc))
+    return c_variant(name, impl, "inp cfg out", doc, head=(el_type, k), planned=True)
 
 
 mli_krn_avepool_hwc_fx8 = _make(_avepool, "mli_krn_avepool_hwc_fx8", ElType.FX_8, 0, "average")

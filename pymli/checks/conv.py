@@ -38,6 +38,7 @@ __all__ = [
     "check_transpose",
     "check_transpose_str2",
     "check_structure_cached",
+    "check_mac",
     "tensor_key",
     "sa8_params_key",
 ]
@@ -422,3 +423,25 @@ def check_structure_cached(chk: Callable[..., None], op: str, ksize: int, inp: T
     if not tensors_not_overlapped(inp, out):
         fail(Status.INCOMPATEBLE_TENSORS, "input and output buffers overlap")
 
+
+def check_mac(kind: str, structure: Callable[[], None], inp: Tensor, w: Tensor, b: Tensor, out: Tensor,
+              w_dim: int) -> None:
+    """The checks of a MAC kernel (conv2d family, fully connected) in the C order of its type.
+
+    sa8 checks the structure first and then the sa8 parameters; the fx types check the element
+    types first and then the structure.
+
+    Args:
+        kind: ``"sa8"``, ``"fx16"``, ``"fx16_fx8_fx8"`` or ``"fx8"``.
+        structure: the kernel's structure check (shapes, strides, cfg), called without arguments.
+        inp, w, b, out: input, weights, bias and output; w_dim: the weights' output-channel dimension.
+
+    Raises:
+        MliError: the first failing check's status.
+    """
+    if kind == "sa8":
+        structure()
+        check_sa8_params(inp, w, b, out, w_dim)
+    else:
+        check_conv_types(inp, w, b, out, kind)
+        structure()

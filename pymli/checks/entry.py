@@ -30,6 +30,12 @@ refuses it with :class:`~pymli.errors.MliError`:
 Conversions happen on shadow copies, never on the caller's objects; canonical arguments (Python
 ints, lists, contiguous arrays of the right dtype) pass through untouched, so the common call pays
 only the field checks.
+
+* **Repeated calls** (the memo, below): a capi function registered in two steps (checks and derived
+  parameters, then the computation) is planned once per argument snapshot; a later call with the
+  same arguments, unchanged in every field the checks read, runs the plan directly. The snapshot is
+  exact (identity of every field object, list entries, per-axis array contents, data array object
+  and metadata, platform and memory budget): a changed struct is always checked again.
 """
 
 from __future__ import annotations
@@ -39,18 +45,21 @@ import dataclasses
 import enum
 import functools
 import inspect
+import operator
 import typing
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..config import get_memory_budget
+from ..config import get_memory_budget, get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Lut, Tensor
 
-__all__ = ["guard", "check_budget", "enum_lookup", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS"]
+__all__ = ["guard", "check_budget", "enum_lookup", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
+           "memo_enabled"]
 
 C_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),
@@ -458,8 +467,9 @@ def _cfg(call: _Call, cfg: Any, name: str, cls_name: str, always_shadow: bool) -
 # ---------------------------------------------------------------------------------------------- fast path
 # Predicates that accept only arguments the normaliser above would pass through unchanged (canonical
 # Python ints and lists within range, contiguous arrays of the element type): such a call skips the
-# normaliser. Anything else, valid or not, takes the full path, which alone decides. No memo: the
-# outcome depends only on the argument itself, never on earlier calls.
+# normaliser. Anything else, valid or not, takes the full path, which alone decides. The predicates
+# keep no memo: their outcome depends only on the argument itself (the memo below replays only
+# calls they accepted).
 _DT = {e: e.dtype for e in ElType if e.supported}
 _SA = frozenset(e for e in ElType if e.is_sa)
 _DT16, _DT8 = np.dtype(np.int16), np.dtype(np.int8)
@@ -562,6 +572,164 @@ def _fast_lut(lut: Any) -> bool:
     data = d["data"]
     return data is None or (type(data) is _NDARRAY and data.ndim == 1 and data.dtype.kind in "iuf"
                             and data.flags.c_contiguous)
+
+
+# ---------------------------------------------------------------------------------------------- the memo
+# A capi function may come in two steps (its ``__mli_plan__``): ``plan(*args)`` runs every check and
+# derives the parameters, reading only struct fields, data *metadata* (which array, its dtype, length,
+# strides, writeability) and the configuration (platform, memory budget); it returns ``run(*args)``,
+# which reads the element values and writes the outputs. The guard keeps the ``run`` of a call whose
+# arguments passed the fast path, under a snapshot of everything ``plan`` may read: a later call
+# whose snapshot is the same skips the normaliser and ``plan``. Snapshots compare field objects by
+# identity (an equal value of another type, ``3.0`` for ``3``, never matches), list entries one by
+# one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content and data arrays by object,
+# shape, strides, dtype (by identity: an equal dtype object of another identity does not match) and
+# writeability. Data arrays are held by weak reference only.
+MEMO_SIZE = 32
+"""Snapshots kept per function (the oldest half is dropped when full)."""
+
+_memo_on: list[bool] = [True]
+_TFIELDS = operator.itemgetter("capacity", "shape", "mem_stride", "rank", "el_type", "frac_bits", "zero_point",
+                               "scale", "scale_frac_bits", "dim", "value")
+_LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
+                               "output_offset", "data")
+_same = operator.is_
+
+
+class _NoMemo(Exception):
+    """An argument the snapshot cannot describe: the call takes the plain path."""
+
+
+def memo_enabled(on: bool | None = None) -> bool:
+    """Switch the per-signature memo of the planned capi functions on or off (for benchmarks, tests).
+
+    Args:
+        on: the new state; None leaves it.
+
+    Returns:
+        The state before the call.
+    """
+    was = _memo_on[0]
+    if on is not None:
+        _memo_on[0] = bool(on)
+    return was
+
+
+def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    if data is None:
+        refs.append(None)
+    elif type(data) is _NDARRAY:
+        refs.append(data)
+        ident.append(data.dtype)
+        vals.append((data.shape, data.strides, data.flags.writeable))
+    else:
+        raise _NoMemo
+
+
+def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    if type(t) is not Tensor:
+        raise _NoMemo
+    d = t.__dict__
+    f = _TFIELDS(d)
+    sh, ms = f[1], f[2]
+    if type(sh) is not list or type(ms) is not list:
+        raise _NoMemo
+    ident += f
+    ident.append(len(sh))
+    ident += sh
+    ident += ms
+    if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
+        for q in f[6:9]:
+            if type(q) is _NDARRAY:
+                ident.append(q.dtype)
+                vals.append((q.shape, q.tobytes()))
+            elif type(q) is not int:
+                raise _NoMemo
+    _snap_data(d["data"], ident, vals, refs)
+
+
+@functools.lru_cache(maxsize=None)
+def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, str, Any], ...]]:
+    """The fields of a cfg class read at once from its ``__dict__``, and the nested structs and lists
+    among them: ``(position, "struct" | "ints", class)``."""
+    spec = _fast_spec(cls)
+    names = [k for k, _, _ in spec]
+    get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
+    return get, tuple((i, kind, x) for i, (_, kind, x) in enumerate(spec) if kind in ("struct", "ints"))
+
+
+def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
+    if type(cfg) is not cls:
+        raise _NoMemo
+    get, nested = _cfg_getter(cls)
+    f = get(cfg.__dict__)
+    ident += f
+    for i, kind, x in nested:
+        v = f[i]
+        if kind == "struct":
+            _snap_cfg(v, x, ident)
+        elif type(v) is not list:
+            raise _NoMemo
+        else:
+            ident.append(len(v))
+            ident += v
+
+
+def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    if type(lut) is not Lut:
+        raise _NoMemo
+    f = _LFIELDS(lut.__dict__)
+    ident += f[:7]
+    _snap_data(f[7], ident, vals, refs)
+
+
+def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
+    """The snapshot of one parameter kind of the plan (see :func:`_kind`)."""
+    if kind == "tensor":
+        return _snap_tensor
+    if kind == "tensor?":
+        return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
+    if kind.startswith("cfg:"):
+        cls_name = kind[4:]
+
+        def cfg(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+            if type(a).__name__ != cls_name or cls_name not in CFG_FIELDS:
+                raise _NoMemo
+            ident.append(type(a))
+            _snap_cfg(a, type(a), ident)
+        return cfg
+    if kind == "lut":
+        return _snap_lut
+    if kind in ("int", "any"):
+        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+            if a is not None and (kind == "any" or type(a) is not int):
+                raise _NoMemo
+            ident.append(a)
+        return scalar
+
+    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+        raise _NoMemo
+    return refuse
+
+
+def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any]]:
+    """``(ident, vals, refs)`` of a call: objects compared by identity, values by equality, data arrays."""
+    ident: list[Any] = [get_platform(), get_memory_budget()]
+    vals: list[Any] = []
+    refs: list[Any] = []
+    for snap, a in zip(snappers, args):
+        snap(a, ident, vals, refs)
+    return ident, vals, refs
+
+
+def _matches(entry: tuple[Any, ...], ident: list[Any], vals: list[Any], refs: list[Any]) -> bool:
+    e_ident = entry[0]
+    if len(e_ident) != len(ident) or not all(map(_same, e_ident, ident)) or entry[1] != vals:
+        return False
+    for r, d in zip(entry[2], refs):
+        if (d is None) if r is None else r() is not d:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------- the plan
@@ -672,16 +840,37 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
 
     fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
             for i, (p, kind) in enumerate(plan)]
+    planner = getattr(fn, "__mli_plan__", None)
+    snappers = [_snapper(kind) for _, kind in plan]
+    memo: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != n:
             args = sig.bind(*args, **kwargs).args
+        snap = None
+        if planner is not None and _memo_on[0]:
+            try:
+                snap = _snapshot(snappers, args)
+            except (_NoMemo, KeyError, AttributeError):
+                snap = None
+            else:
+                key = tuple(map(id, args))
+                entry = memo.get(key)
+                if entry is not None and _matches(entry, *snap):
+                    return entry[3](*args)
         for i, ok in fast:
             if not ok(args[i]):
                 break
         else:
-            return fn(*args)
+            if snap is None:
+                return fn(*args)
+            run = planner(*args)
+            if len(memo) >= MEMO_SIZE:
+                for k in list(memo)[: MEMO_SIZE // 2]:
+                    memo.pop(k, None)
+            memo[key] = (snap[0], snap[1], tuple(None if d is None else weakref.ref(d) for d in snap[2]), run)
+            return run(*args)
         new, call = normalise(args)
         res = fn(*new)
         if call.back or call.scratch:
@@ -689,4 +878,5 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         return res
 
     wrapper.__signature__ = sig  # type: ignore[attr-defined]
+    wrapper.memo = memo  # type: ignore[attr-defined]
     return wrapper

@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 INT32_MAX = 2**31 - 1
+_I32_MIN = -(2**31)
 
 
 class CheckCache:
@@ -146,14 +147,23 @@ def check_tensor_private(shape: list[int], mem_stride: list[int], rank: int, cap
     for i in range(rank):
         if ms[i] <= 0 or not (0 < sh[i] <= INT32_MAX):
             fail(Status.BAD_TENSOR, f"bad mem_stride {ms} or shape {sh}")
-    # C computes the span in 32-bit ints (wrapping); the same wrap is kept here.
+    # C computes the span in 32-bit ints (wrapping); the same wrap is kept here (wrap_int only for
+    # the values outside int32, which it would change).
     size = 1
     prev_shape, prev_stride = 1, 1
     bad = False
     for i in range(rank - 1, -1, -1):
-        bad |= ms[i] < wrap_int(prev_shape * prev_stride, 32)
+        dense = prev_shape * prev_stride
+        if not _I32_MIN <= dense <= INT32_MAX:
+            dense = wrap_int(dense, 32)
+        bad |= ms[i] < dense
         prev_shape, prev_stride = sh[i], ms[i]
-        size = wrap_int(size + wrap_int((prev_shape - 1) * prev_stride, 32), 32)
+        step = (prev_shape - 1) * prev_stride
+        if not _I32_MIN <= step <= INT32_MAX:
+            step = wrap_int(step, 32)
+        size += step
+        if not _I32_MIN <= size <= INT32_MAX:
+            size = wrap_int(size, 32)
     if bad:
         fail(Status.BAD_TENSOR, f"mem_stride {ms} smaller than the dense strides of shape {sh}")
     size = wrap_int(size * element_size, 32)
@@ -184,11 +194,13 @@ def check_quant_params(t: Tensor, zp_used_bits: int = 15) -> None:
             arr = getattr(t, name)
             if not isinstance(arr, np.ndarray) or arr.nbytes < n * itemsize:
                 fail(Status.BAD_TENSOR, f"per-axis {name} holds fewer than shape[{t.dim}] = {n} values")
-    scales = t.quant_vector("scale", n)
-    zps = t.quant_vector("zero_point", n)
+        scales = t.quant_vector("scale", n).tolist()
+        zps = t.quant_vector("zero_point", n).tolist()
+    else:
+        scales, zps = [int(t.scale)], [int(t.zero_point)]  # what quant_vector holds for per-tensor values
     zp_min = 0 if zp_used_bits == 0 else -(1 << zp_used_bits)
     zp_max = 0 if zp_used_bits == 0 else (1 << zp_used_bits) - 1
-    for s, z in zip(scales.tolist(), zps.tolist()):
+    for s, z in zip(scales, zps):
         if s <= 0:
             fail(Status.BAD_TENSOR, f"non-positive scale {s}")
         if not (zp_min <= z <= zp_max):

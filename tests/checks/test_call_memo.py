@@ -1,0 +1,326 @@
+"""The per-signature memo of the planned capi functions (``checks.entry``, "the memo").
+
+A call whose arguments equal (by identity, list entry by list entry, per-axis arrays by content,
+data arrays by object and metadata) those of an earlier accepted call skips the checks. Every test
+here changes one thing between two calls, in place or by assignment, and requires the second call
+to end exactly as the same two calls with the memo switched off: same status and message, same
+output bytes, same struct fields.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import gc
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from pymli import ElType, MliError, Status, Tensor, capi
+from pymli.capi.types import ArgmaxCfg, FullyConnectedCfg, PermuteCfg, ReluCfg, ReluType
+from pymli.checks import entry
+from pymli.config import platform_named, set_memory_budget, use_platform
+
+Args = list
+
+
+def _relu_sa8() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(-4, 4, dtype=np.int8).reshape(2, 4), "SA_8", zero_point=1, scale=3,
+                          scale_frac_bits=4)
+    o = Tensor.zeros((2, 4), "SA_8", zero_point=0, scale=7, scale_frac_bits=5)
+    return "mli_krn_relu_sa8", [x, ReluCfg(ReluType.RELU_6), o]
+
+
+def _relu_fx16() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(-400, 400, 100, dtype=np.int16), "FX_16", frac_bits=6)
+    o = Tensor.zeros((8,), "FX_16", frac_bits=6)
+    return "mli_krn_relu_fx16", [x, ReluCfg(ReluType.GEN), o]
+
+
+def _eltwise_sa8() -> tuple[str, Args]:
+    a = Tensor.from_numpy(np.arange(-40, 40, 10, dtype=np.int8), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    b = Tensor.from_numpy(np.arange(8, dtype=np.int8), "SA_8", zero_point=-2, scale=5, scale_frac_bits=5)
+    o = Tensor.zeros((8,), "SA_8", zero_point=0, scale=7, scale_frac_bits=5)
+    return "mli_krn_eltwise_add_sa8", [a, b, o]
+
+
+def _eltwise_fx16_scalar() -> tuple[str, Args]:
+    a = Tensor.from_numpy(np.arange(-400, 400, 100, dtype=np.int16), "FX_16", frac_bits=8)
+    b = Tensor.from_numpy(np.array([300], np.int16), "FX_16", frac_bits=8)
+    o = Tensor.zeros((8,), "FX_16", frac_bits=8)
+    return "mli_krn_eltwise_mul_fx16", [b, a, o]
+
+
+def _eltwise_sa8_rank0() -> tuple[str, Args]:
+    # A rank-0 operand takes the normaliser's path (no snapshot): the mutations must still be seen.
+    a = Tensor.from_numpy(np.arange(-40, 40, 10, dtype=np.int8), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    b = Tensor.from_numpy(np.int8(-20), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    o = Tensor.zeros((8,), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    return "mli_krn_eltwise_max_sa8", [a, b, o]
+
+
+def _leaky_fx16() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(-400, 400, 100, dtype=np.int16), "FX_16", frac_bits=8)
+    s = Tensor.from_numpy(np.array([20], np.int16), "FX_16", frac_bits=7)
+    o = Tensor.zeros((8,), "FX_16", frac_bits=8)
+    return "mli_krn_leaky_relu_fx16", [x, s, o]
+
+
+def _fc_sa8() -> tuple[str, Args]:
+    rng = np.random.default_rng(1)
+    x = Tensor.from_numpy(rng.integers(-100, 100, 6), "SA_8", zero_point=0, scale=3, scale_frac_bits=7)
+    w = Tensor.from_numpy(rng.integers(-100, 100, (6, 4)), "SA_8", zero_point=[0] * 4, scale=[5, 6, 7, 8],
+                          scale_frac_bits=[9] * 4, dim=1)
+    b = Tensor.from_numpy(rng.integers(-1000, 1000, 4), "SA_32", zero_point=[0] * 4, scale=[15, 18, 21, 24],
+                          scale_frac_bits=[16] * 4, dim=0)
+    o = Tensor.zeros((4,), "SA_8", zero_point=0, scale=9, scale_frac_bits=6)
+    return "mli_krn_fully_connected_sa8_sa8_sa32", [x, w, b, FullyConnectedCfg(ReluCfg(ReluType.GEN)), o]
+
+
+def _fc_fx16() -> tuple[str, Args]:
+    rng = np.random.default_rng(2)
+    x = Tensor.from_numpy(rng.integers(-1000, 1000, 6), "FX_16", frac_bits=8)
+    w = Tensor.from_numpy(rng.integers(-1000, 1000, (6, 4)), "FX_16", frac_bits=10)
+    b = Tensor.from_numpy(rng.integers(-1000, 1000, 4), "FX_16", frac_bits=12)
+    o = Tensor.zeros((4,), "FX_16", frac_bits=6)
+    return "mli_krn_fully_connected_fx16", [x, w, b, FullyConnectedCfg(), o]
+
+
+def _permute_sa8_per_axis() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(6, dtype=np.int8).reshape(2, 3), "SA_8", zero_point=[0, 1, 2], scale=[1, 2, 3],
+                          scale_frac_bits=[0, 1, 2], dim=1)
+    o = Tensor.from_numpy(np.zeros((3, 2), np.int8), "SA_8", zero_point=[0, 0, 0], scale=[1, 1, 1],
+                          scale_frac_bits=[0, 0, 0], dim=0)
+    return "mli_krn_permute_sa8", [x, PermuteCfg([1, 0]), o]
+
+
+def _argmax_fx16() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.array([[3, -1, 7], [2, 9, 9]], np.int16), "FX_16", frac_bits=3)
+    o = Tensor.from_numpy(np.zeros((3, 1), np.int32), "SA_32", zero_point=0, scale=1, scale_frac_bits=0)
+    return "mli_krn_argmax_fx16", [x, ArgmaxCfg(axis=1, topk=1), o]
+
+
+CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16,
+         _permute_sa8_per_axis, _argmax_fx16]
+"""Calls the memo serves (every argument canonical)."""
+
+
+def _set(t: Tensor, k: str, v: object) -> None:
+    setattr(t, k, v)
+
+
+def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
+    """Changes of one tensor: every field by assignment, lists and arrays in place."""
+    m: list[tuple[str, Callable[[Tensor], None]]] = [
+        ("shape[0] += 1 in place", lambda t: t.shape.__setitem__(0, t.shape[0] + 1)),
+        ("shape[-1] = float", lambda t: t.shape.__setitem__(-1, float(t.shape[-1]))),
+        ("shape appended", lambda t: t.shape.append(1)),
+        ("shape reassigned equal", lambda t: _set(t, "shape", list(t.shape))),
+        ("shape reassigned other", lambda t: _set(t, "shape", list(t.shape[::-1]))),
+        ("mem_stride[0] *= 2 in place", lambda t: t.mem_stride.__setitem__(0, 2 * t.mem_stride[0])),
+        ("mem_stride[-1] = 2 in place", lambda t: t.mem_stride.__setitem__(-1, 2)),
+        ("mem_stride = zeros", lambda t: _set(t, "mem_stride", [0] * len(t.mem_stride))),
+        ("rank - 1", lambda t: _set(t, "rank", t.rank - 1)),
+        ("rank = 5", lambda t: _set(t, "rank", 5)),
+        ("rank = True", lambda t: _set(t, "rank", True) if t.rank == 1 else _set(t, "rank", t.rank * 1.0)),
+        ("capacity small", lambda t: _set(t, "capacity", 1)),
+        ("capacity np.int64", lambda t: _set(t, "capacity", np.int64(t.capacity))),
+        ("capacity float", lambda t: _set(t, "capacity", float(t.capacity))),
+        ("el_type other", lambda t: _set(t, "el_type", ElType.FX_8 if t.el_type is not ElType.FX_8 else ElType.SA_8)),
+        ("el_type int", lambda t: _set(t, "el_type", int(t.el_type))),
+        ("frac_bits + 1", lambda t: _set(t, "frac_bits", t.frac_bits + 1)),
+        ("frac_bits float", lambda t: _set(t, "frac_bits", float(t.frac_bits))),
+        ("dim = 0", lambda t: _set(t, "dim", 0)),
+        ("value", lambda t: _set(t, "value", 7)),
+        ("data = None", lambda t: _set(t, "data", None)),
+        ("data = copy", lambda t: _set(t, "data", t.data.copy()) if t.data is not None else None),
+        ("data = strided view", lambda t: _set(t, "data", np.repeat(t.data, 2)[::2]) if t.data is not None else None),
+        ("data read-only", lambda t: t.data.setflags(write=False) if t.data is not None else None),
+        ("data shortened", lambda t: _set(t, "data", t.data[:1]) if t.data is not None else None),
+        ("data reshaped in place", lambda t: setattr(t.data, "shape", (1, t.data.size)) if t.data is not None else None),
+        ("data dtype other", lambda t: _set(t, "data", t.data.astype(np.int32)) if t.data is not None else None),
+        ("data list", lambda t: _set(t, "data", list(t.data)) if t.data is not None else None),
+    ]
+    for k in ("zero_point", "scale", "scale_frac_bits"):
+        v = getattr(t, k)
+        if isinstance(v, np.ndarray):
+            m.append((f"{k}[0] = 0 in place", lambda t, k=k: getattr(t, k).__setitem__(0, 0)))
+            m.append((f"{k}[-1] += 1 in place", lambda t, k=k: getattr(t, k).__setitem__(-1, getattr(t, k)[-1] + 1)))
+            m.append((f"{k} shortened", lambda t, k=k: _set(t, k, getattr(t, k)[:1].copy())))
+            m.append((f"{k} as list", lambda t, k=k: _set(t, k, getattr(t, k).tolist())))
+        else:
+            m.append((f"{k} + 1", lambda t, k=k: _set(t, k, getattr(t, k) + 1)))
+            m.append((f"{k} = 0", lambda t, k=k: _set(t, k, 0)))
+            m.append((f"{k} -1", lambda t, k=k: _set(t, k, -1)))
+            m.append((f"{k} float", lambda t, k=k: _set(t, k, float(getattr(t, k)))))
+            m.append((f"{k} bool", lambda t, k=k: _set(t, k, True)))
+            m.append((f"{k} np.int16", lambda t, k=k: _set(t, k, np.int16(getattr(t, k)))))
+            m.append((f"{k} 1-element array", lambda t, k=k: _set(t, k, np.array([getattr(t, k)], np.int16))))
+    return m
+
+
+def _try(f: Callable[[Tensor], None], t: Tensor) -> None:
+    """Apply a mutation that fits the tensor (an empty shape has no ``shape[0]``: nothing changes)."""
+    try:
+        f(t)
+    except IndexError:
+        pass
+
+
+def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
+    out: list[tuple[str, Callable[[Args], None]]] = []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            for label, f in _tensor_mutations(a):
+                out.append((f"arg {i}: {label}", lambda args, i=i, f=f: _try(f, args[i])))
+        elif isinstance(a, ReluCfg):
+            out.append((f"arg {i}: cfg.type changed in place",
+                        lambda args, i=i: object.__setattr__(args[i], "type", ReluType.NONE)))
+            out.append((f"arg {i}: cfg.type as int", lambda args, i=i: object.__setattr__(args[i], "type", 3)))
+            out.append((f"arg {i}: cfg None", lambda args, i=i: args.__setitem__(i, None)))
+        elif isinstance(a, PermuteCfg):
+            out.append((f"arg {i}: perm_dim[0] changed in place", lambda args, i=i: args[i].perm_dim.__setitem__(0, 0)))
+            out.append((f"arg {i}: perm_dim appended", lambda args, i=i: args[i].perm_dim.append(2)))
+        elif isinstance(a, ArgmaxCfg):
+            out.append((f"arg {i}: topk changed in place", lambda args, i=i: object.__setattr__(args[i], "topk", 3)))
+            out.append((f"arg {i}: axis as float", lambda args, i=i: object.__setattr__(args[i], "axis", 1.0)))
+        elif isinstance(a, FullyConnectedCfg):
+            out.append((f"arg {i}: cfg.relu.type changed in place",
+                        lambda args, i=i: object.__setattr__(args[i].relu, "type", ReluType.RELU_1)))
+            out.append((f"arg {i}: cfg.relu replaced",
+                        lambda args, i=i: args.__setitem__(i, dataclasses.replace(args[i], relu=ReluCfg(ReluType.RELU_6)))))
+    out.append(("in place: out is in", lambda args: args.__setitem__(len(args) - 1, args[0])))
+    out.append(("first argument repeated", lambda args: args.__setitem__(1, args[0])
+                if isinstance(args[1], Tensor) else None))
+    return out
+
+
+def _outcome(name: str, args: Args) -> tuple:
+    try:
+        res = capi.FUNCTIONS[name](*args)
+        status, msg = res, ""
+    except MliError as e:
+        status, msg = e.status, e.message
+    except Exception as e:  # noqa: BLE001 - a Python error must be the same one with and without memo
+        status, msg = type(e).__name__, str(e)
+    state = []
+    for a in args:
+        if isinstance(a, Tensor):
+            d = {k: (v.tobytes(), str(v.dtype), v.shape) if isinstance(v, np.ndarray) else repr(v)
+                 for k, v in vars(a).items()}
+            state.append(d)
+    return status, msg, state
+
+
+def _run_pair(factory, mutation, memo: bool, platform: str = "vpx") -> tuple:
+    was = entry.memo_enabled(memo)
+    try:
+        with use_platform(platform):
+            name, args = factory()
+            first = _outcome(name, args)
+            second = _outcome(name, args)  # a hit when the memo is on (same objects)
+            mutation(args)
+            third = _outcome(name, args)
+            fourth = _outcome(name, args)
+            return first, second, third, fourth
+    finally:
+        entry.memo_enabled(was)
+
+
+@pytest.mark.parametrize("factory", [*CASES, _eltwise_sa8_rank0], ids=lambda f: f.__name__[1:])
+def test_every_mutation_between_calls_is_seen(factory) -> None:
+    _, args = factory()
+    labels = [label for label, _ in _mutations(args)]
+    assert len(labels) > 40
+    for label, _ in _mutations(args):
+        def mutation(args, label=label):
+            dict(_mutations(args))[label](args)
+        with_memo = _run_pair(factory, mutation, True)
+        plain = _run_pair(factory, mutation, False)
+        assert with_memo[0][0] is Status.OK, (label, with_memo[0])
+        assert with_memo == plain, label
+
+
+@pytest.mark.parametrize("factory", CASES, ids=lambda f: f.__name__[1:])
+def test_platform_and_budget_are_part_of_the_snapshot(factory) -> None:
+    name, args = factory()
+    fn = capi.FUNCTIONS[name]
+    fn.memo.clear()
+    ok = _outcome(name, args)
+    assert ok[0] is Status.OK
+    with use_platform("em"):
+        em = _outcome(name, args)
+    entry.memo_enabled(False)
+    try:
+        with use_platform("em"):
+            em_plain = _outcome(name, args)
+    finally:
+        entry.memo_enabled(True)
+    assert em == em_plain
+    (snap,) = fn.memo.values()
+    assert snap[0][0] is platform_named("em")  # the snapshot now is the em call's
+    assert _outcome(name, args)[0] is Status.OK
+    (snap,) = fn.memo.values()
+    assert snap[0][0] is platform_named("vpx")
+    set_memory_budget(2 * 1024**3 - 1)
+    try:
+        assert _outcome(name, args)[0] is Status.OK
+        (snap,) = fn.memo.values()
+        assert snap[0][1] == 2 * 1024**3 - 1
+    finally:
+        set_memory_budget(2 * 1024**3)
+
+
+def test_hit_runs_the_kept_plan_and_the_result_is_the_plain_one() -> None:
+    name, args = _eltwise_sa8()
+    fn = capi.FUNCTIONS[name]
+    fn.memo.clear()
+    assert _outcome(name, args)[0] is Status.OK
+    (key,) = fn.memo
+    ident, vals, refs, run = fn.memo[key]
+    runs = []
+
+    def counting(*a):
+        runs.append(1)
+        return run(*a)
+
+    fn.memo[key] = (ident, vals, refs, counting)
+    rng = np.random.default_rng(5)
+    for i in range(5):
+        args[0].data[:] = rng.integers(-128, 128, 8)  # element values are read on every call
+        args[1].data[:] = rng.integers(-128, 128, 8)
+        got = _outcome(name, args)
+        assert len(runs) == i + 1  # the kept plan ran: no check, no planning
+        entry.memo_enabled(False)
+        try:
+            want = _outcome(name, copy.deepcopy(args))
+        finally:
+            entry.memo_enabled(True)
+        assert got[0] is Status.OK and got == want
+    args[2].shape[0] = 9  # out no longer fits: refused, and the plan must not run
+    assert _outcome(name, args)[0] is Status.NOT_ENGH_MEM
+    assert len(runs) == 5
+
+
+def test_memo_holds_no_data_array() -> None:
+    name, args = _relu_fx16()
+    ref = weakref.ref(args[0].data)
+    capi.FUNCTIONS[name](*args)
+    capi.FUNCTIONS[name](*args)
+    args[0].data = args[0].data.copy()
+    gc.collect()
+    assert ref() is None
+
+
+def test_data_replaced_by_a_new_array_at_the_same_id_is_not_a_hit() -> None:
+    # The memo keys on object ids: a dead data array's id may be reused by a new array, which the
+    # weak reference tells apart (the new array is not the referent).
+    name, args = _relu_fx16()
+    fn = capi.FUNCTIONS[name]
+    for _ in range(20):
+        args[0].data = np.arange(-4, 4, dtype=np.int16) * 100
+        args[2].data = np.zeros(8, np.int16)
+        assert fn(*args) is Status.OK
+        assert np.array_equal(args[2].data, np.maximum(args[0].data, 0))
