@@ -269,7 +269,7 @@ class EvalReport:
         Raises:
             ImportError: matplotlib is not installed (the ``plot`` extra).
         """
-        import matplotlib
+        import matplotlib  # optional dependency (the ``plot`` extra): imported when plotting
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

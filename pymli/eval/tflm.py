@@ -10,6 +10,7 @@ accumulators of the TFLM kernels are not exposed (``acc_peak`` -1).
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,6 @@ class TflmPrepared:
     """
 
     def __init__(self, ref: Any, *, layer_info: type, chunk_result: type) -> None:
-        import warnings
-
         # imported here: pymli.tflite needs the optional tflite package, as in pymli.eval.model
         from ..tflite.loader import load
         from ..tflite.errors import TfliteWarning
