@@ -130,7 +130,17 @@ class Specialisation:
 
     def fits(self, kernel: tuple[int, int], stride: tuple[int, int] | None,
              padding: tuple[int, int, int, int] | None) -> bool:
-        """Whether a layer of this kernel, stride and padding may call the specialisation."""
+        """Whether a layer of this kernel, stride and padding may call the specialisation.
+
+        Args:
+            kernel: (height, width) of the layer's kernel.
+            stride: (height, width) of its stride, or None when unknown.
+            padding: its (top, bottom, left, right), or None when unknown.
+
+        Returns:
+            True when the kernel (and the required stride) match and, for an unpadded specialisation,
+            the padding is known and zero.
+        """
         if tuple(kernel) != self.kernel:
             return False
         if self.stride is not None and (stride is None or tuple(stride) != self.stride):
@@ -195,6 +205,12 @@ def signature_text(op: Op, types: tuple[ElType, ...]) -> str:
 def entry(op: Op, *types: ElType) -> Entry:
     """The registered entry of a signature.
 
+    Args:
+        op: the operation; *types: its element types (see the module docstring).
+
+    Returns:
+        The :class:`Entry`.
+
     Raises:
         KernelMissing: no MLI function for this signature.
     """
@@ -205,7 +221,11 @@ def entry(op: Op, *types: ElType) -> Entry:
 
 
 def entries() -> Iterator[Entry]:
-    """Every registered entry (in registration order)."""
+    """Every registered entry (in registration order).
+
+    Returns:
+        An iterator over a snapshot of the table's :class:`Entry` records.
+    """
     return iter(list(_TABLE.values()))
 
 
@@ -262,6 +282,9 @@ def require(op: Op, *types: ElType, status: Status = Status.TYPE_MISMATCH, what:
         op: the operation; *types: its signature.
         status: the status of the error (the front end's documented one).
         what: the operation's name in the message (default ``op.value``).
+
+    Returns:
+        The capi callable, as :func:`lookup` returns it.
 
     Raises:
         MliError: ``status``, naming the operation and the types, when MLI has no such function.
@@ -375,6 +398,12 @@ def new_lut(op: Op) -> Lut:
     """A new LUT for the LUT activation ``op`` (SIGM, TANH, SOFTMAX, L2_NORMALIZE), sized and filled
     by its ``mli_krn_*_get_lut_size`` / ``mli_krn_*_create_lut``.
 
+    Args:
+        op: the LUT activation.
+
+    Returns:
+        A new :class:`~pymli.tensor.Lut` (int16 data of the size MLI asks for), filled.
+
     Raises:
         KernelMissing: ``op`` has no LUT, or its functions are missing.
     """
@@ -394,6 +423,12 @@ _DATA_TYPES = (FX16, FX8, SA8)
 def data_suffix(el: ElType) -> str:
     """Suffix of one-type kernels' C names: ``fx16``, ``fx8``, ``sa8``.
 
+    Args:
+        el: FX_16, FX_8 or SA_8.
+
+    Returns:
+        The suffix (a ``str``).
+
     Raises:
         KeyError: another type.
     """
@@ -404,6 +439,12 @@ def data_suffix(el: ElType) -> str:
 
 def mac_suffix(in_el: ElType, w_el: ElType) -> str:
     """Suffix of MAC kernels' C names (``fx16``, ``fx16_fx8_fx8``, ``sa8_sa8_sa32``, ``fx8``) from the types.
+
+    Args:
+        in_el: the input (and output) element type; w_el: the weights' element type.
+
+    Returns:
+        The suffix (a ``str``).
 
     Raises:
         ValueError: no MLI MAC kernel family for these types.
