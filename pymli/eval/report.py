@@ -272,7 +272,7 @@ class EvalReport:
         import matplotlib  # optional dependency (the ``plot`` extra): imported when plotting
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # after use("Agg"): the backend is chosen before pyplot loads
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)

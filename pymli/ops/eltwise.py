@@ -29,6 +29,7 @@ from ..graph import args
 from ..graph.registry import Op, require
 from ..quant import choose_fx_frac_bits, sa8_range_params
 from ..tensor import Tensor, dense_strides
+from ._doc import sections
 
 __all__ = ["add", "sub", "mul", "minimum", "maximum"]
 
@@ -107,41 +108,48 @@ def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[st
     return out
 
 
+_BINARY_SECTIONS = """
+Args:
+    x, y: tensors of one element type (FX_8, FX_16 or SA_8) and one shape; one may be a scalar tensor.
+    frac_bits: FX output fractional bits (default: {default}).
+    quant: SA_8 output ``{{"scale", "scale_frac_bits", "zero_point"}}`` (default: {default}).
+
+Returns:
+    A new dense tensor of the operands' element type and the non-scalar operand's shape (rank 0
+    when both are scalars).
+
+Raises:
+    MliError: BAD_TENSOR (not a tensor), BAD_FUNC_CFG (``frac_bits`` / ``quant`` outside their C
+        types, ``quant`` for FX operands) or the status MLI gives for the same operands (shapes
+        that differ, types, per-axis SA), before anything is computed.
+"""
+
+
+@sections(_BINARY_SECTIONS, default="calibrated from the float result")
 def add(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated.
-
-    Args:
-        x, y: tensors of one element type; one may be a scalar tensor.
-        frac_bits: FX output fractional bits (default: calibrated from the float result).
-        quant: SA_8 output ``{"scale", "scale_frac_bits", "zero_point"}`` (default: calibrated).
-
-    Returns:
-        A new dense tensor.
-
-    Raises:
-        MliError: BAD_TENSOR (not a tensor), BAD_FUNC_CFG (``frac_bits`` / ``quant`` outside their C
-            types, ``quant`` for FX operands) or the status MLI gives for the same operands (shapes
-            that differ, types, per-axis SA), before anything is computed.
-    """
+    """Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated."""
     return _binary("add", x, y, frac_bits, quant)
 
 
+@sections(_BINARY_SECTIONS, default="calibrated from the float result")
 def sub(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``); see :func:`add`."""
+    """Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``), saturated."""
     return _binary("sub", x, y, frac_bits, quant)
 
 
+@sections(_BINARY_SECTIONS, default="calibrated from the float result")
 def mul(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``); see :func:`add`."""
+    """Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``), saturated."""
     return _binary("mul", x, y, frac_bits, quant)
 
 
+@sections(_BINARY_SECTIONS, default="the inputs' quantisation")
 def minimum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise minimum (``mli_krn_eltwise_min_*``); the output keeps the inputs' quantisation
-    unless ``frac_bits`` / ``quant`` say otherwise."""
+    """Element-wise minimum (``mli_krn_eltwise_min_*``)."""
     return _binary("min", x, y, frac_bits, quant)
 
 
+@sections(_BINARY_SECTIONS, default="the inputs' quantisation")
 def maximum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise maximum (``mli_krn_eltwise_max_*``); see :func:`minimum`."""
+    """Element-wise maximum (``mli_krn_eltwise_max_*``)."""
     return _binary("max", x, y, frac_bits, quant)

@@ -21,6 +21,7 @@ from ..errors import MliError, Status
 from ..graph import args
 from ..graph.registry import Op, require
 from ..tensor import Lut, Tensor
+from ._doc import sections
 
 __all__ = ["sigmoid", "tanh", "softmax", "l2_normalize", "activation_lut"]
 
@@ -67,12 +68,22 @@ def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
     return a
 
 
-def sigmoid(x: Tensor) -> Tensor:
-    """Logistic sigmoid ``1 / (1 + exp(-x))`` of ``x`` (mli_krn_sigm_*).
+_LUT_SECTIONS = """
+Args:
+    x: FX_8, FX_16 or SA_8 tensor of any shape.
 
-    Returns:
-        FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8.
-    """
+Returns:
+    A new dense tensor of ``x``'s shape and element type: {out}.
+
+Raises:
+    MliError: BAD_TENSOR (not a tensor), NOT_SUPPORTED (another element type) or the status MLI
+        gives for the same tensor.
+"""
+
+
+@sections(_LUT_SECTIONS, out="FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8")
+def sigmoid(x: Tensor) -> Tensor:
+    """Logistic sigmoid ``1 / (1 + exp(-x))`` of ``x`` (mli_krn_sigm_*)."""
     args.tensor(x, "x", what="sigmoid")
     fn = require(Op.SIGM, x.el_type, status=Status.NOT_SUPPORTED, what="sigmoid")
     out = _out_like(x)
@@ -80,12 +91,9 @@ def sigmoid(x: Tensor) -> Tensor:
     return out
 
 
+@sections(_LUT_SECTIONS, out="FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7")
 def tanh(x: Tensor) -> Tensor:
-    """Hyperbolic tangent of ``x`` (mli_krn_tanh_*).
-
-    Returns:
-        FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
-    """
+    """Hyperbolic tangent of ``x`` (mli_krn_tanh_*)."""
     args.tensor(x, "x", what="tanh")
     fn = require(Op.TANH, x.el_type, status=Status.NOT_SUPPORTED, what="tanh")
     out = _out_like(x)
