@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -125,31 +126,21 @@ Raises:
 """
 
 
-@sections(_BINARY_SECTIONS, default="calibrated from the float result")
-def add(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated."""
-    return _binary("add", x, y, frac_bits, quant)
+def _public(op: str, name: str, summary: str, default: str) -> Callable[..., Tensor]:
+    """The public function ``name`` running the MLI element-wise ``op``, documented by ``summary`` and
+    :data:`_BINARY_SECTIONS` (``default``: what the output quantisation is when not given)."""
+
+    def fn(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
+        return _binary(op, x, y, frac_bits, quant)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = summary
+    return sections(_BINARY_SECTIONS, default=default)(fn)
 
 
-@sections(_BINARY_SECTIONS, default="calibrated from the float result")
-def sub(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``), saturated."""
-    return _binary("sub", x, y, frac_bits, quant)
-
-
-@sections(_BINARY_SECTIONS, default="calibrated from the float result")
-def mul(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``), saturated."""
-    return _binary("mul", x, y, frac_bits, quant)
-
-
-@sections(_BINARY_SECTIONS, default="the inputs' quantisation")
-def minimum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise minimum (``mli_krn_eltwise_min_*``)."""
-    return _binary("min", x, y, frac_bits, quant)
-
-
-@sections(_BINARY_SECTIONS, default="the inputs' quantisation")
-def maximum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise maximum (``mli_krn_eltwise_max_*``)."""
-    return _binary("max", x, y, frac_bits, quant)
+_CALIBRATED, _KEPT = "calibrated from the float result", "the inputs' quantisation"
+add = _public("add", "add", "Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated.", _CALIBRATED)
+sub = _public("sub", "sub", "Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``), saturated.", _CALIBRATED)
+mul = _public("mul", "mul", "Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``), saturated.", _CALIBRATED)
+minimum = _public("min", "minimum", "Element-wise minimum (``mli_krn_eltwise_min_*``).", _KEPT)
+maximum = _public("max", "maximum", "Element-wise maximum (``mli_krn_eltwise_max_*``).", _KEPT)
