@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["LayerEval", "AgainstEval", "EvalReport", "top_k_hits", "peak_bits", "MAX_TABLE_CLASSES"]
+# the report records (top_k_hits and peak_bits are helpers of pymli.eval.runner)
+__all__ = ["LayerEval", "AgainstEval", "EvalReport"]
 
 #: largest confusion matrix printed as a table
 MAX_TABLE_CLASSES = 20
