@@ -189,3 +189,42 @@ def test_the_checker_sees_violations() -> None:
     assert LEVEL[floor("pymli.arith.rounding")] < LEVEL[floor("pymli.capi.types")]
     assert floor("pymli.verify") == "testing" and floor("pymli") == "quant"
     assert ("pymli.cli", "pymli.cli.run") in EDGES  # relative "from .run import run" resolves to the module
+
+
+# Packages whose function-level imports are checked (issue 12; the other floors: their owners' work).
+IMPORT_CHECKED = ("ops", "graph", "export", "eval")
+
+
+def unexplained_local_imports(source: str) -> list[int]:
+    """Lines of imports inside a function that say nothing of why they are not at module level: no
+    comment on the line or on the two lines above it, and not guarded by ``except ImportError``."""
+    lines = source.splitlines()
+    guarded: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Try) and any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                for h in node.handlers):
+            guarded |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if hasattr(n, "lineno")}
+    out = []
+    for fn in ast.walk(ast.parse(source)):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in guarded:
+                    near = lines[max(node.lineno - 3, 0):node.lineno]
+                    if not any("#" in ln for ln in near):
+                        out.append(node.lineno)
+    return sorted(set(out))
+
+
+@pytest.mark.parametrize("package", IMPORT_CHECKED)
+def test_function_level_imports_say_why(package: str) -> None:
+    bad = [f"{path.relative_to(PKG.parent)}:{n}" for path in sorted((PKG / package).rglob("*.py"))
+           for n in unexplained_local_imports(path.read_text())]
+    assert not bad, bad
+
+
+def test_local_import_check_fires() -> None:
+    src = ("def f():\n    import json\n    return json\n\n"
+           "def g():\n    # optional dependency\n    import yaml\n\n"
+           "def h():\n    try:\n        import yaml\n    except ImportError:\n        pass\n")
+    assert unexplained_local_imports(src) == [2]

@@ -10,6 +10,8 @@ This module and its siblings in :mod:`pymli.arith` are the only places where pym
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -185,6 +187,21 @@ def sat(x: ArrayLike, bits: int) -> np.ndarray:
     return np.minimum(np.maximum(_i64(x), lo), hi)
 
 
+def _sat_binop(op: np.ufunc, a: ArrayLike, b: ArrayLike, bits: int,
+               above: Callable[[np.ndarray, np.ndarray, int], np.ndarray],
+               below: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> np.ndarray:
+    """``op(a, b)`` saturated to ``bits`` bits. Below 64 bits the exact int64 result is clamped; at 64
+    bits the wrapped result is replaced where the C function's overflow conditions ``above(a, b, hi)``
+    / ``below(a, b, lo)`` hold (each written as in C, without an overflowing operation)."""
+    a, b = _i64(a), _i64(b)
+    if bits < 64:
+        return sat(op(a, b), bits)
+    lo, hi = limits(64)
+    with np.errstate(over="ignore"):
+        r = op(a, b)
+    return np.where(below(a, b, lo), lo, np.where(above(a, b, hi), hi, r))
+
+
 def add_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
     """``mli_math_add_fx<T>``: addition saturated to ``bits`` bits (operands already in range).
 
@@ -194,14 +211,9 @@ def add_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
     Returns:
         int64 array of the saturated sums.
     """
-    a, b = _i64(a), _i64(b)
-    if bits < 64:
-        return sat(a + b, bits)
-    lo, hi = limits(64)
-    with np.errstate(over="ignore"):
-        r = a + b
-    r = np.where((b > 0) & (a > hi - np.maximum(b, 0)), hi, r)
-    return np.where((b < 0) & (a < lo - np.minimum(b, 0)), lo, r)
+    return _sat_binop(np.add, a, b, bits,
+                      lambda a, b, hi: (b > 0) & (a > hi - np.maximum(b, 0)),
+                      lambda a, b, lo: (b < 0) & (a < lo - np.minimum(b, 0)))
 
 
 def sub_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
@@ -213,14 +225,9 @@ def sub_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
     Returns:
         int64 array of the saturated differences.
     """
-    a, b = _i64(a), _i64(b)
-    if bits < 64:
-        return sat(a - b, bits)
-    lo, hi = limits(64)
-    with np.errstate(over="ignore"):
-        r = a - b
-    r = np.where((b < 0) & (a > hi + np.minimum(b, 0)), hi, r)
-    return np.where((b > 0) & (a < lo + np.maximum(b, 0)), lo, r)
+    return _sat_binop(np.subtract, a, b, bits,
+                      lambda a, b, hi: (b < 0) & (a > hi + np.minimum(b, 0)),
+                      lambda a, b, lo: (b > 0) & (a < lo + np.maximum(b, 0)))
 
 
 def _is_scalar(n: ArrayLike) -> bool:

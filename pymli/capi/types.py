@@ -115,21 +115,57 @@ class L2NormalizeCfg(_AxisCfg):
     """``mli_l2_normalize_cfg``: ``axis``, the dimension normalised (-1: the whole tensor)."""
 
 
+@dataclasses.dataclass(frozen=True)
+class ReluFields:
+    """The ``relu`` field of the MAC cfg structs: the fused ReLU (a :class:`ReluCfg`)."""
+
+    relu: ReluCfg = dataclasses.field(default_factory=ReluCfg)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelFields:
+    """The ``kernel_width``, ``kernel_height`` fields of a window cfg: the window size."""
+
+    kernel_width: int = 1
+    kernel_height: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class StrideFields:
+    """The ``stride_width``, ``stride_height`` fields of a window cfg: the window steps (> 0)."""
+
+    stride_width: int = 1
+    stride_height: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class PaddingFields:
+    """The ``padding_left``, ``padding_right``, ``padding_top``, ``padding_bottom`` fields of a 2D cfg."""
+
+    padding_left: int = 0
+    padding_right: int = 0
+    padding_top: int = 0
+    padding_bottom: int = 0
+
+
+# The cfg structs below are assembled from these field groups. A dataclass takes its bases' fields
+# in reverse MRO order, so ``class C(PaddingFields, StrideFields, ReluFields)`` has the C field
+# order relu, stride_*, padding_* (and a decorated class adds its own fields after them).
+
+
 @c_struct("mli_fully_connected_cfg")
 @dataclasses.dataclass(frozen=True)
-class FullyConnectedCfg:
+class FullyConnectedCfg(ReluFields):
     """``mli_fully_connected_cfg``.
 
     Attributes:
         relu: the fused ReLU.
     """
 
-    relu: ReluCfg = dataclasses.field(default_factory=ReluCfg)
-
 
 @c_struct("mli_conv2d_cfg")
 @dataclasses.dataclass(frozen=True)
-class Conv2dCfg:
+class Conv2dCfg(PaddingFields, StrideFields, ReluFields):
     """``mli_conv2d_cfg``.
 
     Attributes:
@@ -139,20 +175,13 @@ class Conv2dCfg:
         dilation_width, dilation_height: dilation factors (1: none).
     """
 
-    relu: ReluCfg = dataclasses.field(default_factory=ReluCfg)
-    stride_width: int = 1
-    stride_height: int = 1
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
     dilation_width: int = 1
     dilation_height: int = 1
 
 
 @c_struct("mli_pool_cfg")
 @dataclasses.dataclass(frozen=True)
-class PoolCfg:
+class PoolCfg(PaddingFields, StrideFields, KernelFields):
     """``mli_pool_cfg`` (``uint8_t`` fields).
 
     Attributes:
@@ -160,15 +189,6 @@ class PoolCfg:
         stride_width, stride_height: window steps (> 0).
         padding_left, padding_right, padding_top, padding_bottom: padding (smaller than the kernel).
     """
-
-    kernel_width: int = 1
-    kernel_height: int = 1
-    stride_width: int = 1
-    stride_height: int = 1
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
 
 
 @c_struct("mli_rnn_dense_cfg")
@@ -223,17 +243,12 @@ class PermuteCfg:
 
 @c_struct("mli_padding2d_cfg")
 @dataclasses.dataclass(frozen=True)
-class Padding2dCfg:
+class Padding2dCfg(PaddingFields):
     """``mli_padding2d_cfg`` (MLI 1.x, ``uint8_t`` fields).
 
     Attributes:
         padding_left, padding_right, padding_top, padding_bottom: zero padding of the W and H borders.
     """
-
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
 
 
 @c_struct("mli_concat_cfg")

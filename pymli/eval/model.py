@@ -107,6 +107,7 @@ def model_ref(model: Any, mapping: str = "tflm") -> ModelRef:
     Raises:
         EvalError: the model cannot be found, read, or is not quantised.
     """
+    # pymli.tflite needs the optional tflite package: imported when a .tflite model is evaluated
     from ..tflite.importer import TfliteModel
     from ..tflite.tflm_model import TflmModel
 
@@ -245,7 +246,7 @@ class Prepared:
     """
 
     def __init__(self, ref: ModelRef) -> None:
-        from ..tflite.importer import load
+        from ..tflite.importer import load  # optional tflite package, imported when used (as in model_ref)
 
         self.ref = ref
         self.tfl = None
@@ -376,7 +377,7 @@ class Prepared:
         """(reference classes, |LSB difference| of the quantised output or None)."""
         ours = np.asarray(res.output).reshape(res.output.shape[0], -1).astype(np.int64)
         if against == "tflm":
-            from ..tflite.compare import run_tflm
+            from ..tflite.compare import run_tflm  # optional tflite package, imported when used
 
             assert self.tfl is not None
             m = self.tfl
@@ -435,7 +436,7 @@ def check_against(against: str | None, p: Prepared) -> None:
     if isinstance(p, TflmPrepared) and against == "float":
         raise EvalError("--against float: the tflm mapping has no float twin (use --against tflm, or --mapping mli)")
     if against == "tflm":
-        from ..tflite.compare import TFLM_MISSING, tflm_available
+        from ..tflite.compare import TFLM_MISSING, tflm_available  # optional tflite package
 
         if p.tfl is None and not isinstance(p, TflmPrepared):
             raise EvalError("--against tflm needs a .tflite model")

@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["LayerEval", "AgainstEval", "EvalReport", "top_k_hits", "peak_bits", "MAX_TABLE_CLASSES"]
+# the report records (top_k_hits and peak_bits are helpers of pymli.eval.runner)
+__all__ = ["LayerEval", "AgainstEval", "EvalReport"]
 
 #: largest confusion matrix printed as a table
 MAX_TABLE_CLASSES = 20
@@ -269,10 +270,10 @@ class EvalReport:
         Raises:
             ImportError: matplotlib is not installed (the ``plot`` extra).
         """
-        import matplotlib
+        import matplotlib  # optional dependency (the ``plot`` extra): imported when plotting
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # after use("Agg"): the backend is chosen before pyplot loads
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)

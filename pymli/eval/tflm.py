@@ -10,6 +10,7 @@ accumulators of the TFLM kernels are not exposed (``acc_peak`` -1).
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,6 @@ class TflmPrepared:
     """
 
     def __init__(self, ref: Any, *, layer_info: type, chunk_result: type) -> None:
-        import warnings
-
         # imported here: pymli.tflite needs the optional tflite package, as in pymli.eval.model
         from ..tflite.loader import load
         from ..tflite.errors import TfliteWarning
@@ -62,7 +61,12 @@ class TflmPrepared:
         self._float_q = q if self._in.dtype == np.float32 else None
 
     def input_spec(self) -> InputSpec:
-        """What one sample must look like (the batch dimension of 1 dropped)."""
+        """What one sample must look like (the batch dimension of 1 dropped).
+
+        Returns:
+            The :class:`~pymli.eval.data.InputSpec`: sample shape, integer dtype, whether float samples
+            are taken (a float model, or an int8 input with its scale and zero point).
+        """
         t = self._in
         shape = tuple(t.shape[1:]) if t.shape and t.shape[0] == 1 else tuple(t.shape)
         if self._float_q is not None:
@@ -72,7 +76,12 @@ class TflmPrepared:
                          int(t.zp))
 
     def layer_info(self) -> list[Any]:
-        """One entry per operator: name, operator, MLI function or ``reference``, no accumulator figure."""
+        """One entry per operator: name, operator, MLI function or ``reference``, no accumulator figure.
+
+        Returns:
+            One :class:`pymli.eval.model.LayerInfo` per operator with an output, in execution order
+            (``acc_bits`` None).
+        """
         return [self._layer_info(n, s.op.name, s.function or "reference (TFLM)", None)
                 for n, s in zip(self.layer_names, self._steps)]
 
@@ -108,6 +117,9 @@ class TflmPrepared:
 
         Returns:
             the :class:`pymli.eval.model.ChunkResult`.
+
+        Raises:
+            EvalError: ``against`` is neither ``"tflm"`` nor None.
         """
         t0 = time.perf_counter()
         m = self.tflm
@@ -139,7 +151,7 @@ class TflmPrepared:
                     sat[j] = int(hit.sum())
         ref_pred, dmax, dsum, dcnt = None, -1, 0, 0
         if against == "tflm":
-            from ..tflite.compare import run_tflm_inputs
+            from ..tflite.compare import run_tflm_inputs  # the optional tflite package, imported when used
 
             xs = xm.reshape((n,) + tuple(self._in.shape))
             theirs = run_tflm_inputs(m, [xs], [self._out.index])[self._out.index].reshape(n, -1)

@@ -20,7 +20,8 @@ from ..formats import RoundMode
 from .plan import BufferPlan
 from .trace import Call, ExportError, IntArg, LutArg, Program, StructArg, TensorArg
 
-__all__ = ["comment", "model_h", "model_c", "model_check_c", "cmakelists", "readme", "c_int_type"]
+# the generated files (comment and c_int_type are this package's helpers)
+__all__ = ["model_h", "model_c", "model_check_c", "cmakelists", "readme"]
 
 _C_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 _C_ENUM = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")

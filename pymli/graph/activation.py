@@ -31,6 +31,9 @@ def relu_type(kind: Any) -> ReluType:
             ``relu`` / ``general``, ``relu1`` / ``relu_1`` / ``1``, ``relu6`` / ``relu_6`` / ``6``
             (any case, an ``mli_relu_`` prefix allowed).
 
+    Returns:
+        The :class:`ReluType` member.
+
     Raises:
         MliError: BAD_FUNC_CFG (a ``ValueError``) for an unknown name, a value outside the C enum or
             another type.
@@ -53,5 +56,15 @@ def relu_type(kind: Any) -> ReluType:
 
 
 def relu_name(kind: Any) -> str:
-    """The canonical name (``none``, ``gen``, ``relu_1``, ``relu_6``) of any form :func:`relu_type` takes."""
+    """The canonical name (``none``, ``gen``, ``relu_1``, ``relu_6``) of any form :func:`relu_type` takes.
+
+    Args:
+        kind: a ReLU as :func:`relu_type` takes it (None, :class:`ReluType`, integer or name).
+
+    Returns:
+        The canonical name (a ``str``).
+
+    Raises:
+        MliError: BAD_FUNC_CFG, as :func:`relu_type`.
+    """
     return _NAMES[relu_type(kind)]

@@ -117,6 +117,14 @@ def int_pair(v: Any, name: str, *, what: str, lo: int | None = None, hi: int | N
              status: Status = Status.BAD_FUNC_CFG) -> tuple[int, int]:
     """``(height, width)`` from an int (both) or a pair of ints.
 
+    Args:
+        v: an int, or a sequence of two ints; name, what: the argument and the function, for the message.
+        lo, hi: inclusive bounds of each value (None: unbounded).
+        status: the status of the error.
+
+    Returns:
+        ``(height, width)`` as Python ints.
+
     Raises:
         MliError: ``status`` for another type, length or a value outside [lo, hi].
     """
@@ -149,6 +157,13 @@ def choice(v: Any, choices: Mapping[str, T], name: str, *, what: str, status: St
 
 def finite(v: Any, name: str, *, what: str, status: Status = Status.BAD_FUNC_CFG) -> float:
     """A finite float from a real number (not a bool, string or None).
+
+    Args:
+        v: the value given (a Python or NumPy int / float; not a bool); name, what: for the message.
+        status: the status of the error.
+
+    Returns:
+        ``float(v)``.
 
     Raises:
         MliError: ``status`` for a non-number, NaN or an infinity.
@@ -221,6 +236,13 @@ def tensor(v: Any, name: str, *, what: str, ranks: Sequence[int] | None = None,
 def tensor_list(v: Any, name: str, *, what: str, min_len: int = 1, max_len: int | None = None) -> list[Tensor]:
     """A list (or tuple) of tensors, each checked by :func:`tensor`.
 
+    Args:
+        v: a list or tuple of :class:`~pymli.tensor.Tensor`; name, what: for the message.
+        min_len, max_len: the accepted length (``max_len`` None: no upper bound).
+
+    Returns:
+        The tensors as a new list.
+
     Raises:
         MliError: BAD_FUNC_CFG for a non-sequence or a length outside [min_len, max_len]; BAD_TENSOR
             for an element that is not a well-formed tensor.
@@ -278,6 +300,11 @@ def quant_fields(v: Any, el: ElType, name: str, *, what: str, allow_range: bool 
 
 def check_alloc(shape: Sequence[int], el: ElType, *, what: str) -> None:
     """Refuse an output of ``shape`` needing more than the memory budget in force (before allocating).
+
+    Args:
+        shape: the output shape (sizes below 1 count as 1).
+        el: the output element type (its container size in bytes).
+        what: the calling function, for the message.
 
     Raises:
         MliError: NOT_ENGH_MEM.

@@ -37,6 +37,9 @@ def pair(v: int | Sequence[int], name: str = "value", *, what: str = "geometry",
     Args:
         v: an int or a pair of ints; name, what: for the error message; lo, hi: inclusive bounds.
 
+    Returns:
+        ``(height, width)`` as Python ints.
+
     Raises:
         MliError: BAD_FUNC_CFG (a ``ValueError``) for anything but an int or a pair of ints in [lo, hi].
     """
@@ -49,6 +52,9 @@ def pad4(p: int | Sequence[int], *, what: str = "padding", hi: int | None = None
 
     Args:
         p: an int, or 1, 2 or 4 ints, each >= 0 (and <= ``hi``); what: for the error message.
+
+    Returns:
+        ``(top, bottom, left, right)`` as Python ints.
 
     Raises:
         MliError: BAD_FUNC_CFG (a ``ValueError``) for another type, length or a negative value.
@@ -72,6 +78,10 @@ def resolve_padding(padding: Padding, in_hw: tuple[int, int], k_hw: tuple[int, i
         padding: see :data:`Padding`.
         in_hw, k_hw, stride, dilation: (height, width) pairs.
 
+    Returns:
+        ``(top, bottom, left, right)``: zeros for ``"valid"``, TensorFlow's SAME split for ``"same"``,
+        else :func:`pad4` of the numbers.
+
     Raises:
         MliError: BAD_FUNC_CFG (a ``ValueError``) for an unknown padding name, a bad number of values
             or a negative one.
@@ -91,7 +101,14 @@ def resolve_padding(padding: Padding, in_hw: tuple[int, int], k_hw: tuple[int, i
 
 def transpose_same_padding(k: int, stride: int) -> tuple[int, int]:
     """Padding ``(before, after)`` of a transpose convolution whose output is ``in * stride``
-    (needs ``k >= stride``; the odd element after)."""
+    (needs ``k >= stride``; the odd element after).
+
+    Args:
+        k: kernel length of the axis (>= 1); stride: its step (>= 1).
+
+    Returns:
+        ``(before, after)``: ``max(k - stride, 0)`` split with the odd element after.
+    """
     total = max(k - stride, 0)
     return total // 2, total - total // 2
 
@@ -103,6 +120,13 @@ def transpose_padding_for_output(in_size: int, out_size: int, k: int, stride: in
     ``ceil(out / stride)`` (SAME) or ``(out - k + stride) // stride`` (VALID), total padding
     ``max((n - 1) * stride + k - out, 0)`` with ``before = total // 2``; the rest of the full
     ``(in - 1) * stride + k`` result is cut after (may be negative for inconsistent shapes).
+
+    Args:
+        in_size: input length of the axis; out_size: the TFLite output length; k: kernel length;
+        stride: step; same: TFLite SAME padding (else VALID).
+
+    Returns:
+        ``(before, after)`` as Python ints.
     """
     n = (out_size + stride - 1) // stride if same else (out_size - k + stride) // stride
     total = max((n - 1) * stride + k - out_size, 0)

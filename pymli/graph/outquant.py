@@ -58,6 +58,10 @@ def output_fields(el: ElType, out_quant: Any, float_ref: Callable[[], np.ndarray
         max_frac: FX upper bound of ``frac_bits`` (a MAC output: input + weights fractional bits).
         what: the calling function (for error messages).
 
+    Returns:
+        The keyword fields of :meth:`pymli.tensor.Tensor.from_numpy` for the output: a dict of
+        ``frac_bits`` (FX) or ``zero_point`` / ``scale`` / ``scale_frac_bits`` (SA), as checked.
+
     Raises:
         MliError: BAD_FUNC_CFG for a malformed ``out_quant`` (unknown keys, values outside their C
             types, empty or non-finite samples) or a range no ``frac_bits`` of the int8 field holds.
@@ -82,6 +86,14 @@ def zero_bias(x: Tensor, w: Tensor, n: int) -> Tensor:
 
     SA_8: SA_32 on the scale in x weights (per channel for per-channel weights,
     :func:`pymli.quant.bias_scale`); FX: the weights' type with ``in + weights`` fractional bits.
+
+    Args:
+        x: the input tensor (SA_8 or FX); w: the weights tensor (per-tensor, or per-axis with
+            ``n`` values); n: number of output channels.
+
+    Returns:
+        A new rank-1 tensor of ``n`` zeros: SA_32 (int32 data, per-channel scales when ``w`` is
+        per-axis) or FX with the weights' element type.
     """
     if x.el_type.is_sa:
         ws = w.quant_vector("scale", n) if w.dim >= 0 else np.asarray([int(w.scale)])

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .. import capi
+from ..arith.eltwise import EltOp
 from ..capi import activation as _act
 from ..capi import convolution as _conv
 from ..capi import diverse as _div
@@ -129,7 +130,17 @@ class Specialisation:
 
     def fits(self, kernel: tuple[int, int], stride: tuple[int, int] | None,
              padding: tuple[int, int, int, int] | None) -> bool:
-        """Whether a layer of this kernel, stride and padding may call the specialisation."""
+        """Whether a layer of this kernel, stride and padding may call the specialisation.
+
+        Args:
+            kernel: (height, width) of the layer's kernel.
+            stride: (height, width) of its stride, or None when unknown.
+            padding: its (top, bottom, left, right), or None when unknown.
+
+        Returns:
+            True when the kernel (and the required stride) match and, for an unpadded specialisation,
+            the padding is known and zero.
+        """
         if tuple(kernel) != self.kernel:
             return False
         if self.stride is not None and (stride is None or tuple(stride) != self.stride):
@@ -194,6 +205,12 @@ def signature_text(op: Op, types: tuple[ElType, ...]) -> str:
 def entry(op: Op, *types: ElType) -> Entry:
     """The registered entry of a signature.
 
+    Args:
+        op: the operation; *types: its element types (see the module docstring).
+
+    Returns:
+        The :class:`Entry`.
+
     Raises:
         KernelMissing: no MLI function for this signature.
     """
@@ -204,7 +221,11 @@ def entry(op: Op, *types: ElType) -> Entry:
 
 
 def entries() -> Iterator[Entry]:
-    """Every registered entry (in registration order)."""
+    """Every registered entry (in registration order).
+
+    Returns:
+        An iterator over a snapshot of the table's :class:`Entry` records.
+    """
     return iter(list(_TABLE.values()))
 
 
@@ -262,6 +283,9 @@ def require(op: Op, *types: ElType, status: Status = Status.TYPE_MISMATCH, what:
         status: the status of the error (the front end's documented one).
         what: the operation's name in the message (default ``op.value``).
 
+    Returns:
+        The capi callable, as :func:`lookup` returns it.
+
     Raises:
         MliError: ``status``, naming the operation and the types, when MLI has no such function.
     """
@@ -284,40 +308,15 @@ def _sq(fn: Callable[..., Any], k: int, stride: int | None = None) -> Specialisa
     return Specialisation(fn, (k, k), None if stride is None else (stride, stride), unpadded=k == 1)
 
 
-# Convolutions: (input, weights) -> generic function, specialisations.
-for _types, _c, _dw, _g, _t in (
-    ((FX16, FX16),
-     (_conv.mli_krn_conv2d_hwcn_fx16, _conv.mli_krn_conv2d_hwcn_fx16_k1x1, _conv.mli_krn_conv2d_hwcn_fx16_k3x3,
-      _conv.mli_krn_conv2d_hwcn_fx16_k5x5),
-     (_conv.mli_krn_depthwise_conv2d_hwcn_fx16, _conv.mli_krn_depthwise_conv2d_hwcn_fx16_k3x3,
-      _conv.mli_krn_depthwise_conv2d_hwcn_fx16_k5x5),
-     (_conv.mli_krn_group_conv2d_hwcn_fx16, _conv.mli_krn_group_conv2d_hwcn_fx16_k3x3,
-      _conv.mli_krn_group_conv2d_hwcn_fx16_k5x5),
-     (_conv.mli_krn_transpose_conv2d_hwcn_fx16, _conv.mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2,
-      _conv.mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2)),
-    ((FX16, FX8),
-     (_conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1,
-      _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3, _conv.mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5),
-     (_conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3,
-      _conv.mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5),
-     (_conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3,
-      _conv.mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5),
-     (_conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8, _conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2,
-      _conv.mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2)),
-    ((SA8, SA8),
-     (_conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1,
-      _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3, _conv.mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5),
-     (_conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3,
-      _conv.mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5),
-     (_conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3,
-      _conv.mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5),
-     (_conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32, _conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2,
-      _conv.mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2)),
-):
-    register(Op.CONV2D, _types, _c[0], (_sq(_c[1], 1), _sq(_c[2], 3), _sq(_c[3], 5)))
-    register(Op.DEPTHWISE_CONV2D, _types, _dw[0], (_sq(_dw[1], 3), _sq(_dw[2], 5)))
-    register(Op.GROUP_CONV2D, _types, _g[0], (_sq(_g[1], 3), _sq(_g[2], 5)))
-    register(Op.TRANSPOSE_CONV2D, _types, _t[0], (_sq(_t[1], 2, 2), _sq(_t[2], 4, 2)))
+# Convolutions: (input, weights) -> the generic function and the specialisations of capi's tables
+# (keyed by the C-name suffix of the types and the kernel size; 0: generic). Transposed ones need stride 2.
+for _types in ((FX16, FX16), (FX16, FX8), (SA8, SA8)):
+    _mac = formats.mac_suffix(*_types)
+    for _op, _fns, _stride in ((Op.CONV2D, _conv.CONV2D, None), (Op.DEPTHWISE_CONV2D, _conv.DEPTHWISE_CONV2D, None),
+                               (Op.GROUP_CONV2D, _conv.GROUP_CONV2D, None),
+                               (Op.TRANSPOSE_CONV2D, _conv.TRANSPOSE_CONV2D, 2)):
+        register(_op, _types, _fns[(_mac, 0)],
+                 tuple(_sq(_f, _k, _stride) for (_s, _k), _f in _fns.items() if _s == _mac and _k))
 
 # Fully connected and recurrent: (input, weights).
 for _types, _fcf, _dense, _lstm, _gru in (
@@ -335,26 +334,19 @@ for _types, _fcf, _dense, _lstm, _gru in (
 register(Op.FULLY_CONNECTED, (FX8, FX8), _fc.mli_krn_fully_connected_fx8)
 register(Op.FULLY_CONNECTED_EXT_BIAS, (SA8, SA8), _fc.mli_krn_fully_connected_sa8_sa8_sa32_ext_bias)
 
-# One-type kernels: input type -> function, in the order FX_8, FX_16, SA_8.
-for _op, _fns in (
-    (Op.MAXPOOL, ((_pool.mli_krn_maxpool_hwc_fx8, _pool.mli_krn_maxpool_hwc_fx8_k2x2, _pool.mli_krn_maxpool_hwc_fx8_k3x3),
-                  (_pool.mli_krn_maxpool_hwc_fx16, _pool.mli_krn_maxpool_hwc_fx16_k2x2,
-                   _pool.mli_krn_maxpool_hwc_fx16_k3x3),
-                  (_pool.mli_krn_maxpool_hwc_sa8, _pool.mli_krn_maxpool_hwc_sa8_k2x2, _pool.mli_krn_maxpool_hwc_sa8_k3x3))),
-    (Op.AVEPOOL, ((_pool.mli_krn_avepool_hwc_fx8, _pool.mli_krn_avepool_hwc_fx8_k2x2, _pool.mli_krn_avepool_hwc_fx8_k3x3),
-                  (_pool.mli_krn_avepool_hwc_fx16, _pool.mli_krn_avepool_hwc_fx16_k2x2,
-                   _pool.mli_krn_avepool_hwc_fx16_k3x3),
-                  (_pool.mli_krn_avepool_hwc_sa8, _pool.mli_krn_avepool_hwc_sa8_k2x2, _pool.mli_krn_avepool_hwc_sa8_k3x3))),
-):
-    for _el, (_g0, _k2, _k3) in zip(_ONE_TYPE, _fns):
-        register(_op, (_el,), _g0, (_sq(_k2, 2), _sq(_k3, 3)))
+# One-type kernels: input type -> function, in the order FX_8, FX_16, SA_8; pooling and element-wise
+# from capi's tables.
+for _op, _kind in ((Op.MAXPOOL, "max"), (Op.AVEPOOL, "ave")):
+    for _el in _ONE_TYPE:
+        register(_op, (_el,), _pool.POOLING[(_kind, _el, 0)],
+                 tuple(_sq(_f, _k) for (_p, _e, _k), _f in _pool.POOLING.items() if (_p, _e) == (_kind, _el) and _k))
+
+for _op, _elt_op in ((Op.ADD, EltOp.ADD), (Op.SUB, EltOp.SUB), (Op.MUL, EltOp.MUL), (Op.MIN, EltOp.MIN),
+                     (Op.MAX, EltOp.MAX)):
+    for _el in _ONE_TYPE:
+        register(_op, (_el,), _elt.ELTWISE[(_elt_op, _el)])
 
 for _op, _fns in (
-    (Op.ADD, (_elt.mli_krn_eltwise_add_fx8, _elt.mli_krn_eltwise_add_fx16, _elt.mli_krn_eltwise_add_sa8)),
-    (Op.SUB, (_elt.mli_krn_eltwise_sub_fx8, _elt.mli_krn_eltwise_sub_fx16, _elt.mli_krn_eltwise_sub_sa8)),
-    (Op.MUL, (_elt.mli_krn_eltwise_mul_fx8, _elt.mli_krn_eltwise_mul_fx16, _elt.mli_krn_eltwise_mul_sa8)),
-    (Op.MIN, (_elt.mli_krn_eltwise_min_fx8, _elt.mli_krn_eltwise_min_fx16, _elt.mli_krn_eltwise_min_sa8)),
-    (Op.MAX, (_elt.mli_krn_eltwise_max_fx8, _elt.mli_krn_eltwise_max_fx16, _elt.mli_krn_eltwise_max_sa8)),
     (Op.RELU, (_act.mli_krn_relu_fx8, _act.mli_krn_relu_fx16, _act.mli_krn_relu_sa8)),
     (Op.LEAKY_RELU, (_act.mli_krn_leaky_relu_fx8, _act.mli_krn_leaky_relu_fx16, _act.mli_krn_leaky_relu_sa8)),
     (Op.PRELU, (_act.mli_krn_prelu_fx8, _act.mli_krn_prelu_fx16, _act.mli_krn_prelu_sa8)),
@@ -406,6 +398,12 @@ def new_lut(op: Op) -> Lut:
     """A new LUT for the LUT activation ``op`` (SIGM, TANH, SOFTMAX, L2_NORMALIZE), sized and filled
     by its ``mli_krn_*_get_lut_size`` / ``mli_krn_*_create_lut``.
 
+    Args:
+        op: the LUT activation.
+
+    Returns:
+        A new :class:`~pymli.tensor.Lut` (int16 data of the size MLI asks for), filled.
+
     Raises:
         KernelMissing: ``op`` has no LUT, or its functions are missing.
     """
@@ -425,6 +423,12 @@ _DATA_TYPES = (FX16, FX8, SA8)
 def data_suffix(el: ElType) -> str:
     """Suffix of one-type kernels' C names: ``fx16``, ``fx8``, ``sa8``.
 
+    Args:
+        el: FX_16, FX_8 or SA_8.
+
+    Returns:
+        The suffix (a ``str``).
+
     Raises:
         KeyError: another type.
     """
@@ -435,6 +439,12 @@ def data_suffix(el: ElType) -> str:
 
 def mac_suffix(in_el: ElType, w_el: ElType) -> str:
     """Suffix of MAC kernels' C names (``fx16``, ``fx16_fx8_fx8``, ``sa8_sa8_sa32``, ``fx8``) from the types.
+
+    Args:
+        in_el: the input (and output) element type; w_el: the weights' element type.
+
+    Returns:
+        The suffix (a ``str``).
 
     Raises:
         ValueError: no MLI MAC kernel family for these types.

@@ -22,9 +22,9 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from rich.console import Console
@@ -39,6 +39,14 @@ from .network import Network, RunResult
 from .qparams import QParams
 
 __all__ = ["ARC_GUARD_BITS", "LayerStats", "Report", "accu_guard_bits", "compare", "snr_db"]
+
+
+
+class _Named(Protocol):
+    name: str
+
+
+_R = TypeVar("_R", bound=_Named)
 
 
 def snr_db(ref: np.ndarray, test: np.ndarray) -> float:
@@ -107,6 +115,25 @@ class LayerStats:
                 for k, v in d.items()}
 
 
+def by_name(rows: Iterable[_R], name: str) -> _R:
+    """The first of ``rows`` whose ``name`` attribute is ``name`` (the ``report[name]`` of the reports).
+
+    Args:
+        rows: records with a ``name`` (:class:`LayerStats`, the TFLite comparison's rows).
+        name: the name looked up.
+
+    Returns:
+        The record.
+
+    Raises:
+        KeyError: no record has that name.
+    """
+    for r in rows:
+        if r.name == name:
+            return r
+    raise KeyError(name)
+
+
 @dataclasses.dataclass
 class Report:
     """Result of :func:`compare`: per-layer statistics and accuracies."""
@@ -120,10 +147,7 @@ class Report:
     reference: str = "float"
 
     def __getitem__(self, name: str) -> LayerStats:
-        for s in self.layers:
-            if s.name == name:
-                return s
-        raise KeyError(name)
+        return by_name(self.layers, name)
 
     # ---------------------------------------------------------------- output
     def to_dict(self) -> dict[str, Any]:

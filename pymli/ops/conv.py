@@ -43,6 +43,7 @@ from ..graph.outquant import output_fields, zero_bias
 from ..graph.registry import KernelMissing, Op, lookup
 from ..kernels import convolution as K
 from ..tensor import Tensor
+from ._doc import sections
 
 __all__ = [
     "conv2d",
@@ -215,38 +216,46 @@ def _conv_common(op: str, x: Tensor, w: Tensor, b: Tensor | None, stride: int | 
     return out
 
 
+_CONV_SECTIONS = """
+Args:
+    x: (H, W, Cin) input, FX_16 or SA_8.
+    w: {weights} weights (FX_16 / FX_8 for FX_16 input, SA_8 for SA_8 input).
+    b: (Cout,) bias (FX of the weights' type, SA_32 with scale = in scale x weights scale);
+        ``None`` for a zero bias.
+    stride, dilation: an int or (height, width).
+    padding: an int, (vertical, horizontal), (top, bottom, left, right), 'same' or 'valid'.
+    relu: None, 'gen' (max(x, 0)), 'relu1' (clip to [-1, 1]) or 'relu6' (clip to [0, 6]).
+    out_quant: output quantisation (see the module docstring).
+
+Returns:
+    A new dense (Ho, Wo, Cout) tensor of the input's element type{cout}.
+
+Raises:
+    MliError: the status the MLI function returns for invalid arguments (nothing is computed).
+"""
+
+
+@sections(_CONV_SECTIONS, weights="(Kh, Kw, Cin, Cout) HWCN", cout="")
 def conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int | tuple[int, int] = 1,
            padding: Padding = 0, dilation: int | tuple[int, int] = 1, relu: str | None = None,
            out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
-    """2-D convolution (``mli_krn_conv2d_hwcn_*``) returning a new tensor.
-
-    Args:
-        x: (H, W, Cin) input, FX_16 or SA_8.
-        w: (Kh, Kw, Cin, Cout) HWCN weights (FX_16 / FX_8 for FX_16 input, SA_8 for SA_8 input).
-        b: (Cout,) bias (FX of the weights' type, SA_32 with scale = in scale x weights scale);
-            ``None`` for a zero bias.
-        stride, dilation: an int or (height, width).
-        padding: an int, (vertical, horizontal), (top, bottom, left, right), 'same' or 'valid'.
-        relu: None, 'gen' (max(x, 0)), 'relu1' (clip to [-1, 1]) or 'relu6' (clip to [0, 6]).
-        out_quant: output quantisation (see the module docstring).
-
-    Raises:
-        MliError: the status the MLI function returns for invalid arguments.
-    """
+    """2-D convolution (``mli_krn_conv2d_hwcn_*``) returning a new tensor."""
     return _conv_common("conv", x, w, b, stride, padding, dilation, relu, out_quant)
 
 
+@sections(_CONV_SECTIONS, weights="(Kh, Kw, 1, Cout) HW1N", cout=" (Cout = Cin)")
 def depthwise_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int | tuple[int, int] = 1,
                      padding: Padding = 0, dilation: int | tuple[int, int] = 1, relu: str | None = None,
                      out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
-    """Depthwise convolution (``mli_krn_depthwise_conv2d_hwcn_*``): w is (Kh, Kw, 1, C)."""
+    """Depthwise convolution (``mli_krn_depthwise_conv2d_hwcn_*``): one filter per input channel."""
     return _conv_common("depthwise", x, w, b, stride, padding, dilation, relu, out_quant)
 
 
+@sections(_CONV_SECTIONS, weights="(Kh, Kw, Cin / groups, Cout) HWCN", cout=" (Cout a multiple of the groups)")
 def group_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int | tuple[int, int] = 1,
                  padding: Padding = 0, dilation: int | tuple[int, int] = 1, relu: str | None = None,
                  out_quant: dict[str, Any] | npt.ArrayLike | None = None) -> Tensor:
-    """Group convolution (``mli_krn_group_conv2d_hwcn_*``): w is (Kh, Kw, Cin / groups, Cout)."""
+    """Group convolution (``mli_krn_group_conv2d_hwcn_*``): ``Cin / w.shape[2]`` groups."""
     return _conv_common("group", x, w, b, stride, padding, dilation, relu, out_quant)
 
 
@@ -257,6 +266,20 @@ def transpose_conv2d(x: Tensor, w: Tensor, b: Tensor | None = None, stride: int 
 
     The output is ``(in - 1) * stride + k - pad_before - pad_after`` along each axis; padding
     'same' gives ``in * stride`` (needs ``k >= stride``), 'valid' no padding.
+
+    Args:
+        x: (H, W, Cin) input, FX_16 or SA_8.
+        w: (Kh, Kw, Cin, Cout) HWCN weights (FX_16 / FX_8 for FX_16 input, SA_8 for SA_8 input).
+        b: (Cout,) bias as for :func:`conv2d`, or ``None`` for a zero bias.
+        stride: an int or (height, width).
+        padding: as for :func:`conv2d` (0 <= padding < kernel).
+        relu, out_quant: as for :func:`conv2d`.
+
+    Returns:
+        A new dense (Ho, Wo, Cout) tensor of the input's element type.
+
+    Raises:
+        MliError: the status the MLI function returns for invalid arguments (nothing is computed).
     """
     what = "transpose_conv2d"
     fn = _operands(what, Op.TRANSPOSE_CONV2D, x, w, b, (3, 4))
@@ -299,6 +322,9 @@ def fully_connected(x: Tensor, w: Tensor, b: Tensor | None = None, relu: str | N
         b: ``(M_out,)`` bias, or ``None`` for a zero bias.
         relu: the fused ReLU (see :func:`conv2d`).
         out_quant: output quantisation (see the module docstring).
+
+    Returns:
+        A new dense ``(M_out,)`` tensor of the input's element type.
 
     Raises:
         MliError: BAD_TENSOR (not a tensor, invalid struct), TYPE_MISMATCH, SHAPE_MISMATCH or

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..graph import args
 from ..graph.registry import Op, require
 from ..quant import choose_fx_frac_bits, sa8_range_params
 from ..tensor import Tensor, dense_strides
+from ._doc import sections
 
 __all__ = ["add", "sub", "mul", "minimum", "maximum"]
 
@@ -107,41 +109,38 @@ def _binary(op: str, x: Tensor, y: Tensor, frac_bits: int | None, quant: dict[st
     return out
 
 
-def add(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated.
+_BINARY_SECTIONS = """
+Args:
+    x, y: tensors of one element type (FX_8, FX_16 or SA_8) and one shape; one may be a scalar tensor.
+    frac_bits: FX output fractional bits (default: {default}).
+    quant: SA_8 output ``{{"scale", "scale_frac_bits", "zero_point"}}`` (default: {default}).
 
-    Args:
-        x, y: tensors of one element type; one may be a scalar tensor.
-        frac_bits: FX output fractional bits (default: calibrated from the float result).
-        quant: SA_8 output ``{"scale", "scale_frac_bits", "zero_point"}`` (default: calibrated).
+Returns:
+    A new dense tensor of the operands' element type and the non-scalar operand's shape (rank 0
+    when both are scalars).
 
-    Returns:
-        A new dense tensor.
-
-    Raises:
-        MliError: BAD_TENSOR (not a tensor), BAD_FUNC_CFG (``frac_bits`` / ``quant`` outside their C
-            types, ``quant`` for FX operands) or the status MLI gives for the same operands (shapes
-            that differ, types, per-axis SA), before anything is computed.
-    """
-    return _binary("add", x, y, frac_bits, quant)
+Raises:
+    MliError: BAD_TENSOR (not a tensor), BAD_FUNC_CFG (``frac_bits`` / ``quant`` outside their C
+        types, ``quant`` for FX operands) or the status MLI gives for the same operands (shapes
+        that differ, types, per-axis SA), before anything is computed.
+"""
 
 
-def sub(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``); see :func:`add`."""
-    return _binary("sub", x, y, frac_bits, quant)
+def _public(op: str, name: str, summary: str, default: str) -> Callable[..., Tensor]:
+    """The public function ``name`` running the MLI element-wise ``op``, documented by ``summary`` and
+    :data:`_BINARY_SECTIONS` (``default``: what the output quantisation is when not given)."""
+
+    def fn(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
+        return _binary(op, x, y, frac_bits, quant)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = summary
+    return sections(_BINARY_SECTIONS, default=default)(fn)
 
 
-def mul(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``); see :func:`add`."""
-    return _binary("mul", x, y, frac_bits, quant)
-
-
-def minimum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise minimum (``mli_krn_eltwise_min_*``); the output keeps the inputs' quantisation
-    unless ``frac_bits`` / ``quant`` say otherwise."""
-    return _binary("min", x, y, frac_bits, quant)
-
-
-def maximum(x: Tensor, y: Tensor, *, frac_bits: int | None = None, quant: dict[str, int] | None = None) -> Tensor:
-    """Element-wise maximum (``mli_krn_eltwise_max_*``); see :func:`minimum`."""
-    return _binary("max", x, y, frac_bits, quant)
+_CALIBRATED, _KEPT = "calibrated from the float result", "the inputs' quantisation"
+add = _public("add", "add", "Element-wise ``x + y`` (``mli_krn_eltwise_add_*``), saturated.", _CALIBRATED)
+sub = _public("sub", "sub", "Element-wise ``x - y`` (``mli_krn_eltwise_sub_*``), saturated.", _CALIBRATED)
+mul = _public("mul", "mul", "Element-wise ``x * y`` (``mli_krn_eltwise_mul_*``), saturated.", _CALIBRATED)
+minimum = _public("min", "minimum", "Element-wise minimum (``mli_krn_eltwise_min_*``).", _KEPT)
+maximum = _public("max", "maximum", "Element-wise maximum (``mli_krn_eltwise_max_*``).", _KEPT)

@@ -15,12 +15,16 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..arith.lut import create_lut
 from ..capi.types import L2NormalizeCfg, SoftmaxCfg
 from ..errors import MliError, Status
 from ..graph import args
 from ..graph.registry import Op, require
 from ..tensor import Lut, Tensor
+from ._doc import sections
 
 __all__ = ["sigmoid", "tanh", "softmax", "l2_normalize", "activation_lut"]
 
@@ -51,8 +55,11 @@ def activation_lut(kind: str) -> Lut:
     return lut
 
 
-def _out_like(x: Tensor) -> Tensor:
-    return Tensor.zeros(list(x.shape[: x.rank]), x.el_type)
+def _checked(x: Tensor, op: Op, what: str) -> tuple[Callable[..., Any], Tensor]:
+    """Check the tensor ``x``; the MLI function of ``op`` for its element type and a zero output like ``x``."""
+    args.tensor(x, "x", what=what)
+    fn = require(op, x.el_type, status=Status.NOT_SUPPORTED, what=what)
+    return fn, Tensor.zeros(list(x.shape[: x.rank]), x.el_type)
 
 
 def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
@@ -67,28 +74,31 @@ def _axis_cfg(x: Tensor, axis: int | None, op: str) -> int:
     return a
 
 
-def sigmoid(x: Tensor) -> Tensor:
-    """Logistic sigmoid ``1 / (1 + exp(-x))`` of ``x`` (mli_krn_sigm_*).
+_LUT_SECTIONS = """
+Args:
+    x: FX_8, FX_16 or SA_8 tensor of any shape.
 
-    Returns:
-        FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8.
-    """
-    args.tensor(x, "x", what="sigmoid")
-    fn = require(Op.SIGM, x.el_type, status=Status.NOT_SUPPORTED, what="sigmoid")
-    out = _out_like(x)
+Returns:
+    A new dense tensor of ``x``'s shape and element type: {out}.
+
+Raises:
+    MliError: BAD_TENSOR (not a tensor), NOT_SUPPORTED (another element type) or the status MLI
+        gives for the same tensor.
+"""
+
+
+@sections(_LUT_SECTIONS, out="FX_8 Q7, FX_16 Q15, or SA_8 with zero point -128 and scale 2**-8")
+def sigmoid(x: Tensor) -> Tensor:
+    """Logistic sigmoid ``1 / (1 + exp(-x))`` of ``x`` (mli_krn_sigm_*)."""
+    fn, out = _checked(x, Op.SIGM, "sigmoid")
     fn(x, activation_lut("sigm"), out)
     return out
 
 
+@sections(_LUT_SECTIONS, out="FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7")
 def tanh(x: Tensor) -> Tensor:
-    """Hyperbolic tangent of ``x`` (mli_krn_tanh_*).
-
-    Returns:
-        FX_8 Q7, FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
-    """
-    args.tensor(x, "x", what="tanh")
-    fn = require(Op.TANH, x.el_type, status=Status.NOT_SUPPORTED, what="tanh")
-    out = _out_like(x)
+    """Hyperbolic tangent of ``x`` (mli_krn_tanh_*)."""
+    fn, out = _checked(x, Op.TANH, "tanh")
     fn(x, activation_lut("tanh"), out)
     return out
 
@@ -105,10 +115,8 @@ def softmax(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15 (FX_8 Q7), or SA_8 with zero point -128 and scale 2**-8.
     """
-    args.tensor(x, "x", what="softmax")
-    fn = require(Op.SOFTMAX, x.el_type, status=Status.NOT_SUPPORTED, what="softmax")
+    fn, out = _checked(x, Op.SOFTMAX, "softmax")
     cfg = SoftmaxCfg(axis=_axis_cfg(x, axis, "softmax"))
-    out = _out_like(x)
     fn(x, activation_lut("softmax"), cfg, out)
     return out
 
@@ -123,9 +131,7 @@ def l2_normalize(x: Tensor, axis: int | None = None) -> Tensor:
     Returns:
         FX_16 Q15, or SA_8 with zero point 0 and scale 2**-7.
     """
-    args.tensor(x, "x", what="l2_normalize")
-    fn = require(Op.L2_NORMALIZE, x.el_type, status=Status.NOT_SUPPORTED, what="l2_normalize")
+    fn, out = _checked(x, Op.L2_NORMALIZE, "l2_normalize")
     cfg = L2NormalizeCfg(axis=_axis_cfg(x, axis, "l2_normalize"))
-    out = _out_like(x)
     fn(x, None, activation_lut("l2_normalize"), cfg, out)
     return out

@@ -23,6 +23,7 @@ from ..checks import validate_tensor
 from ..errors import MliError, Status
 from ..graph import args
 from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
+from ._doc import sections
 
 __all__ = ["move_tensor", "copy", "slice_tensor", "subsample", "transpose", "pad2d", "concat"]
 
@@ -110,23 +111,39 @@ def _move(x: Tensor, what: str, *, offset: Sequence[int] | None = None, size: Se
     return out
 
 
+_MOVE_SECTIONS = """
+Args:
+    x: source tensor of rank 1..4, any element type.{args}
+
+Returns:
+    A new dense tensor with the moved data and ``x``'s element type and quantisation.
+
+Raises:
+    MliError: as :func:`move_tensor`.
+"""
+
+
+@sections(_MOVE_SECTIONS, args="")
 def copy(x: Tensor) -> Tensor:
     """A dense copy of ``x`` (strided sources are compacted)."""
     return _move(x, "copy")
 
 
+@sections(_MOVE_SECTIONS, args="\n    offsets, sizes: one value per dimension of ``x`` (size 0 = to the end).")
 def slice_tensor(x: Tensor, offsets: Sequence[int], sizes: Sequence[int]) -> Tensor:
-    """``x[offsets[0]:offsets[0]+sizes[0], ...]`` as a new tensor (size 0 = to the end)."""
+    """``x[offsets[0]:offsets[0]+sizes[0], ...]`` as a new tensor."""
     return _move(x, "slice_tensor", offset=offsets, size=sizes)
 
 
+@sections(_MOVE_SECTIONS, args="\n    steps: one step (>= 1) per dimension of ``x``.")
 def subsample(x: Tensor, steps: Sequence[int]) -> Tensor:
     """``x[::steps[0], ::steps[1], ...]`` as a new tensor."""
     return _move(x, "subsample", step=steps)
 
 
+@sections(_MOVE_SECTIONS, args="\n    perm: a permutation of ``range(x.rank)``.")
 def transpose(x: Tensor, perm: Sequence[int]) -> Tensor:
-    """``np.transpose(x, perm)`` by data movement (any element type)."""
+    """``np.transpose(x, perm)`` by data movement."""
     return _move(x, "transpose", perm=perm)
 
 

@@ -17,6 +17,7 @@ from ..graph import args
 from ..graph.geometry import conv_out_size, pair, resolve_padding
 from ..graph.registry import Op, require
 from ..tensor import Tensor
+from ._doc import sections
 
 __all__ = ["avepool", "maxpool", "pool_cfg"]
 
@@ -72,24 +73,28 @@ def _pool(kind: str, x: Tensor, kernel: int | Sequence[int], stride: int | Seque
     return out
 
 
+_POOL_SECTIONS = """
+Args:
+    x: FX_8, FX_16 or SA_8 tensor ``[H, W, C]``.
+    kernel, stride, padding: see :func:`pool_cfg`.
+
+Returns:
+    A new dense ``[Ho, Wo, C]`` tensor with the input's quantisation.
+
+Raises:
+    MliError: with the status MLI gives for the same arguments.
+"""
+
+
+@sections(_POOL_SECTIONS)
 def avepool(x: Tensor, kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
             padding: int | str | Sequence[int] = 0) -> Tensor:
-    """Average pooling of an HWC tensor (``mli_krn_avepool_hwc_*``); padded positions are not counted.
-
-    Args:
-        x: FX_8, FX_16 or SA_8 tensor ``[H, W, C]``.
-        kernel, stride, padding: see :func:`pool_cfg`.
-
-    Returns:
-        A new dense tensor with the input's quantisation.
-
-    Raises:
-        MliError: with the status MLI gives for the same arguments.
-    """
+    """Average pooling of an HWC tensor (``mli_krn_avepool_hwc_*``); padded positions are not counted."""
     return _pool("ave", x, kernel, stride, padding)
 
 
+@sections(_POOL_SECTIONS)
 def maxpool(x: Tensor, kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
             padding: int | str | Sequence[int] = 0) -> Tensor:
-    """Max pooling of an HWC tensor (``mli_krn_maxpool_hwc_*``); see :func:`avepool`."""
+    """Max pooling of an HWC tensor (``mli_krn_maxpool_hwc_*``)."""
     return _pool("max", x, kernel, stride, padding)

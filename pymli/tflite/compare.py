@@ -20,7 +20,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..models.report import snr_db
+from ..models.report import by_name, snr_db
 from .importer import TfliteModel
 from .loader import load
 from .tflm_model import TflmModel, TflmRun, resolve_platform
@@ -119,10 +119,7 @@ class CompareReport:
         return max((r.max_lsb for r in self.rows), default=0)
 
     def __getitem__(self, name: str) -> TensorDiff:
-        for r in self.rows:
-            if r.name == name:
-                return r
-        raise KeyError(name)
+        return by_name(self.rows, name)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form of the report."""

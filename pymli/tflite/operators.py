@@ -34,13 +34,36 @@ from ..models.qparams import Const, QParams
 from .layers import ArgMax, Concat, L2Norm, Pad, Requant, Reshape, TransposeConv2D
 from .mapping import MLI, GraphBuilder
 from .quant import float_to_mli_scale, quantize_input
-from .reader import OpInfo
+from .reader import OpInfo, TensorInfo
 
 __all__: list[str] = []  # handlers are reached through the table, not imported
 
 #: kernel-set output parameters (zero point, real scale) of the LUT activations, as TFLite requires them
 _LUT_OUT = {"LOGISTIC": (-128, 1 / 256), "SOFTMAX": (-128, 1 / 256), "TANH": (0, 1 / 128),
             "L2_NORMALIZATION": (0, 1 / 128)}
+
+
+def _need_inputs(imp: GraphBuilder, op: OpInfo, n: int, what: str) -> None:
+    """Refuse an operator with fewer than ``n`` inputs; ``what`` names them for the message."""
+    if len(op.inputs) < n:
+        raise imp.fail(f"needs {what}")
+
+
+def _nhwc_input(imp: GraphBuilder, op: OpInfo) -> TensorInfo:
+    """The operator's first input, refused unless it is an NHWC (rank-4) activation."""
+    x = imp.act(op.inputs[0])
+    if len(x.shape) != 4:
+        raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
+    return x
+
+
+def _positive_pairs(imp: GraphBuilder, op: OpInfo, **keys: tuple[str, str]) -> list[tuple[int, int]]:
+    """The (H, W) option pairs named by ``keys`` (their word in a message -> the two TFLite option
+    names; absent options are 1), refused unless every value is positive."""
+    pairs = [(int(op.options.get(h, 1)), int(op.options.get(w, 1))) for h, w in keys.values()]
+    if min(min(p) for p in pairs) < 1:
+        raise imp.fail(" / ".join(f"{word} {a}x{b}" for word, (a, b) in zip(keys, pairs)) + " must be positive")
+    return pairs
 
 
 @MLI.register("CONV_2D", "DEPTHWISE_CONV_2D")
@@ -51,16 +74,11 @@ def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
     multiplier 1): ``mli_krn_depthwise_conv2d_hwcn_*``.
     """
     depthwise = op.name == "DEPTHWISE_CONV_2D"
-    if len(op.inputs) < 2:
-        raise imp.fail("needs input and weights")
-    x = imp.act(op.inputs[0])
-    if len(x.shape) != 4:
-        raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
+    _need_inputs(imp, op, 2, "input and weights")
+    x = _nhwc_input(imp, op)
     o = op.options
-    sh, sw = int(o.get("StrideH", 1)), int(o.get("StrideW", 1))
-    dh, dw = int(o.get("DilationHFactor", 1)), int(o.get("DilationWFactor", 1))
-    if min(sh, sw, dh, dw) < 1:
-        raise imp.fail(f"stride {sh}x{sw} / dilation {dh}x{dw} must be positive")
+    (sh, sw), (dh, dw) = _positive_pairs(imp, op, stride=("StrideH", "StrideW"),
+                                         dilation=("DilationHFactor", "DilationWFactor"))
     wt = imp.tensor(op.inputs[1])
     if len(wt.shape) != 4:
         raise imp.fail(f"weights rank {len(wt.shape)}, 4 expected")
@@ -89,8 +107,7 @@ def conv_2d(imp: GraphBuilder, op: OpInfo) -> None:
 @MLI.register("TRANSPOSE_CONV")
 def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
     """TRANSPOSE_CONV: ``mli_krn_transpose_conv2d_hwcn_*``; MLI needs 0 <= padding < kernel, stride <= kernel."""
-    if len(op.inputs) < 3:
-        raise imp.fail("needs output shape, weights and input")
+    _need_inputs(imp, op, 3, "output shape, weights and input")
     x = imp.act(op.inputs[2])
     wt = imp.tensor(op.inputs[1])
     if len(x.shape) != 4 or len(wt.shape) != 4:
@@ -119,8 +136,7 @@ def transpose_conv(imp: GraphBuilder, op: OpInfo) -> None:
 @MLI.register("FULLY_CONNECTED")
 def fully_connected(imp: GraphBuilder, op: OpInfo) -> None:
     """FULLY_CONNECTED: ``mli_krn_fully_connected_sa8_sa8_sa32`` (+ a reshape for a higher-rank output)."""
-    if len(op.inputs) < 2:
-        raise imp.fail("needs input and weights")
+    _need_inputs(imp, op, 2, "input and weights")
     x = imp.act(op.inputs[0])
     o = op.options
     if int(o.get("WeightsFormat", 0)) != 0:
@@ -154,14 +170,9 @@ def pool_2d(imp: GraphBuilder, op: OpInfo) -> None:
     A fused activation becomes a ReLU layer after the pooling.
     """
     cls = _POOL[op.name]
-    x = imp.act(op.inputs[0])
-    if len(x.shape) != 4:
-        raise imp.fail(f"input rank {len(x.shape)}, NHWC expected")
+    x = _nhwc_input(imp, op)
     o = op.options
-    kh, kw = int(o.get("FilterHeight", 1)), int(o.get("FilterWidth", 1))
-    sh, sw = int(o.get("StrideH", 1)), int(o.get("StrideW", 1))
-    if min(kh, kw, sh, sw) < 1:
-        raise imp.fail(f"filter {kh}x{kw} / stride {sh}x{sw} must be positive")
+    (kh, kw), (sh, sw) = _positive_pairs(imp, op, filter=("FilterHeight", "FilterWidth"), stride=("StrideH", "StrideW"))
     pad = imp.padding(o, x.shape[1], x.shape[2], kh, kw, sh, sw)
     if max(pad[:2]) >= kh or max(pad[2:]) >= kw:
         raise imp.fail(f"padding {pad} not smaller than the {kh}x{kw} window")
@@ -383,8 +394,7 @@ def pad(imp: GraphBuilder, op: OpInfo) -> None:
     PADV2's constant must be the zero point.
     """
     x = imp.act(op.inputs[0])
-    if len(op.inputs) < 2:
-        raise imp.fail("needs input and paddings")
+    _need_inputs(imp, op, 2, "input and paddings")
     if len(x.shape) != 4:
         raise imp.fail(f"input rank {len(x.shape)}: MLI pads HWC maps (NHWC)")
     p = imp.const(op.inputs[1], "paddings", ("INT32", "INT64"))

@@ -12,6 +12,8 @@ from typing import Any
 
 # The C types that MLI 1.0 and 2.0 define alike (same fields, defaults and enumerator values) are the 2.0 classes.
 from ..capi.types import ConcatCfg, Padding2dCfg, PoolCfg, ReluCfg, ReluType
+# MLI 1.x's mli_conv2d_cfg is 2.0's without the dilation fields: the same field groups, in C order.
+from ..capi.types import PaddingFields, ReluFields, StrideFields
 from ..capi.types import RnnOutActivation as RnnAct
 from .tensor import Tensor
 
@@ -32,16 +34,9 @@ class RnnMode(enum.IntEnum):
 
 
 @dataclasses.dataclass(frozen=True)
-class Conv2dCfg:
-    """``mli_conv2d_cfg`` (conv2d and depthwise conv2d)."""
-
-    relu: ReluCfg = ReluCfg()
-    stride_width: int = 1
-    stride_height: int = 1
-    padding_left: int = 0
-    padding_right: int = 0
-    padding_top: int = 0
-    padding_bottom: int = 0
+class Conv2dCfg(PaddingFields, StrideFields, ReluFields):
+    """``mli_conv2d_cfg`` (conv2d and depthwise conv2d): ``relu``, ``stride_width``, ``stride_height``,
+    ``padding_left``, ``padding_right``, ``padding_top``, ``padding_bottom``."""
 
 
 @dataclasses.dataclass(frozen=True)

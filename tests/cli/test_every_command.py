@@ -40,6 +40,13 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return f
 
 
+def _bad_npy(*lead: str) -> list[tuple[list[str], int, str]]:
+    """The probes of an option that reads a .npy file (``lead``: the arguments before the file): a
+    pickled, a corrupt, a text and an .npz file are each refused as a usage error."""
+    return [([*lead, f], 2, needle) for f, needle in (("{obj}", "pickled"), ("{corrupt}", "corrupt .npy"),
+                                                      ("{text}", "not a .npy file"), ("{npz}", ".npz archive"))]
+
+
 # command -> [(args with {placeholders}, expected exit code, text the one line must contain)]
 PROBES: dict[str, list[tuple[list[str], int, str]]] = {
     "tour": [(["--bogus"], 2, "No such option")],
@@ -60,10 +67,7 @@ PROBES: dict[str, list[tuple[list[str], int, str]]] = {
     "run": [
         (["{missing}", "--input", "{good}"], 2, "does not exist"),
         (["{model}", "--input", "{missing}"], 2, "no such file"),
-        (["{model}", "--input", "{obj}"], 2, "pickled"),
-        (["{model}", "--input", "{corrupt}"], 2, "corrupt .npy"),
-        (["{model}", "--input", "{text}"], 2, "not a .npy file"),
-        (["{model}", "--input", "{npz}"], 2, ".npz archive"),
+        *_bad_npy("{model}", "--input"),
         (["{model}", "--input", "{good}", "--output", "{nodir}"], 2, "does not exist"),
         (["{model}", "--input", "{good}", "--platform", "Arm"], 2, "'Arm' is not one of"),
         (["{model}"], 2, "Missing option '--input'"),
@@ -71,8 +75,7 @@ PROBES: dict[str, list[tuple[list[str], int, str]]] = {
     "compare": [
         (["{model}", "--samples", "0"], 2, "--samples"),
         (["{model}", "--seed", "-1"], 2, "--seed"),
-        (["{model}", "--input", "{obj}"], 2, "pickled"),
-        (["{model}", "--input", "{corrupt}"], 2, "corrupt .npy"),
+        *_bad_npy("{model}", "--input"),
         (["{model}", "--json", "{nodir}"], 2, "does not exist"),
         (["{model}", "--plot", "{nodir}"], 2, "does not exist"),
         (["{model}", "--platform", "x86"], 2, "'x86' is not one of"),
@@ -92,8 +95,7 @@ PROBES: dict[str, list[tuple[list[str], int, str]]] = {
     ],
     "export": [
         (["{missing}", "{dir}/out"], 2, "does not exist"),
-        (["{model}", "{dir}/out", "--test-input", "{obj}"], 2, "pickled"),
-        (["{model}", "{dir}/out", "--test-input", "{corrupt}"], 2, "corrupt .npy"),
+        *_bad_npy("{model}", "{dir}/out", "--test-input"),
         (["{model}", "{dir}/out", "--platform", "foo"], 2, "'foo' is not one of"),
         (["{model}", "{dir}/out", "--budget", "-1"], 2, "--budget"),
         (["{model}", "{good}"], 2, "is a file"),

@@ -61,6 +61,14 @@ def _unary(op: str, dt: Any, shape: tuple, si: float, zi: int, so: float, zo: in
     return make
 
 
+def _resize(dt: Any, shape: tuple, size: tuple[int, int], align: bool, half: bool) -> Callable:
+    def make(r: np.random.Generator) -> tuple[list, list, dict]:
+        n, _, _, c = shape
+        return ([act(shape, dt, 0.1), const(np.array(size))], [act((n, *size, c), dt, 0.1)],
+                dict(AlignCorners=align, HalfPixelCenters=half))
+    return make
+
+
 def _conv(dt: Any, dw: bool, dm: int = 1, stride: int = 1, dil: int = 1, same: bool = True,
           act_fn: int = 0) -> Callable:
     def make(r: np.random.Generator) -> tuple[list, list, dict]:
@@ -168,24 +176,12 @@ CASES = [
         [act((4, 5, 3), I8, 0.1), const(np.array([[0, 1], [3, 4], [2, 0]]))], [act((3, 3), I8, 0.1)], {})),
     Case("gather_i8", "GATHER", lambda r: (
         [act((4, 5), I8, 0.1), const(np.array([3, 0, 3]))], [act((4, 3), I8, 0.1)], dict(Axis=1))),
-    Case("resize_nn", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
-        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
-        dict(AlignCorners=False, HalfPixelCenters=False))),
-    Case("resize_nn_half", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
-        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
-        dict(AlignCorners=False, HalfPixelCenters=True))),
-    Case("resize_nn_align", "RESIZE_NEAREST_NEIGHBOR", lambda r: (
-        [act((1, 3, 5, 2), I16, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I16, 0.1)],
-        dict(AlignCorners=True, HalfPixelCenters=False))),
-    Case("resize_bilinear", "RESIZE_BILINEAR", lambda r: (
-        [act((1, 3, 5, 2), I8, 0.1), const(np.array([7, 8]))], [act((1, 7, 8, 2), I8, 0.1)],
-        dict(AlignCorners=False, HalfPixelCenters=False))),
-    Case("resize_bilinear_half", "RESIZE_BILINEAR", lambda r: (
-        [act((2, 4, 3, 2), I8, 0.1), const(np.array([9, 5]))], [act((2, 9, 5, 2), I8, 0.1)],
-        dict(AlignCorners=False, HalfPixelCenters=True))),
-    Case("resize_bilinear_align", "RESIZE_BILINEAR", lambda r: (
-        [act((1, 3, 5, 2), I8, 0.1), const(np.array([6, 11]))], [act((1, 6, 11, 2), I8, 0.1)],
-        dict(AlignCorners=True, HalfPixelCenters=False))),
+    Case("resize_nn", "RESIZE_NEAREST_NEIGHBOR", _resize(I8, (1, 3, 5, 2), (7, 8), align=False, half=False)),
+    Case("resize_nn_half", "RESIZE_NEAREST_NEIGHBOR", _resize(I8, (1, 3, 5, 2), (7, 8), align=False, half=True)),
+    Case("resize_nn_align", "RESIZE_NEAREST_NEIGHBOR", _resize(I16, (1, 3, 5, 2), (7, 8), align=True, half=False)),
+    Case("resize_bilinear", "RESIZE_BILINEAR", _resize(I8, (1, 3, 5, 2), (7, 8), align=False, half=False)),
+    Case("resize_bilinear_half", "RESIZE_BILINEAR", _resize(I8, (2, 4, 3, 2), (9, 5), align=False, half=True)),
+    Case("resize_bilinear_align", "RESIZE_BILINEAR", _resize(I8, (1, 3, 5, 2), (6, 11), align=True, half=False)),
     Case("split_i8", "SPLIT", lambda r: ([const(np.array([1])), act((2, 6), I8, 0.1)],
                                          [act((2, 3), I8, 0.1), act((2, 3), I8, 0.1)], dict(NumSplits=2))),
     Case("prelu_i8", "PRELU", lambda r: ([act((1, 4, 5, 3), I8, 0.05, 3), const(r.integers(-128, 128, (1, 1, 3)), I8, 0.01, 5)],
