@@ -523,6 +523,11 @@ class _OffloadedStep:
         return _per_sample(self.one, ins, self.batched, n)
 
 
+def _whole_batch(invoke: Invoke) -> BatchInvoke:
+    """The batch form of an Invoke that takes any leading axes (element-wise operators, FC rows)."""
+    return lambda ins, n: invoke(ins)
+
+
 def _per_sample(invoke: Invoke, ins: list, batched: list[bool], n: int) -> list:
     """A step without a batch form on N samples: one Invoke per sample (the batched inputs sliced), stacked.
 
@@ -1020,7 +1025,7 @@ def load_tflm(data: bytes, *, adapted: bool | None = None) -> TflmModel:
                        else "no TFLM reference kernel in pymli for this operator")
                 raise TfliteUnsupported(op.index, op.name, why)
             inv = prepare_op(g, op)
-            step = Step(op, None, h, None, inv, inv if batch_elementwise(g, op) else None)
+            step = Step(op, None, h, None, inv, _whole_batch(inv) if batch_elementwise(g, op) else None)
         steps.append(step)
     m = TflmModel(data, g, steps, is_adapted, defects)
     if defects:
