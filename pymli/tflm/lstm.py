@@ -193,18 +193,24 @@ def lstm_params(*, input_scale: float, input_zp: int, hidden_scale: float, hidde
                       cell_tanh, _fuse(gates))
 
 
+def _clamp(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.clip`` of an int64 array with int bounds, as two ufuncs (np.clip's argument handling costs more
+    than the clamp on the LSTM's small vectors)."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def _requant16(acc: np.ndarray, m: np.ndarray, s: np.ndarray, wide: bool) -> np.ndarray:
     """A gate FC's accumulator to Q3.12 (int64 multiplier for 16x8, int32 wrap for 8x8), saturated to int16."""
     if wide:
         r = qu.multiply_by_quantized_multiplier_int64(acc, m, s)
     else:
         r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), m, s)
-    return np.clip(r, -32768, 32767)
+    return _clamp(r, -32768, 32767)
 
 
 def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
     p = a.astype(np.int64) * b.astype(np.int64)
-    return np.clip(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
+    return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
 
 
 def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarray, cell: np.ndarray,
@@ -242,15 +248,15 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     outs = []
     for t in range(nt):  # the recurrence is sequential
         rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
-        gates = np.clip(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
+        gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
         sig = sigmoid_int16(gates).astype(np.int64)
         i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
         gc = gates[:, 2 * ns:3 * ns]
         g = tanh_int16(gc).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
         c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
-        c = np.clip(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
+        c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
         if p.cell_clip > 0:
-            c = np.clip(c, -p.quantized_cell_clip, p.quantized_cell_clip)
+            c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
         tc = (tanh_int16(c.astype(np.int16), 3, -sh) if sh < 0 else tanh_int16(c.astype(np.int16), 0, sh))
         h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
         outs.append(h.astype(x.dtype))
