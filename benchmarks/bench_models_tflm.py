@@ -157,16 +157,22 @@ def profile(name: str, repeat: int = 10) -> None:
     _, run_ = m.run(*xs, capture=True)
     g = m.graph
     total = 0.0
+    by_kind: dict[str, list] = {}
     print(f"{n}: per operator (best of {repeat})")
     for s in m.steps:
         args = [None if i < 0 else m.tensor_values(run_, i) for i in s.op.inputs]
         sec = best_of(lambda s=s, args=args: m.run_step(s, args), repeat)
         total += sec
         macs = _macs(g, s.op)
+        k = by_kind.setdefault(s.op.name, [0, 0.0, 0])
+        k[0], k[1], k[2] = k[0] + 1, k[1] + sec, k[2] + macs
         rate = f"{macs / sec / 1e9:6.2f} GMAC/s" if macs else ""
         shape = g.tensors[s.op.outputs[0]].shape if s.op.outputs else ()
         print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(sec):>10s} {macs:>11,d} {rate}")
     print(f"  sum {fmt_time(total)}")
+    print("per operator type: count, time, share, MACs")
+    for name, (cnt, sec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / total:6.1%} {macs:>12,d}")
 
 
 def main() -> None:
