@@ -9,6 +9,7 @@ projection or layer normalisation (TFLM micro rejects them).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -74,6 +75,21 @@ def tanh_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int =
     r = np.where(uh >= 255, 0xFFFF << 8, interp)
     r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
     return qu.wrap(r, 16).astype(np.int16)
+
+
+@functools.lru_cache(maxsize=32)
+def _int16_table(tanh: bool, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """:func:`sigmoid_int16` / :func:`tanh_int16` of every int16, indexed by the input's uint16 bit pattern."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+    f = tanh_int16 if tanh else sigmoid_int16
+    t = f(x, input_multiplier, input_left_shift)
+    t.flags.writeable = False
+    return t
+
+
+def _lut16(x: np.ndarray, tanh: bool, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """:func:`sigmoid_int16` / :func:`tanh_int16` of an int16 array by table lookup (same values)."""
+    return np.take(_int16_table(tanh, int(input_multiplier), int(input_left_shift)), x.view(np.uint16))
 
 
 def checked_log2(x: float) -> tuple[int, bool]:
@@ -249,15 +265,14 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     for t in range(nt):  # the recurrence is sequential
         rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
         gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
-        sig = sigmoid_int16(gates).astype(np.int64)
+        sig = _lut16(gates, False).astype(np.int64)
         i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
-        gc = gates[:, 2 * ns:3 * ns]
-        g = tanh_int16(gc).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
+        g = _lut16(gates[:, 2 * ns:3 * ns], True).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
         c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
         c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
         if p.cell_clip > 0:
             c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
-        tc = (tanh_int16(c.astype(np.int16), 3, -sh) if sh < 0 else tanh_int16(c.astype(np.int16), 0, sh))
+        tc = _lut16(c.astype(np.int16), True, *((3, -sh) if sh < 0 else (0, sh))).astype(np.int64)
         h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
         outs.append(h.astype(x.dtype))
     out = np.stack(outs, 0)
