@@ -395,6 +395,11 @@ def each_image(kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.
     return np.stack([kernel(x[m]) for m in range(x.shape[0])])
 
 
+_ADD_TABLE_MIN = 256
+"""From this many elements an offloaded ADD looks its result up in a 65536-entry table of the kernel's
+results (built once per platform), instead of computing the requantisation per element."""
+
+
 def _ksize(function: str) -> int:
     """Kernel size of an MLI specialisation's name (``..._k3x3`` -> 3; 0 for the generic function)."""
     m = re.search(r"_k(\d+)x\d+(_str\d+)?$", function)
@@ -418,7 +423,19 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
         def q(p: arc_mli.SaParams) -> tuple[int, int, int]:
             return int(p.scale), int(p.scale_frac_bits), int(p.zero_point)
         q1, q2, qo = q(c.inp), q(c.inp2), q(c.out)
-        return lambda x, y: eltwise_sa8(EltOp.ADD, x, y, q1=q1, q2=q2, qo=qo).astype(np.int8, copy=False)
+        tables: dict[Platform, np.ndarray] = {}
+
+        def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            if x.size < _ADD_TABLE_MIN:
+                return eltwise_sa8(EltOp.ADD, x, y, q1=q1, q2=q2, qo=qo).astype(np.int8, copy=False)
+            plat = get_platform()
+            t = tables.get(plat)
+            if t is None:  # every (x, y) pair through the kernel once per platform: its own values
+                v = np.arange(256, dtype=np.uint8).view(np.int8)
+                t = tables[plat] = eltwise_sa8(EltOp.ADD, np.repeat(v, 256), np.tile(v, 256), q1=q1, q2=q2,
+                                               qo=qo).astype(np.int8, copy=False)
+            return np.take(t, (x.view(np.uint8).astype(np.uint16) << 8) | y.view(np.uint8))
+        return add
     if c.kind == "fc":
         w = c.weights
         n_in, m = w.shape[0], w.shape[1]

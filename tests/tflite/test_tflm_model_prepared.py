@@ -232,3 +232,17 @@ def test_generated_op_prepared_and_batched(key: str, seed: int) -> None:
             yb = yb if isinstance(yb, tuple) else (yb,)
             for j, y in enumerate(yb):
                 assert np.array_equal(y, np.stack([o[j] for o in outs])), f"{key} {platform} output {j}"
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_offloaded_add_table_equals_capi(platform: str) -> None:
+    g = GraphMaker((12, 10, 4), 5)
+    g.conv(4, 3, act="NONE").eltwise("ADD", branch="conv", act="RELU6").eltwise("ADD", branch="relu")
+    m = _load(g.finish())
+    adds = [s for s in m.steps if s.op.name == "ADD"]
+    assert adds and all(s.function == "mli_krn_eltwise_add_sa8" for s in adds)
+    rng = np.random.default_rng(11)
+    for xs in [random_inputs(m, rng) for _ in range(3)] + [random_inputs(m, rng, extreme=e) for e in ("min", "max")]:
+        want = plain_run(m, xs, platform)
+        _, run = m.run(*xs, platform=platform, capture=True)
+        _assert_same_tensors(m, run, want, platform)
