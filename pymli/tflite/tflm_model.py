@@ -663,6 +663,7 @@ class TflmModel:
         """A batched run computes every step on all samples at once (no state carried between Invokes)."""
         self._batched = [[i >= 0 and T[i].data is None for i in s.op.inputs] for s in steps]
         self._large = any(_macs(graph, s.op) >= SMALL_PRODUCT for s in steps)
+        self._dead = _buffer_plan(graph, steps)
 
     # ----- description
     @property
@@ -835,14 +836,14 @@ class TflmModel:
         fresh = state is None
         with use_platform(plat), self._blas():
             if batch is None:
-                results = [self._invoke(arrays, {} if fresh else state)]  # type: ignore[arg-type]
+                results = [self._invoke(arrays, {} if fresh else state, keep=capture)]  # type: ignore[arg-type]
                 outs = [results[0][ti] for ti in self.graph.outputs]
             elif fresh and self.batchable:
-                vals = self._invoke_batch(arrays, batch)
+                vals = self._invoke_batch(arrays, batch, keep=capture)
                 outs = [vals[ti] for ti in self.graph.outputs]
                 results = [{k: v[n] for k, v in vals.items()} for n in range(batch)] if capture else []
             else:  # variable tensors carried from sample to sample (or reset for each): one Invoke per sample
-                results = [self._invoke([a[n] for a in arrays], {} if fresh else state)  # type: ignore[arg-type]
+                results = [self._invoke([a[n] for a in arrays], {} if fresh else state, keep=capture)  # type: ignore[arg-type]
                            for n in range(batch)]
                 outs = [np.stack([r[ti] for r in results]) for ti in self.graph.outputs]
         if batch is not None and replace:
@@ -871,12 +872,13 @@ class TflmModel:
                 args.append(vals[i])
         return args
 
-    def _invoke_batch(self, inputs: list[np.ndarray], n: int) -> dict[int, np.ndarray]:
-        """N Invokes of a model without state, step by step: every activation with a leading axis N."""
+    def _invoke_batch(self, inputs: list[np.ndarray], n: int, keep: bool = True) -> dict[int, np.ndarray]:
+        """N Invokes of a model without state, step by step: every activation with a leading axis N
+        (``keep=False``: each intermediate tensor is dropped after its last reader)."""
         g = self.graph
         T = g.tensors
         vals: dict[int, np.ndarray] = {ti: x for ti, x in zip(g.inputs, inputs)}
-        for s, mask in zip(self.steps, self._batched):
+        for s, mask, dead in zip(self.steps, self._batched, self._dead):
             op = s.op
             args = self._args(op, vals, {})
             try:
@@ -891,9 +893,15 @@ class TflmModel:
             for ti, v in zip(op.outputs, outs):
                 if ti >= 0:
                     vals[ti] = np.asarray(v).reshape((n,) + T[ti].shape)
+            if not keep:
+                for ti in dead:
+                    vals.pop(ti, None)
         return vals
 
-    def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray], keep: bool = True
+                ) -> dict[int, np.ndarray]:
+        """One Invoke; returns the tensors' values (``keep=False``: intermediates dropped after their last
+        reader, the graph outputs kept)."""
         g = self.graph
         T = g.tensors
         vals: dict[int, np.ndarray] = {}
@@ -904,7 +912,7 @@ class TflmModel:
                 state[t.index] = reset_value(t)
         if self._stateful:
             g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
-        for s in self.steps:
+        for s, dead in zip(self.steps, self._dead):
             op = s.op
             args = self._args(op, vals, state)
             if self._stateful:
@@ -923,6 +931,9 @@ class TflmModel:
                 for ti, v in g.extra.pop("state", {}).items():
                     state[ti] = v
                     vals[ti] = v
+            if not keep:
+                for ti in dead:
+                    vals.pop(ti, None)
         return vals
 
     def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
@@ -968,6 +979,22 @@ class TflmModel:
                             for i in s.op.inputs if i >= 0],
                  "outputs": [f"{i}:{T[i].dtype.name}{list(T[i].shape)}" for i in s.op.outputs if i >= 0],
                  "mapping": s.function or "reference (TFLM)"} for s in self.steps]
+
+
+def _buffer_plan(g: TGraph, steps: list[Step]) -> list[list[int]]:
+    """Per step, the computed tensors no later step reads and no graph output is: a run that captures
+    nothing drops them after that step."""
+    last: dict[int, int] = {}
+    for k, s in enumerate(steps):
+        for i in list(s.op.inputs) + list(s.op.outputs):
+            if i >= 0 and g.tensors[i].data is None and not g.tensors[i].variable:
+                last[i] = k
+    keep = set(g.outputs) | set(g.inputs)
+    dead: list[list[int]] = [[] for _ in steps]
+    for i, k in last.items():
+        if i not in keep:
+            dead[k].append(i)
+    return dead
 
 
 def _macs(g: TGraph, op: TOp) -> int:
