@@ -84,12 +84,39 @@ def prepare_op(graph: Any, op: Any) -> Invoke:
     if h is None:
         raise MliError(Status.NOT_SUPPORTED, f"no TFLM reference handler for {op.name}")
     p = PREPARE.get(op.name)
+    invoke: Invoke | None = None
     if p is not None:
         try:
-            return p(graph, op)
+            invoke = p(graph, op)
         except Exception:  # noqa: BLE001 - the handler raises it again on every Invoke, where it belongs
-            pass
-    return lambda ins: h(graph, op, ins)
+            invoke = None
+    if invoke is None:
+        def invoke(ins: list) -> list:
+            return h(graph, op, ins)
+    return _int8_table(graph, op, invoke) or invoke
+
+
+#: Element-wise operators of one input whose output element depends on that input element alone.
+_UNARY = frozenset({"QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH",
+                    "ABS", "RSQRT", "ELU"})
+
+
+def _int8_table(graph: Any, op: Any, invoke: Invoke) -> Invoke | None:
+    """An int8-input operator of :data:`_UNARY` as a lookup in the table of its 256 results (computed by
+    ``invoke`` itself), or None (another operator, or one that refuses some input value)."""
+    T = graph.tensors
+    ins = [i for i in op.inputs if i >= 0]
+    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].dtype != np.int8
+            or T[ins[0]].data is not None):
+        return None
+    try:
+        table = np.asarray(invoke([np.arange(256, dtype=np.uint8).view(np.int8)])[0])
+    except Exception:  # noqa: BLE001 - a value the operator refuses: keep computing element by element
+        return None
+    if table.shape != (256,):
+        return None
+    table.flags.writeable = False
+    return lambda ins: [np.take(table, np.asarray(ins[0]).view(np.uint8))]
 
 
 def batch_elementwise(graph: Any, op: Any) -> bool:
