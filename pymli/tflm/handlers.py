@@ -122,8 +122,8 @@ def _int8_table(graph: Any, op: Any, invoke: Invoke) -> Invoke | None:
 def batch_elementwise(graph: Any, op: Any) -> bool:
     """Whether the prepared Invoke of ``op`` takes a leading batch axis on its activation inputs as it is:
     an element-wise operator (or SOFTMAX, along the last axis) whose non-constant inputs have the output's
-    shape (broadcasting then lines up) and one output, or FULLY_CONNECTED with constant weights (a batch
-    is more rows).
+    shape (broadcasting then lines up) and one output, FULLY_CONNECTED with constant weights (a batch
+    is more rows), or PAD / PADV2 with constant paddings and value.
 
     Args:
         graph: the graph. op: the operator.
@@ -134,6 +134,8 @@ def batch_elementwise(graph: Any, op: Any) -> bool:
     T = graph.tensors
     if op.name == "FULLY_CONNECTED":  # rows are independent: a batch is more rows
         return len(T[op.outputs[0]].shape) > 1 and all(i < 0 or T[i].data is not None for i in op.inputs[1:])
+    if op.name in ("PAD", "PADV2"):  # constant paddings of the trailing axes
+        return all(i < 0 or T[i].data is not None for i in op.inputs[1:])
     if op.name not in _ELEMENTWISE or len(op.outputs) != 1:
         return False
     shape = T[op.outputs[0]].shape
@@ -443,14 +445,35 @@ def _dequantize(graph: Any, op: Any, ins: list) -> list:
     return [quantize.dequantize(ins[0], scale=x.s, zero_point=x.zp)]
 
 
-@_reg("PAD", "PADV2")
-def _pad(graph: Any, op: Any, ins: list) -> list:
-    o = graph.tensors[op.outputs[0]]
-    if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
-        val = np.asarray(ins[2]).reshape(-1)[0]
-    else:
-        val = o.zp if o.dtype != np.float32 else 0.0
-    return [shape_ops.pad(ins[0], ins[1], value=val)]
+@_prep("PAD", "PADV2")
+def _pad(graph: Any, op: Any) -> Invoke:
+    T = graph.tensors
+    x, o = T[op.inputs[0]], T[op.outputs[0]]
+    pt = T[op.inputs[1]]
+    vt = T[op.inputs[2]] if op.name == "PADV2" and len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    const_value = vt is None or vt.data is not None
+
+    def value(ins: list) -> Any:
+        if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
+            return np.asarray(ins[2]).reshape(-1)[0]
+        return o.zp if o.dtype != np.float32 else 0.0
+
+    if pt.data is None or not const_value:
+        return lambda ins: [shape_ops.pad(ins[0], ins[1], value=value(ins))]
+    p = np.asarray(pt.data, np.int64).reshape(-1, 2)
+    if p.shape[0] != len(x.shape) or (p < 0).any():
+        raise MliError(Status.BAD_FUNC_CFG, f"paddings {p.tolist()} for shape {x.shape}")
+    inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(p, x.shape))
+    grow = tuple(int(b + e) for b, e in p)
+    fill = value([None, None, vt.data if vt is not None else None])
+
+    def invoke(ins: list) -> list:
+        xv = np.asarray(ins[0])
+        lead = xv.ndim - len(inner)  # a batched run's leading axis
+        out = np.full(xv.shape[:lead] + tuple(n + g for n, g in zip(xv.shape[lead:], grow)), fill, xv.dtype)
+        out[(slice(None),) * lead + inner] = xv
+        return [out]
+    return invoke
 
 
 @_reg("STRIDED_SLICE")
