@@ -246,3 +246,28 @@ def test_offloaded_add_table_equals_capi(platform: str) -> None:
         want = plain_run(m, xs, platform)
         _, run = m.run(*xs, platform=platform, capture=True)
         _assert_same_tensors(m, run, want, platform)
+
+
+@pytest.mark.skipif(not GOLDEN, reason="shared/tflite_golden is not laid out (PYMLI_SHARED)")
+@pytest.mark.parametrize("name", ["keyword_scrambled", "lstm_int8_2x3x2", "micro_speech_lstm_v0"])
+def test_stateful_models_keep_sample_by_sample_semantics(name: str) -> None:
+    paths = [p for p in GOLDEN if p.stem == name]
+    assert paths, name
+    m = _load(paths[0].read_bytes())
+    assert not m.batchable  # variable tensors: never one step over all samples
+    n = 4
+    if not all(t.shape and t.shape[0] == 1 for t in m.inputs):
+        xs_each = [random_inputs(m, np.random.default_rng(k)) for k in range(n)]
+        batch = None
+    else:
+        batch = random_inputs(m, np.random.default_rng(5), n)
+        xs_each = [[x[k] for x in batch] for k in range(n)]
+    with m.stream() as s:
+        want = [s.run(*xs) for xs in xs_each]  # each Invoke starts from the previous one's state
+    with m.stream() as s:
+        if batch is not None:
+            got = s.run(*batch)
+            assert np.array_equal(got, np.stack(want))
+        else:
+            for xs, w in zip(xs_each, want):
+                assert np.array_equal(s.run(*xs), w)
