@@ -485,7 +485,19 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
 
     def conv(img: np.ndarray) -> np.ndarray:
         return kern(img, wt, bias, qc, **geo).astype(np.int8)  # type: ignore[arg-type]
-    return lambda x, _=None: each_image(conv, x)
+
+    pointwise = (kern is K.conv2d_hwcn and wt.shape[:2] == (1, 1) and geo["stride"] == (1, 1)
+                 and (geo["pad"] == (0, 0) and (cf.padding_bottom, cf.padding_right) == (0, 0) or _ksize(fn) == 1))
+
+    def convs(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+        m, h, w_, ch = x.shape
+        if pointwise and m > 1 and (h, w_) == (ho, wo):
+            # a 1x1 stride-1 convolution computes every pixel on its own: the images stacked along
+            # the height are one call with the same per-pixel arithmetic
+            y = kern(x.reshape(m * h, w_, ch), wt, bias, qc, **{**geo, "out_hw": (m * ho, wo)})  # type: ignore[arg-type]
+            return y.astype(np.int8).reshape(m, ho, wo, -1)
+        return each_image(conv, x)
+    return convs
 
 
 class _OffloadedStep:
