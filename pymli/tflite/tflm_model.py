@@ -1,12 +1,19 @@
 """The ``mapping="tflm"`` interpreter: a ``.tflite`` as TensorFlow Lite Micro built with the ARC MLI
 kernels (``OPTIMIZED_KERNEL_DIR=arc_mli``, MLI 2.0) computes it.
 
-Prepared once at :func:`load_tflm`: each operator becomes a step. The operators arc_mli offloads
-(:func:`pymli.tflm.arc_mli.mli_function`: int8 CONV_2D, DEPTHWISE_CONV_2D (group convolution for a
-depth multiplier), FULLY_CONNECTED, AVERAGE/MAX_POOL_2D, non-broadcasting ADD) get their MLI
-parameters (16-bit scales and shifts, bias scales, relu, padding) and their weights in MLI's layout
-as :class:`pymli.Tensor` constants, and run through :mod:`pymli.capi` under the run's platform.
-Every other operator runs TFLM's reference integer kernel (:data:`pymli.tflm.handlers.HANDLERS`).
+Prepared once at :func:`load_tflm`: each operator becomes a step with its Invoke. The operators
+arc_mli offloads (:func:`pymli.tflm.arc_mli.mli_function`: int8 CONV_2D, DEPTHWISE_CONV_2D (group
+convolution for a depth multiplier), FULLY_CONNECTED, AVERAGE/MAX_POOL_2D, non-broadcasting ADD) get
+their MLI parameters (16-bit scales and shifts, bias scales, relu, padding) and their weights in MLI's
+layout as :class:`pymli.Tensor` constants; their first Invoke goes through the :mod:`pymli.capi`
+function (its argument checks), every later one calls the kernel with the quantisation, bounds and
+geometry derived once from the same structs, under the run's platform (the kernels read its rounding).
+Every other operator runs TFLM's reference integer kernel, prepared by
+:func:`pymli.tflm.handlers.prepare_op` (multipliers, shifts and tables derived once).
+
+A batched run of a model without state goes through the graph once, every activation with a leading
+sample axis (:attr:`Step.invoke_batch`; convolutions and poolings through :func:`each_image`); a model
+with variable tensors runs one Invoke per sample, as TFLM does.
 
 Where arc_mli's glue code has a defect (README "Quirks" 1-3 of ``shared/tflite_golden``), the step
 computes what arc_mli intends (the ``arcfix`` recordings) and the model lists the defect in
