@@ -14,6 +14,7 @@ with :mod:`pymli.arith.rounding` (saturating shifts, rounding shifts, wrap-aroun
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -48,6 +49,7 @@ c_div = trunc_div
 """C integer division (truncates toward zero): :func:`pymli.arith.rounding.trunc_div`."""
 
 
+@functools.lru_cache(maxsize=1024)  # a pure function of its integer arguments (no rounding)
 def relu_limits(kind: int, bits: int, zero: int = 0, scale: int = 1, shift: int = 0) -> tuple[int, int]:
     """``mli_prv_get_relu_limits``: (min, max) clamp of a ReLU type in the ``bits``-bit container.
 

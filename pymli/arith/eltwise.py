@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 
 import numpy as np
 import numpy.typing as npt
@@ -90,13 +91,15 @@ def fx_params(op: EltOp, fb1: int, fb2: int, fb_out: int, bits: int) -> FxParams
     return FxParams(pre1, pre2, min(post, max_shift))
 
 
-def _asr_rnd16(x: int, n: int) -> int:
-    return int(asr_rnd(np.int64(x), n, 16))
+def _asr_rnd16(x: int, n: int, mode: RoundMode) -> int:
+    return int(asr_rnd(np.int64(x), n, 16, mode))
 
 
 def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
                qo: tuple[int, int, int]) -> SaParams:
     """Multipliers and shifts of ``eltwise_prepare_and_run`` for sa8 tensors.
+
+    Derived once per distinct arguments and rounding mode (the derivation rounds), then cached.
 
     Args:
         op: the operation.
@@ -105,41 +108,49 @@ def sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int],
     Returns:
         The :class:`SaParams` (multipliers, shifts and zero points of the operation).
     """
+    return _sa8_params(EltOp(op), tuple(int(v) for v in q1), tuple(int(v) for v in q2), tuple(int(v) for v in qo),
+                       round_mode())
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_params(op: EltOp, q1: tuple[int, int, int], q2: tuple[int, int, int], qo: tuple[int, int, int],
+                mode: RoundMode) -> SaParams:
+    """:func:`sa8_params` with the rounding mode explicit (Python ints in, cached)."""
     (s1, f1, z1), (s2, f2, z2), (so, fo, zo) = q1, q2, qo
     pre1 = pre2 = post = 0
     if op in (EltOp.MAX, EltOp.MIN):
-        sf, sh = norm_cast(s1, 32, 32)
+        sf, sh = norm_cast(s1, 32, 32, mode)
         sf = trunc_div(sf, so)
         post = f1 - fo - sh
-        m1, sh = norm_cast(sf, 32, 16)
+        m1, sh = norm_cast(sf, 32, 16, mode)
         post -= sh
         sh = max(post - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + post, 0)
-        m1 = _asr_rnd16(m1, sh)
+        m1 = _asr_rnd16(m1, sh, mode)
         post -= sh
         m2 = m1
     elif op is EltOp.MUL:
-        sf, sh = norm_cast(s1 * s2, 32, 32)
+        sf, sh = norm_cast(s1 * s2, 32, 32, mode)
         sf = trunc_div(sf, so)
         post = f1 + f2 - fo - sh
-        m1, sh = norm_cast(sf, 32, 16)
+        m1, sh = norm_cast(sf, 32, 16, mode)
         post -= sh
         sh = max(post - MUL_MAX_SHIFT, 0) + min(MUL_MAX_SHIFT + post, 0)
-        m1 = _asr_rnd16(m1, sh)
+        m1 = _asr_rnd16(m1, sh, mode)
         post -= sh
         m2 = 1
     else:
-        sf1, n1 = norm_cast(s1, 32, 32)
-        sf2, n2 = norm_cast(s2, 32, 32)
+        sf1, n1 = norm_cast(s1, 32, 32, mode)
+        sf2, n2 = norm_cast(s2, 32, 32, mode)
         sf1, sf2 = trunc_div(sf1, so), trunc_div(sf2, so)
         pre1, pre2 = -n1 + f1 - fo, -n2 + f2 - fo
-        m1, n1 = norm_cast(sf1, 32, 16)
-        m2, n2 = norm_cast(sf2, 32, 16)
+        m1, n1 = norm_cast(sf1, 32, 16, mode)
+        m2, n2 = norm_cast(sf2, 32, 16, mode)
         pre1, pre2 = pre1 - n1, pre2 - n2
         sh1 = max(pre1 - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + pre1, 0)
         sh2 = max(pre2 - MAX_MIN_UPPER_LIMIT_SHIFT, 0) + min(MUL_MAX_SHIFT + pre2, 0)
-        m1, m2 = _asr_rnd16(m1, sh1), _asr_rnd16(m2, sh2)
+        m1, m2 = _asr_rnd16(m1, sh1, mode), _asr_rnd16(m2, sh2, mode)
         pre1, pre2 = pre1 - sh1, pre2 - sh2
-    return SaParams(z1, z2, zo, m1, m2, pre1, pre2, post)
+    return SaParams(z1, z2, zo, int(m1), int(m2), int(pre1), int(pre2), int(post))
 
 
 def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits: int) -> np.ndarray:

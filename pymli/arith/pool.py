@@ -14,10 +14,12 @@ All helpers here take Python ints (per-window parameters) or NumPy arrays (windo
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from ..config import get_platform
+from ..formats import RoundMode
 from .rounding import asl, asr_rnd, cast_fx, norm, norm_cast, sat, trunc_div, wrap
 
 __all__ = [
@@ -36,18 +38,19 @@ norm_fx = norm
 """``mli_math_norm_fx<intN_t>`` on one value: :func:`pymli.arith.rounding.norm`."""
 
 
-def scalar_cast(x: int, shift: int, in_bits: int, out_bits: int) -> int:
+def scalar_cast(x: int, shift: int, in_bits: int, out_bits: int, mode: RoundMode | None = None) -> int:
     """``mli_math_cast_fx<in_T, out_T>(x, shift)`` on one value: rounding shift, then saturation.
 
     Args:
         x: the value.
         shift: right shift (left for a negative one).
         in_bits, out_bits: input and output container bits.
+        mode: rounding (default: the platform's).
 
     Returns:
         The result as a Python int.
     """
-    return int(cast_fx(np.int64(x), shift, in_bits, out_bits))
+    return int(cast_fx(np.int64(x), shift, in_bits, out_bits, mode))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,15 +71,24 @@ def requant_params(in_scale: int, in_sfb: int, in_zp: int,
         out_scale, out_sfb, out_zp: the same for the output.
 
     Returns:
-        The :class:`RequantParams` (scale, shift, offset).
+        The :class:`RequantParams` (scale, shift, offset); derived once per distinct arguments and
+        rounding mode (the derivation rounds), then cached.
     """
+    return _requant_params(int(in_scale), int(in_sfb), int(in_zp), int(out_scale), int(out_sfb), int(out_zp),
+                           get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=256)
+def _requant_params(in_scale: int, in_sfb: int, in_zp: int, out_scale: int, out_sfb: int, out_zp: int,
+                    mode: RoundMode) -> RequantParams:
+    """:func:`requant_params` with the rounding mode explicit (Python ints in, cached)."""
     # Pre-shift the input scale so that the integer division keeps 15-16 significant bits.
     pre = norm_fx(in_scale, 32) - norm_fx(wrap(out_scale, 16), 16)
     ratio = int(wrap(int(in_scale) << pre, 32))
     quot = trunc_div(ratio, int(out_scale))
-    scale, norm_shift = norm_cast(quot, 32, 16)
+    scale, norm_shift = norm_cast(quot, 32, 16, mode)
     shift = pre + int(in_sfb) - int(out_sfb) - norm_shift
-    zp_term = scalar_cast(int(wrap(scale * int(in_zp), 32)), shift, 32, 16)
+    zp_term = scalar_cast(int(wrap(scale * int(in_zp), 32)), shift, 32, 16, mode)
     offset = int(sat(int(wrap(out_zp, 16)) - zp_term, 16))
     return RequantParams(scale, shift, offset)
 

@@ -14,6 +14,7 @@ type and parameters, never a conversion. The destination struct is filled as the
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -154,6 +155,9 @@ def _at(lst: Sequence[int], i: int) -> int:
 
 
 # ---------------------------------------------------------------------------- transfer
+_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(Tensor))
+
+
 def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
     cfg = check_data_movement(src, cfg, dst)
@@ -191,13 +195,13 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
             strides[i] = 1 if i == rank - 1 else as_i32(strides[i + 1] * new_shape[i + 1])
     new.mem_stride = strides
     check_tensor(new)
-    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size)
+    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size, snapshot=bool(quant_writes))
     h.state = MovState.PREPARED
     for arr, start, blk in quant_writes:
         arr.reshape(-1)[start: start + blk.shape[0]] = blk
     write_data()
-    for f in dataclasses.fields(new):
-        setattr(dst, f.name, getattr(new, f.name))
+    for name in _TENSOR_FIELDS:
+        setattr(dst, name, getattr(new, name))
 
 
 def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
@@ -238,8 +242,12 @@ def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
 
 
 def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape: list[int],
-               src_strides: list[int], write_size: list[int]) -> Callable[[], None]:
-    """Check and plan the data copy into ``dst``; returns the function that performs it."""
+               src_strides: list[int], write_size: list[int], *, snapshot: bool) -> Callable[[], None]:
+    """Check and plan the data copy into ``dst``; returns the function that performs it.
+
+    ``snapshot``: other writes (the per-axis parameters) come first, so the dense copy reads the
+    source now; otherwise it reads it when it writes (one pass over the data, not two).
+    """
     rank = len(perm)
     es = src.el_type.size
     if es == 0:
@@ -260,13 +268,13 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
         single &= no_padding and perm[i] == i and cfg.sub_sample_step[i] == 1
         dense *= src_shape[i]
     if single:
-        n = int(np.prod(src_shape))
+        n = math.prod(src_shape)
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
-        values = np.array(s_el[:n])
+        values = np.array(s_el[:n]) if snapshot else s_el[:n]
 
         def write_dense() -> None:
-            d_el[:n] = values
+            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
         return write_dense
     try:
         block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, cfg.padding_pre,
@@ -304,14 +312,15 @@ def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     Raises:
         MliError: as the C library's checked build, or NOT_ENGH_MEM when no DMA channel is free.
     """
+    # The arguments are normalised once, here: the steps run the public functions' bodies directly.
     h = MovHandle()
-    mli_mov_acquire_handle(0, h)
+    _acquire(0, h)
     try:
-        mli_mov_prepare(h, src, cfg, dst)
-        mli_mov_start(h, src, cfg, dst)
-        mli_mov_wait(h)
+        _prepare(h, src, cfg, dst)
+        _start(h)
+        _wait(h)
     finally:
-        mli_mov_release_handle(h)
+        _release(h)
     return Status.OK
 
 
@@ -341,13 +350,18 @@ def mli_mov_registercallback(h: MovHandle, cb: Callable[[int], Any] | None, cook
 @mli_function()
 def mli_mov_start(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Start the prepared transfer: without DMA it is already done; the callback runs now."""
+    _start(h)
+    return Status.OK
+
+
+def _start(h: MovHandle) -> None:
+    """Body of ``mli_mov_start``."""
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
     h.state = MovState.DONE
     cb, cookie = _POOL.callbacks[int(h.dma_ch)]
     if cb is not None and callable(cb):
         cb(cookie)
-    return Status.OK
 
 
 @_resets_pool
@@ -365,9 +379,14 @@ def mli_mov_wait(h: MovHandle) -> Status:
     Raises:
         MliError: ARGUMENT_ERROR if the transfer was never started (C would wait forever).
     """
-    if not mli_mov_isdone(h):
-        fail(Status.ARGUMENT_ERROR, f"transfer in state {MovState(h.state).c_name} never completes without DMA")
+    _wait(h)
     return Status.OK
+
+
+def _wait(h: MovHandle) -> None:
+    """Body of ``mli_mov_wait``."""
+    if int(h.state) != MovState.DONE:
+        fail(Status.ARGUMENT_ERROR, f"transfer in state {MovState(h.state).c_name} never completes without DMA")
 
 
 # ---------------------------------------------------------------------------- DMA resources
@@ -390,7 +409,12 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
     Raises:
         MliError: NOT_ENGH_MEM if no such block starts inside the pool (``h`` is left unchanged).
     """
-    num_ch = int(num_ch)
+    _acquire(int(num_ch), h)
+    return Status.OK
+
+
+def _acquire(num_ch: int, h: MovHandle) -> None:
+    """Body of ``mli_mov_acquire_handle``."""
     for i in range(_POOL.base_channel, _POOL.base_channel + _POOL.pool_size):
         if all(_POOL.channel(i + k) == _Pool.AVAILABLE for k in range(num_ch)):
             h.state = MovState.OPEN
@@ -398,21 +422,25 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
             h.num_ch = num_ch
             for k in range(num_ch):
                 _POOL.set_channel(i + k, _Pool.IN_USE)
-            return Status.OK
+            return
     fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
-    return Status.NOT_ENGH_MEM  # unreachable
 
 
 @_resets_pool
 @mli_function()
 def mli_mov_release_handle(h: MovHandle) -> Status:
     """Return ``h``'s channels to the pool and invalidate it."""
+    _release(h)
+    return Status.OK
+
+
+def _release(h: MovHandle) -> None:
+    """Body of ``mli_mov_release_handle``."""
     for k in range(int(h.num_ch)):
         _POOL.set_channel(int(h.dma_ch) + k, _Pool.AVAILABLE)
     h.state = MovState.INVALID
     h.dma_ch = 0
     h.num_ch = 0
-    return Status.OK
 
 
 # ---------------------------------------------------------------------------- cfg builders

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from ..arith import activation as act
 from ..config import get_platform
+from ._gather import PAIR_MIN, pair_table, take_pairs
 
 __all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
 
@@ -35,12 +36,19 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
     Both give identical results: the same integer arithmetic on the same values.
 
     ``key`` names the parameters ``fn`` depends on; the table is then kept (with the platform,
-    whose rounding it depends on) for later calls with the same parameters.
+    whose rounding it depends on) for later calls with the same parameters. A kept 8-bit table
+    also gets its byte-pair form (:func:`pymli.kernels._gather.pair_table`), which large inputs
+    gather with half the lookups.
     """
     info = np.iinfo(x.dtype)
     span = int(info.max) - int(info.min) + 1
     full_key = None if key is None else (key, x.dtype.str, n, get_platform())
     table = _TABLES.get(full_key) if full_key is not None else None
+    if table is not None and axis is None and span == 256 and x.size >= PAIR_MIN:
+        pairs = _TABLES.get((full_key, "pairs"))
+        if pairs is None:
+            pairs = _TABLES[(full_key, "pairs")] = pair_table(table[0])
+        return take_pairs(table[0], pairs, x)
     if table is None:
         if x.size <= span * n:
             return fn(x)

@@ -4,9 +4,10 @@ Operands broadcast as in MLI: both have the output's shape, or one is a scalar (
 
 The element arithmetic lives in :mod:`pymli.arith.eltwise`. This module only decides how to apply
 it quickly: the result of an 8-bit operation depends on at most two 8-bit values, so large 8-bit
-inputs go through a table of every possible result (256 entries with a scalar operand, 65536 for
-two tensors) built by that same arithmetic; 16-bit inputs are computed directly (in int32 where
-:func:`pymli.arith.eltwise.fx_eltwise` can), in blocks of at most 2**18 elements.
+inputs go through a table of every possible result (256 entries with a scalar operand, gathered by
+byte pairs for large inputs; 65536 for two tensors) built by that same arithmetic; 16-bit inputs
+are computed directly (in int32 where :func:`pymli.arith.eltwise.fx_eltwise` can), in blocks of at
+most 2**18 elements.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy.typing as npt
 
 from ..arith.eltwise import EltOp, fx_eltwise, fx_params, sa8_eltwise, sa8_params
 from ..arith.rounding import round_mode
+from ._gather import PAIR_MIN, pair_table, take_pairs
 
 __all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "apply_binary"]
 
@@ -50,9 +52,12 @@ def apply_binary(f: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarra
         arr, scalar_first = (b, True) if a.ndim == 0 else (a, False)
         if small or n > (1 << 17):
             sval = int(a if scalar_first else b)
-            table = _table(f, key, ("scalar", scalar_first, sval, arr.dtype.str), out_dtype,
+            kind = ("scalar", scalar_first, sval, arr.dtype.str)
+            table = _table(f, key, kind, out_dtype,
                            lambda v: f(np.asarray(sval, arr.dtype), v) if scalar_first else f(v, np.asarray(sval, arr.dtype)),
                            arr.dtype)
+            if small and table.itemsize == 1 and key is not None and n >= PAIR_MIN:
+                return take_pairs(table, _pairs(table, (key, kind, table.dtype.str, round_mode())), arr)
             return np.take(table, arr.view(f"u{arr.dtype.itemsize}"))
     elif small and n >= _PAIR_TABLE_MIN:
         table = _table(f, key, ("pair",), out_dtype, None, a.dtype)
@@ -91,6 +96,17 @@ def _table(f: Callable[[np.ndarray, np.ndarray], np.ndarray], key: tuple | None,
 
 
 _TABLES: dict[tuple, np.ndarray] = {}
+
+
+def _pairs(table: np.ndarray, full_key: tuple) -> np.ndarray:
+    """The byte-pair form of a kept 256-entry table (:func:`pymli.kernels._gather.pair_table`), kept too."""
+    pkey = (full_key, "pairs")
+    pairs = _TABLES.get(pkey)
+    if pairs is None:
+        if len(_TABLES) >= 64:
+            _TABLES.pop(next(iter(_TABLES)))
+        pairs = _TABLES[pkey] = pair_table(table)
+    return pairs
 
 
 def eltwise_fx(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, frac_bits: tuple[int, int, int],

@@ -8,6 +8,11 @@ right padding from it), so windows that would only cover bottom/right padding ne
 
 Window reductions are separable: one pass over ``kernel_w`` strided column slices, one over
 ``kernel_h`` row slices (loops over kernel taps only).
+
+:func:`maxpool_hwc` and :func:`avepool_hwc` also take a batch ``[N, H, W, C]``: the taps then
+slide over axes 1 and 2 of the whole batch in the same passes, and sample ``n`` of the result is
+bit-identical to the kernel applied to ``x[n]`` alone (every output element depends on its own
+sample's window only; the per-window parameters broadcast over the batch).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..arith.geometry import ceil_div
 from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
 from ..config import get_platform
+from ._scratch import scratch
 
 __all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate",
            "pool_writes_c_order"]
@@ -33,41 +39,72 @@ def valid_counts(in_size: int, out_len: int, kernel: int, stride: int, pad_befor
     return np.minimum(start + kernel, in_size) - np.maximum(start, 0)
 
 
+def _check_rank(x: np.ndarray) -> None:
+    """Refuse anything but one HWC map or a batch of them."""
+    if x.ndim not in (3, 4):
+        raise ValueError(f"pooling input must be [H, W, C] or [N, H, W, C], not {x.ndim}-D")
+
+
 def window_reduce(x: npt.NDArray[np.integer], kernel: tuple[int, int], stride: tuple[int, int],
                   pad: tuple[int, int], out_hw: tuple[int, int], op: np.ufunc, fill: int,
                   dtype: npt.DTypeLike) -> np.ndarray:
-    """Reduce every pooling window of an HWC array with ``op`` (``np.add`` or ``np.maximum``).
+    """Reduce every pooling window of an HWC array (or a batch of them) with ``op``.
 
     Args:
-        x: input, shape ``[H, W, C]`` (any strides).
+        x: input, shape ``[H, W, C]`` or ``[N, H, W, C]`` (any strides).
         kernel: (kernel_h, kernel_w).
         stride: (stride_h, stride_w).
         pad: (pad_top, pad_left); the bottom/right extent follows from ``out_hw``.
         out_hw: (out_h, out_w).
-        op: binary ufunc applied tap by tap.
+        op: binary ufunc applied tap by tap (``np.add`` or ``np.maximum``).
         fill: value of padded positions (neutral for ``op``).
         dtype: accumulation dtype.
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``dtype``.
+        A new ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]`` for a batch) array of ``dtype``.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
+    return _window_reduce(x, kernel, stride, pad, out_hw, op, fill, dtype, None)
+
+
+def _window_reduce(x: np.ndarray, kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
+                   out_hw: tuple[int, int], op: np.ufunc, fill: int, dtype: npt.DTypeLike,
+                   result: str | None) -> np.ndarray:
+    """:func:`window_reduce`; the padded input and the intermediate live in scratch buffers, and
+    so does the result when ``result`` names one (then valid only until the next such call)."""
+    _check_rank(x)
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
-    h, w, c = x.shape
+    h, w = x.shape[-3:-1]
+    lead, c = x.shape[:-3], x.shape[-1]
     hn, wn = (oh - 1) * sh + kh, (ow - 1) * sw + kw  # extent of the padded input actually read
     if pt == 0 and pl == 0 and hn <= h and wn <= w:
-        buf = x[:hn, :wn]
+        buf = x[..., :hn, :wn, :]
     else:
-        buf = np.full((hn, wn, c), fill, dtype=x.dtype)
+        buf = scratch("pool padded", (*lead, hn, wn, c), x.dtype)
+        buf.fill(fill)
         rows, cols = min(h, hn - pt), min(w, wn - pl)
-        buf[pt:pt + rows, pl:pl + cols] = x[:rows, :cols]
-    wspan, hspan = (ow - 1) * sw + 1, (oh - 1) * sh + 1
-    part = buf[:, 0:wspan:sw].astype(dtype)
-    for dx in range(1, kw):
-        op(part, buf[:, dx:dx + wspan:sw], out=part)
-    res = part[0:hspan:sh].copy() if kh > 1 else part[0:hspan:sh]
-    for dy in range(1, kh):
-        op(res, part[dy:dy + hspan:sh], out=res)
-    return res
+        buf[..., pt:pt + rows, pl:pl + cols, :] = x[..., :rows, :cols, :]
+    part = _reduce_taps(buf, -2, kw, sw, ow, op, dtype, scratch("pool part", (*lead, hn, ow, c), dtype))
+    out = np.empty((*lead, oh, ow, c), dtype) if result is None else scratch(result, (*lead, oh, ow, c), dtype)
+    return _reduce_taps(part, -3, kh, sh, oh, op, dtype, out)
+
+
+def _reduce_taps(a: np.ndarray, axis: int, k: int, s: int, n: int, op: np.ufunc, dtype: npt.DTypeLike,
+                 out: np.ndarray) -> np.ndarray:
+    """``op`` over the ``k`` taps of ``n`` windows with stride ``s`` along ``axis`` of ``a``, in ``dtype``.
+
+    The result is written into ``out`` (of ``dtype``, not overlapping ``a``) and returned.
+    """
+    span = (n - 1) * s + 1
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(0, span, s)
+    out[...] = a[tuple(index)]  # a widening integer cast (or a copy): values unchanged
+    for d in range(1, k):
+        index[axis] = slice(d, d + span, s)
+        op(out, a[tuple(index)], out=out)  # measured faster than a first op(tap0, tap1, out=out)
+    return out
 
 
 def degenerate(in_h: int, in_w: int, kernel: tuple[int, int], stride: tuple[int, int],
@@ -109,14 +146,18 @@ def maxpool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     """Max pooling (``mli_krn_maxpool_hwc_*``): maximum of the valid elements of each window.
 
     Args:
-        x: int8 / int16 input ``[H, W, C]``.
+        x: int8 / int16 input ``[H, W, C]``, or a batch ``[N, H, W, C]`` pooled in one pass.
         kernel, stride, pad, out_hw: see :func:`window_reduce`.
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``x.dtype``.
+        ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]``) array of ``x.dtype``; each sample equals
+        the kernel applied to it alone.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
-    lo = int(np.iinfo(x.dtype).min)  # never beats a valid element
-    return window_reduce(x, kernel, stride, pad, out_hw, np.maximum, lo, x.dtype)
+    lo = -(1 << (8 * x.dtype.itemsize - 1))  # the type's minimum: never beats a valid element
+    return _window_reduce(x, kernel, stride, pad, out_hw, np.maximum, lo, x.dtype, None)
 
 
 def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: tuple[int, int],
@@ -125,22 +166,28 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     """Average pooling (``mli_krn_avepool_hwc_*``) with MLI's reciprocal multiplier arithmetic.
 
     Args:
-        x: int8 (fx8 / sa8) or int16 (fx16) input ``[H, W, C]``.
+        x: int8 (fx8 / sa8) or int16 (fx16) input ``[H, W, C]``, or a batch ``[N, H, W, C]``
+            pooled in one pass (one quantisation for the whole batch).
         kernel, stride, pad, out_hw: see :func:`window_reduce`.
         base_shift: ``in_frac_bits - out_frac_bits`` for fx; ignored for sa8.
         requant: sa8 input-to-output requantisation (``define_requant_params``); ``None`` for fx.
         mul16: AVEPOOL_16BIT_MUL build (sa8 multiplier kept on 16 bits instead of 8).
 
     Returns:
-        ``[out_h, out_w, C]`` array of ``x.dtype``.
+        ``[out_h, out_w, C]`` (``[N, out_h, out_w, C]``) array of ``x.dtype``; each sample equals
+        the kernel applied to it alone.
+
+    Raises:
+        ValueError: ``x`` is not 3-D or 4-D.
     """
-    h, w, _ = x.shape
+    _check_rank(x)
+    h, w = x.shape[-3:-1]
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
     bits = x.dtype.itemsize * 8
     # |x| <= 2**(bits-1) per element: the sum of n taps needs bits + log2(n) bits.
     taps = kh * kw
     sdt = np.int16 if taps < (1 << (16 - bits)) else np.int32 if taps < (1 << (32 - bits)) else np.int64
-    sums = window_reduce(x, kernel, stride, pad, out_hw, np.add, 0, sdt)
+    sums = _window_reduce(x, kernel, stride, pad, out_hw, np.add, 0, sdt, "pool sums")
     acc_bits = 32 if bits == 8 else 64  # mli_acc32_t for 8-bit data, mli_acc40_t (int64) for 16-bit
     shift0 = requant.shift if requant is not None else base_shift
     offset = requant.offset if requant is not None else 0
@@ -154,8 +201,8 @@ def avepool_hwc(x: npt.NDArray[np.integer], *, kernel: tuple[int, int], stride: 
     for r0, r1, nr in rows:
         for c0, c1, nc in cols:
             mul, shift = avepool_multiplier(nr * nc, shift0, scale, mul16)
-            out[r0:r1, c0:c1] = avepool_output(sums[r0:r1, c0:c1], mul, shift, offset, acc_bits, bits,
-                                               sum_bound=nr * nc << (bits - 1))
+            out[..., r0:r1, c0:c1, :] = avepool_output(sums[..., r0:r1, c0:c1, :], mul, shift, offset, acc_bits,
+                                                       bits, sum_bound=nr * nc << (bits - 1))
     return out
 
 
@@ -165,7 +212,8 @@ _PARAMS: dict[tuple, tuple[np.ndarray, np.ndarray] | None] = {}
 def _window_params(rows: Sequence[tuple[int, int, int]], cols: Sequence[tuple[int, int, int]], shift0: int,
                    scale: int | None, offset: int, mul16: bool, acc_bits: int, bits: int,
                    round_up: bool) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per-window ``mul * 2**-shift`` and ``half * 2**-shift`` (float32 or float64), cached.
+    """Per-window ``mul * 2**-shift`` and ``half * 2**-shift`` (float32 or float64), cached: arrays
+    ``[out_h, out_w, 1]``, or two scalars when every window has the same size.
 
     None when some window's arithmetic leaves the range where C's accumulator neither wraps nor
     saturates, or where the float type cannot hold ``|mul * sum| + half`` exactly: the caller then
@@ -204,6 +252,8 @@ def _window_params(rows: Sequence[tuple[int, int, int]], cols: Sequence[tuple[in
             result = (factor.astype(np.float32), addend.astype(np.float32))
         elif widest < 1 << 53 and abs(offset) < 1 << 51:
             result = (factor, addend)
+        if result is not None and len(rows) == len(cols) == 1:
+            result = (result[0][0, 0, 0], result[1][0, 0, 0])  # one window size: scalars broadcast faster
     if len(_PARAMS) >= 64:
         _PARAMS.clear()
     _PARAMS[key] = result
@@ -230,7 +280,8 @@ def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]]
     if p is None:
         return None
     factor, addend = p
-    y = sums.astype(factor.dtype)
+    y = scratch("pool float", sums.shape, factor.dtype)
+    y[...] = sums
     y *= factor
     if round_up:
         y += addend

@@ -16,13 +16,20 @@ from .tables import Lut1, avepool_mul_shift
 __all__ = [
     "relu_limits", "conv2d_chw", "depthwise_conv2d_chw", "fully_connected", "maxpool_chw", "avepool_chw",
     "leaky_relu", "eltwise", "lut_activation", "softmax", "convert", "out_size", "dense_rnn", "rnd_sat32", "bias_init",
-    "rnd_sat_from32", "ACC40_MIN", "ACC40_MAX", "wrap32", "acc40_accumulate", "mac_terms",
+    "rnd_sat_from32", "ACC40_MIN", "ACC40_MAX", "wrap32", "acc40_accumulate", "mac_terms", "MAC_PATHS",
+    "conv_column_schemes",
 ]
 
 #: range of the 40-bit DSP accumulator of the fx16 kernels (guard bits on: it saturates at every MAC)
 ACC40_MIN, ACC40_MAX = -(1 << 39), (1 << 39) - 1
-#: identity bounds of a clamp step in :func:`acc40_accumulate` (beyond any partial sum)
-_FREE = 1 << 61
+#: how an MLI 1.0 fx16 convolution issues its MACs (the C code path; see :func:`conv_column_schemes`):
+#: ``single`` one MAC per product (``convolution_chw``, ``conv2d_chw_nopad_k1x1_str1``), ``str1_fixed``
+#: / ``str1`` ``conv2d_chw_str1`` with / without ``fixed_padding``, ``any`` ``conv2d_chw`` (any
+#: stride), ``hwc`` ``mli_krn_conv2d_hwc_fx16`` (one MAC per product, order row, column, channel)
+MAC_PATHS = ("single", "str1_fixed", "str1", "any", "hwc")
+
+#: a column scheme: phases of groups of kernel columns (see :func:`conv_column_schemes`)
+Scheme = tuple[tuple[tuple[int, ...], ...], ...]
 
 
 # ----------------------------------------------------------------------------- accumulators
@@ -51,7 +58,7 @@ def acc40_accumulate(init: np.ndarray, terms: np.ndarray) -> np.ndarray:
     (``|init| + sum(|terms|) <= 2^39 - 1``) the result is the exact sum.
 
     Args:
-        init: int [...] initial accumulator (the bias, already within 40 bits).
+        init: int [...] initial accumulator, within 40 bits (e.g. the saturated bias).
         terms: int [..., K] terms in the order the C kernel adds them.
 
     Returns:
@@ -60,17 +67,17 @@ def acc40_accumulate(init: np.ndarray, terms: np.ndarray) -> np.ndarray:
     init = np.asarray(init, dtype=I64)
     terms = np.asarray(terms, dtype=I64)
     total = init + terms.sum(axis=-1)
-    if terms.shape[-1] == 0 or np.all(np.abs(init) + np.abs(terms).sum(axis=-1) <= ACC40_MAX):
+    k = terms.shape[-1]
+    if k == 0 or np.all(np.abs(init) + np.abs(terms).sum(axis=-1) <= ACC40_MAX):
         return total
-    a = terms
-    lo = np.full(a.shape, ACC40_MIN, dtype=I64)
-    hi = np.full(a.shape, ACC40_MAX, dtype=I64)
+    if k == 1:
+        return np.clip(total, ACC40_MIN, ACC40_MAX)
+    # zero steps up to a power of two: identities, as every partial sum is within 40 bits
+    a = np.pad(terms, [(0, 0)] * (terms.ndim - 1) + [(0, (1 << (k - 1).bit_length()) - k)])
+    a1, a2 = a[..., 0::2], a[..., 1::2]  # the first level: pairs of plain 40-bit steps
+    lo, hi = np.clip(ACC40_MIN + a2, ACC40_MIN, ACC40_MAX), np.clip(ACC40_MAX + a2, ACC40_MIN, ACC40_MAX)
+    a = a1 + a2
     while a.shape[-1] > 1:
-        if a.shape[-1] % 2:  # an identity step keeps the pairs aligned
-            pad = [(0, 0)] * (a.ndim - 1) + [(0, 1)]
-            a = np.pad(a, pad)
-            lo = np.pad(lo, pad, constant_values=-_FREE)
-            hi = np.pad(hi, pad, constant_values=_FREE)
         a1, a2 = a[..., 0::2], a[..., 1::2]
         lo1, lo2, hi1, hi2 = lo[..., 0::2], lo[..., 1::2], hi[..., 0::2], hi[..., 1::2]
         lo, hi = np.clip(lo1 + a2, lo2, hi2), np.clip(hi1 + a2, lo2, hi2)
@@ -145,11 +152,12 @@ def _acc_out(acc: np.ndarray, shift: int, bits: int, relu: tuple[int, int]) -> n
 
 def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int, b_frac: int,
                out_frac: int, stride: tuple[int, int], pads: tuple[int, int, int, int], relu: int,
-               bits: int, acc40: bool = False) -> np.ndarray:
+               bits: int, acc40: bool = False, mac_path: str = "single") -> np.ndarray:
     """2D convolution of MLI 1.0 (CHW).
 
     ``acc = bias_init(bias) + sum(x * w)`` on MLI 1.0's accumulator (``int32`` wrapping around for
-    fx8 and fx8w16d; 40 bits saturating after each MAC for fx16: see :func:`_conv_accumulate`), then
+    fx8 and fx8w16d; 40 bits saturating after each MAC for fx16, in the order of the C code path
+    ``mac_path``: see :func:`_conv_accumulate`), then
     ``sat_bits(rnd(acc, in_frac + w_frac - out_frac))`` and the fused ReLU clip with limits from
     ``out_frac``.
 
@@ -163,9 +171,13 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
         relu: ``mli_relu_type`` value.
         bits: output container bits (8 or 16).
         acc40: the 40-bit saturating accumulator of fx16 (else the 32-bit wrapping one).
+        mac_path: the C code path computing it, one of :data:`MAC_PATHS` (matters only with ``acc40``).
 
     Returns:
         np.ndarray: int64 [Co, Ho, Wo].
+
+    Raises:
+        ValueError: an unknown ``mac_path``.
     """
     co, _, kh, kw = w.shape
     ho = out_size(x.shape[1], kh, pads[0], pads[1], stride[0])
@@ -173,20 +185,128 @@ def conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_f
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
     w = w.astype(I64)
     init = bias_init(b, in_frac + w_frac - b_frac, acc40)
-    acc = _conv_accumulate(win, w, init, depthwise=False, acc40=acc40)
+    acc = _conv_accumulate(win, w, init, depthwise=False, acc40=acc40, path=mac_path,
+                           geometry=(stride[1], pads[2], pads[3], x.shape[2]))
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
 
 
-def _conv_accumulate(win: np.ndarray, w: np.ndarray, init: np.ndarray, *, depthwise: bool, acc40: bool) -> np.ndarray:
+def _singles(kw: int) -> Scheme:
+    """One MAC per product (``dotprod2D``, and per lane ``dotprod2D_v`` / ``dotprod1D_v``)."""
+    return (tuple((j,) for j in range(kw)),)
+
+
+def _pairs(c0: int, n: int) -> tuple[tuple[int, ...], ...]:
+    """Dual MACs over columns ``c0, c0 + 1``, ``c0 + 2, c0 + 3``, ... (``n`` columns), a single MAC for an odd last one."""
+    groups = tuple((c0 + j, c0 + j + 1) for j in range(0, n - 1, 2))
+    return groups + ((c0 + n - 1,),) if n % 2 else groups
+
+
+def _odd_even(c0: int, n: int) -> Scheme:
+    """``convolution_odd_even`` over the ``n`` valid columns from ``c0``.
+
+    An odd ``n``: first column ``c0`` of every channel and row (single MACs), then dual MACs over the
+    other columns (``dotprod2D_unroll2``); an even ``n``: dual MACs only.
+    """
+    if n <= 0:
+        return ((),)
+    if n % 2:
+        rest = _pairs(c0 + 1, n - 1)
+        return (((c0,),), rest) if rest else (((c0,),),)
+    return (_pairs(c0, n),)
+
+
+def conv_column_schemes(path: str, kw: int, wo: int, stride_w: int, pad_l: int, pad_r: int,
+                        in_w: int) -> list[Scheme]:
+    """How MLI 1.0's fx16 convolution groups the products of each output column into MACs.
+
+    A scheme is a tuple of phases, a phase a tuple of groups of kernel columns. The C code adds, for
+    each phase in turn, for each input channel, for each (valid) kernel row, for each group, the
+    products of the group's columns: one saturating MAC (``fx_a40_mac_q15``) for a one-column group,
+    one dual MAC (``fx_a40_dmac_v2q15``: both products added, then saturated) for a pair. Which
+    scheme an output gets depends on the code path and only on its column:
+
+    * ``single``, ``hwc``: one MAC per product everywhere;
+    * ``str1_fixed`` / ``str1`` (``conv2d_row_str1``): the inner columns one MAC per product (the
+      two-lane ``convolution_v``, ``convolution`` for an odd one); the ``pad_l`` / ``pad_r`` border
+      columns also, unless the padding is not fixed (``str1``) or above 2: then
+      ``convolution_odd_even`` over their valid columns;
+    * ``any`` (``conv2d_row_anystride``): the border columns one MAC per product (``convolution``);
+      the inner ones dual MACs over column pairs, a single MAC for an odd last column
+      (``convolution_even``, ``_unroll4_plus1`` / ``_plus3``); "inner" as C computes it (its right
+      border estimate ``right_comp`` is not exact for strides above 1).
+
+    Args:
+        path: one of :data:`MAC_PATHS`.
+        kw: kernel width. wo: output width. stride_w: horizontal stride.
+        pad_l, pad_r: left / right padding. in_w: input width.
+
+    Returns:
+        list[Scheme]: one scheme per output column.
+
+    Raises:
+        ValueError: an unknown ``path``.
+    """
+    single = _singles(kw)
+    out = [single] * wo
+    if path in ("str1_fixed", "str1"):
+        if path == "str1_fixed" and pad_l <= 2 and pad_r <= 2:
+            return out
+        for x in range(min(pad_l, wo)):  # the left border: pad_l - x columns in the padding
+            out[x] = _odd_even(pad_l - x, kw - (pad_l - x))
+        for i in range(min(pad_r, wo)):  # the right border, from its left end: i + 1 columns in the padding
+            out[wo - pad_r + i] = _odd_even(0, kw - (i + 1))
+    elif path == "any":
+        inner = (_pairs(0, kw),)
+        right_comp = max(wo * stride_w - pad_l + kw - 1 - in_w, 0)
+        for x in range(wo):
+            xi = x * stride_w
+            if not (pad_l > 0 and xi < pad_l) and xi < wo * stride_w - right_comp:
+                out[x] = inner
+    elif path not in ("single", "hwc"):
+        raise ValueError(f"unknown MAC path {path!r}")
+    return out
+
+
+def _scheme_terms(prod: np.ndarray, scheme: Scheme) -> np.ndarray:
+    """The MAC terms [n, T] of products [n, C, Kh, Kw] in a scheme's order (phase, channel, row, group)."""
+    parts = []
+    for phase in scheme:
+        if not phase:
+            continue
+        sums = np.stack([prod[..., list(g)].sum(axis=-1) for g in phase], axis=-1)
+        parts.append(sums.reshape(prod.shape[0], -1))
+    if not parts:
+        return np.zeros((prod.shape[0], 0), dtype=I64)
+    return np.concatenate(parts, axis=-1)
+
+
+def _conv_accumulate(win: np.ndarray, w: np.ndarray, init: np.ndarray, *, depthwise: bool, acc40: bool,
+                     path: str = "single", geometry: tuple[int, int, int, int] = (1, 0, 0, 0)) -> np.ndarray:
     """Accumulators [Co, Ho, Wo] of a CHW convolution from windows [C, Ho, Wo, Kh, Kw].
 
     32-bit (fx8, fx8w16d): the exact sum wrapped to ``int32``. 40-bit (fx16): the exact sum where no
     order of the products can reach the limit (checked cheaply, then per output with the sum of
-    absolute products); elsewhere the products of that output saturated one by one in the order
-    channel, row, column (:func:`acc40_accumulate`). That is C's result whenever the partial sums
-    cannot cross the limit and come back (e.g. products of one sign); where they do, C's grouping
-    of products into dual MACs depends on the code path the geometry selects (not modelled).
+    absolute products); elsewhere the products of that output saturated MAC by MAC in C's order
+    for the code path ``path`` (:func:`conv_column_schemes`; padding products are zero, neutral in
+    a single MAC and absent from a dual one).
+
+    Args:
+        win: int64 [C, Ho, Wo, Kh, Kw] zero-padded windows.
+        w: int64 [Co, C, Kh, Kw] weights.
+        init: int64 [Co] initial accumulators (:func:`bias_init`).
+        depthwise: weights [C, 1, Kh, Kw], output channel o reads input channel o.
+        acc40: fx16's saturating 40-bit accumulator (else the wrapping 32-bit one).
+        path: one of :data:`MAC_PATHS`.
+        geometry: (stride_w, pad_l, pad_r, in_w).
+
+    Returns:
+        np.ndarray: int64 [Co, Ho, Wo].
+
+    Raises:
+        ValueError: an unknown ``path``.
     """
+    if path not in MAC_PATHS:
+        raise ValueError(f"unknown MAC path {path!r}")
     spec = "chwij,cij->chw" if depthwise else "chwij,ocij->ohw"
     wk = w[:, 0] if depthwise else w
     acc = np.einsum(spec, win, wk) + init[:, None, None]
@@ -199,25 +319,41 @@ def _conv_accumulate(win: np.ndarray, w: np.ndarray, init: np.ndarray, *, depthw
         return acc
     reach = np.einsum(spec, np.abs(win), np.abs(wk)) + np.abs(init)[:, None, None]
     o, h, x = np.nonzero(reach > ACC40_MAX)
-    if o.size:
+    if not o.size:
+        return acc
+    kw = win.shape[-1]
+    schemes = conv_column_schemes(path, kw, win.shape[2], *geometry)
+    ids: dict[Scheme, int] = {}
+    col_id = np.array([ids.setdefault(sc, len(ids)) for sc in schemes])
+    for sc, k in ids.items():
+        sel = col_id[x] == k
+        if not sel.any():
+            continue
+        os_, hs, xs = o[sel], h[sel], x[sel]
         if depthwise:
-            terms = (win[o, h, x] * wk[o]).reshape(o.size, -1)
+            prod = (win[os_, hs, xs] * wk[os_])[:, None]
         else:
-            terms = (win[:, h, x].transpose(1, 0, 2, 3) * wk[o]).reshape(o.size, -1)
-        acc[o, h, x] = acc40_accumulate(init[o], terms)
+            prod = win[:, hs, xs].transpose(1, 0, 2, 3) * wk[os_]
+        if path == "hwc":  # rows, then columns, then channels: one MAC each
+            terms = prod.transpose(0, 2, 3, 1).reshape(prod.shape[0], -1)
+        else:
+            terms = _scheme_terms(prod, sc)
+        acc[os_, hs, xs] = acc40_accumulate(init[os_], terms)
     return acc
 
 
 def depthwise_conv2d_chw(x: np.ndarray, w: np.ndarray, b: np.ndarray, *, in_frac: int, w_frac: int,
                          b_frac: int, out_frac: int, stride: tuple[int, int],
-                         pads: tuple[int, int, int, int], relu: int, bits: int, acc40: bool = False) -> np.ndarray:
+                         pads: tuple[int, int, int, int], relu: int, bits: int, acc40: bool = False,
+                         mac_path: str = "single") -> np.ndarray:
     """Depthwise 2D convolution of MLI 1.0 (CHW, weights [C, 1, Kh, Kw]); see :func:`conv2d_chw`."""
     c, _, kh, kw = w.shape
     ho = out_size(x.shape[1], kh, pads[0], pads[1], stride[0])
     wo = out_size(x.shape[2], kw, pads[2], pads[3], stride[1])
     win = _windows(x.astype(I64), kh, kw, stride[0], stride[1], pads, 0, ho, wo)
     init = bias_init(b, in_frac + w_frac - b_frac, acc40)
-    acc = _conv_accumulate(win, w.astype(I64), init, depthwise=True, acc40=acc40)
+    acc = _conv_accumulate(win, w.astype(I64), init, depthwise=True, acc40=acc40, path=mac_path,
+                           geometry=(stride[1], pads[2], pads[3], x.shape[2]))
     return _acc_out(acc, in_frac + w_frac - out_frac, bits, relu_limits(relu, out_frac, bits))
 
 

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from pymli.v1.tensor import Tensor
+
+from ..conftest import shared_dir
 
 
 def cache_dir() -> Path:
@@ -45,6 +48,22 @@ def build(shared: Path, variant: str) -> Path | str:
     if r.returncode != 0:
         raise RuntimeError(f"build.sh failed:\n{r.stdout}\n{r.stderr}")
     return out / "lib" / "libmli1.so"
+
+
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
+def load(variant: str = "conv") -> ctypes.CDLL:
+    """The MLI 1.0 library of ``variant`` (built once, cached): a failed build fails the test, no toolchain skips it."""
+    if variant not in _LIBS:
+        try:
+            path = build(shared_dir(), variant)
+        except RuntimeError as e:  # a toolchain exists but the build failed: that is a failure
+            pytest.fail(str(e))
+        if isinstance(path, str):
+            pytest.skip(path)
+        _LIBS[variant] = ctypes.CDLL(str(path))
+    return _LIBS[variant]
 
 
 class CTensor(ctypes.Structure):

@@ -8,7 +8,6 @@ compared, and each case checked to actually reach the limit (the exact sum gives
 
 from __future__ import annotations
 
-import ctypes
 
 import numpy as np
 import pytest
@@ -19,22 +18,8 @@ import pymli
 from pymli.v1 import PRESETS_V1, Conv2dCfg, ElType, ReluCfg, ReluType, RnnAct, RnnCellCfg, RnnMode, Tensor, capi
 from pymli.v1.kernels import ACC40_MAX, ACC40_MIN, acc40_accumulate, mac_terms, wrap32
 
-from ..conftest import shared_dir
-from ._cmli1 import CCall, build
-
-_LIB: list[ctypes.CDLL] = []
-
-
-def _lib() -> ctypes.CDLL:
-    if not _LIB:
-        try:
-            path = build(shared_dir(), "conv")
-        except RuntimeError as e:  # a toolchain exists but the build failed: a failure
-            pytest.fail(str(e))
-        if isinstance(path, str):
-            pytest.skip(path)
-        _LIB.append(ctypes.CDLL(str(path)))
-    return _LIB[0]
+from ._cmli1 import CCall
+from ._cmli1 import load as _lib
 
 
 # ---------------------------------------------------------------------------------- oracles

@@ -7,7 +7,6 @@ buffers (including the tails beyond the results) and the output struct fields ar
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import zlib
 
@@ -19,23 +18,10 @@ from pymli.v1 import (PRESETS_V1, Conv2dCfg, ElType, MliError, Padding2dCfg, Per
                       RnnCellCfg, Tensor, capi)
 from pymli.v1.cfg import ConcatCfg
 
-from ..conftest import shared_dir
-from ._cmli1 import CCall, build
+from ._cmli1 import CCall
+from ._cmli1 import load as _lib
 
-_LIBS: dict[str, ctypes.CDLL] = {}
 _TYPES = {"fx8": (8, 8), "fx16": (16, 16), "fx8w16d": (16, 8)}
-
-
-def _lib(variant: str) -> ctypes.CDLL:
-    if variant not in _LIBS:
-        try:
-            path = build(shared_dir(), variant)
-        except RuntimeError as e:  # a toolchain exists but the build failed: that is a failure
-            pytest.fail(str(e))
-        if isinstance(path, str):
-            pytest.skip(path)
-        _LIBS[variant] = ctypes.CDLL(str(path))
-    return _LIBS[variant]
 
 
 def _el(bits: int) -> ElType:

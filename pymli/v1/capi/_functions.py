@@ -15,7 +15,7 @@ from ..tensor import MliError, Status, Tensor, element_size
 from ._core import FX8, TYPE_SUFFIXES, commit, read, run
 from ._names import API_FUNCTIONS
 
-__all__ = ["FUNCTIONS", "SPECIALISATIONS", "spec_constraint"]
+__all__ = ["FUNCTIONS", "SPECIALISATIONS", "spec_constraint", "conv_mac_path"]
 
 OK = Status.OK
 _SPEC_RE = re.compile(r"^mli_krn_(conv2d|depthwise_conv2d|avepool|maxpool)_chw_(fx8w16d|fx16|fx8)(?:_(.+))?$")
@@ -76,6 +76,57 @@ def spec_constraint(spec: str | None, kw: int, kh: int, ch: int, cfg: Any) -> bo
     return True
 
 
+#: (kernel_w, kernel_h, (top, bottom, left, right)) of the str1 specialisations with fixed padding
+#: that ``mli_krn_conv2d_chw_fx16`` selects (its k1x1 one computes one MAC per product)
+_STR1_FIXED = {(7, 7, (3, 3, 3, 3)), (6, 6, (2, 3, 2, 3)), (5, 5, (0, 0, 0, 0)), (5, 5, (2, 2, 2, 2)),
+               (4, 4, (1, 2, 1, 2)), (3, 3, (1, 1, 1, 1)), (3, 1, (0, 0, 1, 1)), (2, 2, (0, 1, 0, 1)),
+               (2, 1, (0, 0, 0, 1)), (1, 3, (1, 1, 0, 0)), (1, 2, (0, 1, 0, 0))}
+
+
+def conv_mac_path(kind: str, layout: str, spec: str | None, kw: int, kh: int, ch: int, cfg: Any) -> str:
+    """The C code path (:data:`pymli.v1.kernels.MAC_PATHS`) an fx16 convolution call runs in MLI 1.0.
+
+    It fixes the order of the saturating 40-bit MACs. A specialisation runs its own path (the
+    dispatchers ``mli_krn_conv2d_chw_fx16`` / ``mli_krn_depthwise_conv2d_chw_fx16`` first select
+    one from the geometry): ``*_k1x1_*nopad`` one MAC per product; conv2d ``*_str1_krnpad``,
+    ``k5x5*_str1_nopad`` and every depthwise ``*str1*`` ``conv2d_chw_str1`` with fixed padding;
+    conv2d ``k1xn_str1``, ``knx1_str1``, ``ch1_str1`` ``conv2d_chw_str1`` without; ``_str1``,
+    ``*_krnpad`` (any stride) and ``_generic`` ``conv2d_chw``. ``mli_krn_conv2d_hwc_fx16``: ``hwc``.
+
+    Args:
+        kind: ``conv2d`` or ``depthwise_conv2d``. layout: ``chw`` or ``hwc``.
+        spec: the specialisation suffix (``k3x3_str1_krnpad``, ``generic``, ...) or None (dispatcher).
+        kw, kh: kernel width and height. ch: input channels. cfg: the :class:`~pymli.v1.cfg.Conv2dCfg`.
+
+    Returns:
+        str: the path name.
+    """
+    if layout == "hwc":
+        return "hwc"
+    str1 = cfg.stride_width == 1 and cfg.stride_height == 1
+    pads = (cfg.padding_top, cfg.padding_bottom, cfg.padding_left, cfg.padding_right)
+    if kind == "depthwise_conv2d":
+        if spec is None:
+            return "str1_fixed" if str1 else "any"
+        return "str1_fixed" if "str1" in spec.split("_") else "any"
+    if spec is None:  # mli_krn_conv2d_chw_fx16's choice
+        if kw == 1 and kh == 1 and not any(pads):
+            return "single"
+        if not str1:
+            return "any"
+        if (kw, kh, pads) in _STR1_FIXED:
+            return "str1_fixed"
+        return "str1" if (kw == 1 or kh == 1 or ch == 1) else "any"
+    toks = spec.split("_")
+    if "k1x1" in toks:
+        return "single"
+    if "str1" in toks:
+        if "krnpad" in toks or "nopad" in toks:
+            return "str1_fixed"
+        return "any" if spec == "str1" else "str1"
+    return "any"
+
+
 def _geometry_extra(inp: Tensor, kw: int, kh: int, layout: str, spec: str | None, cfg: Any, ch: int) -> Callable[[], Status]:
     def extra() -> Status:
         if not spec_constraint(spec, kw, kh, ch, cfg):
@@ -119,7 +170,8 @@ def _make_conv(name: str, kind: str, layout: str, suffix: str, spec: str | None)
             r = f(x, w, b, in_frac=in_.frac_bits, w_frac=weights.frac_bits, b_frac=bias.frac_bits,
                   out_frac=out.frac_bits, stride=(cfg.stride_height, cfg.stride_width),
                   pads=(cfg.padding_top, cfg.padding_bottom, cfg.padding_left, cfg.padding_right),
-                  relu=int(cfg.relu.type), bits=bits, acc40=suffix == "fx16")
+                  relu=int(cfg.relu.type), bits=bits, acc40=suffix == "fx16",
+                  mac_path=conv_mac_path(kind, layout, spec, kw, kh, ch, cfg))
             if layout == "hwc":
                 r = r.transpose(1, 2, 0)
             commit([(out, dt, r.reshape(-1))], [(out, {"rank": 3, "shape": list(r.shape), "el_type": in_.el_type})])
