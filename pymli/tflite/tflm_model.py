@@ -386,9 +386,9 @@ BatchInvoke = Callable[[list, int], list]
 def each_image(kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
     """``kernel`` (one HWC image -> one output image) over the leading axis of ``x`` (M, H, W, C), stacked.
 
-    The one place where the offloaded convolutions and poolings meet a batch (TFLite's batch rows, and
-    the samples of a batched run): MLI has no batch axis, so arc_mli's glue calls the kernel once per
-    row. A kernel with a leading batch axis replaces this loop by one call.
+    The one place where the offloaded convolutions meet a batch (TFLite's batch rows, and the samples of
+    a batched run): MLI has no batch axis, so arc_mli's glue calls the kernel once per row. A kernel
+    with a leading batch axis replaces this loop by one call (the pooling kernels take one already).
 
     Args:
         kernel: one image -> its output (int8 values).
@@ -468,17 +468,17 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
             rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
                                 int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
 
-            def pool(img: np.ndarray) -> np.ndarray:
-                return avepool_hwc(img, **geo, base_shift=0, requant=rq,  # type: ignore[arg-type]
-                                   mul16=get_platform().avepool_16bit_mul).astype(np.int8)
+            def pool(imgs: np.ndarray) -> np.ndarray:
+                return avepool_hwc(imgs, **geo, base_shift=0, requant=rq,  # type: ignore[arg-type]
+                                   mul16=get_platform().avepool_16bit_mul).astype(np.int8, copy=False)
         else:
-            def pool(img: np.ndarray) -> np.ndarray:
-                return maxpool_hwc(img, **geo).astype(np.int8)  # type: ignore[arg-type]
+            def pool(imgs: np.ndarray) -> np.ndarray:
+                return maxpool_hwc(imgs, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
 
         def pools(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray | None:
             if degenerate(x.shape[1], x.shape[2], kernel, stride, pads, (ho, wo)):
                 return None
-            return each_image(pool, x)
+            return pool(x)  # the pooling kernels take a batch [N, H, W, C] in one pass
         return pools  # type: ignore[return-value]
     w, cf = c.weights, c.cfg
     n = w.shape[3]
