@@ -225,7 +225,7 @@ def _requant16(acc: np.ndarray, m: np.ndarray, s: np.ndarray, wide: bool) -> np.
 
 
 def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
-    p = a.astype(np.int64) * b.astype(np.int64)
+    p = np.multiply(a, b, dtype=np.int64)
     return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
 
 
