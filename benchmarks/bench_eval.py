@@ -51,6 +51,56 @@ def mobilenet_v1(size: int = 224, alpha: float = 1.0, classes: int = 1000, seed:
     return g.finish(), macs + ch * classes
 
 
+#: MobileNet v2's inverted residual stages: (expansion, output channels at alpha 1, repeats, first stride)
+V2_STAGES = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+             (6, 320, 1, 1)]
+
+
+def _divisible(v: float, d: int = 8) -> int:
+    """Keras' ``_make_divisible``: ``v`` rounded to a multiple of ``d``, never below 90 % of ``v``."""
+    n = max(d, int(v + d / 2) // d * d)
+    return n + d if n < 0.9 * v else n
+
+
+def mobilenet_v2(size: int = 96, alpha: float = 0.35, classes: int = 1000, seed: int = 0) -> tuple[bytes, int]:
+    """(int8 .tflite bytes, MACs per sample) of a MobileNet v2-shaped network on ``size x size x 3`` inputs.
+
+    Keras' layer list: a 3x3 stride-2 convolution, 17 inverted residual blocks (1x1 expansion with RELU6,
+    3x3 depthwise with RELU6, linear 1x1 projection, and a residual ADD where the block keeps its shape),
+    a 1x1 convolution to 1280 channels, global average pooling, a fully connected layer and softmax.
+    """
+    g = GraphMaker((size, size, 3), seed, description=f"mobilenet_v2 {alpha} {size}")
+    ch = _divisible(32 * alpha)
+    g.conv(ch, 3, stride=2, act="RELU6")
+    h = -(-size // 2)
+    macs = h * h * 27 * ch
+    for t, c, n, s in V2_STAGES:
+        cout = _divisible(c * alpha)
+        for i in range(n):
+            stride = s if i == 0 else 1
+            saved = (g.cur, g.f)
+            if t != 1:
+                g.conv(ch * t, 1, act="RELU6")
+                macs += h * h * ch * ch * t
+            g.dwconv(3, stride=stride, act="RELU6")
+            h = -(-h // stride)
+            macs += h * h * 9 * ch * t
+            g.conv(cout, 1, act="NONE")
+            macs += h * h * ch * t * cout
+            if stride == 1 and ch == cout:  # the residual connection
+                out = g._act_out("add", saved[1] + g.f)
+                g.w.op("ADD", [saved[0], g.cur], [out], FusedActivationFunction="NONE")
+                g.cur = out
+            ch = cout
+    g.conv(1280, 1, act="RELU6")
+    macs += h * h * ch * 1280
+    g.pool("avg", h, h)
+    g.reshape((1280,))
+    g.fc(classes)
+    g.unary("SOFTMAX")
+    return g.finish(), macs + 1280 * classes
+
+
 def run(size: int = 128, alpha: float = 0.25, samples: int = 16, batch: int = 2, dask: bool = True) -> list[Row]:
     model, macs = mobilenet_v1(size, alpha)
     x = np.random.default_rng(0).integers(-128, 128, (samples, size, size, 3)).astype(np.int8)

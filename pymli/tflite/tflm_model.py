@@ -1,12 +1,19 @@
 """The ``mapping="tflm"`` interpreter: a ``.tflite`` as TensorFlow Lite Micro built with the ARC MLI
 kernels (``OPTIMIZED_KERNEL_DIR=arc_mli``, MLI 2.0) computes it.
 
-Prepared once at :func:`load_tflm`: each operator becomes a step. The operators arc_mli offloads
-(:func:`pymli.tflm.arc_mli.mli_function`: int8 CONV_2D, DEPTHWISE_CONV_2D (group convolution for a
-depth multiplier), FULLY_CONNECTED, AVERAGE/MAX_POOL_2D, non-broadcasting ADD) get their MLI
-parameters (16-bit scales and shifts, bias scales, relu, padding) and their weights in MLI's layout
-as :class:`pymli.Tensor` constants, and run through :mod:`pymli.capi` under the run's platform.
-Every other operator runs TFLM's reference integer kernel (:data:`pymli.tflm.handlers.HANDLERS`).
+Prepared once at :func:`load_tflm`: each operator becomes a step with its Invoke. The operators
+arc_mli offloads (:func:`pymli.tflm.arc_mli.mli_function`: int8 CONV_2D, DEPTHWISE_CONV_2D (group
+convolution for a depth multiplier), FULLY_CONNECTED, AVERAGE/MAX_POOL_2D, non-broadcasting ADD) get
+their MLI parameters (16-bit scales and shifts, bias scales, relu, padding) and their weights in MLI's
+layout as :class:`pymli.Tensor` constants; their first Invoke goes through the :mod:`pymli.capi`
+function (its argument checks), every later one calls the kernel with the quantisation, bounds and
+geometry derived once from the same structs, under the run's platform (the kernels read its rounding).
+Every other operator runs TFLM's reference integer kernel, prepared by
+:func:`pymli.tflm.handlers.prepare_op` (multipliers, shifts and tables derived once).
+
+A batched run of a model without state goes through the graph once, every activation with a leading
+sample axis (:attr:`Step.invoke_batch`; convolutions and poolings through :func:`each_image`); a model
+with variable tensors runs one Invoke per sample, as TFLM does.
 
 Where arc_mli's glue code has a defect (README "Quirks" 1-3 of ``shared/tflite_golden``), the step
 computes what arc_mli intends (the ``arcfix`` recordings) and the model lists the defect in
@@ -15,25 +22,35 @@ computes what arc_mli intends (the ``arcfix`` recordings) and the model lists th
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import re
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import capi
+from ..arith.eltwise import EltOp
+from ..arith.pool import requant_params
+from ..capi import convolution as capi_conv
 from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
+from ..kernels import convolution as K
+from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
+from ..kernels.eltwise import eltwise_sa8
+from ..kernels.fully_connected import fully_connected
+from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
 from ..tensor import Tensor
 from ..tflm import arc_mli
 from ..tflm.common import activation_range
-from ..tflm.handlers import HANDLERS
+from ..tflm.handlers import HANDLERS, STATEFUL, batch_elementwise, prepare_op
 from .importer import TfliteModel, load_mli
 from .errors import TfliteError, TfliteInputError, TfliteLayoutError, TfliteUnsupported, TfliteWarning
 from .tgraph import TGraph, TOp, TTensor, read_graph, reset_value
 
 __all__ = ["TflmModel", "TflmRun", "TflmStream", "Step", "load_tflm", "resolve_platform",
-           "adapted_layout", "offload_function", "prepare_offload", "run_offload"]
+           "adapted_layout", "offload_function", "prepare_offload", "run_offload", "each_image"]
 
 _WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
@@ -358,6 +375,210 @@ def _run_mli(c: _MliCall, op: TOp, g: TGraph, ins: list) -> list[np.ndarray]:
     return [y.reshape(o.shape)]
 
 
+# ---------------------------------------------------------------------------------------- prepared steps
+
+Invoke = Callable[[list], list]
+"""A prepared step's Invoke: its input arrays (TFLite shapes; None for omitted inputs) -> its outputs."""
+BatchInvoke = Callable[[list, int], list]
+"""A prepared step on a batch: inputs with a leading axis N where they are activations -> outputs with it."""
+
+
+def each_image(kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """``kernel`` (one HWC image -> one output image) over the leading axis of ``x`` (M, H, W, C), stacked.
+
+    The one place where the offloaded convolutions meet a batch (TFLite's batch rows, and the samples of
+    a batched run): MLI has no batch axis, so arc_mli's glue calls the kernel once per row. A kernel
+    with a leading batch axis replaces this loop by one call (the pooling kernels take one already).
+
+    Args:
+        kernel: one image -> its output (int8 values).
+        x: (M, H, W, C) images.
+
+    Returns:
+        (M, Ho, Wo, Co) outputs.
+    """
+    if x.shape[0] == 1:
+        return kernel(x[0])[None]
+    return np.stack([kernel(x[m]) for m in range(x.shape[0])])
+
+
+_ADD_TABLE_MIN = 256
+"""From this many elements an offloaded ADD looks its result up in a 65536-entry table of the kernel's
+results (built once per platform), instead of computing the requantisation per element."""
+
+
+def _ksize(function: str) -> int:
+    """Kernel size of an MLI specialisation's name (``..._k3x3`` -> 3; 0 for the generic function)."""
+    m = re.search(r"_k(\d+)x\d+(_str\d+)?$", function)
+    return int(m.group(1)) if m else 0
+
+
+def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None:
+    """The kernel call of an offloaded operator with every parameter computed once, as the capi function
+    computes them from the same structs (:func:`pymli.capi.convolution.sa8_quant`, ``out_bounds``, the
+    pooling cfg and ``requant_params``); None where the capi function takes another route (pooling
+    geometries whose border passes store outside the output).
+
+    The returned ``f(x, y)`` takes the operator's input rows (conv / pool: (M, H, W, C); FC: (M, n_in);
+    ADD: two equal-shaped arrays) and returns int8 outputs. Rounding, FULL_ACCU and the 16-bit average
+    pooling multiplier are read by the kernels from the current platform on every call.
+    """
+    inp = _sa(np.zeros(1, np.int8), c.inp)
+    out = _sa(np.zeros(1, np.int8), c.out)
+    fn = c.function
+    if c.kind == "add":
+        def q(p: arc_mli.SaParams) -> tuple[int, int, int]:
+            return int(p.scale), int(p.scale_frac_bits), int(p.zero_point)
+        q1, q2, qo = q(c.inp), q(c.inp2), q(c.out)
+        tables: dict[Platform, np.ndarray] = {}
+
+        def add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            if x.size < _ADD_TABLE_MIN:
+                return eltwise_sa8(EltOp.ADD, x, y, q1=q1, q2=q2, qo=qo).astype(np.int8, copy=False)
+            plat = get_platform()
+            t = tables.get(plat)
+            if t is None:  # every (x, y) pair through the kernel once per platform: its own values
+                v = np.arange(256, dtype=np.uint8).view(np.int8)
+                t = tables[plat] = eltwise_sa8(EltOp.ADD, np.repeat(v, 256), np.tile(v, 256), q1=q1, q2=q2,
+                                               qo=qo).astype(np.int8, copy=False)
+            return np.take(t, (x.view(np.uint8).astype(np.uint16) << 8) | y.view(np.uint8))
+        return add
+    if c.kind == "fc":
+        w = c.weights
+        n_in, m = w.shape[0], w.shape[1]
+        wt = capi_conv.fast_view(w)
+        bias = c.bias.data[:m]
+        qf = capi_conv.sa8_quant(inp, w, out, m, in_zp=0 if fn.endswith("_ext_bias") else None)
+        bounds = capi_conv.out_bounds(c.cfg.relu, out, True)
+        first = c.first_only
+
+        def fc(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+            y = fully_connected(x, wt, bias, qf, bounds).astype(np.int8)
+            return np.where(np.arange(m) == 0, y, np.int8(0)) if first else y
+        return fc
+    ho, wo = int(out_shape[0]), int(out_shape[1])
+    if c.kind == "pool":
+        cf = c.cfg
+        kernel, stride = (cf.kernel_height, cf.kernel_width), (cf.stride_height, cf.stride_width)
+        geo = dict(kernel=kernel, stride=stride, pad=(cf.padding_top, cf.padding_left), out_hw=(ho, wo))
+        pads = (cf.padding_top, cf.padding_bottom, cf.padding_left, cf.padding_right)
+        if any(v > 255 for v in kernel + stride + pads):
+            return None  # the cfg holds uint8 fields: leave the wrap to the capi function
+        if "avepool" in fn:
+            rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
+                                int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
+
+            def pool(imgs: np.ndarray) -> np.ndarray:
+                return avepool_hwc(imgs, **geo, base_shift=0, requant=rq,  # type: ignore[arg-type]
+                                   mul16=get_platform().avepool_16bit_mul).astype(np.int8, copy=False)
+        else:
+            def pool(imgs: np.ndarray) -> np.ndarray:
+                return maxpool_hwc(imgs, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
+
+        def pools(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray | None:
+            if degenerate(x.shape[1], x.shape[2], kernel, stride, pads, (ho, wo)):
+                return None
+            return pool(x)  # the pooling kernels take a batch [N, H, W, C] in one pass
+        return pools  # type: ignore[return-value]
+    w, cf = c.weights, c.cfg
+    n = w.shape[3]
+    wt, bias = capi_conv.fast_view(w), capi_conv.fast_view(c.bias)
+    qc = capi_conv.sa8_quant(inp, w, out, n)
+    geo = dict(stride=(cf.stride_height, cf.stride_width), dilation=(cf.dilation_height, cf.dilation_width),
+               pad=(0, 0) if _ksize(fn) == 1 else (cf.padding_top, cf.padding_left), out_hw=(ho, wo),
+               bounds=capi_conv.out_bounds(cf.relu, out, True))
+    kern = (K.depthwise_conv2d_hwcn if "depthwise" in fn else K.group_conv2d_hwcn if "group" in fn
+            else K.conv2d_hwcn)
+
+    def conv(img: np.ndarray) -> np.ndarray:
+        return kern(img, wt, bias, qc, **geo).astype(np.int8)  # type: ignore[arg-type]
+
+    pointwise = (kern is K.conv2d_hwcn and wt.shape[:2] == (1, 1) and geo["stride"] == (1, 1)
+                 and (geo["pad"] == (0, 0) and (cf.padding_bottom, cf.padding_right) == (0, 0) or _ksize(fn) == 1))
+
+    def convs(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+        m, h, w_, ch = x.shape
+        if pointwise and m > 1 and (h, w_) == (ho, wo):
+            # a 1x1 stride-1 convolution computes every pixel on its own: the images stacked along
+            # the height are one call with the same per-pixel arithmetic
+            y = kern(x.reshape(m * h, w_, ch), wt, bias, qc, **{**geo, "out_hw": (m * ho, wo)})  # type: ignore[arg-type]
+            return y.astype(np.int8).reshape(m, ho, wo, -1)
+        return each_image(conv, x)
+    return convs
+
+
+class _OffloadedStep:
+    """An offloaded operator's prepared Invoke: the first call goes through the capi function (its
+    argument checks, once), every later one calls the kernel with the parameters computed once."""
+
+    def __init__(self, c: _MliCall, g: TGraph, op: TOp) -> None:
+        self.c, self.g, self.op = c, g, op
+        self.out_shape = g.tensors[op.outputs[0]].shape
+        # inputs that carry a batch axis in a batched run (activations; constants have none)
+        self.batched = [i >= 0 and g.tensors[i].data is None for i in op.inputs[:2]]
+        self.fast: Callable[..., np.ndarray | None] | None = None
+        self.checked = False
+
+    def _kernel(self, ins: list, lead: tuple[int, ...]) -> list | None:
+        c, x = self.c, np.asarray(ins[0])
+        if c.kind == "add":
+            y = np.asarray(ins[1])
+            rows = (int(np.prod(lead)), -1) if lead else (-1,)
+            x2 = x.reshape(rows)
+            y2 = y.reshape(rows) if self.batched[1] or not lead else np.broadcast_to(y.reshape(-1), x2.shape)
+            r = self.fast(x2, y2)  # type: ignore[misc]
+        elif c.kind == "fc":
+            r = self.fast(x.reshape(-1, c.n_in))  # type: ignore[misc]
+        else:
+            r = self.fast(x.reshape((-1,) + x.shape[len(lead) + 1:]))  # type: ignore[misc]
+        return None if r is None else [r.reshape(lead + self.out_shape)]
+
+    def _check(self, ins: list) -> list:
+        out = _run_mli(self.c, self.op, self.g, ins)  # the capi function: checks, then the same kernel
+        if not self.checked:
+            self.checked = True
+            self.fast = _fast_mli(self.c, self.c.out_shape)
+        return out
+
+    def one(self, ins: list) -> list:
+        """One Invoke (TFLite shapes)."""
+        if self.fast is not None:
+            r = self._kernel(ins, ())
+            if r is not None:
+                return r
+        return self._check(ins)
+
+    def many(self, ins: list, n: int) -> list:
+        """N Invokes at once: the activation inputs with a leading axis N."""
+        if not self.checked:
+            self._check([a[0] if j < 2 and self.batched[j] else a for j, a in enumerate(ins)])
+        if self.fast is not None:
+            r = self._kernel(ins, (n,))
+            if r is not None:
+                return r
+        return _per_sample(self.one, ins, self.batched, n)
+
+
+def _whole_batch(invoke: Invoke) -> BatchInvoke:
+    """The batch form of an Invoke that takes any leading axes (element-wise operators, FC rows)."""
+    return lambda ins, n: invoke(ins)
+
+
+def _per_sample(invoke: Invoke, ins: list, batched: list[bool], n: int) -> list:
+    """A step without a batch form on N samples: one Invoke per sample (the batched inputs sliced), stacked.
+
+    Args:
+        invoke: the step's Invoke. ins: its inputs. batched: per input, whether it has the axis N.
+        n: the number of samples.
+
+    Returns:
+        the outputs, each with a leading axis N.
+    """
+    outs = [invoke([a[k] if j < len(batched) and batched[j] else a for j, a in enumerate(ins)])
+            for k in range(n)]
+    return [np.stack([np.asarray(o[j]) for o in outs]) for j in range(len(outs[0]))]
+
+
 @dataclasses.dataclass(frozen=True)
 class Step:
     """One prepared operator.
@@ -367,12 +588,16 @@ class Step:
         function: the MLI function arc_mli calls, or None (TFLM reference kernel).
         handler: the reference handler (None for an offloaded operator).
         mli: the prepared MLI call (None for a reference operator).
+        invoke: the prepared Invoke (parameters computed at load): input arrays -> output arrays.
+        invoke_batch: the same on N samples at once (None: one :attr:`invoke` per sample).
     """
 
     op: TOp
     function: str | None
     handler: Callable[[Any, Any, list], list] | None
     mli: _MliCall | None = None
+    invoke: Invoke | None = None
+    invoke_batch: BatchInvoke | None = None
 
     @property
     def mapping(self) -> str:
@@ -449,6 +674,15 @@ class TflmModel:
         self.warnings = [d.message for d in defects]
         self._state: dict[int, np.ndarray] = {}
         self._mli: TfliteModel | None = None
+        T = graph.tensors
+        self._variables = [t for t in T if t.variable]
+        # operators that keep state between Invokes (variable tensors, the signal ops' own state)
+        self._stateful = bool(self._variables) or any(s.op.name in STATEFUL for s in steps)
+        self.batchable = not self._stateful
+        """A batched run computes every step on all samples at once (no state carried between Invokes)."""
+        self._batched = [[i >= 0 and T[i].data is None for i in s.op.inputs] for s in steps]
+        self._large = any(_macs(graph, s.op) >= SMALL_PRODUCT for s in steps)
+        self._dead = _buffer_plan(graph, steps)
 
     # ----- description
     @property
@@ -470,6 +704,10 @@ class TflmModel:
     def float_input(self) -> bool:
         """The first graph input is float32 (the model starts with QUANTIZE)."""
         return self.inputs[0].dtype == np.float32
+
+    def macs(self) -> int:
+        """Multiply-accumulates of one Invoke (convolutions, fully connected layers, LSTM gates)."""
+        return sum(_macs(self.graph, s.op) for s in self.steps)
 
     def functions(self) -> dict[int, list[str]]:
         """Operator index -> the MLI function it calls (empty for a reference operator)."""
@@ -615,65 +853,106 @@ class TflmModel:
         plat = resolve_platform(platform)
         arrays, batch, replace = self._check_inputs(xs)
         fresh = state is None
-        samples = [arrays] if batch is None else [[a[n] for a in arrays] for n in range(batch)]
-        results: list[dict[int, np.ndarray]] = []
-        with use_platform(plat):
-            for sample in samples:
-                st = {} if fresh else state
-                results.append(self._invoke(sample, st))  # type: ignore[arg-type]
-        outs = []
-        for ti in self.graph.outputs:
-            vs = [r[ti] for r in results]
+        with use_platform(plat), self._blas():
             if batch is None:
-                outs.append(vs[0])
-            else:
-                y = np.stack(vs)
-                if replace and y.ndim > 1 and y.shape[1] == 1:
-                    y = y.reshape((batch,) + y.shape[2:])
-                outs.append(y)
+                results = [self._invoke(arrays, {} if fresh else state, keep=capture)]  # type: ignore[arg-type]
+                outs = [results[0][ti] for ti in self.graph.outputs]
+            elif fresh and self.batchable:
+                vals = self._invoke_batch(arrays, batch, keep=capture)
+                outs = [vals[ti] for ti in self.graph.outputs]
+                results = [{k: v[n] for k, v in vals.items()} for n in range(batch)] if capture else []
+            else:  # variable tensors carried from sample to sample (or reset for each): one Invoke per sample
+                results = [self._invoke([a[n] for a in arrays], {} if fresh else state, keep=capture)  # type: ignore[arg-type]
+                           for n in range(batch)]
+                outs = [np.stack([r[ti] for r in results]) for ti in self.graph.outputs]
+        if batch is not None and replace:
+            outs = [y.reshape((batch,) + y.shape[2:]) if y.ndim > 1 and y.shape[1] == 1 else y for y in outs]
         y: Any = outs[0] if len(outs) == 1 else tuple(outs)
         if capture:
             return y, TflmRun(results, batch is not None, plat)
         return y
 
-    def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    def _blas(self) -> Any:
+        """One BLAS thread for the whole run when a step is large enough for BLAS to thread it (switching
+        once per run instead of around every kernel's product)."""
+        return blas_single_thread() if self._large else contextlib.nullcontext()
+
+    def _args(self, op: TOp, vals: dict[int, np.ndarray], state: dict[int, np.ndarray]) -> list:
+        T = self.graph.tensors
+        args: list = []
+        for i in op.inputs:
+            if i < 0:
+                args.append(None)
+            elif T[i].data is not None:
+                args.append(T[i].data)
+            elif T[i].variable:
+                args.append(state[i])
+            else:
+                args.append(vals[i])
+        return args
+
+    def _invoke_batch(self, inputs: list[np.ndarray], n: int, keep: bool = True) -> dict[int, np.ndarray]:
+        """N Invokes of a model without state, step by step: every activation with a leading axis N
+        (``keep=False``: each intermediate tensor is dropped after its last reader)."""
         g = self.graph
         T = g.tensors
-        vals: dict[int, np.ndarray] = {}
-        for ti, x in zip(g.inputs, inputs):
-            vals[ti] = np.ascontiguousarray(x).reshape(T[ti].shape)
-        for t in T:
-            if t.variable and t.index not in state:
-                state[t.index] = reset_value(t)
-        g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
-        for s in self.steps:
+        vals: dict[int, np.ndarray] = {ti: x for ti, x in zip(g.inputs, inputs)}
+        for s, mask, dead in zip(self.steps, self._batched, self._dead):
             op = s.op
-            args: list = []
-            for i in op.inputs:
-                if i < 0:
-                    args.append(None)
-                elif T[i].data is not None:
-                    args.append(T[i].data)
-                elif T[i].variable:
-                    args.append(state[i])
-                else:
-                    args.append(vals[i])
-            g.extra.pop("state", None)
+            args = self._args(op, vals, {})
             try:
-                if s.mli is not None:
-                    outs = _run_mli(s.mli, op, g, args)
+                if s.invoke_batch is not None:
+                    outs = s.invoke_batch(args, n)
                 else:
-                    outs = s.handler(g, op, args)  # type: ignore[misc]
+                    outs = _per_sample(s.invoke, args, mask, n)  # type: ignore[arg-type]
             except TfliteError:
                 raise
             except MliError as e:
                 raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
             for ti, v in zip(op.outputs, outs):
                 if ti >= 0:
-                    vals[ti] = np.asarray(v).reshape(T[ti].shape)
-            for ti, v in g.extra.pop("state", {}).items():
-                state[ti] = v
-                vals[ti] = v
+                    vals[ti] = np.asarray(v).reshape((n,) + T[ti].shape)
+            if not keep:
+                for ti in dead:
+                    vals.pop(ti, None)
+        return vals
+
+    def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray], keep: bool = True
+                ) -> dict[int, np.ndarray]:
+        """One Invoke; returns the tensors' values (``keep=False``: intermediates dropped after their last
+        reader, the graph outputs kept)."""
+        g = self.graph
+        T = g.tensors
+        vals: dict[int, np.ndarray] = {}
+        for ti, x in zip(g.inputs, inputs):
+            vals[ti] = np.ascontiguousarray(x).reshape(T[ti].shape)
+        for t in self._variables:
+            if t.index not in state:
+                state[t.index] = reset_value(t)
+        if self._stateful:
+            g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
+        for s, dead in zip(self.steps, self._dead):
+            op = s.op
+            args = self._args(op, vals, state)
+            if self._stateful:
+                g.extra.pop("state", None)
+            try:
+                outs = s.invoke(args)  # type: ignore[misc]
+            except TfliteError:
+                raise
+            except MliError as e:
+                raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
+            for ti, v in zip(op.outputs, outs):
+                if ti >= 0:
+                    v = np.asarray(v)
+                    vals[ti] = v if v.shape == T[ti].shape else v.reshape(T[ti].shape)
+            if self._stateful:
+                for ti, v in g.extra.pop("state", {}).items():
+                    state[ti] = v
+                    vals[ti] = v
+            if not keep:
+                for ti in dead:
+                    vals.pop(ti, None)
         return vals
 
     def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
@@ -689,9 +968,7 @@ class TflmModel:
         """
         with use_platform(resolve_platform(platform)):
             self.graph.extra.pop("state", None)
-            if step.mli is not None:
-                return _run_mli(step.mli, step.op, self.graph, args)
-            outs = step.handler(self.graph, step.op, args)  # type: ignore[misc]
+            outs = step.invoke(args)  # type: ignore[misc]
             self.graph.extra.pop("state", None)
             return outs
 
@@ -721,6 +998,44 @@ class TflmModel:
                             for i in s.op.inputs if i >= 0],
                  "outputs": [f"{i}:{T[i].dtype.name}{list(T[i].shape)}" for i in s.op.outputs if i >= 0],
                  "mapping": s.function or "reference (TFLM)"} for s in self.steps]
+
+
+def _buffer_plan(g: TGraph, steps: list[Step]) -> list[list[int]]:
+    """Per step, the computed tensors no later step reads and no graph output is: a run that captures
+    nothing drops them after that step."""
+    last: dict[int, int] = {}
+    for k, s in enumerate(steps):
+        for i in list(s.op.inputs) + list(s.op.outputs):
+            if i >= 0 and g.tensors[i].data is None and not g.tensors[i].variable:
+                last[i] = k
+    keep = set(g.outputs) | set(g.inputs)
+    dead: list[list[int]] = [[] for _ in steps]
+    for i, k in last.items():
+        if i not in keep:
+            dead[k].append(i)
+    return dead
+
+
+def _macs(g: TGraph, op: TOp) -> int:
+    """Multiply-accumulates of one Invoke of a MAC operator (0 for the others)."""
+    T = g.tensors
+    if not op.inputs or op.inputs[0] < 0 or not op.outputs or op.outputs[0] < 0:
+        return 0
+    o = T[op.outputs[0]]
+    if op.name == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        x = T[op.inputs[0]]
+        steps = int(np.prod(x.shape[:-1])) if x.shape else 1
+        return steps * sum(int(np.prod(T[i].shape)) for i in op.inputs[1:9] if i >= 0)
+    if op.name not in _WEIGHTED + ("TRANSPOSE_CONV",) or len(op.inputs) < 2 or op.inputs[1] < 0:
+        return 0
+    w = T[op.inputs[1]]
+    size = int(np.prod(w.shape))
+    if op.name == "FULLY_CONNECTED":
+        n_x = int(np.prod(T[op.inputs[0]].shape))
+        return n_x // max(w.shape[-1], 1) * size
+    if op.name == "TRANSPOSE_CONV":
+        return int(np.prod(T[op.inputs[2]].shape[:-1])) * size
+    return int(np.prod(o.shape[:-1])) * size
 
 
 def _defects(g: TGraph, step: Step) -> list[arc_mli.GlueDefect]:
@@ -762,7 +1077,9 @@ def load_tflm(data: bytes, *, adapted: bool | None = None) -> TflmModel:
     for op in g.ops:
         fn = offload_function(g, op)
         if fn is not None:
-            step = Step(op, fn, None, _prepare_mli(g, op, fn))
+            mli = _prepare_mli(g, op, fn)
+            off = _OffloadedStep(mli, g, op)
+            step = Step(op, fn, None, mli, off.one, off.many)
             defects += _defects(g, step)
         else:
             h = HANDLERS.get(op.name)
@@ -770,7 +1087,8 @@ def load_tflm(data: bytes, *, adapted: bool | None = None) -> TflmModel:
                 why = ("a CUSTOM operator: pymli has no kernel for it" if op.name.startswith("CUSTOM")
                        else "no TFLM reference kernel in pymli for this operator")
                 raise TfliteUnsupported(op.index, op.name, why)
-            step = Step(op, None, h)
+            inv = prepare_op(g, op)
+            step = Step(op, None, h, None, inv, _whole_batch(inv) if batch_elementwise(g, op) else None)
         steps.append(step)
     m = TflmModel(data, g, steps, is_adapted, defects)
     if defects:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -67,13 +68,14 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     xi = x.astype(np.int64)
     diff = xi - xi.max(axis=-1, keepdims=True)
     ok = diff >= diff_min
-    resc = qu.multiply_by_quantized_multiplier_greater_than_one(diff, input_multiplier, input_left_shift)
-    e = fp.exp_on_negative_values(resc, 5)  # Q0.31
-    e12 = np.where(ok, fp.rescale(e, 0, 12), 0)
+    e_table, e12_table = _softmax_exp_tables(int(input_multiplier), int(input_left_shift), int(diff_min))
+    e = e_table[-diff]  # Q0.31; diff is in [-255, 0]
+    e12 = e12_table[-diff]
     sum_exps = qu.wrap(e12.sum(axis=-1, keepdims=True), 32)
     # GetReciprocal(sum, 12 integer bits)
     s = sum_exps.astype(np.uint64) & np.uint64(0xFFFFFFFF)
-    headroom = 32 - np.frompyfunc(lambda v: int(v).bit_length(), 1, 1)(s).astype(np.int64)
+    # bit length of a uint32: frexp's exponent (every uint32 is exact in float64; 0 -> 0)
+    headroom = 32 - np.frexp(s.astype(np.float64))[1].astype(np.int64)
     nbou = 12 - headroom
     shifted = qu.wrap(((s.astype(np.int64) << headroom) & 0xFFFFFFFF) - (1 << 31), 32)
     scale = fp.one_over_one_plus_x_for_x_in_0_1(shifted)
@@ -82,6 +84,20 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
     out = np.clip(unsat + lo, lo, hi)
     return np.where(ok, out, lo).astype(od)
+
+
+@functools.lru_cache(maxsize=64)
+def _softmax_exp_tables(input_multiplier: int, input_left_shift: int, diff_min: int) -> tuple[np.ndarray, np.ndarray]:
+    """The int8 softmax's per-element exponentials as tables over ``-diff`` (0..255): ``exp`` of the
+    rescaled difference (Q0.31) and its Q12 term of the sum (0 below ``diff_min``), computed with the
+    same fixed-point functions as element by element."""
+    diff = -np.arange(256, dtype=np.int64)
+    resc = qu.multiply_by_quantized_multiplier_greater_than_one(diff, input_multiplier, input_left_shift)
+    e = fp.exp_on_negative_values(resc, 5)
+    e12 = np.where(diff >= diff_min, fp.rescale(e, 0, 12), 0)
+    e.flags.writeable = False
+    e12.flags.writeable = False
+    return e, e12
 
 
 def logistic_int8_params(input_scale: float) -> tuple[int, int, int]:

@@ -6,6 +6,10 @@ quantisation (``graph.tensors[i]``: ``.dtype``, ``.shape``, ``.scale`` (float32 
 ``.s`` / ``.zp`` per tensor), ``op`` the builtin name, tensor indices and options (``tflite`` package
 option tables), ``inputs`` the input arrays (None for an omitted optional input). This is what the
 importer's registry calls on the ``mapping="tflm"`` reference path.
+
+Prepared form (:func:`prepare_op`): ``prepare(graph, op) -> invoke``, ``invoke(inputs) -> outputs``.
+The operators of :data:`PREPARE` derive their parameters (multipliers, shifts, tables, LSTM weights)
+once in ``prepare``; their handler is ``prepare(graph, op)(inputs)``, so both forms compute the same.
 """
 
 from __future__ import annotations
@@ -22,12 +26,24 @@ from .common import activation_range
 from .quant_util import quantize_multiplier, quantize_multipliers
 from .signal import HANDLERS as _SIGNAL_HANDLERS  # the TFLM signal-library CUSTOM:Signal* operators
 
-__all__ = ["HANDLERS", "run_op", "conv_params", "per_channel_multipliers"]
+__all__ = ["HANDLERS", "PREPARE", "STATEFUL", "run_op", "prepare_op", "batch_elementwise", "conv_params",
+           "per_channel_multipliers"]
 
 Handler = Callable[[Any, Any, list], list]
+Invoke = Callable[[list], list]
+Prepare = Callable[[Any, Any], Invoke]
 _TFLITE_INT32 = 2  # tflite.TensorType.INT32 (the schema's enum value)
 HANDLERS: dict[str, Handler] = {}
 HANDLERS.update(_SIGNAL_HANDLERS)
+PREPARE: dict[str, Prepare] = {}
+STATEFUL = frozenset(_SIGNAL_HANDLERS)
+"""Operators with state of their own between Invokes (the signal library's)."""
+
+#: Operators whose prepared Invoke works on any leading axes of same-shaped inputs (element-wise, or
+#: along the last axis only): a batched run passes the whole batch in one call.
+_ELEMENTWISE = frozenset({"QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU",
+                          "HARD_SWISH", "ABS", "ADD", "SUB", "MUL", "MINIMUM", "MAXIMUM", "SQUARED_DIFFERENCE",
+                          "SOFTMAX"})
 
 
 def _reg(*names: str) -> Callable[[Handler], Handler]:
@@ -36,6 +52,94 @@ def _reg(*names: str) -> Callable[[Handler], Handler]:
             HANDLERS[n] = f
         return f
     return deco
+
+
+def _prep(*names: str) -> Callable[[Prepare], Prepare]:
+    """Register a prepare function; the handler of the same names runs ``prepare(graph, op)(inputs)``."""
+    def deco(p: Prepare) -> Prepare:
+        def handler(graph: Any, op: Any, ins: list) -> list:
+            return p(graph, op)(ins)
+        for n in names:
+            PREPARE[n] = p
+            HANDLERS[n] = handler
+        return p
+    return deco
+
+
+def prepare_op(graph: Any, op: Any) -> Invoke:
+    """TFLM's Prepare of ``op``: its Invoke with every parameter derived once.
+
+    Args:
+        graph: the parsed graph (constant inputs hold their data).
+        op: the operator.
+
+    Returns:
+        ``invoke(inputs) -> outputs``. An operator whose Prepare refuses its tensors gets the
+        unprepared handler, which raises the same error on every Invoke (as TFLM's Invoke would fail).
+
+    Raises:
+        MliError: NOT_SUPPORTED for an operator without a handler.
+    """
+    h = HANDLERS.get(op.name)
+    if h is None:
+        raise MliError(Status.NOT_SUPPORTED, f"no TFLM reference handler for {op.name}")
+    p = PREPARE.get(op.name)
+    invoke: Invoke | None = None
+    if p is not None:
+        try:
+            invoke = p(graph, op)
+        except Exception:  # noqa: BLE001 - the handler raises it again on every Invoke, where it belongs
+            invoke = None
+    if invoke is None:
+        def invoke(ins: list) -> list:
+            return h(graph, op, ins)
+    return _int8_table(graph, op, invoke) or invoke
+
+
+#: Element-wise operators of one input whose output element depends on that input element alone.
+_UNARY = frozenset({"QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "RELU", "RELU6", "LEAKY_RELU", "HARD_SWISH",
+                    "ABS", "RSQRT", "ELU"})
+
+
+def _int8_table(graph: Any, op: Any, invoke: Invoke) -> Invoke | None:
+    """An int8-input operator of :data:`_UNARY` as a lookup in the table of its 256 results (computed by
+    ``invoke`` itself), or None (another operator, or one that refuses some input value)."""
+    T = graph.tensors
+    ins = [i for i in op.inputs if i >= 0]
+    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].dtype != np.int8
+            or T[ins[0]].data is not None):
+        return None
+    try:
+        table = np.asarray(invoke([np.arange(256, dtype=np.uint8).view(np.int8)])[0])
+    except Exception:  # noqa: BLE001 - a value the operator refuses: keep computing element by element
+        return None
+    if table.shape != (256,):
+        return None
+    table.flags.writeable = False
+    return lambda ins: [np.take(table, np.asarray(ins[0]).view(np.uint8))]
+
+
+def batch_elementwise(graph: Any, op: Any) -> bool:
+    """Whether the prepared Invoke of ``op`` takes a leading batch axis on its activation inputs as it is:
+    an element-wise operator (or SOFTMAX, along the last axis) whose non-constant inputs have the output's
+    shape (broadcasting then lines up) and one output, FULLY_CONNECTED with constant weights (a batch
+    is more rows), or PAD / PADV2 with constant paddings and value.
+
+    Args:
+        graph: the graph. op: the operator.
+
+    Returns:
+        True when a batch can go through in one call.
+    """
+    T = graph.tensors
+    if op.name == "FULLY_CONNECTED":  # rows are independent: a batch is more rows
+        return len(T[op.outputs[0]].shape) > 1 and all(i < 0 or T[i].data is not None for i in op.inputs[1:])
+    if op.name in ("PAD", "PADV2"):  # constant paddings of the trailing axes
+        return all(i < 0 or T[i].data is not None for i in op.inputs[1:])
+    if op.name not in _ELEMENTWISE or len(op.outputs) != 1:
+        return False
+    shape = T[op.outputs[0]].shape
+    return all(i < 0 or T[i].data is not None or T[i].shape == shape for i in op.inputs)
 
 
 def _int8_io(graph: Any, op: Any, name: str) -> tuple[Any, Any]:
@@ -109,47 +213,58 @@ def conv_params(graph: Any, op: Any) -> dict:
     return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
 
 
-@_reg("CONV_2D")
-def _conv2d(graph: Any, op: Any, ins: list) -> list:
+@_prep("CONV_2D")
+def _conv2d(graph: Any, op: Any) -> Invoke:
     o = op.options
-    x, w = ins[0], ins[1]
-    b = ins[2] if len(ins) > 2 else None
-    y = conv.conv2d(x, w, b, stride=(o.StrideH(), o.StrideW()),
-                    dilation=(o.DilationHFactor(), o.DilationWFactor()), same=o.Padding() == 0,
-                    **conv_params(graph, op))
-    return [y]
+    kw = dict(stride=(o.StrideH(), o.StrideW()), dilation=(o.DilationHFactor(), o.DilationWFactor()),
+              same=o.Padding() == 0, **conv_params(graph, op))
+
+    def invoke(ins: list) -> list:
+        return [conv.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
+    return invoke
 
 
-@_reg("DEPTHWISE_CONV_2D")
-def _dwconv(graph: Any, op: Any, ins: list) -> list:
+@_prep("DEPTHWISE_CONV_2D")
+def _dwconv(graph: Any, op: Any) -> Invoke:
     o = op.options
-    x, w = ins[0], ins[1]
-    b = ins[2] if len(ins) > 2 else None
-    if x.dtype == np.int16 and b is not None and b.dtype != np.int64:
-        raise MliError(Status.NOT_SUPPORTED, f"DEPTHWISE_CONV_2D 16x8 with a {b.dtype} bias: TFLM "
+    T = graph.tensors
+    x, w = T[op.inputs[0]], T[op.inputs[1]]
+    bt = T[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    if x.dtype == np.int16 and bt is not None and bt.dtype != np.int64:
+        raise MliError(Status.NOT_SUPPORTED, f"DEPTHWISE_CONV_2D 16x8 with a {bt.dtype} bias: TFLM "
                        "reads the bias buffer as int64 whatever its type")
-    dm = w.shape[3] // x.shape[3]
-    y = conv.depthwise_conv2d(x, w, b, depth_multiplier=dm, stride=(o.StrideH(), o.StrideW()),
-                              dilation=(o.DilationHFactor(), o.DilationWFactor()),
-                              same=o.Padding() == 0, **conv_params(graph, op))
-    return [y]
+    kw = dict(depth_multiplier=w.shape[3] // x.shape[3], stride=(o.StrideH(), o.StrideW()),
+              dilation=(o.DilationHFactor(), o.DilationWFactor()), same=o.Padding() == 0,
+              **conv_params(graph, op))
+
+    def invoke(ins: list) -> list:
+        return [conv.depthwise_conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
+    return invoke
 
 
-@_reg("TRANSPOSE_CONV")
-def _tconv(graph: Any, op: Any, ins: list) -> list:
+@_prep("TRANSPOSE_CONV")
+def _tconv(graph: Any, op: Any) -> Invoke:
     o = op.options
-    shape, w, x = ins[0], ins[1], ins[2]
-    b = ins[3] if len(ins) > 3 else None
-    if x.dtype == np.int16 and b is not None:
-        if b.dtype == np.int16:
-            b = b.astype(np.int64)  # TFLM widens an int16 bias into an int64 scratch buffer
-        elif b.dtype != np.int64:
-            raise MliError(Status.NOT_SUPPORTED, f"TRANSPOSE_CONV 16x8 with a {b.dtype} bias: TFLM "
+    T = graph.tensors
+    x = T[op.inputs[2]]
+    bt = T[op.inputs[3]] if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
+    widen = False
+    if x.dtype == np.int16 and bt is not None:
+        if bt.dtype == np.int16:
+            widen = True  # TFLM widens an int16 bias into an int64 scratch buffer
+        elif bt.dtype != np.int64:
+            raise MliError(Status.NOT_SUPPORTED, f"TRANSPOSE_CONV 16x8 with a {bt.dtype} bias: TFLM "
                            "reads the bias buffer as int64 unless it is int16")
-    oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
-    y = conv.transpose_conv(x, w, b, output_hw=oshape[1:3], stride=(o.StrideH(), o.StrideW()),
-                            same=o.Padding() == 0, **conv_params(graph, op))
-    return [y]
+    kw = dict(stride=(o.StrideH(), o.StrideW()), same=o.Padding() == 0, **conv_params(graph, op))
+
+    def invoke(ins: list) -> list:
+        shape, w, xv = ins[0], ins[1], ins[2]
+        b = ins[3] if len(ins) > 3 else None
+        if widen and b is not None:
+            b = b.astype(np.int64)
+        oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
+        return [conv.transpose_conv(xv, w, b, output_hw=oshape[1:3], **kw)]
+    return invoke
 
 
 def fc_params(graph: Any, op: Any) -> dict:
@@ -176,16 +291,24 @@ def fc_params(graph: Any, op: Any) -> dict:
     return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
 
 
-@_reg("FULLY_CONNECTED")
-def _fc(graph: Any, op: Any, ins: list) -> list:
-    x, w = ins[0], ins[1]
-    b = ins[2] if len(ins) > 2 else None
+@_prep("FULLY_CONNECTED")
+def _fc(graph: Any, op: Any) -> Invoke:
+    T = graph.tensors
+    x, w = T[op.inputs[0]], T[op.inputs[1]]
+    has_bias = len(op.inputs) > 2 and op.inputs[2] >= 0
     o = op.options
-    if (b is None and x.dtype == np.int16 and o is not None
-            and o.QuantizedBiasType() == _TFLITE_INT32):
-        b = np.zeros(w.shape[0], np.int32)  # TFLM: no bias, int32 accumulator as the bias type says
-    y = conv.fully_connected(x, w, b, **fc_params(graph, op))
-    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+    zero_bias = (not has_bias and x.dtype == np.int16 and o is not None
+                 and o.QuantizedBiasType() == _TFLITE_INT32)  # TFLM: int32 accumulator as the bias type says
+    kw = fc_params(graph, op)
+    units, shape = w.shape[0], T[op.outputs[0]].shape
+
+    def invoke(ins: list) -> list:
+        b = ins[2] if len(ins) > 2 else None
+        if b is None and zero_bias:
+            b = np.zeros(units, np.int32)
+        y = conv.fully_connected(ins[0], ins[1], b, **kw)
+        return [y.reshape((-1,) + shape[1:]) if len(shape) > 1 else y.reshape(shape)]
+    return invoke
 
 
 @_reg("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
@@ -224,32 +347,32 @@ def _int32_range(act: int) -> tuple[int, int]:
     return {1: (0, 2**31 - 1), 2: (-1, 1), 3: (0, 6)}.get(act, (-(2**31), 2**31 - 1))
 
 
-@_reg("ADD", "SUB")
-def _add_sub(graph: Any, op: Any, ins: list) -> list:
+@_prep("ADD", "SUB")
+def _add_sub(graph: Any, op: Any) -> Invoke:
     a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
                graph.tensors[op.outputs[0]])
     sub = op.name == "SUB"
     if o.dtype == np.int32:
         # TFLM's int32 ADD ignores the fused activation (full int32 range); SUB applies it
         lo, hi = _int32_range(_act(op) if sub else 0)
-        return [elementwise.add_sub_int32(ins[0], ins[1], sub=sub, act_min=lo, act_max=hi)]
+        return lambda ins: [elementwise.add_sub_int32(ins[0], ins[1], sub=sub, act_min=lo, act_max=hi)]
     p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
                                    sub=sub)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
-    return [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+    return lambda ins: [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
 
 
-@_reg("MUL")
-def _mul(graph: Any, op: Any, ins: list) -> list:
+@_prep("MUL")
+def _mul(graph: Any, op: Any) -> Invoke:
     a, b, o = (graph.tensors[op.inputs[0]], graph.tensors[op.inputs[1]],
                graph.tensors[op.outputs[0]])
     if o.dtype == np.int32:
         lo, hi = _int32_range(_act(op))
-        return [np.clip(qu.wrap(ins[0].astype(np.int64) * ins[1], 32), lo, hi).astype(np.int32)]
+        return lambda ins: [np.clip(qu.wrap(ins[0].astype(np.int64) * ins[1], 32), lo, hi).astype(np.int32)]
     m, s = elementwise.mul_params(a.s, b.s, o.s)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
-    return [elementwise.mul(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
-                            act_min=lo, act_max=hi)]
+    return lambda ins: [elementwise.mul(ins[0], ins[1], zp1=a.zp, zp2=b.zp, zpo=o.zp, multiplier=m, shift=s,
+                                        act_min=lo, act_max=hi)]
 
 
 @_reg("MINIMUM", "MAXIMUM")
@@ -257,43 +380,53 @@ def _minmax(graph: Any, op: Any, ins: list) -> list:
     return [elementwise.minimum_maximum(ins[0], ins[1], maximum=op.name == "MAXIMUM")]
 
 
-@_reg("SOFTMAX")
-def _softmax(graph: Any, op: Any, ins: list) -> list:
+@_prep("SOFTMAX")
+def _softmax(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if x.dtype == np.int16:
         m, ls, el, rl = activations.softmax_int16_params(op.options.Beta(), x.s)
-        return [activations.softmax_int16(ins[0], input_multiplier=m, input_left_shift=ls,
-                                          exp_lut=el, one_over_one_plus_x_lut=rl)]
+        return lambda ins: [activations.softmax_int16(ins[0], input_multiplier=m, input_left_shift=ls,
+                                                      exp_lut=el, one_over_one_plus_x_lut=rl)]
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
-    m, ls, dmin = activations.softmax_params(op.options.Beta(), x.s)
-    return [activations.softmax_int8(ins[0], input_multiplier=m, input_left_shift=ls, diff_min=dmin,
-                                     out_dtype=o.dtype)]
+    m8, ls8, dmin = activations.softmax_params(op.options.Beta(), x.s)
+    return lambda ins: [activations.softmax_int8(ins[0], input_multiplier=m8, input_left_shift=ls8,
+                                                 diff_min=dmin, out_dtype=o.dtype)]
 
 
-@_reg("LOGISTIC", "TANH")
-def _logistic_tanh(graph: Any, op: Any, ins: list) -> list:
+@_prep("LOGISTIC", "TANH")
+def _logistic_tanh(graph: Any, op: Any) -> Invoke:
     x = graph.tensors[op.inputs[0]]
     tanh = op.name == "TANH"
     if x.dtype == np.int8:
         m, ls, r = activations.logistic_int8_params(x.s)
         f = activations.tanh_int8 if tanh else activations.logistic_int8
-        return [f(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
-                  input_range_radius=r)]
+        return lambda ins: [f(ins[0], input_zp=x.zp, input_multiplier=m, input_left_shift=ls,
+                              input_range_radius=r)]
     if x.dtype == np.int16:
-        m, ls = activations.int16_activation_params(x.s, tanh=tanh)
+        m16, ls16 = activations.int16_activation_params(x.s, tanh=tanh)
         if tanh:
-            return [activations.tanh_int16(ins[0], m, ls)]
-        return [activations.logistic_int16(ins[0], input_multiplier=m, input_left_shift=ls)]
+            return lambda ins: [activations.tanh_int16(ins[0], m16, ls16)]
+        return lambda ins: [activations.logistic_int16(ins[0], input_multiplier=m16, input_left_shift=ls16)]
     raise MliError(Status.NOT_SUPPORTED, f"{op.name} {x.dtype} input")
 
 
-@_reg("LEAKY_RELU")
-def _leaky(graph: Any, op: Any, ins: list) -> list:
+@_prep("LEAKY_RELU")
+def _leaky(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     ma, sa, mi, si = activations.leaky_relu_params(x.s, op.options.Alpha(), o.s)
-    return [activations.leaky_relu(ins[0], input_zp=x.zp, output_zp=o.zp, alpha_multiplier=ma,
-                                   alpha_shift=sa, identity_multiplier=mi, identity_shift=si)]
+    return lambda ins: [activations.leaky_relu(ins[0], input_zp=x.zp, output_zp=o.zp, alpha_multiplier=ma,
+                                               alpha_shift=sa, identity_multiplier=mi, identity_shift=si)]
+
+
+@_prep("QUANTIZE")
+def _quantize(graph: Any, op: Any) -> Invoke:
+    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    if x.dtype == np.float32:
+        return lambda ins: [quantize.affine_quantize(ins[0], scale=o.s, zero_point=o.zp, out_dtype=o.dtype)]
+    m, s = quantize.requantize_params(x.s, o.s)
+    return lambda ins: [quantize.requantize(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                            out_dtype=o.dtype)]
 
 
 @_reg("QUANTIZE")
@@ -312,14 +445,35 @@ def _dequantize(graph: Any, op: Any, ins: list) -> list:
     return [quantize.dequantize(ins[0], scale=x.s, zero_point=x.zp)]
 
 
-@_reg("PAD", "PADV2")
-def _pad(graph: Any, op: Any, ins: list) -> list:
-    o = graph.tensors[op.outputs[0]]
-    if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
-        val = np.asarray(ins[2]).reshape(-1)[0]
-    else:
-        val = o.zp if o.dtype != np.float32 else 0.0
-    return [shape_ops.pad(ins[0], ins[1], value=val)]
+@_prep("PAD", "PADV2")
+def _pad(graph: Any, op: Any) -> Invoke:
+    T = graph.tensors
+    x, o = T[op.inputs[0]], T[op.outputs[0]]
+    pt = T[op.inputs[1]]
+    vt = T[op.inputs[2]] if op.name == "PADV2" and len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+    const_value = vt is None or vt.data is not None
+
+    def value(ins: list) -> Any:
+        if op.name == "PADV2" and len(ins) > 2 and ins[2] is not None:
+            return np.asarray(ins[2]).reshape(-1)[0]
+        return o.zp if o.dtype != np.float32 else 0.0
+
+    if pt.data is None or not const_value:
+        return lambda ins: [shape_ops.pad(ins[0], ins[1], value=value(ins))]
+    p = np.asarray(pt.data, np.int64).reshape(-1, 2)
+    if p.shape[0] != len(x.shape) or (p < 0).any():
+        raise MliError(Status.BAD_FUNC_CFG, f"paddings {p.tolist()} for shape {x.shape}")
+    inner = tuple(slice(int(b), int(b) + n) for (b, _), n in zip(p, x.shape))
+    grow = tuple(int(b + e) for b, e in p)
+    fill = value([None, None, vt.data if vt is not None else None])
+
+    def invoke(ins: list) -> list:
+        xv = np.asarray(ins[0])
+        lead = xv.ndim - len(inner)  # a batched run's leading axis
+        out = np.full(xv.shape[:lead] + tuple(n + g for n, g in zip(xv.shape[lead:], grow)), fill, xv.dtype)
+        out[(slice(None),) * lead + inner] = xv
+        return [out]
+    return invoke
 
 
 @_reg("STRIDED_SLICE")
@@ -347,23 +501,24 @@ def _concat(graph: Any, op: Any, ins: list) -> list:
     return [shape_ops.concatenation(list(ins), op.options.Axis())]
 
 
-@_reg("MEAN", "SUM")
-def _mean(graph: Any, op: Any, ins: list) -> list:
+@_prep("MEAN", "SUM")
+def _mean(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     m, s = reduce.mean_sum_params(x.s, o.s)
-    y = reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
-                           keep_dims=bool(op.options.KeepDims()), compute_sum=op.name == "SUM")
-    return [y.reshape(o.shape)]
+    keep, total = bool(op.options.KeepDims()), op.name == "SUM"
+    return lambda ins: [reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                           keep_dims=keep, compute_sum=total).reshape(o.shape)]
 
 
-@_reg("AVERAGE_POOL_2D", "MAX_POOL_2D")
-def _pool(graph: Any, op: Any, ins: list) -> list:
+@_prep("AVERAGE_POOL_2D", "MAX_POOL_2D")
+def _pool(graph: Any, op: Any) -> Invoke:
     o = op.options
     out = graph.tensors[op.outputs[0]]
     lo, hi = activation_range(_act(op), out.s, out.zp, out.dtype)
     f = reduce.average_pool if op.name == "AVERAGE_POOL_2D" else reduce.max_pool
-    return [f(ins[0], k=(o.FilterHeight(), o.FilterWidth()), stride=(o.StrideH(), o.StrideW()),
-              same=o.Padding() == 0, act_min=lo, act_max=hi)]
+    kw = dict(k=(o.FilterHeight(), o.FilterWidth()), stride=(o.StrideH(), o.StrideW()), same=o.Padding() == 0,
+              act_min=lo, act_max=hi)
+    return lambda ins: [f(ins[0], **kw)]
 
 
 def _set_state(graph: Any, index: int, value: np.ndarray) -> None:
@@ -371,45 +526,64 @@ def _set_state(graph: Any, index: int, value: np.ndarray) -> None:
     graph.extra.setdefault("state", {})[index] = value
 
 
-@_reg("SVDF")
-def _svdf(graph: Any, op: Any, ins: list) -> list:
-    x, wf, wt, b, st = ins[:5]
+@_prep("SVDF")
+def _svdf(graph: Any, op: Any) -> Invoke:
     T = graph.tensors
     xt, wft, wtt, stt, o = (T[op.inputs[0]], T[op.inputs[1]], T[op.inputs[2]], T[op.inputs[4]],
                             T[op.outputs[0]])
     if xt.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"SVDF {xt.dtype} input")
     p = svdf.svdf_params(xt.s, xt.zp, wft.s, stt.s, stt.zp, wtt.s, o.s, o.zp)
-    y, new = svdf.svdf_int8(x, wf, wt, b, st, p, rank=op.options.Rank())
-    _set_state(graph, op.inputs[4], new)
-    return [y.reshape(o.shape)]
+    rank, state_index = op.options.Rank(), op.inputs[4]
+
+    def invoke(ins: list) -> list:
+        x, wf, wt, b, st = ins[:5]
+        y, new = svdf.svdf_int8(x, wf, wt, b, st, p, rank=rank)
+        _set_state(graph, state_index, new)
+        return [y.reshape(o.shape)]
+    return invoke
 
 
-@_reg("UNIDIRECTIONAL_SEQUENCE_LSTM")
-def _uslstm(graph: Any, op: Any, ins: list) -> list:
+_LSTM_WIN = {"input": 1, "forget": 2, "cell": 3, "output": 4}
+_LSTM_WREC = {"input": 5, "forget": 6, "cell": 7, "output": 8}
+_LSTM_BIAS = {"input": 12, "forget": 13, "cell": 14, "output": 15}
+
+
+def _lstm_params(graph: Any, op: Any, ins: list) -> lstm.LstmParams:
+    T = graph.tensors
+    idx = op.inputs
+    xt, ht, ct = T[idx[0]], T[idx[18]], T[idx[19]]
+    o = op.options
+    return lstm.lstm_params(
+        input_scale=xt.s, input_zp=xt.zp, hidden_scale=ht.s, hidden_zp=ht.zp, cell_scale=ct.s,
+        weights={g: (ins[_LSTM_WIN[g]], ins[_LSTM_WREC[g]]) for g in lstm.GATES},
+        bias={g: ins[_LSTM_BIAS[g]] for g in lstm.GATES},
+        w_in_scale={g: T[idx[_LSTM_WIN[g]]].s for g in lstm.GATES},
+        w_rec_scale={g: T[idx[_LSTM_WREC[g]]].s for g in lstm.GATES},
+        cell_clip=o.CellClip(), cell_tanh=o.FusedActivationFunction() != 6)
+
+
+@_prep("UNIDIRECTIONAL_SEQUENCE_LSTM")
+def _uslstm(graph: Any, op: Any) -> Invoke:
     T = graph.tensors
     idx = op.inputs
     if any(i >= 0 for i in list(idx[9:12]) + list(idx[16:18]) + list(idx[20:24])):
         raise MliError(Status.NOT_SUPPORTED, "LSTM with peephole, projection or layer norm")
     if idx[1] < 0:
         raise MliError(Status.NOT_SUPPORTED, "LSTM with coupled input and forget gates (CIFG)")
-    xt, ht, ct = T[idx[0]], T[idx[18]], T[idx[19]]
-    win = {"input": 1, "forget": 2, "cell": 3, "output": 4}
-    wrec = {"input": 5, "forget": 6, "cell": 7, "output": 8}
-    bias = {"input": 12, "forget": 13, "cell": 14, "output": 15}
-    o = op.options
-    p = lstm.lstm_params(
-        input_scale=xt.s, input_zp=xt.zp, hidden_scale=ht.s, hidden_zp=ht.zp, cell_scale=ct.s,
-        weights={g: (ins[win[g]], ins[wrec[g]]) for g in lstm.GATES},
-        bias={g: ins[bias[g]] for g in lstm.GATES},
-        w_in_scale={g: T[idx[win[g]]].s for g in lstm.GATES},
-        w_rec_scale={g: T[idx[wrec[g]]].s for g in lstm.GATES},
-        cell_clip=o.CellClip(), cell_tanh=o.FusedActivationFunction() != 6)
-    y, h, c = lstm.unidirectional_sequence_lstm(ins[0], p, ins[18], ins[19],
-                                                time_major=bool(o.TimeMajor()))
-    _set_state(graph, idx[18], h)
-    _set_state(graph, idx[19], c)
-    return [y.reshape(T[op.outputs[0]].shape)]
+    consts = [i for i in list(_LSTM_WIN.values()) + list(_LSTM_WREC.values()) + list(_LSTM_BIAS.values())]
+    fixed = None
+    if all(idx[k] < 0 or T[idx[k]].data is not None for k in consts):  # constant weights: Prepare once
+        fixed = _lstm_params(graph, op, [T[i].data if 0 <= i and T[i].data is not None else None for i in idx])
+    time_major, shape = bool(op.options.TimeMajor()), T[op.outputs[0]].shape
+
+    def invoke(ins: list) -> list:
+        p = fixed if fixed is not None else _lstm_params(graph, op, ins)
+        y, h, c = lstm.unidirectional_sequence_lstm(ins[0], p, ins[18], ins[19], time_major=time_major)
+        _set_state(graph, idx[18], h)
+        _set_state(graph, idx[19], c)
+        return [y.reshape(shape)]
+    return invoke
 
 
 @_reg("SPLIT")

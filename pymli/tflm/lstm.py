@@ -9,6 +9,7 @@ projection or layer normalisation (TFLM micro rejects them).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -76,6 +77,21 @@ def tanh_int16(x: np.ndarray, input_multiplier: int = 0, input_left_shift: int =
     return qu.wrap(r, 16).astype(np.int16)
 
 
+@functools.lru_cache(maxsize=32)
+def _int16_table(tanh: bool, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    """:func:`sigmoid_int16` / :func:`tanh_int16` of every int16, indexed by the input's uint16 bit pattern."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+    f = tanh_int16 if tanh else sigmoid_int16
+    t = f(x, input_multiplier, input_left_shift)
+    t.flags.writeable = False
+    return t
+
+
+def _lut16(x: np.ndarray, tanh: bool, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """:func:`sigmoid_int16` / :func:`tanh_int16` of an int16 array by table lookup (same values)."""
+    return np.take(_int16_table(tanh, int(input_multiplier), int(input_left_shift)), x.view(np.uint16))
+
+
 def checked_log2(x: float) -> tuple[int, bool]:
     """TFLM ``CheckedLog2``: ``(round(log2 x), |fraction| < 1e-3)`` in float32."""
     lg = np.float32(math.log(np.float32(x))) * (np.float32(1.0) / np.float32(math.log(np.float32(2.0))))
@@ -110,6 +126,46 @@ class LstmParams:
     input_cell: tuple[int, int]
     output_hidden: tuple[int, int]
     cell_tanh: bool
+    fused: _Fused | None = None
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """The four gates side by side (columns in :data:`GATES` order): weights transposed for ``x @ w``,
+    biases (0 where a gate has none), multipliers and shifts per column."""
+
+    w_in: np.ndarray
+    w_rec: np.ndarray
+    bias: np.ndarray
+    m_in: np.ndarray
+    s_in: np.ndarray
+    m_rec: np.ndarray
+    s_rec: np.ndarray
+
+
+#: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
+#: summation order: 2**20 * 2**17 * 2**8 = 2**45 < 2**53.
+_F64_DEPTH = 1 << 20
+
+
+def _fuse(gates: dict) -> _Fused:
+    cols = [gates[g] for g in GATES]
+    w_in = np.concatenate([q.w_in.astype(np.int64) for q in cols], 0).T
+    w_rec = np.concatenate([q.w_rec.astype(np.int64) for q in cols], 0).T
+    bias = np.concatenate([np.zeros(q.w_in.shape[0], np.int64) if q.bias is None else q.bias.astype(np.int64)
+                           for q in cols])
+
+    def per_col(name: str) -> np.ndarray:
+        return np.concatenate([np.full(q.w_in.shape[0], getattr(q, name), np.int64) for q in cols])
+    return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
+                  per_col("rec_shift"))
+
+
+def _dot(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Exact int64 ``x @ w`` (float64 BLAS within the depth bound of :data:`_F64_DEPTH`)."""
+    if w.shape[0] < _F64_DEPTH:
+        return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
+    return x.astype(np.int64) @ w
 
 
 def _fc_multiplier(s_in: float, s_w: float) -> tuple[int, int]:
@@ -150,24 +206,27 @@ def lstm_params(*, input_scale: float, input_zp: int, hidden_scale: float, hidde
     ic = quantize_multiplier(s15 * s15 / cs)
     oh = quantize_multiplier(s15 * s15 / float(np.float32(hidden_scale)))
     return LstmParams(gates, int(input_zp), int(hidden_zp), csp, qclip, float(cell_clip), fc, ic, oh,
-                      cell_tanh)
+                      cell_tanh, _fuse(gates))
 
 
-def _fc16(x: np.ndarray, zp: int, w: np.ndarray, b: np.ndarray | None, m: int, s: int,
-          wide: bool) -> np.ndarray:
-    acc = (x.astype(np.int64) - zp) @ w.astype(np.int64).T
-    if b is not None:
-        acc = acc + b.astype(np.int64)
+def _clamp(x: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``np.clip`` of an int64 array with int bounds, as two ufuncs (np.clip's argument handling costs more
+    than the clamp on the LSTM's small vectors)."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _requant16(acc: np.ndarray, m: np.ndarray, s: np.ndarray, wide: bool) -> np.ndarray:
+    """A gate FC's accumulator to Q3.12 (int64 multiplier for 16x8, int32 wrap for 8x8), saturated to int16."""
     if wide:
         r = qu.multiply_by_quantized_multiplier_int64(acc, m, s)
     else:
         r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), m, s)
-    return np.clip(r, -32768, 32767)
+    return _clamp(r, -32768, 32767)
 
 
 def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
-    p = a.astype(np.int64) * b.astype(np.int64)
-    return np.clip(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
+    p = np.multiply(a, b, dtype=np.int64)
+    return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
 
 
 def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarray, cell: np.ndarray,
@@ -191,32 +250,29 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     if x.dtype not in (np.int8, np.int16) or hidden.dtype != x.dtype or cell.dtype != np.int16:
         raise MliError(Status.TYPE_MISMATCH, f"LSTM x {x.dtype} hidden {hidden.dtype} cell {cell.dtype}")
     seq = np.swapaxes(x, 0, 1) if not time_major else x  # (T, B, I)
-    nb = seq.shape[1]
+    nt, nb = seq.shape[0], seq.shape[1]
+    fz = p.fused if p.fused is not None else _fuse(p.gates)
+    ns = fz.w_rec.shape[0]
     h = hidden.reshape(nb, -1).astype(np.int64)
     c = cell.reshape(nb, -1).astype(np.int64)
     wide = x.dtype == np.int16
     hlo, hhi = int(np.iinfo(x.dtype).min), int(np.iinfo(x.dtype).max)
+    # the input FCs of every step at once (they do not depend on the recurrence)
+    acc = _dot(seq.reshape(nt * nb, -1).astype(np.int64) - p.input_zp, fz.w_in) + fz.bias
+    gin = _requant16(acc, fz.m_in, fz.s_in, wide).reshape(nt, nb, 4 * ns)
+    sh = 15 + p.cell_scale_power - 3
     outs = []
-    for t in range(seq.shape[0]):  # the recurrence is sequential
-        xt = seq[t]
-
-        def gate(g: str) -> np.ndarray:
-            q = p.gates[g]
-            a = _fc16(xt, p.input_zp, q.w_in, q.bias, q.in_multiplier, q.in_shift, wide)
-            b = _fc16(h, p.hidden_zp, q.w_rec, None, q.rec_multiplier, q.rec_shift, wide)
-            return np.clip(a + b, -32768, 32767).astype(np.int16)
-
-        f = sigmoid_int16(gate("forget")).astype(np.int64)
-        i = sigmoid_int16(gate("input")).astype(np.int64)
-        gc = gate("cell")
-        g = (tanh_int16(gc) if p.cell_tanh else sigmoid_int16(gc)).astype(np.int64)
+    for t in range(nt):  # the recurrence is sequential
+        rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
+        gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
+        sig = _lut16(gates, False).astype(np.int64)
+        i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
+        g = _lut16(gates[:, 2 * ns:3 * ns], True).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
         c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
-        c = np.clip(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
+        c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
         if p.cell_clip > 0:
-            c = np.clip(c, -p.quantized_cell_clip, p.quantized_cell_clip)
-        o = sigmoid_int16(gate("output")).astype(np.int64)
-        sh = 15 + p.cell_scale_power - 3
-        tc = (tanh_int16(c.astype(np.int16), 3, -sh) if sh < 0 else tanh_int16(c.astype(np.int16), 0, sh))
+            c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
+        tc = _lut16(c.astype(np.int16), True, *((3, -sh) if sh < 0 else (0, sh))).astype(np.int64)
         h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
         outs.append(h.astype(x.dtype))
     out = np.stack(outs, 0)

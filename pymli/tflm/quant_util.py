@@ -117,16 +117,14 @@ def quantize_multipliers(m: ArrayLike) -> tuple[I64, I64]:
     return mult, sh
 
 
-def _trunc_div_pow2(x: I64, n: int) -> I64:
-    """C integer division of an int64 array by ``2**n`` (truncation toward zero)."""
-    return np.where(x >= 0, x >> n, -((-x) >> n))
-
-
 def srdhm(a: ArrayLike, b: ArrayLike, bits: int = 32) -> I64:
     """gemmlowp ``SaturatingRoundingDoublingHighMul`` for int32 (or int16 with ``bits=16``).
 
     ``(a * b + nudge) / 2**(bits-1)`` with C truncating division, nudge ``2**(bits-2)`` for a
     non-negative product and ``1 - 2**(bits-2)`` otherwise; ``a == b == min`` saturates to max.
+    Both cases are the floor of ``(a * b + 2**(bits-2)) / 2**(bits-1)`` (for a negative product the
+    truncation adds ``2**(bits-1) - 1`` before flooring, which cancels the nudge's ``1 - 2**(bits-1)``
+    offset), computed as one arithmetic shift.
 
     Args:
         a: integer array, values in the ``bits``-bit range.
@@ -139,28 +137,34 @@ def srdhm(a: ArrayLike, b: ArrayLike, bits: int = 32) -> I64:
     a = np.asarray(a, np.int64)
     b = np.asarray(b, np.int64)
     lo = -(1 << (bits - 1))
-    ab = a * b
-    nudge = np.where(ab >= 0, np.int64(1 << (bits - 2)), np.int64(1 - (1 << (bits - 2))))
-    r = _trunc_div_pow2(ab + nudge, bits - 1)
-    return np.where((a == lo) & (b == lo), np.int64(-lo - 1), r)
+    r = (a * b + (1 << (bits - 2))) >> (bits - 1)
+    if (b == lo).any() and (a == lo).any():
+        r = np.where((a == lo) & (b == lo), np.int64(-lo - 1), r)
+    return np.asarray(r, np.int64)
 
 
 def rounding_divide_by_pot(x: ArrayLike, exponent: ArrayLike) -> I64:
     """gemmlowp ``RoundingDivideByPOT``: ``x / 2**exponent`` rounded to nearest, ties away from zero.
 
+    Computed as ``(x + 2**(e-1) - [x < 0]) >> e`` (floor): a tie of a negative ``x`` then stays
+    below the next integer, every other value rounds to nearest; ``e = 0`` adds nothing.
+
     Args:
-        x: integer array (int32 values in TFLM; any int64 value works).
+        x: integer array (int32 values in TFLM; any int64 value below ``2**62`` works).
         exponent: non-negative shift, scalar or broadcastable array (0..62).
 
     Returns:
         int64 array.
     """
     x = np.asarray(x, np.int64)
+    if isinstance(exponent, (int, np.integer)):
+        e = int(exponent)
+        if e == 0:
+            return x.copy()
+        return (x + ((1 << (e - 1)) - (x < 0))) >> e
     e = np.asarray(exponent, np.int64)
-    mask = (np.int64(1) << e) - 1
-    rem = x & mask
-    thr = (mask >> 1) + (x < 0)
-    return (x >> e) + (rem > thr)
+    half = (np.int64(1) << e) >> 1
+    return (x + (half - ((x < 0) & (e > 0)))) >> e
 
 
 def rounding_divide_by_pot_int32(x: ArrayLike, exponent: ArrayLike) -> I64:
@@ -180,7 +184,11 @@ def rounding_divide_by_pot_int32(x: ArrayLike, exponent: ArrayLike) -> I64:
         int64 array.
     """
     x = np.asarray(x, np.int64)
+    if isinstance(exponent, (int, np.integer)) and int(exponent) < 32:
+        return rounding_divide_by_pot(x, int(exponent))
     e = np.asarray(exponent, np.int64)
+    if not (e >= 32).any():
+        return rounding_divide_by_pot(x, e)
     wide = e >= 32
     exact = rounding_divide_by_pot(x, np.where(wide, 0, e))
     return np.where(wide, (x >> (e & 31)) + (x >= 0), exact)
@@ -221,6 +229,9 @@ def multiply_by_quantized_multiplier(x: ArrayLike, multiplier: ArrayLike, shift:
         int64 array of int32 values.
     """
     x = np.asarray(x, np.int64)
+    if isinstance(shift, (int, np.integer)):
+        sh = int(shift)
+        return rounding_divide_by_pot_int32(srdhm(wrap(x << max(sh, 0), 32), multiplier), max(-sh, 0))
     sh = np.asarray(shift, np.int64)
     left = np.maximum(sh, 0)
     right = np.maximum(-sh, 0)

@@ -135,3 +135,40 @@ def test_downscale_multiplier() -> None:
     assert qu.downscale_int32_to_int16_multiplier(2**31 - 1) == 32767
     assert qu.downscale_int32_to_int16_multiplier(2**30) == 2**14
     assert qu.downscale_int32_to_int16_multiplier(2**30 + 2**15) == 2**14 + 1
+
+
+@given(st.lists(st.tuples(I32, st.integers(0, 2**31 - 1)), min_size=1, max_size=30), st.integers(-31, 30))
+def test_mbqm_int32_scalar_multiplier_and_shift(cases: list[tuple[int, int]], s: int) -> None:
+    x = np.array([c[0] for c in cases], np.int64)
+    m = cases[0][1]
+    assert qu.multiply_by_quantized_multiplier(x, m, s).tolist() == [o_mbqm(int(v), m, s) for v in x]
+    assert qu.multiply_by_quantized_multiplier(x, np.int64(m), np.int64(s)).tolist() == \
+        [o_mbqm(int(v), m, s) for v in x]
+
+
+def test_srdhm_saturates_only_min_times_min() -> None:
+    lo = -(2**31)
+    a = np.array([lo, lo, lo + 1, 2**31 - 1, lo], np.int64)
+    b = np.array([lo, lo + 1, lo, lo, 2**31 - 1], np.int64)
+    assert qu.srdhm(a, b).tolist() == [o_srdhm(int(x), int(y)) for x, y in zip(a, b)]
+    assert qu.srdhm(a, lo).tolist() == [o_srdhm(int(x), lo) for x in a]
+
+
+@given(st.lists(st.tuples(st.integers(-(2**61), 2**61), st.integers(0, 60)), min_size=1, max_size=40))
+def test_rdbp_wide_values_scalar_and_array_exponents(cases: list[tuple[int, int]]) -> None:
+    x = np.array([c[0] for c in cases], np.int64)
+    e = np.array([c[1] for c in cases], np.int64)
+    assert qu.rounding_divide_by_pot(x, e).tolist() == [o_rdbp(*c) for c in cases]
+    k = cases[0][1]
+    assert qu.rounding_divide_by_pot(x, k).tolist() == [o_rdbp(int(v), k) for v in x]
+
+
+@given(st.lists(st.tuples(I32, st.integers(0, 63)), min_size=1, max_size=40))
+def test_rdbp_int32_release_build_exponents(cases: list[tuple[int, int]]) -> None:
+    def oracle(x: int, e: int) -> int:
+        return o_rdbp(x, e) if e < 32 else (x >> (e - 32)) + (x >= 0)
+    x = np.array([c[0] for c in cases], np.int64)
+    e = np.array([c[1] for c in cases], np.int64)
+    assert qu.rounding_divide_by_pot_int32(x, e).tolist() == [oracle(*c) for c in cases]
+    k = cases[0][1]
+    assert qu.rounding_divide_by_pot_int32(x, k).tolist() == [oracle(int(v), k) for v in x]

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Whole models through ``pymli.tflite.load`` (TFLM + arc_mli mapping): pymli against the TFLite Micro
+interpreter and LiteRT, per inference.
+
+usage: python benchmarks/bench_models_tflm.py [--repeat 10] [--batch 16] [--only mobilenet,golden] [--profile NAME]
+
+Models: MobileNet v1 0.5 128x128, MobileNet v2 0.35 96x96 (residual ADDs), MobileNet v1 0.25 96x96 (random
+weights, calibrated by pymli.tflite.examples.GraphMaker; builders in bench_eval.py), a three-FULLY_CONNECTED
+model (64 -> 32 -> 32 -> 10), and the nine models of shared/tflite_golden. Columns: MACs per inference, pymli's
+time per inference (best of N after a warm-up run), pymli's time per sample in a batch of ``--batch`` samples
+(one ``run`` call), the TFLite Micro Python interpreter's ``invoke`` (the ``tflite_micro`` package; its
+reference kernels), LiteRT's ``invoke`` on one thread (``ai_edge_litert``; the column is left empty when the
+package is absent), and the ratios TFLM / pymli and pymli / LiteRT. Only the invoke is timed on every side
+(inputs set beforehand); pymli's time includes its input checks.
+
+``--profile NAME`` prints pymli's time per operator of one model (each prepared step alone, on the values of
+a captured run), with its MACs and MAC rate: where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from _timing import ROOT, best_of, fmt_time
+from bench_eval import mobilenet_v1, mobilenet_v2
+
+from pymli.tflite import load
+from pymli.tflite.examples import GraphMaker
+from pymli.tflite.errors import TfliteWarning
+
+GOLDEN = Path(os.environ.get("PYMLI_SHARED", ROOT.parent / "shared")) / "tflite_golden" / "models"
+
+
+def three_fc() -> bytes:
+    """A three-FULLY_CONNECTED int8 model: 64 -> 32 (ReLU) -> 32 (ReLU) -> 10."""
+    g = GraphMaker((64,), 0, description="three fully connected layers")
+    g.fc(32, act="RELU").fc(32, act="RELU").fc(10)
+    return g.finish()
+
+
+def models(only: str = "") -> list[tuple[str, bytes]]:
+    """(name, .tflite bytes) of the benchmarked models whose name contains one of the comma-separated
+    fragments of ``only`` (``golden``: the golden models; empty: all)."""
+    keys = [k for k in only.split(",") if k]
+    built = [("mobilenet_v1 0.5 128x128", lambda: mobilenet_v1(128, 0.5)[0]),
+             ("mobilenet_v2 0.35 96x96", lambda: mobilenet_v2(96, 0.35)[0]),
+             ("mobilenet_v1 0.25 96x96", lambda: mobilenet_v1(96, 0.25)[0]),
+             ("three FC 64-32-32-10", three_fc)]
+    golden = [(p.stem, p.read_bytes) for p in sorted(GOLDEN.glob("*.tflite"))]
+
+    def want(name: str, is_golden: bool) -> bool:
+        return not keys or any(k in name or (k == "golden" and is_golden) for k in keys)
+    return [(n, f()) for n, f in built if want(n, False)] + [(n, f()) for n, f in golden if want(n, True)]
+
+
+def random_inputs(m, n: int | None = None, seed: int = 0) -> list[np.ndarray]:  # noqa: ANN001
+    """One random array per model input (int8 / int16 over their whole range, float32 standard normal);
+    with ``n``, a batch of n samples."""
+    rng = np.random.default_rng(seed)
+    xs = []
+    for t in m.inputs:
+        shape = tuple(t.shape) if n is None else (n,) + tuple(t.shape)
+        if t.dtype.kind == "f":
+            xs.append(rng.standard_normal(shape).astype(t.dtype))
+        else:
+            info = np.iinfo(t.dtype)
+            lo, hi = max(int(info.min), -(1 << 15)), min(int(info.max), (1 << 15) - 1)
+            xs.append(rng.integers(lo, hi + 1, shape).astype(t.dtype))
+    return xs
+
+
+def tflm_invoke(data: bytes, xs: list[np.ndarray]):  # noqa: ANN201
+    """A zero-argument callable running one TFLite Micro Invoke on ``xs`` (None without tflite_micro)."""
+    try:
+        from tflite_micro.python.tflite_micro import runtime  # optional dependency
+    except Exception:  # noqa: BLE001 - any import problem: no column
+        return None
+    it = runtime.Interpreter.from_bytes(data, arena_size=(16 << 20) + 8 * len(data))
+    for j, x in enumerate(xs):
+        it.set_input(np.ascontiguousarray(x), j)
+    return it.invoke
+
+
+def litert_invoke(data: bytes, xs: list[np.ndarray]):  # noqa: ANN201
+    """A zero-argument callable running one single-threaded LiteRT invoke (None without ai_edge_litert)."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter  # optional dependency
+    except Exception:  # noqa: BLE001 - any import problem: no column
+        return None
+    it = Interpreter(model_content=data, num_threads=1)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs):
+        it.set_tensor(d["index"], np.ascontiguousarray(x))
+    return it.invoke
+
+
+def _interleaved(fns: dict, repeat: int) -> dict:
+    """Best wall time of each callable, the callables taking turns (a busy machine slows them alike)."""
+    best = {k: float("inf") for k, f in fns.items() if f is not None}
+    for f in fns.values():
+        if f is not None:
+            f()  # warm-up
+    for _ in range(max(repeat, 1)):
+        for k in best:
+            t0 = time.perf_counter()
+            fns[k]()
+            best[k] = min(best[k], time.perf_counter() - t0)
+    return {k: best.get(k) for k in fns}
+
+
+def run(repeat: int = 10, batch: int = 16, only: str = "") -> list[dict]:
+    """Time every model; returns one dict per model (name, macs, ops, and seconds per inference for pymli,
+    pymli in a batch, tflm, litert). The single-sample columns are timed in turns (:func:`_interleaved`)."""
+    rows = []
+    for name, data in models(only):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TfliteWarning)
+            m = load(data)
+        xs = random_inputs(m)
+        row: dict = {"name": name, "macs": m.macs(), "ops": len(m.steps)}
+        fns: dict = {"pymli": lambda m=m, xs=xs: m.run(*xs)}
+        for key, make in (("tflm", tflm_invoke), ("litert", litert_invoke)):
+            try:
+                fns[key] = make(data, xs)
+            except Exception as e:  # noqa: BLE001 - a runtime that cannot load the model: no figure
+                print(f"({name}: {key} cannot run it: {type(e).__name__}: {str(e).splitlines()[0][:80]})",
+                      file=sys.stderr)
+                fns[key] = None
+        row.update(_interleaved(fns, repeat))
+        if batch > 1 and m.inputs and all(t.shape and t.shape[0] == 1 for t in m.inputs):
+            xb = random_inputs(m, batch, seed=1)
+            row["batch"] = best_of(lambda: m.run(*xb), max(2, repeat // 4)) / batch
+        rows.append(row)
+        print_rows([row], header=len(rows) == 1)
+    return rows
+
+
+def print_rows(rows: list[dict], header: bool = True) -> None:
+    """Print rows as an aligned table."""
+    def t(v: float | None) -> str:
+        return fmt_time(v) if v else "-"
+
+    def r(a: float | None, b: float | None) -> str:
+        return f"{a / b:.2f}x" if a and b else "-"
+
+    if header:
+        print(f"{'model':30s} {'MACs':>10s} {'ops':>4s} {'pymli':>10s} {'pymli/batch':>11s} {'TFLM':>10s} "
+              f"{'LiteRT 1t':>10s} {'TFLM/pymli':>10s} {'pymli/LiteRT':>12s}")
+    for x in rows:
+        print(f"{x['name']:30s} {x['macs']:>10,d} {x['ops']:>4d} {t(x['pymli']):>10s} {t(x.get('batch')):>11s} "
+              f"{t(x['tflm']):>10s} {t(x['litert']):>10s} {r(x['tflm'], x['pymli']):>10s} "
+              f"{r(x['pymli'], x['litert']):>12s}", flush=True)
+
+
+def profile(name: str, repeat: int = 10) -> None:
+    """pymli's time per operator of one model (each prepared step alone on a captured run's values)."""
+    from pymli.tflite.tflm_model import _macs
+
+    hits = [(n, b) for n, b in models() if name in n]
+    if not hits:
+        raise SystemExit(f"no model named like {name!r}")
+    n, data = hits[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TfliteWarning)
+        m = load(data)
+    xs = random_inputs(m)
+    _, run_ = m.run(*xs, capture=True)
+    g = m.graph
+    total = 0.0
+    by_kind: dict[str, list] = {}
+    print(f"{n}: per operator (best of {repeat})")
+    for s in m.steps:
+        args = [None if i < 0 else m.tensor_values(run_, i) for i in s.op.inputs]
+        sec = best_of(lambda s=s, args=args: m.run_step(s, args), repeat)
+        total += sec
+        macs = _macs(g, s.op)
+        k = by_kind.setdefault(s.op.name, [0, 0.0, 0])
+        k[0], k[1], k[2] = k[0] + 1, k[1] + sec, k[2] + macs
+        rate = f"{macs / sec / 1e9:6.2f} GMAC/s" if macs else ""
+        shape = g.tensors[s.op.outputs[0]].shape if s.op.outputs else ()
+        print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(sec):>10s} {macs:>11,d} {rate}")
+    print(f"  sum {fmt_time(total)}")
+    print("per operator type: count, time, share, MACs")
+    for name, (cnt, sec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / total:6.1%} {macs:>12,d}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--only", default="", help="comma-separated name fragments (golden: the golden models)")
+    ap.add_argument("--profile", default="", help="per-operator times of the first model named like this")
+    a = ap.parse_args()
+    if a.profile:
+        profile(a.profile, a.repeat)
+    else:
+        run(a.repeat, a.batch, a.only)
+
+
+if __name__ == "__main__":
+    main()
