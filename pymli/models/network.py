@@ -602,7 +602,7 @@ class Plan:
             (tensor name -> batch, tensor name -> parameters after the call), for the kept tensors.
         """
         keep_all = keep is True
-        kept: set[str] = set() if keep_all else set(keep)  # type: ignore[arg-type]
+        kept: set[str] = set() if isinstance(keep, bool) else set(keep)
         acts: dict[str, np.ndarray] = {INPUT: x.astype(self.input_q.el_type.dtype, copy=False)}
         values: dict[str, np.ndarray] = {INPUT: np.array(x)} if keep_all or INPUT in kept else {}
         qparams: dict[str, QParams] = {INPUT: self.input_q}
