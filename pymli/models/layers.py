@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import capi
+from ..arith.activation import relu_limits
 from ..arith.eltwise import EltOp
 from ..arith.pool import requant_params
 from ..arith.rounding import wrap
@@ -43,7 +44,6 @@ from ..graph.activation import relu_type
 from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..config import get_platform
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
-from ..kernels import activation as KA
 from ..kernels import convolution as KC
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
@@ -806,10 +806,12 @@ class ReLU(Layer):
             return None
         kw = ({"zero": int(q.zero_point), "scale": int(q.scale), "shift": int(q.scale_frac_bits)} if q.el_type.is_sa
               else {"zero": 0, "scale": 1, "shift": int(q.frac_bits)})
-        kind = int(relu_type(self.type))
+        # kernels.activation.relu with its bounds derived once (relu_limits does not depend on the platform)
+        t = q.el_type.dtype.type
+        lo, hi = (t(v) for v in relu_limits(int(relu_type(self.type)), q.el_type.bits, **kw))
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
-            return KA.relu(xs[0], kind, **kw)
+            return np.clip(xs[0], lo, hi)
         return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:

@@ -509,12 +509,6 @@ def _capi_step(la: Layer, fn: Callable[..., Any], in_qs: list[QParams], oq: QPar
     return run
 
 
-def _kernel_step(step: Step) -> Callable[[list[np.ndarray]], tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]]:
-    def run(xs: list[np.ndarray]) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]:
-        return step(xs), {}
-    return run
-
-
 @dataclasses.dataclass
 class PlanStep:
     """One layer of a :class:`Plan`.
@@ -522,7 +516,8 @@ class PlanStep:
     Attributes:
         name: the layer (and its output tensor).
         inputs: the tensors it reads.
-        run: batches of the inputs -> (output batch, extra results ``{name: (batch, QParams)}``).
+        run: batches of the inputs -> the output batch (a kernel step), or (output batch, extra
+            results ``{name: (batch, QParams)}``) (the per-sample capi call).
         out_q: the output's parameters after the call.
         kernel: True for a prepared kernel step, False for the per-sample capi call.
         last_use: tensors no later step reads (freed after this one unless captured).
@@ -530,7 +525,7 @@ class PlanStep:
 
     name: str
     inputs: tuple[str, ...]
-    run: Callable[[list[np.ndarray]], tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]]
+    run: Callable[[list[np.ndarray]], Any]
     out_q: QParams
     kernel: bool
     last_use: tuple[str, ...] = ()
@@ -576,7 +571,7 @@ class Plan:
                 if not (got.dtype == want.dtype and got.shape == (1, *want.shape) and np.array_equal(got[0], want)):
                     self.mismatches.append(la.name)
                     kstep = None
-            run = _kernel_step(kstep) if kstep is not None else _capi_step(la, fns[la.name], in_qs, oq, shape)
+            run = kstep if kstep is not None else _capi_step(la, fns[la.name], in_qs, oq, shape)
             self.steps.append(PlanStep(la.name, tuple(la.inputs), run, acts[la.name][1], kstep is not None))
         readers: dict[str, int] = {}
         for k, st in enumerate(self.steps):
@@ -607,12 +602,15 @@ class Plan:
         values: dict[str, np.ndarray] = {INPUT: np.array(x)} if keep_all or INPUT in kept else {}
         qparams: dict[str, QParams] = {INPUT: self.input_q}
         for st in self.steps:
-            y, extras = st.run([acts[i] for i in st.inputs])
+            if st.kernel:
+                y = st.run([acts[i] for i in st.inputs])
+            else:
+                y, extras = st.run([acts[i] for i in st.inputs])
+                for k, (v, q) in extras.items():
+                    key = f"{st.name}.{k}"
+                    if keep_all or key in kept:
+                        values[key], qparams[key] = v, q
             acts[st.name] = y
-            for k, (v, q) in extras.items():
-                key = f"{st.name}.{k}"
-                if keep_all or key in kept:
-                    values[key], qparams[key] = v, q
             if keep_all or st.name in kept or st.name == self.output_name:
                 values[st.name], qparams[st.name] = y, st.out_q
             for i in st.last_use:
