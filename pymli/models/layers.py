@@ -44,6 +44,7 @@ from ..graph.activation import relu_type
 from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..config import get_platform
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
+from ..kernels import activation as KA
 from ..kernels import convolution as KC
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
@@ -838,6 +839,39 @@ class LeakyReLU(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.slope.tensor(), out)
 
+    def _slope_args(self, fn: Callable[..., Any], in_qs: list[QParams], out_q: QParams) -> dict[str, int] | None:
+        """The kernels' quantisation arguments (per-tensor values as C reads them: the first of each
+        vector), or None when this call has no step."""
+        q, sq = in_qs[0], self.slope.qp
+        if (not self._registry_call(fn, in_qs) or sq is None or self.slope.q is None or out_q.el_type is not q.el_type
+                or sq.el_type is not q.el_type):
+            return None
+
+        def first(v: Any) -> int:
+            return int(np.asarray(v).reshape(-1)[0])
+        if q.el_type.is_sa:
+            return {"in_zp": first(q.zero_point), "in_scale": first(q.scale), "in_sfb": first(q.scale_frac_bits),
+                    "out_zp": first(out_q.zero_point), "out_scale": first(out_q.scale),
+                    "out_sfb": first(out_q.scale_frac_bits), "slope_zp": first(sq.zero_point),
+                    "slope_scale": first(sq.scale), "slope_sfb": first(sq.scale_frac_bits)}
+        return {"shift": int(q.frac_bits) + int(sq.frac_bits) - int(out_q.frac_bits)}
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The leaky ReLU of the whole batch (element-wise) with the slope read once."""
+        kw = self._slope_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        el = in_qs[0].el_type
+        alpha = int(wrap(int(np.asarray(self.slope.q).reshape(-1)[0]), el.bits))
+        if el.is_sa:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.leaky_relu_sa8(xs[0], alpha, **kw)
+        else:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.leaky_relu_fx(xs[0], alpha, kw["shift"], normalise=el is ElType.FX_16)
+        return step
+
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         s = self.slope.value(original)
         return np.where(xs[0] >= 0, xs[0], xs[0] * s)
@@ -870,6 +904,24 @@ class PReLU(LeakyReLU):
             shape[axis] = -1
             self._slope_tensor = (rank, self.slope.qp.tensor(np.asarray(self.slope.q).reshape(shape)))  # type: ignore[union-attr]
         fn(ins[0], self._slope_tensor[1], PreluCfg(axis=axis), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The PReLU of the whole batch, the slopes along the axis shifted past the sample axis."""
+        kw = self._slope_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        axis = self._axis(len(in_shapes[0]))
+        slopes = np.asarray(self.slope.q, dtype=np.int64).reshape(-1)
+        if slopes.size != in_shapes[0][axis]:
+            return None
+        if in_qs[0].el_type.is_sa:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.prelu_sa8(xs[0], slopes, axis=axis + 1, **kw)
+        else:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.prelu_fx(xs[0], slopes, kw["shift"], axis=axis + 1)
+        return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
