@@ -50,6 +50,7 @@ from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
 from ..kernels.fully_connected import fully_connected
+from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
 from .qparams import Const, QParams
@@ -1071,6 +1072,20 @@ class L2Normalize(_AxisLutLayer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], None, self.lut, L2NormalizeCfg(axis=self.axis), out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The normalisation kernel per sample."""
+        p = self._lut_in(fn, in_qs, out_q)
+        if p is None:
+            return None
+        el, lut = in_qs[0].el_type, self.lut
+        kw: dict[str, Any] = ({"bits": 8, "out_shift": KT.L2NORM_SA8_OUT[1], "in_zp": p["in_zp"]} if el.is_sa
+                              else {"bits": 16, "out_shift": 15})
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return per_sample(KT.l2_normalize, xs[0], out_shape, el.dtype, lut=lut, axis=self.axis, **kw)
+        return step
+
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.l2_normalize(xs[0], None if self.axis < 0 else self.axis + 1)
 
@@ -1243,6 +1258,20 @@ class Pad2D(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         t, b, l, r = self.padding
         fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The padding kernel per sample, filling with the real value 0 (the zero point for SA8)."""
+        q = in_qs[0]
+        if not self._registry_call(fn, in_qs) or out_q.el_type is not q.el_type or (q.el_type.is_sa and q.dim >= 0):
+            return None
+        t, b, l, r = self.padding
+        value = int(q.zero_point) if q.el_type.is_sa else 0
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return per_sample(pad2d, xs[0], out_shape, q.el_type.dtype, top=t, bottom=b, left=l, right=r,
+                              layout="hwc", value=value)
+        return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = _hwc(self, in_shapes[0])

@@ -164,6 +164,8 @@ def test_kernel_steps_cover_the_layer_types(scheme: str) -> None:
     assert plan.mismatches == []
     conv = _quantised("conv", scheme).prepare()
     assert set(conv.kernel_layers) == {la.name for la in _quantised("conv", scheme).layers}
+    move = _quantised("move", scheme).prepare()
+    assert [st.name for st in move.steps if not st.kernel] == ["arg"] and move.mismatches == []
     rnn = _quantised("rnn", scheme).prepare()
     assert {"fc", "out"} <= set(rnn.kernel_layers) and "lstm" not in rnn.kernel_layers
 
