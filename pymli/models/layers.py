@@ -1215,7 +1215,8 @@ class Concat(Layer):
     def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
                   out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
         """A concatenation of the batches (inputs of one quantisation)."""
-        if not self._registry_call(fn, in_qs) or any(q != in_qs[0] for q in in_qs) or out_q.el_type is not in_qs[0].el_type:
+        if (not self._registry_call(fn, in_qs) or any(q != in_qs[0] for q in in_qs)
+                or out_q.el_type is not in_qs[0].el_type):
             return None
         axis = self._axis(len(in_shapes[0])) + 1
 

@@ -565,7 +565,8 @@ class Plan:
             extras = la.invoke(fns[la.name], [q.tensor(acts[i][0]) for q, i in zip(in_qs, la.inputs)], out)
             want = out.numpy()
             acts[la.name] = (want, QParams.of(out))
-            kstep = None if extras else la.plan_step(fns[la.name], in_qs, [tuple(shapes[i]) for i in la.inputs], oq, shape)
+            in_shapes = [tuple(shapes[i]) for i in la.inputs]
+            kstep = None if extras else la.plan_step(fns[la.name], in_qs, in_shapes, oq, shape)
             if kstep is not None:
                 got = kstep([acts[i][0][None] for i in la.inputs])
                 if not (got.dtype == want.dtype and got.shape == (1, *want.shape) and np.array_equal(got[0], want)):
