@@ -5,6 +5,9 @@ A layer knows
 * which MLI C function runs it for given element types (``mli_krn_conv2d_hwcn_fx16`` ...), or an
   exact symbol given by ``fn`` (e.g. a ``_k5x5`` specialisation an example calls);
 * how to call that function through :mod:`pymli.capi` (argument order of the C API);
+* for a prepared network (:meth:`pymli.models.Network.prepare`), a step running the same kernel of
+  :mod:`pymli.kernels` over a whole batch with parameters derived once (:meth:`Layer.plan_step`;
+  kernels without a batch axis yet go through the one adapter :func:`per_sample`);
 * the same operation in float64 NumPy (:mod:`pymli.models.floatops`);
 * how many products one output accumulates (for the accumulator guard-bit report).
 
@@ -37,12 +40,12 @@ from ..capi.types import (
     ReluCfg,
     SoftmaxCfg,
 )
+from ..config import get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
 from ..graph.activation import relu_type
 from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
-from ..config import get_platform
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
 from ..kernels import activation as KA
 from ..kernels import convolution as KC
@@ -124,6 +127,7 @@ def _axis_fits(layer: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     if layer.axis >= len(shape):
         raise MliError(Status.BAD_FUNC_CFG, f"{layer._what}: axis {layer.axis} >= input rank {len(shape)}")
     return tuple(shape)
+
 
 #: A prepared step of a layer: the batches of its inputs (sample axis first) -> the output batch
 #: (container dtype), computed by :mod:`pymli.kernels` with parameters derived once.
@@ -425,8 +429,8 @@ class Conv2D(_MacLayer):
         if not self._registry_call(fn, in_qs) or in_qs[0].el_type is not out_q.el_type:
             return None
         q, bounds = self._mac_params(in_qs[0], in_shapes[0], out_q, out_shape)
-        unpadded = not any(self.padding) and self.weights.shape[:2] == (1, 1)
-        kw: dict[str, Any] = {"stride": self.stride, "pad": (0, 0) if unpadded else (self.padding[0], self.padding[2]),
+        # (top, left): MLI's _k1x1 ignores the padding, but the registry picks it for unpadded layers only
+        kw: dict[str, Any] = {"stride": self.stride, "pad": (self.padding[0], self.padding[2]),
                               "out_hw": tuple(out_shape[:2]), "bounds": bounds}
         if self.op is not Op.TRANSPOSE_CONV2D:
             kw["dilation"] = self.dilation

@@ -3,12 +3,17 @@
 Example:
     >>> net = Network((8, 8, 1), [Conv2D(w, b, padding=1, relu="gen", name="conv"), ...])
     >>> qnet = quantize_network(net, calib_x, "sa8")      # pymli.models.quantize
-    >>> res = qnet.run(x_test)                            # MLI kernels, one sample after the other
+    >>> res = qnet.run(x_test)                            # MLI kernels, batches of 64 samples
     >>> res["conv"]                                       # quantised intermediate, [N, 8, 8, c]
     >>> ref = qnet.run_float(x_test)                      # float64 NumPy, same description
 
 Tensors are named after the layer producing them; ``"input"`` is the network input. A layer reads
 the previous layer's output unless it names its ``inputs``.
+
+``run`` executes the network's :class:`Plan` (``qnet.prepare()``, cached): every per-layer constant
+(requantisation parameters, bounds, LUTs, geometry, functions, output parameters, which tensors can
+be freed when) is derived once, and each layer runs its kernel over the whole batch; a layer without
+such a step calls its capi function per sample. Every sample gets the bits it gets alone.
 """
 
 from __future__ import annotations
