@@ -985,6 +985,19 @@ class _AxisLutLayer(_LutLayer):
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         return _axis_fits(self, in_shapes[0])
 
+    def _batched(self, kernel: Callable[..., np.ndarray], dtype: Any, **kw: Any) -> Step:
+        """A step running ``kernel`` on the whole batch: the slices along ``axis`` (or each whole
+        sample for a negative axis) are the kernel's slices along the matching batch axis."""
+        axis = self.axis
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            if axis < 0:
+                flat = x.reshape(x.shape[0], -1)
+                return kernel(flat, axis=1, **kw).astype(dtype, copy=False).reshape(x.shape)
+            return kernel(x, axis=axis + 1, **kw).astype(dtype, copy=False)
+        return step
+
 
 class Softmax(_AxisLutLayer):
     """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
@@ -998,20 +1011,15 @@ class Softmax(_AxisLutLayer):
 
     def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
                   out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
-        """The softmax kernel per sample."""
+        """The softmax kernel over the whole batch."""
         p = self._lut_in(fn, in_qs, out_q)
         if p is None:
             return None
-        el, lut, axis = in_qs[0].el_type, self.lut, self.axis
+        el = in_qs[0].el_type
         if el.is_sa:
-            kernel: Callable[..., np.ndarray] = KT.softmax_sa8
-            kw: dict[str, Any] = {"in_scale": p["in_scale"], "in_shift": p["in_shift"]}
-        else:
-            kernel, kw = KT.softmax_fx, {"in_frac_bits": p["in_frac_bits"], "bits": el.bits}
-
-        def step(xs: list[np.ndarray]) -> np.ndarray:
-            return per_sample(kernel, xs[0], out_shape, el.dtype, lut=lut, axis=axis, **kw)
-        return step
+            return self._batched(KT.softmax_sa8, el.dtype, lut=self.lut, in_scale=p["in_scale"],
+                                 in_shift=p["in_shift"])
+        return self._batched(KT.softmax_fx, el.dtype, lut=self.lut, in_frac_bits=p["in_frac_bits"], bits=el.bits)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
@@ -1078,17 +1086,14 @@ class L2Normalize(_AxisLutLayer):
 
     def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
                   out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
-        """The normalisation kernel per sample."""
+        """The normalisation kernel over the whole batch."""
         p = self._lut_in(fn, in_qs, out_q)
         if p is None:
             return None
-        el, lut = in_qs[0].el_type, self.lut
+        el = in_qs[0].el_type
         kw: dict[str, Any] = ({"bits": 8, "out_shift": KT.L2NORM_SA8_OUT[1], "in_zp": p["in_zp"]} if el.is_sa
                               else {"bits": 16, "out_shift": 15})
-
-        def step(xs: list[np.ndarray]) -> np.ndarray:
-            return per_sample(KT.l2_normalize, xs[0], out_shape, el.dtype, lut=lut, axis=self.axis, **kw)
-        return step
+        return self._batched(KT.l2_normalize, el.dtype, lut=self.lut, **kw)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.l2_normalize(xs[0], None if self.axis < 0 else self.axis + 1)

@@ -118,8 +118,12 @@ def _move_net(rng: np.random.Generator) -> Network:
         Pad2D((1, 0, 2, 1), name="pad"),
         Eltwise("max", inputs=["pad", "pad"], name="mx"),
         ReLU("relu_6", name="r6"),
-        L2Normalize(axis=2, name="l2"),
-        Softmax(axis=1, name="sm"),
+        L2Normalize(name="l2w"),
+        L2Normalize(axis=2, name="l2", inputs=["r6"]),
+        Softmax(name="smw", inputs=["pad"]),
+        Softmax(axis=1, name="sm", inputs=["l2"]),
+        Eltwise("add", inputs=["sm", "smw"], name="sum"),
+        Eltwise("sub", inputs=["sum", "l2w"], name="diff"),
         Argmax(name="arg"),
     ], name="move-mix")
 
