@@ -304,7 +304,8 @@ class Layer:
 
         Returns:
             The step, or None when this layer (or this call) has none: the network then calls
-            :meth:`invoke` per sample.
+            :meth:`invoke` per sample. A layer whose :meth:`invoke` returns extra results has a
+            step returning ``(output batch, {name: batch of that result})``.
         """
         return None
 

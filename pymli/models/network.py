@@ -498,6 +498,11 @@ def _validation_sample(q: QParams, shape: tuple[int, ...]) -> np.ndarray:
     return x.astype(q.el_type.dtype)
 
 
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    """A kernel step's batch of one sample holds the capi call's values, dtype and shape."""
+    return got.dtype == want.dtype and got.shape == (1, *want.shape) and bool(np.array_equal(got[0], want))
+
+
 def _capi_step(la: Layer, fn: Callable[..., Any], in_qs: list[QParams], oq: QParams, shape: tuple[int, ...]
                ) -> Callable[[list[np.ndarray]], tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]]:
     """The layer's capi call per sample (every check each time), for layers without a kernel step."""
@@ -521,10 +526,12 @@ class PlanStep:
     Attributes:
         name: the layer (and its output tensor).
         inputs: the tensors it reads.
-        run: batches of the inputs -> the output batch (a kernel step), or (output batch, extra
+        run: batches of the inputs -> the output batch (a kernel step), (output batch, extra results
+            ``{name: batch}``) (a kernel step of a layer with extra results), or (output batch, extra
             results ``{name: (batch, QParams)}``) (the per-sample capi call).
         out_q: the output's parameters after the call.
         kernel: True for a prepared kernel step, False for the per-sample capi call.
+        extras_q: the parameters of a kernel step's extra results (an LSTM's cell state).
         last_use: tensors no later step reads (freed after this one unless captured).
     """
 
@@ -533,6 +540,7 @@ class PlanStep:
     run: Callable[[list[np.ndarray]], Any]
     out_q: QParams
     kernel: bool
+    extras_q: dict[str, QParams] = dataclasses.field(default_factory=dict)
     last_use: tuple[str, ...] = ()
 
 
@@ -570,15 +578,19 @@ class Plan:
             extras = la.invoke(fns[la.name], [q.tensor(acts[i][0]) for q, i in zip(in_qs, la.inputs)], out)
             want = out.numpy()
             acts[la.name] = (want, QParams.of(out))
+            extras = extras or {}
             in_shapes = [tuple(shapes[i]) for i in la.inputs]
-            kstep = None if extras else la.plan_step(fns[la.name], in_qs, in_shapes, oq, shape)
+            kstep = la.plan_step(fns[la.name], in_qs, in_shapes, oq, shape)
             if kstep is not None:
                 got = kstep([acts[i][0][None] for i in la.inputs])
-                if not (got.dtype == want.dtype and got.shape == (1, *want.shape) and np.array_equal(got[0], want)):
+                got_y, got_ex = got if isinstance(got, tuple) else (got, {})
+                if not (_same(got_y, want) and set(got_ex) == set(extras)
+                        and all(_same(got_ex[k], v) for k, (v, _) in extras.items())):
                     self.mismatches.append(la.name)
                     kstep = None
             run = kstep if kstep is not None else _capi_step(la, fns[la.name], in_qs, oq, shape)
-            self.steps.append(PlanStep(la.name, tuple(la.inputs), run, acts[la.name][1], kstep is not None))
+            self.steps.append(PlanStep(la.name, tuple(la.inputs), run, acts[la.name][1], kstep is not None,
+                                       {k: q for k, (_, q) in extras.items()} if kstep is not None else {}))
         readers: dict[str, int] = {}
         for k, st in enumerate(self.steps):
             for i in st.inputs:
@@ -608,14 +620,15 @@ class Plan:
         values: dict[str, np.ndarray] = {INPUT: np.array(x)} if keep_all or INPUT in kept else {}
         qparams: dict[str, QParams] = {INPUT: self.input_q}
         for st in self.steps:
-            if st.kernel:
-                y = st.run([acts[i] for i in st.inputs])
+            res = st.run([acts[i] for i in st.inputs])
+            if st.kernel and not st.extras_q:
+                y = res
             else:
-                y, extras = st.run([acts[i] for i in st.inputs])
-                for k, (v, q) in extras.items():
+                y, extras = res
+                for k, v in extras.items():
                     key = f"{st.name}.{k}"
                     if keep_all or key in kept:
-                        values[key], qparams[key] = v, q
+                        values[key], qparams[key] = (v, st.extras_q[k]) if st.kernel else v
             acts[st.name] = y
             if keep_all or st.name in kept or st.name == self.output_name:
                 values[st.name], qparams[st.name] = y, st.out_q

@@ -18,14 +18,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..capi.convolution import fast_view
 from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
 from ..graph.registry import Op, entry, lookup, new_lut
+from ..kernels.recurrent import SaQ, gru_cell, lstm_cell
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .layers import Layer
+from .layers import Layer, Step
 from .qparams import Const, QParams
 
 __all__ = ["GATES", "GRU", "LSTM", "UnrolledLSTM"]
@@ -43,6 +45,18 @@ def _zero_state(q: QParams, m: int) -> Tensor:
 def _make_lut(name: str) -> Lut:
     """The LUT of activation ``name`` (``"tanh"``, ``"sigm"``)."""
     return new_lut(Op(name))
+
+
+def _kernel_q(q: QParams, kind: str, n: int = 1) -> int | SaQ:
+    """The quantisation argument of :mod:`pymli.kernels.recurrent` for a tensor of parameters ``q``
+    (what the capi cells read from its struct; ``n``: the length of its per-axis dimension)."""
+    if kind != "sa8":
+        return int(q.frac_bits)
+    if q.dim >= 0:
+        def vec(v: Any) -> tuple[int, ...]:
+            return tuple(int(e) for e in np.asarray(v, np.int64).reshape(-1)[:n])
+        return SaQ(int(np.asarray(q.zero_point).reshape(-1)[0]), vec(q.scale), vec(q.scale_frac_bits), True)
+    return SaQ.of(int(q.zero_point), int(q.scale), int(q.scale_frac_bits))
 
 
 def _rnn_cfg(results: str, direction: str, act: str, scratch: int) -> Any:
@@ -118,6 +132,24 @@ class _RnnBase(Layer):
             self.tanh_lut = new_lut(Op.TANH)
         if self.sigm_lut is None:
             self.sigm_lut = new_lut(Op.SIGM)
+
+    def _cell_args(self, fn: Callable[..., Any], in_qs: list[QParams], out_q: QParams) -> dict[str, Any] | None:
+        """The arguments of the recurrent kernel shared by every sample (None: no step for this call)."""
+        el, w_el = in_qs[0].el_type, self.weights_in.qp.el_type  # type: ignore[union-attr]
+        if (not self._registry_call(fn, in_qs) or self.tanh_lut is None or self.sigm_lut is None
+                or out_q.el_type is not el or (el.is_sa and (in_qs[0].dim >= 0 or out_q.dim >= 0))):
+            return None
+        kind = "sa8" if el.is_sa else "fx16" if w_el is ElType.FX_16 else "fx16_fx8_fx8"
+
+        def cq(c: Const) -> int | SaQ:
+            qp = c.qp
+            return _kernel_q(qp, kind, int(c.shape[qp.dim]) if qp.dim >= 0 else 1)  # type: ignore[union-attr]
+        return {"w_in": fast_view(self.weights_in.tensor()), "w_out": fast_view(self.weights_out.tensor()),
+                "bias": fast_view(self.bias.tensor()), "tanh_lut": self.tanh_lut, "sigm_lut": self.sigm_lut,
+                "kind": kind, "in_q": _kernel_q(in_qs[0], kind), "prev_q": _kernel_q(out_q, kind),
+                "w_in_q": cq(self.weights_in), "w_out_q": cq(self.weights_out), "b_q": cq(self.bias),
+                "out_q": _kernel_q(out_q, kind), "backward": self.direction == "backward",
+                "all_results": self.results == "all"}
 
     def _frames(self, x: np.ndarray) -> np.ndarray:
         """Float frames ``[N, T, in]`` in processing order."""
@@ -205,6 +237,30 @@ class LSTM(_LstmBase):
            self.tanh_lut, self.sigm_lut, cfg, cell, out)
         return {"cell": (cell.numpy(), QParams.of(cell))}
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The cell kernel per sample from zero states, with every argument prepared once."""
+        kw = self._cell_args(fn, in_qs, out_q)
+        if kw is None or self.cell_q is None or (self.cell_q.el_type.is_sa and self.cell_q.dim >= 0):
+            return None
+        m = self.units
+        prev = _zero_state(out_q, m).numpy()
+        cell0 = _zero_state(self.cell_q, m).numpy()
+        kw.update(cell_q=_kernel_q(self.cell_q, kw["kind"]), act=self.act)
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+            x = xs[0]
+            frames = x.reshape(x.shape[0], x.shape[1], -1)
+            outs = np.empty((x.shape[0], *out_shape), dtype=dtype)
+            cells = np.empty((x.shape[0], m), dtype=cell0.dtype)
+            for n in range(x.shape[0]):
+                res, c = lstm_cell(frames[n], prev, cell0.copy(), **kw)
+                outs[n] = res.reshape(out_shape)
+                cells[n] = c
+            return outs, {"cell": cells}
+        return step  # type: ignore[return-value]
+
 
 class GRU(_RnnBase):
     """``mli_krn_gru_cell_*`` over the whole input sequence.
@@ -237,6 +293,24 @@ class GRU(_RnnBase):
         cfg = _rnn_cfg(self.results, self.direction, "tanh", 3 * m * ins[0].el_type.size)
         fn(_as_frames(ins[0]), prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(),
            self.tanh_lut, self.sigm_lut, cfg, out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The cell kernel per sample from a zero state, with every argument prepared once."""
+        kw = self._cell_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        prev = _zero_state(out_q, self.units).numpy()
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            frames = x.reshape(x.shape[0], x.shape[1], -1)
+            outs = np.empty((x.shape[0], *out_shape), dtype=dtype)
+            for n in range(x.shape[0]):
+                outs[n] = gru_cell(frames[n], prev, **kw).reshape(out_shape)
+            return outs
+        return step
 
     def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(h of every step ``[N, T, out]``, the same array: a GRU has no separate cell state)."""
