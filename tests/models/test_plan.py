@@ -310,3 +310,26 @@ def test_a_wrong_kernel_step_falls_back_to_capi(monkeypatch: pytest.MonkeyPatch)
 def test_prepare_rejects_a_float_network() -> None:
     with pytest.raises(ValueError, match="not quantised"):
         _conv_net(np.random.default_rng(0)).prepare()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_specialised_functions_give_the_same_plan_results(scheme: str) -> None:
+    q = _quantised("conv", scheme, 1)
+    x = container_input(q, 3, 8)
+    names = q.functions(specialise=True)
+    assert names["pw"].__name__.endswith("_k1x1") and names["g"].__name__.endswith("_k3x3")
+    plan = q.prepare(specialise=True)
+    assert plan is not q.prepare() and plan.kernel_layers == [la.name for la in q.layers]
+    want = capi_run(q, x, VPX)[0]
+    with use_platform(VPX):
+        res = q.run(x, specialise=True)
+    assert all(np.array_equal(res[k], want[k]) for k in want)
+
+
+def test_a_function_named_with_fn_that_is_no_registry_choice_calls_capi() -> None:
+    q = _quantised("conv", "sa8", 2)
+    q["fc2"].fn = "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias"
+    x = container_input(q, 3, 6)
+    plan = q.prepare(VPX)
+    assert "fc2" not in plan.kernel_layers and "fc" in plan.kernel_layers
+    assert_same(q, x, VPX, batch=2)
