@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time per CIFAR-10 image of MLI's example network on pymli's kernels (three builds), HAR, the demo.
 
-usage: python benchmarks/bench_models.py [--repeat 3] [--images 20]
+usage: python benchmarks/bench_models.py [--repeat 3] [--images 20] [--only_prepared]
 Prints first the prepared-execution figures (issue 14 items 4-5): the cost per layer of a chain of
 tiny ReLU layers, a three-FC model per inference (one sample per ``Network.run``, the prepared plan
 called directly when this checkout has ``Network.prepare``, and per sample of a batch of 64), and
