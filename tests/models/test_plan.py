@@ -34,6 +34,8 @@ from pymli.models import (
     TransposeConv2D,
 )
 from pymli.models.network import INPUT
+from pymli.models.qparams import Const
+from pymli.models.recurrent import UnrolledLSTM
 from pymli.models.quantize import quantize_network
 
 from .test_network import every_layer_net
@@ -333,3 +335,27 @@ def test_a_function_named_with_fn_that_is_no_registry_choice_calls_capi() -> Non
     plan = q.prepare(VPX)
     assert "fc2" not in plan.kernel_layers and "fc" in plan.kernel_layers
     assert_same(q, x, VPX, batch=2)
+
+
+@pytest.mark.parametrize("w_bits", [16, 8])
+@pytest.mark.parametrize("results", ["all", "last"])
+def test_unrolled_lstm_step_equals_its_primitives(w_bits: int, results: str) -> None:
+    rng = np.random.default_rng(w_bits)
+
+    def const(shape: tuple[int, ...], frac: int, bits: int = w_bits) -> Const:
+        hi = (1 << (bits - 1)) - 1
+        return Const.quantized(rng.integers(-hi // 3, hi // 3, shape, endpoint=True).astype(np.int16 if bits == 16
+                                                                                          else np.int8),
+                               QParams.fx(bits, frac))
+    fx = {"h0": 15, "c0": 12, "dense_i": 11, "dense_g": 12, "dense_f": 10, "dense_o": 11, "mul_fc": 12,
+          "mul_ig": 13, "add_c": 11, "mul_out": 14}
+    layer = UnrolledLSTM(const((4, 6, 5), w_bits - 2), const((4, 5, 5), w_bits - 1), const((4, 5), w_bits - 3),
+                         qs={k: QParams.fx(16, f) for k, f in fx.items()}, results=results, name="u")
+    net = Network((7, 6), [layer, FullyConnected(const((5 * (7 if results == "all" else 1), 3), 6),
+                                                 const((3,), 5), name="fc")],
+                  input_q=QParams.fx(16, 11))
+    net["fc"].out_q = QParams.fx(16, 9)
+    assert net.prepare().kernel_layers == ["u", "fc"]
+    x = container_input(net, 3, 4)
+    for plat in (VPX, EM):
+        assert_same(net, x, plat, batch=2)
