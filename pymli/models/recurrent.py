@@ -387,6 +387,7 @@ class UnrolledLSTM(_LstmBase):
         tanh_lut, sigm_lut = self.tanh_lut, self.sigm_lut
         h0, c0 = _zero_state(self.qs["h0"], m).numpy(), _zero_state(self.qs["c0"], m).numpy()
         all_results = self.results == "all"
+        x_fb = int(q.frac_bits)
 
         def elt(op: str, a: np.ndarray, b_: np.ndarray, fa: int, fb_: int, fo: int) -> np.ndarray:
             return eltwise_fx(op, a, b_, frac_bits=(fa, fb_, fo), bits=bits).astype(dtype, copy=False)
@@ -408,7 +409,7 @@ class UnrolledLSTM(_LstmBase):
                     d = rec[f"dense_{g}"][:, t]
                     for s_ in range(n_s):
                         d[s_] = rnn_dense([frames[s_, t], h[s_]], [wi[k], wo[k]], b[k], kind=kind,
-                                          in_q=[int(q.frac_bits), h_fb], w_q=list(wq), b_q=bq,
+                                          in_q=[x_fb, h_fb], w_q=list(wq), b_q=bq,
                                           out_q=fb[f"dense_{g}"])
                     pre[g] = d
                 for g in GATES:
