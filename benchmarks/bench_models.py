@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Time per CIFAR-10 image of MLI's example network on pymli's kernels (three builds), HAR, the demo.
 
-usage: python benchmarks/bench_models.py [--repeat 3] [--images 20]
-Prints, per build: best-of-N seconds per image for the quantised run (every intermediate captured,
-as the bit-exact test does), per image without capture, and the float64 twin per image; then the
-time per HAR sequence (128 steps), per sample of small synthetic networks of the other layers
-(GRU / LSTM over 32 steps both directions, group and transpose convolution, concat + pad + l2 +
-argmax), and of the whole ``pymli demo``.
+usage: python benchmarks/bench_models.py [--repeat 3] [--images 20] [--only_prepared]
+Prints first the prepared-execution figures (issue 14 items 4-5): the cost per layer of a chain of
+tiny ReLU layers, a three-FC model per inference (one sample per ``Network.run``, the prepared plan
+called directly when this checkout has ``Network.prepare``, and per sample of a batch of 64), and
+CIFAR-10 per image one image per run vs a batch of 64. Then, per build: best-of-N seconds per image
+for the quantised run (every intermediate captured, as the bit-exact test does), per image without
+capture, and the float64 twin per image; the time per HAR sequence (128 steps), per sample of small
+synthetic networks of the other layers (GRU / LSTM over 32 steps both directions, group and
+transpose convolution, concat + pad + l2 + argmax), and of the whole ``pymli demo``.
+The script runs on checkouts without ``Network.prepare`` too (the "before" figures).
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ from pymli.models import (
     Argmax,
     Concat,
     Conv2D,
+    FullyConnected,
     GroupConv2D,
     L2Normalize,
     Network,
     Pad2D,
+    ReLU,
     TransposeConv2D,
     load_pack,
 )
@@ -34,9 +40,54 @@ from pymli.models.quantize import quantize_network
 from pymli.testing.paths import shared_dir
 
 
-def run(repeat: int = 3, images: int = 20, demo: bool = True) -> list[Row]:
-    root = shared_dir() / "models" / "cifar10"
+def prepared(repeat: int) -> list[Row]:
+    """Per-layer cost, a three-FC model per inference, CIFAR-10 per image alone and in a batch of 64."""
+    rng = np.random.default_rng(0)
     rows = []
+    chains = {}
+    for length in (2, 18):
+        net = Network((4,), [ReLU("gen") for _ in range(length)])
+        chains[length] = quantize_network(net, rng.normal(0, 1, (8, 4)), "sa8")
+    x1 = chains[2].quantize_input(rng.normal(0, 1, (1, 4)))
+    t = {n: best_of(lambda q=q: q.run(x1, capture=False), 50 * repeat) for n, q in chains.items()}
+    rows.append(Row("per layer, Network.run (tiny ReLU chain, 1 sample)", (t[18] - t[2]) / 16, target="<= 5 us"))
+    if hasattr(Network, "prepare"):
+        plans = {n: q.prepare() for n, q in chains.items()}
+        t = {n: best_of(lambda p=p: p(x1), 50 * repeat) for n, p in plans.items()}
+        rows.append(Row("per layer, prepared plan (tiny ReLU chain, 1 sample)", (t[18] - t[2]) / 16, target="<= 5 us"))
+    net = Network((64,), [FullyConnected(rng.normal(0, .2, (64, 32)), rng.normal(0, .1, 32), relu="gen"),
+                          FullyConnected(rng.normal(0, .2, (32, 16)), rng.normal(0, .1, 16), relu="gen"),
+                          FullyConnected(rng.normal(0, .2, (16, 10)), rng.normal(0, .1, 10))])
+    xs = rng.normal(0, 1, (64, 64))
+    for v in ("sa8", "fx16"):
+        q = quantize_network(net, xs, v)
+        xq = q.quantize_input(xs)
+        rows.append(Row(f"three-FC {v} per inference (Network.run, 1 sample)",
+                        best_of(lambda q=q, x=xq[:1]: q.run(x, capture=False), 50 * repeat), target="<= 20 us"))
+        if hasattr(q, "prepare"):
+            plan = q.prepare()
+            rows.append(Row(f"three-FC {v} per inference (prepared plan, 1 sample)",
+                            best_of(lambda p=plan, x=xq[:1]: p(x), 50 * repeat), target="<= 20 us"))
+        rows.append(Row(f"three-FC {v} per inference (Network.run, batch of 64)",
+                        best_of(lambda q=q, x=xq: q.run(x, capture=False), 5 * repeat) / 64))
+    root = shared_dir() / "models" / "cifar10"
+    for v in ("fx16", "sa8"):
+        p = load_pack(root / v)
+        x = np.resize(p.inputs, (64, *p.inputs.shape[1:]))  # the pack's images repeated up to 64
+        one = p.inputs[:8]
+        rows.append(Row(f"CIFAR-10 {v} per image (one image per run)",
+                        best_of(lambda p=p, x=one: [p.network.run(x[i:i + 1], capture=False) for i in range(len(x))],
+                                repeat) / len(one)))
+        rows.append(Row(f"CIFAR-10 {v} per image (batch of {len(x)})",
+                        best_of(lambda p=p, x=x: p.network.run(x, capture=False), repeat) / len(x)))
+    return rows
+
+
+def run(repeat: int = 3, images: int = 20, demo: bool = True, only_prepared: bool = False) -> list[Row]:
+    rows = prepared(repeat)
+    if only_prepared:
+        return rows
+    root = shared_dir() / "models" / "cifar10"
     for v in ("fx16", "fx16_fx8_fx8", "sa8"):
         p = load_pack(root / v)
         x = p.inputs[:images]
@@ -51,7 +102,7 @@ def run(repeat: int = 3, images: int = 20, demo: bool = True) -> list[Row]:
             p = load_pack(har / v)
             x = p.inputs[:2]
             rows.append(Row(f"HAR {v} per sequence (128 steps)",
-                            best_of(lambda p=p, x=x: p.network.run(x), 1, warmup=0) / len(x)))
+                            best_of(lambda p=p, x=x: p.network.run(x), 1, warmup=1) / len(x)))
     rows += synthetic(repeat)
     if not demo:
         return rows

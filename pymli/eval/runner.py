@@ -3,9 +3,10 @@
 The dataset is cut into chunks of ``batch`` samples. Each chunk is read and run by a worker that
 prepared the model once (the main process with one worker; a ``ProcessPoolExecutor`` of spawned /
 forkserver processes with several; Dask workers with ``scheduler``). Chunk results come back in any
-order and are put back in dataset order. Since :meth:`pymli.models.Network.run` computes every sample
-on its own and every statistic is an integer sum or maximum, the outputs and the report are identical,
-bit for bit, whatever the number of workers, the chunk size or the scheduler.
+order and are put back in dataset order. A chunk goes through the network as a batch (its prepared
+plan runs every layer once over the batch); since :meth:`pymli.models.Network.run` gives every sample
+the bits it has alone and every statistic is an integer sum or maximum, the outputs and the report are
+identical, bit for bit, whatever the number of workers, the chunk size or the scheduler.
 
 With ``out``, every finished chunk is also written to ``<out>.chunks/`` so that an interrupted run can
 be resumed (``resume=True``); the folder is removed once the whole run is written to ``out``.
@@ -37,8 +38,9 @@ from .report import AgainstEval, EvalReport, LayerEval, peak_bits, top_k_hits
 
 __all__ = ["evaluate", "DEFAULT_BATCH", "chunk_dir"]
 
-#: samples per chunk unless ``batch`` says otherwise
-DEFAULT_BATCH = 16
+#: samples per chunk unless ``batch`` says otherwise; a chunk is one batch through the network's
+#: prepared plan (:meth:`pymli.models.Network.prepare`), so larger chunks amortise the per-layer cost
+DEFAULT_BATCH = 64
 #: how long to wait for a Dask scheduler given by address
 CONNECT_TIMEOUT = "20s"
 

@@ -5,6 +5,9 @@ A layer knows
 * which MLI C function runs it for given element types (``mli_krn_conv2d_hwcn_fx16`` ...), or an
   exact symbol given by ``fn`` (e.g. a ``_k5x5`` specialisation an example calls);
 * how to call that function through :mod:`pymli.capi` (argument order of the C API);
+* for a prepared network (:meth:`pymli.models.Network.prepare`), a step running the same kernel of
+  :mod:`pymli.kernels` over a whole batch with parameters derived once (:meth:`Layer.plan_step`;
+  kernels without a batch axis yet go through the one adapter :func:`per_sample`);
 * the same operation in float64 NumPy (:mod:`pymli.models.floatops`);
 * how many products one output accumulates (for the accumulator guard-bit report).
 
@@ -19,6 +22,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import capi
+from ..arith.activation import relu_limits
+from ..arith.eltwise import EltOp
+from ..arith.pool import requant_params
+from ..arith.rounding import wrap
+from ..capi.convolution import fast_view, fx_quant, out_bounds, sa8_quant
 from ..capi.types import (
     ArgmaxCfg,
     ConcatCfg,
@@ -32,12 +40,20 @@ from ..capi.types import (
     ReluCfg,
     SoftmaxCfg,
 )
+from ..config import get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
 from ..graph.activation import relu_type
 from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
+from ..kernels import activation as KA
+from ..kernels import convolution as KC
+from ..kernels import eltwise as KE
+from ..kernels import pooling as KP
+from ..kernels import transform as KT
+from ..kernels.fully_connected import fully_connected
+from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
 from .qparams import Const, QParams
@@ -111,6 +127,31 @@ def _axis_fits(layer: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
     if layer.axis >= len(shape):
         raise MliError(Status.BAD_FUNC_CFG, f"{layer._what}: axis {layer.axis} >= input rank {len(shape)}")
     return tuple(shape)
+
+
+#: A prepared step of a layer: the batches of its inputs (sample axis first) -> the output batch
+#: (container dtype), computed by :mod:`pymli.kernels` with parameters derived once.
+Step = Callable[[list[np.ndarray]], np.ndarray]
+
+
+def per_sample(kernel: Callable[..., np.ndarray], x: np.ndarray, out_shape: tuple[int, ...], dtype: Any, /,
+               **kw: Any) -> np.ndarray:
+    """The one adapter for kernels without a batch axis: ``kernel(x[n], **kw)`` for every sample.
+
+    Args:
+        kernel: a :mod:`pymli.kernels` function of one sample.
+        x: the input batch, sample axis first.
+        out_shape: the output shape of one sample.
+        dtype: the output container dtype.
+        **kw: the kernel's prepared parameters.
+
+    Returns:
+        The output batch ``[N, *out_shape]`` of ``dtype``.
+    """
+    out = np.empty((x.shape[0], *out_shape), dtype=dtype)
+    for n in range(x.shape[0]):
+        out[n] = kernel(x[n], **kw)
+    return out
 
 
 class Layer:
@@ -247,6 +288,39 @@ class Layer:
     def prepare(self) -> None:
         """One-time set-up before inference (e.g. LUT creation)."""
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """A batched step computing what ``invoke(fn, ...)`` computes, straight through :mod:`pymli.kernels`.
+
+        Every parameter (requantisation, bounds, geometry) is derived here, once, with the helpers
+        :mod:`pymli.capi` uses; rounding is not: the kernels read the platform in force at run time.
+
+        Args:
+            fn: the capi callable :meth:`function` chose.
+            in_qs: parameters of the inputs as the kernel receives them.
+            in_shapes: input shapes of one sample.
+            out_q: parameters of the output struct handed to the kernel (:meth:`output_qparams`).
+            out_shape: output shape of one sample.
+
+        Returns:
+            The step, or None when this layer (or this call) has none: the network then calls
+            :meth:`invoke` per sample. A layer whose :meth:`invoke` returns extra results has a
+            step returning ``(output batch, {name: batch of that result})``.
+        """
+        return None
+
+    def _registry_call(self, fn: Callable[..., Any], in_qs: list[QParams]) -> bool:
+        """Whether ``fn`` is the registry's generic function of this signature or a specialisation
+        computing the same (not an ``_ext_bias`` or other variant named with ``fn=``)."""
+        try:
+            e = entry(*self._sig(in_qs))
+        except KernelMissing:
+            return False
+        win = self.window()
+        names = {e.fn.__name__} | {s.fn.__name__ for s in e.specialisations
+                                   if win is not None and s.fits(*win)}
+        return getattr(fn, "__name__", None) in names
+
     # ---------------------------------------------------------------- float path
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         """The layer in float64 NumPy on batches ``xs`` (batch axis first); ``original``: use the float
@@ -294,6 +368,22 @@ class _MacLayer(Layer):
         """MAC kernels are chosen by the input and weights types."""
         return self.op, (in_qs[0].el_type, self.weights.qp.el_type)  # type: ignore[union-attr]
 
+    def _mac_params(self, in_q: QParams, in_shape: tuple[int, ...], out_q: QParams,
+                    out_shape: tuple[int, ...]) -> tuple[KC.FxQuant | KC.Sa8Quant, tuple[int, int]]:
+        """(quantisation, fused-ReLU bounds) as the capi function derives them from its structs."""
+        in_t, out_t = in_q.empty(in_shape), out_q.empty(out_shape)
+        w_t, b_t = self.weights.tensor(), self.bias.tensor()
+        sa = in_q.el_type.is_sa
+        n = int(self.weights.shape[-1])
+        if sa:
+            q: KC.FxQuant | KC.Sa8Quant = sa8_quant(in_t, w_t, out_t, n)
+        else:
+            w_el = self.weights.qp.el_type  # type: ignore[union-attr]
+            # fx16 x fx16 keeps a 40-bit accumulator; fx16 x fx8 and fx8 x fx8 a 32-bit one
+            q = fx_quant(in_t, w_t, b_t, out_t, 40 if w_el is ElType.FX_16 and in_q.el_type is ElType.FX_16 else 32,
+                         out_q.el_type.bits)
+        return q, out_bounds(ReluCfg(relu_type(self.relu)), out_t, sa)
+
 
 class Conv2D(_MacLayer):
     """2-D convolution, HWCN weights ``[kh, kw, cin, cout]``, optional fused ReLU."""
@@ -332,6 +422,26 @@ class Conv2D(_MacLayer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.weights.tensor(), self.bias.tensor(), self.cfg(), out)
 
+    #: the kernel of :mod:`pymli.kernels.convolution` computing this layer
+    _kernel: ClassVar[Callable[..., np.ndarray]] = staticmethod(KC.conv2d_hwcn)  # type: ignore[assignment]
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        if not self._registry_call(fn, in_qs) or in_qs[0].el_type is not out_q.el_type:
+            return None
+        q, bounds = self._mac_params(in_qs[0], in_shapes[0], out_q, out_shape)
+        # (top, left): MLI's _k1x1 ignores the padding, but the registry picks it for unpadded layers only
+        kw: dict[str, Any] = {"stride": self.stride, "pad": (self.padding[0], self.padding[2]),
+                              "out_hw": tuple(out_shape[:2]), "bounds": bounds}
+        if self.op is not Op.TRANSPOSE_CONV2D:
+            kw["dilation"] = self.dilation
+        w, b = fast_view(self.weights.tensor()), fast_view(self.bias.tensor())
+        kernel, dtype = type(self)._kernel, out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return per_sample(kernel, xs[0], out_shape, dtype, w=w, bias=b, q=q, **kw)
+        return step
+
     def _channels_fit(self, c: int) -> bool:
         return self.weights.shape[2] == c
 
@@ -358,6 +468,7 @@ class DepthwiseConv2D(Conv2D):
 
     kind = "depthwise_conv2d"
     op = Op.DEPTHWISE_CONV2D
+    _kernel = staticmethod(KC.depthwise_conv2d_hwcn)
 
     def _channels_fit(self, c: int) -> bool:
         return self.weights.shape[2] == 1 and self.weights.shape[3] == c
@@ -376,6 +487,7 @@ class GroupConv2D(Conv2D):
 
     kind = "group_conv2d"
     op = Op.GROUP_CONV2D
+    _kernel = staticmethod(KC.group_conv2d_hwcn)
 
     def _channels_fit(self, c: int) -> bool:
         cg, cout = self.weights.shape[2], self.weights.shape[3]
@@ -398,6 +510,7 @@ class TransposeConv2D(Conv2D):
 
     kind = "transpose_conv2d"
     op = Op.TRANSPOSE_CONV2D
+    _kernel = staticmethod(KC.transpose_conv2d_hwcn)
 
     def __init__(self, weights: Any, bias: Any, *, stride: int | tuple[int, int] = 1,
                  padding: int | tuple[int, ...] = 0, relu: str = "none", **kw: Any) -> None:
@@ -460,6 +573,22 @@ class FullyConnected(_MacLayer):
             rows.append(o.numpy())
         out.view()[...] = np.stack(rows)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """One matrix product over the whole batch (every step of every sample with ``per_step``)."""
+        if not self._registry_call(fn, in_qs):
+            return None
+        n_in, m = (int(d) for d in self.weights.shape)
+        q, bounds = self._mac_params(in_qs[0], (n_in,), out_q, (m,))
+        w, b = fast_view(self.weights.tensor()), fast_view(self.bias.tensor())
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            res = fully_connected(x.reshape(*x.shape[:1 + self.per_step], n_in), w, b, q, bounds)
+            return res.astype(dtype).reshape(x.shape[0], *out_shape)
+        return step
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if self.per_step:
             if int(np.prod(in_shapes[0][1:])) != self.weights.shape[0]:
@@ -508,6 +637,21 @@ class _Pool(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.cfg(), out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The pooling kernel per sample (not for a geometry where MLI stores outside the output)."""
+        h, w, _ = in_shapes[0]
+        t, b, l, r = self.padding
+        out_hw = (int(out_shape[0]), int(out_shape[1]))
+        if (not self._registry_call(fn, in_qs) or in_qs[0].el_type is not out_q.el_type
+                or KP.degenerate(h, w, self.kernel, self.stride, (t, b, l, r), out_hw)):
+            return None
+        geo = {"kernel": self.kernel, "stride": self.stride, "pad": (t, l), "out_hw": out_hw}
+        return self._pool_step(in_qs[0], out_q, out_shape, geo)
+
+    def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
+        raise NotImplementedError
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = _hwc(self, in_shapes[0])
         t, b, l, r = self.padding
@@ -522,6 +666,13 @@ class MaxPool(_Pool):
     op = Op.MAXPOOL
     follows_input = True
 
+    def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return per_sample(KP.maxpool_hwc, xs[0], out_shape, dtype, **geo)
+        return step
+
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.max_pool(xs[0], self.kernel, self.stride, self.padding)
 
@@ -534,6 +685,21 @@ class AvgPool(_Pool):
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int | None:
         return None
+
+    def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
+        dtype = out_q.el_type.dtype
+        if in_q.el_type.is_sa:
+            rq = requant_params(int(in_q.scale), int(in_q.scale_frac_bits), int(in_q.zero_point),
+                                int(out_q.scale), int(out_q.scale_frac_bits), int(out_q.zero_point))
+            arith: dict[str, Any] = {"base_shift": 0, "requant": rq}
+        else:
+            arith = {"base_shift": int(in_q.frac_bits) - int(out_q.frac_bits)}
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            # the AVEPOOL_16BIT_MUL option is the platform's in force at run time
+            mul16 = get_platform().avepool_16bit_mul if in_q.el_type.is_sa else False
+            return per_sample(KP.avepool_hwc, xs[0], out_shape, dtype, **geo, **arith, mul16=mul16)
+        return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.avg_pool(xs[0], self.kernel, self.stride, self.padding)
@@ -570,6 +736,42 @@ class Eltwise(Layer):
         second = self.const.tensor() if self.const is not None else ins[1]
         fn(ins[0], second, out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """Element-wise over the whole batch: operands of one shape, or a one-element constant."""
+        a_shape = tuple(in_shapes[0])
+        if self.const is not None:
+            b_shape = tuple(self.const.shape)
+            if self.const.q is None or self.const.qp is None:
+                return None
+            b_q = self.const.qp
+        else:
+            b_shape, b_q = tuple(in_shapes[1]), in_qs[1]
+        el = in_qs[0].el_type
+        scalar_b = self.const is not None and int(np.prod(b_shape)) == 1
+        if (not self._registry_call(fn, in_qs) or int(np.prod(a_shape)) == 1 or (b_shape != a_shape and not scalar_b)
+                or tuple(out_shape) != a_shape or out_q.el_type is not el or b_q.el_type is not el
+                or any(q.el_type.is_sa and q.dim >= 0 for q in (in_qs[0], b_q, out_q))):
+            return None
+        const = None
+        if self.const is not None:
+            c = fast_view(self.const.tensor()) if self.const.tensor().rank else np.asarray(self.const.tensor().value)
+            const = np.asarray(c.reshape(-1)[0] if scalar_b else c, dtype=el.dtype)
+        op = EltOp(self.op)
+        if el.is_sa:
+            def q(p: QParams) -> tuple[int, int, int]:
+                return int(p.scale), int(p.scale_frac_bits), int(p.zero_point)
+            kw: dict[str, Any] = {"q1": q(in_qs[0]), "q2": q(b_q), "qo": q(out_q)}
+            kernel: Callable[..., np.ndarray] = KE.eltwise_sa8
+        else:
+            kw = {"frac_bits": (int(in_qs[0].frac_bits), int(b_q.frac_bits), int(out_q.frac_bits)), "bits": el.bits}
+            kernel = KE.eltwise_fx
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            b = const if const is not None else xs[1]
+            return kernel(op, xs[0], b, **kw).astype(el.dtype, copy=False)
+        return step
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         other = self.const.shape if self.const is not None else in_shapes[1]
         try:
@@ -603,6 +805,22 @@ class ReLU(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], ReluCfg(relu_type(self.type)), out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """A clamp of the whole batch with the input's bounds."""
+        q = in_qs[0]
+        if not self._registry_call(fn, in_qs) or out_q.el_type is not q.el_type or (q.el_type.is_sa and q.dim >= 0):
+            return None
+        kw = ({"zero": int(q.zero_point), "scale": int(q.scale), "shift": int(q.scale_frac_bits)} if q.el_type.is_sa
+              else {"zero": 0, "scale": 1, "shift": int(q.frac_bits)})
+        # kernels.activation.relu with its bounds derived once (relu_limits does not depend on the platform)
+        t = q.el_type.dtype.type
+        lo, hi = (t(v) for v in relu_limits(int(relu_type(self.type)), q.el_type.bits, **kw))
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return np.clip(xs[0], lo, hi)
+        return step
+
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.relu(xs[0], self.type)
 
@@ -626,6 +844,39 @@ class LeakyReLU(Layer):
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.slope.tensor(), out)
+
+    def _slope_args(self, fn: Callable[..., Any], in_qs: list[QParams], out_q: QParams) -> dict[str, int] | None:
+        """The kernels' quantisation arguments (per-tensor values as C reads them: the first of each
+        vector), or None when this call has no step."""
+        q, sq = in_qs[0], self.slope.qp
+        if (not self._registry_call(fn, in_qs) or sq is None or self.slope.q is None or out_q.el_type is not q.el_type
+                or sq.el_type is not q.el_type):
+            return None
+
+        def first(v: Any) -> int:
+            return int(np.asarray(v).reshape(-1)[0])
+        if q.el_type.is_sa:
+            return {"in_zp": first(q.zero_point), "in_scale": first(q.scale), "in_sfb": first(q.scale_frac_bits),
+                    "out_zp": first(out_q.zero_point), "out_scale": first(out_q.scale),
+                    "out_sfb": first(out_q.scale_frac_bits), "slope_zp": first(sq.zero_point),
+                    "slope_scale": first(sq.scale), "slope_sfb": first(sq.scale_frac_bits)}
+        return {"shift": int(q.frac_bits) + int(sq.frac_bits) - int(out_q.frac_bits)}
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The leaky ReLU of the whole batch (element-wise) with the slope read once."""
+        kw = self._slope_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        el = in_qs[0].el_type
+        alpha = int(wrap(int(np.asarray(self.slope.q).reshape(-1)[0]), el.bits))
+        if el.is_sa:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.leaky_relu_sa8(xs[0], alpha, **kw)
+        else:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.leaky_relu_fx(xs[0], alpha, kw["shift"], normalise=el is ElType.FX_16)
+        return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         s = self.slope.value(original)
@@ -660,6 +911,24 @@ class PReLU(LeakyReLU):
             self._slope_tensor = (rank, self.slope.qp.tensor(np.asarray(self.slope.q).reshape(shape)))  # type: ignore[union-attr]
         fn(ins[0], self._slope_tensor[1], PreluCfg(axis=axis), out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The PReLU of the whole batch, the slopes along the axis shifted past the sample axis."""
+        kw = self._slope_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        axis = self._axis(len(in_shapes[0]))
+        slopes = np.asarray(self.slope.q, dtype=np.int64).reshape(-1)
+        if slopes.size != in_shapes[0][axis]:
+            return None
+        if in_qs[0].el_type.is_sa:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.prelu_sa8(xs[0], slopes, axis=axis + 1, **kw)
+        else:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KA.prelu_fx(xs[0], slopes, kw["shift"], axis=axis + 1)
+        return step
+
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
         s = self.slope.value(original)
@@ -690,6 +959,19 @@ class _LutLayer(Layer):
             return
         self.lut = new_lut(self.op)
 
+    def _lut_in(self, fn: Callable[..., Any], in_qs: list[QParams], out_q: QParams) -> dict[str, int] | None:
+        """The input parameters the LUT kernels read, or None when there is no step for this call."""
+        q = in_qs[0]
+        if not self._registry_call(fn, in_qs) or self.lut is None or out_q.el_type is not q.el_type:
+            return None
+        if q.el_type.is_sa:
+            if q.dim >= 0:
+                return None
+            # the C struct's int16 / int16 / int8 fields, as the capi function reads them
+            return {"in_zp": int(wrap(int(q.zero_point), 16)), "in_scale": int(wrap(int(q.scale), 16)),
+                    "in_shift": int(wrap(int(q.scale_frac_bits), 8))}
+        return {"in_frac_bits": int(q.frac_bits)}
+
 
 class _AxisLutLayer(_LutLayer):
     """A LUT-based layer along ``axis`` (a negative axis: the whole tensor), a C int ``axis`` in its cfg."""
@@ -704,6 +986,19 @@ class _AxisLutLayer(_LutLayer):
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         return _axis_fits(self, in_shapes[0])
 
+    def _batched(self, kernel: Callable[..., np.ndarray], dtype: Any, **kw: Any) -> Step:
+        """A step running ``kernel`` on the whole batch: the slices along ``axis`` (or each whole
+        sample for a negative axis) are the kernel's slices along the matching batch axis."""
+        axis = self.axis
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            if axis < 0:
+                flat = x.reshape(x.shape[0], -1)
+                return kernel(flat, axis=1, **kw).astype(dtype, copy=False).reshape(x.shape)
+            return kernel(x, axis=axis + 1, **kw).astype(dtype, copy=False)
+        return step
+
 
 class Softmax(_AxisLutLayer):
     """LUT-based softmax along ``axis``; the kernel sets the output parameters."""
@@ -714,6 +1009,18 @@ class Softmax(_AxisLutLayer):
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.lut, SoftmaxCfg(axis=self.axis), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The softmax kernel over the whole batch."""
+        p = self._lut_in(fn, in_qs, out_q)
+        if p is None:
+            return None
+        el = in_qs[0].el_type
+        if el.is_sa:
+            return self._batched(KT.softmax_sa8, el.dtype, lut=self.lut, in_scale=p["in_scale"],
+                                 in_shift=p["in_shift"])
+        return self._batched(KT.softmax_fx, el.dtype, lut=self.lut, in_frac_bits=p["in_frac_bits"], bits=el.bits)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         x = xs[0]
@@ -731,6 +1038,24 @@ class Sigmoid(_LutLayer):
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], self.lut, out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The table lookup of the whole batch (element-wise)."""
+        p = self._lut_in(fn, in_qs, out_q)
+        if p is None:
+            return None
+        el, lut = in_qs[0].el_type, self.lut
+        if el.is_sa:
+            kw = dict(p, out_zp=self._sa8_out[0], out_shift=self._sa8_out[1])
+
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KT.lut_activation_sa8(xs[0], lut, **kw).astype(el.dtype, copy=False)
+        else:
+            def step(xs: list[np.ndarray]) -> np.ndarray:
+                return KT.lut_activation_fx(xs[0], lut, in_frac_bits=p["in_frac_bits"],
+                                            out_bits=el.bits).astype(el.dtype, copy=False)
+        return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.sigmoid(xs[0])
@@ -759,6 +1084,17 @@ class L2Normalize(_AxisLutLayer):
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], None, self.lut, L2NormalizeCfg(axis=self.axis), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The normalisation kernel over the whole batch."""
+        p = self._lut_in(fn, in_qs, out_q)
+        if p is None:
+            return None
+        el = in_qs[0].el_type
+        kw: dict[str, Any] = ({"bits": 8, "out_shift": KT.L2NORM_SA8_OUT[1], "in_zp": p["in_zp"]} if el.is_sa
+                              else {"bits": 16, "out_shift": 15})
+        return self._batched(KT.l2_normalize, el.dtype, lut=self.lut, **kw)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.l2_normalize(xs[0], None if self.axis < 0 else self.axis + 1)
@@ -840,6 +1176,17 @@ class Permute(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins[0], PermuteCfg(perm_dim=self.perm + [0] * (4 - len(self.perm))), out)
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """A transpose of the batch (the sample axis stays first)."""
+        if not self._registry_call(fn, in_qs) or out_q.el_type is not in_qs[0].el_type:
+            return None
+        axes = [0, *(p + 1 for p in self.perm)]
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return np.ascontiguousarray(np.transpose(xs[0], axes))
+        return step
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if len(self.perm) != len(in_shapes[0]):
             raise MliError(Status.BAD_FUNC_CFG, f"{self._what}: perm {self.perm} for an input of rank "
@@ -874,6 +1221,18 @@ class Concat(Layer):
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         fn(ins, ConcatCfg(tensors_num=len(ins), axis=self._axis(ins[0].rank)), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """A concatenation of the batches (inputs of one quantisation)."""
+        if (not self._registry_call(fn, in_qs) or any(q != in_qs[0] for q in in_qs)
+                or out_q.el_type is not in_qs[0].el_type):
+            return None
+        axis = self._axis(len(in_shapes[0])) + 1
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(xs, axis=axis)
+        return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         if len(in_shapes) < 2:
@@ -910,6 +1269,20 @@ class Pad2D(Layer):
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> None:
         t, b, l, r = self.padding
         fn(ins[0], Padding2dCfg(padding_left=l, padding_right=r, padding_top=t, padding_bottom=b), out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The padding kernel per sample, filling with the real value 0 (the zero point for SA8)."""
+        q = in_qs[0]
+        if not self._registry_call(fn, in_qs) or out_q.el_type is not q.el_type or (q.el_type.is_sa and q.dim >= 0):
+            return None
+        t, b, l, r = self.padding
+        value = int(q.zero_point) if q.el_type.is_sa else 0
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            return per_sample(pad2d, xs[0], out_shape, q.el_type.dtype, top=t, bottom=b, left=l, right=r,
+                              layout="hwc", value=value)
+        return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = _hwc(self, in_shapes[0])

@@ -3,12 +3,17 @@
 Example:
     >>> net = Network((8, 8, 1), [Conv2D(w, b, padding=1, relu="gen", name="conv"), ...])
     >>> qnet = quantize_network(net, calib_x, "sa8")      # pymli.models.quantize
-    >>> res = qnet.run(x_test)                            # MLI kernels, one sample after the other
+    >>> res = qnet.run(x_test)                            # MLI kernels, batches of 64 samples
     >>> res["conv"]                                       # quantised intermediate, [N, 8, 8, c]
     >>> ref = qnet.run_float(x_test)                      # float64 NumPy, same description
 
 Tensors are named after the layer producing them; ``"input"`` is the network input. A layer reads
 the previous layer's output unless it names its ``inputs``.
+
+``run`` executes the network's :class:`Plan` (``qnet.prepare()``, cached): every per-layer constant
+(requantisation parameters, bounds, LUTs, geometry, functions, output parameters, which tensors can
+be freed when) is derived once, and each layer runs its kernel over the whole batch; a layer without
+such a step calls its capi function per sample. Every sample gets the bits it gets alone.
 """
 
 from __future__ import annotations
@@ -26,11 +31,11 @@ from ..errors import MliError, Status
 from ..export import Exportable
 from ..graph import args
 from ..graph.registry import LUT_OPS, Op, entry
-from .layers import KernelMissing, Layer
+from .layers import KernelMissing, Layer, Step
 from .netfile import save_network
 from .qparams import QParams
 
-__all__ = ["Network", "RunResult", "UnknownLayer", "mli_argmax"]
+__all__ = ["Network", "Plan", "PlanStep", "RunResult", "UnknownLayer", "mli_argmax"]
 
 INPUT = "input"
 
@@ -264,18 +269,86 @@ class Network(Exportable):
             raise MliError(Status.BAD_TENSOR, "input holds NaN or infinite values")
         return x, single
 
+    # ---------------------------------------------------------------- prepared execution
+    def _state(self) -> tuple[Any, ...]:
+        """The objects a plan depends on: the input, every layer and its public attributes, every
+        constant's values and parameters (compared by identity: a reassignment invalidates a plan)."""
+        st: list[Any] = [self.input_q, self.input_shape]
+        for la in self.layers:
+            st.append(la)
+            st.extend(v for k, v in vars(la).items() if not k.startswith("_"))
+            for c in la.consts().values():
+                st += (c, c.q, c.qp)
+        return tuple(st)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied without its prepared plans (closures over this network's arrays)."""
+        state = dict(self.__dict__)
+        state.pop("_plan_cache", None)
+        return state
+
+    def invalidate(self) -> None:
+        """Drop the prepared plans (after changing a constant's array or a QParams in place)."""
+        self._plans.clear()
+
+    @property
+    def _plans(self) -> dict[tuple[Platform, bool], tuple[tuple[Any, ...], Plan]]:
+        plans = self.__dict__.get("_plan_cache")
+        if plans is None:
+            plans = self.__dict__["_plan_cache"] = {}
+        return plans
+
+    def prepare(self, platform: Platform | str | None = None, *, specialise: bool = False) -> Plan:
+        """The network prepared for execution: every per-layer constant derived once.
+
+        The plan is cached per platform and ``specialise``, and rebuilt when a layer is added or an
+        attribute of the network, a layer or a constant is reassigned (see :meth:`invalidate` for
+        in-place edits). Preparing checks every layer once through :mod:`pymli.capi` on a
+        deterministic sample and keeps a kernel step only where it gives the capi call's bits.
+
+        Args:
+            platform: the platform the plan is checked under; default: current. Runs read the
+                rounding of the platform in force, never a baked one.
+            specialise: check MLI's specialised functions where one fits a layer.
+
+        Returns:
+            The :class:`Plan`.
+
+        Raises:
+            KernelMissing: a needed MLI function is not implemented.
+            MliError: a network that is not quantised (BAD_FUNC_CFG); a kernel rejecting its arguments.
+        """
+        if self.input_q is None:
+            raise MliError(Status.BAD_FUNC_CFG, "network is not quantised: use pymli.models.quantize_network or load a pack")
+        plat = platform_named(platform) if platform is not None else get_platform()
+        key = (plat, bool(specialise))
+        hit = self._plans.get(key)
+        if hit is not None:
+            state = self._state()
+            if len(state) == len(hit[0]) and all(a is b for a, b in zip(state, hit[0])):
+                return hit[1]
+        missing = self.missing_functions()
+        if missing:
+            raise KernelMissing(missing[0])
+        with use_platform(plat):
+            plan = Plan(self, plat, bool(specialise))
+        self._plans[key] = (self._state(), plan)
+        return plan
+
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
-            progress: Callable[[int], None] | None = None, specialise: bool = False) -> RunResult:
-        """Run the quantised network through pymli's MLI kernels.
+            progress: Callable[[int], None] | None = None, specialise: bool = False,
+            batch: int = 64) -> RunResult:
+        """Run the quantised network through pymli's MLI kernels (the prepared :meth:`prepare` plan).
 
         Args:
             x: one sample or a batch; integer arrays are taken as already quantised input, float arrays
                 are quantised with ``input_q`` first.
             capture: True keeps every intermediate, False only the output, or a list of tensor names.
             platform: platform (rounding, accumulator options) to run under; default: current.
-            progress: called with 1 after each sample (for progress bars).
+            progress: called with the number of samples done after each batch (for progress bars).
             specialise: call MLI's specialised functions where one fits a layer (``_k3x3`` ...), as a
                 C program may; the results are the generic functions'.
+            batch: samples computed together (each sample's result is the same whatever the batch).
 
         Raises:
             KernelMissing: a needed MLI function is not implemented.
@@ -283,7 +356,8 @@ class Network(Exportable):
                 numbers (BAD_TENSOR / TYPE_MISMATCH), of the wrong shape or an empty batch
                 (SHAPE_MISMATCH), non-finite floats or integers outside the input container
                 (BAD_TENSOR); an unknown ``capture`` name (:class:`UnknownLayer`) or platform
-                (:class:`pymli.config.UnknownPlatform`); a kernel rejecting its arguments.
+                (:class:`pymli.config.UnknownPlatform`); a ``batch`` below 1 (BAD_FUNC_CFG); a kernel
+                rejecting its arguments.
         """
         if self.input_q is None:
             raise MliError(Status.BAD_FUNC_CFG, "network is not quantised: use pymli.models.quantize_network or load a pack")
@@ -302,44 +376,19 @@ class Network(Exportable):
                 raise UnknownLayer(sorted(unknown)[0], [la.name for la in self.layers])
         if progress is not None and not callable(progress):
             raise MliError(Status.BAD_FUNC_CFG, f"progress = {progress!r:.40}: a callable or None expected")
+        batch = args.integer(batch, "batch", what="Network.run", lo=1, hi=2**31 - 1)
         plat = platform_named(platform) if platform is not None else get_platform()
-        missing = self.missing_functions()
-        if missing:
-            raise KernelMissing(missing[0])
-        keep = {INPUT, *(la.name for la in self.layers)} if capture is True else set(capture or ())
-        keep.add(self.output_name)
-        keep_input = INPUT in keep
-        keep.discard(INPUT)
+        plan = self.prepare(plat, specialise=specialise)
+        keep: bool | set[str] = True if capture is True else {*(capture or ()), self.output_name}
+        parts: list[tuple[dict[str, np.ndarray], dict[str, QParams]]] = []
         with use_platform(plat) as p:
-            for la in self.layers:
-                la.prepare()
-            fns = self.functions(specialise=specialise)
-            shapes = self.shapes()
-            values: dict[str, list[np.ndarray]] = {k: [] for k in keep}
-            qparams: dict[str, QParams] = {INPUT: self.input_q}
-            for n in range(x.shape[0]):
-                acts: dict[str, Any] = {INPUT: (x[n], self.input_q)}
-                for la in self.layers:
-                    ins = [acts[i][1].tensor(acts[i][0]) for i in la.inputs]
-                    oq = la.output_qparams([acts[i][1] for i in la.inputs])
-                    out = oq.empty(shapes[la.name])
-                    extras = la.invoke(fns[la.name], ins, out)
-                    acts[la.name] = (out.numpy(), QParams.of(out))
-                    for k, v in (extras or {}).items():
-                        key = f"{la.name}.{k}"
-                        if capture is True or key in keep:
-                            acts[key] = v
-                            values.setdefault(key, []).append(v[0])
-                    if la.name in keep:
-                        values[la.name].append(acts[la.name][0])
-                for k in values:
-                    qparams[k] = acts[k][1]
+            for s in range(0, x.shape[0], batch):
+                parts.append(plan.execute(x[s:s + batch], keep))
                 if progress is not None:
-                    progress(1)
-        if keep_input:
-            values[INPUT] = list(x)
-        return RunResult({k: np.stack(v) for k, v in values.items() if v}, qparams, self.output_name, p,
-                         self.index_output)
+                    progress(min(batch, x.shape[0] - s))
+        qparams = parts[-1][1]
+        values = parts[0][0] if len(parts) == 1 else {k: np.concatenate([v[k] for v, _ in parts]) for k in parts[0][0]}
+        return RunResult(values, qparams, self.output_name, p, self.index_output)
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
                   platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
@@ -439,3 +488,155 @@ class Network(Exportable):
         for r in self.summary():
             lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
         return "\n".join(lines)
+
+
+def _validation_sample(q: QParams, shape: tuple[int, ...]) -> np.ndarray:
+    """A fixed pseudo-random sample over the whole input container (zero point and both limits included)."""
+    x = np.random.default_rng(20240514).integers(q.qmin, q.qmax, size=shape, endpoint=True)
+    flat = x.reshape(-1)
+    flat[: 3] = [q.qmin, q.qmax, int(q.zero_point) if q.el_type.is_sa and q.dim < 0 else 0][: flat.size]
+    return x.astype(q.el_type.dtype)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    """A kernel step's batch of one sample holds the capi call's values, dtype and shape."""
+    return got.dtype == want.dtype and got.shape == (1, *want.shape) and bool(np.array_equal(got[0], want))
+
+
+def _capi_step(la: Layer, fn: Callable[..., Any], in_qs: list[QParams], oq: QParams, shape: tuple[int, ...]
+               ) -> Callable[[list[np.ndarray]], tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]]:
+    """The layer's capi call per sample (every check each time), for layers without a kernel step."""
+    def run(xs: list[np.ndarray]) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, QParams]]]:
+        outs, extras, extra_q = [], {}, {}
+        for n in range(xs[0].shape[0]):
+            out = oq.empty(shape)
+            ex = la.invoke(fn, [q.tensor(x[n]) for q, x in zip(in_qs, xs)], out)
+            outs.append(out.numpy())
+            for k, (v, q) in (ex or {}).items():
+                extras.setdefault(k, []).append(v)
+                extra_q[k] = q
+        return np.stack(outs), {k: (np.stack(v), extra_q[k]) for k, v in extras.items()}
+    return run
+
+
+@dataclasses.dataclass
+class PlanStep:
+    """One layer of a :class:`Plan`.
+
+    Attributes:
+        name: the layer (and its output tensor).
+        inputs: the tensors it reads.
+        run: batches of the inputs -> the output batch (a kernel step), (output batch, extra results
+            ``{name: batch}``) (a kernel step of a layer with extra results), or (output batch, extra
+            results ``{name: (batch, QParams)}``) (the per-sample capi call).
+        out_q: the output's parameters after the call.
+        kernel: True for a prepared kernel step, False for the per-sample capi call.
+        extras_q: the parameters of a kernel step's extra results (an LSTM's cell state).
+        last_use: tensors no later step reads (freed after this one unless captured).
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    run: Callable[[list[np.ndarray]], Any]
+    out_q: QParams
+    kernel: bool
+    extras_q: dict[str, QParams] = dataclasses.field(default_factory=dict)
+    last_use: tuple[str, ...] = ()
+
+
+class Plan:
+    """A :class:`Network` prepared for execution (see :meth:`Network.prepare`).
+
+    Every layer with a kernel step (:meth:`~pymli.models.layers.Layer.plan_step`) runs straight
+    through :mod:`pymli.kernels` on the whole batch with parameters derived once; the others call
+    their capi function per sample. Each step was checked against the capi call on one sample
+    when the plan was built; ``mismatches`` lists the layers whose step differed (they call capi).
+
+    Args:
+        net: the quantised network.
+        platform: the platform in force while the plan is built and checked.
+        specialise: use MLI's specialised functions where one fits.
+    """
+
+    def __init__(self, net: Network, platform: Platform, specialise: bool) -> None:
+        self.platform = platform
+        self.input_q: QParams = net.input_q  # type: ignore[assignment]
+        self.output_name = net.output_name
+        self.mismatches: list[str] = []
+        for la in net.layers:
+            la.prepare()
+        fns = net.functions(specialise=specialise)
+        shapes = net.shapes()
+        acts: dict[str, tuple[np.ndarray, QParams]] = {INPUT: (_validation_sample(self.input_q, net.input_shape),
+                                                                self.input_q)}
+        self.steps: list[PlanStep] = []
+        for la in net.layers:
+            in_qs = [acts[i][1] for i in la.inputs]
+            oq = la.output_qparams(in_qs)
+            shape = tuple(shapes[la.name])
+            out = oq.empty(shape)
+            extras = la.invoke(fns[la.name], [q.tensor(acts[i][0]) for q, i in zip(in_qs, la.inputs)], out)
+            want = out.numpy()
+            acts[la.name] = (want, QParams.of(out))
+            extras = extras or {}
+            in_shapes = [tuple(shapes[i]) for i in la.inputs]
+            kstep = la.plan_step(fns[la.name], in_qs, in_shapes, oq, shape)
+            if kstep is not None:
+                got = kstep([acts[i][0][None] for i in la.inputs])
+                got_y, got_ex = got if isinstance(got, tuple) else (got, {})
+                if not (_same(got_y, want) and set(got_ex) == set(extras)
+                        and all(_same(got_ex[k], v) for k, (v, _) in extras.items())):
+                    self.mismatches.append(la.name)
+                    kstep = None
+            run = kstep if kstep is not None else _capi_step(la, fns[la.name], in_qs, oq, shape)
+            self.steps.append(PlanStep(la.name, tuple(la.inputs), run, acts[la.name][1], kstep is not None,
+                                       {k: q for k, (_, q) in extras.items()} if kstep is not None else {}))
+        readers: dict[str, int] = {}
+        for k, st in enumerate(self.steps):
+            for i in st.inputs:
+                readers[i] = k
+        for k, st in enumerate(self.steps):
+            st.last_use = tuple(i for i in dict.fromkeys(st.inputs) if readers[i] == k)
+
+    @property
+    def kernel_layers(self) -> list[str]:
+        """The layers running as prepared kernel steps."""
+        return [st.name for st in self.steps if st.kernel]
+
+    def execute(self, x: np.ndarray, keep: bool | set[str] = False) -> tuple[dict[str, np.ndarray], dict[str, QParams]]:
+        """Run a batch of quantised input (checked by the caller) under the platform in force.
+
+        Args:
+            x: ``[N, *input_shape]`` integers inside the input container.
+            keep: True keeps every tensor (and every extra result), else the names to keep; the
+                output is always kept.
+
+        Returns:
+            (tensor name -> batch, tensor name -> parameters after the call), for the kept tensors.
+        """
+        keep_all = keep is True
+        kept: set[str] = set() if isinstance(keep, bool) else set(keep)
+        acts: dict[str, np.ndarray] = {INPUT: x.astype(self.input_q.el_type.dtype, copy=False)}
+        values: dict[str, np.ndarray] = {INPUT: np.array(x)} if keep_all or INPUT in kept else {}
+        qparams: dict[str, QParams] = {INPUT: self.input_q}
+        for st in self.steps:
+            res = st.run([acts[i] for i in st.inputs])
+            if st.kernel and not st.extras_q:
+                y = res
+            else:
+                y, extras = res
+                for k, v in extras.items():
+                    key = f"{st.name}.{k}"
+                    if keep_all or key in kept:
+                        values[key], qparams[key] = (v, st.extras_q[k]) if st.kernel else v
+            acts[st.name] = y
+            if keep_all or st.name in kept or st.name == self.output_name:
+                values[st.name], qparams[st.name] = y, st.out_q
+            for i in st.last_use:
+                del acts[i]
+        return values, qparams
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The output batch for a batch of quantised input ``[N, *input_shape]`` (no argument checks;
+        the rounding of the platform in force)."""
+        return self.execute(x)[0][self.output_name]

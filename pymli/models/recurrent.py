@@ -18,14 +18,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..capi.convolution import fast_view
 from ..capi.types import RnnCellCfg, RnnDenseCfg, RnnDirection, RnnOutActivation, RnnResults
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
 from ..graph.registry import Op, entry, lookup, new_lut
+from ..kernels.eltwise import eltwise_fx
+from ..kernels.recurrent import SaQ, gru_cell, lstm_cell, rnn_dense
+from ..kernels.transform import lut_activation_fx
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .layers import Layer
+from .layers import Layer, Step
 from .qparams import Const, QParams
 
 __all__ = ["GATES", "GRU", "LSTM", "UnrolledLSTM"]
@@ -43,6 +47,18 @@ def _zero_state(q: QParams, m: int) -> Tensor:
 def _make_lut(name: str) -> Lut:
     """The LUT of activation ``name`` (``"tanh"``, ``"sigm"``)."""
     return new_lut(Op(name))
+
+
+def _kernel_q(q: QParams, kind: str, n: int = 1) -> int | SaQ:
+    """The quantisation argument of :mod:`pymli.kernels.recurrent` for a tensor of parameters ``q``
+    (what the capi cells read from its struct; ``n``: the length of its per-axis dimension)."""
+    if kind != "sa8":
+        return int(q.frac_bits)
+    if q.dim >= 0:
+        def vec(v: Any) -> tuple[int, ...]:
+            return tuple(int(e) for e in np.asarray(v, np.int64).reshape(-1)[:n])
+        return SaQ(int(np.asarray(q.zero_point).reshape(-1)[0]), vec(q.scale), vec(q.scale_frac_bits), True)
+    return SaQ.of(int(q.zero_point), int(q.scale), int(q.scale_frac_bits))
 
 
 def _rnn_cfg(results: str, direction: str, act: str, scratch: int) -> Any:
@@ -118,6 +134,24 @@ class _RnnBase(Layer):
             self.tanh_lut = new_lut(Op.TANH)
         if self.sigm_lut is None:
             self.sigm_lut = new_lut(Op.SIGM)
+
+    def _cell_args(self, fn: Callable[..., Any], in_qs: list[QParams], out_q: QParams) -> dict[str, Any] | None:
+        """The arguments of the recurrent kernel shared by every sample (None: no step for this call)."""
+        el, w_el = in_qs[0].el_type, self.weights_in.qp.el_type  # type: ignore[union-attr]
+        if (not self._registry_call(fn, in_qs) or self.tanh_lut is None or self.sigm_lut is None
+                or out_q.el_type is not el or (el.is_sa and (in_qs[0].dim >= 0 or out_q.dim >= 0))):
+            return None
+        kind = "sa8" if el.is_sa else "fx16" if w_el is ElType.FX_16 else "fx16_fx8_fx8"
+
+        def cq(c: Const) -> int | SaQ:
+            qp = c.qp
+            return _kernel_q(qp, kind, int(c.shape[qp.dim]) if qp.dim >= 0 else 1)  # type: ignore[union-attr]
+        return {"w_in": fast_view(self.weights_in.tensor()), "w_out": fast_view(self.weights_out.tensor()),
+                "bias": fast_view(self.bias.tensor()), "tanh_lut": self.tanh_lut, "sigm_lut": self.sigm_lut,
+                "kind": kind, "in_q": _kernel_q(in_qs[0], kind), "prev_q": _kernel_q(out_q, kind),
+                "w_in_q": cq(self.weights_in), "w_out_q": cq(self.weights_out), "b_q": cq(self.bias),
+                "out_q": _kernel_q(out_q, kind), "backward": self.direction == "backward",
+                "all_results": self.results == "all"}
 
     def _frames(self, x: np.ndarray) -> np.ndarray:
         """Float frames ``[N, T, in]`` in processing order."""
@@ -205,6 +239,30 @@ class LSTM(_LstmBase):
            self.tanh_lut, self.sigm_lut, cfg, cell, out)
         return {"cell": (cell.numpy(), QParams.of(cell))}
 
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The cell kernel per sample from zero states, with every argument prepared once."""
+        kw = self._cell_args(fn, in_qs, out_q)
+        if kw is None or self.cell_q is None or (self.cell_q.el_type.is_sa and self.cell_q.dim >= 0):
+            return None
+        m = self.units
+        prev = _zero_state(out_q, m).numpy()
+        cell0 = _zero_state(self.cell_q, m).numpy()
+        kw.update(cell_q=_kernel_q(self.cell_q, kw["kind"]), act=self.act)
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+            x = xs[0]
+            frames = x.reshape(x.shape[0], x.shape[1], -1)
+            outs = np.empty((x.shape[0], *out_shape), dtype=dtype)
+            cells = np.empty((x.shape[0], m), dtype=cell0.dtype)
+            for n in range(x.shape[0]):
+                res, c = lstm_cell(frames[n], prev, cell0.copy(), **kw)
+                outs[n] = res.reshape(out_shape)
+                cells[n] = c
+            return outs, {"cell": cells}
+        return step  # type: ignore[return-value]
+
 
 class GRU(_RnnBase):
     """``mli_krn_gru_cell_*`` over the whole input sequence.
@@ -237,6 +295,24 @@ class GRU(_RnnBase):
         cfg = _rnn_cfg(self.results, self.direction, "tanh", 3 * m * ins[0].el_type.size)
         fn(_as_frames(ins[0]), prev, self.weights_in.tensor(), self.weights_out.tensor(), self.bias.tensor(),
            self.tanh_lut, self.sigm_lut, cfg, out)
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """The cell kernel per sample from a zero state, with every argument prepared once."""
+        kw = self._cell_args(fn, in_qs, out_q)
+        if kw is None:
+            return None
+        prev = _zero_state(out_q, self.units).numpy()
+        dtype = out_q.el_type.dtype
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            frames = x.reshape(x.shape[0], x.shape[1], -1)
+            outs = np.empty((x.shape[0], *out_shape), dtype=dtype)
+            for n in range(x.shape[0]):
+                outs[n] = gru_cell(frames[n], prev, **kw).reshape(out_shape)
+            return outs
+        return step
 
     def float_sequence(self, x: np.ndarray, original: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """(h of every step ``[N, T, out]``, the same array: a GRU has no separate cell state)."""
@@ -288,6 +364,68 @@ class UnrolledLSTM(_LstmBase):
     def functions(self, in_qs: list[QParams]) -> list[str]:
         """C names of every MLI function a step calls (``rnn_dense`` first)."""
         return [self.c_name(in_qs), *(entry(op, in_qs[0].el_type).c_name for op in self._STEP_OPS)]
+
+    def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
+                  out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
+        """FX builds: the step's primitives straight through the kernels, the element-wise ones and the
+        activations over the whole batch, ``rnn_dense`` per sample; every format prepared once."""
+        q = in_qs[0]
+        el = q.el_type
+        w_el = self.weights_in.qp.el_type  # type: ignore[union-attr]
+        need = ("h0", "c0", "dense_i", "dense_g", "dense_f", "dense_o", "mul_fc", "mul_ig", "add_c", "mul_out")
+        if (el is not ElType.FX_16 or not self._registry_call(fn, in_qs) or self.tanh_lut is None
+                or self.sigm_lut is None or any(k not in self.qs or self.qs[k].el_type is not el for k in need)
+                or out_q.el_type is not el):
+            return None
+        kind = "fx16" if w_el is ElType.FX_16 else "fx16_fx8_fx8"
+        fb = {k: int(self.qs[k].frac_bits) for k in need}
+        act_fb = el.bits - 1  # the LUT kernels' output format (Q15)
+        m, bits, dtype = self.units, el.bits, el.dtype
+        wi, wo, b = (np.asarray(c.q) for c in (self.weights_in, self.weights_out, self.bias))
+        wq = (int(self.weights_in.qp.frac_bits), int(self.weights_out.qp.frac_bits))  # type: ignore[union-attr]
+        bq = int(self.bias.qp.frac_bits)  # type: ignore[union-attr]
+        tanh_lut, sigm_lut = self.tanh_lut, self.sigm_lut
+        h0, c0 = _zero_state(self.qs["h0"], m).numpy(), _zero_state(self.qs["c0"], m).numpy()
+        all_results = self.results == "all"
+        x_fb = int(q.frac_bits)
+
+        def elt(op: str, a: np.ndarray, b_: np.ndarray, fa: int, fb_: int, fo: int) -> np.ndarray:
+            return eltwise_fx(op, a, b_, frac_bits=(fa, fb_, fo), bits=bits).astype(dtype, copy=False)
+
+        def lut(x: np.ndarray, table: Lut, in_fb: int) -> np.ndarray:
+            return lut_activation_fx(x, table, in_frac_bits=in_fb, out_bits=bits).astype(dtype, copy=False)
+
+        def step(xs: list[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+            x = xs[0]
+            n_s, steps = x.shape[0], x.shape[1]
+            frames = x.reshape(n_s, steps, -1)
+            rec = {k: np.empty((n_s, steps, m), dtype) for k in self.OPS}
+            h = np.broadcast_to(h0, (n_s, m))
+            c = np.broadcast_to(c0, (n_s, m))
+            h_fb, c_fb = fb["h0"], fb["c0"]
+            for t in range(steps):
+                pre = {}
+                for k, g in enumerate(GATES):
+                    d = rec[f"dense_{g}"][:, t]
+                    for s_ in range(n_s):
+                        d[s_] = rnn_dense([frames[s_, t], h[s_]], [wi[k], wo[k]], b[k], kind=kind,
+                                          in_q=[x_fb, h_fb], w_q=list(wq), b_q=bq,
+                                          out_q=fb[f"dense_{g}"])
+                    pre[g] = d
+                for g in GATES:
+                    name = f"{'tanh' if g == 'g' else 'sigm'}_{g}"
+                    rec[name][:, t] = lut(pre[g], tanh_lut if g == "g" else sigm_lut, fb[f"dense_{g}"])
+                a_i, a_g, a_f, a_o = (rec[k][:, t] for k in ("sigm_i", "tanh_g", "sigm_f", "sigm_o"))
+                rec["mul_fc"][:, t] = elt("mul", a_f, c, act_fb, c_fb, fb["mul_fc"])
+                rec["mul_ig"][:, t] = elt("mul", a_i, a_g, act_fb, act_fb, fb["mul_ig"])
+                rec["add_c"][:, t] = elt("add", rec["mul_fc"][:, t], rec["mul_ig"][:, t], fb["mul_fc"],
+                                         fb["mul_ig"], fb["add_c"])
+                rec["tanh_c"][:, t] = lut(rec["add_c"][:, t], tanh_lut, fb["add_c"])
+                rec["mul_out"][:, t] = elt("mul", rec["tanh_c"][:, t], a_o, act_fb, act_fb, fb["mul_out"])
+                h, c, h_fb, c_fb = rec["mul_out"][:, t], rec["add_c"][:, t], fb["mul_out"], fb["add_c"]
+            hs = rec["mul_out"] if all_results else rec["mul_out"][:, -1:]
+            return np.ascontiguousarray(hs).reshape(n_s, *out_shape), rec
+        return step  # type: ignore[return-value]
 
     def invoke(self, fn: Callable[..., Any], ins: list[Tensor], out: Tensor) -> dict[str, Any]:
         in_q = QParams.of(ins[0])

@@ -639,10 +639,11 @@ class V1Network(Network):
         return super().quantize_input(x)
 
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
-            progress: Callable[[int], None] | None = None, specialise: bool = False) -> V1RunResult:
+            progress: Callable[[int], None] | None = None, specialise: bool = False,
+            batch: int = 64) -> V1RunResult:
         """Run through :mod:`pymli.v1.capi` (see :meth:`Network.run`); default platform ``MLI1_CONV``."""
         res = super().run(x, capture=capture, platform=platform if platform is not None else MLI1_CONV,
-                          progress=progress, specialise=specialise)
+                          progress=progress, specialise=specialise, batch=batch)
         return V1RunResult(res.values, res.qparams, res.output_name, res.platform, res.index_output)
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,

@@ -226,7 +226,9 @@ def test_run_single_batch_capture_progress() -> None:
     _need(q)
     ticks: list[int] = []
     full = q.run(x, progress=ticks.append)
-    assert len(ticks) == 3
+    assert ticks == [3]                  # one batch of three samples
+    q.run(x, progress=ticks.append, batch=2)
+    assert ticks == [3, 2, 1]
     one = q.run(x[1], capture=["add"])
     assert set(one.values) == {"add", "sm"}
     assert np.array_equal(one["add"][0], full["add"][1]) and np.array_equal(one.output[0], full.output[1])
