@@ -73,50 +73,51 @@ def _sift(hv: list[int], hi: list[int], size: int, root: int) -> None:
 def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
     """MLI's heap selection of the ``k`` largest of ``values`` (1-D, in the C visiting order).
 
-    Returns positions into ``values``, largest value first, ties in the order MLI produces. The
-    first ``k`` values seed the heap; later ones enter when not smaller than the heap minimum.
-    As the minimum never decreases, blocks of values are screened against it with NumPy and the
-    heap is replayed only for the values that pass.
+    Returns positions into ``values``, largest value first, ties in the order MLI produces.
+
+    Raises:
+        ValueError: ``k`` larger than the number of values.
     """
     v = np.asarray(values)
-    n = v.shape[0]
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    if k > n:
-        raise ValueError(f"topk {k} > {n} values")
-    hv = v[:k].tolist()
-    hi = list(range(k))
+    if k > v.shape[0]:
+        raise ValueError(f"topk {k} > {v.shape[0]} values")
+    if k == 1:
+        return np.array([_last_max(v)], dtype=np.int64)
+    return _topk_screened(v.reshape(-1, 1), k)[0]
+
+
+def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
+    """MLI's heap run over the elements that can enter it; returns positions, largest value first.
+
+    ``pos`` (ascending, starting with the ``k`` seeds ``0 .. k-1``) and ``val`` hold those
+    elements; every other element is below the heap minimum when it is visited. The seeds are
+    heapified; a later value enters (replacing the minimum at the root, then sifting down) when
+    it is not smaller than the minimum. Once every entry equals the slice maximum, a later equal
+    value replaces the root and the strict sift leaves it there: only the last such value matters.
+    """
+    hv, hi = val[:k], pos[:k]
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
-    top = int(v.max())
-    pos, block = k, 64
-    while pos < n:
+    top = max(val)
+    for j in range(k, len(pos)):
         if hv[0] == top:
-            # Every entry equals the slice maximum: a later equal value replaces the root and the
-            # (strict) sift leaves it there, so only the last such value stays.
-            last = np.flatnonzero(v[pos:] == top)
-            if last.size:
-                hi[0] = pos + int(last[-1])
+            for jj in range(len(pos) - 1, j - 1, -1):
+                if val[jj] == top:
+                    hi[0] = pos[jj]
+                    break
             break
-        end = min(n, pos + block)
-        chunk = v[pos:end]
-        cand = np.flatnonzero(chunk >= hv[0])
-        for c, val in zip((cand + pos).tolist(), chunk[cand].tolist()):
-            if hv[0] > val:
-                continue
-            hv[0], hi[0] = val, c
+        if hv[0] <= val[j]:
+            hv[0], hi[0] = val[j], pos[j]
             _sift(hv, hi, k, 0)
-            if hv[0] == top:
-                end = c + 1  # resume just after c with the shortcut above
-                break
-        pos, block = end, min(block * 2, 1 << 16)
     for i in range(k // 2 - 1, -1, -1):
         _sift(hv, hi, k, i)
     for i in range(k - 1, 0, -1):
         hv[0], hv[i] = hv[i], hv[0]
         hi[0], hi[i] = hi[i], hi[0]
         _sift(hv, hi, i, 0)
-    return np.asarray(hi, dtype=np.int64)
+    return hi
 
 
 def _slices(x: np.ndarray, axis: int) -> np.ndarray:
@@ -124,6 +125,30 @@ def _slices(x: np.ndarray, axis: int) -> np.ndarray:
     if axis < 0:
         return x.reshape(1, -1)
     return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+
+
+def _columns(x: np.ndarray, axis: int) -> np.ndarray:
+    """(elements, slices): the transpose of :func:`_slices`, a view when ``axis`` is the last one."""
+    if axis < 0:
+        return x.reshape(-1, 1)
+    return np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+
+
+# Block length of argmax's screen (a power of two): the heap minimum at any position of a block is
+# at least the k-th largest maximum of the blocks before it.
+_SCREEN_BLOCK = 64
+
+
+def _last_max(v: np.ndarray) -> int:
+    """Position of the last occurrence of the maximum of 1-D ``v`` (searched backwards in blocks)."""
+    top = v.max()
+    end, block = v.shape[0], 256
+    while True:
+        start = max(end - block, 0)
+        hit = np.flatnonzero(v[start:end] == top)
+        if hit.size:
+            return start + int(hit[-1])
+        end, block = start, block * 4
 
 
 def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[int] | None = None) -> np.ndarray:
@@ -140,10 +165,13 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     Returns:
         int32 array ``[slices, topk]``, largest value first; among equal values the order of the
         C library.
+
+    Raises:
+        ValueError: ``topk`` larger than the slice.
     """
     x = np.asarray(x)
-    vals = _slices(x, axis)
-    s, n = vals.shape
+    cols = _columns(x, axis)
+    n, s = cols.shape
     k = int(topk)
     if k <= 0:
         return np.zeros((s, 0), dtype=np.int32)
@@ -151,59 +179,96 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         raise ValueError(f"topk {k} > slice size {n}")
     if k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
-        idx = (n - 1 - np.argmax(vals[:, ::-1], axis=1))[:, None]
-    elif k < n and vals.dtype == np.int8:
-        idx = _topk_by_threshold(vals, k)
-    else:
-        # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
-        # above the next one, the heap's result is that order whatever its history.
-        if k < n:
-            part = np.argpartition(vals, n - k - 1, axis=1)[:, n - k - 1:]
+        if s == 1:
+            idx = np.array([[_last_max(cols[:, 0])]], dtype=np.int64)
         else:
-            part = np.broadcast_to(np.arange(n), (s, n))
-        pv = np.take_along_axis(vals, part, axis=1).astype(np.int64)
-        order = np.argsort(-pv, axis=1, kind="stable")
-        part = np.take_along_axis(part, order, axis=1)
-        pv = np.take_along_axis(pv, order, axis=1)
-        ok = np.all(pv[:, 1:k] < pv[:, : k - 1], axis=1)
-        if k < n:
-            ok &= pv[:, k - 1] > pv[:, k]
-        idx = np.array(part[:, :k])
-        for i in np.flatnonzero(~ok).tolist():
-            idx[i] = heap_topk(vals[i], k)
+            idx = (n - 1 - np.argmax(cols[::-1], axis=0))[:, None]
+    else:
+        idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
 
 
-def _topk_by_threshold(vals: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest int8 values per row (``1 < k < n``), in MLI's heap order.
+def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which elements of every column can enter MLI's heap of ``k`` (a superset; the seeds included).
 
-    A histogram of the 256 codes per row gives each row's k-th largest value ``t``. Where exactly
-    ``k`` values reach ``t`` and they are distinct, the heap's result is them in decreasing order
-    whatever its history; the other rows replay the heap (:func:`heap_topk`). Same results as the
-    partition path of :func:`argmax`, without sorting the slice.
+    The heap holds the ``k`` largest values seen so far, so at any position its minimum is at
+    least the ``k``-th largest of the maxima of the complete blocks before that position's block
+    (``k`` distinct elements reach it); an element below that bound never enters. Running k-th
+    largest of a sequence ``b``: ``K_1[j] = max(b[:j])``, ``K_m[j] = max over i < j of
+    min(b[i], K_{m-1}[i])`` (the best ``m``-subset ending at ``i``), evaluated on the (short)
+    sequence of block maxima, and on the elements themselves over the first ``k + 1`` blocks
+    (where few block maxima are known): there it is the heap minimum, and the mask exact.
+
+    Returns:
+        ``(mask, final)``: bool array of ``cols``' shape, and per slice a lower bound of the heap
+        minimum after the last element (the dtype's minimum where unknown).
     """
-    s, n = vals.shape
-    codes = vals.view(np.uint8) ^ np.uint8(0x80)  # value + 128, in [0, 255]
+    n, s = cols.shape
+    nb, b = n // _SCREEN_BLOCK, _SCREEN_BLOCK
+    lowest = np.iinfo(cols.dtype).min
+    mask = np.empty((n, s), dtype=bool)
+    # One slice: drop the unit axis (NumPy's loops run over the last axis).
+    data, flags = (cols[:, 0], mask[:, 0]) if s == 1 else (cols, mask)
+    tail = data.shape[1:]
+    blocks = data[: nb * b].reshape(nb, b, *tail)
     if s == 1:
-        counts = np.bincount(codes.reshape(-1), minlength=256)[None, :]
+        bmax = np.maximum.reduceat(blocks.reshape(-1), np.arange(0, nb * b, b)) if nb else blocks[:, 0]
     else:
-        counts = np.bincount((codes + (np.arange(s, dtype=np.intp) * 256)[:, None]).reshape(-1),
-                             minlength=256 * s).reshape(s, 256)
-    at_least = np.cumsum(counts[:, ::-1], axis=1)  # [r, j]: values >= 255 - j (as codes)
-    j = np.argmax(at_least >= k, axis=1)  # exists: the row has n > k values
-    thr = (255 - j).astype(np.int16) - 128
-    distinct = np.all(counts[:, ::-1] <= 1, axis=1, where=np.arange(256)[None, :] <= j[:, None])
-    ok = (at_least[np.arange(s), j] == k) & distinct
-    idx = np.empty((s, k), dtype=np.int64)
-    ok_rows = np.flatnonzero(ok)
-    if ok_rows.size:
-        sub = vals[ok_rows]
-        pos = np.nonzero(sub >= thr[ok_rows, None].astype(np.int8))[1].reshape(-1, k)
-        pv = np.take_along_axis(sub, pos, axis=1)
-        order = np.argsort(-pv.astype(np.int16), axis=1)
-        idx[ok_rows] = np.take_along_axis(pos, order, axis=1)
-    for i in np.flatnonzero(~ok).tolist():
-        idx[i] = heap_topk(vals[i], k)
+        bmax = blocks
+        while bmax.shape[1] > 1:  # block maxima by halving (faster than a reduction over axis 1)
+            half = bmax.shape[1] // 2
+            bmax = np.maximum(bmax[:, :half], bmax[:, half:])
+        bmax = bmax[:, 0]
+    km = np.full((nb + 1, *tail), lowest, dtype=cols.dtype)  # km[j]: bound for block j (nb: the tail)
+    np.maximum.accumulate(bmax, axis=0, out=km[1:])
+    for _ in range(1, k):
+        prev = np.minimum(bmax, km[:-1])
+        np.maximum.accumulate(prev, axis=0, out=km[1:])
+    np.greater_equal(blocks, km[:-1, None], out=flags[: nb * b].reshape(blocks.shape))
+    np.greater_equal(data[nb * b:], km[-1], out=flags[nb * b:])
+    # The first k + 1 blocks: the heap minimum itself (K_k of the elements), exact.
+    p = min(n, (k + 1) * b)
+    head = data[:p]
+    kr = np.full(head.shape, lowest, dtype=cols.dtype)
+    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
+    for _ in range(1, k):
+        prev = np.minimum(head[:-1], kr[:-1])
+        np.maximum.accumulate(prev, axis=0, out=kr[1:])
+    np.greater_equal(head, kr, out=flags[:p])
+    mask[:k] = True  # the seeds
+    return mask, km[-1].reshape(s)
+
+
+def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
+
+    :func:`_screen` keeps, per column, the elements that can enter the heap, and a lower bound of
+    the final heap minimum ``t``. Where exactly ``k`` values reach ``t`` and they are distinct,
+    the heap's result is them in decreasing order whatever its history; the other columns replay
+    the heap over their candidates (:func:`_replay`).
+    """
+    n, s = cols.shape
+    mask, final = _screen(cols, k)
+    flat = np.flatnonzero(mask.T if s > 1 else mask)  # slice * n + position: slice-major, ascending
+    sl, pos = np.divmod(flat, n)
+    vals = cols[pos, sl].astype(np.int64)
+    # The values not below the final bound (every value >= t among them, at least k per slice),
+    # by slice and decreasing value; each slice's k + 1 largest (or k and a sentinel).
+    top = np.flatnonzero(vals >= final[sl])
+    top = top[np.argsort(sl[top] * (1 << 33) - vals[top])]
+    start = np.searchsorted(sl[top], np.arange(s))
+    j = start[:, None] + np.arange(k + 1)
+    has_next = j[:, k] < np.append(start[1:], top.size)
+    j[:, k] = np.where(has_next, j[:, k], j[:, k - 1])
+    tv = vals[top[j]]
+    tv[:, k] = np.where(has_next, tv[:, k], np.iinfo(np.int64).min)
+    ok = np.all(tv[:, 1:] < tv[:, :-1], axis=1)
+    idx = pos[top[j[:, :k]]]
+    if not ok.all():
+        bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+        pos_l, val_l = pos.tolist(), vals.tolist()
+        for r in np.flatnonzero(~ok).tolist():
+            idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
     return idx
 
 
