@@ -66,6 +66,7 @@ __all__ = [
     "fx_exp_codes",
     "scale_round_sat",
     "asr_rnd_int32",
+    "take_codes8",
 ]
 
 MAX_FRAC_BITS_FX16 = 15
@@ -588,9 +589,43 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
         return sat(v, out_bits).astype(out_dt)
     r32 = np.where(shift >= 31, 0, recip).astype(np.int32)
-    x = np.asarray(np.multiply(e, r32, dtype=np.int32))
-    x = asr_rnd_int32(x, np.minimum(shift, 30))
+    x = np.empty(np.broadcast_shapes(e.shape, r32.shape), dtype=np.int32)
+    x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
+    x *= r32
+    n = np.minimum(shift, 30)
+    if n.size > 1 and np.all(n == n.flat[0]):
+        n = n.flat[0]  # one shift for every slice: scalar operands run NumPy's fastest loops
+    x = asr_rnd_int32(x, n)
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)
     return x.astype(out_dt)
+
+
+# Below this many codes a direct gather beats building the table of code pairs.
+_PAIR_GATHER_MIN = 1 << 12
+
+
+def take_codes8(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``table[code]`` for every 8-bit code of ``x`` (its bytes read as unsigned): a 256-entry gather.
+
+    A C-contiguous ``x`` with an even number of codes (at least :data:`_PAIR_GATHER_MIN`) is read
+    as 16-bit pairs of codes and gathered from the 65536 pairs of results, half the gathers.
+    The pair table is laid out so that each 16-bit entry holds the two 8-bit results in the
+    memory order of the two codes, on either byte order.
+
+    Args:
+        table: 256 one-byte results (int8 or uint8), indexed by the unsigned code.
+        x: int8 / uint8 array.
+
+    Returns:
+        Array of ``x``'s shape and ``table``'s dtype.
+    """
+    codes = x.view(np.uint8)
+    if not x.flags.c_contiguous or x.size % 2 or x.size < _PAIR_GATHER_MIN:
+        return np.take(table, codes)
+    t = table.view(np.uint8).astype(np.uint16)
+    # pairs[hi, lo] = t[hi] * 256 + t[lo], the entry of code pair hi * 256 + lo: on either byte order
+    # its two bytes are the results of the two codes, in their memory order.
+    pairs = (t[:, None] << 8) | t[None, :]
+    return np.take(pairs.reshape(-1), codes.reshape(-1).view(np.uint16)).view(table.dtype).reshape(x.shape)
