@@ -146,6 +146,22 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     return sum_exp, recip
 
 
+# Softmax slices along the last axis at most this long are normalised in a transposed copy:
+# NumPy's reductions over a short contiguous axis run one tiny inner loop per slice, and per-slice
+# factors broadcast along it the same way; as columns both run along whole rows.
+_SHORT_SLICE = 64
+
+
+def _short_last(a: np.ndarray, red: tuple[int, ...]) -> bool:
+    """Whether ``red`` is only the last axis of ``a``, short, with many slices."""
+    return red == (a.ndim - 1,) and a.ndim > 1 and a.shape[-1] <= _SHORT_SLICE and a.size > _GATHER_MIN_SIZE
+
+
+def _columns(a: np.ndarray) -> np.ndarray:
+    """The slices along the last axis as the columns of a C-contiguous 2-D copy."""
+    return np.ascontiguousarray(a.reshape(-1, a.shape[-1]).T)
+
+
 def _max_distance(xa: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
     """``k = max - x`` per slice, exact in the unsigned type of ``x``'s width (``0 <= k < 2**bits``)."""
     u = np.dtype(f"u{xa.dtype.itemsize}")
@@ -177,6 +193,9 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     """
     xa = np.asarray(x)
     red = _reduce_axes(xa.ndim, axis)
+    if _short_last(xa, red):
+        # The same per column of a transposed copy; the result is a transposed view of it.
+        return softmax_fx(_columns(xa), lut, in_frac_bits=in_frac_bits, bits=bits, axis=0).T.reshape(xa.shape)
     out_dt = np.int8 if bits == 8 else np.int16
     if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
         # x - max = -k: one lookup per possible difference, then a gather.
@@ -203,6 +222,9 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     """
     xa = np.asarray(x)
     red = _reduce_axes(xa.ndim, axis)
+    if _short_last(xa, red):
+        # The same per column of a transposed copy; the result is a transposed view of it.
+        return softmax_sa8(_columns(xa), lut, in_scale=in_scale, in_shift=in_shift, axis=0).T.reshape(xa.shape)
     fb = sa8_lut_in_frac_bits(lut)
     sh = wrap(int(in_shift), 16).item()
     zp, out_shift = SOFTMAX_SA8_OUT
@@ -225,7 +247,7 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     total = _sum32(e, red)
     if axis < 0:
         # One slice: the output is a function of k alone.
-        return np.take(finish(g, total.reshape(())), k)
+        return take_codes8(finish(g, total.reshape(())), k)
     return finish(e, total)
 
 
