@@ -1,10 +1,10 @@
 """The fast paths of the transform / diverse kernels equal their plain paths on randomised operands.
 
 Large slices (many screening blocks of :func:`pymli.kernels.diverse.argmax`, the benchmark's
-64x64x32 shapes), odd sizes, ties, extreme values, strides and both rounding platforms; every
-output is compared whole with ``np.array_equal`` against the element-by-element reference
-(``argmax_reference``, ``l2_normalize_reference``, the int64 LUT model of
-:func:`pymli.arith.lut.activation_fx`).
+64x64x32 shapes, softmax's transposed columns), odd sizes, ties, extreme values, strides and both
+rounding platforms; every output is compared whole with ``np.array_equal`` against the plain
+path: ``argmax_reference``, ``l2_normalize_reference``, softmax slice by slice (each small
+enough for the direct evaluation), the int64 model of ``scale_round_sat``, a direct gather.
 """
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pymli.arith.lut import create_lut, scale_round_sat, take_codes8
+from pymli.arith.rounding import asr_rnd, sat
+from pymli.config import EM, VPX, use_platform
 from pymli.kernels import diverse as KD
+from pymli.kernels import transform as KT
 
 DTYPES = {8: np.int8, 16: np.int16}
 PATTERNS = ["uniform", "narrow", "ascending", "descending", "plateau", "late_max", "extremes"]
@@ -101,3 +105,93 @@ def test_screen_keeps_every_element_that_enters_the_heap() -> None:
                         heap[0] = v[i]
                         heap.sort()
                 assert final[c] <= heap[0]
+
+
+# ---------------------------------------------------------------------------------- LUT kernels
+MODES = {"up": VPX, "convergent": EM}
+short_last_shapes = st.sampled_from([(64, 64, 32), (33, 7), (600, 5), (3, 170, 64), (2, 300, 17), (1000, 2)])
+
+
+def _per_slice(fn, x: np.ndarray, **kw) -> np.ndarray:
+    """``fn`` applied to each slice along the last axis on its own (small: the plain path)."""
+    flat = x.reshape(-1, x.shape[-1])
+    return np.stack([fn(row, axis=0, **kw) for row in flat]).reshape(x.shape)
+
+
+@settings(max_examples=30, deadline=None)
+@given(short_last_shapes, st.sampled_from([8, 16]), st.sampled_from(["uniform", "narrow", "extremes", "plateau"]),
+       st.integers(0, 15), st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
+def test_softmax_fx_columns_equal_per_slice(shape, bits, pattern, fb, mode, seed) -> None:
+    x = _values(np.random.default_rng(seed), shape, bits, pattern)
+    lut = create_lut("softmax")
+    with use_platform(MODES[mode]):
+        got = KT.softmax_fx(x, lut, in_frac_bits=min(fb, bits - 1), bits=bits, axis=x.ndim - 1)
+        want = _per_slice(KT.softmax_fx, x, lut=lut, in_frac_bits=min(fb, bits - 1), bits=bits)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(short_last_shapes, st.sampled_from(["uniform", "narrow", "extremes", "plateau"]),
+       st.integers(1, 32767), st.integers(8, 30), st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
+def test_softmax_sa8_columns_equal_per_slice(shape, pattern, scale, shift, mode, seed) -> None:
+    x = _values(np.random.default_rng(seed), shape, 8, pattern)
+    lut = create_lut("softmax")
+    with use_platform(MODES[mode]):
+        got = KT.softmax_sa8(x, lut, in_scale=scale, in_shift=shift, axis=x.ndim - 1)
+        want = _per_slice(KT.softmax_sa8, x, lut=lut, in_scale=scale, in_shift=shift)
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from([(64, 64, 32), (4097,), (129, 3), (5, 77, 9), (2, 1, 6000)]), st.sampled_from([8, 16]),
+       st.integers(-1, 2), st.sampled_from(PATTERNS), st.integers(-128, 127), st.booleans(),
+       st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
+def test_l2_normalize_equals_reference_on_large_tensors(shape, bits, axis, pattern, zp, spread, mode, seed) -> None:
+    rng = np.random.default_rng(seed)
+    x = _values(rng, shape, bits, pattern)
+    if spread:  # slices of very different magnitudes: different shifts per slice
+        x = (x.astype(np.int64) >> rng.integers(0, bits - 1, x.shape[:-1] + (1,))).astype(x.dtype)
+    axis = min(axis, x.ndim - 1)
+    lut = create_lut("l2_normalize")
+    kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15)
+    with use_platform(MODES[mode]):
+        got = KT.l2_normalize(x, lut, axis=axis, **kw)
+        want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
+    assert np.array_equal(got, want)
+
+
+def test_l2_normalize_fast_path_taken_on_benchmark_shapes() -> None:
+    lut = create_lut("l2_normalize")
+    rng = np.random.default_rng(2)
+    for bits, kw in ((8, dict(bits=8, out_shift=7, in_zp=-7)), (16, dict(bits=16, out_shift=15, in_zp=None))):
+        x = _values(rng, (64, 64, 32), bits, "uniform")
+        for axis in (-1, 2):
+            fast = KT._l2_normalize_fast(x, lut, axis=axis, **kw)
+            assert fast is not None
+            assert np.array_equal(fast, KT.l2_normalize_reference(x, lut, axis=axis, **kw))
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 32), (4096,), (4097,), (5000, 3), (10,), (0,)])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_take_codes8_equals_direct_gather(shape, dtype) -> None:
+    rng = np.random.default_rng(len(shape))
+    x = rng.integers(0, 256, shape).astype(np.uint8).view(dtype)
+    for table in (rng.integers(-128, 128, 256).astype(np.int8), rng.integers(0, 256, 256).astype(np.uint8)):
+        got = take_codes8(table, x)
+        assert got.dtype == table.dtype and got.shape == x.shape
+        assert np.array_equal(got, table[x.view(np.uint8)])
+        if x.ndim > 1:  # a strided view: the direct gather
+            assert np.array_equal(take_codes8(table, x[:, ::2]), table[x[:, ::2].view(np.uint8)])
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_scale_round_sat_uniform_and_mixed_shifts(mode: str) -> None:
+    rng = np.random.default_rng(4)
+    e = rng.integers(-32768, 32768, (300, 40)).astype(np.int16)
+    recip = rng.integers(-32768, 32768, (300, 1))
+    for shift in (np.full((300, 1), 17), rng.integers(1, 33, (300, 1)), np.full((300, 1), 31)):
+        with use_platform(MODES[mode]):
+            got = scale_round_sat(e, recip, shift, 3, 16)
+            want = sat(asr_rnd(recip * e.astype(np.int64), shift, 32) + 3, 16)
+        assert np.array_equal(got, want)
