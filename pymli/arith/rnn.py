@@ -147,8 +147,11 @@ def sa_ir_requantize(acc: npt.ArrayLike, mul: npt.ArrayLike, shift: npt.ArrayLik
     Returns:
         int64 array of int32 values, the broadcast shape.
     """
-    prod = np.asarray(acc, dtype=I64) * np.asarray(mul, dtype=I64)
-    return sat(asr_rnd(prod, np.minimum(shift, 63), 64), 32)
+    mul = np.asarray(mul, dtype=I64)
+    prod = np.asarray(acc, dtype=I64) * mul
+    # |acc| <= 2**31 bounds the product for RoundShift's plain (x + half) >> n.
+    shift_plan = RoundShift(np.minimum(shift, 63), 64, (1 << 31) * int(np.abs(mul).max(initial=0)))
+    return sat(shift_plan(prod), 32)
 
 
 def sa_ir_cast(acc: npt.ArrayLike, out_zp: int) -> np.ndarray:

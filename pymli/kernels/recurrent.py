@@ -459,7 +459,7 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
     w_in = MacPlan(w_in)
-    w_out = np.asarray(w_out, I64)
+    w_out = np.asarray(w_out)  # MacPlan converts the narrow container type once
     bias = np.asarray(bias, I64)
     w_zr, w_u = MacPlan(w_out[:2]), MacPlan(w_out[2:3])
     steps = x.shape[0]
