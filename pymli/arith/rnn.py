@@ -443,7 +443,8 @@ def fx_addsub_plan(op: str, fa: int, fb: int, fo: int, io_bits: int = 16):
     rs = RoundShift(post, 64, bound) if post else None
 
     def run(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
-        acc = combine(np.left_shift(a, s1, dtype=I64), np.left_shift(b, s2, dtype=I64))
+        acc = combine(np.left_shift(a, s1, dtype=I64) if s1 else a, np.left_shift(b, s2, dtype=I64) if s2 else b,
+                      dtype=I64)
         if rs is not None:
             acc = rs(acc)
         return np.minimum(np.maximum(acc, lo), hi)

@@ -485,15 +485,15 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         one_minus = _cached(("sa8 1-z", one_q, get_platform()), lambda: np.roll(
             eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q), 128))
         mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps)
-        mul_rh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
-        mul_hz = _PerQ(lambda hq: _sa8_pair("mul", hq, _SIGM_Q, hq, steps))
+        # r * h and h * z: the sa8 product is symmetric in its operands (with their parameters),
+        # so both gates multiply h through one table, as a (2, M) array.
+        mul_gh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
         add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps))
         for t in _order(steps, backward):
             hq = h_q.triple
-            zr = _clip(xr_zr[t] + rec_zr[h_q](h), 8)
-            z, r = sig[zr[0]], sig[zr[1]]
-            hr = mul_rh[hq](r, h)
-            hz = mul_hz[hq](h, z)
+            zr = sig[_clip(xr_zr[t] + rec_zr[h_q](h), 8)]
+            z = zr[0]
+            hz, hr = mul_gh[hq](zr, h)
             u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8)]
             h = add_h[hq](mul_uz(u, one_minus[z]), hz)
             h_q = out_q
@@ -504,17 +504,16 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         one = _FX_ONE
         rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits)
         rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits)
-        mul_rh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
-        mul_hz = _PerQ(lambda hq: fx_mul_plan(hq, one, hq))
+        # r * h and h * z: the same product plan (Q15 gate times Qhq state into Qhq), as (2, M).
+        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
         mul_uz = fx_mul_plan(one, one, out_q)
         one_minus = fx_addsub_plan("sub", one, one, one)
         add_h = _PerQ(lambda hq: fx_addsub_plan("add", out_q, hq, out_q))
         for t in _order(steps, backward):
             pzr, pu = rec_zr[h_q], rec_u[h_q]
-            zr = _fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb)
-            z, r = sig(zr[0]), sig(zr[1])
-            hr = mul_rh[h_q](r, h)
-            hz = mul_hz[h_q](h, z)
+            zr = sig(_fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb))
+            z = zr[0]
+            hz, hr = mul_gh[h_q](zr, h)
             z1 = one_minus(32767, z)
             u = tnh(_fx_ir_sum(xr[t, 2], pu(hr)[0], x_bound, pu.bound, cb))
             h = add_h[h_q](mul_uz(u, z1), hz)

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymli.arith.lut import create_lut, scale_round_sat, take_codes8
+from pymli.arith.rnn import eltwise_fx, eltwise_sa8, fx_addsub_plan
 from pymli.arith.rounding import asr_rnd, sat
 from pymli.config import EM, VPX, use_platform
 from pymli.kernels import diverse as KD
@@ -195,3 +196,30 @@ def test_scale_round_sat_uniform_and_mixed_shifts(mode: str) -> None:
             got = scale_round_sat(e, recip, shift, 3, 16)
             want = sat(asr_rnd(recip * e.astype(np.int64), shift, 32) + 3, 16)
         assert np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------------- recurrent
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["add", "sub"]), st.integers(0, 18), st.integers(0, 18), st.integers(0, 18),
+       st.sampled_from([8, 16]), st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
+def test_fx_addsub_plan_equals_eltwise_fx(op, fa, fb, fo, io_bits, mode, seed) -> None:
+    rng = np.random.default_rng(seed)
+    lim = 1 << (io_bits - 1)
+    a = rng.integers(-lim, lim, (3, 50))
+    b = rng.integers(-lim, lim, (3, 50))
+    a[0, :4], b[0, :4] = [-lim, lim - 1, -lim, 0], [lim - 1, -lim, -lim, 0]  # the extremes
+    with use_platform(MODES[mode]):
+        plan = fx_addsub_plan(op, fa, fb, fo, io_bits)
+        assert np.array_equal(plan(a, b), eltwise_fx(op, a, b, fa, fb, fo, io_bits))
+        assert np.array_equal(plan(lim - 1, b), eltwise_fx(op, lim - 1, b, fa, fb, fo, io_bits))  # a scalar
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("qh", [(0, 16384, 21), (-5, 30000, 17), (7, 1, 8)])
+def test_sa8_product_is_symmetric(mode: str, qh: tuple[int, int, int]) -> None:
+    """The GRU multiplies r * h and h * z through one table: the sa8 product commutes with its parameters."""
+    codes = np.arange(-128, 128)
+    a, b = np.repeat(codes, 256), np.tile(codes, 256)
+    qs = (-128, 1, 8)
+    with use_platform(MODES[mode]):
+        assert np.array_equal(eltwise_sa8("mul", a, b, qs, qh, qh), eltwise_sa8("mul", b, a, qh, qs, qh))
