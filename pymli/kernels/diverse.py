@@ -19,6 +19,10 @@ from ..tensor import dense_strides
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
 
+# Slab size of the blocked transpose in :func:`permute` (an L1 data cache's worth).
+_PERMUTE_BLOCK_BYTES = 1 << 15
+
+
 def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = None) -> np.ndarray:
     """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy).
 
@@ -31,10 +35,22 @@ def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = Non
         The permuted values (a new C-contiguous array, or ``out``).
     """
     x = np.asarray(x)
-    t = np.transpose(x, [int(p) for p in perm[: x.ndim]])
+    axes = [int(p) for p in perm[: x.ndim]]
+    t = np.transpose(x, axes)
     if out is None:
-        return np.ascontiguousarray(t)
-    out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
+        if x.ndim < 2 or axes[-1] == x.ndim - 1 or x.nbytes <= _PERMUTE_BLOCK_BYTES:
+            return np.ascontiguousarray(t)
+        out = np.empty(t.shape, dtype=x.dtype)
+    elif x.ndim < 2 or axes[-1] == x.ndim - 1 or x.nbytes <= _PERMUTE_BLOCK_BYTES or np.may_share_memory(x, out):
+        out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
+        return out
+    # A transpose that moves the innermost axis writes every output row from all over the input:
+    # in slabs of the input's first axis (about _PERMUTE_BLOCK_BYTES each) both sides stay in cache.
+    k = axes.index(0)
+    step = max(1, _PERMUTE_BLOCK_BYTES // max(x[0].nbytes, 1))
+    head = (slice(None),) * k
+    for i in range(0, x.shape[0], step):
+        out[head + (slice(i, i + step),)] = np.transpose(x[i:i + step], axes)
     return out
 
 

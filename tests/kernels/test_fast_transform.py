@@ -223,3 +223,27 @@ def test_sa8_product_is_symmetric(mode: str, qh: tuple[int, int, int]) -> None:
     qs = (-128, 1, 8)
     with use_platform(MODES[mode]):
         assert np.array_equal(eltwise_sa8("mul", a, b, qs, qh, qh), eltwise_sa8("mul", b, a, qh, qs, qh))
+
+
+# --------------------------------------------------------------------------------------- permute
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([(64, 64, 32), (3, 100, 200), (70, 3, 5, 40), (1, 300, 300), (300, 301), (33, 2, 700)]),
+       st.sampled_from([np.int8, np.int16, np.int32]), st.data(), st.sampled_from(["new", "out", "wider"]),
+       st.integers(0, 2**32 - 1))
+def test_blocked_permute_equals_transpose(shape, dtype, data, dest, seed) -> None:
+    x = np.random.default_rng(seed).integers(-100, 100, shape).astype(dtype)
+    perm = data.draw(st.permutations(list(range(len(shape)))))
+    want = np.ascontiguousarray(np.transpose(x, perm))
+    if dest == "new":
+        got = KD.permute(x, perm)
+    else:
+        got = np.zeros(want.shape, dtype if dest == "out" else np.int64)
+        assert KD.permute(x, perm, out=got) is got
+    assert np.array_equal(got, want)
+
+
+def test_blocked_permute_of_a_strided_view_into_a_strided_out() -> None:
+    base = np.random.default_rng(9).integers(-100, 100, (80, 90, 40)).astype(np.int16)
+    x = base[::2, 5:, ::-1]
+    out = np.zeros((80, 40, 85), np.int16)[::2, :, ::-1]
+    assert np.array_equal(KD.permute(x, [2, 0, 1], out=out), np.transpose(x, [2, 0, 1]))
