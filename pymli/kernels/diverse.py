@@ -101,39 +101,114 @@ def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
         raise ValueError(f"topk {k} > {v.shape[0]} values")
     if k == 1:
         return np.array([_last_max(v)], dtype=np.int64)
+    if k < v.shape[0]:
+        return np.array(_topk_1d(v, k), dtype=np.int64)
     return _topk_screened(v.reshape(-1, 1), k)[0]
 
 
+class _Heap:
+    """MLI's min-heap of ``k`` (value, position) entries, fed with the elements that can enter it.
+
+    The seeds (the first ``k`` elements) are heapified; a later value enters (replacing the
+    minimum at the root, then sifting down with strict comparisons) when it is not smaller than
+    the minimum. Once every entry equals the slice maximum ``top``, a later equal value replaces
+    the root and the strict sift leaves it there: only the last such value still matters, which
+    :meth:`feed` reports instead of going on.
+    """
+
+    def __init__(self, val: list[int], pos: list[int], top: int) -> None:
+        self.k, self.top = len(val), top
+        self.hv, self.hi = list(val), list(pos)
+        for i in range(self.k // 2 - 1, -1, -1):
+            _sift(self.hv, self.hi, self.k, i)
+
+    def feed(self, pos: list[int], val: list[int]) -> int:
+        """Visit candidates in order; returns the index of the first one not visited because the
+        heap is all ``top`` (``len(pos)`` when every one was visited).
+        """
+        hv, hi, k, top = self.hv, self.hi, self.k, self.top
+        for j, v in enumerate(val):
+            if hv[0] == top:
+                return j
+            if hv[0] > v:
+                continue
+            # _sift of v from the root, as a moving hole: the smaller child (the left one on a
+            # tie) moves up while it is strictly below v.
+            r, c = 0, 1
+            while c < k:
+                if c + 1 < k and hv[c + 1] < hv[c]:
+                    c += 1
+                if not hv[c] < v:
+                    break
+                hv[r], hi[r] = hv[c], hi[c]
+                r, c = c, 2 * c + 1
+            hv[r], hi[r] = v, pos[j]
+        return len(pos)
+
+    @property
+    def full_of_top(self) -> bool:
+        """Whether every entry equals the slice maximum."""
+        return self.hv[0] == self.top
+
+    def result(self) -> list[int]:
+        """The positions in MLI's output order: heapify again, then heap-sort (largest first)."""
+        hv, hi, k = self.hv, self.hi, self.k
+        for i in range(k // 2 - 1, -1, -1):
+            _sift(hv, hi, k, i)
+        for i in range(k - 1, 0, -1):
+            hv[0], hv[i] = hv[i], hv[0]
+            hi[0], hi[i] = hi[i], hi[0]
+            _sift(hv, hi, i, 0)
+        return hi
+
+
 def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
-    """MLI's heap run over the elements that can enter it; returns positions, largest value first.
+    """MLI's heap run over the elements of a slice that can enter it; positions, largest first.
 
     ``pos`` (ascending, starting with the ``k`` seeds ``0 .. k-1``) and ``val`` hold those
-    elements; every other element is below the heap minimum when it is visited. The seeds are
-    heapified; a later value enters (replacing the minimum at the root, then sifting down) when
-    it is not smaller than the minimum. Once every entry equals the slice maximum, a later equal
-    value replaces the root and the strict sift leaves it there: only the last such value matters.
+    elements (every slice maximum among them); every other element is below the heap minimum
+    when it is visited.
     """
-    hv, hi = val[:k], pos[:k]
-    for i in range(k // 2 - 1, -1, -1):
-        _sift(hv, hi, k, i)
-    top = max(val)
-    for j in range(k, len(pos)):
-        if hv[0] == top:
-            for jj in range(len(pos) - 1, j - 1, -1):
-                if val[jj] == top:
-                    hi[0] = pos[jj]
-                    break
-            break
-        if hv[0] <= val[j]:
-            hv[0], hi[0] = val[j], pos[j]
-            _sift(hv, hi, k, 0)
-    for i in range(k // 2 - 1, -1, -1):
-        _sift(hv, hi, k, i)
-    for i in range(k - 1, 0, -1):
-        hv[0], hv[i] = hv[i], hv[0]
-        hi[0], hi[i] = hi[i], hi[0]
-        _sift(hv, hi, i, 0)
-    return hi
+    heap = _Heap(val[:k], pos[:k], max(val))
+    j = k + heap.feed(pos[k:], val[k:])
+    if heap.full_of_top:
+        last = [p for p, v in zip(pos[j:], val[j:]) if v == heap.top]
+        if last:
+            heap.hi[0] = last[-1]
+    return heap.result()
+
+
+def _topk_1d(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_replay` over a whole 1-D slice (``1 < k < n``), screening it in growing blocks.
+
+    The first ``k + 1`` blocks go through the exact screen of :func:`_enters`; after them each
+    block is screened against the heap minimum reached so far (a lower bound of the minimum at
+    every later position), the few survivors are fed to the heap, and the blocks grow 8-fold.
+    Once the heap is all slice maximum, only the last later occurrence of it matters (searched
+    backwards).
+    """
+    n = v.shape[0]
+    top = int(v.max())
+    head = min(n, (k + 1) * _SCREEN_BLOCK)
+    first = np.flatnonzero(_enters(v[:head], k))
+    heap = _Heap(v[:k].tolist(), list(range(k)), top)
+    pos = first[k:].tolist()
+    done, end = heap.feed(pos, v[first[k:]].tolist()), head
+    block = 16 * _SCREEN_BLOCK
+    while not heap.full_of_top and end < n:
+        start, end = end, min(n, end + block)
+        cand = np.flatnonzero(v[start:end] >= heap.hv[0]) + start
+        pos = cand.tolist()
+        done = heap.feed(pos, v[cand].tolist())
+        block *= 8
+    if heap.full_of_top:
+        # The rest: from the first unvisited candidate, or after the screened range (whose other
+        # elements are below the bound, so below the maximum).
+        after = pos[done] if done < len(pos) else end
+        last = _last_max(v[after:]) if after < n else -1
+        if last >= 0 and v[after + last] == top:
+            heap.hi[0] = after + last
+    return heap.result()
 
 
 def _slices(x: np.ndarray, axis: int) -> np.ndarray:
@@ -199,9 +274,26 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
             idx = np.array([[_last_max(cols[:, 0])]], dtype=np.int64)
         else:
             idx = (n - 1 - np.argmax(cols[::-1], axis=0))[:, None]
+    elif s == 1 and k < n:
+        idx = np.array([_topk_1d(cols[:, 0], k)], dtype=np.int64)
     else:
         idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+def _enters(head: np.ndarray, k: int) -> np.ndarray:
+    """Which elements of ``head`` (along axis 0) enter MLI's heap of ``k``: the seeds, and every
+    later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
+    before it (see :func:`_screen`).
+    """
+    kr = np.full(head.shape, np.iinfo(head.dtype).min, dtype=head.dtype)
+    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
+    for _ in range(1, k):
+        prev = np.minimum(head[:-1], kr[:-1])
+        np.maximum.accumulate(prev, axis=0, out=kr[1:])
+    flags = head >= kr
+    flags[:k] = True
+    return flags
 
 
 def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,15 +334,9 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         np.maximum.accumulate(prev, axis=0, out=km[1:])
     np.greater_equal(blocks, km[:-1, None], out=flags[: nb * b].reshape(blocks.shape))
     np.greater_equal(data[nb * b:], km[-1], out=flags[nb * b:])
-    # The first k + 1 blocks: the heap minimum itself (K_k of the elements), exact.
+    # The first k + 1 blocks: exact (few block maxima are known there).
     p = min(n, (k + 1) * b)
-    head = data[:p]
-    kr = np.full(head.shape, lowest, dtype=cols.dtype)
-    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
-    for _ in range(1, k):
-        prev = np.minimum(head[:-1], kr[:-1])
-        np.maximum.accumulate(prev, axis=0, out=kr[1:])
-    np.greater_equal(head, kr, out=flags[:p])
+    flags[:p] = _enters(data[:p], k)
     mask[:k] = True  # the seeds
     return mask, km[-1].reshape(s)
 
