@@ -146,9 +146,8 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     return sum_exp, recip
 
 
-# Softmax slices along the last axis at most this long are normalised in a transposed copy:
-# NumPy's reductions over a short contiguous axis run one tiny inner loop per slice, and per-slice
-# factors broadcast along it the same way; as columns both run along whole rows.
+# Softmax slices along the last axis at most this long are reduced another way: NumPy's reduction
+# over a short contiguous axis runs one tiny inner loop per slice.
 _SHORT_SLICE = 64
 
 
@@ -157,20 +156,31 @@ def _short_last(a: np.ndarray, red: tuple[int, ...]) -> bool:
     return red == (a.ndim - 1,) and a.ndim > 1 and a.shape[-1] <= _SHORT_SLICE and a.size > _GATHER_MIN_SIZE
 
 
-def _columns(a: np.ndarray) -> np.ndarray:
-    """The slices along the last axis as the columns of a C-contiguous 2-D copy."""
-    return np.ascontiguousarray(a.reshape(-1, a.shape[-1]).T)
-
-
 def _max_distance(xa: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
     """``k = max - x`` per slice, exact in the unsigned type of ``x``'s width (``0 <= k < 2**bits``)."""
     u = np.dtype(f"u{xa.dtype.itemsize}")
-    mx = xa.max(axis=red, keepdims=True)
+    if _short_last(xa, red):
+        # Short slices as the columns of a transposed copy: the maximum runs along whole rows.
+        cols = np.ascontiguousarray(xa.reshape(-1, xa.shape[-1]).T)
+        mx = cols.max(axis=0).reshape(xa.shape[:-1] + (1,))
+    else:
+        mx = xa.max(axis=red, keepdims=True)
     return np.subtract(mx.view(u), xa.view(u))
 
 
 def _sum32(e: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
-    """C's int32 accumulator of the exponentials: an int32 sum wraps modulo 2**32 exactly as it does."""
+    """C's int32 accumulator of the exponentials: an int32 sum wraps modulo 2**32 exactly as it does.
+
+    Short 8- / 16-bit slices (at most :data:`_SHORT_SLICE` values, ``|sum| < 2**21``: no wrap,
+    every partial sum an integer exact in float32) are summed by a one-thread float32 BLAS
+    matrix-vector product.
+    """
+    if _short_last(e, red) and e.dtype in (np.int8, np.int16):
+        n = e.shape[-1]
+        f = e.reshape(-1, n).astype(np.float32)
+        with blas_single_thread():
+            total = f @ np.ones(n, dtype=np.float32)
+        return total.astype(np.int64).reshape(e.shape[:-1] + (1,))
     return np.add.reduce(e, axis=red, dtype=np.int32, keepdims=True).astype(np.int64)
 
 
@@ -193,9 +203,6 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     """
     xa = np.asarray(x)
     red = _reduce_axes(xa.ndim, axis)
-    if _short_last(xa, red):
-        # The same per column of a transposed copy; the result is a transposed view of it.
-        return softmax_fx(_columns(xa), lut, in_frac_bits=in_frac_bits, bits=bits, axis=0).T.reshape(xa.shape)
     out_dt = np.int8 if bits == 8 else np.int16
     if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
         # x - max = -k: one lookup per possible difference, then a gather.
@@ -222,9 +229,6 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     """
     xa = np.asarray(x)
     red = _reduce_axes(xa.ndim, axis)
-    if _short_last(xa, red):
-        # The same per column of a transposed copy; the result is a transposed view of it.
-        return softmax_sa8(_columns(xa), lut, in_scale=in_scale, in_shift=in_shift, axis=0).T.reshape(xa.shape)
     fb = sa8_lut_in_frac_bits(lut)
     sh = wrap(int(in_shift), 16).item()
     zp, out_shift = SOFTMAX_SA8_OUT

@@ -1,7 +1,7 @@
 """The fast paths of the transform / diverse kernels equal their plain paths on randomised operands.
 
 Large slices (many screening blocks of :func:`pymli.kernels.diverse.argmax`, the benchmark's
-64x64x32 shapes, softmax's transposed columns), odd sizes, ties, extreme values, strides and both
+64x64x32 shapes, softmax's short slices along the last axis), odd sizes, ties, extreme values, strides and both
 rounding platforms; every output is compared whole with ``np.array_equal`` against the plain
 path: ``argmax_reference``, ``l2_normalize_reference``, softmax slice by slice (each small
 enough for the direct evaluation), the int64 model of ``scale_round_sat``, a direct gather.
@@ -122,7 +122,7 @@ def _per_slice(fn, x: np.ndarray, **kw) -> np.ndarray:
 @settings(max_examples=30, deadline=None)
 @given(short_last_shapes, st.sampled_from([8, 16]), st.sampled_from(["uniform", "narrow", "extremes", "plateau"]),
        st.integers(0, 15), st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
-def test_softmax_fx_columns_equal_per_slice(shape, bits, pattern, fb, mode, seed) -> None:
+def test_softmax_fx_short_slices_equal_per_slice(shape, bits, pattern, fb, mode, seed) -> None:
     x = _values(np.random.default_rng(seed), shape, bits, pattern)
     lut = create_lut("softmax")
     with use_platform(MODES[mode]):
@@ -135,7 +135,7 @@ def test_softmax_fx_columns_equal_per_slice(shape, bits, pattern, fb, mode, seed
 @settings(max_examples=30, deadline=None)
 @given(short_last_shapes, st.sampled_from(["uniform", "narrow", "extremes", "plateau"]),
        st.integers(1, 32767), st.integers(8, 30), st.sampled_from(list(MODES)), st.integers(0, 2**32 - 1))
-def test_softmax_sa8_columns_equal_per_slice(shape, pattern, scale, shift, mode, seed) -> None:
+def test_softmax_sa8_short_slices_equal_per_slice(shape, pattern, scale, shift, mode, seed) -> None:
     x = _values(np.random.default_rng(seed), shape, 8, pattern)
     lut = create_lut("softmax")
     with use_platform(MODES[mode]):
