@@ -34,6 +34,7 @@ from ..arith.lut import (
     scale_round_sat,
     take_codes8,
 )
+from ..arith.rnn import RoundShift
 from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
 from ..tensor import Lut
 from ._blas import blas_single_thread
@@ -344,7 +345,9 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
     else:
         norm_shift = 48 - norm64(total)
         norm_shift = norm_shift + (norm_shift & 1)
-        inv = np.take(table, sat(asr_rnd(total, norm_shift, 64), 16))
+        # asr_rnd(total, norm_shift, 64) with the shifts fixed once (plain when all are positive).
+        rounded = RoundShift(norm_shift, 64, int(total.max()))(total)
+        inv = np.take(table, sat(rounded, 16))
     return inv, int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
 
 
