@@ -140,7 +140,8 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     """
     total = wrap(total, 32)
     sum_exp = norm32(total)
-    mnt = sat(asr_rnd(total, 16 - sum_exp, 32), bits)
+    # asr_rnd(total, 16 - sum_exp, 32) with the shifts fixed once (plain when all are positive).
+    mnt = sat(RoundShift(16 - sum_exp, 32, int(np.abs(total).max(initial=0)))(total), bits)
     safe = np.where(mnt == 0, 1, mnt)  # a zero mantissa divides by zero in C; never for a real LUT
     q = trunc_div(1 << 29, safe)
     recip = wrap(np.minimum(q, 32767), bits)

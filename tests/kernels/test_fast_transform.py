@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymli.arith.lut import create_lut, scale_round_sat, take_codes8
-from pymli.arith.rnn import eltwise_fx, eltwise_sa8, fx_addsub_plan
+from pymli.arith.rnn import RoundShift, eltwise_fx, eltwise_sa8, fx_addsub_plan
 from pymli.arith.rounding import asr_rnd, sat
 from pymli.config import EM, VPX, use_platform
 from pymli.kernels import diverse as KD
@@ -247,3 +247,19 @@ def test_blocked_permute_of_a_strided_view_into_a_strided_out() -> None:
     x = base[::2, 5:, ::-1]
     out = np.zeros((80, 40, 85), np.int16)[::2, :, ::-1]
     assert np.array_equal(KD.permute(x, [2, 0, 1], out=out), np.transpose(x, [2, 0, 1]))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("bits", [32, 64])
+def test_round_shift_plan_equals_asr_rnd(mode: str, bits: int) -> None:
+    """The per-slice shifts of softmax's sum normalisation (32 bits) and l2_normalize's (64 bits)."""
+    rng = np.random.default_rng(bits)
+    lim = 1 << (bits - 1) if bits == 32 else 1 << 53  # int32 sums; l2's float-exact sums
+    x = np.concatenate([rng.integers(-lim, lim, 20000), np.arange(-70000, 70000), [lim - 1, -lim, 0, 1, -1]])
+    if bits == 64:
+        x = np.abs(x)  # sums of squares
+    n = np.concatenate([rng.integers(-8, bits + 2, x.size - 5), [1, bits - 1, 0, -3, bits]])
+    for shifts in (n, np.full(x.size, 5), np.clip(n, 1, bits - 1)):
+        with use_platform(MODES[mode]):
+            got = RoundShift(shifts, bits, int(np.abs(x).max()))(x)
+            assert np.array_equal(got, asr_rnd(x, shifts, bits))
