@@ -567,6 +567,9 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     saturating add never saturates). A shift of 31 or more always gives 0 for ``|x| <= 2**30``
     (``x + 2**30`` saturates below ``2**31`` under ROUND_UP; ties go to 0 under ROUND_CONVERGENT),
     which the int32 path gets by zeroing ``recip``. Other shifts use the generic int64 model.
+    Per-slice shifts ``n`` become one shift ``N = max(n)`` with factors ``recip * 2**(N - n)``
+    (the same rational, so the same rounding in both modes) when ``|e| * |factor| + 2**(N - 1)``
+    stays below ``2**31``.
 
     Args:
         e: int16-range values, any shape.
@@ -588,13 +591,18 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         x = recip * np.asarray(e, dtype=np.int64)
         v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
         return sat(v, out_bits).astype(out_dt)
-    r32 = np.where(shift >= 31, 0, recip).astype(np.int32)
-    x = np.empty(np.broadcast_shapes(e.shape, r32.shape), dtype=np.int32)
-    x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
-    x *= r32
+    r = np.where(shift >= 31, 0, recip)
     n = np.minimum(shift, 30)
-    if n.size > 1 and np.all(n == n.flat[0]):
-        n = n.flat[0]  # one shift for every slice: scalar operands run NumPy's fastest loops
+    if n.size > 1:
+        # One shift for every slice (scalar operands run NumPy's fastest loops): the largest,
+        # with each factor scaled up to it, when the products still fit (see above).
+        top = int(n.max())
+        folded = r << (top - n)
+        if int(np.abs(folded).max()) * max(-int(e.min()), int(e.max())) + (1 << (top - 1)) < 1 << 31:
+            r, n = folded, top
+    x = np.empty(np.broadcast_shapes(e.shape, r.shape), dtype=np.int32)
+    x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
+    x *= r.astype(np.int32)
     x = asr_rnd_int32(x, n)
     if zero_point:
         x += np.int32(zero_point)

@@ -191,11 +191,16 @@ def test_scale_round_sat_uniform_and_mixed_shifts(mode: str) -> None:
     rng = np.random.default_rng(4)
     e = rng.integers(-32768, 32768, (300, 40)).astype(np.int16)
     recip = rng.integers(-32768, 32768, (300, 1))
-    for shift in (np.full((300, 1), 17), rng.integers(1, 33, (300, 1)), np.full((300, 1), 31)):
-        with use_platform(MODES[mode]):
-            got = scale_round_sat(e, recip, shift, 3, 16)
-            want = sat(asr_rnd(recip * e.astype(np.int64), shift, 32) + 3, 16)
-        assert np.array_equal(got, want)
+    small = (e >> 6).astype(np.int16)  # products small enough for one folded shift
+    ties = np.arange(-20, 20, dtype=np.int16).repeat(30).reshape(40, 30)  # exact halves on every shift
+    for x, r, shifts in ((e, recip, (np.full((300, 1), 17), rng.integers(1, 33, (300, 1)), np.full((300, 1), 31))),
+                         (small, recip, (rng.integers(12, 16, (300, 1)), rng.integers(1, 33, (300, 1)))),
+                         (ties, np.ones((40, 1), np.int64), (rng.integers(1, 4, (40, 1)),))):
+        for shift in shifts:
+            with use_platform(MODES[mode]):
+                got = scale_round_sat(x, r, shift, 3, 16)
+                want = sat(asr_rnd(r * x.astype(np.int64), shift, 32) + 3, 16)
+            assert np.array_equal(got, want)
 
 
 # ---------------------------------------------------------------------------------- recurrent
