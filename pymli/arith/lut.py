@@ -593,7 +593,7 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         return sat(v, out_bits).astype(out_dt)
     r = np.where(shift >= 31, 0, recip)
     n = np.minimum(shift, 30)
-    if n.size > 1:
+    if n.size > 1 and e.size:
         # One shift for every slice (scalar operands run NumPy's fastest loops): the largest,
         # with each factor scaled up to it, when the products still fit (see above).
         top = int(n.max())
