@@ -341,7 +341,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
         t = int(total.reshape(()))
         norm_shift = 48 - norm(t, 64)
         norm_shift += norm_shift & 1
-        sum_cast = int(sat(asr_rnd(t, norm_shift, 64), 16))
+        sum_cast = int(sat(RoundShift(norm_shift, 64, t)(t), 16))  # asr_rnd(t, norm_shift, 64), on a Python int
         inv = int(table[sum_cast])
     else:
         norm_shift = 48 - norm64(total)
