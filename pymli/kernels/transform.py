@@ -38,6 +38,7 @@ from ..arith.rnn import RoundShift
 from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
 from ..tensor import Lut
 from ._blas import blas_single_thread
+from .diverse import permute
 
 __all__ = [
     "SIGM_SA8_OUT",
@@ -162,8 +163,8 @@ def _max_distance(xa: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
     """``k = max - x`` per slice, exact in the unsigned type of ``x``'s width (``0 <= k < 2**bits``)."""
     u = np.dtype(f"u{xa.dtype.itemsize}")
     if _short_last(xa, red):
-        # Short slices as the columns of a transposed copy: the maximum runs along whole rows.
-        cols = np.ascontiguousarray(xa.reshape(-1, xa.shape[-1]).T)
+        # Short slices as the columns of a transposed copy (blocked): the maximum runs along rows.
+        cols = permute(xa.reshape(-1, xa.shape[-1]), (1, 0))
         mx = cols.max(axis=0).reshape(xa.shape[:-1] + (1,))
     else:
         mx = xa.max(axis=red, keepdims=True)
