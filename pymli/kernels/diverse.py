@@ -351,8 +351,10 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """
     n, s = cols.shape
     mask, final = _screen(cols, k)
-    flat = np.flatnonzero(mask.T if s > 1 else mask)  # slice * n + position: slice-major, ascending
-    sl, pos = np.divmod(flat, n)
+    pos, sl = np.divmod(np.flatnonzero(mask), s)
+    if s > 1:
+        order = np.argsort(sl, kind="stable")  # slice-major, positions still ascending
+        pos, sl = pos[order], sl[order]
     vals = cols[pos, sl].astype(np.int64)
     # The values not below the final bound (every value >= t among them, at least k per slice),
     # by slice and decreasing value; each slice's k + 1 largest (or k and a sentinel).
