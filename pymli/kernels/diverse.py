@@ -227,7 +227,7 @@ def _columns(x: np.ndarray, axis: int) -> np.ndarray:
 
 # Block length of argmax's screen (a power of two): the heap minimum at any position of a block is
 # at least the k-th largest maximum of the blocks before it.
-_SCREEN_BLOCK = 64
+_SCREEN_BLOCK = 32
 
 
 def _last_max(v: np.ndarray) -> int:
@@ -304,7 +304,7 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     (``k`` distinct elements reach it); an element below that bound never enters. Running k-th
     largest of a sequence ``b``: ``K_1[j] = max(b[:j])``, ``K_m[j] = max over i < j of
     min(b[i], K_{m-1}[i])`` (the best ``m``-subset ending at ``i``), evaluated on the (short)
-    sequence of block maxima, and on the elements themselves over the first ``k + 1`` blocks
+    sequence of block maxima, and on the elements themselves over the first ``k`` blocks
     (where few block maxima are known): there it is the heap minimum, and the mask exact.
 
     Returns:
@@ -334,8 +334,8 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         np.maximum.accumulate(prev, axis=0, out=km[1:])
     np.greater_equal(blocks, km[:-1, None], out=flags[: nb * b].reshape(blocks.shape))
     np.greater_equal(data[nb * b:], km[-1], out=flags[nb * b:])
-    # The first k + 1 blocks: exact (few block maxima are known there).
-    p = min(n, (k + 1) * b)
+    # The first k blocks: exact (fewer than k block maxima are known there).
+    p = min(n, k * b)
     flags[:p] = _enters(data[:p], k)
     mask[:k] = True  # the seeds
     return mask, km[-1].reshape(s)
