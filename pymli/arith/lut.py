@@ -66,6 +66,7 @@ __all__ = [
     "fx_exp_codes",
     "scale_round_sat",
     "asr_rnd_int32",
+    "take_codes8",
 ]
 
 MAX_FRAC_BITS_FX16 = 15
@@ -566,6 +567,9 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     saturating add never saturates). A shift of 31 or more always gives 0 for ``|x| <= 2**30``
     (``x + 2**30`` saturates below ``2**31`` under ROUND_UP; ties go to 0 under ROUND_CONVERGENT),
     which the int32 path gets by zeroing ``recip``. Other shifts use the generic int64 model.
+    Per-slice shifts ``n`` become one shift ``N = max(n)`` with factors ``recip * 2**(N - n)``
+    (the same rational, so the same rounding in both modes) when ``|e| * |factor| + 2**(N - 1)``
+    stays below ``2**31``.
 
     Args:
         e: int16-range values, any shape.
@@ -587,10 +591,49 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         x = recip * np.asarray(e, dtype=np.int64)
         v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
         return sat(v, out_bits).astype(out_dt)
-    r32 = np.where(shift >= 31, 0, recip).astype(np.int32)
-    x = np.asarray(np.multiply(e, r32, dtype=np.int32))
-    x = asr_rnd_int32(x, np.minimum(shift, 30))
+    r = np.where(shift >= 31, 0, recip)
+    n = np.minimum(shift, 30)
+    if n.size > 1 and e.size:
+        # One shift for every slice (scalar operands run NumPy's fastest loops): the largest,
+        # with each factor scaled up to it, when the products still fit (see above).
+        top = int(n.max())
+        folded = r << (top - n)
+        if int(np.abs(folded).max()) * max(-int(e.min()), int(e.max())) + (1 << (top - 1)) < 1 << 31:
+            r, n = folded, top
+    x = np.empty(np.broadcast_shapes(e.shape, r.shape), dtype=np.int32)
+    x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
+    x *= r.astype(np.int32)
+    x = asr_rnd_int32(x, n)
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)
     return x.astype(out_dt)
+
+
+# Below this many codes a direct gather beats building the table of code pairs.
+_PAIR_GATHER_MIN = 1 << 12
+
+
+def take_codes8(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``table[code]`` for every 8-bit code of ``x`` (its bytes read as unsigned): a 256-entry gather.
+
+    A C-contiguous ``x`` with an even number of codes (at least :data:`_PAIR_GATHER_MIN`) is read
+    as 16-bit pairs of codes and gathered from the 65536 pairs of results, half the gathers.
+    The pair table is laid out so that each 16-bit entry holds the two 8-bit results in the
+    memory order of the two codes, on either byte order.
+
+    Args:
+        table: 256 one-byte results (int8 or uint8), indexed by the unsigned code.
+        x: int8 / uint8 array.
+
+    Returns:
+        Array of ``x``'s shape and ``table``'s dtype.
+    """
+    codes = x.view(np.uint8)
+    if not x.flags.c_contiguous or x.size % 2 or x.size < _PAIR_GATHER_MIN:
+        return np.take(table, codes)
+    t = table.view(np.uint8).astype(np.uint16)
+    # pairs[hi, lo] = t[hi] * 256 + t[lo], the entry of code pair hi * 256 + lo: on either byte order
+    # its two bytes are the results of the two codes, in their memory order.
+    pairs = (t[:, None] << 8) | t[None, :]
+    return np.take(pairs.reshape(-1), codes.reshape(-1).view(np.uint16)).view(table.dtype).reshape(x.shape)

@@ -46,6 +46,7 @@ __all__ = [
     "SaSeriesPlan",
     "FxSeriesPlan",
     "fx_mul_plan",
+    "fx_addsub_plan",
 ]
 
 I64 = np.int64
@@ -146,8 +147,11 @@ def sa_ir_requantize(acc: npt.ArrayLike, mul: npt.ArrayLike, shift: npt.ArrayLik
     Returns:
         int64 array of int32 values, the broadcast shape.
     """
-    prod = np.asarray(acc, dtype=I64) * np.asarray(mul, dtype=I64)
-    return sat(asr_rnd(prod, np.minimum(shift, 63), 64), 32)
+    mul = np.asarray(mul, dtype=I64)
+    prod = np.asarray(acc, dtype=I64) * mul
+    # |acc| <= 2**31 bounds the product for RoundShift's plain (x + half) >> n.
+    shift_plan = RoundShift(np.minimum(shift, 63), 64, (1 << 31) * int(np.abs(mul).max(initial=0)))
+    return sat(shift_plan(prod), 32)
 
 
 def sa_ir_cast(acc: npt.ArrayLike, out_zp: int) -> np.ndarray:
@@ -410,3 +414,39 @@ def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16):
     rs = RoundShift(post, 64, 1 << (2 * io_bits - 2))
     lo, hi = limits(io_bits)
     return lambda a, b: np.minimum(np.maximum(rs(a * b), lo), hi)
+
+
+def fx_addsub_plan(op: str, fa: int, fb: int, fo: int, io_bits: int = 16):
+    """``eltwise_fx(op, a, b, fa, fb, fo, io_bits)`` for ``op`` "add" / "sub" and operands within ``io_bits``.
+
+    The operands are aligned by a left shift ``s`` of the one with fewer frac bits; with
+    ``|a|, |b| <= 2**(io_bits - 1)`` and ``2**(io_bits - 1 + s1) + 2**(io_bits - 1 + s2) < 2**31``
+    neither the saturating 32-bit shifts nor the saturating 32-bit sum can saturate, so they are
+    plain int64 operations; the output shift is a :class:`RoundShift` (none when 0) and the
+    result is saturated to ``io_bits``. Other formats use :func:`eltwise_fx` itself.
+
+    Args:
+        op: ``"add"`` or ``"sub"``.
+        fa, fb, fo: frac_bits of the two operands and the output.
+        io_bits: container bits (8 or 16).
+
+    Returns:
+        A function ``(a, b) -> int64 array`` equal to :func:`eltwise_fx` on such operands.
+    """
+    s1, s2 = max(fb - fa, 0), max(fa - fb, 0)
+    post = min(max(fa, fb) - fo, 2 * io_bits - 1)
+    bound = (1 << (io_bits - 1 + s1)) + (1 << (io_bits - 1 + s2))
+    if op not in ("add", "sub") or bound > (1 << 31) - 1 or post < 0:
+        return lambda a, b: eltwise_fx(op, a, b, fa, fb, fo, io_bits)
+    lo, hi = limits(io_bits)
+    combine = np.add if op == "add" else np.subtract
+    rs = RoundShift(post, 64, bound) if post else None
+
+    def run(a: npt.ArrayLike, b: npt.ArrayLike) -> np.ndarray:
+        acc = combine(np.left_shift(a, s1, dtype=I64) if s1 else a, np.left_shift(b, s2, dtype=I64) if s2 else b,
+                      dtype=I64)
+        if rs is not None:
+            acc = rs(acc)
+        return np.minimum(np.maximum(acc, lo), hi)
+
+    return run

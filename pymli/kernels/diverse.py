@@ -19,6 +19,10 @@ from ..tensor import dense_strides
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
 
+# Slab size of the blocked transpose in :func:`permute` (an L1 data cache's worth).
+_PERMUTE_BLOCK_BYTES = 1 << 15
+
+
 def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = None) -> np.ndarray:
     """``out[i0, i1, ...] = x[...]`` with ``out.shape[k] = x.shape[perm[k]]`` (a transpose copy).
 
@@ -31,10 +35,22 @@ def permute(x: npt.NDArray, perm: Sequence[int], *, out: np.ndarray | None = Non
         The permuted values (a new C-contiguous array, or ``out``).
     """
     x = np.asarray(x)
-    t = np.transpose(x, [int(p) for p in perm[: x.ndim]])
+    axes = [int(p) for p in perm[: x.ndim]]
+    t = np.transpose(x, axes)
     if out is None:
-        return np.ascontiguousarray(t)
-    out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
+        if x.ndim < 2 or axes[-1] == x.ndim - 1 or x.nbytes <= _PERMUTE_BLOCK_BYTES:
+            return np.ascontiguousarray(t)
+        out = np.empty(t.shape, dtype=x.dtype)
+    elif x.ndim < 2 or axes[-1] == x.ndim - 1 or x.nbytes <= _PERMUTE_BLOCK_BYTES or np.may_share_memory(x, out):
+        out[...] = t  # assignment semantics (overlap-safe, casts as the plain path's store did)
+        return out
+    # A transpose that moves the innermost axis writes every output row from all over the input:
+    # in slabs of the input's first axis (about _PERMUTE_BLOCK_BYTES each) both sides stay in cache.
+    k = axes.index(0)
+    step = max(1, _PERMUTE_BLOCK_BYTES // max(x[0].nbytes, 1))
+    head = (slice(None),) * k
+    for i in range(0, x.shape[0], step):
+        out[head + (slice(i, i + step),)] = np.transpose(x[i:i + step], axes)
     return out
 
 
@@ -73,50 +89,126 @@ def _sift(hv: list[int], hi: list[int], size: int, root: int) -> None:
 def heap_topk(values: npt.NDArray[np.integer], k: int) -> np.ndarray:
     """MLI's heap selection of the ``k`` largest of ``values`` (1-D, in the C visiting order).
 
-    Returns positions into ``values``, largest value first, ties in the order MLI produces. The
-    first ``k`` values seed the heap; later ones enter when not smaller than the heap minimum.
-    As the minimum never decreases, blocks of values are screened against it with NumPy and the
-    heap is replayed only for the values that pass.
+    Returns positions into ``values``, largest value first, ties in the order MLI produces.
+
+    Raises:
+        ValueError: ``k`` larger than the number of values.
     """
     v = np.asarray(values)
-    n = v.shape[0]
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    if k > n:
-        raise ValueError(f"topk {k} > {n} values")
-    hv = v[:k].tolist()
-    hi = list(range(k))
-    for i in range(k // 2 - 1, -1, -1):
-        _sift(hv, hi, k, i)
-    top = int(v.max())
-    pos, block = k, 64
-    while pos < n:
-        if hv[0] == top:
-            # Every entry equals the slice maximum: a later equal value replaces the root and the
-            # (strict) sift leaves it there, so only the last such value stays.
-            last = np.flatnonzero(v[pos:] == top)
-            if last.size:
-                hi[0] = pos + int(last[-1])
-            break
-        end = min(n, pos + block)
-        chunk = v[pos:end]
-        cand = np.flatnonzero(chunk >= hv[0])
-        for c, val in zip((cand + pos).tolist(), chunk[cand].tolist()):
-            if hv[0] > val:
-                continue
-            hv[0], hi[0] = val, c
-            _sift(hv, hi, k, 0)
+    if k > v.shape[0]:
+        raise ValueError(f"topk {k} > {v.shape[0]} values")
+    if k == 1:
+        return np.array([_last_max(v)], dtype=np.int64)
+    if k < v.shape[0]:
+        return np.array(_topk_1d(v, k), dtype=np.int64)
+    return _topk_screened(v.reshape(-1, 1), k)[0]
+
+
+class _Heap:
+    """MLI's min-heap of ``k`` (value, position) entries, fed with the elements that can enter it.
+
+    The seeds (the first ``k`` elements) are heapified; a later value enters (replacing the
+    minimum at the root, then sifting down with strict comparisons) when it is not smaller than
+    the minimum. Once every entry equals the slice maximum ``top``, a later equal value replaces
+    the root and the strict sift leaves it there: only the last such value still matters, which
+    :meth:`feed` reports instead of going on.
+    """
+
+    def __init__(self, val: list[int], pos: list[int], top: int) -> None:
+        self.k, self.top = len(val), top
+        self.hv, self.hi = list(val), list(pos)
+        for i in range(self.k // 2 - 1, -1, -1):
+            _sift(self.hv, self.hi, self.k, i)
+
+    def feed(self, pos: list[int], val: list[int]) -> int:
+        """Visit candidates in order; returns the index of the first one not visited because the
+        heap is all ``top`` (``len(pos)`` when every one was visited).
+        """
+        hv, hi, k, top = self.hv, self.hi, self.k, self.top
+        for j, v in enumerate(val):
             if hv[0] == top:
-                end = c + 1  # resume just after c with the shortcut above
-                break
-        pos, block = end, min(block * 2, 1 << 16)
-    for i in range(k // 2 - 1, -1, -1):
-        _sift(hv, hi, k, i)
-    for i in range(k - 1, 0, -1):
-        hv[0], hv[i] = hv[i], hv[0]
-        hi[0], hi[i] = hi[i], hi[0]
-        _sift(hv, hi, i, 0)
-    return np.asarray(hi, dtype=np.int64)
+                return j
+            if hv[0] > v:
+                continue
+            # _sift of v from the root, as a moving hole: the smaller child (the left one on a
+            # tie) moves up while it is strictly below v.
+            r, c = 0, 1
+            while c < k:
+                if c + 1 < k and hv[c + 1] < hv[c]:
+                    c += 1
+                if not hv[c] < v:
+                    break
+                hv[r], hi[r] = hv[c], hi[c]
+                r, c = c, 2 * c + 1
+            hv[r], hi[r] = v, pos[j]
+        return len(pos)
+
+    @property
+    def full_of_top(self) -> bool:
+        """Whether every entry equals the slice maximum."""
+        return self.hv[0] == self.top
+
+    def result(self) -> list[int]:
+        """The positions in MLI's output order: heapify again, then heap-sort (largest first)."""
+        hv, hi, k = self.hv, self.hi, self.k
+        for i in range(k // 2 - 1, -1, -1):
+            _sift(hv, hi, k, i)
+        for i in range(k - 1, 0, -1):
+            hv[0], hv[i] = hv[i], hv[0]
+            hi[0], hi[i] = hi[i], hi[0]
+            _sift(hv, hi, i, 0)
+        return hi
+
+
+def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
+    """MLI's heap run over the elements of a slice that can enter it; positions, largest first.
+
+    ``pos`` (ascending, starting with the ``k`` seeds ``0 .. k-1``) and ``val`` hold those
+    elements (every slice maximum among them); every other element is below the heap minimum
+    when it is visited.
+    """
+    heap = _Heap(val[:k], pos[:k], max(val))
+    j = k + heap.feed(pos[k:], val[k:])
+    if heap.full_of_top:
+        last = [p for p, v in zip(pos[j:], val[j:]) if v == heap.top]
+        if last:
+            heap.hi[0] = last[-1]
+    return heap.result()
+
+
+def _topk_1d(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_replay` over a whole 1-D slice (``1 < k < n``), screening it in growing blocks.
+
+    The first ``k + 1`` blocks go through the exact screen of :func:`_enters`; after them each
+    block is screened against the heap minimum reached so far (a lower bound of the minimum at
+    every later position), the few survivors are fed to the heap, and the blocks grow 8-fold.
+    Once the heap is all slice maximum, only the last later occurrence of it matters (searched
+    backwards).
+    """
+    n = v.shape[0]
+    top = int(v.max())
+    head = min(n, (k + 1) * _SCREEN_BLOCK)
+    first = np.flatnonzero(_enters(v[:head], k))
+    heap = _Heap(v[:k].tolist(), list(range(k)), top)
+    pos = first[k:].tolist()
+    done, end = heap.feed(pos, v[first[k:]].tolist()), head
+    block = 16 * _SCREEN_BLOCK
+    while not heap.full_of_top and end < n:
+        start, end = end, min(n, end + block)
+        cand = np.flatnonzero(v[start:end] >= heap.hv[0]) + start
+        pos = cand.tolist()
+        done = heap.feed(pos, v[cand].tolist())
+        block *= 8
+    if heap.full_of_top:
+        # The rest: from the first unvisited candidate, or after the screened range (whose other
+        # elements are below the bound, so below the maximum).
+        after = pos[done] if done < len(pos) else end
+        last = _last_max(v[after:]) if after < n else -1
+        if last >= 0 and v[after + last] == top:
+            heap.hi[0] = after + last
+    return heap.result()
 
 
 def _slices(x: np.ndarray, axis: int) -> np.ndarray:
@@ -124,6 +216,30 @@ def _slices(x: np.ndarray, axis: int) -> np.ndarray:
     if axis < 0:
         return x.reshape(1, -1)
     return np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+
+
+def _columns(x: np.ndarray, axis: int) -> np.ndarray:
+    """(elements, slices): the transpose of :func:`_slices`, a view when ``axis`` is the last one."""
+    if axis < 0:
+        return x.reshape(-1, 1)
+    return np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+
+
+# Block length of argmax's screen (a power of two): the heap minimum at any position of a block is
+# at least the k-th largest maximum of the blocks before it.
+_SCREEN_BLOCK = 32
+
+
+def _last_max(v: np.ndarray) -> int:
+    """Position of the last occurrence of the maximum of 1-D ``v`` (searched backwards in blocks)."""
+    top = v.max()
+    end, block = v.shape[0], 256
+    while True:
+        start = max(end - block, 0)
+        hit = np.flatnonzero(v[start:end] == top)
+        if hit.size:
+            return start + int(hit[-1])
+        end, block = start, block * 4
 
 
 def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[int] | None = None) -> np.ndarray:
@@ -140,10 +256,13 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     Returns:
         int32 array ``[slices, topk]``, largest value first; among equal values the order of the
         C library.
+
+    Raises:
+        ValueError: ``topk`` larger than the slice.
     """
     x = np.asarray(x)
-    vals = _slices(x, axis)
-    s, n = vals.shape
+    cols = _columns(x, axis)
+    n, s = cols.shape
     k = int(topk)
     if k <= 0:
         return np.zeros((s, 0), dtype=np.int32)
@@ -151,59 +270,109 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         raise ValueError(f"topk {k} > slice size {n}")
     if k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
-        idx = (n - 1 - np.argmax(vals[:, ::-1], axis=1))[:, None]
-    elif k < n and vals.dtype == np.int8:
-        idx = _topk_by_threshold(vals, k)
-    else:
-        # Top k+1 of each slice, largest first. Where the k largest are distinct and strictly
-        # above the next one, the heap's result is that order whatever its history.
-        if k < n:
-            part = np.argpartition(vals, n - k - 1, axis=1)[:, n - k - 1:]
+        if s == 1:
+            idx = np.array([[_last_max(cols[:, 0])]], dtype=np.int64)
         else:
-            part = np.broadcast_to(np.arange(n), (s, n))
-        pv = np.take_along_axis(vals, part, axis=1).astype(np.int64)
-        order = np.argsort(-pv, axis=1, kind="stable")
-        part = np.take_along_axis(part, order, axis=1)
-        pv = np.take_along_axis(pv, order, axis=1)
-        ok = np.all(pv[:, 1:k] < pv[:, : k - 1], axis=1)
-        if k < n:
-            ok &= pv[:, k - 1] > pv[:, k]
-        idx = np.array(part[:, :k])
-        for i in np.flatnonzero(~ok).tolist():
-            idx[i] = heap_topk(vals[i], k)
+            idx = (n - 1 - np.argmax(cols[::-1], axis=0))[:, None]
+    elif s == 1 and k < n:
+        idx = np.array([_topk_1d(cols[:, 0], k)], dtype=np.int64)
+    else:
+        idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
 
 
-def _topk_by_threshold(vals: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest int8 values per row (``1 < k < n``), in MLI's heap order.
-
-    A histogram of the 256 codes per row gives each row's k-th largest value ``t``. Where exactly
-    ``k`` values reach ``t`` and they are distinct, the heap's result is them in decreasing order
-    whatever its history; the other rows replay the heap (:func:`heap_topk`). Same results as the
-    partition path of :func:`argmax`, without sorting the slice.
+def _enters(head: np.ndarray, k: int) -> np.ndarray:
+    """Which elements of ``head`` (along axis 0) enter MLI's heap of ``k``: the seeds, and every
+    later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
+    before it (see :func:`_screen`).
     """
-    s, n = vals.shape
-    codes = vals.view(np.uint8) ^ np.uint8(0x80)  # value + 128, in [0, 255]
+    kr = np.full(head.shape, np.iinfo(head.dtype).min, dtype=head.dtype)
+    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
+    for _ in range(1, k):
+        prev = np.minimum(head[:-1], kr[:-1])
+        np.maximum.accumulate(prev, axis=0, out=kr[1:])
+    flags = head >= kr
+    flags[:k] = True
+    return flags
+
+
+def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which elements of every column can enter MLI's heap of ``k`` (a superset; the seeds included).
+
+    The heap holds the ``k`` largest values seen so far, so at any position its minimum is at
+    least the ``k``-th largest of the maxima of the complete blocks before that position's block
+    (``k`` distinct elements reach it); an element below that bound never enters. Running k-th
+    largest of a sequence ``b``: ``K_1[j] = max(b[:j])``, ``K_m[j] = max over i < j of
+    min(b[i], K_{m-1}[i])`` (the best ``m``-subset ending at ``i``), evaluated on the (short)
+    sequence of block maxima, and on the elements themselves over the first ``k`` blocks
+    (where few block maxima are known): there it is the heap minimum, and the mask exact.
+
+    Returns:
+        ``(mask, final)``: bool array of ``cols``' shape, and per slice a lower bound of the heap
+        minimum after the last element (the dtype's minimum where unknown).
+    """
+    n, s = cols.shape
+    nb, b = n // _SCREEN_BLOCK, _SCREEN_BLOCK
+    lowest = np.iinfo(cols.dtype).min
+    mask = np.empty((n, s), dtype=bool)
+    # One slice: drop the unit axis (NumPy's loops run over the last axis).
+    data, flags = (cols[:, 0], mask[:, 0]) if s == 1 else (cols, mask)
+    tail = data.shape[1:]
+    blocks = data[: nb * b].reshape(nb, b, *tail)
     if s == 1:
-        counts = np.bincount(codes.reshape(-1), minlength=256)[None, :]
+        bmax = np.maximum.reduceat(blocks.reshape(-1), np.arange(0, nb * b, b)) if nb else blocks[:, 0]
     else:
-        counts = np.bincount((codes + (np.arange(s, dtype=np.intp) * 256)[:, None]).reshape(-1),
-                             minlength=256 * s).reshape(s, 256)
-    at_least = np.cumsum(counts[:, ::-1], axis=1)  # [r, j]: values >= 255 - j (as codes)
-    j = np.argmax(at_least >= k, axis=1)  # exists: the row has n > k values
-    thr = (255 - j).astype(np.int16) - 128
-    distinct = np.all(counts[:, ::-1] <= 1, axis=1, where=np.arange(256)[None, :] <= j[:, None])
-    ok = (at_least[np.arange(s), j] == k) & distinct
-    idx = np.empty((s, k), dtype=np.int64)
-    ok_rows = np.flatnonzero(ok)
-    if ok_rows.size:
-        sub = vals[ok_rows]
-        pos = np.nonzero(sub >= thr[ok_rows, None].astype(np.int8))[1].reshape(-1, k)
-        pv = np.take_along_axis(sub, pos, axis=1)
-        order = np.argsort(-pv.astype(np.int16), axis=1)
-        idx[ok_rows] = np.take_along_axis(pos, order, axis=1)
-    for i in np.flatnonzero(~ok).tolist():
-        idx[i] = heap_topk(vals[i], k)
+        bmax = blocks
+        while bmax.shape[1] > 1:  # block maxima by halving (faster than a reduction over axis 1)
+            half = bmax.shape[1] // 2
+            bmax = np.maximum(bmax[:, :half], bmax[:, half:])
+        bmax = bmax[:, 0]
+    km = np.full((nb + 1, *tail), lowest, dtype=cols.dtype)  # km[j]: bound for block j (nb: the tail)
+    np.maximum.accumulate(bmax, axis=0, out=km[1:])
+    for _ in range(1, k):
+        prev = np.minimum(bmax, km[:-1])
+        np.maximum.accumulate(prev, axis=0, out=km[1:])
+    np.greater_equal(blocks, km[:-1, None], out=flags[: nb * b].reshape(blocks.shape))
+    np.greater_equal(data[nb * b:], km[-1], out=flags[nb * b:])
+    # The first k blocks: exact (fewer than k block maxima are known there).
+    p = min(n, k * b)
+    flags[:p] = _enters(data[:p], k)
+    mask[:k] = True  # the seeds
+    return mask, km[-1].reshape(s)
+
+
+def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
+
+    :func:`_screen` keeps, per column, the elements that can enter the heap, and a lower bound of
+    the final heap minimum ``t``. Where exactly ``k`` values reach ``t`` and they are distinct,
+    the heap's result is them in decreasing order whatever its history; the other columns replay
+    the heap over their candidates (:func:`_replay`).
+    """
+    n, s = cols.shape
+    mask, final = _screen(cols, k)
+    pos, sl = np.divmod(np.flatnonzero(mask), s)
+    if s > 1:
+        order = np.argsort(sl, kind="stable")  # slice-major, positions still ascending
+        pos, sl = pos[order], sl[order]
+    vals = cols[pos, sl].astype(np.int64)
+    # The values not below the final bound (every value >= t among them, at least k per slice),
+    # by slice and decreasing value; each slice's k + 1 largest (or k and a sentinel).
+    top = np.flatnonzero(vals >= final[sl])
+    top = top[np.argsort(sl[top] * (1 << 33) - vals[top])]
+    start = np.searchsorted(sl[top], np.arange(s))
+    j = start[:, None] + np.arange(k + 1)
+    has_next = j[:, k] < np.append(start[1:], top.size)
+    j[:, k] = np.where(has_next, j[:, k], j[:, k - 1])
+    tv = vals[top[j]]
+    tv[:, k] = np.where(has_next, tv[:, k], np.iinfo(np.int64).min)
+    ok = np.all(tv[:, 1:] < tv[:, :-1], axis=1)
+    idx = pos[top[j[:, :k]]]
+    if not ok.all():
+        bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+        pos_l, val_l = pos.tolist(), vals.tolist()
+        for r in np.flatnonzero(~ok).tolist():
+            idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
     return idx
 
 
@@ -212,6 +381,8 @@ def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Se
     shape = [int(d) for d in shape]
     st = [int(m) for m in strides] if strides is not None else dense_strides(shape)
     idx = np.asarray(idx, dtype=np.int64)
+    if axis < 0 and st == dense_strides(shape):
+        return idx  # a dense tensor's position in C order is its offset
     if axis < 0:
         rest_shape, rest_st, base = shape, st, np.zeros((idx.shape[0], 1), np.int64)
     else:

@@ -37,8 +37,8 @@ from ..arith.rnn import (
     MacPlan,
     RoundShift,
     SaSeriesPlan,
-    eltwise_fx,
     eltwise_sa8,
+    fx_addsub_plan,
     fx_ir_requantize,
     fx_mul_plan,
     sa_ir_cast,
@@ -216,9 +216,9 @@ def _order(t: int, backward: bool) -> range:
 # the element-wise stages with few input codes become table lookups. Each table is the reference
 # helper evaluated on every possible input code, so a lookup returns exactly what the helper
 # returns: sa8 operands are int8 (256 codes, 65536 pairs), the FX LUT inputs int16 (65536 codes).
-# Tables are rotated so that the (possibly negative) code itself is the index. Small tables (256
-# entries) are built on every call; the 65536-entry ones (a few ms each) only
-# for sequences of at least _TABLE_MIN_STEPS steps, and kept in a small cache for later calls.
+# Tables are rotated so that the (possibly negative) code itself is the index. All are kept in a
+# small cache for later calls; the 65536-entry ones (a few ms each) are built only for sequences
+# of at least _TABLE_MIN_STEPS steps (or found in the cache).
 
 _TABLE_MIN_STEPS = 16
 _TABLES_MAX = 48
@@ -228,15 +228,22 @@ _SA8_PAIRS = (np.repeat(_SA8_CODES, 256), np.tile(_SA8_CODES, 256))
 _FX16_CODES = np.arange(-(1 << 15), 1 << 15, dtype=I64)
 
 
-def _big_table(key: tuple, steps: int, build):  # type: ignore[no-untyped-def]
-    """The cached table for ``key``, built now if worth it for ``steps`` steps; else None."""
+def _cached(key: tuple, build):  # type: ignore[no-untyped-def]
+    """The cached table for ``key`` (read-only), built now if missing."""
     table = _TABLES.get(key)
-    if table is None and steps >= _TABLE_MIN_STEPS:
+    if table is None:
         if len(_TABLES) >= _TABLES_MAX:
             _TABLES.clear()
         table = _TABLES[key] = build()
         table.setflags(write=False)
     return table
+
+
+def _big_table(key: tuple, steps: int, build):  # type: ignore[no-untyped-def]
+    """The cached table for ``key``, built now if worth it for ``steps`` steps; else None."""
+    if key in _TABLES or steps >= _TABLE_MIN_STEPS:
+        return _cached(key, build)
+    return None
 
 
 def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int], steps: int):  # type: ignore[no-untyped-def]
@@ -266,7 +273,8 @@ def _fx_lut(lut: Lut, in_fb: int, steps: int):  # type: ignore[no-untyped-def]
 
 def _sa8_lut(lut: Lut, q: tuple[int, int, int], k_out: tuple[int, int]) -> np.ndarray:
     """``lut_sa8`` of every int8 code, rotated so that the value itself indexes it (negative from the end)."""
-    return np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 128)
+    return _cached(("sa8 lut", _lut_key(lut), q, k_out, get_platform()),
+                   lambda: np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 128))
 
 
 def _clip(v: np.ndarray, bits: int) -> np.ndarray:
@@ -409,6 +417,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         rec = _fx_recurrent_plans(w_out, w_out_q, ir_fb, acc_bits)
         mul_cf = fx_mul_plan(cell_q, one, cell_q)
         mul_gi = fx_mul_plan(one, one, one)
+        add_c = fx_addsub_plan("add", cell_q, one, cell_q)
         if act == "none":
             act_fn = None
             mul_out = fx_mul_plan(cell_q, one, out_q)
@@ -421,7 +430,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
             ir = _fx_ir_sum(xr[t], p(h), x_bound, p.bound, cb)
             i, g, f, o = sig(ir[0]), tnh(ir[1]), sig(ir[2]), sig(ir[3])
             c = mul_cf(c, f)
-            c = eltwise_fx("add", c, mul_gi(g, i), cell_q, one, cell_q)
+            c = add_c(c, mul_gi(g, i))
             h = mul_out(c if act_fn is None else act_fn(c), o)
             h_q = out_q
             outs.append(h)
@@ -450,7 +459,7 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
     x = np.asarray(x, I64)
     h = np.asarray(prev_out, I64)
     w_in = MacPlan(w_in)
-    w_out = np.asarray(w_out, I64)
+    w_out = np.asarray(w_out)  # MacPlan converts the narrow container type once
     bias = np.asarray(bias, I64)
     w_zr, w_u = MacPlan(w_out[:2]), MacPlan(w_out[2:3])
     steps = x.shape[0]
@@ -473,18 +482,18 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         sig = _sa8_lut(sigm_lut, irt, K_SIGM_OUT)
         tnh = _sa8_lut(tanh_lut, irt, K_TANH_OUT)
         # 1 - z for every code of z
-        one_minus = np.roll(eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q),
-                            128)
+        one_minus = _cached(("sa8 1-z", one_q, get_platform()), lambda: np.roll(
+            eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q), 128))
         mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps)
-        mul_rh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
-        mul_hz = _PerQ(lambda hq: _sa8_pair("mul", hq, _SIGM_Q, hq, steps))
+        # r * h and h * z: the sa8 product is symmetric in its operands (with their parameters),
+        # so both gates multiply h through one table, as a (2, M) array.
+        mul_gh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
         add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps))
         for t in _order(steps, backward):
             hq = h_q.triple
-            zr = _clip(xr_zr[t] + rec_zr[h_q](h), 8)
-            z, r = sig[zr[0]], sig[zr[1]]
-            hr = mul_rh[hq](r, h)
-            hz = mul_hz[hq](h, z)
+            zr = sig[_clip(xr_zr[t] + rec_zr[h_q](h), 8)]
+            z = zr[0]
+            hz, hr = mul_gh[hq](zr, h)
             u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8)]
             h = add_h[hq](mul_uz(u, one_minus[z]), hz)
             h_q = out_q
@@ -495,18 +504,19 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         one = _FX_ONE
         rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits)
         rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits)
-        mul_rh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
-        mul_hz = _PerQ(lambda hq: fx_mul_plan(hq, one, hq))
+        # r * h and h * z: the same product plan (Q15 gate times Qhq state into Qhq), as (2, M).
+        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
         mul_uz = fx_mul_plan(one, one, out_q)
+        one_minus = fx_addsub_plan("sub", one, one, one)
+        add_h = _PerQ(lambda hq: fx_addsub_plan("add", out_q, hq, out_q))
         for t in _order(steps, backward):
             pzr, pu = rec_zr[h_q], rec_u[h_q]
-            zr = _fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb)
-            z, r = sig(zr[0]), sig(zr[1])
-            hr = mul_rh[h_q](r, h)
-            hz = mul_hz[h_q](h, z)
-            z1 = eltwise_fx("sub", np.full_like(z, 32767), z, one, one, one)
+            zr = sig(_fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb))
+            z = zr[0]
+            hz, hr = mul_gh[h_q](zr, h)
+            z1 = one_minus(32767, z)
             u = tnh(_fx_ir_sum(xr[t, 2], pu(hr)[0], x_bound, pu.bound, cb))
-            h = eltwise_fx("add", mul_uz(u, z1), hz, out_q, h_q, out_q)
+            h = add_h[h_q](mul_uz(u, z1), hz)
             h_q = out_q
             outs.append(h)
     return np.stack(outs) if all_results else outs[-1][None]

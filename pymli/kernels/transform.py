@@ -25,7 +25,6 @@ from ..arith.lut import (
     MAX_FRAC_BITS_FX16,
     activation_fx,
     activation_sa8,
-    asr_rnd_int32,
     code_table,
     fx_activation_codes,
     fx_exp_codes,
@@ -33,10 +32,13 @@ from ..arith.lut import (
     sa8_lut_in_frac_bits,
     sa8_to_lut_input,
     scale_round_sat,
+    take_codes8,
 )
-from ..arith.rounding import asr_rnd, norm, round_mode, sat, sub_sat, trunc_div, wrap
-from ..formats import RoundMode
+from ..arith.rnn import RoundShift
+from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
 from ..tensor import Lut
+from ._blas import blas_single_thread
+from .diverse import permute
 
 __all__ = [
     "SIGM_SA8_OUT",
@@ -139,22 +141,49 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     """
     total = wrap(total, 32)
     sum_exp = norm32(total)
-    mnt = sat(asr_rnd(total, 16 - sum_exp, 32), bits)
+    # asr_rnd(total, 16 - sum_exp, 32) with the shifts fixed once (plain when all are positive).
+    mnt = sat(RoundShift(16 - sum_exp, 32, int(np.abs(total).max(initial=0)))(total), bits)
     safe = np.where(mnt == 0, 1, mnt)  # a zero mantissa divides by zero in C; never for a real LUT
     q = trunc_div(1 << 29, safe)
     recip = wrap(np.minimum(q, 32767), bits)
     return sum_exp, recip
 
 
+# Softmax slices along the last axis at most this long are reduced another way: NumPy's reduction
+# over a short contiguous axis runs one tiny inner loop per slice.
+_SHORT_SLICE = 64
+
+
+def _short_last(a: np.ndarray, red: tuple[int, ...]) -> bool:
+    """Whether ``red`` is only the last axis of ``a``, short, with many slices."""
+    return red == (a.ndim - 1,) and a.ndim > 1 and a.shape[-1] <= _SHORT_SLICE and a.size > _GATHER_MIN_SIZE
+
+
 def _max_distance(xa: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
     """``k = max - x`` per slice, exact in the unsigned type of ``x``'s width (``0 <= k < 2**bits``)."""
     u = np.dtype(f"u{xa.dtype.itemsize}")
-    mx = xa.max(axis=red, keepdims=True)
+    if _short_last(xa, red):
+        # Short slices as the columns of a transposed copy (blocked): the maximum runs along rows.
+        cols = permute(xa.reshape(-1, xa.shape[-1]), (1, 0))
+        mx = cols.max(axis=0).reshape(xa.shape[:-1] + (1,))
+    else:
+        mx = xa.max(axis=red, keepdims=True)
     return np.subtract(mx.view(u), xa.view(u))
 
 
 def _sum32(e: np.ndarray, red: tuple[int, ...]) -> np.ndarray:
-    """C's int32 accumulator of the exponentials: an int32 sum wraps modulo 2**32 exactly as it does."""
+    """C's int32 accumulator of the exponentials: an int32 sum wraps modulo 2**32 exactly as it does.
+
+    Short 8- / 16-bit slices (at most :data:`_SHORT_SLICE` values, ``|sum| < 2**21``: no wrap,
+    every partial sum an integer exact in float32) are summed by a one-thread float32 BLAS
+    matrix-vector product.
+    """
+    if _short_last(e, red) and e.dtype in (np.int8, np.int16):
+        n = e.shape[-1]
+        f = e.reshape(-1, n).astype(np.float32)
+        with blas_single_thread():
+            total = f @ np.ones(n, dtype=np.float32)
+        return total.astype(np.int64).reshape(e.shape[:-1] + (1,))
     return np.add.reduce(e, axis=red, dtype=np.int32, keepdims=True).astype(np.int64)
 
 
@@ -225,7 +254,7 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
     total = _sum32(e, red)
     if axis < 0:
         # One slice: the output is a function of k alone.
-        return np.take(finish(g, total.reshape(())), k)
+        return take_codes8(finish(g, total.reshape(())), k)
     return finish(e, total)
 
 
@@ -275,24 +304,66 @@ def l2_normalize_reference(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: 
     return sat(asr_rnd(inv * xv, shift, 32), bits)
 
 
-# Largest slice of the fast path: its int64 sum of squares (each at most 2**30) stays far below
-# 2**63, and each product below, computed once per element, stays within int32.
-_L2_FAST_SLICE_MAX = 1 << 30
+# Largest slice of the fast path: its sum of squares (each at most 2**30) is exact in float64
+# (every partial sum an integer below 2**53).
+_L2_FAST_SLICE_MAX = 1 << 23
+
+
+def _sum_squares(c: np.ndarray, axis: int) -> np.ndarray:
+    """Per-slice sum of squares of int16-range ``c`` (keepdims), exact: see :data:`_L2_FAST_SLICE_MAX`.
+
+    Float64 products and sums of integers below 2**53 are exact in any order (FMA included).
+    The whole-tensor sum is one BLAS dot product on one thread (a threaded one waits for
+    sleeping OpenBLAS workers on a busy machine); slices are summed by ``einsum`` (no BLAS).
+    """
+    f = c.astype(np.float64)
+    if axis < 0:
+        flat = f.reshape(-1)
+        with blas_single_thread():
+            total = np.dot(flat, flat)
+        return np.full((1,) * c.ndim, total).astype(np.int64)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: c.ndim]
+    kept = letters.replace(letters[axis], "")
+    return np.expand_dims(np.einsum(f"{letters},{letters}->{kept}", f, f), axis).astype(np.int64)
+
+
+def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
+    """Per-slice factor and shift of :func:`l2_normalize_reference` from the sums of squares.
+
+    The sum is normalised to a Q7.8 int16 with an even shift (``0 <= sum_cast < 2**15``: the sum
+    is not negative) and the 1/sqrt LUT is read from its value for each of those codes (cached
+    per LUT contents and rounding mode). One slice is computed on Python ints.
+
+    Returns:
+        ``(inv, shift)``: int64 arrays of ``total``'s shape, or Python ints for one slice.
+    """
+    table = code_table(lut, ("l2 inv",), lambda: lut_interpolate(np.arange(1 << 15), lut, _L2NORM_LUT_FRAC_BITS))
+    if total.size == 1:
+        t = int(total.reshape(()))
+        norm_shift = 48 - norm(t, 64)
+        norm_shift += norm_shift & 1
+        sum_cast = int(sat(RoundShift(norm_shift, 64, t)(t), 16))  # asr_rnd(t, norm_shift, 64), on a Python int
+        inv = int(table[sum_cast])
+    else:
+        norm_shift = 48 - norm64(total)
+        norm_shift = norm_shift + (norm_shift & 1)
+        # asr_rnd(total, norm_shift, 64) with the shifts fixed once (plain when all are positive).
+        rounded = RoundShift(norm_shift, 64, int(total.max()))(total)
+        inv = np.take(table, sat(rounded, 16))
+    return inv, int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
 
 
 def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
                        axis: int) -> np.ndarray | None:
-    """:func:`l2_normalize` in int32 / int64 / float64 with proven bounds; None where one fails.
+    """:func:`l2_normalize` in float64 / int32 with proven bounds; None where one fails.
 
     Exactness: centred values ``c`` fit int16 (int8 input with a zero point that cannot make
-    ``x - zp`` saturate, or int16 input without one), so each square is at most ``2**30`` (int32)
-    and a slice's sum of squares is exact in int64. The per-slice steps (norm, LUT) are the
-    reference's. The per-slice factor ``inv`` is an int16 from the LUT, so ``|c * inv| <= 2**30``
-    and with a shift ``1 <= n <= 30`` the rounding add stays below ``2**31``: C's 32-bit rounding
-    shift never saturates and the int32 computation equals it (one shift for every slice). With
-    per-slice shifts the product times ``2**-n`` is exact in float64, so ``floor(y + 1/2)`` is
-    ROUND_UP and ``rint(y)`` (ties to even) ROUND_CONVERGENT. The final clip is the saturation
-    to ``bits``. A one-slice int8 input gathers from the results of its 256 codes instead.
+    ``x - zp`` saturate, or int16 input without one), so each square is at most ``2**30`` and a
+    slice's sum of squares is exact (:func:`_sum_squares`). The per-slice steps (norm, LUT) are
+    the reference's. Where the per-slice factor ``inv`` from the Q15 LUT fits int16 and every
+    shift is positive, ``|c * inv| <= 2**30`` and C's 32-bit rounding shift and saturation are
+    :func:`pymli.arith.lut.scale_round_sat`'s (int32; shifts of 31 and more give 0). A
+    one-slice int8 input gathers from the results of its 256 codes instead.
 
     Returns:
         The output values in the container dtype (int8 / int16), or None.
@@ -305,44 +376,14 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         return None
     red = _reduce_axes(c.ndim, axis)
     n = int(np.prod([c.shape[a] for a in red])) if c.ndim else 1
-    if c.size == 0 or n > _L2_FAST_SLICE_MAX:
+    if c.size == 0 or c.ndim == 0 or n > _L2_FAST_SLICE_MAX:
         return None
-    # Squares fit int32 (|c| <= 2**15); their sums int64. No BLAS here: a threaded dot product
-    # waits for sleeping OpenBLAS workers on a busy machine (milliseconds, not microseconds).
-    sq = np.multiply(c, c, dtype=np.int32)
-    total = sq.sum(axis=red, dtype=np.int64, keepdims=True)
-    norm_shift = 48 - norm64(total)
-    norm_shift = norm_shift + (norm_shift & 1)
-    sum_cast = sat(asr_rnd(total, norm_shift, 64), 16)
-    inv = lut_interpolate(sum_cast, lut, _L2NORM_LUT_FRAC_BITS)
-    shift = int(lut.out_frac_bits) + ((norm_shift + _L2NORM_LUT_FRAC_BITS) >> 1) - int(out_shift)
-    if inv.min() < -(1 << 15) or inv.max() >= (1 << 15) or shift.min() < 1 or shift.max() > 30:
+    inv, shift = _l2_factors(_sum_squares(c, axis), lut, out_shift)
+    if np.min(inv) < -(1 << 15) or np.max(inv) >= (1 << 15) or np.min(shift) < 1:
         return None
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    out_dt = np.int8 if bits == 8 else np.int16
-    if xa.dtype == np.int8 and inv.size == 1:
+    if xa.dtype == np.int8 and np.size(inv) == 1:
         # One slice: the result is a function of the input code; compute it for the 256 codes.
-        codes = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)
-        c_codes = codes - int(in_zp)
-        table = sat(asr_rnd(c_codes * int(inv.reshape(())), int(shift.reshape(())), 32), bits).astype(np.int8)
-        return np.take(table, xa.view(np.uint8))
-    if np.all(shift == shift.flat[0]):
-        n_sh = int(shift.flat[0])
-        acc = np.multiply(c, inv.astype(np.int32), dtype=np.int32)
-        if round_mode() is RoundMode.UP:
-            acc += np.int32(1 << (n_sh - 1))
-            acc >>= np.int32(n_sh)
-        else:
-            acc = asr_rnd_int32(acc, n_sh)
-        np.clip(acc, np.int32(lo), np.int32(hi), out=acc)
-        return acc.astype(out_dt)
-    # Shifts differ between slices: float64, where 2**-n scales exactly.
-    y = c.astype(np.float64)
-    y *= inv.astype(np.float64) * np.ldexp(1.0, -shift)
-    if round_mode() is RoundMode.UP:
-        y += 0.5
-        np.floor(y, out=y)
-    else:
-        np.rint(y, out=y)
-    np.clip(y, float(lo), float(hi), out=y)
-    return y.astype(out_dt)
+        codes = np.arange(256).astype(np.uint8).view(np.int8)
+        table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
+        return take_codes8(table, xa)
+    return scale_round_sat(c, inv, shift, 0, bits)
