@@ -32,7 +32,7 @@ _PLATFORMS = click.Choice(["vpx", "vpx-full-accu", "em"], case_sensitive=False)
 @click.option("--mapping", type=click.Choice(["tflm", "mli"], case_sensitive=False), default="tflm", show_default=True,
               help="TFLite operator mapping: tflm (TFLite Micro + arc_mli, as the device computes) or mli "
                    "(pymli's MLI network: accumulator figures, --against float).")
-@click.option("--batch", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--batch", type=click.IntRange(min=1), default=64, show_default=True,
               help="Samples per chunk (the unit of work and of --resume).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Worker processes, or LocalCluster workers with --scheduler local (default: all cores).")

@@ -5,7 +5,7 @@ A :class:`ModelRef` is the picklable form of a model: the ``.tflite`` bytes, or 
 saved with :func:`pymli.models.io.network_to_bytes`; on the command line a network is a saved ``.npz`` file or
 comes from ``FILE.py:NAME`` / ``package.module:NAME``, a Network or a function returning one).
 :func:`prepare` turns it into a :class:`Prepared` model once per worker process; :meth:`Prepared.run_chunk`
-runs a batch through :meth:`pymli.models.Network.run` (the MLI kernels, sample by sample) and returns the
+runs a batch through :meth:`pymli.models.Network.run` (its prepared plan, the batch at once; bit-exact per sample) and returns the
 outputs with the integer statistics the report sums over the whole dataset.
 """
 
