@@ -1,0 +1,194 @@
+"""Intra-op parallelism of the compute-bound kernels: one call's work split over a few threads.
+
+The convolutions cut their output into blocks of rows (:func:`row_blocks`); :func:`run_parts` runs
+the blocks on the calling thread and on the workers of a small pool, which take blocks from a
+shared counter until none is left. NumPy and BLAS release the GIL on large arrays, so the blocks
+run on separate cores; BLAS itself stays on one thread inside each block (the caller pins it with
+:func:`pymli.kernels._blas.blas_single_thread`), so there is no second layer of threads.
+
+Why not OpenBLAS's own threads: their idle workers spin for a core, and as soon as another
+process keeps a core busy a call takes 10-30x longer (``_blas.py``). The pool's workers block on a
+queue instead, and the calling thread works through the blocks itself: when a worker gets no core,
+the caller takes the remaining blocks, and the call costs at most one block more than on one
+thread.
+
+Thread count: ``PYMLI_THREADS`` (an integer; 1 switches the pool off), by default the number of
+cores this process may run on, at most :data:`MAX_THREADS`. :func:`set_threads` changes it at run
+time. Nested calls (a block calling a parallel kernel) and calls after ``fork`` in the child run
+correctly: nested ones on their own thread, a forked child with a fresh pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+__all__ = ["BLOCK_ELEMS", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts", "set_threads",
+           "threads_limit"]
+
+T = TypeVar("T")
+
+MAX_THREADS = 4
+"""Default ceiling of the thread count (the kernels' blocks are memory-heavy beyond a few cores)."""
+
+PARALLEL_WORK = 1 << 21
+"""Calls with fewer multiply-adds (or element passes) than this stay on one thread: waking a
+worker costs ~20-30 us, the time of about 2 M multiply-adds on one core."""
+
+PARTS_PER_THREAD = 2
+"""Blocks per thread of a parallel call: a few, so that a worker without a core delays the call by
+a fraction of it, and not many, so that each block's GEMM stays efficient."""
+
+BLOCK_ELEMS = 1 << 14
+"""Most output values per block (int64 temporaries of 128 kB): see :func:`parts_for`."""
+
+_STATE: dict[str, Any] = {"pool": None, "pid": None, "workers": 0, "threads": None}
+_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity masks
+        return os.cpu_count() or 1
+
+
+def _default_threads() -> int:
+    env = os.environ.get("PYMLI_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    return max(1, min(_cores(), MAX_THREADS))
+
+
+def get_threads() -> int:
+    """Threads a kernel call may use (1: no pool)."""
+    n = _STATE["threads"]
+    if n is None:
+        n = _STATE["threads"] = _default_threads()
+    return n
+
+
+def set_threads(n: int | None) -> None:
+    """Set the thread count of the kernels (None: back to the default of ``PYMLI_THREADS`` / the cores).
+
+    Args:
+        n: threads per kernel call, at least 1; or None.
+
+    Raises:
+        ValueError: ``n`` below 1.
+    """
+    if n is not None and int(n) < 1:
+        raise ValueError(f"thread count must be at least 1, got {n}")
+    _STATE["threads"] = None if n is None else int(n)
+
+
+@contextlib.contextmanager
+def threads_limit(n: int | None) -> Iterator[None]:
+    """:func:`set_threads` for the duration of a ``with`` block, then the previous setting."""
+    saved = _STATE["threads"]
+    set_threads(n)
+    try:
+        yield
+    finally:
+        _STATE["threads"] = saved
+
+
+def parts_for(work: int, out_elems: int, max_parts: int) -> int:
+    """Number of blocks to cut a call into (1: run it in one piece).
+
+    Two reasons to cut: threads (a call of at least :data:`PARALLEL_WORK` gets
+    :data:`PARTS_PER_THREAD` blocks per thread), and memory: the output stage of a block allocates
+    temporaries of its size, and temporaries beyond the C library's mmap threshold (128 kB and up)
+    are fresh pages on every call, a page fault per 4 kB (measured: ~300 faults and 0.4 ms on a
+    conv2d's 1024 x 64 int64 sums). Blocks of at most :data:`BLOCK_ELEMS` outputs avoid that.
+
+    Args:
+        work: size of the call (multiply-adds, or element passes).
+        out_elems: number of output values of the call.
+        max_parts: most blocks the call can be cut into (e.g. its output rows).
+    """
+    parts = -(-out_elems // BLOCK_ELEMS)
+    threads = get_threads()
+    if threads > 1 and work >= PARALLEL_WORK and not getattr(_LOCAL, "inside", False):
+        parts = max(parts, threads * PARTS_PER_THREAD)
+    return max(1, min(max_parts, parts))
+
+
+def row_blocks(n: int, rows: int, parts: int) -> list[tuple[int, int, int, int]]:
+    """Blocks ``(n0, n1, r0, r1)`` covering ``n`` samples x ``rows`` output rows, about ``parts`` of them.
+
+    Whole samples per block when there are at least ``parts`` samples, else row ranges of each
+    sample (a block never spans two samples partially). Empty blocks are left out.
+    """
+    if parts <= 1 or n * rows <= 1:
+        return [(0, n, 0, rows)]
+    if n >= parts:
+        cuts = [n * i // parts for i in range(parts + 1)]
+        return [(cuts[i], cuts[i + 1], 0, rows) for i in range(parts) if cuts[i] < cuts[i + 1]]
+    per = min(rows, -(-parts // n))
+    cuts = [rows * i // per for i in range(per + 1)]
+    return [(s, s + 1, cuts[i], cuts[i + 1]) for s in range(n) for i in range(per) if cuts[i] < cuts[i + 1]]
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The shared pool with ``workers`` threads (created on first use, again after ``fork``)."""
+    with _LOCK:
+        pool = _STATE["pool"]
+        if pool is None or _STATE["pid"] != os.getpid() or _STATE["workers"] != workers:
+            if pool is not None and _STATE["pid"] == os.getpid():
+                pool.shutdown(wait=False)
+            pool = _STATE["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="pymli")
+            _STATE["pid"], _STATE["workers"] = os.getpid(), workers
+    return pool
+
+
+def run_parts(fn: Callable[[int], T], n: int) -> list[T]:
+    """``[fn(0), ..., fn(n - 1)]``, computed on this thread and up to ``threads - 1`` pool workers.
+
+    The calls may run in any order and concurrently: ``fn`` must only read shared data and return
+    fresh arrays. Returns after every call has finished (also when one raised: the first exception
+    is re-raised then).
+
+    Args:
+        fn: the block function.
+        n: number of blocks.
+
+    Returns:
+        The results in block order.
+    """
+    helpers = min(get_threads(), n) - 1
+    if helpers <= 0 or getattr(_LOCAL, "inside", False):
+        return [fn(i) for i in range(n)]
+    results: list[Any] = [None] * n
+    counter = itertools.count()  # next() on it is atomic under the GIL
+
+    def drain() -> None:
+        _LOCAL.inside = True
+        try:
+            for i in iter(counter.__next__, None):
+                if i >= n:
+                    return
+                results[i] = fn(i)
+        finally:
+            _LOCAL.inside = False
+
+    pool = _pool(get_threads() - 1)
+    futures = [pool.submit(drain) for _ in range(helpers)]
+    try:
+        drain()
+    finally:
+        # A helper that has not started yet finds no block left: cancel it instead of waiting.
+        errors = [f.exception() for f in futures if not f.cancel()]
+    for e in errors:
+        if e is not None:
+            raise e
+    return results
