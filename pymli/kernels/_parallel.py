@@ -14,13 +14,15 @@ thread.
 
 Thread count: ``PYMLI_THREADS`` (an integer; 1 switches the pool off), by default the number of
 cores this process may run on, at most :data:`MAX_THREADS`. :func:`set_threads` changes it at run
-time. Nested calls (a block calling a parallel kernel) and calls after ``fork`` in the child run
-correctly: nested ones on their own thread, a forked child with a fresh pool.
+time. The workers run each call in a copy of the caller's :mod:`contextvars` context (the platform
+of :func:`pymli.config.use_platform` is one). Nested calls (a block calling a parallel kernel) run
+on their block's thread; a forked child starts a fresh pool.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import os
 import threading
@@ -155,8 +157,8 @@ def run_parts(fn: Callable[[int], T], n: int) -> list[T]:
     """``[fn(0), ..., fn(n - 1)]``, computed on this thread and up to ``threads - 1`` pool workers.
 
     The calls may run in any order and concurrently: ``fn`` must only read shared data and return
-    fresh arrays. Returns after every call has finished (also when one raised: the first exception
-    is re-raised then).
+    fresh arrays. Returns (or raises) only when no call is running any more; when a call raises,
+    the blocks not started yet may be skipped and the exception is re-raised.
 
     Args:
         fn: the block function.
@@ -164,6 +166,9 @@ def run_parts(fn: Callable[[int], T], n: int) -> list[T]:
 
     Returns:
         The results in block order.
+
+    Raises:
+        Exception: whatever a call of ``fn`` raised.
     """
     helpers = min(get_threads(), n) - 1
     if helpers <= 0 or getattr(_LOCAL, "inside", False):
@@ -182,7 +187,9 @@ def run_parts(fn: Callable[[int], T], n: int) -> list[T]:
             _LOCAL.inside = False
 
     pool = _pool(get_threads() - 1)
-    futures = [pool.submit(drain) for _ in range(helpers)]
+    # The workers run in copies of the caller's context: pymli.config's platform (rounding mode,
+    # FULL_ACCU) and memory budget are context variables.
+    futures = [pool.submit(contextvars.copy_context().run, drain) for _ in range(helpers)]
     try:
         drain()
     finally:
