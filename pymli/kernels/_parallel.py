@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["BLOCK_ELEMS", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts", "set_threads",
+__all__ = ["BLOCK_BYTES", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts", "set_threads",
            "threads_limit"]
 
 T = TypeVar("T")
@@ -46,8 +46,8 @@ PARTS_PER_THREAD = 2
 """Blocks per thread of a parallel call: a few, so that a worker without a core delays the call by
 a fraction of it, and not many, so that each block's GEMM stays efficient."""
 
-BLOCK_ELEMS = 1 << 14
-"""Most output values per block (int64 temporaries of 128 kB): see :func:`parts_for`."""
+BLOCK_BYTES = 1 << 18
+"""Most bytes of one block's output-stage temporaries (256 kB): see :func:`parts_for`."""
 
 _STATE: dict[str, Any] = {"pool": None, "pid": None, "workers": 0, "threads": None}
 _LOCK = threading.Lock()
@@ -104,21 +104,22 @@ def threads_limit(n: int | None) -> Iterator[None]:
         _STATE["threads"] = saved
 
 
-def parts_for(work: int, out_elems: int, max_parts: int) -> int:
+def parts_for(work: int, out_bytes: int, max_parts: int) -> int:
     """Number of blocks to cut a call into (1: run it in one piece).
 
     Two reasons to cut: threads (a call of at least :data:`PARALLEL_WORK` gets
     :data:`PARTS_PER_THREAD` blocks per thread), and memory: the output stage of a block allocates
-    temporaries of its size, and temporaries beyond the C library's mmap threshold (128 kB and up)
-    are fresh pages on every call, a page fault per 4 kB (measured: ~300 faults and 0.4 ms on a
-    conv2d's 1024 x 64 int64 sums). Blocks of at most :data:`BLOCK_ELEMS` outputs avoid that.
+    temporaries of its size, and large temporaries can be fresh pages on every call, a page fault
+    per 4 kB (measured: ~950 faults and 2 ms per call on a depthwise fx16 56x56x64 in one block,
+    none with blocks of at most :data:`BLOCK_BYTES`). Each block costs ~20 us more (the output
+    stage's per-call overhead), so blocks are not cut smaller than that.
 
     Args:
         work: size of the call (multiply-adds, or element passes).
-        out_elems: number of output values of the call.
+        out_bytes: bytes of the call's output as the output stage holds it (int32 or int64).
         max_parts: most blocks the call can be cut into (e.g. its output rows).
     """
-    parts = -(-out_elems // BLOCK_ELEMS)
+    parts = -(-out_bytes // BLOCK_BYTES)
     threads = get_threads()
     if threads > 1 and work >= PARALLEL_WORK and not getattr(_LOCAL, "inside", False):
         parts = max(parts, threads * PARTS_PER_THREAD)

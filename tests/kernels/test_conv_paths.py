@@ -38,17 +38,17 @@ PLATFORMS = [VPX, EM, Platform(RoundMode.UP, True), Platform(RoundMode.CONVERGEN
 @contextlib.contextmanager
 def plan(name: str) -> Iterator[None]:
     """'plain': one block on one thread; 'blocks': blocks of a few outputs on two threads; 'default'."""
-    saved = P.BLOCK_ELEMS, P.PARALLEL_WORK
+    saved = P.BLOCK_BYTES, P.PARALLEL_WORK
     threads = {"plain": 1, "blocks": 2, "default": None}[name]
     try:
         if name == "plain":
-            P.BLOCK_ELEMS = 1 << 62
+            P.BLOCK_BYTES = 1 << 62
         elif name == "blocks":
-            P.BLOCK_ELEMS, P.PARALLEL_WORK = 5, 0
+            P.BLOCK_BYTES, P.PARALLEL_WORK = 5, 0
         with P.threads_limit(threads):
             yield
     finally:
-        P.BLOCK_ELEMS, P.PARALLEL_WORK = saved
+        P.BLOCK_BYTES, P.PARALLEL_WORK = saved
 
 
 PLANS = ["plain", "blocks", "default"]
@@ -329,7 +329,8 @@ def test_row_blocks_partition_the_output(n, rows, parts) -> None:
 
 def test_parts_for_memory_and_threads() -> None:
     with P.threads_limit(1):
-        assert P.parts_for(1 << 30, 10 * P.BLOCK_ELEMS, 1000) == 10  # memory alone
+        assert P.parts_for(1 << 30, 10 * P.BLOCK_BYTES, 1000) == 10  # memory alone
+        assert P.parts_for(1 << 30, 10 * P.BLOCK_BYTES + 1, 1000) == 11
         assert P.parts_for(1 << 30, 10, 1000) == 1
     with P.threads_limit(2):
         assert P.parts_for(P.PARALLEL_WORK, 10, 1000) == 2 * P.PARTS_PER_THREAD
