@@ -271,23 +271,23 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     return r if ndim == 4 else r.reshape(r.shape[1:])
 
 
-Post = Callable[[np.ndarray, int], np.ndarray]
-
-
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
-                macs: int, wide: bool) -> np.ndarray:
+                macs: int, wide: bool, out_dtype: np.dtype | None) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
     ``block((n0, n1, r0, r1))`` returns the (n1 - n0, r1 - r0, wo, ch) piece; the BLAS calls inside
     run on one thread each (see :mod:`pymli.kernels._parallel`). ``wide``: the blocks work in int64
-    (else int32), which sizes the blocks.
+    (else int32), which sizes the blocks. ``out_dtype``: a dtype holding every block's values (None:
+    the blocks' own).
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
     with blas_single_thread(macs):
         parts = run_parts(lambda i: block(blocks[i]), len(blocks))
     if len(parts) == 1:
         return parts[0]
-    out = np.empty((n, ho, wo, ch), dtype=np.result_type(*parts))
+    # Finished values fit the output container: the assembled output is held in it (a large int64
+    # array would be fresh pages, see _parallel.parts_for).
+    out = np.empty((n, ho, wo, ch), dtype=np.result_type(*parts) if out_dtype is None else out_dtype)
     for (n0, n1, r0, r1), p in zip(blocks, parts):
         out[n0:n1, r0:r1] = p
     return out
@@ -295,7 +295,7 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
 
 def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
                  pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_bound: int, w_bound: int,
-                 x_offset: int = 0, post: Post | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
+                 x_offset: int = 0, post: _OutputStage | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
     """Exact sums of a (grouped) convolution of ``x - x_offset`` (N, H, W, C), optionally finished.
 
     The padded input is built once for the whole batch; each row block copies its windows into a
@@ -343,7 +343,8 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         return acc if post is None else post(acc, bound)
 
     macs = nb * ho * wo * k * ng
-    return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31), bound
+    return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31,
+                       None if post is None else post.dtype), bound
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -386,7 +387,7 @@ def _depthwise_dtype(bound: int) -> np.dtype:
 
 def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
                       pad: tuple[int, int], out_hw: tuple[int, int], x_bound: int, w_bound: int,
-                      x_offset: int = 0, post: Post | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
+                      x_offset: int = 0, post: _OutputStage | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
     """Exact per-channel sums of ``x - x_offset`` (N, H, W, C), optionally finished.
 
     Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
@@ -417,7 +418,8 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
         out = post(acc, bound)
         return out.copy() if np.may_share_memory(out, acc) else out
 
-    return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31), bound
+    return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31,
+                       None if post is None else post.dtype), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -601,9 +603,18 @@ def _wide(q: Quant) -> bool:
     return q.acc_bits > 32
 
 
-def _output_stage(bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> Post:
-    """:func:`finish` with this call's parameters, for the row blocks of :func:`_conv_blocks` & co."""
-    return lambda acc, bound: finish(acc, bias, q, bounds, bound)
+class _OutputStage:
+    """:func:`finish` with one call's parameters, for the row blocks of :func:`_conv_blocks` & co.
+
+    ``dtype`` is the output container (int8 or int16), which holds every finished value.
+    """
+
+    def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
+        self.bias, self.q, self.bounds = bias, q, bounds
+        self.dtype = np.dtype(np.int16 if isinstance(q, FxQuant) and q.out_bits > 8 else np.int8)
+
+    def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
+        return finish(acc, self.bias, self.q, self.bounds, bound)
 
 
 def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
@@ -629,7 +640,8 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
         groups: group count (1 for conv2d).
 
     Returns:
-        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch (int32 or int64).
+        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch: integers in the output container
+        range (dtype int32 or int64, or the container's when the call was cut into blocks).
     """
     x = np.asarray(x)
     xb = _batch(x)
@@ -637,7 +649,7 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     a, b = _offsets(q)
     if not b:
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
-                              x_offset=a, post=_output_stage(bias, q, bounds), wide=_wide(q))
+                              x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
         return _unbatch(out, x.ndim)
     xc, a, b, xbnd = _centre(xb, q)
     acc, bound = _conv_blocks(xc, w, **geo, groups=groups, x_bound=xbnd, w_bound=container_bound(w))
@@ -679,7 +691,7 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         q, stride, dilation, pad, out_hw, bounds: as :func:`conv2d_hwcn`.
 
     Returns:
-        (Ho, Wo, C) output values, or (B, Ho, Wo, C) for a batch.
+        (Ho, Wo, C) output values, or (B, Ho, Wo, C) for a batch (dtype as :func:`conv2d_hwcn`).
     """
     x = np.asarray(x)
     xb = _batch(x)
@@ -688,7 +700,7 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
     if not b:
         # The input is centred while it is padded (no centred copy); the output stage runs per block.
         out, _ = _depthwise_blocks(xb, w, **geo, x_bound=container_bound(x, a), w_bound=container_bound(w),
-                                   x_offset=a, post=_output_stage(bias, q, bounds), wide=_wide(q))
+                                   x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
         return _unbatch(out, x.ndim)
     xc, a, b, xbnd = _centre(xb, q)
     acc, bound = _depthwise_blocks(xc, w, **geo, x_bound=xbnd, w_bound=container_bound(w))
@@ -709,7 +721,7 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         stride: (height, width); pad: (top, left); out_hw: output (height, width).
 
     Returns:
-        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch.
+        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch (dtype as :func:`conv2d_hwcn`).
     """
     x = np.asarray(x)
     xc, a, b, _ = _centre(_batch(x), q)
@@ -718,7 +730,7 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         xd = _zero_inserted(xc, stride)
         out, _ = _conv_blocks(xd, w[::-1, ::-1], stride=(1, 1), dilation=(1, 1), pad=(kh - 1 - pad[0], kw - 1 - pad[1]),
                               out_hw=out_hw, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w),
-                              post=_output_stage(bias, q, bounds), wide=_wide(q))
+                              post=_OutputStage(bias, q, bounds), wide=_wide(q))
         return _unbatch(out, x.ndim)
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     kh, kw, cg, n = w.shape
