@@ -26,6 +26,7 @@ import contextvars
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -48,6 +49,11 @@ a fraction of it, and not many, so that each block's GEMM stays efficient."""
 
 BLOCK_BYTES = 1 << 18
 """Most bytes of one block's output-stage temporaries (256 kB): see :func:`parts_for`."""
+
+MIN_GRACE = 50e-6
+"""Shortest wait (seconds) for a block still running on a worker, see :func:`run_parts`."""
+
+_FREE, _DONE, _FAILED, _ABANDONED = 0, 1, 2, 3
 
 _STATE: dict[str, Any] = {"pool": None, "pid": None, "workers": 0, "threads": None}
 _LOCK = threading.Lock()
@@ -154,49 +160,89 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
-def run_parts(fn: Callable[[int], T], n: int) -> list[T]:
+def run_parts(fn: Callable[[int], T], n: int, abandon: Callable[[], None] | None = None) -> list[T]:
     """``[fn(0), ..., fn(n - 1)]``, computed on this thread and up to ``threads - 1`` pool workers.
 
-    The calls may run in any order and concurrently: ``fn`` must only read shared data and return
-    fresh arrays. Returns (or raises) only when no call is running any more; when a call raises,
-    the blocks not started yet may be skipped and the exception is re-raised.
+    The calls may run in any order and concurrently. When this thread has run out of blocks, it
+    waits for each block still running on a worker for a grace period (the mean time of its own
+    blocks), then computes that block itself and drops the worker's result whenever it comes: a
+    worker without a core (other processes keeping the cores busy) delays the call by about one
+    block, not by the scheduler's time slices. ``fn`` must therefore write only to fresh or
+    thread-private memory and keep alive what it reads: an abandoned call may still be running
+    after this function returned, and ``abandon()`` is then called (the caller must not reuse
+    for another call what the blocks read, e.g. a scratch buffer).
 
     Args:
         fn: the block function.
         n: number of blocks.
+        abandon: called before returning (or raising) when a block may still be running.
 
     Returns:
         The results in block order.
 
     Raises:
-        Exception: whatever a call of ``fn`` raised.
+        Exception: whatever a call of ``fn`` raised on this thread (a block that failed on a worker
+        is computed again here, and raises here).
     """
     helpers = min(get_threads(), n) - 1
     if helpers <= 0 or getattr(_LOCAL, "inside", False):
         return [fn(i) for i in range(n)]
     results: list[Any] = [None] * n
+    state = [_FREE] * n  # a worker's blocks: _DONE or _FAILED once finished
+    cond = threading.Condition()
     counter = itertools.count()  # next() on it is atomic under the GIL
 
-    def drain() -> None:
+    def helper() -> None:
         _LOCAL.inside = True
         try:
             for i in iter(counter.__next__, None):
                 if i >= n:
                     return
-                results[i] = fn(i)
+                try:
+                    r, st = fn(i), _DONE
+                except Exception:  # computed again (and raised) by the caller's thread
+                    r, st = None, _FAILED
+                with cond:
+                    if state[i] == _FREE:
+                        results[i], state[i] = r, st
+                        cond.notify_all()
         finally:
             _LOCAL.inside = False
 
     pool = _pool(get_threads() - 1)
     # The workers run in copies of the caller's context: pymli.config's platform (rounding mode,
     # FULL_ACCU) and memory budget are context variables.
-    futures = [pool.submit(contextvars.copy_context().run, drain) for _ in range(helpers)]
+    futures = [pool.submit(contextvars.copy_context().run, helper) for _ in range(helpers)]
+    _LOCAL.inside = True
+    abandoned = False
     try:
-        drain()
+        mine = []
+        t0 = time.perf_counter()
+        for i in iter(counter.__next__, None):
+            if i >= n:
+                break
+            results[i] = fn(i)
+            mine.append(i)
+        grace = max(MIN_GRACE, (time.perf_counter() - t0) / max(1, len(mine)))
+        own = set(mine)
+        for i in range(n):
+            if i in own:
+                continue
+            with cond:
+                cond.wait_for(lambda i=i: state[i] != _FREE, timeout=grace)
+                if state[i] == _DONE:
+                    continue
+                if state[i] == _FREE:
+                    abandoned = True  # the worker's result, if it comes, is dropped
+                state[i] = _ABANDONED
+            results[i] = fn(i)
+    except BaseException:
+        abandoned = True  # the workers may still be running blocks
+        raise
     finally:
-        # A helper that has not started yet finds no block left: cancel it instead of waiting.
-        errors = [f.exception() for f in futures if not f.cancel()]
-    for e in errors:
-        if e is not None:
-            raise e
+        _LOCAL.inside = False
+        for f in futures:
+            f.cancel()  # a helper that has not started finds nothing left to do
+        if abandoned and abandon is not None:
+            abandon()
     return results

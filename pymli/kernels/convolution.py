@@ -214,6 +214,13 @@ def _scratch(key: tuple) -> np.ndarray:
     return buf
 
 
+def _scratch_forget(buf: np.ndarray) -> None:
+    """Drop ``buf`` from this thread's scratch buffers (it is not handed out again)."""
+    cache = getattr(_SCRATCH, "buffers", {})
+    for key in [k for k, v in cache.items() if v is buf]:
+        del cache[key]
+
+
 def _padded_scratch(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype,
                     offset: int = 0) -> np.ndarray:
     """``x - offset`` (N, H, W, C) placed at (top, left) in a zero (N, hp, wp, C) scratch buffer.
@@ -272,17 +279,18 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
-                macs: int, wide: bool, out_dtype: np.dtype | None) -> np.ndarray:
+                macs: int, wide: bool, out_dtype: np.dtype | None, shared: np.ndarray) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
     ``block((n0, n1, r0, r1))`` returns the (n1 - n0, r1 - r0, wo, ch) piece; the BLAS calls inside
     run on one thread each (see :mod:`pymli.kernels._parallel`). ``wide``: the blocks work in int64
     (else int32), which sizes the blocks. ``out_dtype``: a dtype holding every block's values (None:
-    the blocks' own).
+    the blocks' own). ``shared``: the scratch buffer the blocks read (the padded input), dropped
+    from the scratch buffers when a block abandoned on a worker may still be reading it.
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
     with blas_single_thread(macs):
-        parts = run_parts(lambda i: block(blocks[i]), len(blocks))
+        parts = run_parts(lambda i: block(blocks[i]), len(blocks), lambda: _scratch_forget(shared))
     if len(parts) == 1:
         return parts[0]
     # Finished values fit the output container: the assembled output is held in it (a large int64
@@ -344,7 +352,7 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
 
     macs = nb * ho * wo * k * ng
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31,
-                       None if post is None else post.dtype), bound
+                       None if post is None else post.dtype, xp), bound
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -419,7 +427,7 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
         return out.copy() if np.may_share_memory(out, acc) else out
 
     return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31,
-                       None if post is None else post.dtype), bound
+                       None if post is None else post.dtype, xp), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
