@@ -39,8 +39,8 @@ from ..arith.requant import (
 )
 from ..arith.geometry import conv_out_size as out_size
 from ..arith.geometry import transpose_out_size
-from ..arith.rounding import wrap
-from ._blas import blas_single_thread
+from ..arith.rounding import wrap_int
+from ._blas import SMALL_PRODUCT, blas_single_thread
 from ._parallel import parts_for, row_blocks, run_parts
 
 __all__ = [
@@ -194,6 +194,7 @@ def _container_bound(char: str, offset: int) -> int:
 
 _SCRATCH = threading.local()
 _SCRATCH_MAX = 24
+_SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
 
 
 def _scratch(key: tuple) -> np.ndarray:
@@ -231,13 +232,15 @@ def _padded_scratch(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype:
     out = _scratch(("padded", (n, hp, wp, c), dtype))
     r0, c0 = max(top, 0), max(left, 0)
     r1, c1 = min(top + h, hp), min(left + w, wp)
-    if r1 <= r0 or c1 <= c0:
-        out.fill(0)
-        return out
-    out[:, :r0] = 0
-    out[:, r1:] = 0
-    out[:, r0:r1, :c0] = 0
-    out[:, r0:r1, c1:] = 0
+    if r1 <= r0 or c1 <= c0 or out.nbytes <= _SMALL_BYTES:
+        out.fill(0)  # one call instead of four border slices (their overhead dominates small arrays)
+        if r1 <= r0 or c1 <= c0:
+            return out
+    else:
+        out[:, :r0] = 0
+        out[:, r1:] = 0
+        out[:, r0:r1, :c0] = 0
+        out[:, r0:r1, c1:] = 0
     inner = out[:, r0:r1, c0:c1]
     src = x[:, r0 - top:r1 - top, c0 - left:c1 - left]
     if offset:
@@ -275,7 +278,7 @@ def _batch(x: np.ndarray) -> np.ndarray:
 
 def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     """Drop the batch axis :func:`_batch` added to a 3-D input."""
-    return r if ndim == 4 else r.reshape(r.shape[1:])
+    return r if ndim == 4 else r[0]
 
 
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
@@ -289,6 +292,8 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     from the scratch buffers when a block abandoned on a worker may still be reading it.
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
+    if len(blocks) == 1 and macs < SMALL_PRODUCT:
+        return block(blocks[0])  # a small call: no BLAS thread switch, no pool (per-call overhead)
     with blas_single_thread(macs):
         parts = run_parts(lambda i: block(blocks[i]), len(blocks), lambda: _scratch_forget(shared))
     if len(parts) == 1:
@@ -336,7 +341,9 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         v = win[n0:n1, r0:r1]
         lead = v.shape[:3]
         p = lead[0] * lead[1] * lead[2]
-        if groups == 1:
+        if groups == 1 and p * k * dt.itemsize <= _SMALL_BYTES:
+            r = (v.reshape(p, k) @ wm).reshape(*lead, nout)  # small: scratch look-ups cost more than they save
+        elif groups == 1:
             cols = _scratch(("cols", (p, k), dt))
             cols.reshape(v.shape)[...] = v  # im2col: the one copy of the windows
             r = np.matmul(cols, wm, out=_scratch(("gemm", (p, nout), dt))) if blas else cols @ wm
@@ -550,7 +557,7 @@ def _undilated_in_sums(x: np.ndarray, kh: int, kw: int, *, stride: tuple[int, in
 
 def _eff_offset(zp: int) -> int:
     """The offset a C MAC really applies: ``-(int16_t)(-zp)``."""
-    return -int(wrap(-int(zp), 16))
+    return -wrap_int(-int(zp), 16)
 
 
 # ------------------------------------------------------------------------------ output stage

@@ -423,3 +423,12 @@ def test_workers_see_the_callers_platform() -> None:
     for plat in PLATFORMS:
         with use_platform(plat), P.threads_limit(2):
             assert P.run_parts(fn, 2) == [plat, plat]
+
+
+def test_forgotten_scratch_is_not_handed_out_again() -> None:
+    x = np.ones((1, 4, 4, 2), np.int8)
+    a = K._padded_scratch(x, 1, 1, 6, 6, np.dtype(np.float32))
+    assert K._padded_scratch(x, 1, 1, 6, 6, np.dtype(np.float32)) is a  # reused while nothing reads it
+    K._scratch_forget(a)
+    b = K._padded_scratch(x, 1, 1, 6, 6, np.dtype(np.float32))
+    assert b is not a and np.array_equal(a, b)
