@@ -311,8 +311,8 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
                  x_offset: int = 0, post: _OutputStage | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
     """Exact sums of a (grouped) convolution of ``x - x_offset`` (N, H, W, C), optionally finished.
 
-    The padded input is built once for the whole batch; each row block copies its windows into a
-    per-thread im2col buffer (one (rows, K) matrix, or one per group) and multiplies it with the
+    The padded input is built once for the whole batch (a scratch buffer); each row block copies
+    its windows once (im2col: one (rows, K) matrix, or one per group) and multiplies them with the
     weights in one BLAS call, then converts the exact float sums to integers and, when given,
     applies ``post(sums, bound)`` (the output stage) to the block. ``wide``: the output stage works
     in int64 (40-bit accumulators), which sizes the blocks.
@@ -334,26 +334,19 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     else:
         wm = w.astype(dt).reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
     # float products are exact (bound); int64 products (beyond 2**53) go through NumPy's own loop.
-    blas = dt.kind == "f"
 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
         n0, n1, r0, r1 = blk
         v = win[n0:n1, r0:r1]
         lead = v.shape[:3]
         p = lead[0] * lead[1] * lead[2]
-        if groups == 1 and p * k * dt.itemsize <= _SMALL_BYTES:
-            r = (v.reshape(p, k) @ wm).reshape(*lead, nout)  # small: scratch look-ups cost more than they save
-        elif groups == 1:
-            cols = _scratch(("cols", (p, k), dt))
-            cols.reshape(v.shape)[...] = v  # im2col: the one copy of the windows
-            r = np.matmul(cols, wm, out=_scratch(("gemm", (p, nout), dt))) if blas else cols @ wm
-            r = r.reshape(*lead, nout)
+        # im2col: the one copy of the windows, a fresh array (measured no slower than a scratch
+        # buffer: the allocator hands the same memory back call after call)
+        if groups == 1:
+            r = (v.reshape(p, k) @ wm).reshape(*lead, nout)
         else:
-            cols = _scratch(("cols", (groups, p, k), dt))
-            cols.reshape(groups, *lead, kh, kw, cg)[...] = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0)
-            r = np.matmul(cols, wm, out=_scratch(("gemm", (groups, p, ng), dt))) if blas else cols @ wm
-            r = np.moveaxis(r.reshape(groups, *lead, ng), 0, 3).reshape(*lead, nout)
-        # float -> int conversion copies: the result never aliases the scratch buffers.
+            cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)
+            r = np.moveaxis(np.matmul(cols, wm).reshape(groups, *lead, ng), 0, 3).reshape(*lead, nout)
         acc = _to_int(r, bound)
         return acc if post is None else post(acc, bound)
 
