@@ -12,6 +12,11 @@ bias). Every output is the C reference's value bit for bit:
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
 * The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
   and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
+* Every kernel also takes a batch, x of shape (B, H, W, C): one padded array and one pass for all
+  samples, each sample's output bit-identical to a call on it alone.
+* Large calls are cut into blocks of output rows, each block's matrix product (depthwise: one
+  ``einsum``) followed by its output stage; the blocks run on the calling thread and the pool of
+  :mod:`pymli.kernels._parallel` (BLAS on one thread inside each block).
 
 Weights zero points (rejected by the checked build, but honoured by a release build) are modelled
 with the additive terms of the C code, including its count of ``rows * columns`` (not times the
