@@ -45,6 +45,8 @@ from ..arith.requant import (
 from ..arith.geometry import conv_out_size as out_size
 from ..arith.geometry import transpose_out_size
 from ..arith.rounding import wrap_int
+from ..config import get_platform
+from ..formats import RoundMode
 from ._blas import SMALL_PRODUCT, blas_single_thread
 from ._parallel import parts_for, row_blocks, run_parts
 
@@ -352,8 +354,7 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         else:
             cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)
             r = np.moveaxis(np.matmul(cols, wm).reshape(groups, *lead, ng), 0, 3).reshape(*lead, nout)
-        acc = _to_int(r, bound)
-        return acc if post is None else post(acc, bound)
+        return _to_int(r, bound) if post is None else post(r, bound)
 
     macs = nb * ho * wo * k * ng
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31,
@@ -425,9 +426,8 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
         # Sums returned as they are must be fresh; the output stage copies them anyway.
         acc = np.empty(shape, dtype=dt) if post is None else _scratch(("dw acc", shape, dt))
         np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd, out=acc)
-        acc = _to_int(acc, bound)
         if post is None:
-            return acc
+            return _to_int(acc, bound)
         out = post(acc, bound)
         return out.copy() if np.may_share_memory(out, acc) else out
 
@@ -619,15 +619,43 @@ def _wide(q: Quant) -> bool:
 class _OutputStage:
     """:func:`finish` with one call's parameters, for the row blocks of :func:`_conv_blocks` & co.
 
-    ``dtype`` is the output container (int8 or int16), which holds every finished value.
+    Called with a block's exact sums (integers, or integer-valued floats) and their bound. ``dtype``
+    is the output container (int8 or int16), which holds every finished value.
+
+    The FX output stage of a 40-bit accumulator (fx16) runs on float64 sums directly when it is
+    exact there: ``v = sum + bias`` is an integer below 2**53, ``v * 2**-s`` is exact (a power of
+    two), and so is ``v * 2**-s + 0.5`` (``(v + 2**(s-1)) * 2**-s``, an integer below 2**53 times a
+    power of two). ROUND_UP's ``(v + 2**(s-1)) >> s`` is then ``floor(v * 2**-s + 0.5)`` and
+    ROUND_CONVERGENT's shift (ties to even) is ``rint(v * 2**-s)``; the output container's
+    saturation and the ReLU clamp are one clip (the clamp lies inside the container). That is five
+    passes instead of the int64 path's conversion plus seven (measured ~3x faster).
     """
 
     def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
         self.bias, self.q, self.bounds = bias, q, bounds
         self.dtype = np.dtype(np.int16 if isinstance(q, FxQuant) and q.out_bits > 8 else np.int8)
+        self.float_limit = 0  # sums bounded below this take the float64 path
+        if isinstance(q, FxQuant) and q.acc_bits > 32 and 0 <= q.out_shift <= 52:
+            lo, hi = -(1 << (q.out_bits - 1)), (1 << (q.out_bits - 1)) - 1
+            if lo <= bounds[0] <= bounds[1] <= hi:
+                b = fx_bias(bias, q.bias_shift, q.acc_bits)
+                self.float_bias = b.astype(np.float64)
+                self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
 
     def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
-        return finish(acc, self.bias, self.q, self.bounds, bound)
+        if acc.dtype == np.float64 and bound < self.float_limit:
+            v = acc + self.float_bias
+            sh = self.q.out_shift
+            if sh:
+                v *= 2.0 ** -sh
+                if get_platform().round_mode is RoundMode.UP:
+                    v += 0.5
+                    np.floor(v, out=v)
+                else:
+                    np.rint(v, out=v)
+            np.clip(v, self.bounds[0], self.bounds[1], out=v)
+            return v.astype(self.dtype)
+        return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
 
 
 def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),

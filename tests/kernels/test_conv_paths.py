@@ -432,3 +432,31 @@ def test_forgotten_scratch_is_not_handed_out_again() -> None:
     K._scratch_forget(a)
     b = K._padded_scratch(x, 1, 1, 6, 6, np.dtype(np.float32))
     assert b is not a and np.array_equal(a, b)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 52), st.integers(-20, 30), st.sampled_from([8, 16]), st.integers(0, 3),
+       st.sampled_from(PLATFORMS), st.integers(0, 2**32 - 1))
+def test_float_output_stage_equals_integer_one(shift, bias_shift, out_bits, relu, plat, seed) -> None:
+    """fx16's output stage on float64 sums (see _OutputStage) against finish on the int64 sums."""
+    rng = np.random.default_rng(seed)
+    in_frac, w_frac = 15, 15
+    q = K.FxQuant(in_frac, w_frac, in_frac + w_frac - bias_shift, in_frac + w_frac - shift, 40, out_bits)
+    bounds = relu_bounds(relu, out_bits, frac_bits=max(0, q.out_frac))
+    bias = rng.integers(-32768, 32768, 6)
+    stage = K._OutputStage(bias, q, bounds)
+    limit = stage.float_limit
+    assert limit > 0  # the float path applies
+    bound = int(rng.integers(1, limit)) if rng.integers(2) else limit - 1
+    acc = rng.integers(-bound, bound, (5, 6), endpoint=True)
+    acc[0, :2] = bound, -bound
+    half = (1 << shift) >> 1
+    if shift:  # exact ties and their neighbours
+        acc[1] = (rng.integers(-(bound >> shift), (bound >> shift) + 1, 6) << shift) + half
+        acc[2] = np.clip(acc[1] - 1, -bound, bound)
+        acc[1] = np.clip(acc[1], -bound, bound)
+    with use_platform(plat):
+        got = stage(acc.astype(np.float64), bound)
+        want = K.finish(acc, bias, q, bounds, bound)
+    assert got.dtype == stage.dtype
+    assert np.array_equal(got, want)
