@@ -9,8 +9,10 @@ run on separate cores; BLAS itself stays on one thread inside each block (the ca
 Why not OpenBLAS's own threads: their idle workers spin for a core, and as soon as another
 process keeps a core busy a call takes 10-30x longer (``_blas.py``). The pool's workers block on a
 queue instead, and the calling thread works through the blocks itself: when a worker gets no core,
-the caller takes the remaining blocks, and the call costs at most one block more than on one
-thread.
+the caller takes the remaining blocks and, after a short grace period, computes again the block
+the worker started but has not finished, so such a call costs about one block more than on one
+thread (measured under a load average of 7-13 on 2 cores: 1.0-1.3x the one-thread time, where
+OpenBLAS's threads took 5-10x).
 
 Thread count: ``PYMLI_THREADS`` (an integer; 1 switches the pool off), by default the number of
 cores this process may run on, at most :data:`MAX_THREADS`. :func:`set_threads` changes it at run
@@ -31,8 +33,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["BLOCK_BYTES", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts", "set_threads",
-           "threads_limit"]
+__all__ = ["BLOCK_BYTES", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts",
+           "set_threads", "threads_limit"]
 
 T = TypeVar("T")
 
@@ -117,8 +119,8 @@ def parts_for(work: int, out_bytes: int, max_parts: int) -> int:
     :data:`PARTS_PER_THREAD` blocks per thread), and memory: the output stage of a block allocates
     temporaries of its size, and large temporaries can be fresh pages on every call, a page fault
     per 4 kB (measured: ~950 faults and 2 ms per call on a depthwise fx16 56x56x64 in one block,
-    none with blocks of at most :data:`BLOCK_BYTES`). Each block costs ~20 us more (the output
-    stage's per-call overhead), so blocks are not cut smaller than that.
+    none with blocks of at most :data:`BLOCK_BYTES`). Each block costs ~20 us of output-stage
+    overhead, so a call is not cut further than these two reasons ask.
 
     Args:
         work: size of the call (multiply-adds, or element passes).

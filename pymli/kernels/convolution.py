@@ -401,7 +401,8 @@ def _depthwise_dtype(bound: int) -> np.dtype:
 
 def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
                       pad: tuple[int, int], out_hw: tuple[int, int], x_bound: int, w_bound: int,
-                      x_offset: int = 0, post: _OutputStage | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
+                      x_offset: int = 0, post: _OutputStage | None = None,
+                      wide: bool = False) -> tuple[np.ndarray, int]:
     """Exact per-channel sums of ``x - x_offset`` (N, H, W, C), optionally finished.
 
     Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
@@ -777,7 +778,7 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
     kh, kw, cg, n = w.shape
     mask = np.zeros(xd.shape[-3:-1], dtype=I64)
     mask[::stride[0], ::stride[1]] = 1
-    acc = acc.astype(I64) + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1), pad=(int(pads[0]), int(pads[1])),
-                                       out_hw=out_hw, groups=1, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp,
-                                       cg=cg, n=n)
+    acc = acc.astype(I64) + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1),
+                                       pad=(int(pads[0]), int(pads[1])), out_hw=out_hw, groups=1, depthwise=False,
+                                       a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=n)
     return _unbatch(finish(acc, bias, q, bounds, None), x.ndim)
