@@ -126,6 +126,9 @@ def parts_for(work: int, out_bytes: int, max_parts: int) -> int:
         work: size of the call (multiply-adds, or element passes).
         out_bytes: bytes of the call's output as the output stage holds it (int32 or int64).
         max_parts: most blocks the call can be cut into (e.g. its output rows).
+
+    Returns:
+        The number of blocks, between 1 and ``max(1, max_parts)``.
     """
     parts = -(-out_bytes // BLOCK_BYTES)
     threads = get_threads()
@@ -139,6 +142,12 @@ def row_blocks(n: int, rows: int, parts: int) -> list[tuple[int, int, int, int]]
 
     Whole samples per block when there are at least ``parts`` samples, else row ranges of each
     sample (a block never spans two samples partially). Empty blocks are left out.
+
+    Args:
+        n: samples; rows: output rows per sample; parts: wanted number of blocks.
+
+    Returns:
+        Blocks of samples ``n0:n1`` and rows ``r0:r1`` that cover every (sample, row) once.
     """
     if parts <= 1 or n * rows <= 1:
         return [(0, n, 0, rows)]
