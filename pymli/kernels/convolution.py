@@ -201,6 +201,7 @@ def _container_bound(char: str, offset: int) -> int:
 
 _SCRATCH = threading.local()
 _SCRATCH_MAX = 24
+_SCRATCH_MAX_BYTES = 1 << 24
 _SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
 
 
@@ -209,12 +210,15 @@ def _scratch(key: tuple) -> np.ndarray:
 
     Only for temporaries that never leave the function using them: large temporaries freed after
     every call cost a page fault per 4 kB page on the next one. At most ``_SCRATCH_MAX`` buffers
-    are kept per thread (the oldest is dropped first).
+    are kept per thread (the oldest is dropped first), none above ``_SCRATCH_MAX_BYTES`` (a large
+    batch's buffers are not kept alive after the call).
     """
     cache = getattr(_SCRATCH, "buffers", None)
     if cache is None:
         cache = _SCRATCH.buffers = {}
     buf = cache.get(key)
+    if buf is None and int(np.prod(key[1])) * np.dtype(key[2]).itemsize > _SCRATCH_MAX_BYTES:
+        return np.empty(key[1], dtype=key[2])
     if buf is None:
         if len(cache) >= _SCRATCH_MAX:
             cache.pop(next(iter(cache)))

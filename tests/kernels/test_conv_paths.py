@@ -460,3 +460,10 @@ def test_float_output_stage_equals_integer_one(shift, bias_shift, out_bits, relu
         want = K.finish(acc, bias, q, bounds, bound)
     assert got.dtype == stage.dtype
     assert np.array_equal(got, want)
+
+
+def test_large_scratch_is_not_kept() -> None:
+    big = (K._SCRATCH_MAX_BYTES // 4 + 1,)
+    assert K._scratch(("test big", big, np.float32)) is not K._scratch(("test big", big, np.float32))
+    small = (16,)
+    assert K._scratch(("test small", small, np.float32)) is K._scratch(("test small", small, np.float32))
