@@ -203,6 +203,7 @@ _SCRATCH = threading.local()
 _SCRATCH_MAX = 24
 _SCRATCH_MAX_BYTES = 1 << 24
 _SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
+GIL_LIGHT_ELEMS = 1 << 15  # blocks with this many outputs run the integer output stage on the workers
 
 
 def _scratch(key: tuple) -> np.ndarray:
@@ -293,25 +294,40 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
-                macs: int, wide: bool, out_dtype: np.dtype | None, shared: np.ndarray) -> np.ndarray:
+                macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
+                bound: int) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
-    ``block((n0, n1, r0, r1))`` returns the (n1 - n0, r1 - r0, wo, ch) piece; the BLAS calls inside
-    run on one thread each (see :mod:`pymli.kernels._parallel`). ``wide``: the blocks work in int64
-    (else int32), which sizes the blocks. ``out_dtype``: a dtype holding every block's values (None:
-    the blocks' own). ``shared``: the scratch buffer the blocks read (the padded input), dropped
-    from the scratch buffers when a block abandoned on a worker may still be reading it.
+    ``block((n0, n1, r0, r1))`` returns the exact sums of the (n1 - n0, r1 - r0, wo, ch) piece
+    (integers, or integer-valued floats; fresh arrays); the BLAS calls inside run on one thread
+    each (see :mod:`pymli.kernels._parallel`). Each piece is then converted to integers, or
+    finished by ``post`` (the output stage). ``wide``: the output stage works in int64 (else
+    int32), which sizes the blocks. ``shared``: the scratch buffer the blocks read (the padded
+    input), dropped from the scratch buffers when a block abandoned on a worker may still be
+    reading it.
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
+
+    def finished(sums: np.ndarray) -> np.ndarray:
+        return _to_int(sums, bound) if post is None else post(sums, bound)
+
     if len(blocks) == 1 and macs < SMALL_PRODUCT:
-        return block(blocks[0])  # a small call: no BLAS thread switch, no pool (per-call overhead)
+        return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+    # The output stage runs on the caller's thread, block after block, when it is many short NumPy
+    # calls on small blocks: on two threads those calls fight for the GIL (measured: conv2d sa8
+    # 32x32x32 -> 64 in four blocks took 0.84 ms on two threads with it inside the blocks, 0.66 ms
+    # on one thread; 0.65-0.75 ms on two with it outside).
+    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks))
     with blas_single_thread(macs):
-        parts = run_parts(lambda i: block(blocks[i]), len(blocks), lambda: _scratch_forget(shared))
+        parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
+                          len(blocks), lambda: _scratch_forget(shared))
+    if not inside:
+        parts = [finished(p) for p in parts]
     if len(parts) == 1:
         return parts[0]
     # Finished values fit the output container: the assembled output is held in it (a large int64
     # array would be fresh pages, see _parallel.parts_for).
-    out = np.empty((n, ho, wo, ch), dtype=np.result_type(*parts) if out_dtype is None else out_dtype)
+    out = np.empty((n, ho, wo, ch), dtype=np.result_type(*parts) if post is None else post.dtype)
     for (n0, n1, r0, r1), p in zip(blocks, parts):
         out[n0:n1, r0:r1] = p
     return out
@@ -358,11 +374,10 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         else:
             cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)
             r = np.moveaxis(np.matmul(cols, wm).reshape(groups, *lead, ng), 0, 3).reshape(*lead, nout)
-        return _to_int(r, bound) if post is None else post(r, bound)
+        return r
 
     macs = nb * ho * wo * k * ng
-    return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31,
-                       None if post is None else post.dtype, xp), bound
+    return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -427,17 +442,10 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
         n0, n1, r0, r1 = blk
-        shape = (n1 - n0, r1 - r0, wo, c)
-        # Sums returned as they are must be fresh; the output stage copies them anyway.
-        acc = np.empty(shape, dtype=dt) if post is None else _scratch(("dw acc", shape, dt))
-        np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd, out=acc)
-        if post is None:
-            return _to_int(acc, bound)
-        out = post(acc, bound)
-        return out.copy() if np.may_share_memory(out, acc) else out
+        return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
 
-    return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31,
-                       None if post is None else post.dtype, xp), bound
+    return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31, xp, post,
+                       bound), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -646,6 +654,11 @@ class _OutputStage:
                 b = fx_bias(bias, q.bias_shift, q.acc_bits)
                 self.float_bias = b.astype(np.float64)
                 self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
+
+    def gil_light(self, block_elems: int) -> bool:
+        """Run the stage inside the blocks (on the workers): a float64 stage (five large NumPy
+        calls) or a block large enough that its NumPy calls outweigh the Python between them."""
+        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS
 
     def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
         if acc.dtype == np.float64 and bound < self.float_limit:
