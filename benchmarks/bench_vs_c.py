@@ -9,9 +9,10 @@ pymli time (above 1: pymli is faster).
     python benchmarks/bench_vs_c.py [--repeat N] [--only conv,relu] [--blas_threads 1]
 
 ``--blas_threads`` limits OpenBLAS's threads (threadpoolctl) for the whole run: 0 keeps the
-default. The kernels pin BLAS to one thread for their products (``pymli/kernels/_blas.py``); the
-BLAS-bound convolutions and FC are also timed with 2 threads (that pin lifted) in their own rows
-when ``--threads_rows`` is on (the default).
+default. The kernels pin BLAS to one thread for their products (``pymli/kernels/_blas.py``) and
+split large convolutions over their own thread pool (``pymli/kernels/_parallel.py``); the
+convolutions and FC are timed with 1 and 2 pool threads in their own rows when ``--threads_rows``
+is on (the default).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bench_rnn import rnn_operands
 from pymli import capi
 from pymli.arith.lut import create_lut
 from pymli.capi.move import MovCfg
-from pymli.kernels import _blas
+from pymli.kernels import _parallel
 from pymli.capi.types import (
     ArgmaxCfg, Conv2dCfg, FullyConnectedCfg, L2NormalizeCfg, PermuteCfg, PoolCfg, ReluCfg, ReluType, RnnCellCfg,
     RnnDirection, RnnOutActivation, RnnResults, SoftmaxCfg,
@@ -107,8 +108,8 @@ def _cases() -> Iterator[Case]:
     for threads in (1, 2):
         yield Case("conv", "mli_krn_conv2d_hwcn_sa8_sa8_sa32", "32x32x32 3x3 ->64 same", conv_sa8, (4,), threads)
         yield Case("conv", "mli_krn_conv2d_hwcn_fx16", "32x32x32 3x3 ->64 same", conv_fx16, (4,), threads)
-    yield Case("conv", "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32", "56x56x64 3x3 same", dw_sa8, (4,))
-    yield Case("conv", "mli_krn_depthwise_conv2d_hwcn_fx16", "56x56x64 3x3 same", dw_fx16, (4,))
+        yield Case("conv", "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32", "56x56x64 3x3 same", dw_sa8, (4,), threads)
+        yield Case("conv", "mli_krn_depthwise_conv2d_hwcn_fx16", "56x56x64 3x3 same", dw_fx16, (4,), threads)
     for threads in (1, 2):
         yield Case("fc", "mli_krn_fully_connected_sa8_sa8_sa32", "1024 -> 256", fc_sa8, (4,), threads)
     yield Case("fc", "mli_krn_fully_connected_fx16", "1024 -> 256", fc_fx16, (4,))
@@ -238,18 +239,10 @@ def _measure(lib: Any, case: Case, repeat: int) -> tuple[float, float]:
     for i in case.outs:
         if _out_bytes(py_args[i]) != _out_bytes(c_args[i]):
             raise AssertionError(f"{case.name} {case.shape}: output {i} differs from libmli")
-    pinned = _blas._STATE.get("libs")
-    if case.threads > 1:
-        _blas._STATE["libs"] = []  # let the kernels use the threads (they pin BLAS to one otherwise)
-    try:
-        with _limits(case.threads):
-            t_py = best_of(lambda: py_fn(*py_args), repeat)
-            t_c = best_of(call_c, repeat)
-    finally:
-        if pinned is None:
-            _blas._STATE.pop("libs", None)
-        else:
-            _blas._STATE["libs"] = pinned
+    # th: threads of the kernels' own pool (pymli/kernels/_parallel.py); BLAS stays on one thread in each
+    with _limits(case.threads), _parallel.threads_limit(case.threads or None):
+        t_py = best_of(lambda: py_fn(*py_args), repeat)
+        t_c = best_of(call_c, repeat)
     return t_py, t_c
 
 

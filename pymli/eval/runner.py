@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..config import PRESETS, Platform, get_platform
+from ..kernels._parallel import set_threads
 from .data import DataSource, EvalError, open_data
 from .model import ChunkResult, ModelRef, Prepared, check_against, model_ref, prepare
 from .report import AgainstEval, EvalReport, LayerEval, peak_bits, top_k_hits
@@ -67,6 +68,7 @@ def _one_blas_thread() -> None:
     """One BLAS thread per worker process: the workers are the parallelism (results do not depend on it)."""
     if _LIMITED:
         return
+    set_threads(1)  # nor the kernels' own thread pool (pymli.kernels._parallel)
     try:
         from threadpoolctl import threadpool_limits  # optional (comes with scikit-learn)
     except ImportError:

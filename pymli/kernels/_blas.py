@@ -10,6 +10,10 @@ setting.
 
 Set ``PYMLI_BLAS_THREADS=default`` to leave BLAS alone (e.g. on a large idle machine). Without
 ``threadpoolctl`` (an optional dependency) the kernels run with whatever BLAS is configured for.
+
+The convolutions get their second core another way: :mod:`pymli.kernels._parallel` cuts a large
+call into row blocks run on a small pool whose idle workers block instead of spinning, each block
+with its own single-threaded BLAS call (the pin is taken once around the whole call).
 """
 
 from __future__ import annotations

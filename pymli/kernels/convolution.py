@@ -12,6 +12,11 @@ bias). Every output is the C reference's value bit for bit:
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
 * The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
   and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
+* Every kernel also takes a batch, x of shape (B, H, W, C): one padded array and one pass for all
+  samples, each sample's output bit-identical to a call on it alone.
+* Large calls are cut into blocks of output rows, each block's matrix product (depthwise: one
+  ``einsum``) followed by its output stage; the blocks run on the calling thread and the pool of
+  :mod:`pymli.kernels._parallel` (BLAS on one thread inside each block).
 
 Weights zero points (rejected by the checked build, but honoured by a release build) are modelled
 with the additive terms of the C code, including its count of ``rows * columns`` (not times the
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +44,11 @@ from ..arith.requant import (
 )
 from ..arith.geometry import conv_out_size as out_size
 from ..arith.geometry import transpose_out_size
-from ..arith.rounding import wrap
-from ._blas import blas_single_thread
+from ..arith.rounding import wrap_int
+from ..config import get_platform
+from ..formats import RoundMode
+from ._blas import SMALL_PRODUCT, blas_single_thread
+from ._parallel import parts_for, row_blocks, run_parts
 
 __all__ = [
     "FxQuant",
@@ -190,127 +199,27 @@ def _container_bound(char: str, offset: int) -> int:
     return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
 
 
-def _padded(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype) -> np.ndarray:
-    """``x`` (H, W, C) placed at (top, left) in a zero (hp, wp, C) array; rows/cols beyond are cut."""
-    h, w, c = x.shape
-    out = np.zeros((hp, wp, c), dtype=dtype)
-    r0, c0 = max(top, 0), max(left, 0)
-    r1, c1 = min(top + h, hp), min(left + w, wp)
-    if r1 > r0 and c1 > c0:
-        out[r0:r1, c0:c1] = x[r0 - top:r1 - top, c0 - left:c1 - left]
-    return out
-
-
-def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
-    """(ho, wo, kh, kw, C) strided view of the windows of a padded (Hp, Wp, C) array."""
-    s0, s1, s2 = xp.strides
-    shape = (ho, wo, kh, kw, xp.shape[2])
-    strides = (s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2)
-    # xp is a fresh C-contiguous array: the ndarray constructor (bounds-checked) is the cheap view.
-    v = np.ndarray(shape, dtype=xp.dtype, buffer=xp, strides=strides)
-    v.flags.writeable = False
-    return v
-
-
-def _geometry(x_hw: tuple[int, int], k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
-              pad_tl: tuple[int, int], out_hw: tuple[int, int]) -> tuple[int, int]:
-    ho, wo = out_hw
-    hp = (ho - 1) * stride[0] + (k_hw[0] - 1) * dilation[0] + 1
-    wp = (wo - 1) * stride[1] + (k_hw[1] - 1) * dilation[1] + 1
-    return hp, wp
-
-
-def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
-                    dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                    out_hw: tuple[int, int], groups: int = 1, x_bound: int | None = None,
-                    w_bound: int | None = None) -> tuple[np.ndarray, int]:
-    """Exact ``sum_valid(x * w)`` of a (grouped) convolution, (Ho, Wo, N).
-
-    Returns (sums, bound): int32 sums when the bound ``K * max|x| * max|w|`` on their magnitude is
-    below 2**31, int64 otherwise.
-
-    Args:
-        x: (H, W, C) integer input (already centred on its zero point).
-        w: (Kh, Kw, C // groups, N) integer HWCN weights; output channel ``n`` belongs to group
-            ``n // (N // groups)``.
-        stride, dilation: (height, width).
-        pad: (top, left) padding; bottom/right follow from ``out_hw``.
-        out_hw: output (height, width).
-        groups: number of groups.
-        x_bound, w_bound: bounds on ``|x|`` and ``|w|`` (scanned when omitted).
-    """
-    kh, kw, cg, n = w.shape
-    ho, wo = out_hw
-    hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
-    k = kh * kw * cg
-    xm = _max_abs(x) if x_bound is None else x_bound
-    wm = _max_abs(w) if w_bound is None else w_bound
-    bound = k * xm * wm
-    dt = _work_dtype(k, xm, wm)
-    xp = _padded(x, pad[0], pad[1], hp, wp, dt)
-    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
-    p = ho * wo
-    wd = w.astype(dt, copy=False)
-    with blas_single_thread(p * k * n // groups):
-        if groups == 1:
-            cols = win.reshape(p, k)
-            r = cols @ wd.reshape(k, n)
-        else:
-            ng = n // groups
-            cols = win.reshape(p, kh, kw, groups, cg).transpose(3, 0, 1, 2, 4).reshape(groups, p, k)
-            wg = wd.reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
-            r = np.matmul(cols, wg).transpose(1, 0, 2).reshape(p, n)
-    return _to_int(r.reshape(ho, wo, n), bound), bound
-
-
-def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
-                         dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
-                         out_hw: tuple[int, int], x_bound: int | None = None,
-                         w_bound: int | None = None, x_offset: int = 0) -> tuple[np.ndarray, int]:
-    """Exact ``sum_valid((x - x_offset) * w)`` per channel: x (H, W, C), w (Kh, Kw, 1, C) -> ((Ho, Wo, C), bound).
-
-    ``x_bound`` bounds ``|x - x_offset|``. The padded input and the product temporary are scratch
-    buffers kept per shape and dtype (see :func:`_scratch`): large temporaries freed after every
-    call cost a page fault per 4 kB page on the next one.
-    """
-    kh, kw, _, c = w.shape
-    ho, wo = out_hw
-    hp, wp = _geometry(x.shape[:2], (kh, kw), stride, dilation, pad, out_hw)
-    xm = _max_abs(x.astype(I64) - x_offset) if x_bound is None else x_bound
-    bound = kh * kw * xm * (_max_abs(w) if w_bound is None else w_bound)
-    # int32 / float64 products and sums are exact below their bounds; int64 otherwise.
-    dt = np.dtype(np.int32) if bound < (1 << 31) else (np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64))
-    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
-    wd = w.reshape(kh, kw, c).astype(dt)
-    sh, sw = stride
-    dh, dw = dilation
-    acc = np.empty((ho, wo, c), dtype=dt)
-    tmp = _scratch(("dw tmp", (ho, wo, c), dt))
-    for i in range(kh):
-        for j in range(kw):
-            tap = xp[i * dh: i * dh + (ho - 1) * sh + 1: sh, j * dw: j * dw + (wo - 1) * sw + 1: sw]
-            if i == 0 and j == 0:
-                np.multiply(tap, wd[i, j], out=acc)
-            else:
-                np.multiply(tap, wd[i, j], out=tmp)
-                acc += tmp
-    return _to_int(acc, bound), bound
-
-
 _SCRATCH = threading.local()
-_SCRATCH_MAX = 16
+_SCRATCH_MAX = 24
+_SCRATCH_MAX_BYTES = 1 << 24
+_SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
+GIL_LIGHT_ELEMS = 1 << 15  # blocks with this many outputs run the integer output stage on the workers
 
 
 def _scratch(key: tuple) -> np.ndarray:
     """A reusable uninitialised buffer ``np.empty(key[1], key[2])`` private to this thread.
 
-    Only for temporaries that never leave the function using them. At most ``_SCRATCH_MAX``
-    buffers are kept per thread (the oldest is dropped first).
+    Only for temporaries that never leave the function using them: large temporaries freed after
+    every call cost a page fault per 4 kB page on the next one. At most ``_SCRATCH_MAX`` buffers
+    are kept per thread (the oldest is dropped first), none above ``_SCRATCH_MAX_BYTES`` (a large
+    batch's buffers are not kept alive after the call).
     """
     cache = getattr(_SCRATCH, "buffers", None)
     if cache is None:
         cache = _SCRATCH.buffers = {}
     buf = cache.get(key)
+    if buf is None and int(np.prod(key[1])) * np.dtype(key[2]).itemsize > _SCRATCH_MAX_BYTES:
+        return np.empty(key[1], dtype=key[2])
     if buf is None:
         if len(cache) >= _SCRATCH_MAX:
             cache.pop(next(iter(cache)))
@@ -318,22 +227,34 @@ def _scratch(key: tuple) -> np.ndarray:
     return buf
 
 
+def _scratch_forget(buf: np.ndarray) -> None:
+    """Drop ``buf`` from this thread's scratch buffers (it is not handed out again)."""
+    cache = getattr(_SCRATCH, "buffers", {})
+    for key in [k for k, v in cache.items() if v is buf]:
+        del cache[key]
+
+
 def _padded_scratch(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype: np.dtype,
                     offset: int = 0) -> np.ndarray:
-    """:func:`_padded` of ``x - offset`` into a scratch buffer (the border is zeroed on every call)."""
-    h, w, c = x.shape
-    out = _scratch(("padded", (hp, wp, c), dtype))
+    """``x - offset`` (N, H, W, C) placed at (top, left) in a zero (N, hp, wp, C) scratch buffer.
+
+    Rows / columns beyond the buffer are cut; the border is zeroed on every call.
+    """
+    n, h, w, c = x.shape
+    out = _scratch(("padded", (n, hp, wp, c), dtype))
     r0, c0 = max(top, 0), max(left, 0)
     r1, c1 = min(top + h, hp), min(left + w, wp)
-    if r1 <= r0 or c1 <= c0:
-        out.fill(0)
-        return out
-    out[:r0] = 0
-    out[r1:] = 0
-    out[r0:r1, :c0] = 0
-    out[r0:r1, c1:] = 0
-    inner = out[r0:r1, c0:c1]
-    src = x[r0 - top:r1 - top, c0 - left:c1 - left]
+    if r1 <= r0 or c1 <= c0 or out.nbytes <= _SMALL_BYTES:
+        out.fill(0)  # one call instead of four border slices (their overhead dominates small arrays)
+        if r1 <= r0 or c1 <= c0:
+            return out
+    else:
+        out[:, :r0] = 0
+        out[:, r1:] = 0
+        out[:, r0:r1, :c0] = 0
+        out[:, r0:r1, c1:] = 0
+    inner = out[:, r0:r1, c0:c1]
+    src = x[:, r0 - top:r1 - top, c0 - left:c1 - left]
     if offset:
         np.subtract(src, dtype.type(offset), out=inner, dtype=dtype, casting="unsafe")
     else:
@@ -341,22 +262,244 @@ def _padded_scratch(x: np.ndarray, top: int, left: int, hp: int, wp: int, dtype:
     return out
 
 
+def _windows(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
+    """(N, ho, wo, kh, kw, C) strided view of the windows of a C-contiguous padded (N, Hp, Wp, C) array."""
+    sn, s0, s1, s2 = xp.strides
+    shape = (xp.shape[0], ho, wo, kh, kw, xp.shape[3])
+    strides = (sn, s0 * sh, s1 * sw, s0 * dh, s1 * dw, s2)
+    # The ndarray constructor (bounds-checked against the buffer) is the cheap view.
+    v = np.ndarray(shape, dtype=xp.dtype, buffer=xp, strides=strides)
+    v.flags.writeable = False
+    return v
+
+
+def _geometry(k_hw: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+              out_hw: tuple[int, int]) -> tuple[int, int]:
+    """Height and width of the padded input the output windows read."""
+    ho, wo = out_hw
+    hp = (ho - 1) * stride[0] + (k_hw[0] - 1) * dilation[0] + 1
+    wp = (wo - 1) * stride[1] + (k_hw[1] - 1) * dilation[1] + 1
+    return hp, wp
+
+
+def _batch(x: np.ndarray) -> np.ndarray:
+    """(H, W, C) or (N, H, W, C) -> (N, H, W, C) view."""
+    x = np.asarray(x)
+    return x if x.ndim == 4 else x.reshape(1, *x.shape)
+
+
+def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
+    """Drop the batch axis :func:`_batch` added to a 3-D input."""
+    return r if ndim == 4 else r[0]
+
+
+def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
+                macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
+                bound: int) -> np.ndarray:
+    """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
+
+    ``block((n0, n1, r0, r1))`` returns the exact sums of the (n1 - n0, r1 - r0, wo, ch) piece
+    (integers, or integer-valued floats; fresh arrays); the BLAS calls inside run on one thread
+    each (see :mod:`pymli.kernels._parallel`). Each piece is then converted to integers, or
+    finished by ``post`` (the output stage). ``wide``: the output stage works in int64 (else
+    int32), which sizes the blocks. ``shared``: the scratch buffer the blocks read (the padded
+    input), dropped from the scratch buffers when a block abandoned on a worker may still be
+    reading it.
+    """
+    blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
+
+    def finished(sums: np.ndarray) -> np.ndarray:
+        return _to_int(sums, bound) if post is None else post(sums, bound)
+
+    if len(blocks) == 1 and macs < SMALL_PRODUCT:
+        return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+    # The output stage runs on the caller's thread, block after block, when it is many short NumPy
+    # calls on small blocks: on two threads those calls fight for the GIL (measured: conv2d sa8
+    # 32x32x32 -> 64 in four blocks took 0.84 ms on two threads with it inside the blocks, 0.66 ms
+    # on one thread; 0.65-0.75 ms on two with it outside).
+    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks))
+    with blas_single_thread(macs):
+        parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
+                          len(blocks), lambda: _scratch_forget(shared))
+    if not inside:
+        parts = [finished(p) for p in parts]
+    if len(parts) == 1:
+        return parts[0]
+    # Finished values fit the output container: the assembled output is held in it (a large int64
+    # array would be fresh pages, see _parallel.parts_for).
+    out = np.empty((n, ho, wo, ch), dtype=np.result_type(*parts) if post is None else post.dtype)
+    for (n0, n1, r0, r1), p in zip(blocks, parts):
+        out[n0:n1, r0:r1] = p
+    return out
+
+
+def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
+                 pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_bound: int, w_bound: int,
+                 x_offset: int = 0, post: _OutputStage | None = None, wide: bool = False) -> tuple[np.ndarray, int]:
+    """Exact sums of a (grouped) convolution of ``x - x_offset`` (N, H, W, C), optionally finished.
+
+    The padded input is built once for the whole batch (a scratch buffer); each row block copies
+    its windows once (im2col: one (rows, K) matrix, or one per group) and multiplies them with the
+    weights in one BLAS call, then converts the exact float sums to integers and, when given,
+    applies ``post(sums, bound)`` (the output stage) to the block. ``wide``: the output stage works
+    in int64 (40-bit accumulators), which sizes the blocks.
+
+    Returns:
+        ((N, Ho, Wo, N_out) sums or ``post`` values, bound on the sums' magnitude).
+    """
+    kh, kw, cg, nout = w.shape
+    nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
+    k = kh * kw * cg
+    bound = k * x_bound * w_bound
+    dt = _work_dtype(k, x_bound, w_bound)
+    hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
+    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
+    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
+    ng = nout // groups
+    if groups == 1:
+        wm = w.astype(dt).reshape(k, nout)
+    else:
+        wm = w.astype(dt).reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
+    # float products are exact (bound); int64 products (beyond 2**53) go through NumPy's own loop.
+
+    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+        n0, n1, r0, r1 = blk
+        v = win[n0:n1, r0:r1]
+        lead = v.shape[:3]
+        p = lead[0] * lead[1] * lead[2]
+        # im2col: the one copy of the windows, a fresh array (measured no slower than a scratch
+        # buffer: the allocator hands the same memory back call after call)
+        if groups == 1:
+            r = (v.reshape(p, k) @ wm).reshape(*lead, nout)
+        else:
+            cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)
+            r = np.moveaxis(np.matmul(cols, wm).reshape(groups, *lead, ng), 0, 3).reshape(*lead, nout)
+        return r
+
+    macs = nb * ho * wo * k * ng
+    return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
+
+
+def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
+                    dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
+                    out_hw: tuple[int, int], groups: int = 1, x_bound: int | None = None,
+                    w_bound: int | None = None) -> tuple[np.ndarray, int]:
+    """Exact ``sum_valid(x * w)`` of a (grouped) convolution, (Ho, Wo, N) or (B, Ho, Wo, N).
+
+    Dot products are an im2col matrix product in float32 / float64 when the bound proves them
+    exact (see the module docstring), else in int64.
+
+    Args:
+        x: (H, W, C) integer input (already centred on its zero point), or (B, H, W, C): a batch of
+            independent inputs computed in one pass.
+        w: (Kh, Kw, C // groups, N) integer HWCN weights; output channel ``n`` belongs to group
+            ``n // (N // groups)``.
+        stride, dilation: (height, width).
+        pad: (top, left) padding; bottom/right follow from ``out_hw``.
+        out_hw: output (height, width).
+        groups: number of groups.
+        x_bound, w_bound: bounds on ``|x|`` and ``|w|`` (scanned when omitted).
+
+    Returns:
+        (sums, bound): int32 sums when the bound ``K * max|x| * max|w|`` on their magnitude is below
+        2**31, int64 otherwise.
+    """
+    xb = _batch(x)
+    r, bound = _conv_blocks(xb, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups,
+                            x_bound=_max_abs(xb) if x_bound is None else x_bound,
+                            w_bound=_max_abs(w) if w_bound is None else w_bound)
+    return _unbatch(r, np.ndim(x)), bound
+
+
+def _depthwise_dtype(bound: int) -> np.dtype:
+    """int32 / float64 products and sums are exact below their bounds; int64 otherwise."""
+    if bound < (1 << 31):
+        return np.dtype(np.int32)
+    return np.dtype(np.float64) if bound < _F64_EXACT else np.dtype(I64)
+
+
+def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
+                      pad: tuple[int, int], out_hw: tuple[int, int], x_bound: int, w_bound: int,
+                      x_offset: int = 0, post: _OutputStage | None = None,
+                      wide: bool = False) -> tuple[np.ndarray, int]:
+    """Exact per-channel sums of ``x - x_offset`` (N, H, W, C), optionally finished.
+
+    Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
+    single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds).
+    ``wide`` as in :func:`_conv_blocks`.
+
+    Returns:
+        ((N, Ho, Wo, C) sums or ``post`` values, bound on the sums' magnitude).
+    """
+    kh, kw, _, c = w.shape
+    nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
+    bound = kh * kw * x_bound * w_bound
+    dt = _depthwise_dtype(bound)
+    hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
+    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
+    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
+    wd = w.reshape(kh, kw, c).astype(dt)
+
+    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+        n0, n1, r0, r1 = blk
+        return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
+
+    return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31, xp, post,
+                       bound), bound
+
+
+def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
+                         dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
+                         out_hw: tuple[int, int], x_bound: int | None = None,
+                         w_bound: int | None = None, x_offset: int = 0) -> tuple[np.ndarray, int]:
+    """Exact ``sum_valid((x - x_offset) * w)`` per channel.
+
+    Args:
+        x: (H, W, C) integer input, or (B, H, W, C): a batch computed in one pass.
+        w: (Kh, Kw, 1, C) integer weights.
+        stride, dilation, pad, out_hw: as :func:`conv_accumulate`.
+        x_bound: bound on ``|x - x_offset|`` (scanned when omitted); w_bound: on ``|w|``.
+        x_offset: subtracted from ``x`` while it is padded (no centred copy).
+
+    Returns:
+        ((Ho, Wo, C) or (B, Ho, Wo, C) sums, bound): int32 below 2**31, else int64.
+    """
+    xb = _batch(x)
+    xm = _max_abs(xb.astype(I64) - x_offset) if x_bound is None else x_bound
+    r, bound = _depthwise_blocks(xb, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, x_bound=xm,
+                                 w_bound=_max_abs(w) if w_bound is None else w_bound, x_offset=x_offset)
+    return _unbatch(r, np.ndim(x)), bound
+
+
+def _zero_inserted(x: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
+    """(..., H, W, C) -> (..., (H - 1) * sh + 1, (W - 1) * sw + 1, C) with zeros between the pixels."""
+    h, wd, c = x.shape[-3:]
+    sh, sw = stride
+    xd = np.zeros((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
+    xd[..., ::sh, ::sw, :] = x
+    return xd
+
+
 def transpose_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], pad: tuple[int, int],
                          out_hw: tuple[int, int]) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """Exact transpose-convolution sums: ``out[oy, ox] += x[iy, ix] * w[ky, kx]`` for
-    ``oy = iy * stride + ky - pad_top`` (same for x), int64 (Ho, Wo, N).
+    ``oy = iy * stride + ky - pad_top`` (same for x).
 
     Computed as a stride-1 convolution of the zero-inserted input with the mirrored kernel.
 
+    Args:
+        x: (H, W, C) integer input, or (B, H, W, C): a batch computed in one pass.
+        w: (Kh, Kw, C, N) weights.
+        stride, pad: (height, width) stride and (top, left) padding of the transpose convolution.
+        out_hw: output (height, width).
+
     Returns:
-        (acc, bound, x_dilated, pads): the sums and their bound, the zero-inserted input and the
-        (top, left) padding of the equivalent direct convolution (for the zero-point terms).
+        (acc, bound, x_dilated, pads): the sums ((Ho, Wo, N) or (B, Ho, Wo, N)) and their bound, the
+        zero-inserted input and the (top, left) padding of the equivalent direct convolution (for
+        the zero-point terms).
     """
-    kh, kw, c, _n = w.shape
-    h, wd = x.shape[:2]
-    sh, sw = stride
-    xd = np.zeros(((h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
-    xd[::sh, ::sw] = x
+    kh, kw = w.shape[:2]
+    xd = _zero_inserted(np.asarray(x), stride)
     pads = (kh - 1 - pad[0], kw - 1 - pad[1])
     acc, bound = conv_accumulate(xd, w[::-1, ::-1], pad=pads, out_hw=out_hw)
     return acc, bound, xd, np.asarray(pads)
@@ -378,18 +521,18 @@ def _wzp_terms(xc: np.ndarray, mask: np.ndarray, kh: int, kw: int, *, stride: tu
     taps = conv_accumulate(mask[..., None], kw_ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0]
     taps = taps.astype(I64)
     if depthwise:
-        ones = np.ones((kh, kw, 1, xc.shape[2]), dtype=I64)
+        ones = np.ones((kh, kw, 1, xc.shape[-1]), dtype=I64)
         sx = depthwise_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)[0].astype(I64)
         sum_x = sx + a * taps
     elif dilation != (1, 1):
         sx = _undilated_in_sums(xc.astype(I64) + a, kh, kw, stride=stride, dilation=dilation, pad=pad,
                                 out_hw=out_hw, groups=groups)
-        sum_x = np.repeat(sx, n // groups, axis=2)
+        sum_x = np.repeat(sx, n // groups, axis=-1)
     else:
         ones = np.ones((kh, kw, cg, groups), dtype=I64)
         sx = conv_accumulate(xc, ones, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups)[0]
         sx = sx.astype(I64)
-        sum_x = np.repeat(sx, n // groups, axis=2) + a * taps * cg
+        sum_x = np.repeat(sx, n // groups, axis=-1) + a * taps * cg
     return -b * sum_x + in_zp * w_zp * taps
 
 
@@ -405,27 +548,27 @@ def _valid_taps(n_out: int, size: int, k: int, stride: int, dil: int, pad: int) 
 
 def _undilated_in_sums(x: np.ndarray, kh: int, kw: int, *, stride: tuple[int, int], dilation: tuple[int, int],
                        pad: tuple[int, int], out_hw: tuple[int, int], groups: int) -> np.ndarray:
-    """Input sums of the C ``in_additive`` of conv2d / group conv2d, (Ho, Wo, groups) int64.
+    """Input sums of the C ``in_additive`` of conv2d / group conv2d, (..., Ho, Wo, groups) int64.
 
     C sums the raw input over a ``rows x columns`` block (the numbers of valid taps) that starts at
     the first valid tap but steps by one pixel instead of by the dilation, over the group's input
     channels. Computed with a 2-D prefix sum of the per-group channel sums.
     """
-    h, w, c = x.shape
-    g = x.reshape(h, w, groups, c // groups).sum(axis=3, dtype=I64)
-    ps = np.zeros((h + 1, w + 1, groups), dtype=I64)
-    ps[1:, 1:] = g.cumsum(axis=0).cumsum(axis=1)
+    lead, (h, w, c) = x.shape[:-3], x.shape[-3:]
+    g = x.reshape(*lead, h, w, groups, c // groups).sum(axis=-1, dtype=I64)
+    ps = np.zeros((*lead, h + 1, w + 1, groups), dtype=I64)
+    ps[..., 1:, 1:, :] = g.cumsum(axis=-3).cumsum(axis=-2)
     r0, nr = _valid_taps(out_hw[0], h, kh, stride[0], dilation[0], pad[0])
     c0, nc = _valid_taps(out_hw[1], w, kw, stride[1], dilation[1], pad[1])
     r1 = np.minimum(r0 + nr, h)[:, None]
     c1 = np.minimum(c0 + nc, w)[None, :]
     r0, c0 = r0[:, None], c0[None, :]
-    return ps[r1, c1] - ps[r0, c1] - ps[r1, c0] + ps[r0, c0]
+    return ps[..., r1, c1, :] - ps[..., r0, c1, :] - ps[..., r1, c0, :] + ps[..., r0, c0, :]
 
 
 def _eff_offset(zp: int) -> int:
     """The offset a C MAC really applies: ``-(int16_t)(-zp)``."""
-    return -int(wrap(-int(zp), 16))
+    return -wrap_int(-int(zp), 16)
 
 
 # ------------------------------------------------------------------------------ output stage
@@ -474,13 +617,78 @@ def _centre(x: np.ndarray, q: Quant) -> tuple[np.ndarray, int, int, int]:
 
 
 # ------------------------------------------------------------------------------ kernels
+def _offsets(q: Quant) -> tuple[int, int]:
+    """Effective (input, weights) offsets of the C MACs (0, 0 for MLI_FX)."""
+    if isinstance(q, Sa8Quant):
+        return _eff_offset(q.in_zp), _eff_offset(q.w_zp)
+    return 0, 0
+
+
+def _wide(q: Quant) -> bool:
+    """The output stage works in int64 (40-bit accumulator)."""
+    return q.acc_bits > 32
+
+
+class _OutputStage:
+    """:func:`finish` with one call's parameters, for the row blocks of :func:`_conv_blocks` & co.
+
+    Called with a block's exact sums (integers, or integer-valued floats) and their bound. ``dtype``
+    is the output container (int8 or int16), which holds every finished value.
+
+    The FX output stage of a 40-bit accumulator (fx16) runs on float64 sums directly when it is
+    exact there: ``v = sum + bias`` is an integer below 2**53, ``v * 2**-s`` is exact (a power of
+    two), and so is ``v * 2**-s + 0.5`` (``(v + 2**(s-1)) * 2**-s``, an integer below 2**53 times a
+    power of two). ROUND_UP's ``(v + 2**(s-1)) >> s`` is then ``floor(v * 2**-s + 0.5)`` and
+    ROUND_CONVERGENT's shift (ties to even) is ``rint(v * 2**-s)``; the output container's
+    saturation and the ReLU clamp are one clip (the clamp lies inside the container). That is five
+    passes instead of the int64 path's conversion plus seven (measured ~3x faster).
+    """
+
+    def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
+        self.bias, self.q, self.bounds = bias, q, bounds
+        self.dtype = np.dtype(np.int16 if isinstance(q, FxQuant) and q.out_bits > 8 else np.int8)
+        self.float_limit = 0  # sums bounded below this take the float64 path
+        if isinstance(q, FxQuant) and q.acc_bits > 32 and 0 <= q.out_shift <= 52:
+            lo, hi = -(1 << (q.out_bits - 1)), (1 << (q.out_bits - 1)) - 1
+            if lo <= bounds[0] <= bounds[1] <= hi:
+                b = fx_bias(bias, q.bias_shift, q.acc_bits)
+                self.float_bias = b.astype(np.float64)
+                self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
+
+    def gil_light(self, block_elems: int) -> bool:
+        """Run the stage inside the blocks (on the workers): a float64 stage (five large NumPy
+        calls) or a block large enough that its NumPy calls outweigh the Python between them."""
+        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS
+
+    def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
+        if acc.dtype == np.float64 and bound < self.float_limit:
+            v = acc + self.float_bias
+            sh = self.q.out_shift
+            if sh:
+                v *= 2.0 ** -sh
+                if get_platform().round_mode is RoundMode.UP:
+                    v += 0.5
+                    np.floor(v, out=v)
+                else:
+                    np.rint(v, out=v)
+            np.clip(v, self.bounds[0], self.bounds[1], out=v)
+            return v.astype(self.dtype)
+        return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
+
+
 def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
                 dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
                 bounds: tuple[int, int], groups: int = 1) -> np.ndarray:
     """``mli_krn_conv2d_hwcn_*`` / ``mli_krn_group_conv2d_hwcn_*``.
 
+    Without a weights zero point the input is centred while it is padded and the output stage
+    runs on each row block right after its matrix product (on the block's thread).
+
     Args:
-        x: (H, W, C) input values (container integers).
+        x: (H, W, C) input values (container integers), or (B, H, W, C): a batch of B independent
+            inputs computed in one pass (one padded array, one im2col matrix and matrix product
+            for all samples, cut into row blocks for the threads); each sample's output equals a
+            call on that sample alone, bit for bit.
         w: (Kh, Kw, C // groups, N) HWCN weights.
         bias: (N,) bias values.
         q: :class:`FxQuant` or :class:`Sa8Quant`.
@@ -491,21 +699,30 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
         groups: group count (1 for conv2d).
 
     Returns:
-        (Ho, Wo, N) int64 output values.
+        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch: integers in the output container
+        range (dtype int32 or int64, or the container's when the call was cut into blocks).
     """
-    xc, a, b, xb = _centre(x, q)
-    acc, bound = conv_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, groups=groups,
-                                 x_bound=xb, w_bound=container_bound(w))
-    return _finish_centred(acc, bound, xc, x.shape, w.shape, bias, q, bounds, a, b, groups=groups, depthwise=False,
-                           cg=w.shape[2], stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    x = np.asarray(x)
+    xb = _batch(x)
+    geo = {"stride": stride, "dilation": dilation, "pad": pad, "out_hw": out_hw}
+    a, b = _offsets(q)
+    if not b:
+        out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
+                              x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
+        return _unbatch(out, x.ndim)
+    xc, a, b, xbnd = _centre(xb, q)
+    acc, bound = _conv_blocks(xc, w, **geo, groups=groups, x_bound=xbnd, w_bound=container_bound(w))
+    out = _finish_centred(acc, bound, xc, w.shape, bias, q, bounds, a, b, groups=groups, depthwise=False,
+                          cg=w.shape[2], **geo)
+    return _unbatch(out, x.ndim)
 
 
-def _finish_centred(acc: np.ndarray, bound, xc: np.ndarray, x_shape: tuple[int, ...],  # type: ignore[no-untyped-def]
+def _finish_centred(acc: np.ndarray, bound, xc: np.ndarray,  # type: ignore[no-untyped-def]
                     w_shape: tuple[int, ...], bias: np.ndarray, q: Quant, bounds: tuple[int, int], a, b, *,
                     groups: int, depthwise: bool, cg: int, **geo) -> np.ndarray:
-    """Add the weight-zero-point terms (when ``b``) to a centred HWCN accumulation, then :func:`finish`."""
+    """Add the weight-zero-point terms (when ``b``) to a centred (N, Ho, Wo, C) accumulation, then :func:`finish`."""
     if b:
-        mask = np.ones(x_shape[:2], dtype=I64)
+        mask = np.ones(xc.shape[-3:-1], dtype=I64)
         bound = None
         acc = acc.astype(I64) + _wzp_terms(xc, mask, w_shape[0], w_shape[1], **geo, groups=groups, depthwise=depthwise,
                                            a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=w_shape[3])
@@ -513,41 +730,72 @@ def _finish_centred(acc: np.ndarray, bound, xc: np.ndarray, x_shape: tuple[int, 
 
 
 def group_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, **kw: object) -> np.ndarray:
-    """``mli_krn_group_conv2d_hwcn_*``: :func:`conv2d_hwcn` with ``groups = C // w.shape[2]``."""
-    return conv2d_hwcn(x, w, bias, q, groups=x.shape[2] // w.shape[2], **kw)  # type: ignore[arg-type]
+    """``mli_krn_group_conv2d_hwcn_*``: :func:`conv2d_hwcn` with ``groups = C // w.shape[2]``.
+
+    ``x`` is (H, W, C) or a batch (B, H, W, C), as in :func:`conv2d_hwcn`.
+    """
+    return conv2d_hwcn(x, w, bias, q, groups=np.shape(x)[-1] // w.shape[2], **kw)  # type: ignore[arg-type]
 
 
 def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
                           stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
                           pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
-    """``mli_krn_depthwise_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, 1, C), bias (C,)."""
+    """``mli_krn_depthwise_conv2d_hwcn_*``.
+
+    Args:
+        x: (H, W, C) input values, or (B, H, W, C): a batch computed in one pass (one padded array,
+            row blocks over the threads), each sample's output bit-identical to a call on it alone.
+        w: (Kh, Kw, 1, C) weights; bias: (C,).
+        q, stride, dilation, pad, out_hw, bounds: as :func:`conv2d_hwcn`.
+
+    Returns:
+        (Ho, Wo, C) output values, or (B, Ho, Wo, C) for a batch (dtype as :func:`conv2d_hwcn`).
+    """
     x = np.asarray(x)
-    if isinstance(q, Sa8Quant) and not _eff_offset(q.w_zp):
-        # No weights zero point: the input is centred while it is padded (no centred copy).
-        a = _eff_offset(q.in_zp)
-        acc, bound = depthwise_accumulate(x, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
-                                          x_bound=container_bound(x, a), w_bound=container_bound(w), x_offset=a)
-        return finish(acc, bias, q, bounds, bound)
-    xc, a, b, xb = _centre(x, q)
-    acc, bound = depthwise_accumulate(xc, w, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw,
-                                      x_bound=xb, w_bound=container_bound(w))
-    return _finish_centred(acc, bound, xc, x.shape, w.shape, bias, q, bounds, a, b, groups=w.shape[3], depthwise=True,
-                           cg=1, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw)
+    xb = _batch(x)
+    geo = {"stride": stride, "dilation": dilation, "pad": pad, "out_hw": out_hw}
+    a, b = _offsets(q)
+    if not b:
+        # The input is centred while it is padded (no centred copy); the output stage runs per block.
+        out, _ = _depthwise_blocks(xb, w, **geo, x_bound=container_bound(x, a), w_bound=container_bound(w),
+                                   x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
+        return _unbatch(out, x.ndim)
+    xc, a, b, xbnd = _centre(xb, q)
+    acc, bound = _depthwise_blocks(xc, w, **geo, x_bound=xbnd, w_bound=container_bound(w))
+    out = _finish_centred(acc, bound, xc, w.shape, bias, q, bounds, a, b, groups=w.shape[3], depthwise=True, cg=1,
+                          **geo)
+    return _unbatch(out, x.ndim)
 
 
 def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
                           stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
                           bounds: tuple[int, int]) -> np.ndarray:
-    """``mli_krn_transpose_conv2d_hwcn_*``: x (H, W, C), w (Kh, Kw, C, N), pad = (top, left)."""
-    xc, a, b, _ = _centre(x, q)
+    """``mli_krn_transpose_conv2d_hwcn_*``.
+
+    Args:
+        x: (H, W, C) input values, or (B, H, W, C): a batch computed in one pass.
+        w: (Kh, Kw, C, N) weights; bias: (N,).
+        q, bounds: as :func:`conv2d_hwcn`.
+        stride: (height, width); pad: (top, left); out_hw: output (height, width).
+
+    Returns:
+        (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch (dtype as :func:`conv2d_hwcn`).
+    """
+    x = np.asarray(x)
+    xc, a, b, _ = _centre(_batch(x), q)
+    if not b:
+        kh, kw = w.shape[:2]
+        xd = _zero_inserted(xc, stride)
+        out, _ = _conv_blocks(xd, w[::-1, ::-1], stride=(1, 1), dilation=(1, 1), pad=(kh - 1 - pad[0], kw - 1 - pad[1]),
+                              out_hw=out_hw, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w),
+                              post=_OutputStage(bias, q, bounds), wide=_wide(q))
+        return _unbatch(out, x.ndim)
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
-    if b:
-        kh, kw, cg, n = w.shape
-        mask = np.zeros(xd.shape[:2], dtype=I64)
-        mask[::stride[0], ::stride[1]] = 1
-        bound = None  # type: ignore[assignment]
-        acc = acc.astype(I64) + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1), pad=(int(pads[0]), int(pads[1])),
-                               out_hw=out_hw, groups=1, depthwise=False, a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp,
-                               cg=cg, n=n)
-    return finish(acc, bias, q, bounds, bound)
+    kh, kw, cg, n = w.shape
+    mask = np.zeros(xd.shape[-3:-1], dtype=I64)
+    mask[::stride[0], ::stride[1]] = 1
+    acc = acc.astype(I64) + _wzp_terms(xd, mask, kh, kw, stride=(1, 1), dilation=(1, 1),
+                                       pad=(int(pads[0]), int(pads[1])), out_hw=out_hw, groups=1, depthwise=False,
+                                       a=a, b=b, in_zp=q.in_zp, w_zp=q.w_zp, cg=cg, n=n)
+    return _unbatch(finish(acc, bias, q, bounds, None), x.ndim)
