@@ -439,7 +439,8 @@ class Conv2D(_MacLayer):
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
-            return per_sample(kernel, xs[0], out_shape, dtype, w=w, bias=b, q=q, **kw)
+            # the convolution kernels take the batch axis: one pass, each sample computed as alone
+            return kernel(xs[0], w, b, q, **kw).astype(dtype, copy=False)
         return step
 
     def _channels_fit(self, c: int) -> bool:
@@ -670,7 +671,7 @@ class MaxPool(_Pool):
         dtype = out_q.el_type.dtype
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
-            return per_sample(KP.maxpool_hwc, xs[0], out_shape, dtype, **geo)
+            return KP.maxpool_hwc(xs[0], **geo).astype(dtype, copy=False)  # batch axis: one pass
         return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
@@ -698,7 +699,7 @@ class AvgPool(_Pool):
         def step(xs: list[np.ndarray]) -> np.ndarray:
             # the AVEPOOL_16BIT_MUL option is the platform's in force at run time
             mul16 = get_platform().avepool_16bit_mul if in_q.el_type.is_sa else False
-            return per_sample(KP.avepool_hwc, xs[0], out_shape, dtype, **geo, **arith, mul16=mul16)
+            return KP.avepool_hwc(xs[0], **geo, **arith, mul16=mul16).astype(dtype, copy=False)  # batch axis
         return step
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:

@@ -12,7 +12,7 @@ Every other operator runs TFLM's reference integer kernel, prepared by
 :func:`pymli.tflm.handlers.prepare_op` (multipliers, shifts and tables derived once).
 
 A batched run of a model without state goes through the graph once, every activation with a leading
-sample axis (:attr:`Step.invoke_batch`; convolutions and poolings through :func:`each_image`); a model
+sample axis (:attr:`Step.invoke_batch`; the convolution and pooling kernels take the batch axis); a model
 with variable tensors runs one Invoke per sample, as TFLM does.
 
 Where arc_mli's glue code has a defect (README "Quirks" 1-3 of ``shared/tflite_golden``), the step
@@ -50,7 +50,7 @@ from .errors import TfliteError, TfliteInputError, TfliteLayoutError, TfliteUnsu
 from .tgraph import TGraph, TOp, TTensor, read_graph, reset_value
 
 __all__ = ["TflmModel", "TflmRun", "TflmStream", "Step", "load_tflm", "resolve_platform",
-           "adapted_layout", "offload_function", "prepare_offload", "run_offload", "each_image"]
+           "adapted_layout", "offload_function", "prepare_offload", "run_offload"]
 
 _WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
@@ -383,25 +383,6 @@ BatchInvoke = Callable[[list, int], list]
 """A prepared step on a batch: inputs with a leading axis N where they are activations -> outputs with it."""
 
 
-def each_image(kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
-    """``kernel`` (one HWC image -> one output image) over the leading axis of ``x`` (M, H, W, C), stacked.
-
-    The one place where the offloaded convolutions meet a batch (TFLite's batch rows, and the samples of
-    a batched run): MLI has no batch axis, so arc_mli's glue calls the kernel once per row. A kernel
-    with a leading batch axis replaces this loop by one call (the pooling kernels take one already).
-
-    Args:
-        kernel: one image -> its output (int8 values).
-        x: (M, H, W, C) images.
-
-    Returns:
-        (M, Ho, Wo, Co) outputs.
-    """
-    if x.shape[0] == 1:
-        return kernel(x[0])[None]
-    return np.stack([kernel(x[m]) for m in range(x.shape[0])])
-
-
 _ADD_TABLE_MIN = 256
 """From this many elements an offloaded ADD looks its result up in a 65536-entry table of the kernel's
 results (built once per platform), instead of computing the requantisation per element."""
@@ -490,20 +471,10 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
     kern = (K.depthwise_conv2d_hwcn if "depthwise" in fn else K.group_conv2d_hwcn if "group" in fn
             else K.conv2d_hwcn)
 
-    def conv(img: np.ndarray) -> np.ndarray:
-        return kern(img, wt, bias, qc, **geo).astype(np.int8)  # type: ignore[arg-type]
-
-    pointwise = (kern is K.conv2d_hwcn and wt.shape[:2] == (1, 1) and geo["stride"] == (1, 1)
-                 and (geo["pad"] == (0, 0) and (cf.padding_bottom, cf.padding_right) == (0, 0) or _ksize(fn) == 1))
-
     def convs(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
-        m, h, w_, ch = x.shape
-        if pointwise and m > 1 and (h, w_) == (ho, wo):
-            # a 1x1 stride-1 convolution computes every pixel on its own: the images stacked along
-            # the height are one call with the same per-pixel arithmetic
-            y = kern(x.reshape(m * h, w_, ch), wt, bias, qc, **{**geo, "out_hw": (m * ho, wo)})  # type: ignore[arg-type]
-            return y.astype(np.int8).reshape(m, ho, wo, -1)
-        return each_image(conv, x)
+        # MLI has no batch axis (arc_mli's glue calls the kernel once per row); the kernels take a
+        # leading batch axis, each image computed exactly as alone
+        return kern(x, wt, bias, qc, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
     return convs
 
 

@@ -17,7 +17,7 @@ from pymli.testing import tflm_models as tm
 from pymli.tflite import load
 from pymli.tflite.errors import TfliteError, TfliteInputError, TfliteUnsupported, TfliteWarning
 from pymli.tflite.examples import GraphMaker
-from pymli.tflite.tflm_model import TflmModel, each_image, resolve_platform, run_offload
+from pymli.tflite.tflm_model import TflmModel, resolve_platform, run_offload
 from pymli.tflite.tgraph import reset_value
 from pymli.testing import shared_dir
 
@@ -157,15 +157,6 @@ def test_platform_is_read_per_run_not_baked_at_prepare() -> None:
     assert not np.array_equal(y_vpx, y_em)  # the two roundings differ on this model...
     assert np.array_equal(m.run(x, platform="vpx"), y_vpx)  # ...and each is reproduced after the other
     assert np.array_equal(_load(_cnn(0)).run(x, platform="em"), y_em)
-
-
-def test_each_image_stacks_one_call_per_image() -> None:
-    x = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)
-    calls = []
-    y = each_image(lambda im: calls.append(im.shape) or im[::-1] * 2, x)
-    assert calls == [(3, 4, 5)] * 2
-    assert np.array_equal(y, x[:, ::-1] * 2)
-    assert np.array_equal(each_image(lambda im: im + 1, x[:1]), x[:1] + 1)
 
 
 def test_first_invoke_checks_through_capi(monkeypatch: pytest.MonkeyPatch) -> None:
