@@ -22,10 +22,10 @@ import numpy as np
 
 from ..checks.move import (IDENTITY4, ONES4, ZEROS4, array_pointer, as_i32, as_u8, as_u32, c_array_field,
                            check_data_movement, copy_size)
-from ..checks.tensor import check_tensor, fail
+from ..checks.tensor import check_tensor_private, fail
 from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
-from ..tensor import MLI_MAX_RANK, Tensor
+from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
 from ._registry import c_enum, c_struct, mli_function
 from .types import _PREFIX, _CEnum
 
@@ -146,16 +146,10 @@ def _resets_pool(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-# ---------------------------------------------------------------------------- helpers
-def _at(lst: Sequence[int], i: int) -> int:
-    return int(lst[i]) if i < len(lst) else 0
-
-
-# ---------------------------------------------------------------------------- checks
-
-
 # ---------------------------------------------------------------------------- transfer
-_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(Tensor))
+def _u32(v: int) -> int:
+    """``(uint32_t)v`` for a Python int (no call when already in range)."""
+    return v if 0 <= v <= 0xFFFFFFFF else as_u32(v)
 
 
 def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
@@ -165,63 +159,66 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     if rank < 1:
         fail(Status.BAD_TENSOR, "data movement needs a tensor of rank >= 1")
     perm = cfg.perm_dim[:rank]
+    step = cfg.sub_sample_step
     # C would read past the source struct's arrays (or divide by zero) here: refuse instead.
     if any(p >= rank for p in perm):
         fail(Status.BAD_FUNC_CFG, f"perm_dim {perm} out of range for rank {rank}")
-    if any(cfg.sub_sample_step[p] == 0 for p in perm):
-        fail(Status.BAD_FUNC_CFG, f"sub_sample_step {cfg.sub_sample_step[:rank]} has a zero step")
+    if any(step[p] == 0 for p in perm):
+        fail(Status.BAD_FUNC_CFG, f"sub_sample_step {step[:rank]} has a zero step")
 
-    src_shape = [int(s) for s in src.shape[:rank]]
-    src_strides = [int(s) for s in src.strides()]
-    sizes = [copy_size(src, cfg, p) for p in perm]
-    write_size = [as_u32(n + cfg.sub_sample_step[p] - 1) // cfg.sub_sample_step[p] for n, p in zip(sizes, perm)]
-    new_shape = [as_u32(w + cfg.dst_offset[i]) for i, w in enumerate(write_size)]
-    old_strides = [_at(dst.mem_stride, i) for i in range(rank)]
+    src_shape = [int(x) for x in src.shape[:rank]]
+    src_strides = src.strides()
+    write_size = [_u32(copy_size(src, cfg, p) + step[p] - 1) // step[p] for p in perm]
+    dst_offset = cfg.dst_offset
+    new_shape = [_u32(w + dst_offset[i]) for i, w in enumerate(write_size)]
+    old_ms = dst.mem_stride
+    n_old = len(old_ms)
 
-    # C fills the destination struct, then checks it. pymli fills a copy and writes nothing (struct,
-    # per-axis arrays or data) before every check has passed.
-    new = dataclasses.replace(dst)
-    new.rank = rank
-    new.el_type = src.el_type
-    new.shape = new_shape
-    quant_writes = _fill_quant(src, cfg, new, perm, write_size)
+    # C fills the destination struct, then checks it. pymli collects the new fields and writes
+    # nothing (struct, per-axis arrays or data) before every check has passed.
+    fields: dict[str, Any] = {"rank": rank, "el_type": src.el_type, "shape": new_shape}
+    quant_writes = _fill_quant(src, cfg, dst, fields, perm, write_size)
+    dms = cfg.dst_mem_stride
     strides = [0] * rank
     for i in range(rank - 1, -1, -1):
-        if cfg.dst_mem_stride[i] != 0:
-            strides[i] = cfg.dst_mem_stride[i]
-        elif old_strides[i] != 0:
-            strides[i] = old_strides[i]
+        if dms[i] != 0:
+            strides[i] = dms[i]
+        elif i < n_old and old_ms[i] != 0:
+            strides[i] = int(old_ms[i])
         else:
             strides[i] = 1 if i == rank - 1 else as_i32(strides[i + 1] * new_shape[i + 1])
-    new.mem_stride = strides
-    check_tensor(new)
-    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size, snapshot=bool(quant_writes))
+    fields["mem_stride"] = strides
+    # check_tensor of the filled struct (its data pointer and capacity are the destination's).
+    if dst.data is None:
+        fail(Status.BAD_TENSOR, "NULL data pointer")
+    check_tensor_private(new_shape, strides, rank, dst.capacity, src.el_type.size)
+    write_data = _copy_data(src, cfg, dst, new_shape, strides, perm, src_shape, src_strides, write_size,
+                            snapshot=bool(quant_writes))
     h.state = MovState.PREPARED
     for arr, start, blk in quant_writes:
         arr.reshape(-1)[start: start + blk.shape[0]] = blk
     write_data()
-    for name in _TENSOR_FIELDS:
-        setattr(dst, name, getattr(new, name))
+    vars(dst).update(fields)
 
 
-def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
+def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, fields: dict[str, Any], perm: list[int],
                 write_size: list[int]) -> list[tuple[np.ndarray, int, np.ndarray]]:
-    """Element parameters of the destination struct ``dst`` (per-axis arrays moved like the data,
-    C's way). Returns the writes into the destination's per-axis arrays (array, start, values),
-    to be made once every check has passed."""
+    """Element parameters of the destination struct ``dst``, added to ``fields`` (per-axis arrays
+    moved like the data, C's way). Returns the writes into the destination's per-axis arrays (array,
+    start, values), to be made once every check has passed."""
     if not (src.el_type.is_sa and src.dim != -1):
-        dst.frac_bits = src.frac_bits
-        dst.dim = src.dim
-        dst.zero_point, dst.scale, dst.scale_frac_bits = src.zero_point, src.scale, src.scale_frac_bits
+        fields.update(frac_bits=src.frac_bits, dim=src.dim, zero_point=src.zero_point, scale=src.scale,
+                      scale_frac_bits=src.scale_frac_bits)
         return []
+    dim = dst.dim
     for d, p in enumerate(perm):
         if p == src.dim:
-            dst.dim = d
+            dim = fields["dim"] = d
             break
     if array_pointer(dst.scale) != array_pointer(src.scale) and array_pointer(dst.scale) != 0:
-        if not 0 <= dst.dim < len(write_size):
+        if not 0 <= dim < len(write_size):
             fail(Status.SPEC_PARAM_MISMATCH, "the quantisation axis is not a destination dimension")
-        qd, qs = dst.dim, src.dim
+        qd, qs = dim, src.dim
         n = write_size[qd]
         blocks = []
         for name, pad in (("scale", 1), ("zero_point", 0), ("scale_frac_bits", 0)):
@@ -237,13 +234,15 @@ def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
                                           f"{cfg.dst_offset[qd] + n} needed")
             blocks.append((d, cfg.dst_offset[qd], blk))
         return blocks
-    dst.scale, dst.zero_point, dst.scale_frac_bits = src.scale, src.zero_point, src.scale_frac_bits
+    fields.update(scale=src.scale, zero_point=src.zero_point, scale_frac_bits=src.scale_frac_bits)
     return []
 
 
-def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape: list[int],
-               src_strides: list[int], write_size: list[int], *, snapshot: bool) -> Callable[[], None]:
-    """Check and plan the data copy into ``dst``; returns the function that performs it.
+def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: list[int], dst_strides: list[int], perm: list[int],
+               src_shape: list[int], src_strides: list[int], write_size: list[int], *,
+               snapshot: bool) -> Callable[[], None]:
+    """Check and plan the data copy into ``dst`` (whose new shape and strides are given); returns the
+    function that performs it.
 
     ``snapshot``: other writes (the per-axis parameters) come first, so the dense copy reads the
     source now; otherwise it reads it when it writes (one pass over the data, not two).
@@ -252,21 +251,16 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
     es = src.el_type.size
     if es == 0:
         fail(Status.TYPE_MISMATCH, f"{src.el_type.c_name} has no container")
-    try:
-        s_el = raw_elements(src.data, es)
-        d_el = raw_elements(dst.data, es)
-    except ValueError as e:
-        fail(Status.BAD_TENSOR, str(e))
-    no_padding = all(cfg.padding_pre[i] == 0 and cfg.padding_post[i] == 0 for i in range(rank))
+    s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
+    if s_el.dtype != d_el.dtype:
+        s_el = s_el.view(d_el.dtype)  # signed / unsigned views of the same size: copy the bytes, no cast
+    pre, post = cfg.padding_pre, cfg.padding_post
+    no_padding = not any(pre[:rank]) and not any(post[:rank])
     # The C library moves a dense, unmodified tensor with one memcpy of the source's element
     # count. It tests "same shape" rather than "no offset", so a dst_offset that happens to restore
     # the source shape is ignored on this path: pymli does the same.
-    dense = 1
-    single = True
-    for i in range(rank - 1, -1, -1):
-        single &= src_strides[i] == dense and dst.mem_stride[i] == dense and src_shape[i] == dst.shape[i]
-        single &= no_padding and perm[i] == i and cfg.sub_sample_step[i] == 1
-        dense *= src_shape[i]
+    single = no_padding and src_shape == dst_shape and src_strides == dst_strides and perm == _IDENTITY[rank] \
+        and cfg.sub_sample_step[:rank] == _ONES[rank] and src_strides == dense_strides(src_shape)
     if single:
         n = math.prod(src_shape)
         if n > s_el.shape[0] or n > d_el.shape[0]:
@@ -277,11 +271,10 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
             d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
         return write_dense
     try:
-        block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, cfg.padding_pre,
+        block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, pre,
                            write_size, bounds_check=not no_padding)
     except IndexError as e:
         fail(Status.BAD_FUNC_CFG, str(e))
-    dst_strides = [int(s) for s in dst.mem_stride[:rank]]
     base = sum(cfg.dst_offset[i] * dst_strides[i] for i in range(rank))
     mn, mx = flat_extent(base, write_size, dst_strides)
     if mn < 0 or mx >= d_el.shape[0]:
@@ -293,6 +286,22 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape
             view = np.lib.stride_tricks.as_strided(d_el[base:], shape=write_size, strides=[s * it for s in dst_strides])
             view[...] = block
     return write_block
+
+
+_IDENTITY = [list(range(r)) for r in range(MLI_MAX_RANK + 1)]
+_ONES = [[1] * r for r in range(MLI_MAX_RANK + 1)]
+
+
+def _elements(buf: np.ndarray, es: int) -> np.ndarray:
+    """``buf``'s memory as ``es``-byte raw elements (:func:`raw_elements`); an integer array of that
+    element size is its own view (the same bytes, no new view needed)."""
+    if type(buf) is np.ndarray and buf.ndim == 1 and buf.dtype.itemsize == es and buf.dtype.kind in "iu" \
+            and buf.flags.c_contiguous:
+        return buf
+    try:
+        return raw_elements(buf, es)
+    except ValueError as e:
+        fail(Status.BAD_TENSOR, str(e))
 
 
 # ---------------------------------------------------------------------------- synchronous API
@@ -358,10 +367,15 @@ def _start(h: MovHandle) -> None:
     """Body of ``mli_mov_start``."""
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
-    h.state = MovState.DONE
     cb, cookie = _POOL.callbacks[int(h.dma_ch)]
+    before = h.state
+    h.state = MovState.DONE
     if cb is not None and callable(cb):
-        cb(cookie)
+        try:
+            cb(cookie)
+        except BaseException:
+            h.state = before  # a failing callback fails the call: the handle keeps its state
+            raise
 
 
 @_resets_pool
@@ -444,31 +458,35 @@ def _release(h: MovHandle) -> None:
 
 
 # ---------------------------------------------------------------------------- cfg builders
-def _reset_cfg(cfg: MovCfg, perm: Sequence[int] | None = None) -> None:
+# Each builder computes every field before it assigns any: a failure (a NULL array) leaves the
+# caller's cfg untouched whether or not the entry guard gave the function a shadow.
+def _four(values: Any, conv: Callable[[int], int], fill: Sequence[int]) -> list[int]:
+    return [conv(v) for v in c_array_field(values, MLI_MAX_RANK, fill)]
+
+
+def _fill(cfg: MovCfg, **fields: list[int]) -> None:
+    """Assign the fields of a freshly built cfg: the plain-copy defaults, then ``fields``."""
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    cfg.offset, cfg.size, cfg.dst_offset, cfg.dst_mem_stride = _zeros4(), _zeros4(), _zeros4(), _zeros4()
-    cfg.sub_sample_step = _ones4()
-    cfg.perm_dim = _identity4() if perm is None else [as_u8(v) for v in c_array_field(perm, MLI_MAX_RANK, _identity4())]
-    cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
+    new = {"offset": _zeros4(), "size": _zeros4(), "sub_sample_step": _ones4(), "dst_offset": _zeros4(),
+           "dst_mem_stride": _zeros4(), "perm_dim": _identity4(), "padding_pre": _zeros4(), "padding_post": _zeros4()}
+    new.update(fields)
+    for k, v in new.items():
+        setattr(cfg, k, v)
 
 
-def _set(cfg: MovCfg, name: str, values: Any, conv: Callable[[int], int], fill: Sequence[int]) -> None:
-    setattr(cfg, name, [conv(v) for v in c_array_field(values, MLI_MAX_RANK, fill)])
-
-
-def _set_pad2d(cfg: MovCfg, h_dim: int, w_dim: int, padleft: int, padright: int, padtop: int, padbot: int) -> None:
-    cfg.padding_pre[w_dim] = as_u8(padleft)
-    cfg.padding_post[w_dim] = as_u8(padright)
-    cfg.padding_pre[h_dim] = as_u8(padtop)
-    cfg.padding_post[h_dim] = as_u8(padbot)
+def _pad2d(h_dim: int, w_dim: int, padleft: int, padright: int, padtop: int,
+           padbot: int) -> dict[str, list[int]]:
+    pre, post = _zeros4(), _zeros4()
+    pre[w_dim], post[w_dim], pre[h_dim], post[h_dim] = as_u8(padleft), as_u8(padright), as_u8(padtop), as_u8(padbot)
+    return {"padding_pre": pre, "padding_post": post}
 
 
 @_resets_pool
 @mli_function()
 def mli_mov_cfg_for_copy(cfg: MovCfg) -> Status:
     """Fill ``cfg`` for a plain copy."""
-    _reset_cfg(cfg)
+    _fill(cfg)
     return Status.OK
 
 
@@ -477,10 +495,8 @@ def mli_mov_cfg_for_copy(cfg: MovCfg) -> Status:
 def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[int],
                           dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy the block ``offsets .. offsets + sizes`` (size 0: to the end)."""
-    _reset_cfg(cfg)
-    _set(cfg, "offset", offsets, as_u32, _zeros4())
-    _set(cfg, "size", sizes, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, offset=_four(offsets, as_u32, ZEROS4), size=_four(sizes, as_u32, ZEROS4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -488,9 +504,7 @@ def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[i
 @mli_function()
 def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy a whole tensor to position ``dst_offsets`` of a larger one."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, dst_offset=_four(dst_offsets, as_u32, ZEROS4), dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -498,9 +512,8 @@ def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stri
 @mli_function()
 def mli_mov_cfg_for_subsample(cfg: MovCfg, sub_sample_step: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to keep every ``sub_sample_step[d]``-th element of each dimension."""
-    _reset_cfg(cfg)
-    _set(cfg, "sub_sample_step", sub_sample_step, as_u32, _ones4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, sub_sample_step=_four(sub_sample_step, as_u32, ONES4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -508,7 +521,7 @@ def mli_mov_cfg_for_subsample(cfg: MovCfg, sub_sample_step: Sequence[int], dst_m
 @mli_function()
 def mli_mov_cfg_for_permute(cfg: MovCfg, perm_dim: Sequence[int]) -> Status:
     """Fill ``cfg`` to reorder dimensions (``perm_dim[i]`` = source dimension of output dimension i)."""
-    _reset_cfg(cfg, perm_dim)
+    _fill(cfg, perm_dim=_four(perm_dim, as_u8, IDENTITY4))
     return Status.OK
 
 
@@ -517,9 +530,8 @@ def mli_mov_cfg_for_permute(cfg: MovCfg, perm_dim: Sequence[int]) -> Status:
 def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad a CHW feature map (H = dim 1, W = dim 2)."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set_pad2d(cfg, _CHW_H, _CHW_W, padleft, padright, padtop, padbot)
+    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
+          **_pad2d(_CHW_H, _CHW_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 
@@ -528,9 +540,8 @@ def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padt
 def mli_mov_cfg_for_padding2d_hwc(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad an HWC feature map (H = dim 0, W = dim 1)."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
+    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
+          **_pad2d(_HWC_H, _HWC_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 
@@ -540,16 +551,10 @@ def mli_mov_cfg_all(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[int], s
                     dst_offsets: Sequence[int], dst_mem_stride: Sequence[int], perm_dim: Sequence[int],
                     padleft: int, padright: int, padtop: int, padbot: int) -> Status:
     """Fill every field of ``cfg``; the padding goes to the H/W dimensions of an HWC map (0 and 1)."""
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
-    _set(cfg, "offset", offsets, as_u32, _zeros4())
-    _set(cfg, "size", sizes, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
-    _set(cfg, "sub_sample_step", subsample_step, as_u32, _ones4())
-    _set(cfg, "perm_dim", perm_dim, as_u8, _identity4())
-    _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
+    _fill(cfg, offset=_four(offsets, as_u32, ZEROS4), size=_four(sizes, as_u32, ZEROS4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4), dst_offset=_four(dst_offsets, as_u32, ZEROS4),
+          sub_sample_step=_four(subsample_step, as_u32, ONES4), perm_dim=_four(perm_dim, as_u8, IDENTITY4),
+          **_pad2d(_HWC_H, _HWC_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 

@@ -550,6 +550,45 @@ def _fast_cfg(cfg: Any, cls: type) -> bool:
     return True
 
 
+# The data-movement structs: the capi functions that fill them (``mli_mov_cfg_for_*``, the handle
+# calls) compute every field before assigning any, so a canonical struct needs no shadow.
+_INT_ONLY = {int}
+_MOV_U32 = operator.attrgetter("offset", "size", "sub_sample_step", "dst_offset")
+_MOV_U8 = operator.attrgetter("perm_dim", "padding_pre", "padding_post")
+
+
+def _fast_mov_cfg(cfg: Any) -> bool:
+    """A ``MovCfg`` whose eight arrays are lists of at most 4 Python ints within their C types."""
+    if type(cfg).__name__ != "MovCfg":
+        return False
+    try:
+        u32, u8, i32 = _MOV_U32(cfg), _MOV_U8(cfg), cfg.dst_mem_stride
+    except AttributeError:
+        return False
+    for v in (*u32, *u8, i32):
+        if type(v) is not list or len(v) > MLI_MAX_RANK:
+            return False
+    # Concatenated once: one type test and one min / max per C type (0 keeps the lists non-empty).
+    a32, a8 = [0, *u32[0], *u32[1], *u32[2], *u32[3]], [0, *u8[0], *u8[1], *u8[2]]
+    if set(map(type, a32)) != _INT_ONLY or set(map(type, a8)) != _INT_ONLY:
+        return False
+    if min(a32) < 0 or max(a32) > 4294967295 or min(a8) < 0 or max(a8) > 255:
+        return False
+    return not i32 or (set(map(type, i32)) == _INT_ONLY and min(i32) >= -2147483648 and max(i32) <= 2147483647)
+
+
+def _fast_mov_handle(h: Any) -> bool:
+    """A ``MovHandle`` with Python int channels within int32 and a ``MovState`` member."""
+    if type(h).__name__ != "MovHandle":
+        return False
+    d = getattr(h, "__dict__", None)
+    if d is None:
+        return False
+    ch, n, st = d.get("dma_ch"), d.get("num_ch"), d.get("state")
+    return (type(ch) is int and type(n) is int and -2147483648 <= ch <= 2147483647 and -2147483648 <= n <= 2147483647
+            and type(st) is _enum_types(type(h))["state"])
+
+
 def _fast_ints(v: Any, rng: tuple[int, int], n: int | None) -> bool:
     if type(v) is not list or (n is not None and len(v) > n):
         return False
@@ -766,8 +805,10 @@ def _fast_check(p: str, kind: str, name: str, limit: int, copies: bool, buffers:
         return (lambda a: False) if out_lut else _fast_lut
     if kind.startswith("cfg:"):
         cls_name = kind[4:]
-        if cls_name in ("MovCfg", "MovHandle"):
-            return lambda a: False
+        if cls_name == "MovCfg":
+            return _fast_mov_cfg
+        if cls_name == "MovHandle":
+            return _fast_mov_handle
         return lambda a: a is not None and type(a).__name__ == cls_name and _fast_cfg(a, type(a))
     if kind == "int":
         lo, hi = rng  # type: ignore[misc]
