@@ -152,8 +152,67 @@ def _u32(v: int) -> int:
     return v if 0 <= v <= 0xFFFFFFFF else as_u32(v)
 
 
-def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
-    """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
+class _Move:
+    """One checked move (``mli_mov_prepare`` once its checks have passed): the destination struct's new
+    fields and how to write the data and per-axis parameters.
+
+    It holds no array of the arguments: :meth:`write` reads their buffers when it runs, so a
+    memoised move (see :mod:`pymli.checks.entry`) keeps no buffer alive. The blocks a strided or
+    per-axis move computed while checking serve the first write only; later writes recompute them.
+    """
+
+    __slots__ = ("fields", "es", "n", "block", "block_args", "base", "write_size", "dst_strides", "quant", "qblocks")
+
+    def __init__(self, fields: dict[str, Any], es: int) -> None:
+        self.fields = fields
+        self.es = es
+        self.n: int | None = None  # element count of the single dense copy, None for a strided move
+        self.block: np.ndarray | None = None
+        self.block_args: tuple[Any, ...] = ()
+        self.base = 0
+        self.write_size: list[int] = []
+        self.dst_strides: list[int] = []
+        self.quant: list[tuple[str, int, int, tuple[Any, ...]]] = []  # (field, pad value, start, move_block args)
+        self.qblocks: list[np.ndarray] | None = None
+
+    def write(self, src: Tensor, dst: Tensor) -> None:
+        """Write the data, the per-axis parameters and the struct fields of ``dst`` (no check fails here)."""
+        es = self.es
+        s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
+        if s_el.dtype != d_el.dtype:
+            s_el = s_el.view(d_el.dtype)  # signed / unsigned views of the same size: the bytes, no cast
+        n = self.n
+        # The per-axis writes come first: the data is read before them (one pass when there are none).
+        if n is not None:
+            values = np.array(s_el[:n]) if self.quant else s_el[:n]
+        else:
+            values = self.block if self.block is not None else move_block(s_el, *self.block_args[0],
+                                                                             **self.block_args[1])
+            self.block = None
+        if self.quant:
+            qblocks = self.qblocks if self.qblocks is not None else [
+                move_block(np.asarray(getattr(src, name)).reshape(-1), *args, bounds_check=True, pad_value=pad)
+                for name, pad, _, args in self.quant]
+            self.qblocks = None
+            for (name, _, start, _), blk in zip(self.quant, qblocks):
+                getattr(dst, name).reshape(-1)[start: start + blk.shape[0]] = blk
+        if n is not None:
+            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
+        elif values.size:
+            it = d_el.itemsize
+            view = np.lib.stride_tricks.as_strided(d_el[self.base:], shape=self.write_size,
+                                                   strides=[x * it for x in self.dst_strides])
+            view[...] = values
+        vars(dst).update(self.fields)
+
+
+def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _Move:
+    """The checks of ``mli_mov_prepare`` and the move they allow (nothing is written).
+
+    ``reuse``: ``dst`` is the caller's own canonical struct (the guard's planned path): a new
+    ``shape`` / ``mem_stride`` equal to the current list keeps that list object, so a repeated move
+    leaves the struct as the memo's snapshot saw it.
+    """
     cfg = check_data_movement(src, cfg, dst)
     rank = int(src.rank)
     if rank < 1:
@@ -177,7 +236,9 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     # C fills the destination struct, then checks it. pymli collects the new fields and writes
     # nothing (struct, per-axis arrays or data) before every check has passed.
     fields: dict[str, Any] = {"rank": rank, "el_type": src.el_type, "shape": new_shape}
-    quant_writes = _fill_quant(src, cfg, dst, fields, perm, write_size)
+    es = src.el_type.size
+    move = _Move(fields, es)
+    _fill_quant(src, cfg, dst, move, perm, write_size)
     dms = cfg.dst_mem_stride
     strides = [0] * rank
     for i in range(rank - 1, -1, -1):
@@ -191,25 +252,29 @@ def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
     # check_tensor of the filled struct (its data pointer and capacity are the destination's).
     if dst.data is None:
         fail(Status.BAD_TENSOR, "NULL data pointer")
-    check_tensor_private(new_shape, strides, rank, dst.capacity, src.el_type.size)
-    write_data = _copy_data(src, cfg, dst, new_shape, strides, perm, src_shape, src_strides, write_size,
-                            snapshot=bool(quant_writes))
-    h.state = MovState.PREPARED
-    for arr, start, blk in quant_writes:
-        arr.reshape(-1)[start: start + blk.shape[0]] = blk
-    write_data()
-    vars(dst).update(fields)
+    check_tensor_private(new_shape, strides, rank, dst.capacity, es)
+    _plan_data(move, src, cfg, dst, new_shape, strides, perm, src_shape, src_strides, write_size)
+    if reuse:
+        cur = vars(dst)
+        for k in ("shape", "mem_stride"):
+            c = cur.get(k)
+            if type(c) is list and c == fields[k] and set(map(type, c)) <= _INT:
+                fields[k] = c
+    return move
 
 
-def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, fields: dict[str, Any], perm: list[int],
-                write_size: list[int]) -> list[tuple[np.ndarray, int, np.ndarray]]:
-    """Element parameters of the destination struct ``dst``, added to ``fields`` (per-axis arrays
-    moved like the data, C's way). Returns the writes into the destination's per-axis arrays (array,
-    start, values), to be made once every check has passed."""
+_INT = {int}
+
+
+def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, move: _Move, perm: list[int], write_size: list[int]) -> None:
+    """Element parameters of the destination struct ``dst``, added to ``move.fields`` (per-axis arrays
+    moved like the data, C's way), and the writes into the destination's per-axis arrays, made by
+    ``move.write`` once every check has passed."""
+    fields = move.fields
     if not (src.el_type.is_sa and src.dim != -1):
         fields.update(frac_bits=src.frac_bits, dim=src.dim, zero_point=src.zero_point, scale=src.scale,
                       scale_frac_bits=src.scale_frac_bits)
-        return []
+        return
     dim = dst.dim
     for d, p in enumerate(perm):
         if p == src.dim:
@@ -220,40 +285,34 @@ def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, fields: dict[str, Any], p
             fail(Status.SPEC_PARAM_MISMATCH, "the quantisation axis is not a destination dimension")
         qd, qs = dim, src.dim
         n = write_size[qd]
+        start = cfg.dst_offset[qd]
+        args = ([int(src.shape[qs])], [1], [0], [cfg.offset[qs]], [cfg.sub_sample_step[qs]], [cfg.padding_pre[qs]], [n])
         blocks = []
         for name, pad in (("scale", 1), ("zero_point", 0), ("scale_frac_bits", 0)):
             s = np.asarray(getattr(src, name)).reshape(-1)
             try:
-                blk = move_block(s, [int(src.shape[qs])], [1], [0], [cfg.offset[qs]], [cfg.sub_sample_step[qs]],
-                                 [cfg.padding_pre[qs]], [n], bounds_check=True, pad_value=pad)
+                blk = move_block(s, *args, bounds_check=True, pad_value=pad)
             except IndexError as e:
                 fail(Status.BAD_TENSOR, f"per-axis {name}: {e}")
             d = getattr(dst, name)
-            if cfg.dst_offset[qd] + n > d.shape[0]:
+            if start + n > d.shape[0]:
                 fail(Status.NOT_ENGH_MEM, f"destination per-axis {name} holds {d.shape[0]} values, "
-                                          f"{cfg.dst_offset[qd] + n} needed")
-            blocks.append((d, cfg.dst_offset[qd], blk))
-        return blocks
+                                          f"{start + n} needed")
+            blocks.append(blk)
+            move.quant.append((name, pad, start, args))
+        move.qblocks = blocks
+        return
     fields.update(scale=src.scale, zero_point=src.zero_point, scale_frac_bits=src.scale_frac_bits)
-    return []
 
 
-def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: list[int], dst_strides: list[int], perm: list[int],
-               src_shape: list[int], src_strides: list[int], write_size: list[int], *,
-               snapshot: bool) -> Callable[[], None]:
-    """Check and plan the data copy into ``dst`` (whose new shape and strides are given); returns the
-    function that performs it.
-
-    ``snapshot``: other writes (the per-axis parameters) come first, so the dense copy reads the
-    source now; otherwise it reads it when it writes (one pass over the data, not two).
-    """
+def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: list[int], dst_strides: list[int],
+               perm: list[int], src_shape: list[int], src_strides: list[int], write_size: list[int]) -> None:
+    """Check the data copy into ``dst`` (whose new shape and strides are given) and record it in ``move``."""
     rank = len(perm)
-    es = src.el_type.size
+    es = move.es
     if es == 0:
         fail(Status.TYPE_MISMATCH, f"{src.el_type.c_name} has no container")
     s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
-    if s_el.dtype != d_el.dtype:
-        s_el = s_el.view(d_el.dtype)  # signed / unsigned views of the same size: copy the bytes, no cast
     pre, post = cfg.padding_pre, cfg.padding_post
     no_padding = not any(pre[:rank]) and not any(post[:rank])
     # The C library moves a dense, unmodified tensor with one memcpy of the source's element
@@ -265,27 +324,21 @@ def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: list[int], dst_
         n = math.prod(src_shape)
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
-        values = np.array(s_el[:n]) if snapshot else s_el[:n]
-
-        def write_dense() -> None:
-            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
-        return write_dense
+        move.n = n
+        return
+    move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),
+                        write_size), {"bounds_check": not no_padding})
+    if s_el.dtype != d_el.dtype:
+        s_el = s_el.view(d_el.dtype)
     try:
-        block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, pre,
-                           write_size, bounds_check=not no_padding)
+        move.block = move_block(s_el, *move.block_args[0], **move.block_args[1])
     except IndexError as e:
         fail(Status.BAD_FUNC_CFG, str(e))
     base = sum(cfg.dst_offset[i] * dst_strides[i] for i in range(rank))
     mn, mx = flat_extent(base, write_size, dst_strides)
     if mn < 0 or mx >= d_el.shape[0]:
         fail(Status.NOT_ENGH_MEM, f"move writes elements {mn}..{mx} outside the destination buffer")
-
-    def write_block() -> None:
-        if block.size:
-            it = d_el.itemsize
-            view = np.lib.stride_tricks.as_strided(d_el[base:], shape=write_size, strides=[s * it for s in dst_strides])
-            view[...] = block
-    return write_block
+    move.base, move.write_size, move.dst_strides = base, write_size, dst_strides
 
 
 _IDENTITY = [list(range(r)) for r in range(MLI_MAX_RANK + 1)]
@@ -304,9 +357,41 @@ def _elements(buf: np.ndarray, es: int) -> np.ndarray:
         fail(Status.BAD_TENSOR, str(e))
 
 
+def _planned(plan: Callable[..., Callable[..., Any]]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a capi function its planner (checks, then the function that writes; see
+    :mod:`pymli.checks.entry`, "the memo")."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__mli_plan__ = plan  # type: ignore[attr-defined]
+        return fn
+    return deco
+
+
 # ---------------------------------------------------------------------------- synchronous API
+def _sync_plan(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Callable[..., Status]:
+    """The checks of ``mli_mov_tensor_sync`` (a free channel block, then ``mli_mov_prepare``'s); returns
+    the function of the same arguments that moves (the pool is read again there: it is no argument)."""
+    if _free_block(0) is None:
+        fail(Status.NOT_ENGH_MEM, "no block of 0 free DMA channels in the pool")
+    move = _plan_move(src, cfg, dst, reuse)
+
+    def run(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
+        h = MovHandle()
+        _acquire(0, h)
+        try:
+            _check_channel(h)  # mli_mov_start's check, made before anything is written
+            h.state = MovState.PREPARED
+            move.write(src, dst)
+            _start(h)
+            _wait(h)
+        finally:
+            _release(h)
+        return Status.OK
+    return run
+
+
 @_resets_pool
 @mli_function()
+@_planned(_sync_plan)
 def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Copy ``src`` into ``dst`` as ``cfg`` describes and wait for the end (blocking move).
 
@@ -321,25 +406,27 @@ def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     Raises:
         MliError: as the C library's checked build, or NOT_ENGH_MEM when no DMA channel is free.
     """
-    # The arguments are normalised once, here: the steps run the public functions' bodies directly.
-    h = MovHandle()
-    _acquire(0, h)
-    try:
-        _prepare(h, src, cfg, dst)
-        _start(h)
-        _wait(h)
-    finally:
-        _release(h)
-    return Status.OK
+    return _sync_plan(src, cfg, dst, reuse=False)(src, cfg, dst)
 
 
 # ---------------------------------------------------------------------------- asynchronous API
+def _prepare_plan(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Callable[..., Status]:
+    """The checks of ``mli_mov_prepare``; returns the function of the same arguments that moves."""
+    move = _plan_move(src, cfg, dst, reuse)
+
+    def run(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
+        h.state = MovState.PREPARED
+        move.write(src, dst)
+        return Status.OK
+    return run
+
+
 @_resets_pool
 @mli_function()
+@_planned(_prepare_plan)
 def mli_mov_prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Prepare (on this host build: perform) the move of ``src`` into ``dst``; ``h`` becomes PREPARED."""
-    _prepare(h, src, cfg, dst)
-    return Status.OK
+    return _prepare_plan(h, src, cfg, dst, reuse=False)(h, src, cfg, dst)
 
 
 @_resets_pool
@@ -363,10 +450,14 @@ def mli_mov_start(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status
     return Status.OK
 
 
-def _start(h: MovHandle) -> None:
-    """Body of ``mli_mov_start``."""
+def _check_channel(h: MovHandle) -> None:
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
+
+
+def _start(h: MovHandle) -> None:
+    """Body of ``mli_mov_start``."""
+    _check_channel(h)
     cb, cookie = _POOL.callbacks[int(h.dma_ch)]
     before = h.state
     h.state = MovState.DONE
@@ -427,17 +518,24 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
     return Status.OK
 
 
-def _acquire(num_ch: int, h: MovHandle) -> None:
-    """Body of ``mli_mov_acquire_handle``."""
+def _free_block(num_ch: int) -> int | None:
+    """First channel of the first block of ``num_ch`` adjacent available channels in the pool, or None."""
     for i in range(_POOL.base_channel, _POOL.base_channel + _POOL.pool_size):
         if all(_POOL.channel(i + k) == _Pool.AVAILABLE for k in range(num_ch)):
-            h.state = MovState.OPEN
-            h.dma_ch = i
-            h.num_ch = num_ch
-            for k in range(num_ch):
-                _POOL.set_channel(i + k, _Pool.IN_USE)
-            return
-    fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
+            return i
+    return None
+
+
+def _acquire(num_ch: int, h: MovHandle) -> None:
+    """Body of ``mli_mov_acquire_handle``."""
+    i = _free_block(num_ch)
+    if i is None:
+        fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
+    h.state = MovState.OPEN
+    h.dma_ch = i
+    h.num_ch = num_ch
+    for k in range(num_ch):
+        _POOL.set_channel(i + k, _Pool.IN_USE)
 
 
 @_resets_pool
