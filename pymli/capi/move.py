@@ -161,12 +161,15 @@ class _Move:
     per-axis move computed while checking serve the first write only; later writes recompute them.
     """
 
-    __slots__ = ("fields", "es", "n", "block", "block_args", "base", "write_size", "dst_strides", "quant", "qblocks")
+    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant", "qblocks")
 
     def __init__(self, fields: dict[str, Any], es: int) -> None:
         self.fields = fields
         self.es = es
         self.n: int | None = None  # element count of the single dense copy, None for a strided move
+        # The dense copy between two buffers of the same integer dtype (the element size), with no
+        # per-axis writes: the arrays' own elements (the memo's snapshot keeps the same arrays).
+        self.direct = False
         self.block: np.ndarray | None = None
         self.block_args: tuple[Any, ...] = ()
         self.base = 0
@@ -177,11 +180,15 @@ class _Move:
 
     def write(self, src: Tensor, dst: Tensor) -> None:
         """Write the data, the per-axis parameters and the struct fields of ``dst`` (no check fails here)."""
+        n = self.n
+        if self.direct:
+            dst.data[:n] = src.data[:n]
+            vars(dst).update(self.fields)
+            return
         es = self.es
         s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
         if s_el.dtype != d_el.dtype:
             s_el = s_el.view(d_el.dtype)  # signed / unsigned views of the same size: the bytes, no cast
-        n = self.n
         # The per-axis writes come first: the data is read before them (one pass when there are none).
         if n is not None:
             values = np.array(s_el[:n]) if self.quant else s_el[:n]
@@ -325,6 +332,7 @@ def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: li
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
         move.n = n
+        move.direct = not move.quant and s_el is src.data and d_el is dst.data and s_el.dtype is d_el.dtype
         return
     move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),
                         write_size), {"bounds_check": not no_padding})
@@ -375,16 +383,17 @@ def _sync_plan(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Cal
     move = _plan_move(src, cfg, dst, reuse)
 
     def run(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
-        h = MovHandle()
-        _acquire(0, h)
-        try:
-            _check_channel(h)  # mli_mov_start's check, made before anything is written
-            h.state = MovState.PREPARED
-            move.write(src, dst)
-            _start(h)
-            _wait(h)
-        finally:
-            _release(h)
+        # acquire (0 channels: the pool's base channel, none taken), prepare, start, wait, release
+        # on a handle of its own, which no one else sees: only the pool and the callback matter.
+        ch = _free_block(0)
+        if ch is None:
+            fail(Status.NOT_ENGH_MEM, "no block of 0 free DMA channels in the pool")
+        if not 0 <= ch < MAX_DMA_CHAN:  # mli_mov_start's check, made before anything is written
+            fail(Status.ARGUMENT_ERROR, f"handle channel {ch} outside 0..{MAX_DMA_CHAN - 1}")
+        move.write(src, dst)
+        cb, cookie = _POOL.callbacks[ch]
+        if cb is not None and callable(cb):
+            cb(cookie)
         return Status.OK
     return run
 
@@ -520,6 +529,8 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
 
 def _free_block(num_ch: int) -> int | None:
     """First channel of the first block of ``num_ch`` adjacent available channels in the pool, or None."""
+    if num_ch == 0:  # the empty block: the base channel of a non-empty pool
+        return _POOL.base_channel if _POOL.pool_size > 0 else None
     for i in range(_POOL.base_channel, _POOL.base_channel + _POOL.pool_size):
         if all(_POOL.channel(i + k) == _Pool.AVAILABLE for k in range(num_ch)):
             return i

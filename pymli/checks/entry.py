@@ -45,6 +45,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import itertools
 import operator
 import typing
 import weakref
@@ -688,30 +689,36 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, str, Any], ...]]:
-    """The fields of a cfg class read at once from its ``__dict__``, and the nested structs and lists
-    among them: ``(position, "struct" | "ints", class)``."""
+def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, Any], ...],
+                                    Callable[[tuple[Any, ...]], tuple[Any, ...]] | None]:
+    """The fields of a cfg class read at once from its ``__dict__``, its nested structs
+    ``(position, class)`` and the getter of its list fields from those fields (None: no list)."""
     spec = _fast_spec(cls)
     names = [k for k, _, _ in spec]
     get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
-    return get, tuple((i, kind, x) for i, (_, kind, x) in enumerate(spec) if kind in ("struct", "ints"))
+    lists = [i for i, (_, kind, _) in enumerate(spec) if kind == "ints"]
+    get_lists = None
+    if lists:
+        get_lists = operator.itemgetter(*lists) if len(lists) > 1 else (lambda f, i=lists[0]: (f[i],))
+    return get, tuple((i, x) for i, (_, kind, x) in enumerate(spec) if kind == "struct"), get_lists
 
 
 def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
     if type(cfg) is not cls:
         raise _NoMemo
-    get, nested = _cfg_getter(cls)
+    get, nested, get_lists = _cfg_getter(cls)
     f = get(cfg.__dict__)
     ident += f
-    for i, kind, x in nested:
-        v = f[i]
-        if kind == "struct":
-            _snap_cfg(v, x, ident)
-        elif type(v) is not list:
-            raise _NoMemo
-        else:
-            ident.append(len(v))
-            ident += v
+    for i, x in nested:
+        _snap_cfg(f[i], x, ident)
+    if get_lists is not None:
+        lists = get_lists(f)
+        for v in lists:
+            if type(v) is not list:
+                raise _NoMemo
+        # Lengths, then every entry (by identity: a large int recomputed equal is only a miss).
+        ident += map(len, lists)
+        ident += itertools.chain.from_iterable(lists)
 
 
 def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
