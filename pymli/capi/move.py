@@ -334,8 +334,9 @@ def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: li
         move.n = n
         move.direct = not move.quant and s_el is src.data and d_el is dst.data and s_el.dtype is d_el.dtype
         return
+    # Without padding the block is a view of the source, assigned at once (no intermediate copy).
     move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),
-                        write_size), {"bounds_check": not no_padding})
+                        write_size), {"bounds_check": not no_padding, "copy": not no_padding or bool(move.quant)})
     if s_el.dtype != d_el.dtype:
         s_el = s_el.view(d_el.dtype)
     try:

@@ -67,7 +67,10 @@ def c_array_field(values: Any, n: int, fill: Sequence[int]) -> list[int]:
     """
     if values is None:
         fail(Status.BAD_FUNC_CFG, "NULL array argument")
-    vals = [int(v) for v in np.asarray(values).reshape(-1)[:n]]
+    if type(values) is list and set(map(type, values[:n])) <= _INT:
+        vals = values[:n]  # a flat list of Python ints: what the conversion below would give
+    else:
+        vals = [int(v) for v in np.asarray(values).reshape(-1)[:n]]
     return vals + list(fill[len(vals):n])
 
 
