@@ -587,7 +587,7 @@ def _fast_mov_handle(h: Any) -> bool:
         return False
     ch, n, st = d.get("dma_ch"), d.get("num_ch"), d.get("state")
     return (type(ch) is int and type(n) is int and -2147483648 <= ch <= 2147483647 and -2147483648 <= n <= 2147483647
-            and type(st) is _enum_types(type(h))["state"])
+            and type(st) is _enum_types(type(h)).get("state"))
 
 
 def _fast_ints(v: Any, rng: tuple[int, int], n: int | None) -> bool:
