@@ -9,6 +9,12 @@ and the state every recorded golden call started from).
 Copies are raw memory moves of the source element size: the destination takes the source element
 type and parameters, never a conversion. The destination struct is filled as the C function does
 (rank, element type, shape, mem_stride, quantisation), before its own validity check.
+
+``mli_mov_tensor_sync`` and ``mli_mov_prepare`` are planned (:mod:`pymli.checks.entry`, "the memo"):
+their checks and the destination's new fields are derived once per argument snapshot; a repeated
+move with unchanged structs runs only the write (and, for the synchronous move, the pool and the
+callback, which are no arguments). ``MovCfg`` and ``MovHandle`` take the guard's fast path: every
+function that fills one computes all its fields before it assigns any.
 """
 
 from __future__ import annotations
@@ -387,6 +393,8 @@ def _sync_plan(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Cal
         # acquire (0 channels: the pool's base channel, none taken), prepare, start, wait, release
         # on a handle of its own, which no one else sees: only the pool and the callback matter.
         ch = _free_block(0)
+        if ch is None or not 0 <= ch < MAX_DMA_CHAN:
+            move.block = move.qblocks = None  # a kept plan holds no view of the source
         if ch is None:
             fail(Status.NOT_ENGH_MEM, "no block of 0 free DMA channels in the pool")
         if not 0 <= ch < MAX_DMA_CHAN:  # mli_mov_start's check, made before anything is written
