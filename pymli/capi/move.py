@@ -153,21 +153,17 @@ def _resets_pool(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # ---------------------------------------------------------------------------- transfer
-def _u32(v: int) -> int:
-    """``(uint32_t)v`` for a Python int (no call when already in range)."""
-    return v if 0 <= v <= 0xFFFFFFFF else as_u32(v)
-
-
 class _Move:
     """One checked move (``mli_mov_prepare`` once its checks have passed): the destination struct's new
     fields and how to write the data and per-axis parameters.
 
-    It holds no array of the arguments: :meth:`write` reads their buffers when it runs, so a
-    memoised move (see :mod:`pymli.checks.entry`) keeps no buffer alive. The blocks a strided or
+    It holds no data buffer (only the new field values): :meth:`write` reads the arguments' buffers
+    when it runs, so a memoised move (see :mod:`pymli.checks.entry`) keeps no buffer alive. The blocks a strided or
     per-axis move computed while checking serve the first write only; later writes recompute them.
     """
 
-    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant", "qblocks")
+    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant",
+                 "qblocks")
 
     def __init__(self, fields: dict[str, Any], es: int) -> None:
         self.fields = fields
@@ -240,9 +236,9 @@ def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _M
 
     src_shape = [int(x) for x in src.shape[:rank]]
     src_strides = src.strides()
-    write_size = [_u32(copy_size(src, cfg, p) + step[p] - 1) // step[p] for p in perm]
+    write_size = [as_u32(copy_size(src, cfg, p) + step[p] - 1) // step[p] for p in perm]
     dst_offset = cfg.dst_offset
-    new_shape = [_u32(w + dst_offset[i]) for i, w in enumerate(write_size)]
+    new_shape = [as_u32(w + dst_offset[i]) for i, w in enumerate(write_size)]
     old_ms = dst.mem_stride
     n_old = len(old_ms)
 

@@ -125,6 +125,12 @@ def _plain(seed: int, fn: str) -> tuple:
     return out
 
 
+def _args(fn: str, src: Tensor, cfg: dict[str, list[int]], dst: Tensor) -> tuple:
+    if fn == "sync":
+        return src, MovCfg(**cfg), dst
+    return MovHandle(state=MovState.OPEN), src, MovCfg(**cfg), dst
+
+
 @pytest.mark.parametrize("platform", ["vpx", "em"])
 @pytest.mark.parametrize("fn", ["sync", "prepare"])
 def test_fast_and_memo_paths_match_the_normaliser(platform: str, fn: str) -> None:
@@ -136,7 +142,7 @@ def test_fast_and_memo_paths_match_the_normaliser(platform: str, fn: str) -> Non
             want = _plain(seed, fn)
             # the fast path without the memo
             src, cfg, dst = _case(seed)
-            args = (src, MovCfg(**cfg), dst) if fn == "sync" else (MovHandle(state=MovState.OPEN), src, MovCfg(**cfg), dst)
+            args = _args(fn, src, cfg, dst)
             was = memo_enabled(False)
             try:
                 assert _outcome(lambda: func(*args), dst) == want, seed
@@ -145,7 +151,7 @@ def test_fast_and_memo_paths_match_the_normaliser(platform: str, fn: str) -> Non
             # the memo: the destination's buffer is restored before each call, its struct is left
             # as the previous call wrote it (the second call plans again, the third replays)
             src, cfg, dst = _case(seed)
-            args = (src, MovCfg(**cfg), dst) if fn == "sync" else (MovHandle(state=MovState.OPEN), src, MovCfg(**cfg), dst)
+            args = _args(fn, src, cfg, dst)
             initial = dst.data.copy()
             key = tuple(map(id, args))
             runs = []
