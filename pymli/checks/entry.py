@@ -59,7 +59,7 @@ from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Lut, Tensor
 
-__all__ = ["guard", "check_budget", "enum_lookup", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
+__all__ = ["guard", "check_budget", "enum_lookup", "canonical_mov_cfg", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
            "memo_enabled"]
 
 C_RANGES: dict[str, tuple[int, int]] = {
@@ -558,8 +558,16 @@ _MOV_U32 = operator.attrgetter("offset", "size", "sub_sample_step", "dst_offset"
 _MOV_U8 = operator.attrgetter("perm_dim", "padding_pre", "padding_post")
 
 
-def _fast_mov_cfg(cfg: Any) -> bool:
-    """A ``MovCfg`` whose eight arrays are lists of at most 4 Python ints within their C types."""
+def canonical_mov_cfg(cfg: Any) -> bool:
+    """A ``MovCfg`` the entry normaliser would pass unchanged.
+
+    Args:
+        cfg: any object.
+
+    Returns:
+        True when ``cfg`` is a ``MovCfg`` whose eight arrays are lists of at most ``MLI_MAX_RANK``
+        Python ints within their C types (``uint32_t``, ``int32_t`` strides, ``uint8_t``).
+    """
     if type(cfg).__name__ != "MovCfg":
         return False
     try:
@@ -813,7 +821,7 @@ def _fast_check(p: str, kind: str, name: str, limit: int, copies: bool, buffers:
     if kind.startswith("cfg:"):
         cls_name = kind[4:]
         if cls_name == "MovCfg":
-            return _fast_mov_cfg
+            return canonical_mov_cfg
         if cls_name == "MovHandle":
             return _fast_mov_handle
         return lambda a: a is not None and type(a).__name__ == cls_name and _fast_cfg(a, type(a))

@@ -17,6 +17,7 @@ from ..arith.geometry import ceil_div
 from ..arith.rounding import wrap_int
 from ..errors import Status
 from ..tensor import MLI_MAX_RANK, Tensor, address
+from .entry import canonical_mov_cfg
 from .tensor import check_tensor, fail, tensors_not_overlapped
 
 __all__ = ["check_data_movement", "copy_size", "normalised_cfg", "c_array_field", "array_pointer", "array_nbytes",
@@ -207,15 +208,10 @@ _INT = {int}
 
 
 def _canonical(cfg: Any) -> bool:
-    """Every array field of ``cfg`` is a list of ``MLI_MAX_RANK`` Python ints within its C type."""
+    """``cfg`` is canonical (:func:`~pymli.checks.entry.canonical_mov_cfg`) with all ``MLI_MAX_RANK``
+    entries of every array given."""
     try:
-        u32, u8, i32 = _U32_FIELDS(cfg), _U8_FIELDS(cfg), cfg.dst_mem_stride
+        lists = (*_U32_FIELDS(cfg), *_U8_FIELDS(cfg), cfg.dst_mem_stride)
     except AttributeError:
         return False
-    for v in (*u32, *u8, i32):
-        if type(v) is not list or len(v) != MLI_MAX_RANK:
-            return False
-    a32, a8 = [*u32[0], *u32[1], *u32[2], *u32[3]], [*u8[0], *u8[1], *u8[2]]
-    return (set(map(type, a32)) == _INT and set(map(type, a8)) == _INT and set(map(type, i32)) == _INT
-            and min(a32) >= 0 and max(a32) <= 0xFFFFFFFF and min(a8) >= 0 and max(a8) <= 0xFF
-            and min(i32) >= -0x80000000 and max(i32) <= 0x7FFFFFFF)
+    return canonical_mov_cfg(cfg) and all(len(v) == MLI_MAX_RANK for v in lists)
