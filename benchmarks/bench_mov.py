@@ -1,5 +1,7 @@
-"""Data movement speed: mli_mov_tensor_sync on 1 MB tensors (best of N, MB/s), and the 128 KB
-copy of ``bench_vs_c.py`` (64x64x32 sa8), whose time is the facade's (checks, struct fill).
+"""Data movement speed: mli_mov_tensor_sync on 1 MB tensors (best of N, MB/s), and the per-call cost
+of the facade (checks, struct fill): the 128 KB copy of ``bench_vs_c.py`` (64x64x32 sa8) and an
+8-element copy, each with a new cfg per call (planned every time), with the same arguments (the
+guard's memo replays the plan) and with the memo off; an async cycle and a cfg helper.
 
 Run: python benchmarks/bench_mov.py [--repeat N]
 """
@@ -9,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 from _timing import Row, best_of, cli
 
-from pymli import Tensor
+from pymli import Tensor, capi
 from pymli.capi import mli_mov_tensor_sync
-from pymli.capi.move import MovCfg
+from pymli.capi.move import MovCfg, MovHandle
+from pymli.checks.entry import memo_enabled
 
 MB = 1 << 20
 
@@ -42,8 +45,33 @@ def run(repeat: int = 20) -> list[Row]:
     small = Tensor.from_numpy(rng.integers(-128, 128, size=(64, 64, 32)), "SA_8", zero_point=-7, scale=20000,
                               scale_frac_bits=20)
     out = Tensor.zeros((64, 64, 32), "SA_8", zero_point=-7, scale=20000, scale_frac_bits=20)
-    rows.append(Row("copy sa8 64x64x32 (128 KB)", best_of(lambda: mli_mov_tensor_sync(small, MovCfg(), out),
-                                                         repeat * 5), target="C 4 us"))
+    rows.append(Row("copy sa8 64x64x32 (128 KB), new cfg", best_of(lambda: mli_mov_tensor_sync(small, MovCfg(), out),
+                                                                   repeat * 5), target="C 4 us"))
+    tiny = Tensor.from_numpy(rng.integers(-128, 128, size=8), "SA_8", zero_point=0, scale=1, scale_frac_bits=0)
+    tiny_out = Tensor.zeros((8,), "SA_8")
+    cfg = MovCfg()
+    for memo in (True, False):
+        was = memo_enabled(memo)
+        try:
+            tag = "same args" if memo else "memo off"
+            rows.append(Row(f"copy sa8 64x64x32 (128 KB), {tag}",
+                            best_of(lambda: mli_mov_tensor_sync(small, cfg, out), repeat * 50), target="< 10 us"))
+            rows.append(Row(f"copy 8 elements, {tag}", best_of(lambda: mli_mov_tensor_sync(tiny, cfg, tiny_out),
+                                                               repeat * 50), target="< 10 us"))
+        finally:
+            memo_enabled(was)
+    h = MovHandle()
+
+    def cycle() -> None:
+        capi.mli_mov_acquire_handle(1, h)
+        capi.mli_mov_prepare(h, tiny, cfg, tiny_out)
+        capi.mli_mov_start(h, tiny, cfg, tiny_out)
+        capi.mli_mov_wait(h)
+        capi.mli_mov_release_handle(h)
+    rows.append(Row("acquire, prepare, start, wait, release (8 el.)", best_of(cycle, repeat * 50)))
+    built = MovCfg()
+    rows.append(Row("mli_mov_cfg_for_slice", best_of(
+        lambda: capi.mli_mov_cfg_for_slice(built, [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]), repeat * 50)))
     return rows
 
 

@@ -9,6 +9,12 @@ and the state every recorded golden call started from).
 Copies are raw memory moves of the source element size: the destination takes the source element
 type and parameters, never a conversion. The destination struct is filled as the C function does
 (rank, element type, shape, mem_stride, quantisation), before its own validity check.
+
+``mli_mov_tensor_sync`` and ``mli_mov_prepare`` are planned (:mod:`pymli.checks.entry`, "the memo"):
+their checks and the destination's new fields are derived once per argument snapshot; a repeated
+move with unchanged structs runs only the write (and, for the synchronous move, the pool and the
+callback, which are no arguments). ``MovCfg`` and ``MovHandle`` take the guard's fast path: every
+function that fills one computes all its fields before it assigns any.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ import numpy as np
 
 from ..checks.move import (IDENTITY4, ONES4, ZEROS4, array_pointer, as_i32, as_u8, as_u32, c_array_field,
                            check_data_movement, copy_size)
-from ..checks.tensor import check_tensor, fail
+from ..checks.tensor import check_tensor_private, fail
 from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
-from ..tensor import MLI_MAX_RANK, Tensor
+from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
 from ._registry import c_enum, c_struct, mli_function
 from .types import _PREFIX, _CEnum
 
@@ -146,158 +152,260 @@ def _resets_pool(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-# ---------------------------------------------------------------------------- helpers
-def _at(lst: Sequence[int], i: int) -> int:
-    return int(lst[i]) if i < len(lst) else 0
-
-
-# ---------------------------------------------------------------------------- checks
-
-
 # ---------------------------------------------------------------------------- transfer
-_TENSOR_FIELDS = tuple(f.name for f in dataclasses.fields(Tensor))
+class _Move:
+    """One checked move (``mli_mov_prepare`` once its checks have passed): the destination struct's new
+    fields and how to write the data and per-axis parameters.
+
+    It holds no data buffer (only the new field values): :meth:`write` reads the arguments' buffers
+    when it runs, so a memoised move (see :mod:`pymli.checks.entry`) keeps no buffer alive. The blocks a strided or
+    per-axis move computed while checking serve the first write only; later writes recompute them.
+    """
+
+    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant",
+                 "qblocks")
+
+    def __init__(self, fields: dict[str, Any], es: int) -> None:
+        self.fields = fields
+        self.es = es
+        self.n: int | None = None  # element count of the single dense copy, None for a strided move
+        # The dense copy between two buffers of the same integer dtype (the element size), with no
+        # per-axis writes: the arrays' own elements (the memo's snapshot keeps the same arrays).
+        self.direct = False
+        self.block: np.ndarray | None = None
+        self.block_args: tuple[Any, ...] = ()
+        self.base = 0
+        self.write_size: list[int] = []
+        self.dst_strides: list[int] = []
+        self.quant: list[tuple[str, int, int, tuple[Any, ...]]] = []  # (field, pad value, start, move_block args)
+        self.qblocks: list[np.ndarray] | None = None
+
+    def write(self, src: Tensor, dst: Tensor) -> None:
+        """Write the data, the per-axis parameters and the struct fields of ``dst`` (no check fails here)."""
+        n = self.n
+        if self.direct:
+            dst.data[:n] = src.data[:n]
+            vars(dst).update(self.fields)
+            return
+        es = self.es
+        s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
+        if s_el.dtype != d_el.dtype:
+            s_el = s_el.view(d_el.dtype)  # signed / unsigned views of the same size: the bytes, no cast
+        # The per-axis writes come first: the data is read before them (one pass when there are none).
+        if n is not None:
+            values = np.array(s_el[:n]) if self.quant else s_el[:n]
+        else:
+            values = self.block if self.block is not None else move_block(s_el, *self.block_args[0],
+                                                                             **self.block_args[1])
+            self.block = None
+        if self.quant:
+            qblocks = self.qblocks if self.qblocks is not None else [
+                move_block(np.asarray(getattr(src, name)).reshape(-1), *args, bounds_check=True, pad_value=pad)
+                for name, pad, _, args in self.quant]
+            self.qblocks = None
+            for (name, _, start, _), blk in zip(self.quant, qblocks):
+                getattr(dst, name).reshape(-1)[start: start + blk.shape[0]] = blk
+        if n is not None:
+            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
+        elif values.size:
+            it = d_el.itemsize
+            view = np.lib.stride_tricks.as_strided(d_el[self.base:], shape=self.write_size,
+                                                   strides=[x * it for x in self.dst_strides])
+            view[...] = values
+        vars(dst).update(self.fields)
 
 
-def _prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> None:
-    """Body of ``mli_mov_prepare``: checks, fill the destination struct, copy the data."""
+def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _Move:
+    """The checks of ``mli_mov_prepare`` and the move they allow (nothing is written).
+
+    ``reuse``: ``dst`` is the caller's own canonical struct (the guard's planned path): a new
+    ``shape`` / ``mem_stride`` equal to the current list keeps that list object, so a repeated move
+    leaves the struct as the memo's snapshot saw it.
+    """
     cfg = check_data_movement(src, cfg, dst)
     rank = int(src.rank)
     if rank < 1:
         fail(Status.BAD_TENSOR, "data movement needs a tensor of rank >= 1")
     perm = cfg.perm_dim[:rank]
+    step = cfg.sub_sample_step
     # C would read past the source struct's arrays (or divide by zero) here: refuse instead.
     if any(p >= rank for p in perm):
         fail(Status.BAD_FUNC_CFG, f"perm_dim {perm} out of range for rank {rank}")
-    if any(cfg.sub_sample_step[p] == 0 for p in perm):
-        fail(Status.BAD_FUNC_CFG, f"sub_sample_step {cfg.sub_sample_step[:rank]} has a zero step")
+    if any(step[p] == 0 for p in perm):
+        fail(Status.BAD_FUNC_CFG, f"sub_sample_step {step[:rank]} has a zero step")
 
-    src_shape = [int(s) for s in src.shape[:rank]]
-    src_strides = [int(s) for s in src.strides()]
-    sizes = [copy_size(src, cfg, p) for p in perm]
-    write_size = [as_u32(n + cfg.sub_sample_step[p] - 1) // cfg.sub_sample_step[p] for n, p in zip(sizes, perm)]
-    new_shape = [as_u32(w + cfg.dst_offset[i]) for i, w in enumerate(write_size)]
-    old_strides = [_at(dst.mem_stride, i) for i in range(rank)]
+    src_shape = [int(x) for x in src.shape[:rank]]
+    src_strides = src.strides()
+    write_size = [as_u32(copy_size(src, cfg, p) + step[p] - 1) // step[p] for p in perm]
+    dst_offset = cfg.dst_offset
+    new_shape = [as_u32(w + dst_offset[i]) for i, w in enumerate(write_size)]
+    old_ms = dst.mem_stride
+    n_old = len(old_ms)
 
-    # C fills the destination struct, then checks it. pymli fills a copy and writes nothing (struct,
-    # per-axis arrays or data) before every check has passed.
-    new = dataclasses.replace(dst)
-    new.rank = rank
-    new.el_type = src.el_type
-    new.shape = new_shape
-    quant_writes = _fill_quant(src, cfg, new, perm, write_size)
+    # C fills the destination struct, then checks it. pymli collects the new fields and writes
+    # nothing (struct, per-axis arrays or data) before every check has passed.
+    fields: dict[str, Any] = {"rank": rank, "el_type": src.el_type, "shape": new_shape}
+    es = src.el_type.size
+    move = _Move(fields, es)
+    _fill_quant(src, cfg, dst, move, perm, write_size)
+    dms = cfg.dst_mem_stride
     strides = [0] * rank
     for i in range(rank - 1, -1, -1):
-        if cfg.dst_mem_stride[i] != 0:
-            strides[i] = cfg.dst_mem_stride[i]
-        elif old_strides[i] != 0:
-            strides[i] = old_strides[i]
+        if dms[i] != 0:
+            strides[i] = dms[i]
+        elif i < n_old and old_ms[i] != 0:
+            strides[i] = int(old_ms[i])
         else:
             strides[i] = 1 if i == rank - 1 else as_i32(strides[i + 1] * new_shape[i + 1])
-    new.mem_stride = strides
-    check_tensor(new)
-    write_data = _copy_data(src, cfg, new, perm, src_shape, src_strides, write_size, snapshot=bool(quant_writes))
-    h.state = MovState.PREPARED
-    for arr, start, blk in quant_writes:
-        arr.reshape(-1)[start: start + blk.shape[0]] = blk
-    write_data()
-    for name in _TENSOR_FIELDS:
-        setattr(dst, name, getattr(new, name))
+    fields["mem_stride"] = strides
+    # check_tensor of the filled struct (its data pointer and capacity are the destination's).
+    if dst.data is None:
+        fail(Status.BAD_TENSOR, "NULL data pointer")
+    check_tensor_private(new_shape, strides, rank, dst.capacity, es)
+    _plan_data(move, src, cfg, dst, new_shape, strides, perm, src_shape, src_strides, write_size)
+    if reuse:
+        cur = vars(dst)
+        for k in ("shape", "mem_stride"):
+            c = cur.get(k)
+            if type(c) is list and c == fields[k] and set(map(type, c)) <= _INT:
+                fields[k] = c
+    return move
 
 
-def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int],
-                write_size: list[int]) -> list[tuple[np.ndarray, int, np.ndarray]]:
-    """Element parameters of the destination struct ``dst`` (per-axis arrays moved like the data,
-    C's way). Returns the writes into the destination's per-axis arrays (array, start, values),
-    to be made once every check has passed."""
+_INT = {int}
+
+
+def _fill_quant(src: Tensor, cfg: MovCfg, dst: Tensor, move: _Move, perm: list[int], write_size: list[int]) -> None:
+    """Element parameters of the destination struct ``dst``, added to ``move.fields`` (per-axis arrays
+    moved like the data, C's way), and the writes into the destination's per-axis arrays, made by
+    ``move.write`` once every check has passed."""
+    fields = move.fields
     if not (src.el_type.is_sa and src.dim != -1):
-        dst.frac_bits = src.frac_bits
-        dst.dim = src.dim
-        dst.zero_point, dst.scale, dst.scale_frac_bits = src.zero_point, src.scale, src.scale_frac_bits
-        return []
+        fields.update(frac_bits=src.frac_bits, dim=src.dim, zero_point=src.zero_point, scale=src.scale,
+                      scale_frac_bits=src.scale_frac_bits)
+        return
+    dim = dst.dim
     for d, p in enumerate(perm):
         if p == src.dim:
-            dst.dim = d
+            dim = fields["dim"] = d
             break
     if array_pointer(dst.scale) != array_pointer(src.scale) and array_pointer(dst.scale) != 0:
-        if not 0 <= dst.dim < len(write_size):
+        if not 0 <= dim < len(write_size):
             fail(Status.SPEC_PARAM_MISMATCH, "the quantisation axis is not a destination dimension")
-        qd, qs = dst.dim, src.dim
+        qd, qs = dim, src.dim
         n = write_size[qd]
+        start = cfg.dst_offset[qd]
+        args = ([int(src.shape[qs])], [1], [0], [cfg.offset[qs]], [cfg.sub_sample_step[qs]], [cfg.padding_pre[qs]], [n])
         blocks = []
         for name, pad in (("scale", 1), ("zero_point", 0), ("scale_frac_bits", 0)):
             s = np.asarray(getattr(src, name)).reshape(-1)
             try:
-                blk = move_block(s, [int(src.shape[qs])], [1], [0], [cfg.offset[qs]], [cfg.sub_sample_step[qs]],
-                                 [cfg.padding_pre[qs]], [n], bounds_check=True, pad_value=pad)
+                blk = move_block(s, *args, bounds_check=True, pad_value=pad)
             except IndexError as e:
                 fail(Status.BAD_TENSOR, f"per-axis {name}: {e}")
             d = getattr(dst, name)
-            if cfg.dst_offset[qd] + n > d.shape[0]:
+            if start + n > d.shape[0]:
                 fail(Status.NOT_ENGH_MEM, f"destination per-axis {name} holds {d.shape[0]} values, "
-                                          f"{cfg.dst_offset[qd] + n} needed")
-            blocks.append((d, cfg.dst_offset[qd], blk))
-        return blocks
-    dst.scale, dst.zero_point, dst.scale_frac_bits = src.scale, src.zero_point, src.scale_frac_bits
-    return []
+                                          f"{start + n} needed")
+            blocks.append(blk)
+            move.quant.append((name, pad, start, args))
+        move.qblocks = blocks
+        return
+    fields.update(scale=src.scale, zero_point=src.zero_point, scale_frac_bits=src.scale_frac_bits)
 
 
-def _copy_data(src: Tensor, cfg: MovCfg, dst: Tensor, perm: list[int], src_shape: list[int],
-               src_strides: list[int], write_size: list[int], *, snapshot: bool) -> Callable[[], None]:
-    """Check and plan the data copy into ``dst``; returns the function that performs it.
-
-    ``snapshot``: other writes (the per-axis parameters) come first, so the dense copy reads the
-    source now; otherwise it reads it when it writes (one pass over the data, not two).
-    """
+def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: list[int], dst_strides: list[int],
+               perm: list[int], src_shape: list[int], src_strides: list[int], write_size: list[int]) -> None:
+    """Check the data copy into ``dst`` (whose new shape and strides are given) and record it in ``move``."""
     rank = len(perm)
-    es = src.el_type.size
+    es = move.es
     if es == 0:
         fail(Status.TYPE_MISMATCH, f"{src.el_type.c_name} has no container")
-    try:
-        s_el = raw_elements(src.data, es)
-        d_el = raw_elements(dst.data, es)
-    except ValueError as e:
-        fail(Status.BAD_TENSOR, str(e))
-    no_padding = all(cfg.padding_pre[i] == 0 and cfg.padding_post[i] == 0 for i in range(rank))
+    s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
+    pre, post = cfg.padding_pre, cfg.padding_post
+    no_padding = not any(pre[:rank]) and not any(post[:rank])
     # The C library moves a dense, unmodified tensor with one memcpy of the source's element
     # count. It tests "same shape" rather than "no offset", so a dst_offset that happens to restore
     # the source shape is ignored on this path: pymli does the same.
-    dense = 1
-    single = True
-    for i in range(rank - 1, -1, -1):
-        single &= src_strides[i] == dense and dst.mem_stride[i] == dense and src_shape[i] == dst.shape[i]
-        single &= no_padding and perm[i] == i and cfg.sub_sample_step[i] == 1
-        dense *= src_shape[i]
+    single = no_padding and src_shape == dst_shape and src_strides == dst_strides and perm == _IDENTITY[rank] \
+        and cfg.sub_sample_step[:rank] == _ONES[rank] and src_strides == dense_strides(src_shape)
     if single:
         n = math.prod(src_shape)
         if n > s_el.shape[0] or n > d_el.shape[0]:
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
-        values = np.array(s_el[:n]) if snapshot else s_el[:n]
-
-        def write_dense() -> None:
-            d_el[:n] = values  # NumPy copies through a temporary if the buffers overlap
-        return write_dense
+        move.n = n
+        move.direct = not move.quant and s_el is src.data and d_el is dst.data and s_el.dtype is d_el.dtype
+        return
+    # Without padding the block is a view of the source, assigned at once (no intermediate copy).
+    move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),
+                        write_size), {"bounds_check": not no_padding, "copy": not no_padding or bool(move.quant)})
+    if s_el.dtype != d_el.dtype:
+        s_el = s_el.view(d_el.dtype)
     try:
-        block = move_block(s_el, src_shape, src_strides, perm, cfg.offset, cfg.sub_sample_step, cfg.padding_pre,
-                           write_size, bounds_check=not no_padding)
+        move.block = move_block(s_el, *move.block_args[0], **move.block_args[1])
     except IndexError as e:
         fail(Status.BAD_FUNC_CFG, str(e))
-    dst_strides = [int(s) for s in dst.mem_stride[:rank]]
     base = sum(cfg.dst_offset[i] * dst_strides[i] for i in range(rank))
     mn, mx = flat_extent(base, write_size, dst_strides)
     if mn < 0 or mx >= d_el.shape[0]:
         fail(Status.NOT_ENGH_MEM, f"move writes elements {mn}..{mx} outside the destination buffer")
+    move.base, move.write_size, move.dst_strides = base, write_size, dst_strides
 
-    def write_block() -> None:
-        if block.size:
-            it = d_el.itemsize
-            view = np.lib.stride_tricks.as_strided(d_el[base:], shape=write_size, strides=[s * it for s in dst_strides])
-            view[...] = block
-    return write_block
+
+_IDENTITY = [list(range(r)) for r in range(MLI_MAX_RANK + 1)]
+_ONES = [[1] * r for r in range(MLI_MAX_RANK + 1)]
+
+
+def _elements(buf: np.ndarray, es: int) -> np.ndarray:
+    """``buf``'s memory as ``es``-byte raw elements (:func:`raw_elements`); an integer array of that
+    element size is its own view (the same bytes, no new view needed)."""
+    if type(buf) is np.ndarray and buf.ndim == 1 and buf.dtype.itemsize == es and buf.dtype.kind in "iu" \
+            and buf.flags.c_contiguous:
+        return buf
+    try:
+        return raw_elements(buf, es)
+    except ValueError as e:
+        fail(Status.BAD_TENSOR, str(e))
+
+
+def _planned(plan: Callable[..., Callable[..., Any]]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a capi function its planner (checks, then the function that writes; see
+    :mod:`pymli.checks.entry`, "the memo")."""
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__mli_plan__ = plan  # type: ignore[attr-defined]
+        return fn
+    return deco
 
 
 # ---------------------------------------------------------------------------- synchronous API
+def _sync_plan(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Callable[..., Status]:
+    """The checks of ``mli_mov_tensor_sync`` (a free channel block, then ``mli_mov_prepare``'s); returns
+    the function of the same arguments that moves (the pool is read again there: it is no argument)."""
+    if _free_block(0) is None:
+        fail(Status.NOT_ENGH_MEM, "no block of 0 free DMA channels in the pool")
+    move = _plan_move(src, cfg, dst, reuse)
+
+    def run(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
+        # acquire (0 channels: the pool's base channel, none taken), prepare, start, wait, release
+        # on a handle of its own, which no one else sees: only the pool and the callback matter.
+        ch = _free_block(0)
+        if ch is None or not 0 <= ch < MAX_DMA_CHAN:
+            move.block = move.qblocks = None  # a kept plan holds no view of the source
+        if ch is None:
+            fail(Status.NOT_ENGH_MEM, "no block of 0 free DMA channels in the pool")
+        if not 0 <= ch < MAX_DMA_CHAN:  # mli_mov_start's check, made before anything is written
+            fail(Status.ARGUMENT_ERROR, f"handle channel {ch} outside 0..{MAX_DMA_CHAN - 1}")
+        move.write(src, dst)
+        cb, cookie = _POOL.callbacks[ch]
+        if cb is not None and callable(cb):
+            cb(cookie)
+        return Status.OK
+    return run
+
+
 @_resets_pool
 @mli_function()
+@_planned(_sync_plan)
 def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Copy ``src`` into ``dst`` as ``cfg`` describes and wait for the end (blocking move).
 
@@ -312,25 +420,27 @@ def mli_mov_tensor_sync(src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     Raises:
         MliError: as the C library's checked build, or NOT_ENGH_MEM when no DMA channel is free.
     """
-    # The arguments are normalised once, here: the steps run the public functions' bodies directly.
-    h = MovHandle()
-    _acquire(0, h)
-    try:
-        _prepare(h, src, cfg, dst)
-        _start(h)
-        _wait(h)
-    finally:
-        _release(h)
-    return Status.OK
+    return _sync_plan(src, cfg, dst, reuse=False)(src, cfg, dst)
 
 
 # ---------------------------------------------------------------------------- asynchronous API
+def _prepare_plan(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = True) -> Callable[..., Status]:
+    """The checks of ``mli_mov_prepare``; returns the function of the same arguments that moves."""
+    move = _plan_move(src, cfg, dst, reuse)
+
+    def run(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
+        h.state = MovState.PREPARED
+        move.write(src, dst)
+        return Status.OK
+    return run
+
+
 @_resets_pool
 @mli_function()
+@_planned(_prepare_plan)
 def mli_mov_prepare(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status:
     """Prepare (on this host build: perform) the move of ``src`` into ``dst``; ``h`` becomes PREPARED."""
-    _prepare(h, src, cfg, dst)
-    return Status.OK
+    return _prepare_plan(h, src, cfg, dst, reuse=False)(h, src, cfg, dst)
 
 
 @_resets_pool
@@ -354,14 +464,23 @@ def mli_mov_start(h: MovHandle, src: Tensor, cfg: MovCfg, dst: Tensor) -> Status
     return Status.OK
 
 
-def _start(h: MovHandle) -> None:
-    """Body of ``mli_mov_start``."""
+def _check_channel(h: MovHandle) -> None:
     if not 0 <= int(h.dma_ch) < MAX_DMA_CHAN:
         fail(Status.ARGUMENT_ERROR, f"handle channel {h.dma_ch} outside 0..{MAX_DMA_CHAN - 1}")
-    h.state = MovState.DONE
+
+
+def _start(h: MovHandle) -> None:
+    """Body of ``mli_mov_start``."""
+    _check_channel(h)
     cb, cookie = _POOL.callbacks[int(h.dma_ch)]
+    before = h.state
+    h.state = MovState.DONE
     if cb is not None and callable(cb):
-        cb(cookie)
+        try:
+            cb(cookie)
+        except BaseException:
+            h.state = before  # a failing callback fails the call: the handle keeps its state
+            raise
 
 
 @_resets_pool
@@ -413,17 +532,26 @@ def mli_mov_acquire_handle(num_ch: int, h: MovHandle) -> Status:
     return Status.OK
 
 
-def _acquire(num_ch: int, h: MovHandle) -> None:
-    """Body of ``mli_mov_acquire_handle``."""
+def _free_block(num_ch: int) -> int | None:
+    """First channel of the first block of ``num_ch`` adjacent available channels in the pool, or None."""
+    if num_ch == 0:  # the empty block: the base channel of a non-empty pool
+        return _POOL.base_channel if _POOL.pool_size > 0 else None
     for i in range(_POOL.base_channel, _POOL.base_channel + _POOL.pool_size):
         if all(_POOL.channel(i + k) == _Pool.AVAILABLE for k in range(num_ch)):
-            h.state = MovState.OPEN
-            h.dma_ch = i
-            h.num_ch = num_ch
-            for k in range(num_ch):
-                _POOL.set_channel(i + k, _Pool.IN_USE)
-            return
-    fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
+            return i
+    return None
+
+
+def _acquire(num_ch: int, h: MovHandle) -> None:
+    """Body of ``mli_mov_acquire_handle``."""
+    i = _free_block(num_ch)
+    if i is None:
+        fail(Status.NOT_ENGH_MEM, f"no block of {num_ch} free DMA channels in the pool")
+    h.state = MovState.OPEN
+    h.dma_ch = i
+    h.num_ch = num_ch
+    for k in range(num_ch):
+        _POOL.set_channel(i + k, _Pool.IN_USE)
 
 
 @_resets_pool
@@ -444,31 +572,35 @@ def _release(h: MovHandle) -> None:
 
 
 # ---------------------------------------------------------------------------- cfg builders
-def _reset_cfg(cfg: MovCfg, perm: Sequence[int] | None = None) -> None:
+# Each builder computes every field before it assigns any: a failure (a NULL array) leaves the
+# caller's cfg untouched whether or not the entry guard gave the function a shadow.
+def _four(values: Any, conv: Callable[[int], int], fill: Sequence[int]) -> list[int]:
+    return [conv(v) for v in c_array_field(values, MLI_MAX_RANK, fill)]
+
+
+def _fill(cfg: MovCfg, **fields: list[int]) -> None:
+    """Assign the fields of a freshly built cfg: the plain-copy defaults, then ``fields``."""
     if cfg is None:
         fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    cfg.offset, cfg.size, cfg.dst_offset, cfg.dst_mem_stride = _zeros4(), _zeros4(), _zeros4(), _zeros4()
-    cfg.sub_sample_step = _ones4()
-    cfg.perm_dim = _identity4() if perm is None else [as_u8(v) for v in c_array_field(perm, MLI_MAX_RANK, _identity4())]
-    cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
+    new = {"offset": _zeros4(), "size": _zeros4(), "sub_sample_step": _ones4(), "dst_offset": _zeros4(),
+           "dst_mem_stride": _zeros4(), "perm_dim": _identity4(), "padding_pre": _zeros4(), "padding_post": _zeros4()}
+    new.update(fields)
+    for k, v in new.items():
+        setattr(cfg, k, v)
 
 
-def _set(cfg: MovCfg, name: str, values: Any, conv: Callable[[int], int], fill: Sequence[int]) -> None:
-    setattr(cfg, name, [conv(v) for v in c_array_field(values, MLI_MAX_RANK, fill)])
-
-
-def _set_pad2d(cfg: MovCfg, h_dim: int, w_dim: int, padleft: int, padright: int, padtop: int, padbot: int) -> None:
-    cfg.padding_pre[w_dim] = as_u8(padleft)
-    cfg.padding_post[w_dim] = as_u8(padright)
-    cfg.padding_pre[h_dim] = as_u8(padtop)
-    cfg.padding_post[h_dim] = as_u8(padbot)
+def _pad2d(h_dim: int, w_dim: int, padleft: int, padright: int, padtop: int,
+           padbot: int) -> dict[str, list[int]]:
+    pre, post = _zeros4(), _zeros4()
+    pre[w_dim], post[w_dim], pre[h_dim], post[h_dim] = as_u8(padleft), as_u8(padright), as_u8(padtop), as_u8(padbot)
+    return {"padding_pre": pre, "padding_post": post}
 
 
 @_resets_pool
 @mli_function()
 def mli_mov_cfg_for_copy(cfg: MovCfg) -> Status:
     """Fill ``cfg`` for a plain copy."""
-    _reset_cfg(cfg)
+    _fill(cfg)
     return Status.OK
 
 
@@ -477,10 +609,8 @@ def mli_mov_cfg_for_copy(cfg: MovCfg) -> Status:
 def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[int],
                           dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy the block ``offsets .. offsets + sizes`` (size 0: to the end)."""
-    _reset_cfg(cfg)
-    _set(cfg, "offset", offsets, as_u32, _zeros4())
-    _set(cfg, "size", sizes, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, offset=_four(offsets, as_u32, ZEROS4), size=_four(sizes, as_u32, ZEROS4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -488,9 +618,7 @@ def mli_mov_cfg_for_slice(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[i
 @mli_function()
 def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to copy a whole tensor to position ``dst_offsets`` of a larger one."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, dst_offset=_four(dst_offsets, as_u32, ZEROS4), dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -498,9 +626,8 @@ def mli_mov_cfg_for_concat(cfg: MovCfg, dst_offsets: Sequence[int], dst_mem_stri
 @mli_function()
 def mli_mov_cfg_for_subsample(cfg: MovCfg, sub_sample_step: Sequence[int], dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to keep every ``sub_sample_step[d]``-th element of each dimension."""
-    _reset_cfg(cfg)
-    _set(cfg, "sub_sample_step", sub_sample_step, as_u32, _ones4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
+    _fill(cfg, sub_sample_step=_four(sub_sample_step, as_u32, ONES4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4))
     return Status.OK
 
 
@@ -508,7 +635,7 @@ def mli_mov_cfg_for_subsample(cfg: MovCfg, sub_sample_step: Sequence[int], dst_m
 @mli_function()
 def mli_mov_cfg_for_permute(cfg: MovCfg, perm_dim: Sequence[int]) -> Status:
     """Fill ``cfg`` to reorder dimensions (``perm_dim[i]`` = source dimension of output dimension i)."""
-    _reset_cfg(cfg, perm_dim)
+    _fill(cfg, perm_dim=_four(perm_dim, as_u8, IDENTITY4))
     return Status.OK
 
 
@@ -517,9 +644,8 @@ def mli_mov_cfg_for_permute(cfg: MovCfg, perm_dim: Sequence[int]) -> Status:
 def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad a CHW feature map (H = dim 1, W = dim 2)."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set_pad2d(cfg, _CHW_H, _CHW_W, padleft, padright, padtop, padbot)
+    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
+          **_pad2d(_CHW_H, _CHW_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 
@@ -528,9 +654,8 @@ def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padt
 def mli_mov_cfg_for_padding2d_hwc(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
                                   dst_mem_stride: Sequence[int]) -> Status:
     """Fill ``cfg`` to zero-pad an HWC feature map (H = dim 0, W = dim 1)."""
-    _reset_cfg(cfg)
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
+    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
+          **_pad2d(_HWC_H, _HWC_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 
@@ -540,16 +665,10 @@ def mli_mov_cfg_all(cfg: MovCfg, offsets: Sequence[int], sizes: Sequence[int], s
                     dst_offsets: Sequence[int], dst_mem_stride: Sequence[int], perm_dim: Sequence[int],
                     padleft: int, padright: int, padtop: int, padbot: int) -> Status:
     """Fill every field of ``cfg``; the padding goes to the H/W dimensions of an HWC map (0 and 1)."""
-    if cfg is None:
-        fail(Status.BAD_FUNC_CFG, "NULL cfg")
-    cfg.padding_pre, cfg.padding_post = _zeros4(), _zeros4()
-    _set(cfg, "offset", offsets, as_u32, _zeros4())
-    _set(cfg, "size", sizes, as_u32, _zeros4())
-    _set(cfg, "dst_mem_stride", dst_mem_stride, as_i32, _zeros4())
-    _set(cfg, "dst_offset", dst_offsets, as_u32, _zeros4())
-    _set(cfg, "sub_sample_step", subsample_step, as_u32, _ones4())
-    _set(cfg, "perm_dim", perm_dim, as_u8, _identity4())
-    _set_pad2d(cfg, _HWC_H, _HWC_W, padleft, padright, padtop, padbot)
+    _fill(cfg, offset=_four(offsets, as_u32, ZEROS4), size=_four(sizes, as_u32, ZEROS4),
+          dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4), dst_offset=_four(dst_offsets, as_u32, ZEROS4),
+          sub_sample_step=_four(subsample_step, as_u32, ONES4), perm_dim=_four(perm_dim, as_u8, IDENTITY4),
+          **_pad2d(_HWC_H, _HWC_W, padleft, padright, padtop, padbot))
     return Status.OK
 
 

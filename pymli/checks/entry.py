@@ -45,6 +45,7 @@ import dataclasses
 import enum
 import functools
 import inspect
+import itertools
 import operator
 import typing
 import weakref
@@ -58,7 +59,7 @@ from ..errors import MliError, Status
 from ..formats import ElType
 from ..tensor import MLI_MAX_RANK, Lut, Tensor
 
-__all__ = ["guard", "check_budget", "enum_lookup", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
+__all__ = ["guard", "check_budget", "enum_lookup", "canonical_mov_cfg", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
            "memo_enabled"]
 
 C_RANGES: dict[str, tuple[int, int]] = {
@@ -550,6 +551,53 @@ def _fast_cfg(cfg: Any, cls: type) -> bool:
     return True
 
 
+# The data-movement structs: the capi functions that fill them (``mli_mov_cfg_for_*``, the handle
+# calls) compute every field before assigning any, so a canonical struct needs no shadow.
+_INT_ONLY = {int}
+_MOV_U32 = operator.attrgetter("offset", "size", "sub_sample_step", "dst_offset")
+_MOV_U8 = operator.attrgetter("perm_dim", "padding_pre", "padding_post")
+
+
+def canonical_mov_cfg(cfg: Any) -> bool:
+    """A ``MovCfg`` the entry normaliser would pass unchanged.
+
+    Args:
+        cfg: any object.
+
+    Returns:
+        True when ``cfg`` is a ``MovCfg`` whose eight arrays are lists of at most ``MLI_MAX_RANK``
+        Python ints within their C types (``uint32_t``, ``int32_t`` strides, ``uint8_t``).
+    """
+    if type(cfg).__name__ != "MovCfg":
+        return False
+    try:
+        u32, u8, i32 = _MOV_U32(cfg), _MOV_U8(cfg), cfg.dst_mem_stride
+    except AttributeError:
+        return False
+    for v in (*u32, *u8, i32):
+        if type(v) is not list or len(v) > MLI_MAX_RANK:
+            return False
+    # Concatenated once: one type test and one min / max per C type (0 keeps the lists non-empty).
+    a32, a8 = [0, *u32[0], *u32[1], *u32[2], *u32[3]], [0, *u8[0], *u8[1], *u8[2]]
+    if set(map(type, a32)) != _INT_ONLY or set(map(type, a8)) != _INT_ONLY:
+        return False
+    if min(a32) < 0 or max(a32) > 4294967295 or min(a8) < 0 or max(a8) > 255:
+        return False
+    return not i32 or (set(map(type, i32)) == _INT_ONLY and min(i32) >= -2147483648 and max(i32) <= 2147483647)
+
+
+def _fast_mov_handle(h: Any) -> bool:
+    """A ``MovHandle`` with Python int channels within int32 and a ``MovState`` member."""
+    if type(h).__name__ != "MovHandle":
+        return False
+    d = getattr(h, "__dict__", None)
+    if d is None:
+        return False
+    ch, n, st = d.get("dma_ch"), d.get("num_ch"), d.get("state")
+    return (type(ch) is int and type(n) is int and -2147483648 <= ch <= 2147483647 and -2147483648 <= n <= 2147483647
+            and type(st) is _enum_types(type(h)).get("state"))
+
+
 def _fast_ints(v: Any, rng: tuple[int, int], n: int | None) -> bool:
     if type(v) is not list or (n is not None and len(v) > n):
         return False
@@ -649,30 +697,36 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, str, Any], ...]]:
-    """The fields of a cfg class read at once from its ``__dict__``, and the nested structs and lists
-    among them: ``(position, "struct" | "ints", class)``."""
+def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, Any], ...],
+                                    Callable[[tuple[Any, ...]], tuple[Any, ...]] | None]:
+    """The fields of a cfg class read at once from its ``__dict__``, its nested structs
+    ``(position, class)`` and the getter of its list fields from those fields (None: no list)."""
     spec = _fast_spec(cls)
     names = [k for k, _, _ in spec]
     get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
-    return get, tuple((i, kind, x) for i, (_, kind, x) in enumerate(spec) if kind in ("struct", "ints"))
+    lists = [i for i, (_, kind, _) in enumerate(spec) if kind == "ints"]
+    get_lists = None
+    if lists:
+        get_lists = operator.itemgetter(*lists) if len(lists) > 1 else (lambda f, i=lists[0]: (f[i],))
+    return get, tuple((i, x) for i, (_, kind, x) in enumerate(spec) if kind == "struct"), get_lists
 
 
 def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
     if type(cfg) is not cls:
         raise _NoMemo
-    get, nested = _cfg_getter(cls)
+    get, nested, get_lists = _cfg_getter(cls)
     f = get(cfg.__dict__)
     ident += f
-    for i, kind, x in nested:
-        v = f[i]
-        if kind == "struct":
-            _snap_cfg(v, x, ident)
-        elif type(v) is not list:
-            raise _NoMemo
-        else:
-            ident.append(len(v))
-            ident += v
+    for i, x in nested:
+        _snap_cfg(f[i], x, ident)
+    if get_lists is not None:
+        lists = get_lists(f)
+        for v in lists:
+            if type(v) is not list:
+                raise _NoMemo
+        # Lengths, then every entry (by identity: a large int recomputed equal is only a miss).
+        ident += map(len, lists)
+        ident += itertools.chain.from_iterable(lists)
 
 
 def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
@@ -766,8 +820,10 @@ def _fast_check(p: str, kind: str, name: str, limit: int, copies: bool, buffers:
         return (lambda a: False) if out_lut else _fast_lut
     if kind.startswith("cfg:"):
         cls_name = kind[4:]
-        if cls_name in ("MovCfg", "MovHandle"):
-            return lambda a: False
+        if cls_name == "MovCfg":
+            return canonical_mov_cfg
+        if cls_name == "MovHandle":
+            return _fast_mov_handle
         return lambda a: a is not None and type(a).__name__ == cls_name and _fast_cfg(a, type(a))
     if kind == "int":
         lo, hi = rng  # type: ignore[misc]

@@ -7,6 +7,7 @@ strides, ``uint8_t`` permutation and padding): :func:`normalised_cfg` gives that
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..arith.geometry import ceil_div
 from ..arith.rounding import wrap_int
 from ..errors import Status
 from ..tensor import MLI_MAX_RANK, Tensor, address
+from .entry import canonical_mov_cfg
 from .tensor import check_tensor, fail, tensors_not_overlapped
 
 __all__ = ["check_data_movement", "copy_size", "normalised_cfg", "c_array_field", "array_pointer", "array_nbytes",
@@ -32,8 +34,12 @@ IDENTITY4 = (0, 1, 2, 3)
 def _c_cast(bits: int, signed: bool) -> Callable[[int], int]:
     """The cast of a Python int to C's ``intN_t`` / ``uintN_t`` (a public ``as_*`` function)."""
     ctype = f"{'' if signed else 'u'}int{bits}_t"
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
     def cast(v: int) -> int:
+        # A Python int already in range is its own cast (the common case: no call into arith).
+        if type(v) is int and lo <= v <= hi:
+            return v
         return wrap_int(v, bits, signed=signed)
 
     cast.__name__ = cast.__qualname__ = f"as_{'i' if signed else 'u'}{bits}"
@@ -62,7 +68,10 @@ def c_array_field(values: Any, n: int, fill: Sequence[int]) -> list[int]:
     """
     if values is None:
         fail(Status.BAD_FUNC_CFG, "NULL array argument")
-    vals = [int(v) for v in np.asarray(values).reshape(-1)[:n]]
+    if type(values) is list and set(map(type, values[:n])) <= _INT:
+        vals = values[:n]  # a flat list of Python ints: what the conversion below would give
+    else:
+        vals = [int(v) for v in np.asarray(values).reshape(-1)[:n]]
     return vals + list(fill[len(vals):n])
 
 
@@ -174,11 +183,15 @@ def normalised_cfg(cfg: Any) -> Any:
         cfg: a ``mli_mov_cfg_t``.
 
     Returns:
-        A new cfg of the same class with 4-entry lists of C-typed values.
+        ``cfg`` itself when every field already is a list of 4 Python ints within its C type (the
+        conversion would change nothing), else a new cfg of the same class with such lists.
 
     Raises:
         MliError: BAD_FUNC_CFG for a NULL array field.
     """
+    if _canonical(cfg):
+        return cfg
+
     def four(vals: Sequence[int], conv: Callable[[int], int], fill: Sequence[int]) -> list[int]:
         return [conv(v) for v in c_array_field(vals, MLI_MAX_RANK, fill)]
 
@@ -187,3 +200,18 @@ def normalised_cfg(cfg: Any) -> Any:
         sub_sample_step=four(cfg.sub_sample_step, as_u32, ONES4), dst_offset=four(cfg.dst_offset, as_u32, ZEROS4),
         dst_mem_stride=four(cfg.dst_mem_stride, as_i32, ZEROS4), perm_dim=four(cfg.perm_dim, as_u8, IDENTITY4),
         padding_pre=four(cfg.padding_pre, as_u8, ZEROS4), padding_post=four(cfg.padding_post, as_u8, ZEROS4))
+
+
+_U32_FIELDS = operator.attrgetter("offset", "size", "sub_sample_step", "dst_offset")
+_U8_FIELDS = operator.attrgetter("perm_dim", "padding_pre", "padding_post")
+_INT = {int}
+
+
+def _canonical(cfg: Any) -> bool:
+    """``cfg`` is canonical (:func:`~pymli.checks.entry.canonical_mov_cfg`) with all ``MLI_MAX_RANK``
+    entries of every array given."""
+    try:
+        lists = (*_U32_FIELDS(cfg), *_U8_FIELDS(cfg), cfg.dst_mem_stride)
+    except AttributeError:
+        return False
+    return canonical_mov_cfg(cfg) and all(len(v) == MLI_MAX_RANK for v in lists)

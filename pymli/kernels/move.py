@@ -62,7 +62,8 @@ def flat_extent(base: int, shape: Sequence[int], strides: Sequence[int]) -> tupl
 
 def move_block(src: np.ndarray, src_shape: Sequence[int], src_strides: Sequence[int],
                perm: Sequence[int], offset: Sequence[int], step: Sequence[int], pre: Sequence[int],
-               write_size: Sequence[int], *, bounds_check: bool, pad_value: int | float = 0) -> np.ndarray:
+               write_size: Sequence[int], *, bounds_check: bool, pad_value: int | float = 0,
+               copy: bool = True) -> np.ndarray:
     """The destination block of one MLI move, in destination dimension order.
 
     Args:
@@ -75,6 +76,8 @@ def move_block(src: np.ndarray, src_shape: Sequence[int], src_strides: Sequence[
             ``pad_value``. False on its no-padding path: every coordinate is read from memory as C
             does, even past the tensor's extent (but never past ``src``).
         pad_value: value of padded elements.
+        copy: False to get, when no element is padding, a read-only strided view of ``src`` instead
+            of a copy (what a caller assigns at once: NumPy's assignment handles overlapping memory).
 
     Returns:
         Array of shape ``write_size`` and the dtype of ``src``.
@@ -114,7 +117,7 @@ def move_block(src: np.ndarray, src_shape: Sequence[int], src_strides: Sequence[
         view = np.lib.stride_tricks.as_strided(src[base:], shape=block_shape, strides=[s * it for s in strides],
                                                writeable=False)
         if full:
-            return np.array(view)
+            return np.array(view) if copy else view
         out[tuple(slice(a, b) for a, b in zip(lo, hi))] = view
     return out
 
