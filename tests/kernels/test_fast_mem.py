@@ -32,6 +32,7 @@ from pymli.kernels import eltwise as KE
 from pymli.kernels._gather import pair_table, take_pairs
 from pymli.kernels import pooling as KP
 from pymli.kernels._scratch import scratch
+from ._shared import pool_case
 
 PLATFORMS = {"up": VPX, "convergent": EM}
 DTYPES = {8: np.int8, 16: np.int16}
@@ -63,26 +64,8 @@ def _strided(rng: np.random.Generator, x: np.ndarray, layout: str) -> np.ndarray
 
 
 # ------------------------------------------------------------------------------- batched pooling
-@st.composite
-def pool_batch(draw):
-    bits = draw(st.sampled_from([8, 16]))
-    n = draw(st.integers(1, 3))
-    h, w, c = draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 5))
-    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
-    pb, pr = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
-    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
-    rq = None
-    if bits == 8 and draw(st.booleans()):
-        rq = requant_params(draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)),
-                            draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)))
-    geo = dict(kernel=(kh, kw), stride=(sh, sw), pad=(pt, pl), out_hw=(oh, ow))
-    return bits, (n, h, w, c), geo, dict(base_shift=draw(st.integers(-4, 8)), requant=rq)
-
-
 @settings(max_examples=150, deadline=None)
-@given(pool_batch(), st.sampled_from(list(PLATFORMS)), st.booleans(), st.sampled_from(["", "min", "max", "ends"]),
+@given(pool_case(batch=True, max_channels=5), st.sampled_from(list(PLATFORMS)), st.booleans(), st.sampled_from(["", "min", "max", "ends"]),
        st.sampled_from(["dense", "gaps", "reversed"]), st.booleans(), st.integers(0, 2**32 - 1))
 def test_batched_pooling_equals_each_sample_alone(case, platform, mul16, extreme, layout, integer_path,
                                                   seed) -> None:

@@ -25,6 +25,7 @@ from pymli.kernels import diverse as KD
 from pymli.kernels import pooling as KP
 from pymli.kernels import transform as KT
 from pymli.kernels.eltwise import eltwise_fx
+from ._shared import assert_l2_normalize_matches_reference, pool_case
 
 MODES = {"up": VPX, "convergent": EM}
 DTYPES = {8: np.int8, 16: np.int16}
@@ -108,13 +109,7 @@ def test_l2_normalize_fast_equals_reference(shape, bits, axis, zp, spread, mode,
     if spread and x.ndim > 1:
         # Slices of very different magnitudes: different shifts per slice (the float64 branch).
         x = (x.astype(np.int64) >> rng.integers(0, bits - 1, shape[:1] + (1,) * (x.ndim - 1))).astype(x.dtype)
-    axis = min(axis, x.ndim - 1)
-    lut = create_lut("l2_normalize")
-    kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15)
-    with use_platform(MODES[mode]):
-        got = KT.l2_normalize(x, lut, axis=axis, **kw)
-        want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
-    assert np.array_equal(got, want)
+    assert_l2_normalize_matches_reference(x, bits, axis, zp, MODES[mode])
 
 
 def test_l2_normalize_fast_paths_are_taken() -> None:
@@ -160,27 +155,11 @@ def test_heap_shortcut_with_many_maxima(k: int) -> None:
 
 
 # --------------------------------------------------------------------------------------- avepool
-@st.composite
-def pool_case(draw):
-    bits = draw(st.sampled_from([8, 16]))
-    h, w, c = draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, 4))
-    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
-    pb, pr = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
-    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
-    rq = None
-    if bits == 8 and draw(st.booleans()):
-        rq = requant_params(draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)),
-                            draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)))
-    return bits, (h, w, c), dict(kernel=(kh, kw), stride=(sh, sw), pad=(pt, pl), out_hw=(oh, ow),
-                                 base_shift=draw(st.integers(-4, 8)), requant=rq)
-
-
 @settings(max_examples=100, deadline=None)
 @given(pool_case(), st.sampled_from(list(MODES)), st.booleans(), st.integers(0, 2**32 - 1))
 def test_avepool_float_requant_equals_integer_path(case, mode, mul16, seed) -> None:
-    bits, shape, geo = case
+    bits, shape, geo, arith = case
+    geo = {**geo, **arith}
     if geo["out_hw"][0] < 1 or geo["out_hw"][1] < 1:
         return  # no output (the facade rejects such a cfg)
     x = _ints(np.random.default_rng(seed), shape, bits)

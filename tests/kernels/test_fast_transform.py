@@ -20,6 +20,7 @@ from pymli.arith.rounding import asr_rnd, sat
 from pymli.config import EM, VPX, use_platform
 from pymli.kernels import diverse as KD
 from pymli.kernels import transform as KT
+from ._shared import assert_l2_normalize_matches_reference
 
 DTYPES = {8: np.int8, 16: np.int16}
 PATTERNS = ["uniform", "narrow", "ascending", "descending", "plateau", "late_max", "extremes"]
@@ -153,13 +154,7 @@ def test_l2_normalize_equals_reference_on_large_tensors(shape, bits, axis, patte
     x = _values(rng, shape, bits, pattern)
     if spread:  # slices of very different magnitudes: different shifts per slice
         x = (x.astype(np.int64) >> rng.integers(0, bits - 1, x.shape[:-1] + (1,))).astype(x.dtype)
-    axis = min(axis, x.ndim - 1)
-    lut = create_lut("l2_normalize")
-    kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15)
-    with use_platform(MODES[mode]):
-        got = KT.l2_normalize(x, lut, axis=axis, **kw)
-        want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
-    assert np.array_equal(got, want)
+    assert_l2_normalize_matches_reference(x, bits, axis, zp, MODES[mode])
 
 
 def test_l2_normalize_fast_path_taken_on_benchmark_shapes() -> None:

@@ -1,0 +1,47 @@
+"""Strategies and checks shared by the kernel tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from pymli.arith.lut import create_lut
+from pymli.arith.pool import requant_params
+from pymli.config import Platform, use_platform
+from pymli.kernels import transform as KT
+
+
+@st.composite
+def pool_case(draw, batch: bool = False, max_channels: int = 4):
+    """A pooling case: ``(bits, shape, geometry, arithmetic)``.
+
+    ``shape`` is (H, W, C), or (N, H, W, C) with ``batch``; ``geometry`` holds ``kernel``, ``stride``,
+    ``pad`` (top, left) and ``out_hw`` (which may be empty: callers skip those); ``arithmetic`` the
+    average pooling's ``base_shift`` and, for some 8-bit cases, sa8 ``requant`` parameters.
+    """
+    bits = draw(st.sampled_from([8, 16]))
+    n = (draw(st.integers(1, 3)),) if batch else ()
+    h, w, c = draw(st.integers(1, 9)), draw(st.integers(1, 9)), draw(st.integers(1, max_channels))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    pt, pl = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    pb, pr = draw(st.integers(0, kh - 1)), draw(st.integers(0, kw - 1))
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    rq = None
+    if bits == 8 and draw(st.booleans()):
+        rq = requant_params(draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)),
+                            draw(st.integers(1, 32767)), draw(st.integers(0, 24)), draw(st.integers(-128, 127)))
+    geo = dict(kernel=(kh, kw), stride=(sh, sw), pad=(pt, pl), out_hw=(oh, ow))
+    return bits, n + (h, w, c), geo, dict(base_shift=draw(st.integers(-4, 8)), requant=rq)
+
+
+def assert_l2_normalize_matches_reference(x: np.ndarray, bits: int, axis: int, zp: int, platform: Platform) -> None:
+    """``kernels.transform.l2_normalize`` of ``x`` along ``axis`` (clipped to its rank) equals the
+    plain reference under ``platform``, whole buffer."""
+    axis = min(axis, x.ndim - 1)
+    lut = create_lut("l2_normalize")
+    kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15)
+    with use_platform(platform):
+        got = KT.l2_normalize(x, lut, axis=axis, **kw)
+        want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
+    assert np.array_equal(got, want)
