@@ -209,14 +209,29 @@ Raises:
 """
 
 
+CONV2D: dict[tuple[str, int], Callable[..., Status]] = {}
+"""The conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+DEPTHWISE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {}
+"""The depthwise conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+GROUP_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {}
+"""The group conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+TRANSPOSE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {}
+"""The transpose conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
+_TABLES = {"conv": CONV2D, "depthwise": DEPTHWISE_CONV2D, "group": GROUP_CONV2D, "transpose": TRANSPOSE_CONV2D}
+_SUFFIX = {"fx16": "fx16", "fx16_fx8_fx8": "fx16_fx8_fx8", "sa8": "sa8_sa8_sa32"}
+
+
 def _make(op: str, kind: str, ksize: int, name: str) -> Callable[..., Status]:
-    return c_variant(name, _run, "in_ weights bias cfg out", _DOC.format(name=name), head=(op, kind, ksize),
-                     named=False, planned=True)
-
-
-def _make_transpose(kind: str, ksize: int, name: str) -> Callable[..., Status]:
-    return c_variant(name, _run_transpose, "in_ weights bias cfg out", _DOC.format(name=name), head=(kind, ksize),
-                     named=False, planned=True)
+    """Register ``name`` (the ``op`` kernel for ``kind`` operands, specialised to ``ksize``; 0: generic)
+    and enter it in its table."""
+    if op == "transpose":
+        fn = c_variant(name, _run_transpose, "in_ weights bias cfg out", _DOC.format(name=name),
+                       head=(kind, ksize), named=False, planned=True)
+    else:
+        fn = c_variant(name, _run, "in_ weights bias cfg out", _DOC.format(name=name), head=(op, kind, ksize),
+                       named=False, planned=True)
+    _TABLES[op][(_SUFFIX[kind], ksize)] = fn
+    return fn
 
 
 mli_krn_conv2d_hwcn_fx16 = _make("conv", "fx16", 0, "mli_krn_conv2d_hwcn_fx16")
@@ -229,9 +244,9 @@ mli_krn_depthwise_conv2d_hwcn_fx16_k3x3 = _make("depthwise", "fx16", 3, "mli_krn
 mli_krn_group_conv2d_hwcn_fx16_k3x3 = _make("group", "fx16", 3, "mli_krn_group_conv2d_hwcn_fx16_k3x3")
 mli_krn_depthwise_conv2d_hwcn_fx16_k5x5 = _make("depthwise", "fx16", 5, "mli_krn_depthwise_conv2d_hwcn_fx16_k5x5")
 mli_krn_group_conv2d_hwcn_fx16_k5x5 = _make("group", "fx16", 5, "mli_krn_group_conv2d_hwcn_fx16_k5x5")
-mli_krn_transpose_conv2d_hwcn_fx16 = _make_transpose("fx16", 0, "mli_krn_transpose_conv2d_hwcn_fx16")
-mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2 = _make_transpose("fx16", 2, "mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2")
-mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2 = _make_transpose("fx16", 4, "mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2")
+mli_krn_transpose_conv2d_hwcn_fx16 = _make("transpose", "fx16", 0, "mli_krn_transpose_conv2d_hwcn_fx16")
+mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2 = _make("transpose", "fx16", 2, "mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2 = _make("transpose", "fx16", 4, "mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2")
 mli_krn_conv2d_hwcn_fx16_fx8_fx8 = _make("conv", "fx16_fx8_fx8", 0, "mli_krn_conv2d_hwcn_fx16_fx8_fx8")
 mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1 = _make("conv", "fx16_fx8_fx8", 1, "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1")
 mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("conv", "fx16_fx8_fx8", 3, "mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3")
@@ -242,9 +257,9 @@ mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("depthwise", "fx16_fx8_f
 mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3 = _make("group", "fx16_fx8_fx8", 3, "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3")
 mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5 = _make("depthwise", "fx16_fx8_fx8", 5, "mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5")
 mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5 = _make("group", "fx16_fx8_fx8", 5, "mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5")
-mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8 = _make_transpose("fx16_fx8_fx8", 0, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8")
-mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2 = _make_transpose("fx16_fx8_fx8", 2, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2")
-mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2 = _make_transpose("fx16_fx8_fx8", 4, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8 = _make("transpose", "fx16_fx8_fx8", 0, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2 = _make("transpose", "fx16_fx8_fx8", 2, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2 = _make("transpose", "fx16_fx8_fx8", 4, "mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2")
 mli_krn_conv2d_hwcn_sa8_sa8_sa32 = _make("conv", "sa8", 0, "mli_krn_conv2d_hwcn_sa8_sa8_sa32")
 mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1 = _make("conv", "sa8", 1, "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1")
 mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("conv", "sa8", 3, "mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3")
@@ -255,61 +270,7 @@ mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("depthwise", "sa8", 3, "
 mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3 = _make("group", "sa8", 3, "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3")
 mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5 = _make("depthwise", "sa8", 5, "mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5")
 mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5 = _make("group", "sa8", 5, "mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5")
-mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32 = _make_transpose("sa8", 0, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32")
-mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2 = _make_transpose("sa8", 2, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2")
-mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2 = _make_transpose("sa8", 4, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32 = _make("transpose", "sa8", 0, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2 = _make("transpose", "sa8", 2, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2")
+mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2 = _make("transpose", "sa8", 4, "mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2")
 
-CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
-    ("fx16", 0): mli_krn_conv2d_hwcn_fx16,
-    ("fx16", 1): mli_krn_conv2d_hwcn_fx16_k1x1,
-    ("fx16", 3): mli_krn_conv2d_hwcn_fx16_k3x3,
-    ("fx16", 5): mli_krn_conv2d_hwcn_fx16_k5x5,
-    ("fx16_fx8_fx8", 0): mli_krn_conv2d_hwcn_fx16_fx8_fx8,
-    ("fx16_fx8_fx8", 1): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k1x1,
-    ("fx16_fx8_fx8", 3): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k3x3,
-    ("fx16_fx8_fx8", 5): mli_krn_conv2d_hwcn_fx16_fx8_fx8_k5x5,
-    ("sa8_sa8_sa32", 0): mli_krn_conv2d_hwcn_sa8_sa8_sa32,
-    ("sa8_sa8_sa32", 1): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k1x1,
-    ("sa8_sa8_sa32", 3): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k3x3,
-    ("sa8_sa8_sa32", 5): mli_krn_conv2d_hwcn_sa8_sa8_sa32_k5x5,
-}
-"""The conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
-
-DEPTHWISE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
-    ("fx16", 0): mli_krn_depthwise_conv2d_hwcn_fx16,
-    ("fx16", 3): mli_krn_depthwise_conv2d_hwcn_fx16_k3x3,
-    ("fx16", 5): mli_krn_depthwise_conv2d_hwcn_fx16_k5x5,
-    ("fx16_fx8_fx8", 0): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8,
-    ("fx16_fx8_fx8", 3): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k3x3,
-    ("fx16_fx8_fx8", 5): mli_krn_depthwise_conv2d_hwcn_fx16_fx8_fx8_k5x5,
-    ("sa8_sa8_sa32", 0): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32,
-    ("sa8_sa8_sa32", 3): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k3x3,
-    ("sa8_sa8_sa32", 5): mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32_k5x5,
-}
-"""The depthwise conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
-
-GROUP_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
-    ("fx16", 0): mli_krn_group_conv2d_hwcn_fx16,
-    ("fx16", 3): mli_krn_group_conv2d_hwcn_fx16_k3x3,
-    ("fx16", 5): mli_krn_group_conv2d_hwcn_fx16_k5x5,
-    ("fx16_fx8_fx8", 0): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8,
-    ("fx16_fx8_fx8", 3): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k3x3,
-    ("fx16_fx8_fx8", 5): mli_krn_group_conv2d_hwcn_fx16_fx8_fx8_k5x5,
-    ("sa8_sa8_sa32", 0): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32,
-    ("sa8_sa8_sa32", 3): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k3x3,
-    ("sa8_sa8_sa32", 5): mli_krn_group_conv2d_hwcn_sa8_sa8_sa32_k5x5,
-}
-"""The group conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
-
-TRANSPOSE_CONV2D: dict[tuple[str, int], Callable[..., Status]] = {
-    ("fx16", 0): mli_krn_transpose_conv2d_hwcn_fx16,
-    ("fx16", 2): mli_krn_transpose_conv2d_hwcn_fx16_k2x2_str2,
-    ("fx16", 4): mli_krn_transpose_conv2d_hwcn_fx16_k4x4_str2,
-    ("fx16_fx8_fx8", 0): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8,
-    ("fx16_fx8_fx8", 2): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k2x2_str2,
-    ("fx16_fx8_fx8", 4): mli_krn_transpose_conv2d_hwcn_fx16_fx8_fx8_k4x4_str2,
-    ("sa8_sa8_sa32", 0): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32,
-    ("sa8_sa8_sa32", 2): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k2x2_str2,
-    ("sa8_sa8_sa32", 4): mli_krn_transpose_conv2d_hwcn_sa8_sa8_sa32_k4x4_str2,
-}
-"""The transpose conv2d functions by (type suffix, kernel size of the specialisation; 0: generic)."""
