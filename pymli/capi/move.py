@@ -639,24 +639,21 @@ def mli_mov_cfg_for_permute(cfg: MovCfg, perm_dim: Sequence[int]) -> Status:
     return Status.OK
 
 
-@_resets_pool
-@mli_function()
-def mli_mov_cfg_for_padding2d_chw(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
-                                  dst_mem_stride: Sequence[int]) -> Status:
-    """Fill ``cfg`` to zero-pad a CHW feature map (H = dim 1, W = dim 2)."""
-    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
-          **_pad2d(_CHW_H, _CHW_W, padleft, padright, padtop, padbot))
-    return Status.OK
+def _cfg_for_padding2d(name: str, h: int, w: int, layout: str) -> Callable[..., Status]:
+    """``mli_mov_cfg_for_padding2d_<layout>``: the padding goes to dimensions ``h`` and ``w``."""
+
+    def fill(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
+             dst_mem_stride: Sequence[int]) -> Status:
+        _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4), **_pad2d(h, w, padleft, padright, padtop, padbot))
+        return Status.OK
+
+    fill.__name__ = fill.__qualname__ = name
+    fill.__doc__ = f"Fill ``cfg`` to zero-pad a feature map in {layout} layout (H = dim {h}, W = dim {w})."
+    return _resets_pool(mli_function(name)(fill))
 
 
-@_resets_pool
-@mli_function()
-def mli_mov_cfg_for_padding2d_hwc(cfg: MovCfg, padleft: int, padright: int, padtop: int, padbot: int,
-                                  dst_mem_stride: Sequence[int]) -> Status:
-    """Fill ``cfg`` to zero-pad an HWC feature map (H = dim 0, W = dim 1)."""
-    _fill(cfg, dst_mem_stride=_four(dst_mem_stride, as_i32, ZEROS4),
-          **_pad2d(_HWC_H, _HWC_W, padleft, padright, padtop, padbot))
-    return Status.OK
+mli_mov_cfg_for_padding2d_chw = _cfg_for_padding2d("mli_mov_cfg_for_padding2d_chw", _CHW_H, _CHW_W, "CHW")
+mli_mov_cfg_for_padding2d_hwc = _cfg_for_padding2d("mli_mov_cfg_for_padding2d_hwc", _HWC_H, _HWC_W, "HWC")
 
 
 @_resets_pool
