@@ -64,6 +64,7 @@ __all__ = [
     "RELU_6",
     "RELU_GEN",
     "RELU_NONE",
+    "Sa8FloatCast",
     "acc_container_bits",
     "add_bias",
     "asr_rnd32",

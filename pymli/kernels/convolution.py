@@ -29,16 +29,18 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..arith.requant import (
+    Sa8FloatCast,
     add_bias,
     fx_bias,
     fx_result_cast,
     sa8_bias_bound,
     sa8_out_params,
+    sa8_float_cast,
     sa8_result_cast,
     wrap_acc,
 )
@@ -110,6 +112,8 @@ class Sa8Quant:
         w_scales, w_fracs: weights scales and frac bits (int64 arrays of length 1 or the number of
             output channels).
         out_zp, out_scale, out_frac: output parameters.
+        memo: per-platform results derived from these parameters (output multipliers, float
+            output-stage plans), so that a prepared step's repeated calls derive them once.
     """
 
     in_zp: int
@@ -121,12 +125,27 @@ class Sa8Quant:
     out_zp: int
     out_scale: int
     out_frac: int
+    memo: dict = field(default_factory=dict, init=False, repr=False)
 
     acc_bits = 32
 
     def out_params(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-channel (multiplier, shift) for the current platform."""
-        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac, self.w_scales, self.w_fracs)
+        key = ("out", get_platform())
+        r = self.memo.get(key)
+        if r is None:
+            r = self.memo[key] = sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac,
+                                                self.w_scales, self.w_fracs)
+        return r
+
+    def float_cast(self, bias: np.ndarray, bounds: tuple[int, int], acc_bound: int) -> Sa8FloatCast | None:
+        """:func:`pymli.arith.requant.sa8_float_cast` of this call for the current platform (memoised)."""
+        key = ("cast", get_platform(), np.asarray(bias).tobytes(), tuple(bounds), acc_bound)
+        r = self.memo.get(key, False)
+        if r is False:
+            mul, sh = self.out_params()
+            r = self.memo[key] = sa8_float_cast(bias, mul, sh, self.out_zp, acc_bound, clamp=bounds)
+        return r
 
 
 Quant = FxQuant | Sa8Quant
@@ -204,6 +223,7 @@ _SCRATCH_MAX = 24
 _SCRATCH_MAX_BYTES = 1 << 24
 _SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
 GIL_LIGHT_ELEMS = 1 << 15  # blocks with this many outputs run the integer output stage on the workers
+FLAT_TAPS_CHANNELS = 32  # depthwise convolutions with at most this many channels: row multiply-adds
 
 
 def _scratch(key: tuple) -> np.ndarray:
@@ -295,7 +315,7 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
 
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
                 macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
-                bound: int) -> np.ndarray:
+                bound: int, blas: bool = True) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
     ``block((n0, n1, r0, r1))`` returns the exact sums of the (n1 - n0, r1 - r0, wo, ch) piece
@@ -304,21 +324,24 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     finished by ``post`` (the output stage). ``wide``: the output stage works in int64 (else
     int32), which sizes the blocks. ``shared``: the scratch buffer the blocks read (the padded
     input), dropped from the scratch buffers when a block abandoned on a worker may still be
-    reading it.
+    reading it. ``blas``: the blocks call BLAS (else no BLAS thread pin is taken).
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
 
     def finished(sums: np.ndarray) -> np.ndarray:
         return _to_int(sums, bound) if post is None else post(sums, bound)
 
-    if len(blocks) == 1 and macs < SMALL_PRODUCT:
-        return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+    if len(blocks) == 1:
+        if macs < SMALL_PRODUCT or not blas:
+            return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+        with blas_single_thread(macs):
+            return finished(block(blocks[0]))
     # The output stage runs on the caller's thread, block after block, when it is many short NumPy
     # calls on small blocks: on two threads those calls fight for the GIL (measured: conv2d sa8
     # 32x32x32 -> 64 in four blocks took 0.84 ms on two threads with it inside the blocks, 0.66 ms
     # on one thread; 0.65-0.75 ms on two with it outside).
-    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks))
-    with blas_single_thread(macs):
+    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks), bound)
+    with blas_single_thread(macs if blas else 0):
         parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
                           len(blocks), lambda: _scratch_forget(shared))
     if not inside:
@@ -425,7 +448,12 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     """Exact per-channel sums of ``x - x_offset`` (N, H, W, C), optionally finished.
 
     Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
-    single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds).
+    single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds
+    on strided windows). With a horizontal stride of 1 and few channels (at most
+    :data:`FLAT_TAPS_CHANNELS`), the taps are multiply-adds on rows instead: a row of ``Wo``
+    outputs of one tap is a contiguous run of ``Wo * C`` padded inputs, multiplied by the tap's
+    weights repeated ``Wo`` times (einsum's inner loop over a handful of channels is slow: measured
+    48x48x8 3x3 68 us against 350 us, 24x24x32 72 us against 112 us; at 64 channels einsum wins).
     ``wide`` as in :func:`_conv_blocks`.
 
     Returns:
@@ -437,15 +465,37 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     dt = _depthwise_dtype(bound)
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
     xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
-    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     wd = w.reshape(kh, kw, c).astype(dt)
 
-    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
-        n0, n1, r0, r1 = blk
-        return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
+    if stride[1] == 1 and c <= FLAT_TAPS_CHANNELS:
+        rows = xp.reshape(nb, hp, wp * c)
+        wrow = np.tile(wd, (1, 1, wo))  # (kh, kw, wo * c): each tap's weights for a row of outputs
+        sh, dh, dwc, span = stride[0], dilation[0], dilation[1] * c, wo * c
+
+        def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+            n0, n1, r0, r1 = blk
+            # every product and partial sum is bounded by ``bound``: exact in ``dt``
+            acc = tmp = None
+            for i in range(kh):
+                lines = rows[n0:n1, r0 * sh + i * dh:(r1 - 1) * sh + i * dh + 1:sh]
+                for j in range(kw):
+                    tap = lines[:, :, j * dwc:j * dwc + span]
+                    if acc is None:
+                        acc = np.multiply(tap, wrow[i, j])
+                        tmp = np.empty_like(acc)
+                    else:
+                        np.multiply(tap, wrow[i, j], out=tmp)
+                        acc += tmp
+            return acc.reshape(n1 - n0, r1 - r0, wo, c)
+    else:
+        win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
+
+        def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+            n0, n1, r0, r1 = blk
+            return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
 
     return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31, xp, post,
-                       bound), bound
+                       bound, blas=False), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -642,6 +692,10 @@ class _OutputStage:
     ROUND_CONVERGENT's shift (ties to even) is ``rint(v * 2**-s)``; the output container's
     saturation and the ReLU clamp are one clip (the clamp lies inside the container). That is five
     passes instead of the int64 path's conversion plus seven (measured ~3x faster).
+
+    The sa8 output stage (bias add, requantisation with its two roundings, zero point, clamp) runs
+    in float64 too whenever :func:`pymli.arith.requant.sa8_float_cast` proves it exact for the
+    call's parameters and sum bound (the plan is made once per bound, with the current rounding).
     """
 
     def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
@@ -655,10 +709,14 @@ class _OutputStage:
                 self.float_bias = b.astype(np.float64)
                 self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
 
-    def gil_light(self, block_elems: int) -> bool:
-        """Run the stage inside the blocks (on the workers): a float64 stage (five large NumPy
+    def sa8_plan(self, bound: int) -> Sa8FloatCast | None:
+        """The float64 sa8 output stage for sums bounded by ``bound``, or None (FX, or not exact)."""
+        return self.q.float_cast(self.bias, self.bounds, bound) if isinstance(self.q, Sa8Quant) else None
+
+    def gil_light(self, block_elems: int, bound: int) -> bool:
+        """Run the stage inside the blocks (on the workers): a float64 stage (a few large NumPy
         calls) or a block large enough that its NumPy calls outweigh the Python between them."""
-        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS
+        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
 
     def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
         if acc.dtype == np.float64 and bound < self.float_limit:
@@ -673,6 +731,9 @@ class _OutputStage:
                     np.rint(v, out=v)
             np.clip(v, self.bounds[0], self.bounds[1], out=v)
             return v.astype(self.dtype)
+        plan = self.sa8_plan(bound)
+        if plan is not None:
+            return plan(acc)
         return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
 
 
