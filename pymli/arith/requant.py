@@ -513,6 +513,8 @@ class Sa8FloatCast:
         sat32: clip the biased sum to int32 (the saturating bias add can saturate).
         pre_scale: ``2**-pre`` per channel, or None when no channel pre-shifts.
         pre_lim: ROUND_UP's clamp before the pre-shift (its rounding add saturates), or None.
+        pre_bias: ``bias * 2**-pre`` (plus 0.5 for ROUND_UP) when neither saturation can happen
+            (the bias add and the pre-shift's rounding add then fold into one multiply-add), or None.
         sat16: clip to int16 after the pre-shift (None when that clip is provably invisible).
         scale: ``m16 * 2**-sh`` (FULL_ACCU: ``mul * 2**-sh``) per channel.
         low, high: the final clamp shifted by the zero point, ``lo - zp`` and ``hi - zp``.
@@ -524,6 +526,7 @@ class Sa8FloatCast:
     sat32: bool
     pre_scale: np.ndarray | None
     pre_lim: np.ndarray | None
+    pre_bias: np.ndarray | None
     sat16: bool
     scale: np.ndarray
     low: int
@@ -540,6 +543,15 @@ class Sa8FloatCast:
         Returns:
             int8 array, shape of ``acc``.
         """
+        if self.pre_bias is not None:
+            # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
+            v = np.multiply(acc, self.pre_scale, dtype=np.float64)
+            v += self.pre_bias
+            if self.up:
+                np.floor(v, out=v)
+            else:
+                np.rint(v, out=v)
+            return self._finish(v)
         v = np.add(acc, self.bias, dtype=np.float64)
         if self.sat32:
             np.clip(v, -2.0 ** 31, 2.0 ** 31 - 1, out=v)
@@ -552,6 +564,10 @@ class Sa8FloatCast:
                 np.floor(v, out=v)
             else:
                 np.rint(v, out=v)
+        return self._finish(v)
+
+    def _finish(self, v: np.ndarray) -> np.ndarray:
+        """The pre-shifted values (float64, modified) -> int8 outputs."""
         if self.sat16:
             np.clip(v, -32768.0, 32767.0, out=v)
         v *= self.scale
@@ -581,6 +597,7 @@ def sa8_float_cast(bias: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, ou
     * The pre-shift (no FULL_ACCU) ``v * 2**-pre`` scales by a power of two, and ``+ 0.5`` gives
       ``(v + 2**(pre-1)) * 2**-pre``, an integer below 2**53 times a power of two: ``floor`` of it
       is ROUND_UP's ``(v + half) >> pre`` and ``rint`` (ties to even) ROUND_CONVERGENT's result.
+      Without saturations it is ``acc * 2**-pre + (bias * 2**-pre + 0.5)``: every term exact.
       ROUND_UP's saturating rounding add is the same clamp as in :func:`sa8_result_cast`.
     * ``a * (m * 2**-sh)`` is the exact ``a * m * 2**-sh`` when ``|a * m| < 2**53`` (a product
       whose significand fits, scaled by a power of two); adding ``0.5 - low`` (an integer plus a
@@ -647,8 +664,14 @@ def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shif
         ab = 1 << 15 if sat16 else vb
     if 2 * int(np.max(np.abs(m))) * ab + (2 << int(np.max(sh))) * (abs(low) + 1) >= 1 << 53:
         return None
-    return Sa8FloatCast(bias=b.astype(np.float64), sat32=acc_bound + bmax > (1 << 31) - 1, pre_scale=pre_scale,
-                        pre_lim=pre_lim, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
+    sat32 = acc_bound + bmax > (1 << 31) - 1
+    pre_bias = None
+    if pre_scale is not None and not sat32 and pre_lim is None:
+        # (acc + bias + 2**(pre-1)) * 2**-pre is an integer below 2**33 times a power of two, and so
+        # are acc * 2**-pre and bias * 2**-pre + 0.5: the float64 add of the last two is exact.
+        pre_bias = b.astype(np.float64) * pre_scale + (0.5 if up else 0.0)
+    return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale,
+                        pre_lim=pre_lim, pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
                         high=high, out_lo=lo, up=up)
 
 
