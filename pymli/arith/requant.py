@@ -554,7 +554,7 @@ class Sa8FloatCast:
             return self._finish(v)
         v = np.add(acc, self.bias, dtype=np.float64)
         if self.sat32:
-            np.clip(v, -2.0 ** 31, 2.0 ** 31 - 1, out=v)
+            _clip(v, -2.0 ** 31, 2.0 ** 31 - 1, out=v)
         if self.pre_scale is not None:
             if self.pre_lim is not None:
                 np.minimum(v, self.pre_lim, out=v)
@@ -569,7 +569,7 @@ class Sa8FloatCast:
     def _finish(self, v: np.ndarray) -> np.ndarray:
         """The pre-shifted values (float64, modified) -> int8 outputs."""
         if self.sat16:
-            np.clip(v, -32768.0, 32767.0, out=v)
+            _clip(v, -32768.0, 32767.0, out=v)
         v *= self.scale
         if self.up:
             # floor(x + 0.5) - low, clipped to [0, high - low]: clip and floor commute (integer
@@ -578,7 +578,7 @@ class Sa8FloatCast:
         else:
             np.rint(v, out=v)  # ties to even: the integer shift of the zero point must follow it
             v -= self.low
-        np.clip(v, 0.0, float(self.high - self.low), out=v)
+        _clip(v, 0.0, float(self.high - self.low), out=v)
         u = v.astype(np.uint8).view(np.int8)
         u += np.int8(self.out_lo)  # u + lo lies in [lo, hi]: the int8 wrap-around of the add is exact
         return u

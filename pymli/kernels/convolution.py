@@ -113,7 +113,9 @@ class Sa8Quant:
             output channels).
         out_zp, out_scale, out_frac: output parameters.
         memo: per-platform results derived from these parameters (output multipliers, float
-            output-stage plans), so that a prepared step's repeated calls derive them once.
+            output-stage plans) and working copies of read-only weights (which the kernels take as
+            constant while this object is used), so that a prepared step's repeated calls derive
+            them once.
     """
 
     in_zp: int
@@ -314,6 +316,21 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     return r if ndim == 4 else r[0]
 
 
+def _const_weights(w: np.ndarray, post: _OutputStage | None, tag: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()``, a working copy of the weights ``w``, memoised in the call's ``Sa8Quant.memo`` when
+    ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights to float32 on
+    every call costs ~100 us). Writeable weights, and calls without a :class:`Sa8Quant`, convert
+    every time."""
+    memo = getattr(post.q, "memo", None) if post is not None else None
+    if memo is None or w.flags.writeable:
+        return make()
+    key = (*tag, id(w))
+    hit = memo.get(key)
+    if hit is None or hit[0] is not w:  # the entry keeps ``w`` alive: its id is not reused meanwhile
+        hit = memo[key] = (w, make())
+    return hit[1]
+
+
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
                 macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
                 bound: int, blas: bool = True) -> np.ndarray:
@@ -381,7 +398,7 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     ng = nout // groups
     if groups == 1:
-        wm = w.astype(dt).reshape(k, nout)
+        wm = _const_weights(w, post, ("gemm", dt.char), lambda: w.astype(dt).reshape(k, nout))
     else:
         wm = w.astype(dt).reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
     # float products are exact (bound); int64 products (beyond 2**53) go through NumPy's own loop.
@@ -468,7 +485,7 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     dt = _depthwise_dtype(bound)
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
     xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
-    wd = w.reshape(kh, kw, c).astype(dt)
+    wd = _const_weights(w, post, ("dw", dt.char), lambda: w.reshape(kh, kw, c).astype(dt))
 
     if c <= FLAT_TAPS_CHANNELS and nb * ho * wo * c >= FLAT_TAPS_OUTPUTS:
         sh, sw, dh, span = stride[0], stride[1], dilation[0], wo * c
@@ -476,7 +493,8 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
         # the tap in kernel column j reads a contiguous run of phase (j * dw) % sw.
         rows = [xp.reshape(nb, hp, wp * c)] if sw == 1 else \
             [np.ascontiguousarray(xp[:, :, p::sw]).reshape(nb, hp, -1) for p in range(sw)]
-        wrow = np.tile(wd, (1, 1, wo))  # (kh, kw, wo * c): each tap's weights for a row of outputs
+        # (kh, kw, wo * c): each tap's weights for a row of outputs
+        wrow = _const_weights(w, post, ("dw rows", dt.char, wo), lambda: np.tile(wd, (1, 1, wo)))
 
         def block(blk: tuple[int, int, int, int]) -> np.ndarray:
             n0, n1, r0, r1 = blk
