@@ -670,8 +670,8 @@ def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shif
         # (acc + bias + 2**(pre-1)) * 2**-pre is an integer below 2**33 times a power of two, and so
         # are acc * 2**-pre and bias * 2**-pre + 0.5: the float64 add of the last two is exact.
         pre_bias = b.astype(np.float64) * pre_scale + (0.5 if up else 0.0)
-    return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale,
-                        pre_lim=pre_lim, pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
+    return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale, pre_lim=pre_lim,
+                        pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
                         high=high, out_lo=lo, up=up)
 
 

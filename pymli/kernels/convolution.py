@@ -468,12 +468,12 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
     single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds
     on strided windows). With few channels (at most :data:`FLAT_TAPS_CHANNELS`) and enough outputs
-    (:data:`FLAT_TAPS_OUTPUTS`: each tap costs two NumPy calls), the taps are
-    multiply-adds on rows instead: a row of ``Wo`` outputs of one tap is a contiguous run of
-    ``Wo * C`` padded inputs (with a horizontal stride ``s``, of one of ``s`` column phases copied
-    once), multiplied by the tap's weights repeated ``Wo`` times (einsum's inner loop over a handful of channels is slow: measured
-    48x48x8 3x3 68 us against 350 us, 24x24x32 72 us against 112 us, 48x48x16 stride 2 in a batch
-    of 2 189 us against 293 us; at 64 channels or below ~8k outputs einsum wins).
+    (:data:`FLAT_TAPS_OUTPUTS`: each tap costs two NumPy calls), the taps are multiply-adds on rows
+    instead: a row of ``Wo`` outputs of one tap is a contiguous run of ``Wo * C`` padded inputs
+    (with a horizontal stride ``s``, of one of ``s`` column phases copied once), multiplied by the
+    tap's weights repeated ``Wo`` times. einsum's inner loop over a handful of channels is slow:
+    measured 48x48x8 3x3 68 us against 350 us, 24x24x32 72 us against 112 us, 48x48x16 stride 2
+    in a batch of 2 189 us against 293 us; at 64 channels or below ~8k outputs einsum wins.
     ``wide`` as in :func:`_conv_blocks`.
 
     Returns:
