@@ -8,6 +8,8 @@ inputs through the kernel's batch axis (one pass) against 8 single calls.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from _timing import Row, best_of, cli
 
@@ -94,6 +96,23 @@ def run(repeat: int = 30) -> list[Row]:
     _threads(rows, "depthwise sa8 56x56x64 3x3 same",
              lambda: mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32(xd, wd, bd, cfg, od), repeat,
              macs=56 * 56 * 64 * 3 * 3, target="<= 2 ms [C 10.8]")
+
+    # MobileNet-class layers as a loaded TFLite model's prepared step calls them: the kernel with a
+    # kept Sa8Quant and read-only weights (their working copy memoised), one image
+    for h, c, n, k, s in ((48, 8, 8, 3, 1), (48, 16, 16, 3, 2), (6, 128, 128, 3, 1), (48, 8, 16, 1, 1),
+                          (6, 128, 128, 1, 1)):
+        dw = k == 3
+        xm = rng.integers(-128, 128, (h, h, c)).astype(np.int8)
+        wm = rng.integers(-127, 128, (k, k, 1, c) if dw else (k, k, c, n)).astype(np.int8)
+        wm.flags.writeable = False
+        qm = K.Sa8Quant(-3, 16384, 20, 0, rng.integers(8192, 32767, n), np.full(n, 20), 5, 20000, 14)
+        kern = K.depthwise_conv2d_hwcn if dw else K.conv2d_hwcn
+        ho = -(-h // s)
+        gm = {"stride": (s, s), "pad": (k // 2, k // 2), "out_hw": (ho, ho), "bounds": (-128, 127)}
+        rows.append(Row(f"{'depthwise' if dw else 'pointwise'} sa8 {h}x{h}x{c} {k}x{k}{' s2' if s > 1 else ''}"
+                        f" -> {n} (prepared kernel call)",
+                        best_of(functools.partial(kern, xm, wm, rng.integers(-5000, 5000, n), qm, **gm), 5 * repeat),
+                        macs=ho * ho * n * k * k * (1 if dw else c)))
 
     xdf = Tensor.from_numpy(rng.integers(-32768, 32768, (56, 56, 64)), "FX_16", frac_bits=12)
     wdf = Tensor.from_numpy(rng.integers(-32768, 32768, (3, 3, 1, 64)), "FX_16", frac_bits=15)

@@ -33,6 +33,8 @@ Public API (stable; other kernels rely on it):
 * :func:`sa8_bias` -- sa32 bias as added by ``bias_additive`` (precision-reduced without FULL_ACCU);
   :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
+* :func:`sa8_float_cast` -- bias add and :func:`sa8_result_cast` in a few float64 passes on exact
+  sums, when that is provably exact (else None).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
@@ -62,6 +64,7 @@ __all__ = [
     "RELU_6",
     "RELU_GEN",
     "RELU_NONE",
+    "Sa8FloatCast",
     "acc_container_bits",
     "add_bias",
     "asr_rnd32",
@@ -72,6 +75,7 @@ __all__ = [
     "relu_bounds",
     "sa8_bias",
     "sa8_bias_bound",
+    "sa8_float_cast",
     "sa8_out_params",
     "sa8_result_cast",
     "shift_round",
@@ -498,6 +502,177 @@ def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> _Ca
     sh_half = _half(np.clip(sh, 0, 62), I64)
     return _CastPlan(_forms(m16), _forms(sh), _forms(sh_half), _forms(pre), _forms(pre_half),
                      _forms(((1 << 31) - 1) - pre_half), int(np.max(pre)), _in_range(sh, 0, 30), _in_range(sh, 0, 62))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sa8FloatCast:
+    """Bias add and s8asym ``result_cast`` of one call in float64 (see :func:`sa8_float_cast`).
+
+    Attributes:
+        bias: float64 reduced bias (per channel or scalar).
+        sat32: clip the biased sum to int32 (the saturating bias add can saturate).
+        pre_scale: ``2**-pre`` per channel, or None when no channel pre-shifts.
+        pre_lim: ROUND_UP's clamp before the pre-shift (its rounding add saturates), or None.
+        pre_bias: ``bias * 2**-pre`` (plus 0.5 for ROUND_UP) when neither saturation can happen
+            (the bias add and the pre-shift's rounding add then fold into one multiply-add), or None.
+        sat16: clip to int16 after the pre-shift (None when that clip is provably invisible).
+        scale: ``m16 * 2**-sh`` (FULL_ACCU: ``mul * 2**-sh``) per channel.
+        low, high: the final clamp shifted by the zero point, ``lo - zp`` and ``hi - zp``.
+        out_lo: ``lo`` (the result is ``u + lo`` for ``u`` in ``[0, hi - lo]``).
+        up: ROUND_UP (else ROUND_CONVERGENT).
+    """
+
+    bias: np.ndarray
+    sat32: bool
+    pre_scale: np.ndarray | None
+    pre_lim: np.ndarray | None
+    pre_bias: np.ndarray | None
+    sat16: bool
+    scale: np.ndarray
+    low: int
+    high: int
+    out_lo: int
+    up: bool
+
+    def __call__(self, acc: np.ndarray) -> np.ndarray:
+        """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
+
+        Args:
+            acc: sums bounded as the plan's ``acc_bound`` says.
+
+        Returns:
+            int8 array, shape of ``acc``.
+        """
+        if self.pre_bias is not None:
+            # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
+            v = np.multiply(acc, self.pre_scale, dtype=np.float64)
+            v += self.pre_bias
+            if self.up:
+                np.floor(v, out=v)
+            else:
+                np.rint(v, out=v)
+            return self._finish(v)
+        v = np.add(acc, self.bias, dtype=np.float64)
+        if self.sat32:
+            _clip(v, -2.0 ** 31, 2.0 ** 31 - 1, out=v)
+        if self.pre_scale is not None:
+            if self.pre_lim is not None:
+                np.minimum(v, self.pre_lim, out=v)
+            v *= self.pre_scale
+            if self.up:
+                v += 0.5
+                np.floor(v, out=v)
+            else:
+                np.rint(v, out=v)
+        return self._finish(v)
+
+    def _finish(self, v: np.ndarray) -> np.ndarray:
+        """The pre-shifted values (float64, modified) -> int8 outputs."""
+        if self.sat16:
+            _clip(v, -32768.0, 32767.0, out=v)
+        v *= self.scale
+        if self.up:
+            # floor(x + 0.5) - low, clipped to [0, high - low]: clip and floor commute (integer
+            # bounds), and on [0, 255] the truncating cast is the floor.
+            v += 0.5 - self.low
+        else:
+            np.rint(v, out=v)  # ties to even: the integer shift of the zero point must follow it
+            v -= self.low
+        _clip(v, 0.0, float(self.high - self.low), out=v)
+        u = v.astype(np.uint8).view(np.int8)
+        u += np.int8(self.out_lo)  # u + lo lies in [lo, hi]: the int8 wrap-around of the add is exact
+        return u
+
+
+def sa8_float_cast(bias: ArrayLike, out_mul: ArrayLike, out_shift: ArrayLike, out_zp: int, acc_bound: int,
+                   full_accu: bool | None = None, *,
+                   clamp: tuple[int, int] = (-128, 127)) -> Sa8FloatCast | None:
+    """Plan of :func:`add_bias` + :func:`sa8_result_cast` on exact sums in a few float64 passes.
+
+    The plan's result equals ``sa8_result_cast(add_bias(acc, sa8_bias(bias), 32), ...)`` for every
+    sum ``|acc| <= acc_bound`` (already the C accumulator: ``acc_bound < 2**31``, no wrap). Every
+    float64 step is exact (checked here, else None is returned):
+
+    * ``acc + bias`` is an integer below ``2**32``; the saturating add is a clip to int32.
+    * The pre-shift (no FULL_ACCU) ``v * 2**-pre`` scales by a power of two, and ``+ 0.5`` gives
+      ``(v + 2**(pre-1)) * 2**-pre``, an integer below 2**53 times a power of two: ``floor`` of it
+      is ROUND_UP's ``(v + half) >> pre`` and ``rint`` (ties to even) ROUND_CONVERGENT's result.
+      Without saturations it is ``acc * 2**-pre + (bias * 2**-pre + 0.5)``: every term exact.
+      ROUND_UP's saturating rounding add is the same clamp as in :func:`sa8_result_cast`.
+    * ``a * (m * 2**-sh)`` is the exact ``a * m * 2**-sh`` when ``|a * m| < 2**53`` (a product
+      whose significand fits, scaled by a power of two); adding ``0.5 - low`` (an integer plus a
+      half) stays exact when ``2 * |a * m| + 2**(sh+1) * (|low| + 1) < 2**53`` (twice the sum is
+      an integer below 2**53); its floor is the rounded shift minus ``low``.
+    * The int16 saturations before and after the shift: the one after it, with the zero point
+      add and the final clamp, is one clip to ``[lo - zp, hi - zp]`` (exact when that range lies
+      in int16); the one before it is dropped when every channel's rounded product of the int16
+      limits already lies beyond the final clamp (the clamp then hides it).
+
+    Args:
+        bias: sa32 bias (per channel or scalar), before the precision reduction.
+        out_mul, out_shift: from :func:`sa8_out_params`.
+        out_zp: output zero point.
+        acc_bound: bound on ``|acc|`` (the sums before the bias).
+        full_accu: FULL_ACCU build; ``None`` reads the current platform.
+        clamp: the fused ReLU's clamp, as in :func:`sa8_result_cast`.
+
+    Returns:
+        A callable :class:`Sa8FloatCast`, or None when float64 cannot be proved exact.
+    """
+    b = np.ascontiguousarray(bias, dtype=I64)
+    mul = np.ascontiguousarray(out_mul, dtype=I64)
+    shift = np.ascontiguousarray(out_shift, dtype=I64)
+    return _sa8_float_cast(b.tobytes(), b.shape, mul.tobytes(), shift.tobytes(), int(out_zp), int(acc_bound),
+                           _full_accu(full_accu), get_platform().round_mode,
+                           max(int(clamp[0]), -128), min(int(clamp[1]), 127))
+
+
+@functools.lru_cache(maxsize=256)
+def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shift_b: bytes, zp: int,
+                    acc_bound: int, full: bool, mode: RoundMode, lo: int, hi: int) -> Sa8FloatCast | None:
+    if acc_bound >= 1 << 31 or lo > hi:
+        return None
+    b, bmax = _sa8_bias_reduced(b_bytes, b_shape, full)
+    low, high = lo - zp, hi - zp
+    if low < -(1 << 15) or high > (1 << 15) - 1:
+        return None
+    up = mode is RoundMode.UP
+    vb = min(acc_bound + bmax, 1 << 31)  # bound on |acc + bias| after the saturating add
+    plan = _cast_plan(mul_b, shift_b, full, mode)
+    sh = np.asarray(plan.sh["l"], dtype=I64)
+    m = np.asarray(plan.mul["l"], dtype=I64)
+    if sh.size == 0 or not _in_range(sh, 0, 52):
+        return None
+    pre_scale = pre_lim = None
+    sat16 = False
+    if full:
+        ab = vb
+    else:
+        pre = np.asarray(plan.pre["l"], dtype=I64)
+        if plan.pre_max:
+            pre_scale = np.ldexp(1.0, -pre)
+            half = (I64(1) << pre) >> 1
+            if up and vb + (1 << (plan.pre_max - 1)) > (1 << 31) - 1:
+                pre_lim = (((1 << 31) - 1) - half).astype(np.float64)
+        # The int16 clip is invisible when the extreme int16 values already round beyond the clamp;
+        # without it |a| <= vb (a rounding right shift of an integer never grows its magnitude).
+        r_lo = asr_rnd(np.int64(-(1 << 15)) * m, sh, 64, mode)
+        r_hi = asr_rnd(np.int64((1 << 15) - 1) * m, sh, 64, mode)
+        pos = (m > 0) & (r_lo <= low) & (r_hi >= high)
+        neg = (m < 0) & (r_lo >= high) & (r_hi <= low)
+        sat16 = not bool(np.all(pos | neg | (m == 0)))
+        ab = 1 << 15 if sat16 else vb
+    if 2 * int(np.max(np.abs(m))) * ab + (2 << int(np.max(sh))) * (abs(low) + 1) >= 1 << 53:
+        return None
+    sat32 = acc_bound + bmax > (1 << 31) - 1
+    pre_bias = None
+    if pre_scale is not None and not sat32 and pre_lim is None:
+        # (acc + bias + 2**(pre-1)) * 2**-pre is an integer below 2**33 times a power of two, and so
+        # are acc * 2**-pre and bias * 2**-pre + 0.5: the float64 add of the last two is exact.
+        pre_bias = b.astype(np.float64) * pre_scale + (0.5 if up else 0.0)
+    return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale, pre_lim=pre_lim,
+                        pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
+                        high=high, out_lo=lo, up=up)
 
 
 # -------------------------------------------------------------------------------------- ReLU

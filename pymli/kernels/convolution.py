@@ -29,16 +29,18 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..arith.requant import (
+    Sa8FloatCast,
     add_bias,
     fx_bias,
     fx_result_cast,
     sa8_bias_bound,
     sa8_out_params,
+    sa8_float_cast,
     sa8_result_cast,
     wrap_acc,
 )
@@ -110,6 +112,10 @@ class Sa8Quant:
         w_scales, w_fracs: weights scales and frac bits (int64 arrays of length 1 or the number of
             output channels).
         out_zp, out_scale, out_frac: output parameters.
+        memo: per-platform results derived from these parameters (output multipliers, float
+            output-stage plans) and working copies of read-only weights (which the kernels take as
+            constant while this object is used), so that a prepared step's repeated calls derive
+            them once.
     """
 
     in_zp: int
@@ -121,12 +127,27 @@ class Sa8Quant:
     out_zp: int
     out_scale: int
     out_frac: int
+    memo: dict = field(default_factory=dict, init=False, repr=False)
 
     acc_bits = 32
 
     def out_params(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-channel (multiplier, shift) for the current platform."""
-        return sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac, self.w_scales, self.w_fracs)
+        key = ("out", get_platform())
+        r = self.memo.get(key)
+        if r is None:
+            r = self.memo[key] = sa8_out_params(self.in_scale, self.in_frac, self.out_scale, self.out_frac,
+                                                self.w_scales, self.w_fracs)
+        return r
+
+    def float_cast(self, bias: np.ndarray, bounds: tuple[int, int], acc_bound: int) -> Sa8FloatCast | None:
+        """:func:`pymli.arith.requant.sa8_float_cast` of this call for the current platform (memoised)."""
+        key = ("cast", get_platform(), np.asarray(bias).tobytes(), tuple(bounds), acc_bound)
+        r = self.memo.get(key, False)
+        if r is False:
+            mul, sh = self.out_params()
+            r = self.memo[key] = sa8_float_cast(bias, mul, sh, self.out_zp, acc_bound, clamp=bounds)
+        return r
 
 
 Quant = FxQuant | Sa8Quant
@@ -204,6 +225,8 @@ _SCRATCH_MAX = 24
 _SCRATCH_MAX_BYTES = 1 << 24
 _SMALL_BYTES = 1 << 14  # arrays up to this size: plain NumPy calls beat the scratch machinery
 GIL_LIGHT_ELEMS = 1 << 15  # blocks with this many outputs run the integer output stage on the workers
+FLAT_TAPS_CHANNELS = 32  # depthwise convolutions with at most this many channels ...
+FLAT_TAPS_OUTPUTS = 1 << 13  # ... and at least this many outputs: row multiply-adds (see _depthwise_blocks)
 
 
 def _scratch(key: tuple) -> np.ndarray:
@@ -293,9 +316,24 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     return r if ndim == 4 else r[0]
 
 
+def _const_weights(w: np.ndarray, post: _OutputStage | None, tag: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()``, a working copy of the weights ``w``, memoised in the call's ``Sa8Quant.memo`` when
+    ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights to float32 on
+    every call costs ~100 us). Writeable weights, and calls without a :class:`Sa8Quant`, convert
+    every time."""
+    memo = getattr(post.q, "memo", None) if post is not None else None
+    if memo is None or w.flags.writeable:
+        return make()
+    key = (*tag, id(w))
+    hit = memo.get(key)
+    if hit is None or hit[0] is not w:  # the entry keeps ``w`` alive: its id is not reused meanwhile
+        hit = memo[key] = (w, make())
+    return hit[1]
+
+
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
                 macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
-                bound: int) -> np.ndarray:
+                bound: int, blas: bool = True) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
     ``block((n0, n1, r0, r1))`` returns the exact sums of the (n1 - n0, r1 - r0, wo, ch) piece
@@ -304,21 +342,24 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     finished by ``post`` (the output stage). ``wide``: the output stage works in int64 (else
     int32), which sizes the blocks. ``shared``: the scratch buffer the blocks read (the padded
     input), dropped from the scratch buffers when a block abandoned on a worker may still be
-    reading it.
+    reading it. ``blas``: the blocks call BLAS (else no BLAS thread pin is taken).
     """
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
 
     def finished(sums: np.ndarray) -> np.ndarray:
         return _to_int(sums, bound) if post is None else post(sums, bound)
 
-    if len(blocks) == 1 and macs < SMALL_PRODUCT:
-        return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+    if len(blocks) == 1:
+        if macs < SMALL_PRODUCT or not blas:
+            return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+        with blas_single_thread(macs):
+            return finished(block(blocks[0]))
     # The output stage runs on the caller's thread, block after block, when it is many short NumPy
     # calls on small blocks: on two threads those calls fight for the GIL (measured: conv2d sa8
     # 32x32x32 -> 64 in four blocks took 0.84 ms on two threads with it inside the blocks, 0.66 ms
     # on one thread; 0.65-0.75 ms on two with it outside).
-    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks))
-    with blas_single_thread(macs):
+    inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks), bound)
+    with blas_single_thread(macs if blas else 0):
         parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
                           len(blocks), lambda: _scratch_forget(shared))
     if not inside:
@@ -357,7 +398,7 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     ng = nout // groups
     if groups == 1:
-        wm = w.astype(dt).reshape(k, nout)
+        wm = _const_weights(w, post, ("gemm", dt.char), lambda: w.astype(dt).reshape(k, nout))
     else:
         wm = w.astype(dt).reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
     # float products are exact (bound); int64 products (beyond 2**53) go through NumPy's own loop.
@@ -425,7 +466,14 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     """Exact per-channel sums of ``x - x_offset`` (N, H, W, C), optionally finished.
 
     Each row block is one ``einsum`` over its windows (a strided view of the padded input): a
-    single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds).
+    single pass with no product temporaries (measured ~1.6x faster than tap-by-tap multiply-adds
+    on strided windows). With few channels (at most :data:`FLAT_TAPS_CHANNELS`) and enough outputs
+    (:data:`FLAT_TAPS_OUTPUTS`: each tap costs two NumPy calls), the taps are multiply-adds on rows
+    instead: a row of ``Wo`` outputs of one tap is a contiguous run of ``Wo * C`` padded inputs
+    (with a horizontal stride ``s``, of one of ``s`` column phases copied once), multiplied by the
+    tap's weights repeated ``Wo`` times. einsum's inner loop over a handful of channels is slow:
+    measured 48x48x8 3x3 68 us against 350 us, 24x24x32 72 us against 112 us, 48x48x16 stride 2
+    in a batch of 2 189 us against 293 us; at 64 channels or below ~8k outputs einsum wins.
     ``wide`` as in :func:`_conv_blocks`.
 
     Returns:
@@ -437,15 +485,42 @@ def _depthwise_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], 
     dt = _depthwise_dtype(bound)
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
     xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
-    win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
-    wd = w.reshape(kh, kw, c).astype(dt)
+    wd = _const_weights(w, post, ("dw", dt.char), lambda: w.reshape(kh, kw, c).astype(dt))
 
-    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
-        n0, n1, r0, r1 = blk
-        return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
+    if c <= FLAT_TAPS_CHANNELS and nb * ho * wo * c >= FLAT_TAPS_OUTPUTS:
+        sh, sw, dh, span = stride[0], stride[1], dilation[0], wo * c
+        # Column phases: phase p holds the padded columns p, p + sw, ... (contiguous rows), so that
+        # the tap in kernel column j reads a contiguous run of phase (j * dw) % sw.
+        rows = [xp.reshape(nb, hp, wp * c)] if sw == 1 else \
+            [np.ascontiguousarray(xp[:, :, p::sw]).reshape(nb, hp, -1) for p in range(sw)]
+        # (kh, kw, wo * c): each tap's weights for a row of outputs
+        wrow = _const_weights(w, post, ("dw rows", dt.char, wo), lambda: np.tile(wd, (1, 1, wo)))
+
+        def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+            n0, n1, r0, r1 = blk
+            # every product and partial sum is bounded by ``bound``: exact in ``dt``
+            acc = tmp = None
+            for i in range(kh):
+                for j in range(kw):
+                    col = j * dilation[1]
+                    first = (col // sw) * c
+                    tap = rows[col % sw][n0:n1, r0 * sh + i * dh:(r1 - 1) * sh + i * dh + 1:sh, first:first + span]
+                    if acc is None:
+                        acc = np.multiply(tap, wrow[i, j])
+                        tmp = np.empty_like(acc)
+                    else:
+                        np.multiply(tap, wrow[i, j], out=tmp)
+                        acc += tmp
+            return acc.reshape(n1 - n0, r1 - r0, wo, c)
+    else:
+        win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
+
+        def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+            n0, n1, r0, r1 = blk
+            return np.einsum("nhwijc,ijc->nhwc", win[n0:n1, r0:r1], wd)
 
     return _run_blocks(block, nb, ho, wo, c, nb * ho * wo * c * kh * kw, wide or bound >= 1 << 31, xp, post,
-                       bound), bound
+                       bound, blas=False), bound
 
 
 def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -642,6 +717,10 @@ class _OutputStage:
     ROUND_CONVERGENT's shift (ties to even) is ``rint(v * 2**-s)``; the output container's
     saturation and the ReLU clamp are one clip (the clamp lies inside the container). That is five
     passes instead of the int64 path's conversion plus seven (measured ~3x faster).
+
+    The sa8 output stage (bias add, requantisation with its two roundings, zero point, clamp) runs
+    in float64 too whenever :func:`pymli.arith.requant.sa8_float_cast` proves it exact for the
+    call's parameters and sum bound (the plan is made once per bound, with the current rounding).
     """
 
     def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
@@ -655,10 +734,14 @@ class _OutputStage:
                 self.float_bias = b.astype(np.float64)
                 self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
 
-    def gil_light(self, block_elems: int) -> bool:
-        """Run the stage inside the blocks (on the workers): a float64 stage (five large NumPy
+    def sa8_plan(self, bound: int) -> Sa8FloatCast | None:
+        """The float64 sa8 output stage for sums bounded by ``bound``, or None (FX, or not exact)."""
+        return self.q.float_cast(self.bias, self.bounds, bound) if isinstance(self.q, Sa8Quant) else None
+
+    def gil_light(self, block_elems: int, bound: int) -> bool:
+        """Run the stage inside the blocks (on the workers): a float64 stage (a few large NumPy
         calls) or a block large enough that its NumPy calls outweigh the Python between them."""
-        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS
+        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
 
     def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
         if acc.dtype == np.float64 and bound < self.float_limit:
@@ -673,6 +756,9 @@ class _OutputStage:
                     np.rint(v, out=v)
             np.clip(v, self.bounds[0], self.bounds[1], out=v)
             return v.astype(self.dtype)
+        plan = self.sa8_plan(bound)
+        if plan is not None:
+            return plan(acc)
         return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
 
 

@@ -464,6 +464,7 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
     w, cf = c.weights, c.cfg
     n = w.shape[3]
     wt, bias = capi_conv.fast_view(w), capi_conv.fast_view(c.bias)
+    wt.flags.writeable = False  # constant: the kernel keeps its working copy in qc.memo
     qc = capi_conv.sa8_quant(inp, w, out, n)
     geo = dict(stride=(cf.stride_height, cf.stride_width), dilation=(cf.dilation_height, cf.dilation_width),
                pad=(0, 0) if _ksize(fn) == 1 else (cf.padding_top, cf.padding_left), out_hw=(ho, wo),

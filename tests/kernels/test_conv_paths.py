@@ -467,3 +467,53 @@ def test_large_scratch_is_not_kept() -> None:
     assert K._scratch(("test big", big, np.float32)) is not K._scratch(("test big", big, np.float32))
     small = (16,)
     assert K._scratch(("test small", small, np.float32)) is K._scratch(("test small", small, np.float32))
+
+
+# ------------------------------------------------------------------------------ MobileNet-class paths
+@contextlib.contextmanager
+def row_taps(outputs: int) -> Iterator[None]:
+    """Depthwise convolutions of at least ``outputs`` outputs (and few channels) take the row multiply-adds."""
+    saved = K.FLAT_TAPS_OUTPUTS
+    K.FLAT_TAPS_OUTPUTS = outputs
+    try:
+        yield
+    finally:
+        K.FLAT_TAPS_OUTPUTS = saved
+
+
+@settings(max_examples=80, deadline=None)
+@given(conv_cases().filter(lambda c: c[1] == "depthwise"), st.sampled_from(PLATFORMS))
+def test_depthwise_row_taps_equal_plain_int64(case, plat) -> None:
+    """Every small depthwise case through the row multiply-adds (any stride, dilation, padding, batch)."""
+    with row_taps(0):
+        _check_case(case, plat)
+
+
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+@pytest.mark.parametrize(("h", "c", "k", "s", "op"), [
+    (48, 8, 3, 1, "depthwise"), (47, 16, 3, 2, "depthwise"), (24, 32, 3, 2, "depthwise"), (12, 64, 3, 1, "depthwise"),
+    (6, 128, 3, 1, "depthwise"), (48, 8, 1, 1, "conv"), (12, 64, 1, 1, "conv"), (25, 3, 3, 2, "conv"),
+    (32, 32, 3, 1, "conv")])
+def test_mobilenet_layers_equal_plain_int64(h: int, c: int, k: int, s: int, op: str, plat: Platform) -> None:
+    """MobileNet-sized layers (row multiply-adds, float64 sa8 output stage, blocks) on a batch of 2."""
+    rng = np.random.default_rng(h * 1000 + c * 10 + s)
+    n = c if op == "depthwise" else 2 * c
+    ho = -(-h // s)
+    pad = max(0, ((ho - 1) * s + k - h) // 2)
+    geo = {"stride": (s, s), "dilation": (1, 1), "pad": (pad, pad), "out_hw": (ho, ho)}
+    x = rng.integers(-128, 128, (2, h, h, c)).astype(np.int8)
+    w = rng.integers(-127, 128, (k, k, 1, c) if op == "depthwise" else (k, k, c, n)).astype(np.int8)
+    b = rng.integers(-(1 << 14), 1 << 14, n).astype(np.int32)
+    taps = k * k * (1 if op == "depthwise" else c)
+    q = K.Sa8Quant(int(rng.integers(-128, 128)), 20000, 19, 0, rng.integers(8192, 32767, n), np.full(n, 20),
+                   int(rng.integers(-20, 20)), 25000, 18 - int(np.log2(taps)) // 2)
+    bounds = relu_bounds(h % 2, 8, zero_point=q.out_zp, scale=q.out_scale, frac_bits=q.out_frac)
+    groups = c if op == "depthwise" else 1
+    with use_platform(plat):
+        want = _reference(op, x, w, b, q, bounds, geo, groups)
+        assert 10 < len(np.unique(want))  # outputs spread over the range, not all clamped
+        for name in PLANS:
+            with plan(name):
+                assert np.array_equal(_kernel(op, x, w, b, q, bounds, geo, groups), want), name
+        if not plat.full_accu:  # the float64 output stage applies to these parameters
+            assert q.float_cast(b, bounds, 255 * 127 * taps) is not None

@@ -1,0 +1,98 @@
+"""``arith.requant.sa8_float_cast`` (the float64 bias add + s8asym output stage) against the integer path.
+
+Every plan the function returns must give, on every sum within its bound, exactly what
+``add_bias`` followed by ``sa8_result_cast`` gives (which the golden C calls pin down). The sums
+include the bound's extremes and the values where rounding ties (multiples of half a step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pymli.arith.requant import add_bias, sa8_bias_bound, sa8_float_cast, sa8_out_params, sa8_result_cast
+from pymli.config import EM, VPX, Platform, use_platform
+from pymli.formats import RoundMode
+
+PLATFORMS = [VPX, EM, Platform(RoundMode.UP, True), Platform(RoundMode.CONVERGENT, True)]
+
+
+def _reference(acc: np.ndarray, bias: np.ndarray, mul: np.ndarray, sh: np.ndarray, zp: int,
+               clamp: tuple[int, int]) -> np.ndarray:
+    b, bmax = sa8_bias_bound(bias)
+    v = add_bias(acc.astype(np.int64), b, 32, None, bmax)
+    return sa8_result_cast(v, mul, sh, zp, clamp=clamp)
+
+
+def _sums(rng: np.random.Generator, bound: int, n: int, ch: int) -> np.ndarray:
+    """Random sums, the bound's extremes, small sums, and multiples of powers of two (rounding ties)."""
+    acc = rng.integers(-bound, bound + 1, size=(n, ch), dtype=np.int64)
+    small = rng.integers(-(1 << 12), (1 << 12) + 1, size=(n, ch), dtype=np.int64)
+    acc[: n // 4] = small[: n // 4]
+    acc[0], acc[1] = bound, -bound
+    # ties: multiples of 2**(k-1) for a few k
+    k = rng.integers(1, 20, size=(n // 4, ch))
+    acc[n // 4: n // 2] = np.clip(rng.integers(-64, 65, size=(n // 4, ch)) << (k - 1), -bound, bound)
+    return acc
+
+
+@pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+@pytest.mark.parametrize("seed", range(40))
+def test_float_cast_equals_integer_path(platform: Platform, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ch = int(rng.choice([1, 3, 8, 17]))
+    per_channel = bool(rng.integers(0, 2))
+    with use_platform(platform):
+        in_scale = int(rng.integers(1, 1 << 15))
+        out_scale = int(rng.integers(1, 1 << 15))
+        in_frac, out_frac = int(rng.integers(8, 24)), int(rng.integers(8, 24))
+        nw = ch if per_channel else 1
+        w_scales = rng.integers(1, 1 << 15, size=nw)
+        w_fracs = rng.integers(8, 30, size=nw)
+        mul, sh = sa8_out_params(in_scale, in_frac, out_scale, out_frac, w_scales, w_fracs)
+        zp = int(rng.integers(-128, 128))
+        clamp = (int(rng.integers(-128, 0)), int(rng.integers(0, 128))) if rng.integers(0, 2) else (-128, 127)
+        bias = rng.integers(-(1 << 31), 1 << 31, size=ch, dtype=np.int64) >> int(rng.integers(0, 31))
+        bound = int(rng.choice([1 << 10, 1 << 20, 255 * 127 * 288, (1 << 31) - 1]))
+        acc = _sums(rng, bound, 512, ch)
+        plan = sa8_float_cast(bias, mul, sh, zp, bound, clamp=clamp)
+        if plan is None:
+            # only FULL_ACCU's 31-bit multiplier times a large biased sum leaves float64's exact range here
+            assert platform.full_accu
+            return
+        got = plan(acc.astype(np.float64))
+        want = _reference(acc, bias, mul, sh, zp, clamp)
+        assert got.dtype == np.int8
+        assert np.array_equal(got, want)
+        # float32 / int32 sums (the kernels' matrix-product and depthwise dtypes) take the same path
+        if bound < (1 << 24):
+            assert np.array_equal(plan(acc.astype(np.float32)), want)
+        assert np.array_equal(plan(acc.astype(np.int32)), want)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+def test_float_cast_every_sum_of_a_small_range(platform: Platform) -> None:
+    """All sums in [-2**17, 2**17] with a multiplier that makes every step round (ties included)."""
+    with use_platform(platform):
+        mul, sh = sa8_out_params(12345, 15, 23456, 10, np.array([20000, 30001]), np.array([20, 21]))
+        bias = np.array([1000003, -77777], dtype=np.int64)
+        acc = np.arange(-(1 << 17), (1 << 17) + 1, dtype=np.int64)
+        acc = np.stack([acc, acc[::-1]], axis=-1)
+        plan = sa8_float_cast(bias, mul, sh, -5, 1 << 17, clamp=(-100, 120))
+        assert plan is not None  # this case is meant for the float path
+        assert np.array_equal(plan(acc), _reference(acc, bias, mul, sh, -5, (-100, 120)))
+
+
+def test_float_cast_covers_common_parameters() -> None:
+    """Typical MobileNet-like parameters (no FULL_ACCU) take the float path on both platforms."""
+    for platform in (VPX, EM):
+        with use_platform(platform):
+            mul, sh = sa8_out_params(16384, 21, 20000, 17, np.full(8, 25000), np.full(8, 20))
+            assert sa8_float_cast(np.arange(8) * 1000, mul, sh, -3, 288 * 255 * 127, clamp=(-128, 127)) is not None
+
+
+def test_float_cast_refuses_wrapping_sums() -> None:
+    """A bound at 2**31 or beyond needs the 32-bit wrap: no float plan."""
+    with use_platform(VPX):
+        mul, sh = sa8_out_params(16384, 21, 20000, 17, np.full(2, 25000), np.full(2, 20))
+        assert sa8_float_cast(np.zeros(2), mul, sh, 0, 1 << 31) is None
