@@ -240,7 +240,7 @@ def lut_interpolate(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray
     return r.astype(np.int64)
 
 
-def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
+def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
     """``asr_rnd(x, n, bits)`` in place on an int32 array, for ``1 <= n <= 31`` (scalar or broadcasting).
 
     The caller guarantees that ``x + 2**(n - 1)`` stays within int32: then C's saturating add
@@ -250,13 +250,18 @@ def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
     Args:
         x: int32 array, modified in place.
         n: shift(s), an int or an array broadcasting against ``x``.
+        mode: the rounding mode (default: the current platform's).
 
     Returns:
         ``x`` (use the return value).
     """
-    n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
-    half = np.left_shift(np.int32(1), n - 1)
-    if round_mode() is RoundMode.UP:
+    if isinstance(n, (int, np.integer)):
+        half = np.int32(1 << (int(n) - 1))  # Python ints: no ufunc call for a scalar shift
+        n = np.int32(n)
+    else:
+        n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
+        half = np.left_shift(np.int32(1), n - 1)
+    if (round_mode() if mode is None else mode) is RoundMode.UP:
         x += half
     else:
         odd = np.right_shift(x, n)

@@ -94,18 +94,14 @@ def _sa8_quant(inp: Tensor, slope: Tensor, out: Tensor) -> dict[str, int]:
 def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Callable[..., Status]:
     check_leaky_relu(fn, el, inp, slope, out)
     if el.is_sa:
-        q = _sa8_quant(inp, slope, out)
+        compute = K.leaky_plan(el.dtype, sa8=_sa8_quant(inp, slope, out))
     else:
-        shift = int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits)
+        compute = K.leaky_plan(el.dtype, shift=int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits),
+                               normalise=el is ElType.FX_16)
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, slope: Tensor, out: Tensor) -> Status:
-        alpha = _scalar_value(slope)
-        if el.is_sa:
-            res = K.leaky_relu_sa8(view(inp, vi), alpha, **q)
-        else:
-            res = K.leaky_relu_fx(view(inp, vi), alpha, shift, normalise=el is ElType.FX_16)
-        view(out, vo)[...] = res
+        view(out, vo)[...] = compute(view(inp, vi), _scalar_value(slope))
         return Status.OK
 
     return run

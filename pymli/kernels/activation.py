@@ -7,6 +7,8 @@ requantisation) is in :mod:`pymli.arith.activation`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -14,7 +16,7 @@ from ..arith import activation as act
 from ..config import get_platform
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
-__all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
+__all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "leaky_plan", "axis_shape"]
 
 
 def _bits(x: np.ndarray) -> int:
@@ -89,15 +91,15 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
     """
     x = np.asarray(x)
     lo, hi = act.relu_limits(int(kind), _bits(x), int(zero), int(scale), int(shift))
-    # max then min, as C does: np.clip is exactly minimum(maximum(x, lo), hi), also when lo > hi
-    # (every element becomes hi). Bounds typed as x's dtype (they fit: relu_limits casts them to
-    # the container) keep NumPy on its fast same-type loop; Python ints make it ~25x slower.
+    # max then min, as C does, also when lo > hi (every element becomes hi). Bounds typed as x's
+    # dtype (they fit: relu_limits casts them to the container) keep NumPy on its fast same-type
+    # loop; Python ints make it ~25x slower.
     t = x.dtype.type
     if out is None:
-        return np.clip(x, t(lo), t(hi))
+        return act.clamp(x, t(lo), t(hi))
     if out.dtype == x.dtype:
-        return np.clip(x, t(lo), t(hi), out=out)
-    out[...] = np.clip(x, t(lo), t(hi))  # another container dtype: cast as an assignment does
+        return act.clamp(x, t(lo), t(hi), out=out)
+    out[...] = act.clamp(x, t(lo), t(hi))  # another container dtype: cast as an assignment does
     return out
 
 
@@ -188,3 +190,68 @@ def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in
         return act.leaky_relu_sa8(x, in_zp, *params_of(axis_shape(x.ndim, axis, n))).astype(np.int8, copy=False)
     return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, *params_of((n, 1))), axis, n,
                       key=("prelu_sa8", slopes.tobytes(), *params)).astype(np.int8, copy=False)
+
+
+_PLAN_TABLES_16 = 4  # 16-bit tables (128 KiB each) a leaky plan keeps, one per recent slope value
+
+
+def leaky_plan(dtype: npt.DTypeLike, *, sa8: dict[str, int] | None = None, shift: int = 0,
+               normalise: bool = False) -> Callable[[np.ndarray, int], np.ndarray]:
+    """:func:`leaky_relu_sa8` (``sa8`` given: its keyword parameters) or :func:`leaky_relu_fx` with
+    the parameters fixed, for repeated calls under the current platform.
+
+    The returned ``compute(x, slope)`` gives those functions' results (the same arithmetic). A
+    small input reads a table of the activation of every value of its type for that slope: 256
+    entries, built at the slope's first call; 65536 (fx16), built at its second call so that a
+    one-off call does not pay for it. Large inputs take the functions above as before.
+
+    Args:
+        dtype: the container dtype (int8 or int16).
+        sa8: sa8: ``in_zp, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+            slope_sfb``; None for fx.
+        shift: fx: ``in.frac_bits + slope.frac_bits - out.frac_bits``.
+        normalise: fx: normalise the slope first (fx16).
+
+    Returns:
+        ``compute(x, slope)``: ``x`` an array of ``dtype``, ``slope`` the quantised slope (int);
+        the result of ``x``'s shape and dtype.
+    """
+    dt = np.dtype(dtype)
+    bits = dt.itemsize * 8
+    info = np.iinfo(dt)
+    span = 1 << bits
+    tables: dict[int, np.ndarray] = {}
+    seen: set[int] = set()
+
+    def large(x: np.ndarray, slope: int) -> np.ndarray:
+        if sa8 is not None:
+            return leaky_relu_sa8(x, slope, **sa8)
+        return leaky_relu_fx(x, slope, shift, normalise=normalise)
+
+    def build(slope: int) -> np.ndarray:
+        v = np.arange(info.min, info.max + 1, dtype=np.int64)
+        if sa8 is not None:
+            q = sa8
+            ident, alpha = _sa8_params(slope, q["in_scale"], q["in_sfb"], q["out_zp"], q["out_scale"], q["out_sfb"],
+                                       q["slope_zp"], q["slope_scale"], q["slope_sfb"])
+            res = act.leaky_relu_sa8(v, q["in_zp"], ident, alpha)
+        else:
+            res = act.leaky_relu_fx(v, *act.leaky_fx_slope(slope, shift, bits, normalise), bits)
+        # Rotated by half the span: entry u holds the result for the value whose bit pattern is u.
+        return np.roll(res.astype(dt), span // 2)
+
+    def compute(x: np.ndarray, slope: int) -> np.ndarray:
+        if x.size >= (PAIR_MIN if bits == 8 else span):
+            return large(x, slope)
+        table = tables.get(slope)
+        if table is None:
+            if bits == 16 and slope not in seen:
+                seen.add(slope)
+                return large(x, slope)
+            if len(tables) >= _PLAN_TABLES_16 and bits == 16:
+                tables.clear()
+                seen.clear()
+            table = tables[slope] = build(slope)
+        return table[x.view(np.dtype(f"u{dt.itemsize}"))]
+
+    return compute
