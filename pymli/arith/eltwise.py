@@ -270,13 +270,10 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
         if op is EltOp.MUL:
             acc = np.asarray(np.multiply(a, b, dtype=np.int32))
         else:
-            x1 = np.asarray(a, dtype=np.int32)
-            x2 = np.asarray(b, dtype=np.int32)
-            if s1:
-                x1 = x1 << s1
-            if s2:
-                x2 = x2 << s2
-            acc = np.asarray(np.add(x1, x2) if op is EltOp.ADD else np.subtract(x1, x2))
+            # Each step one ufunc call computing in int32 (the casts folded into it).
+            x1 = np.left_shift(a, s1, dtype=np.int32) if s1 else a
+            x2 = np.left_shift(b, s2, dtype=np.int32) if s2 else b
+            acc = np.asarray(np.add(x1, x2, dtype=np.int32) if op is EltOp.ADD else np.subtract(x1, x2, dtype=np.int32))
         if n > 0:
             if up:
                 acc += half

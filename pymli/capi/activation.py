@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..arith.activation import clamp
 from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
@@ -51,11 +52,11 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
         q = dict(zero=_sa(inp, "zero_point"), scale=_sa(inp, "scale"), shift=_sa(inp, "scale_frac_bits"))
     else:
         q = dict(zero=0, scale=1, shift=int(inp.frac_bits))
-    kind = int(cfg.type)
+    lo, hi = K.relu_bounds(int(cfg.type), el.dtype, **q)
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-        K.relu(view(inp, vi), kind, out=view(out, vo), **q)  # np.clip into out: overlap-safe, no temporary
+        clamp(view(inp, vi), lo, hi, out=view(out, vo))  # into out: overlap-safe, no temporary
         # out->el_params = in->el_params
         if sa:
             out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits

@@ -56,11 +56,11 @@ def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
 def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Callable[..., Status]:
     check_basic_activation(inp, out, el, fn)
     bits = el.bits
-    in_frac = int(inp.frac_bits)
+    compute = K.lut_activation_plan(el.dtype, fx=(int(inp.frac_bits), bits))
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-        view(out, vo)[...] = K.lut_activation_fx(view(inp, vi), lut, in_frac_bits=in_frac, out_bits=bits)
+        view(out, vo)[...] = compute(view(inp, vi), lut)
         out.frac_bits = bits - 1
         return Status.OK
 
@@ -70,12 +70,11 @@ def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> C
 def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Callable[..., Status]:
     check_basic_activation(inp, out, ElType.SA_8, fn)
     check_sa8_input(inp, fn)
-    zp, scale, shift = _sa8_in_params(inp)
+    compute = K.lut_activation_plan(ElType.SA_8.dtype, sa8=(*_sa8_in_params(inp), *out_q))
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-        view(out, vo)[...] = K.lut_activation_sa8(view(inp, vi), lut, in_zp=zp, in_scale=scale, in_shift=shift,
-                                                  out_zp=out_q[0], out_shift=out_q[1])
+        view(out, vo)[...] = compute(view(inp, vi), lut)
         _set_sa8_out(out, *out_q)
         return Status.OK
 
