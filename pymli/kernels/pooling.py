@@ -311,13 +311,14 @@ def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, 
               stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int = 0,
               requant: RequantParams | None = None, mul16: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     """:func:`maxpool_hwc` (``kind`` "max") or :func:`avepool_hwc` ("ave") of one geometry, with
-    everything that does not depend on the values prepared once (under the current platform).
+    everything that does not depend on the values prepared once, for calls under the current
+    platform (as a memoised capi plan is called).
 
-    A small map gathers every tap of every window with one precomputed index array (padded
-    positions read one extra element holding the reduction's neutral value), reduces over the
-    taps, and (average) scales the sums with the per-window parameters of the float route of
-    :func:`avepool_hwc`, whose exactness bounds it shares; anything else calls the functions
-    above. Results are those functions' results.
+    From its second call on, a small map gathers every tap of every window with one precomputed
+    index array (padded positions read one extra element holding the reduction's neutral value),
+    reduces over the taps, and (average) scales the sums with the per-window parameters of the
+    float route of :func:`avepool_hwc`, whose exactness bounds it shares; anything else calls the
+    functions above. Results are those functions' results.
 
     Args:
         kind: "max" or "ave".
@@ -335,21 +336,42 @@ def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, 
         return avepool_hwc(x, **geo, base_shift=base_shift, requant=requant, mul16=mul16)  # type: ignore[arg-type]
 
     h, w, c = in_hwc
-    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
-    dt = np.dtype(dtype)
-    bits = dt.itemsize * 8
+    (kh, kw), (_, _), (_, _), (oh, ow) = kernel, stride, pad, out_hw
     if kh * kw * oh * ow * c > _GATHER_MAX or min(h, w, c, oh, ow) < 1:
         return general
+    gather: list[Callable[[np.ndarray], np.ndarray] | None] = [None]
+    calls = [0]
+    round_up = get_platform().round_up
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        g = gather[0]
+        if g is None:
+            calls[0] += 1
+            if calls[0] == 1:
+                return general(x)  # a one-off call does not pay for the index
+            g = gather[0] = _gather_pool(kind, in_hwc, np.dtype(dtype), kernel, stride, pad, out_hw, base_shift,
+                                         requant, mul16, round_up) or general
+        return g(x)
+
+    return compute
+
+
+def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: tuple[int, int],
+                 stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int,
+                 requant: RequantParams | None, mul16: bool, round_up: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The one-gather form of :func:`pool_plan` (None where the float route of average pooling is not exact)."""
+    h, w, c = in_hwc
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    bits = dt.itemsize * 8
     finish = None
     if kind == "ave":
         rows, cols = _count_runs(h, oh, kh, sh, pt), _count_runs(w, ow, kw, sw, pl)
         shift0 = requant.shift if requant is not None else base_shift
         offset = requant.offset if requant is not None else 0
-        round_up = get_platform().round_up
         p = _window_params(rows, cols, shift0, requant.scale if requant is not None else None, offset, mul16,
                            32 if bits == 8 else 64, bits, round_up)
         if p is None:
-            return general
+            return None
         factor, addend = p
 
         def finish(sums: np.ndarray) -> np.ndarray:
