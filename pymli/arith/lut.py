@@ -561,7 +561,7 @@ def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np
 
 
 def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, zero_point: int,
-                    out_bits: int) -> np.ndarray:
+                    out_bits: int, out: np.ndarray | None = None) -> np.ndarray:
     """``sat(asr_rnd(recip * e, shift, 32) + zero_point, out_bits)`` for 16-bit ``e`` and ``recip``.
 
     The final step of softmax (``mli_math_acc_cast_fx`` / ``mli_prv_convert_fx16_sa8`` of a
@@ -581,9 +581,11 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         recip, shift: one value per slice, broadcasting against ``e``.
         zero_point: output zero point.
         out_bits: output container bits (8 or 16).
+        out: optional destination of the broadcast shape (any integer dtype holding the values,
+            any strides); written (after every input is read) and returned instead of a new array.
 
     Returns:
-        Array of the ``out_bits``-bit container dtype, the broadcast shape.
+        Array of the ``out_bits``-bit container dtype, the broadcast shape (``out`` when given).
     """
     out_dt = np.int8 if out_bits == 8 else np.int16
     e = np.asarray(e)
@@ -595,7 +597,7 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     if not fast:
         x = recip * np.asarray(e, dtype=np.int64)
         v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
-        return sat(v, out_bits).astype(out_dt)
+        return _store(sat(v, out_bits), out_dt, out)
     r = np.where(shift >= 31, 0, recip)
     n = np.minimum(shift, 30)
     if n.size > 1 and e.size:
@@ -612,7 +614,15 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)
-    return x.astype(out_dt)
+    return _store(x, out_dt, out)
+
+
+def _store(x: np.ndarray, dtype: npt.DTypeLike, out: np.ndarray | None) -> np.ndarray:
+    """``x`` (values within ``dtype``) as a new ``dtype`` array, or written into ``out``."""
+    if out is None:
+        return x.astype(dtype)
+    out[...] = x
+    return out
 
 
 # Below this many codes a direct gather beats building the table of code pairs.

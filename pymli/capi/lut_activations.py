@@ -163,13 +163,16 @@ def _l2_normalize(fn: str, el: ElType, inp: Tensor, epsilon: Tensor | None, lut:
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg, out: Tensor) -> Status:
+        ov = view(out, vo)
         if el is ElType.SA_8:
             zp_out, shift_out = K.L2NORM_SA8_OUT
-            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=axis)
+            res = K.l2_normalize(view(inp, vi), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=axis, out=ov)
             _set_sa8_out(out, zp_out, shift_out)
         else:
-            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=16, out_shift=15, axis=axis)
+            res = K.l2_normalize(view(inp, vi), lut, bits=16, out_shift=15, axis=axis, out=ov)
             out.frac_bits = 15
+        if res is not ov:
+            ov[...] = res
         return Status.OK
 
     return run

@@ -325,7 +325,7 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
 
 
 def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
-                 axis: int = -1) -> np.ndarray:
+                 axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
     """``mli_krn_l2_normalize_fx16`` / ``mli_krn_l2_normalize_sa8`` (reference implementation).
 
     Per slice: the sum of squares (40-bit accumulator, exact here) is normalised to a Q7.8 int16
@@ -339,11 +339,14 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         out_shift: the output's fractional bits (15 for fx16) or scale_frac_bits (7 for sa8).
         in_zp: the sa8 input zero point (subtracted with 16-bit saturation); None for fx16.
         axis: dimension to normalise along, or -1 for the whole tensor.
+        out: optional destination of ``x``'s shape (may overlap ``x``): the main fast path writes
+            its result there (saving a copy); check whether the return value is ``out``.
 
     Returns:
-        Array of output values: int8 / int16 from the fast path, int64 from the plain one.
+        Array of output values: int8 / int16 from the fast path (``out`` where it was written),
+        int64 from the plain one.
     """
-    fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
+    fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
     if fast is not None:
         return fast
     return l2_normalize_reference(x, lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
@@ -420,7 +423,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
 
 
 def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
-                       axis: int) -> np.ndarray | None:
+                       axis: int, out: np.ndarray | None = None) -> np.ndarray | None:
     """:func:`l2_normalize` in float64 / int32 with proven bounds; None where one fails.
 
     Exactness: centred values ``c`` fit int16 (int8 input with a zero point that cannot make
@@ -432,7 +435,8 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
     one-slice int8 input gathers from the results of its 256 codes instead.
 
     Returns:
-        The output values in the container dtype (int8 / int16), or None.
+        The output values in the container dtype (int8 / int16; written into ``out`` on the
+        scaling path), or None.
     """
     if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
         c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
@@ -452,4 +456,4 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         codes = np.arange(256).astype(np.uint8).view(np.int8)
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
-    return scale_round_sat(c, inv, shift, 0, bits)
+    return scale_round_sat(c, inv, shift, 0, bits, out=out)

@@ -257,3 +257,28 @@ def test_memoised_capi_calls_follow_changed_values(platform) -> None:  # type: i
                 fn(*ins, out)
                 _fresh(fn, (*ins, ref))
                 assert np.array_equal(out.data, ref.data), fn.__name__
+
+
+@pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
+@pytest.mark.parametrize("el", [ElType.SA_8, ElType.FX_16], ids=lambda e: e.name)
+@pytest.mark.parametrize("axis", [-1, 0, 2])
+def test_l2_normalize_into_out_equals_new_array(platform, el: ElType, axis: int) -> None:  # type: ignore[no-untyped-def]
+    """``out=`` (also the input itself, strided views) gives the values of a fresh result."""
+    rng = np.random.default_rng([axis + 1, el.bits])
+    lut = L.create_lut("l2_normalize")
+    kw = dict(bits=el.bits, out_shift=7 if el is ElType.SA_8 else 15, axis=axis,
+              in_zp=int(rng.integers(-128, 128)) if el is ElType.SA_8 else None)
+    with use_platform(platform):
+        for shape in ((3, 5, 4), (1, 1, 9), (6, 2, 33)):
+            x = _values(rng, el.dtype.type, shape)
+            want = KT.l2_normalize(x, lut, **kw)
+            out = np.zeros((shape[0], shape[1], 2 * shape[2]), el.dtype)[:, :, ::2]
+            res = KT.l2_normalize(x, lut, **kw, out=out)
+            if res is not out:
+                out[...] = res
+            assert np.array_equal(out, want)
+            y = x.copy()
+            res = KT.l2_normalize(y, lut, **kw, out=y)
+            if res is not y:
+                y[...] = res
+            assert np.array_equal(y, want)
