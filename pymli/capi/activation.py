@@ -52,11 +52,17 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
         q = dict(zero=_sa(inp, "zero_point"), scale=_sa(inp, "scale"), shift=_sa(inp, "scale_frac_bits"))
     else:
         q = dict(zero=0, scale=1, shift=int(inp.frac_bits))
-    lo, hi = K.relu_bounds(int(cfg.type), el.dtype, **q)
+    kind = int(cfg.type)
+    lo, hi = K.relu_bounds(kind, el.dtype, **q)
     vi, vo = view_spec(inp), view_spec(out)
+    # The data arrays' dtypes are part of the memo's snapshot: decided once.
+    same = inp.data.dtype == el.dtype and out.data.dtype == el.dtype
 
     def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-        clamp(view(inp, vi), lo, hi, out=view(out, vo))  # into out: overlap-safe, no temporary
+        if same:
+            clamp(view(inp, vi), lo, hi, out=view(out, vo))  # into out: overlap-safe, no temporary
+        else:
+            K.relu(view(inp, vi), kind, out=view(out, vo), **q)
         # out->el_params = in->el_params
         if sa:
             out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
