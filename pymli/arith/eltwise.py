@@ -187,13 +187,13 @@ def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits:
     return sat(asr_rnd(acc, p.post, 64), bits)
 
 
-def _shl_sat_int32(x: np.ndarray, s: int, bits: int) -> np.ndarray:
-    """``sat(x << s, bits)`` (a saturating left shift of any width >= bits) in place, ``0 <= s <= 15``.
+def _shl_sat_int32(x: np.ndarray, s: int, lo: np.int32, hi: np.int32) -> np.ndarray:
+    """``sat(x << s)`` to ``[lo, hi]`` (a saturating left shift of any width >= bits) in place,
+    ``0 <= s <= 15``, ``lo, hi`` the limits of a container of at most 16 bits.
 
     Clamping first keeps ``|x| <= 2**15`` so ``x << 15`` fits int32; a clamped value still
     saturates to the same end after the shift.
     """
-    lo, hi = (np.int32(v) for v in limits(bits))
     clamp(x, lo, hi, out=x)
     if s:
         x <<= s
@@ -230,7 +230,7 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
     """
     if bits not in (8, 16):
         return None
-    lo, hi = limits(bits)
+    lo, hi = (np.int32(v) for v in limits(bits))
     out_dt = np.int8 if bits == 8 else np.int16
     n = p.post
     half = np.int32(1 << (n - 1)) if n > 0 else np.int32(0)
@@ -239,19 +239,18 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
         if n < -15:
             return None
         pick = np.maximum if op is EltOp.MAX else np.minimum
-        i32hi = np.int32(hi)
 
         def minmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             acc = np.asarray(pick(a, b), dtype=np.int32)
             if n > bits - 1:
                 return np.zeros(acc.shape, out_dt)
             if n < 0:
-                acc = _shl_sat_int32(acc, -n, bits)
+                acc = _shl_sat_int32(acc, -n, lo, hi)
             elif n > 0:
                 if up:
                     # mli_math_add_fx in the container type saturates x + half at its maximum.
                     acc += half
-                    np.minimum(acc, i32hi, out=acc)
+                    np.minimum(acc, hi, out=acc)
                     acc >>= n
                 else:
                     acc = asr_rnd_int32(acc, n, mode)
@@ -280,7 +279,7 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
                 acc >>= n
             else:
                 acc = asr_rnd_int32(acc, n, mode)
-        acc = _shl_sat_int32(acc, max(-n, 0), bits)
+        acc = _shl_sat_int32(acc, max(-n, 0), lo, hi)
         return acc.astype(out_dt)
 
     return arith

@@ -288,8 +288,9 @@ def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]]
 
 
 def _float_finish(y: np.ndarray, addend: np.ndarray, offset: int, round_up: bool, bits: int,
-                  out_dtype: npt.DTypeLike) -> np.ndarray:
-    """The rest of :func:`_avepool_output_float` on ``y = sums * factor`` (modified in place)."""
+                  out_dtype: npt.DTypeLike, out: np.ndarray | None = None) -> np.ndarray:
+    """The rest of :func:`_avepool_output_float` on ``y = sums * factor`` (modified in place); the
+    result as a new ``out_dtype`` array, or written into ``out`` (its values are integers)."""
     if round_up:
         y += addend
         np.floor(y, out=y)
@@ -301,7 +302,10 @@ def _float_finish(y: np.ndarray, addend: np.ndarray, offset: int, round_up: bool
         np.rint(y, out=y)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     clamp(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
-    return y.astype(out_dtype)
+    if out is None:
+        return y.astype(out_dtype)
+    out[...] = y
+    return out
 
 
 _GATHER_MAX = 4096  # a pool_plan gathers every tap at once up to this many gathered elements
@@ -326,39 +330,47 @@ def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, 
         kernel, stride, pad, out_hw, base_shift, requant, mul16: as :func:`avepool_hwc`.
 
     Returns:
-        ``compute(x)``: ``x`` an ``in_hwc`` array; the ``[out_h, out_w, C]`` result of ``x``'s dtype.
+        ``compute(x, out=None)``: ``x`` an ``in_hwc`` array; the ``[out_h, out_w, C]`` result of
+        ``x``'s dtype, or ``out`` (that shape and dtype; it may overlap ``x``) holding it.
     """
     geo = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw)
 
-    def general(x: np.ndarray) -> np.ndarray:
+    def general(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         if kind == "max":
-            return maxpool_hwc(x, **geo)  # type: ignore[arg-type]
-        return avepool_hwc(x, **geo, base_shift=base_shift, requant=requant, mul16=mul16)  # type: ignore[arg-type]
+            res = maxpool_hwc(x, **geo)  # type: ignore[arg-type]
+        else:
+            res = avepool_hwc(x, **geo, base_shift=base_shift, requant=requant, mul16=mul16)  # type: ignore[arg-type]
+        if out is None:
+            return res
+        out[...] = res
+        return out
 
     h, w, c = in_hwc
     (kh, kw), (_, _), (_, _), (oh, ow) = kernel, stride, pad, out_hw
     if kh * kw * oh * ow * c > _GATHER_MAX or min(h, w, c, oh, ow) < 1:
         return general
-    gather: list[Callable[[np.ndarray], np.ndarray] | None] = [None]
+    gather: list[Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None] = [None]
     calls = [0]
     round_up = get_platform().round_up
 
-    def compute(x: np.ndarray) -> np.ndarray:
+    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         g = gather[0]
         if g is None:
             calls[0] += 1
-            if calls[0] == 1:
-                return general(x)  # a one-off call does not pay for the index
-            g = gather[0] = _gather_pool(kind, in_hwc, np.dtype(dtype), kernel, stride, pad, out_hw, base_shift,
-                                         requant, mul16, round_up) or general
-        return g(x)
+            if calls[0] > 1:  # a one-off call does not pay for the index
+                g = gather[0] = _gather_pool(kind, in_hwc, np.dtype(dtype), kernel, stride, pad, out_hw, base_shift,
+                                             requant, mul16, round_up) or general
+            else:
+                return general(x, out)
+        return g(x, out)
 
     return compute
 
 
 def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: tuple[int, int],
                  stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int,
-                 requant: RequantParams | None, mul16: bool, round_up: bool) -> Callable[[np.ndarray], np.ndarray] | None:
+                 requant: RequantParams | None, mul16: bool,
+                 round_up: bool) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None:
     """The one-gather form of :func:`pool_plan` (None where the float route of average pooling is not exact)."""
     h, w, c = in_hwc
     (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
@@ -374,8 +386,9 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
             return None
         factor, addend = p
 
-        def finish(sums: np.ndarray) -> np.ndarray:
-            return _float_finish(sums * factor, addend, offset, round_up, bits, dt)
+        def finish(y: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+            y *= factor  # the sums (float64, exact) times 2**-shift * mul: exact (see _window_params)
+            return _float_finish(y, addend, offset, round_up, bits, dt, out)
     # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b; outside the map:
     # the extra element n (the neutral value).
     n = h * w * c
@@ -389,15 +402,14 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
     ext = np.empty(n + 1, dt)
     ext[n] = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
     body = ext[:n].reshape(h, w, c)
-    taps = kh * kw
-    sdt = np.int16 if taps < (1 << (16 - bits)) else np.int32 if taps < (1 << (32 - bits)) else np.int64
 
-    def compute(x: np.ndarray) -> np.ndarray:
+    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         body[...] = x
         g = ext[idx]
         if finish is None:
-            return np.maximum.reduce(g, axis=0)
-        return finish(np.add.reduce(g, axis=0, dtype=sdt))
+            return np.maximum.reduce(g, axis=0, out=out)
+        # Sums of at most 2**12 values below 2**15 in magnitude: exact in float64.
+        return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
 
     return compute
 

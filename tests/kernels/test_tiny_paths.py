@@ -193,6 +193,8 @@ def test_pool_plan_matches_plain_kernel_and_oracle(platform, el: ElType, kind: s
                 got = plan(x)
                 plain = KP.maxpool_hwc(x, **geo) if kind == "max" else KP.avepool_hwc(x, **geo, **arith)
                 assert got.dtype == dt and np.array_equal(got, plain), geo
+                into = np.full(plain.shape, 99, dt)
+                assert plan(x, into) is into and np.array_equal(into, plain), geo
         want = OP.pool_c(x, kind, (kh, kw), (sh, sw), pads, (oh, ow), **oracle_kw)
         assert np.array_equal(got, want), geo
         done += 1
