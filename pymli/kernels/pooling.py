@@ -288,9 +288,10 @@ def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]]
 
 
 def _float_finish(y: np.ndarray, addend: np.ndarray, offset: int, round_up: bool, bits: int,
-                  out_dtype: npt.DTypeLike, out: np.ndarray | None = None) -> np.ndarray:
+                  out_dtype: npt.DTypeLike, out: np.ndarray | None = None, saturate: bool = True) -> np.ndarray:
     """The rest of :func:`_avepool_output_float` on ``y = sums * factor`` (modified in place); the
-    result as a new ``out_dtype`` array, or written into ``out`` (its values are integers)."""
+    result as a new ``out_dtype`` array, or written into ``out`` (its values are integers).
+    ``saturate=False`` leaves out the final clip (for a caller that proved it changes nothing)."""
     if round_up:
         y += addend
         np.floor(y, out=y)
@@ -300,8 +301,9 @@ def _float_finish(y: np.ndarray, addend: np.ndarray, offset: int, round_up: bool
         if offset:
             y += y.dtype.type(offset)  # exact: |mul * sum + bias| < 2**f, so is the scaled sum
         np.rint(y, out=y)
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    clamp(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
+    if saturate:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        clamp(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
     if out is None:
         return y.astype(out_dtype)
     out[...] = y
@@ -385,10 +387,11 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         if p is None:
             return None
         factor, addend = p
+        saturate = True  # decided below, once the index is known
 
         def finish(y: np.ndarray, out: np.ndarray | None) -> np.ndarray:
             y *= factor  # the sums (float64, exact) times 2**-shift * mul: exact (see _window_params)
-            return _float_finish(y, addend, offset, round_up, bits, dt, out)
+            return _float_finish(y, addend, offset, round_up, bits, dt, out, saturate)
     # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b; outside the map:
     # the extra element n (the neutral value).
     n = h * w * c
@@ -399,6 +402,15 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
     inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
     flat = (rr * w + qq) * c + np.arange(c)
     idx = np.where(inside, flat, n).reshape(kh * kw, oh, ow, c).astype(np.intp)
+    if finish is not None:
+        # Each output is a monotonic function of its window's sum (floor / rint of a fixed multiple
+        # plus constants), so its extremes come from windows full of the type's minimum or maximum:
+        # when those stay in range, the output saturation never acts and is left out.
+        valid = np.add.reduce(idx != n, axis=0).astype(np.float64)
+        ends = [_float_finish(valid * (factor * v), addend, offset, round_up, bits, np.float64, None, False)
+                for v in (float(-(1 << (bits - 1))), float((1 << (bits - 1)) - 1))]
+        saturate = not all(-(1 << (bits - 1)) <= float(e.min()) and float(e.max()) <= (1 << (bits - 1)) - 1
+                           for e in ends)
     ext = np.empty(n + 1, dt)
     ext[n] = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
     body = ext[:n].reshape(h, w, c)
