@@ -226,7 +226,8 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
 
     Returns:
         ``compute(a, b)`` (int8 / int16 arrays of one shape, or one of them 0-d) returning the
-        container-typed result, or None when a bound above fails (use :func:`fx_eltwise`).
+        container-typed result, or None when a bound above fails (use :func:`fx_eltwise`). The
+        add / sub / mul form also takes ``out=`` (of the result's shape): written and returned.
     """
     if bits not in (8, 16):
         return None
@@ -265,7 +266,7 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
         if not (0 <= s1 <= 14 and 0 <= s2 <= 14 and -15 <= n <= 31):
             return None
 
-    def arith(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    def arith(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         if op is EltOp.MUL:
             acc = np.asarray(np.multiply(a, b, dtype=np.int32))
         else:
@@ -280,7 +281,10 @@ def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
             else:
                 acc = asr_rnd_int32(acc, n, mode)
         acc = _shl_sat_int32(acc, max(-n, 0), lo, hi)
-        return acc.astype(out_dt)
+        if out is None:
+            return acc.astype(out_dt)
+        out[...] = acc
+        return out
 
     return arith
 

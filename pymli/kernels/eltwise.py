@@ -171,8 +171,9 @@ def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], .
         frac_bits: fx: fractional bits of a, b and the output.
 
     Returns:
-        ``compute(a, b)``: ``a``, ``b`` of the container dtype, one shape or one of them 0-d; the
-        result array (container dtype) of the broadcast shape.
+        ``compute(a, b, out=None)``: ``a``, ``b`` of the container dtype, one shape or one of them
+        0-d; the result array (container dtype) of the broadcast shape, or ``out`` (that shape and
+        dtype; it may overlap the operands) holding it.
     """
     op = EltOp(op)
     dt = np.dtype(np.int8 if bits == 8 else np.int16)
@@ -199,7 +200,19 @@ def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], .
     pair: list[np.ndarray | None] = [None]
     calls = [0]
 
-    def compute(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # The int32 add / sub / mul form writes straight into a given output.
+    into = direct if bits == 16 and direct is not None and op not in (EltOp.MAX, EltOp.MIN) else None
+
+    def compute(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            if into is not None and (a.ndim and b.ndim and a.size <= _CHUNK
+                                     or (a.ndim or b.ndim) and max(a.size, b.size) < PAIR_MIN):
+                return into(a, b, out)  # type: ignore[call-arg]
+            out[...] = result(a, b)
+            return out
+        return result(a, b)
+
+    def result(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         n = a.size if a.ndim else b.size
         if a.ndim and b.ndim:
             if direct is not None and (plain_minmax or bits == 16 and n <= _CHUNK):

@@ -73,6 +73,8 @@ def test_eltwise_plan_matches_plain_kernel_and_oracle(platform, el: ElType, op: 
                 if call == 3 and form == 0:
                     a = _values(rng, dt, (shape[0], 2 * shape[1]))[:, ::2]  # a strided view
                 got = plan(a, b)
+                into = np.full(got.shape, 7, dt)
+                assert plan(a, b, into) is into and np.array_equal(into, got), (params, form, call)
                 if el is ElType.SA_8:
                     plain = KE.eltwise_sa8(op, a, b, q1=params["q"][0], q2=params["q"][1], qo=params["q"][2])
                 else:
