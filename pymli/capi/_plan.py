@@ -39,7 +39,8 @@ def view_spec(t: Tensor) -> ViewSpec:
     if not (d.flags.c_contiguous and d.strides[0] == d.itemsize):
         return v.shape, v.strides, _OTHER
     how = _BUFFER
-    if v.size == d.size and v.dtype == d.dtype and v.flags.c_contiguous and v.ctypes.data == d.ctypes.data:
+    # A contiguous view of d's buffer (t.view() is built on it) as large as d covers all of it.
+    if v.size == d.size and v.dtype == d.dtype and v.flags.c_contiguous and np.shares_memory(v, d):
         how = _WHOLE if v.shape == d.shape else _RESHAPE
     return v.shape, v.strides, how
 
