@@ -12,6 +12,7 @@ most 2**18 elements.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy.typing as npt
 
 from ..arith.eltwise import EltOp, fx_eltwise, fx_int32_plan, fx_params, sa8_eltwise, sa8_params
 from ..arith.rounding import round_mode
+from ..formats import RoundMode
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
 __all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "eltwise_plan", "apply_binary"]
@@ -153,15 +155,16 @@ def eltwise_sa8(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, q1: tupl
 
 
 def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], ...] | None = None,
-                 frac_bits: tuple[int, int, int] | None = None) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+                 frac_bits: tuple[int, int, int] | None = None) -> Callable[..., np.ndarray]:
     """:func:`eltwise_sa8` (``q`` given) or :func:`eltwise_fx` (``frac_bits`` given) with the
-    parameters derived once, for repeated calls under the current rounding mode.
+    parameters derived once, for repeated calls under the current rounding mode (one plan is
+    shared by the calls with equal arguments and mode).
 
     The returned ``compute(a, b)`` gives the results of those functions (the same arithmetic),
     by the cheapest route for the size at hand: a small 8-bit operation reads a table of every
     result (256 entries per scalar operand value; for two tensors the 65536-entry table of
-    :func:`apply_binary`, built from the plan's second call on so that a one-off call does not pay
-    for it), a small 16-bit one the int32 form of :func:`pymli.arith.eltwise.fx_int32_plan`;
+    :func:`apply_binary`, built from the plan's second call on, so that a one-off operation does
+    not pay for it), a small 16-bit one the int32 form of :func:`pymli.arith.eltwise.fx_int32_plan`;
     large operands take :func:`apply_binary` as before.
 
     Args:
@@ -175,7 +178,14 @@ def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], .
         0-d; the result array (container dtype) of the broadcast shape, or ``out`` (that shape and
         dtype; it may overlap the operands) holding it.
     """
-    op = EltOp(op)
+    return _eltwise_plan(EltOp(op), int(bits), None if q is None else tuple(tuple(int(v) for v in t) for t in q),
+                         None if frac_bits is None else tuple(int(v) for v in frac_bits), round_mode())
+
+
+@functools.lru_cache(maxsize=64)  # plans keep at most one 65536-entry table each
+def _eltwise_plan(op: EltOp, bits: int, q: tuple | None, frac_bits: tuple | None,
+                  mode: RoundMode) -> Callable[..., np.ndarray]:
+    """:func:`eltwise_plan` for hashable arguments and the rounding mode (shared by equal calls)."""
     dt = np.dtype(np.int8 if bits == 8 else np.int16)
     direct: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
     plain_minmax = False
@@ -195,7 +205,7 @@ def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], .
         if plain_minmax:
             direct = np.maximum if op is EltOp.MAX else np.minimum  # as in eltwise_fx
         else:
-            direct = fx_int32_plan(op, fp, bits, round_mode())
+            direct = fx_int32_plan(op, fp, bits, mode)
     scalar_tables: dict[tuple[bool, int], np.ndarray] = {}  # at most 2 * 256 entries (8-bit values)
     pair: list[np.ndarray | None] = [None]
     calls = [0]
