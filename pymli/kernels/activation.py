@@ -16,7 +16,8 @@ from ..arith import activation as act
 from ..config import get_platform
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
-__all__ = ["relu", "relu_bounds", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "leaky_plan", "axis_shape"]
+__all__ = ["relu", "relu_bounds", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "leaky_plan",
+           "axis_shape"]
 
 
 def _bits(x: np.ndarray) -> int:
@@ -62,7 +63,8 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
     return np.take(table.reshape(-1), idx)
 
 
-def _build_table(fn: Callable[[np.ndarray], np.ndarray], dtype: np.dtype, n: int, full_key: tuple | None) -> np.ndarray:
+def _build_table(fn: Callable[[np.ndarray], np.ndarray], dtype: np.dtype, n: int,
+                 full_key: tuple | None) -> np.ndarray:
     """The ``(n, 2**bits)`` table of ``fn`` over every value of ``dtype`` (kept under ``full_key``).
 
     The results fit the type (they are saturated to it), so the table is cast once, not the
@@ -148,7 +150,8 @@ def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normali
     return _tabulated(x, fn, key=key).astype(x.dtype, copy=False)
 
 
-def _leaky_fx(bits: int, slope: int, shift: int, normalise: bool) -> tuple[Callable[[np.ndarray], np.ndarray], tuple]:
+def _leaky_fx(bits: int, slope: int, shift: int,
+              normalise: bool) -> tuple[Callable[[np.ndarray], np.ndarray], tuple]:
     """The fx leaky ReLU of one slope as a function of the input values, and its table key."""
 
     def fn(v: np.ndarray) -> np.ndarray:

@@ -9,6 +9,8 @@ rounding platforms, for every element type, with the extreme values of the type 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,8 @@ from pymli.arith import lut as L
 from pymli.arith.pool import requant_params
 from pymli.capi.types import PoolCfg, ReluCfg, ReluType
 from pymli.checks import entry
+from pymli.config import Platform
+from pymli.errors import Status
 from pymli.kernels import activation as KA
 from pymli.kernels import eltwise as KE
 from pymli.kernels import pooling as KP
@@ -44,7 +48,8 @@ def _values(rng: np.random.Generator, dtype: type, shape: tuple[int, ...]) -> np
 
 def _eltwise_params(rng: np.random.Generator, op: str, el: ElType) -> dict:
     if el is ElType.SA_8:
-        q = [(int(rng.integers(1, 32768)), int(rng.integers(-4, 31)), int(rng.integers(-128, 128))) for _ in range(3)]
+        q = [(int(rng.integers(1, 32768)), int(rng.integers(-4, 31)), int(rng.integers(-128, 128)))
+             for _ in range(3)]
         if op in ("max", "min"):
             q[1] = q[0]
         return dict(q=tuple(q))
@@ -57,7 +62,7 @@ def _eltwise_params(rng: np.random.Generator, op: str, el: ElType) -> dict:
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
 @pytest.mark.parametrize("el", ELS, ids=lambda e: e.name)
 @pytest.mark.parametrize("op", OPS)
-def test_eltwise_plan_matches_plain_kernel_and_oracle(platform, el: ElType, op: str) -> None:  # type: ignore[no-untyped-def]
+def test_eltwise_plan_matches_plain_kernel_and_oracle(platform: Platform, el: ElType, op: str) -> None:
     rng = np.random.default_rng([OPS.index(op), ELS.index(el), PLATFORMS.index(platform)])
     dt = el.dtype.type
     up = platform is VPX
@@ -89,7 +94,7 @@ def test_eltwise_plan_matches_plain_kernel_and_oracle(platform, el: ElType, op: 
 
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
 @pytest.mark.parametrize("el", ELS, ids=lambda e: e.name)
-def test_leaky_plan_matches_plain_kernel_and_oracle(platform, el: ElType) -> None:  # type: ignore[no-untyped-def]
+def test_leaky_plan_matches_plain_kernel_and_oracle(platform: Platform, el: ElType) -> None:
     rng = np.random.default_rng([ELS.index(el), PLATFORMS.index(platform), 7])
     dt = el.dtype.type
     info = np.iinfo(dt)
@@ -127,7 +132,7 @@ def test_leaky_plan_matches_plain_kernel_and_oracle(platform, el: ElType) -> Non
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
 @pytest.mark.parametrize("kind", ["sigm", "tanh"])
 @pytest.mark.parametrize("el", ELS, ids=lambda e: e.name)
-def test_lut_plan_follows_lut_contents(platform, kind: str, el: ElType) -> None:  # type: ignore[no-untyped-def]
+def test_lut_plan_follows_lut_contents(platform: Platform, kind: str, el: ElType) -> None:
     rng = np.random.default_rng([ELS.index(el), PLATFORMS.index(platform), len(kind)])
     dt = el.dtype.type
     lut = L.create_lut(kind)
@@ -163,7 +168,7 @@ def test_lut_plan_follows_lut_contents(platform, kind: str, el: ElType) -> None:
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
 @pytest.mark.parametrize("el", ELS, ids=lambda e: e.name)
 @pytest.mark.parametrize("kind", ["max", "ave"])
-def test_pool_plan_matches_plain_kernel_and_oracle(platform, el: ElType, kind: str) -> None:  # type: ignore[no-untyped-def]
+def test_pool_plan_matches_plain_kernel_and_oracle(platform: Platform, el: ElType, kind: str) -> None:
     rng = np.random.default_rng([ELS.index(el), PLATFORMS.index(platform), len(kind)])
     dt = el.dtype.type
     up = platform is VPX
@@ -172,7 +177,8 @@ def test_pool_plan_matches_plain_kernel_and_oracle(platform, el: ElType, kind: s
         kh, kw, sh, sw = (int(v) for v in rng.integers(1, 4, 4))
         h, w, c = int(rng.integers(kh, 7)), int(rng.integers(kw, 7)), int(rng.integers(1, 4))
         pt, pl = int(rng.integers(0, kh)), int(rng.integers(0, kw))
-        oh, ow = (h + pt + int(rng.integers(0, kh)) - kh) // sh + 1, (w + pl + int(rng.integers(0, kw)) - kw) // sw + 1
+        oh = (h + pt + int(rng.integers(0, kh)) - kh) // sh + 1
+        ow = (w + pl + int(rng.integers(0, kw)) - kw) // sw + 1
         pads = (pt, max((oh - 1) * sh + kh - h - pt, 0), pl, max((ow - 1) * sw + kw - w - pl, 0))
         if KP.degenerate(h, w, (kh, kw), (sh, sw), pads, (oh, ow)) or pads[1] >= kh or pads[3] >= kw:
             continue
@@ -215,7 +221,7 @@ def test_clamp_is_clip(n: int, dtype: type) -> None:
         assert A.clamp(y, t(lo), t(hi), out=y) is y and np.array_equal(y, want)
 
 
-def _fresh(fn, args):  # type: ignore[no-untyped-def]
+def _fresh(fn: Callable[..., Status], args: tuple) -> Status:
     """The call with the memo off: checks, parameters and a fresh plan."""
     was = entry.memo_enabled(False)
     try:
@@ -225,14 +231,15 @@ def _fresh(fn, args):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
-def test_memoised_capi_calls_follow_changed_values(platform) -> None:  # type: ignore[no-untyped-def]
+def test_memoised_capi_calls_follow_changed_values(platform: Platform) -> None:
     """Memoised calls whose data changes in place (scalar operand, slope, LUT) equal fresh calls."""
     rng = np.random.default_rng(PLATFORMS.index(platform))
     x8 = Tensor.from_numpy(rng.integers(-128, 128, 9), ElType.SA_8, zero_point=1, scale=3, scale_frac_bits=4)
     s8 = Tensor.from_numpy(np.array([20]), ElType.SA_8, zero_point=-3, scale=5, scale_frac_bits=7)
     xf = Tensor.from_numpy(rng.integers(-32768, 32768, 9), ElType.FX_16, frac_bits=9)
     sf = Tensor.from_numpy(np.array([20]), ElType.FX_16, frac_bits=7)
-    lut = Lut(data=np.zeros(capi.mli_krn_tanh_get_lut_size() // 2, np.int16), capacity=capi.mli_krn_tanh_get_lut_size())
+    size = capi.mli_krn_tanh_get_lut_size()
+    lut = Lut(data=np.zeros(size // 2, np.int16), capacity=size)
     capi.mli_krn_tanh_create_lut(lut)
     pin = Tensor.from_numpy(rng.integers(-32768, 32768, (5, 4, 3)), ElType.FX_16, frac_bits=8)
     calls = [
@@ -266,7 +273,7 @@ def test_memoised_capi_calls_follow_changed_values(platform) -> None:  # type: i
 @pytest.mark.parametrize("platform", PLATFORMS, ids=["up", "conv"])
 @pytest.mark.parametrize("el", [ElType.SA_8, ElType.FX_16], ids=lambda e: e.name)
 @pytest.mark.parametrize("axis", [-1, 0, 2])
-def test_l2_normalize_into_out_equals_new_array(platform, el: ElType, axis: int) -> None:  # type: ignore[no-untyped-def]
+def test_l2_normalize_into_out_equals_new_array(platform: Platform, el: ElType, axis: int) -> None:
     """``out=`` (also the input itself, strided views) gives the values of a fresh result."""
     rng = np.random.default_rng([axis + 1, el.bits])
     lut = L.create_lut("l2_normalize")
