@@ -81,34 +81,28 @@ def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[in
     return run
 
 
-mli_krn_sigm_fx8 = c_variant("mli_krn_sigm_fx8", _fx_activation, "inp lut out",
-    'Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,), planned=True)
+def _variants(rows: tuple[tuple[str, Callable[..., Callable[..., Status]], str, object, str], ...]
+              ) -> tuple[Callable[..., Status], ...]:
+    """Planned C functions, one per ``(C name, shared body, parameters, last body argument, docstring)``."""
+    return tuple(c_variant(name, impl, params, doc, tail=(last,), planned=True)
+                 for name, impl, params, last, doc in rows)
 
 
-mli_krn_sigm_fx16 = c_variant("mli_krn_sigm_fx16", _fx_activation, "inp lut out",
-    'Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_sigm_sa8 = c_variant("mli_krn_sigm_sa8", _sa8_activation, "inp lut out",
-    'Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.',
-    tail=(K.SIGM_SA8_OUT,), planned=True)
-
-
-mli_krn_tanh_fx8 = c_variant("mli_krn_tanh_fx8", _fx_activation, "inp lut out",
-    'Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,), planned=True)
-
-
-mli_krn_tanh_fx16 = c_variant("mli_krn_tanh_fx16", _fx_activation, "inp lut out",
-    'Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_tanh_sa8 = c_variant("mli_krn_tanh_sa8", _sa8_activation, "inp lut out",
-    'Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.',
-    tail=(K.TANH_SA8_OUT,), planned=True)
+(mli_krn_sigm_fx8, mli_krn_sigm_fx16, mli_krn_sigm_sa8,
+ mli_krn_tanh_fx8, mli_krn_tanh_fx16, mli_krn_tanh_sa8) = _variants((
+    ("mli_krn_sigm_fx8", _fx_activation, "inp lut out", ElType.FX_8,
+     "Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
+    ("mli_krn_sigm_fx16", _fx_activation, "inp lut out", ElType.FX_16,
+     "Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
+    ("mli_krn_sigm_sa8", _sa8_activation, "inp lut out", K.SIGM_SA8_OUT,
+     "Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
+    ("mli_krn_tanh_fx8", _fx_activation, "inp lut out", ElType.FX_8,
+     "Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
+    ("mli_krn_tanh_fx16", _fx_activation, "inp lut out", ElType.FX_16,
+     "Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
+    ("mli_krn_tanh_sa8", _sa8_activation, "inp lut out", K.TANH_SA8_OUT,
+     "Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7."),
+))
 
 
 # ---------------------------------------------------------------------------------------- softmax
@@ -134,21 +128,16 @@ def _softmax(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: E
     return run
 
 
-mli_krn_softmax_fx8 = c_variant("mli_krn_softmax_fx8", _softmax, "inp lut cfg out",
-    "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
-    "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
-    "results are not a usable softmax).",
-    tail=(ElType.FX_8,), planned=True)
-
-
-mli_krn_softmax_fx16 = c_variant("mli_krn_softmax_fx16", _softmax, "inp lut cfg out",
-    'Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_softmax_sa8 = c_variant("mli_krn_softmax_sa8", _softmax, "inp lut cfg out",
-    "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.",
-    tail=(ElType.SA_8,), planned=True)
+mli_krn_softmax_fx8, mli_krn_softmax_fx16, mli_krn_softmax_sa8 = _variants((
+    ("mli_krn_softmax_fx8", _softmax, "inp lut cfg out", ElType.FX_8,
+     "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
+     "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
+     "results are not a usable softmax)."),
+    ("mli_krn_softmax_fx16", _softmax, "inp lut cfg out", ElType.FX_16,
+     "Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15."),
+    ("mli_krn_softmax_sa8", _softmax, "inp lut cfg out", ElType.SA_8,
+     "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
+))
 
 
 # ---------------------------------------------------------------------------------------- l2_normalize
