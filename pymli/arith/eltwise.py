@@ -20,16 +20,18 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from ..formats import RoundMode
+from .activation import clamp
 from .lut import asr_rnd_int32
 from .pool import norm_cast
 from .rounding import add_sat, asr_rnd, limits, round_mode, sat, sub_sat, trunc_div
 
-__all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "sa8_eltwise"]
+__all__ = ["EltOp", "FxParams", "SaParams", "fx_params", "sa8_params", "fx_eltwise", "fx_int32_plan", "sa8_eltwise"]
 
 MUL_MAX_SHIFT = 31
 MAX_MIN_UPPER_LIMIT_SHIFT = 23
@@ -185,70 +187,106 @@ def fx_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits:
     return sat(asr_rnd(acc, p.post, 64), bits)
 
 
-def _shl_sat_int32(x: np.ndarray, s: int, bits: int) -> np.ndarray:
-    """``sat(x << s, bits)`` (a saturating left shift of any width >= bits) in place, ``0 <= s <= 15``.
+def _shl_sat_int32(x: np.ndarray, s: int, lo: np.int32, hi: np.int32) -> np.ndarray:
+    """``sat(x << s)`` to ``[lo, hi]`` (a saturating left shift of any width >= bits) in place,
+    ``0 <= s <= 15``, ``lo, hi`` the limits of a container of at most 16 bits.
 
     Clamping first keeps ``|x| <= 2**15`` so ``x << 15`` fits int32; a clamped value still
     saturates to the same end after the shift.
     """
-    lo, hi = limits(bits)
-    np.clip(x, lo, hi, out=x)
+    clamp(x, lo, hi, out=x)
     if s:
         x <<= s
-        np.clip(x, lo, hi, out=x)
+        clamp(x, lo, hi, out=x)
     return x
 
 
 def _fx_eltwise_int32(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: FxParams, bits: int) -> np.ndarray | None:
-    """:func:`fx_eltwise` in int32 for int8 / int16 operands, or None when a bound below fails.
+    """:func:`fx_eltwise` in int32 for int8 / int16 operands, or None when a bound fails
+    (:func:`fx_int32_plan`)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype not in (np.int8, np.int16) or b.dtype not in (np.int8, np.int16):
+        return None
+    compute = fx_int32_plan(op, p, bits, round_mode())
+    return None if compute is None else compute(a, b)
+
+
+def fx_int32_plan(op: EltOp, p: FxParams, bits: int,
+                  mode: RoundMode) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """:func:`fx_eltwise` in int32 for int8 / int16 operands, with every constant fixed up front.
 
     Bounds (``|a|, |b| <= 2**15``): add/sub align with a left shift ``s <= 14`` (no saturation:
     ``|x| <= 2**29``), so ``|acc| <= 2**29 + 2**15`` and rounding by ``post <= 31`` adds at most
     ``2**30``: below ``2**31``. mul: ``|a * b| <= 2**30`` plus at most ``2**29`` (``post <= 30``).
     min/max: ``|x| <= 2**15``. Left shifts (negative ``post``) are limited to 15 bits.
+
+    Args:
+        op: the operation; p: its shifts (:func:`fx_params`); bits: container bits.
+        mode: the rounding mode the result is computed with.
+
+    Returns:
+        ``compute(a, b)`` (int8 / int16 arrays of one shape, or one of them 0-d) returning the
+        container-typed result, or None when a bound above fails (use :func:`fx_eltwise`). The
+        add / sub / mul form also takes ``out=`` (of the result's shape): written and returned.
     """
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype not in (np.int8, np.int16) or b.dtype not in (np.int8, np.int16) or bits not in (8, 16):
+    if bits not in (8, 16):
         return None
-    hi = limits(bits)[1]
+    lo, hi = (np.int32(v) for v in limits(bits))
     out_dt = np.int8 if bits == 8 else np.int16
     n = p.post
+    half = np.int32(1 << (n - 1)) if n > 0 else np.int32(0)
+    up = mode is RoundMode.UP
     if op in (EltOp.MAX, EltOp.MIN):
         if n < -15:
             return None
-        acc = np.asarray((np.maximum if op is EltOp.MAX else np.minimum)(a, b), dtype=np.int32)
-        if n > bits - 1:
-            return np.zeros(acc.shape, out_dt)
-        if n < 0:
-            acc = _shl_sat_int32(acc, -n, bits)
-        elif n > 0:
-            if round_mode() is RoundMode.UP:
-                # mli_math_add_fx in the container type saturates x + half at its maximum.
-                acc += np.int32(1 << (n - 1))
-                np.minimum(acc, hi, out=acc)
-                acc >>= n
-            else:
-                acc = asr_rnd_int32(acc, n)
-        return acc.astype(out_dt)
+        pick = np.maximum if op is EltOp.MAX else np.minimum
+
+        def minmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            acc = np.asarray(pick(a, b), dtype=np.int32)
+            if n > bits - 1:
+                return np.zeros(acc.shape, out_dt)
+            if n < 0:
+                acc = _shl_sat_int32(acc, -n, lo, hi)
+            elif n > 0:
+                if up:
+                    # mli_math_add_fx in the container type saturates x + half at its maximum.
+                    acc += half
+                    np.minimum(acc, hi, out=acc)
+                    acc >>= n
+                else:
+                    acc = asr_rnd_int32(acc, n, mode)
+            return acc.astype(out_dt)
+
+        return minmax
     if op is EltOp.MUL:
         if not -15 <= n <= 30:
             return None
-        acc = np.asarray(np.multiply(a, b, dtype=np.int32))
     else:
         s1, s2 = -p.pre1, -p.pre2
         if not (0 <= s1 <= 14 and 0 <= s2 <= 14 and -15 <= n <= 31):
             return None
-        x1 = np.asarray(a, dtype=np.int32)
-        x2 = np.asarray(b, dtype=np.int32)
-        if s1:
-            x1 = x1 << s1
-        if s2:
-            x2 = x2 << s2
-        acc = np.asarray(np.add(x1, x2) if op is EltOp.ADD else np.subtract(x1, x2))
-    if n > 0:
-        acc = asr_rnd_int32(acc, n)
-    acc = _shl_sat_int32(acc, max(-n, 0), bits)
-    return acc.astype(out_dt)
+
+    def arith(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if op is EltOp.MUL:
+            acc = np.asarray(np.multiply(a, b, dtype=np.int32))
+        else:
+            # Each step one ufunc call computing in int32 (the casts folded into it).
+            x1 = np.left_shift(a, s1, dtype=np.int32) if s1 else a
+            x2 = np.left_shift(b, s2, dtype=np.int32) if s2 else b
+            acc = np.asarray(np.add(x1, x2, dtype=np.int32) if op is EltOp.ADD else np.subtract(x1, x2, dtype=np.int32))
+        if n > 0:
+            if up:
+                acc += half
+                acc >>= n
+            else:
+                acc = asr_rnd_int32(acc, n, mode)
+        acc = _shl_sat_int32(acc, max(-n, 0), lo, hi)
+        if out is None:
+            return acc.astype(out_dt)
+        out[...] = acc
+        return out
+
+    return arith
 
 
 def sa8_eltwise(op: EltOp, a: npt.ArrayLike, b: npt.ArrayLike, p: SaParams) -> np.ndarray:

@@ -240,7 +240,7 @@ def lut_interpolate(x: npt.ArrayLike, lut: Lut, in_frac_bits: int) -> np.ndarray
     return r.astype(np.int64)
 
 
-def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
+def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike, mode: RoundMode | None = None) -> np.ndarray:
     """``asr_rnd(x, n, bits)`` in place on an int32 array, for ``1 <= n <= 31`` (scalar or broadcasting).
 
     The caller guarantees that ``x + 2**(n - 1)`` stays within int32: then C's saturating add
@@ -250,13 +250,18 @@ def asr_rnd_int32(x: np.ndarray, n: npt.ArrayLike) -> np.ndarray:
     Args:
         x: int32 array, modified in place.
         n: shift(s), an int or an array broadcasting against ``x``.
+        mode: the rounding mode (default: the current platform's).
 
     Returns:
         ``x`` (use the return value).
     """
-    n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
-    half = np.left_shift(np.int32(1), n - 1)
-    if round_mode() is RoundMode.UP:
+    if isinstance(n, (int, np.integer)):
+        half = np.int32(1 << (int(n) - 1))  # Python ints: no ufunc call for a scalar shift
+        n = np.int32(n)
+    else:
+        n = np.asarray(n, dtype=np.int32) if np.ndim(n) else np.int32(n)
+        half = np.left_shift(np.int32(1), n - 1)
+    if (round_mode() if mode is None else mode) is RoundMode.UP:
         x += half
     else:
         odd = np.right_shift(x, n)
@@ -556,7 +561,7 @@ def fx_exp_codes(lut: Lut, in_frac_bits: int, out_bits: int, in_bits: int) -> np
 
 
 def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, zero_point: int,
-                    out_bits: int) -> np.ndarray:
+                    out_bits: int, out: np.ndarray | None = None) -> np.ndarray:
     """``sat(asr_rnd(recip * e, shift, 32) + zero_point, out_bits)`` for 16-bit ``e`` and ``recip``.
 
     The final step of softmax (``mli_math_acc_cast_fx`` / ``mli_prv_convert_fx16_sa8`` of a
@@ -576,9 +581,11 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         recip, shift: one value per slice, broadcasting against ``e``.
         zero_point: output zero point.
         out_bits: output container bits (8 or 16).
+        out: optional destination of the broadcast shape (any integer dtype holding the values,
+            any strides); written (after every input is read) and returned instead of a new array.
 
     Returns:
-        Array of the ``out_bits``-bit container dtype, the broadcast shape.
+        Array of the ``out_bits``-bit container dtype, the broadcast shape (``out`` when given).
     """
     out_dt = np.int8 if out_bits == 8 else np.int16
     e = np.asarray(e)
@@ -590,7 +597,7 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     if not fast:
         x = recip * np.asarray(e, dtype=np.int64)
         v = wrap(asr_rnd(x, shift, 32) + int(zero_point), 32)
-        return sat(v, out_bits).astype(out_dt)
+        return _store(sat(v, out_bits), out_dt, out)
     r = np.where(shift >= 31, 0, recip)
     n = np.minimum(shift, 30)
     if n.size > 1 and e.size:
@@ -607,7 +614,15 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)
-    return x.astype(out_dt)
+    return _store(x, out_dt, out)
+
+
+def _store(x: np.ndarray, dtype: npt.DTypeLike, out: np.ndarray | None) -> np.ndarray:
+    """``x`` (values within ``dtype``) as a new ``dtype`` array, or written into ``out``."""
+    if out is None:
+        return x.astype(dtype)
+    out[...] = x
+    return out
 
 
 # Below this many codes a direct gather beats building the table of code pairs.

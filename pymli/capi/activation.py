@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..arith.activation import clamp
 from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
@@ -52,10 +53,16 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     else:
         q = dict(zero=0, scale=1, shift=int(inp.frac_bits))
     kind = int(cfg.type)
+    lo, hi = K.relu_bounds(kind, el.dtype, **q)
     vi, vo = view_spec(inp), view_spec(out)
+    # The data arrays' dtypes are part of the memo's snapshot: decided once.
+    same = inp.data.dtype == el.dtype and out.data.dtype == el.dtype
 
     def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-        K.relu(view(inp, vi), kind, out=view(out, vo), **q)  # np.clip into out: overlap-safe, no temporary
+        if same:
+            clamp(view(inp, vi), lo, hi, out=view(out, vo))  # into out: overlap-safe, no temporary
+        else:
+            K.relu(view(inp, vi), kind, out=view(out, vo), **q)
         # out->el_params = in->el_params
         if sa:
             out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
@@ -66,19 +73,19 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     return run
 
 
-mli_krn_relu_fx8 = c_variant("mli_krn_relu_fx8", _relu, "in_ cfg out",
-    "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits.",
-    head=(ElType.FX_8,), planned=True)
+def _variants(impl: Callable[..., Callable[..., Status]], params: str,
+              rows: tuple[tuple[str, ElType, str], ...]) -> tuple[Callable[..., Status], ...]:
+    """The planned C functions ``impl`` serves: one per ``(C name, element type, docstring)`` row."""
+    return tuple(c_variant(name, impl, params, doc, head=(el,), planned=True) for name, el, doc in rows)
 
 
-mli_krn_relu_fx16 = c_variant("mli_krn_relu_fx16", _relu, "in_ cfg out",
-    "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits.",
-    head=(ElType.FX_16,), planned=True)
-
-
-mli_krn_relu_sa8 = c_variant("mli_krn_relu_sa8", _relu, "in_ cfg out",
-    'ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters.',
-    head=(ElType.SA_8,), planned=True)
+mli_krn_relu_fx8, mli_krn_relu_fx16, mli_krn_relu_sa8 = _variants(_relu, "in_ cfg out", (
+    ("mli_krn_relu_fx8", ElType.FX_8,
+     "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits."),
+    ("mli_krn_relu_fx16", ElType.FX_16, "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits."),
+    ("mli_krn_relu_sa8", ElType.SA_8,
+     "ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters."),
+))
 
 
 # ------------------------------------------------------------------------------------ leaky ReLU
@@ -94,36 +101,27 @@ def _sa8_quant(inp: Tensor, slope: Tensor, out: Tensor) -> dict[str, int]:
 def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Callable[..., Status]:
     check_leaky_relu(fn, el, inp, slope, out)
     if el.is_sa:
-        q = _sa8_quant(inp, slope, out)
+        compute = K.leaky_plan(el.dtype, sa8=_sa8_quant(inp, slope, out))
     else:
-        shift = int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits)
+        compute = K.leaky_plan(el.dtype, shift=int(inp.frac_bits) + int(slope.frac_bits) - int(out.frac_bits),
+                               normalise=el is ElType.FX_16)
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, slope: Tensor, out: Tensor) -> Status:
-        alpha = _scalar_value(slope)
-        if el.is_sa:
-            res = K.leaky_relu_sa8(view(inp, vi), alpha, **q)
-        else:
-            res = K.leaky_relu_fx(view(inp, vi), alpha, shift, normalise=el is ElType.FX_16)
-        view(out, vo)[...] = res
+        view(out, vo)[...] = compute(view(inp, vi), _scalar_value(slope))
         return Status.OK
 
     return run
 
 
-mli_krn_leaky_relu_fx8 = c_variant("mli_krn_leaky_relu_fx8", _leaky, "in_ slope_coeff out",
-    'Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element).',
-    head=(ElType.FX_8,), planned=True)
-
-
-mli_krn_leaky_relu_fx16 = c_variant("mli_krn_leaky_relu_fx16", _leaky, "in_ slope_coeff out",
-    'Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does).',
-    head=(ElType.FX_16,), planned=True)
-
-
-mli_krn_leaky_relu_sa8 = c_variant("mli_krn_leaky_relu_sa8", _leaky, "in_ slope_coeff out",
-    "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope.",
-    head=(ElType.SA_8,), planned=True)
+mli_krn_leaky_relu_fx8, mli_krn_leaky_relu_fx16, mli_krn_leaky_relu_sa8 = _variants(_leaky, "in_ slope_coeff out", (
+    ("mli_krn_leaky_relu_fx8", ElType.FX_8,
+     "Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element)."),
+    ("mli_krn_leaky_relu_fx16", ElType.FX_16,
+     "Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does)."),
+    ("mli_krn_leaky_relu_sa8", ElType.SA_8,
+     "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope."),
+))
 
 
 # ----------------------------------------------------------------------------------------- PReLU
@@ -160,16 +158,11 @@ def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: 
     return run
 
 
-mli_krn_prelu_fx8 = c_variant("mli_krn_prelu_fx8", _prelu, "in_ slope_coeff cfg out",
-    'PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``).',
-    head=(ElType.FX_8,), planned=True)
-
-
-mli_krn_prelu_fx16 = c_variant("mli_krn_prelu_fx16", _prelu, "in_ slope_coeff cfg out",
-    'PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does).',
-    head=(ElType.FX_16,), planned=True)
-
-
-mli_krn_prelu_sa8 = c_variant("mli_krn_prelu_sa8", _prelu, "in_ slope_coeff cfg out",
-    "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index.",
-    head=(ElType.SA_8,), planned=True)
+mli_krn_prelu_fx8, mli_krn_prelu_fx16, mli_krn_prelu_sa8 = _variants(_prelu, "in_ slope_coeff cfg out", (
+    ("mli_krn_prelu_fx8", ElType.FX_8,
+     "PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``)."),
+    ("mli_krn_prelu_fx16", ElType.FX_16,
+     "PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does)."),
+    ("mli_krn_prelu_sa8", ElType.SA_8,
+     "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index."),
+))

@@ -16,7 +16,7 @@ from ..checks.eltwise import check_eltwise
 from ..checks.tensor import fail, tensor_is_scalar
 from ..errors import Status
 from ..formats import ElType
-from ..kernels.eltwise import eltwise_fx, eltwise_sa8
+from ..kernels.eltwise import eltwise_plan
 from ..tensor import Tensor
 from ._plan import ViewSpec, view, view_spec
 from ._registry import c_variant
@@ -71,18 +71,22 @@ def _run(fn: str, op: EltOp, el_type: ElType, in1: Tensor, in2: Tensor, out: Ten
     if el_type is ElType.SA_8:
         def q(t: Tensor) -> tuple[int, int, int]:
             return int(t.scale), int(t.scale_frac_bits), int(t.zero_point)
-        kw = dict(q1=q(in1), q2=q(in2), qo=q(out))
-        kernel = eltwise_sa8
+        kernel = eltwise_plan(op, bits=8, q=(q(in1), q(in2), q(out)))
     else:
-        kw = dict(frac_bits=(int(in1.frac_bits), int(in2.frac_bits), int(out.frac_bits)), bits=el_type.bits)
-        kernel = eltwise_fx
+        kernel = eltwise_plan(op, bits=el_type.bits, frac_bits=(int(in1.frac_bits), int(in2.frac_bits),
+                                                                 int(out.frac_bits)))
     both_scalar = v1 is None and v2 is None
     vo = None if both_scalar or out.rank == 0 else view_spec(out)
+    # The data arrays' dtypes are part of the memo's snapshot: decided once.
+    into = vo is not None and out.data.dtype == el_type.dtype
 
     def run(in1: Tensor, in2: Tensor, out: Tensor) -> Status:
         a = _scalar(in1) if v1 is None else view(in1, v1)
         b = _scalar(in2) if v2 is None else view(in2, v2)
-        res = kernel(op, a, b, **kw)
+        if into:
+            kernel(a, b, view(out, vo))
+            return Status.OK
+        res = kernel(a, b)
         if res.ndim == 0:
             # Both operands scalar: MLI stores the single result at the output's data pointer.
             if out.rank == 0:

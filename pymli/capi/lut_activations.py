@@ -56,11 +56,11 @@ def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
 def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Callable[..., Status]:
     check_basic_activation(inp, out, el, fn)
     bits = el.bits
-    in_frac = int(inp.frac_bits)
+    compute = K.lut_activation_plan(el.dtype, fx=(int(inp.frac_bits), bits))
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-        view(out, vo)[...] = K.lut_activation_fx(view(inp, vi), lut, in_frac_bits=in_frac, out_bits=bits)
+        view(out, vo)[...] = compute(view(inp, vi), lut)
         out.frac_bits = bits - 1
         return Status.OK
 
@@ -70,46 +70,39 @@ def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> C
 def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Callable[..., Status]:
     check_basic_activation(inp, out, ElType.SA_8, fn)
     check_sa8_input(inp, fn)
-    zp, scale, shift = _sa8_in_params(inp)
+    compute = K.lut_activation_plan(ElType.SA_8.dtype, sa8=(*_sa8_in_params(inp), *out_q))
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, lut: Lut, out: Tensor) -> Status:
-        view(out, vo)[...] = K.lut_activation_sa8(view(inp, vi), lut, in_zp=zp, in_scale=scale, in_shift=shift,
-                                                  out_zp=out_q[0], out_shift=out_q[1])
+        view(out, vo)[...] = compute(view(inp, vi), lut)
         _set_sa8_out(out, *out_q)
         return Status.OK
 
     return run
 
 
-mli_krn_sigm_fx8 = c_variant("mli_krn_sigm_fx8", _fx_activation, "inp lut out",
-    'Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,), planned=True)
+def _variants(rows: tuple[tuple[str, Callable[..., Callable[..., Status]], str, object, str], ...]
+              ) -> tuple[Callable[..., Status], ...]:
+    """Planned C functions, one per ``(C name, shared body, parameters, last body argument, docstring)``."""
+    return tuple(c_variant(name, impl, params, doc, tail=(last,), planned=True)
+                 for name, impl, params, last, doc in rows)
 
 
-mli_krn_sigm_fx16 = c_variant("mli_krn_sigm_fx16", _fx_activation, "inp lut out",
-    'Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_sigm_sa8 = c_variant("mli_krn_sigm_sa8", _sa8_activation, "inp lut out",
-    'Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.',
-    tail=(K.SIGM_SA8_OUT,), planned=True)
-
-
-mli_krn_tanh_fx8 = c_variant("mli_krn_tanh_fx8", _fx_activation, "inp lut out",
-    'Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7.',
-    tail=(ElType.FX_8,), planned=True)
-
-
-mli_krn_tanh_fx16 = c_variant("mli_krn_tanh_fx16", _fx_activation, "inp lut out",
-    'Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_tanh_sa8 = c_variant("mli_krn_tanh_sa8", _sa8_activation, "inp lut out",
-    'Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.',
-    tail=(K.TANH_SA8_OUT,), planned=True)
+(mli_krn_sigm_fx8, mli_krn_sigm_fx16, mli_krn_sigm_sa8,
+ mli_krn_tanh_fx8, mli_krn_tanh_fx16, mli_krn_tanh_sa8) = _variants((
+    ("mli_krn_sigm_fx8", _fx_activation, "inp lut out", ElType.FX_8,
+     "Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
+    ("mli_krn_sigm_fx16", _fx_activation, "inp lut out", ElType.FX_16,
+     "Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
+    ("mli_krn_sigm_sa8", _sa8_activation, "inp lut out", K.SIGM_SA8_OUT,
+     "Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
+    ("mli_krn_tanh_fx8", _fx_activation, "inp lut out", ElType.FX_8,
+     "Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
+    ("mli_krn_tanh_fx16", _fx_activation, "inp lut out", ElType.FX_16,
+     "Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
+    ("mli_krn_tanh_sa8", _sa8_activation, "inp lut out", K.TANH_SA8_OUT,
+     "Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7."),
+))
 
 
 # ---------------------------------------------------------------------------------------- softmax
@@ -135,21 +128,16 @@ def _softmax(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: E
     return run
 
 
-mli_krn_softmax_fx8 = c_variant("mli_krn_softmax_fx8", _softmax, "inp lut cfg out",
-    "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
-    "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
-    "results are not a usable softmax).",
-    tail=(ElType.FX_8,), planned=True)
-
-
-mli_krn_softmax_fx16 = c_variant("mli_krn_softmax_fx16", _softmax, "inp lut cfg out",
-    'Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15.',
-    tail=(ElType.FX_16,), planned=True)
-
-
-mli_krn_softmax_sa8 = c_variant("mli_krn_softmax_sa8", _softmax, "inp lut cfg out",
-    "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8.",
-    tail=(ElType.SA_8,), planned=True)
+mli_krn_softmax_fx8, mli_krn_softmax_fx16, mli_krn_softmax_sa8 = _variants((
+    ("mli_krn_softmax_fx8", _softmax, "inp lut cfg out", ElType.FX_8,
+     "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
+     "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
+     "results are not a usable softmax)."),
+    ("mli_krn_softmax_fx16", _softmax, "inp lut cfg out", ElType.FX_16,
+     "Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15."),
+    ("mli_krn_softmax_sa8", _softmax, "inp lut cfg out", ElType.SA_8,
+     "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
+))
 
 
 # ---------------------------------------------------------------------------------------- l2_normalize
@@ -164,13 +152,16 @@ def _l2_normalize(fn: str, el: ElType, inp: Tensor, epsilon: Tensor | None, lut:
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg, out: Tensor) -> Status:
+        ov = view(out, vo)
         if el is ElType.SA_8:
             zp_out, shift_out = K.L2NORM_SA8_OUT
-            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=axis)
+            res = K.l2_normalize(view(inp, vi), lut, bits=8, out_shift=shift_out, in_zp=zp, axis=axis, out=ov)
             _set_sa8_out(out, zp_out, shift_out)
         else:
-            view(out, vo)[...] = K.l2_normalize(view(inp, vi), lut, bits=16, out_shift=15, axis=axis)
+            res = K.l2_normalize(view(inp, vi), lut, bits=16, out_shift=15, axis=axis, out=ov)
             out.frac_bits = 15
+        if res is not ov:
+            ov[...] = res
         return Status.OK
 
     return run

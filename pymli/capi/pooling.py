@@ -15,7 +15,7 @@ from ..checks.pooling import check_pool_hwc
 from ..config import get_platform
 from ..errors import Status
 from ..formats import ElType
-from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc, pool_writes_c_order
+from ..kernels.pooling import degenerate, pool_plan, pool_writes_c_order
 from ..tensor import Tensor
 from ._plan import view, view_spec
 from ._registry import c_variant
@@ -66,11 +66,15 @@ def _plan(kind: str, inp: Tensor, out: Tensor, c: dict[str, int], k: int,
         return replay
     vi = view_spec(inp)
     vo = view_spec(out)
+    pool = pool_plan(kind, (h, w, ch), inp.el_type.dtype, **geo, **arith)  # type: ignore[arg-type]
+    # The data arrays' dtypes are part of the memo's snapshot: decided once.
+    direct = out.data.dtype == inp.el_type.dtype
 
     def compute(inp: Tensor, out: Tensor) -> None:
-        x = view(inp, vi)
-        res = avepool_hwc(x, **geo, **arith) if kind == "ave" else maxpool_hwc(x, **geo)  # type: ignore[arg-type]
-        view(out, vo)[...] = res
+        if direct:
+            pool(view(inp, vi), view(out, vo))
+        else:
+            view(out, vo)[...] = pool(view(inp, vi))
 
     return compute
 

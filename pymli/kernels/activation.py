@@ -7,6 +7,8 @@ requantisation) is in :mod:`pymli.arith.activation`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -14,7 +16,8 @@ from ..arith import activation as act
 from ..config import get_platform
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
-__all__ = ["relu", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "axis_shape"]
+__all__ = ["relu", "relu_bounds", "leaky_relu_fx", "prelu_fx", "leaky_relu_sa8", "prelu_sa8", "leaky_plan",
+           "axis_shape"]
 
 
 def _bits(x: np.ndarray) -> int:
@@ -40,8 +43,7 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
     also gets its byte-pair form (:func:`pymli.kernels._gather.pair_table`), which large inputs
     gather with half the lookups.
     """
-    info = np.iinfo(x.dtype)
-    span = int(info.max) - int(info.min) + 1
+    span = 1 << _bits(x)
     full_key = None if key is None else (key, x.dtype.str, n, get_platform())
     table = _TABLES.get(full_key) if full_key is not None else None
     if table is not None and axis is None and span == 256 and x.size >= PAIR_MIN:
@@ -52,23 +54,33 @@ def _tabulated(x: np.ndarray, fn, axis: int | None = None, n: int = 1, key: tupl
     if table is None:
         if x.size <= span * n:
             return fn(x)
-        # The results fit x's type (they are saturated to it), so the table is cast once, not the
-        # gathered array. It is rotated by half its span so that the unsigned reinterpretation of
-        # a value (v mod span, a free view) indexes it: entry u holds fn(u) for u <= max,
-        # fn(u - span) above.
-        table = np.broadcast_to(fn(np.arange(info.min, info.max + 1, dtype=np.int64)[None, :]), (n, span))
-        table = np.roll(table.astype(x.dtype), span // 2, axis=1)
-        if full_key is not None and table.nbytes <= _TABLE_CACHE_BYTES:
-            if len(_TABLES) >= _TABLES_MAX:
-                _TABLES.clear()
-            table.setflags(write=False)
-            _TABLES[full_key] = table
+        table = _build_table(fn, x.dtype, n, full_key)
     codes = x.view(np.dtype(f"u{x.dtype.itemsize}"))
     if axis is None:
         return np.take(table[0], codes)
     idx = codes.astype(np.intp)
     idx += (np.arange(n, dtype=np.intp) * span).reshape(axis_shape(x.ndim, axis, n))
     return np.take(table.reshape(-1), idx)
+
+
+def _build_table(fn: Callable[[np.ndarray], np.ndarray], dtype: np.dtype, n: int,
+                 full_key: tuple | None) -> np.ndarray:
+    """The ``(n, 2**bits)`` table of ``fn`` over every value of ``dtype`` (kept under ``full_key``).
+
+    The results fit the type (they are saturated to it), so the table is cast once, not the
+    gathered array. It is rotated by half its span so that the unsigned reinterpretation of a
+    value (v mod span, a free view) indexes it: entry u holds fn(u) for u <= max, fn(u - span) above.
+    """
+    info = np.iinfo(dtype)
+    span = int(info.max) - int(info.min) + 1
+    table = np.broadcast_to(fn(np.arange(info.min, info.max + 1, dtype=np.int64)[None, :]), (n, span))
+    table = np.roll(table.astype(dtype), span // 2, axis=1)
+    if full_key is not None and table.nbytes <= _TABLE_CACHE_BYTES:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        table.setflags(write=False)
+        _TABLES[full_key] = table
+    return table
 
 
 def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1, shift: int = 0,
@@ -88,17 +100,33 @@ def relu(x: npt.NDArray[np.integer], kind: int, *, zero: int = 0, scale: int = 1
         ``min(max(x, lo), hi)`` in ``x``'s dtype.
     """
     x = np.asarray(x)
-    lo, hi = act.relu_limits(int(kind), _bits(x), int(zero), int(scale), int(shift))
-    # max then min, as C does: np.clip is exactly minimum(maximum(x, lo), hi), also when lo > hi
-    # (every element becomes hi). Bounds typed as x's dtype (they fit: relu_limits casts them to
-    # the container) keep NumPy on its fast same-type loop; Python ints make it ~25x slower.
-    t = x.dtype.type
+    lo, hi = relu_bounds(kind, x.dtype, zero=zero, scale=scale, shift=shift)
     if out is None:
-        return np.clip(x, t(lo), t(hi))
+        return act.clamp(x, lo, hi)
     if out.dtype == x.dtype:
-        return np.clip(x, t(lo), t(hi), out=out)
-    out[...] = np.clip(x, t(lo), t(hi))  # another container dtype: cast as an assignment does
+        return act.clamp(x, lo, hi, out=out)
+    out[...] = act.clamp(x, lo, hi)  # another container dtype: cast as an assignment does
     return out
+
+
+def relu_bounds(kind: int, dtype: npt.DTypeLike, *, zero: int = 0, scale: int = 1,
+                shift: int = 0) -> tuple[np.integer, np.integer]:
+    """The clamp bounds of :func:`relu` as scalars of ``dtype``, for :func:`pymli.arith.activation.clamp`.
+
+    Clamping is max then min, as C does, also when lo > hi (every element becomes hi). Bounds
+    typed as the data's dtype (they fit: relu_limits casts them to the container) keep NumPy on
+    its fast same-type loop; Python ints make it ~25x slower.
+
+    Args:
+        kind: ``mli_relu_type`` value; dtype: the container dtype (int8 / int16).
+        zero, scale, shift: the input's quantisation, as for :func:`relu`.
+
+    Returns:
+        ``(lo, hi)``.
+    """
+    t = np.dtype(dtype).type
+    lo, hi = act.relu_limits(int(kind), np.dtype(dtype).itemsize * 8, int(zero), int(scale), int(shift))
+    return t(lo), t(hi)
 
 
 def axis_shape(ndim: int, axis: int, n: int) -> tuple[int, ...]:
@@ -118,13 +146,19 @@ def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normali
         normalise: normalise the slope first (``mli_krn_leaky_relu_fx16`` does, fx8 does not).
     """
     x = np.asarray(x)
-    bits = _bits(x)
+    fn, key = _leaky_fx(_bits(x), slope, shift, normalise)
+    return _tabulated(x, fn, key=key).astype(x.dtype, copy=False)
+
+
+def _leaky_fx(bits: int, slope: int, shift: int,
+              normalise: bool) -> tuple[Callable[[np.ndarray], np.ndarray], tuple]:
+    """The fx leaky ReLU of one slope as a function of the input values, and its table key."""
 
     def fn(v: np.ndarray) -> np.ndarray:
         s, sh = act.leaky_fx_slope(slope, shift, bits, normalise)
         return act.leaky_relu_fx(v, s, sh, bits)
 
-    return _tabulated(x, fn, key=("leaky_fx", int(slope), int(shift), bool(normalise))).astype(x.dtype, copy=False)
+    return fn, ("leaky_fx", int(slope), int(shift), bool(normalise))
 
 
 def prelu_fx(x: npt.NDArray[np.integer], slopes: npt.ArrayLike, shift: int, *, axis: int) -> np.ndarray:
@@ -157,15 +191,23 @@ def leaky_relu_sa8(x: npt.NDArray[np.int8], slope_q: int, *, in_zp: int, in_scal
         out_zp, out_scale, out_sfb: the output's per-tensor parameters.
     """
     x = np.asarray(x)
-    params = (int(slope_q), int(in_zp), int(in_scale), int(in_sfb), int(out_zp), int(out_scale), int(out_sfb),
-              int(slope_zp), int(slope_scale), int(slope_sfb))
+    fn, key = _leaky_sa8(slope_q, dict(in_zp=in_zp, in_scale=in_scale, in_sfb=in_sfb, out_zp=out_zp,
+                                       out_scale=out_scale, out_sfb=out_sfb, slope_zp=slope_zp,
+                                       slope_scale=slope_scale, slope_sfb=slope_sfb))
+    return _tabulated(x, fn, key=key).astype(np.int8, copy=False)
+
+
+def _leaky_sa8(slope_q: int, q: dict[str, int]) -> tuple[Callable[[np.ndarray], np.ndarray], tuple]:
+    """The sa8 leaky ReLU of one slope as a function of the input values, and its table key."""
+    params = tuple(int(v) for v in (slope_q, q["in_zp"], q["in_scale"], q["in_sfb"], q["out_zp"], q["out_scale"],
+                                    q["out_sfb"], q["slope_zp"], q["slope_scale"], q["slope_sfb"]))
 
     def fn(v: np.ndarray) -> np.ndarray:
-        ident, alpha = _sa8_params(slope_q, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
-                                   slope_sfb)
-        return act.leaky_relu_sa8(v, in_zp, ident, alpha)
+        ident, alpha = _sa8_params(slope_q, q["in_scale"], q["in_sfb"], q["out_zp"], q["out_scale"], q["out_sfb"],
+                                   q["slope_zp"], q["slope_scale"], q["slope_sfb"])
+        return act.leaky_relu_sa8(v, q["in_zp"], ident, alpha)
 
-    return _tabulated(x, fn, key=("leaky_sa8", *params)).astype(np.int8, copy=False)
+    return fn, ("leaky_sa8", *params)
 
 
 def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in_zp: int, in_scale: int,
@@ -188,3 +230,58 @@ def prelu_sa8(x: npt.NDArray[np.int8], slopes_q: npt.ArrayLike, *, axis: int, in
         return act.leaky_relu_sa8(x, in_zp, *params_of(axis_shape(x.ndim, axis, n))).astype(np.int8, copy=False)
     return _tabulated(x, lambda v: act.leaky_relu_sa8(v, in_zp, *params_of((n, 1))), axis, n,
                       key=("prelu_sa8", slopes.tobytes(), *params)).astype(np.int8, copy=False)
+
+
+_PLAN_TABLES = 8  # tables (of slope values) a leaky plan keeps at hand
+
+
+def leaky_plan(dtype: npt.DTypeLike, *, sa8: dict[str, int] | None = None, shift: int = 0,
+               normalise: bool = False) -> Callable[[np.ndarray, int], np.ndarray]:
+    """:func:`leaky_relu_sa8` (``sa8`` given: its keyword parameters) or :func:`leaky_relu_fx` with
+    the parameters fixed, for repeated calls under the current platform.
+
+    The returned ``compute(x, slope)`` gives those functions' results (the same arithmetic). A
+    small input reads a table of the activation of every value of its type for that slope (256 or
+    65536 entries, shared with the functions above), built at the slope's second call so that a
+    one-off call does not pay for it. Large inputs take the functions above as before.
+
+    Args:
+        dtype: the container dtype (int8 or int16).
+        sa8: sa8: ``in_zp, in_scale, in_sfb, out_zp, out_scale, out_sfb, slope_zp, slope_scale,
+            slope_sfb``; None for fx.
+        shift: fx: ``in.frac_bits + slope.frac_bits - out.frac_bits``.
+        normalise: fx: normalise the slope first (fx16).
+
+    Returns:
+        ``compute(x, slope)``: ``x`` an array of ``dtype``, ``slope`` the quantised slope (int);
+        the result of ``x``'s shape and dtype.
+    """
+    dt = np.dtype(dtype)
+    bits = dt.itemsize * 8
+    codes = np.dtype(f"u{dt.itemsize}")
+    platform = get_platform()
+    tables: dict[int, np.ndarray] = {}
+    seen: set[int] = set()
+
+    def compute(x: np.ndarray, slope: int) -> np.ndarray:
+        if x.size >= (PAIR_MIN if bits == 8 else 1 << bits):
+            if sa8 is not None:
+                return leaky_relu_sa8(x, slope, **sa8)
+            return leaky_relu_fx(x, slope, shift, normalise=normalise)
+        table = tables.get(slope)
+        if table is None:
+            fn, key = _leaky_sa8(slope, sa8) if sa8 is not None else _leaky_fx(bits, slope, shift, normalise)
+            full_key = (key, dt.str, 1, platform)  # _tabulated's key: the tables kept there are shared
+            kept = _TABLES.get(full_key)
+            if kept is None:
+                if slope not in seen:
+                    seen.add(slope)
+                    return fn(x).astype(dt, copy=False)
+                kept = _build_table(fn, dt, 1, full_key)
+            if len(tables) >= _PLAN_TABLES:
+                tables.clear()
+                seen.clear()
+            table = tables[slope] = kept[0]
+        return table[x.view(codes)]
+
+    return compute

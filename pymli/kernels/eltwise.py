@@ -12,16 +12,18 @@ most 2**18 elements.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
-from ..arith.eltwise import EltOp, fx_eltwise, fx_params, sa8_eltwise, sa8_params
+from ..arith.eltwise import EltOp, fx_eltwise, fx_int32_plan, fx_params, sa8_eltwise, sa8_params
 from ..arith.rounding import round_mode
+from ..formats import RoundMode
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
-__all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "apply_binary"]
+__all__ = ["EltOp", "eltwise_fx", "eltwise_sa8", "eltwise_plan", "apply_binary"]
 
 _CHUNK = 1 << 18  # elements per block of the direct path (bounds the int32/int64 temporaries)
 _TABLE_CHUNK = 1 << 14  # elements per block when a 65536-entry table is built (int64 temporaries in cache)
@@ -150,3 +152,105 @@ def eltwise_sa8(op: EltOp | str, a: npt.ArrayLike, b: npt.ArrayLike, *, q1: tupl
     p = sa8_params(op, q1, q2, qo)
     return apply_binary(lambda x, y: sa8_eltwise(op, x, y, p), np.asarray(a, np.int8), np.asarray(b, np.int8),
                         np.int8, key=("sa8", op, p))
+
+
+def eltwise_plan(op: EltOp | str, *, bits: int, q: tuple[tuple[int, int, int], ...] | None = None,
+                 frac_bits: tuple[int, int, int] | None = None) -> Callable[..., np.ndarray]:
+    """:func:`eltwise_sa8` (``q`` given) or :func:`eltwise_fx` (``frac_bits`` given) with the
+    parameters derived once, for repeated calls under the current rounding mode (one plan is
+    shared by the calls with equal arguments and mode).
+
+    The returned ``compute(a, b)`` gives the results of those functions (the same arithmetic),
+    by the cheapest route for the size at hand: a small 8-bit operation reads a table of every
+    result (256 entries per scalar operand value; for two tensors the 65536-entry table of
+    :func:`apply_binary`, built from the plan's second call on, so that a one-off operation does
+    not pay for it), a small 16-bit one the int32 form of :func:`pymli.arith.eltwise.fx_int32_plan`;
+    large operands take :func:`apply_binary` as before.
+
+    Args:
+        op: the operation.
+        bits: container bits of the operands and result (8 or 16; sa8: 8).
+        q: sa8: (scale, scale_frac_bits, zero_point) of a, b and the output.
+        frac_bits: fx: fractional bits of a, b and the output.
+
+    Returns:
+        ``compute(a, b, out=None)``: ``a``, ``b`` of the container dtype, one shape or one of them
+        0-d; the result array (container dtype) of the broadcast shape, or ``out`` (that shape and
+        dtype; it may overlap the operands) holding it.
+    """
+    return _eltwise_plan(EltOp(op), int(bits), None if q is None else tuple(tuple(int(v) for v in t) for t in q),
+                         None if frac_bits is None else tuple(int(v) for v in frac_bits), round_mode())
+
+
+@functools.lru_cache(maxsize=64)  # plans keep at most one 65536-entry table each
+def _eltwise_plan(op: EltOp, bits: int, q: tuple | None, frac_bits: tuple | None,
+                  mode: RoundMode) -> Callable[..., np.ndarray]:
+    """:func:`eltwise_plan` for hashable arguments and the rounding mode (shared by equal calls)."""
+    dt = np.dtype(np.int8 if bits == 8 else np.int16)
+    direct: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    plain_minmax = False
+    if q is not None:
+        sp = sa8_params(op, *q)
+        key: tuple = ("sa8", op, sp)
+
+        def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return sa8_eltwise(op, x, y, sp)
+    else:
+        fp = fx_params(op, *frac_bits, bits)  # type: ignore[misc]
+        key = ("fx", op, fp, bits)
+
+        def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return fx_eltwise(op, x, y, fp, bits)
+        plain_minmax = op in (EltOp.MAX, EltOp.MIN) and fp.post == 0
+        if plain_minmax:
+            direct = np.maximum if op is EltOp.MAX else np.minimum  # as in eltwise_fx
+        else:
+            direct = fx_int32_plan(op, fp, bits, mode)
+    scalar_tables: dict[tuple[bool, int], np.ndarray] = {}  # at most 2 * 256 entries (8-bit values)
+    pair: list[np.ndarray | None] = [None]
+    calls = [0]
+
+    # The int32 add / sub / mul form writes straight into a given output.
+    into = direct if bits == 16 and direct is not None and op not in (EltOp.MAX, EltOp.MIN) else None
+
+    def compute(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if out is not None:
+            if into is not None and (a.ndim and b.ndim and a.size <= _CHUNK
+                                     or (a.ndim or b.ndim) and max(a.size, b.size) < PAIR_MIN):
+                return into(a, b, out)  # type: ignore[call-arg]
+            out[...] = result(a, b)
+            return out
+        return result(a, b)
+
+    def result(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        n = a.size if a.ndim else b.size
+        if a.ndim and b.ndim:
+            if direct is not None and (plain_minmax or bits == 16 and n <= _CHUNK):
+                return direct(a, b)
+            if bits == 8 and n < _PAIR_TABLE_MIN:
+                table = pair[0]
+                if table is None:
+                    calls[0] += 1
+                    if calls[0] == 1:
+                        return f(a, b).astype(dt, copy=False)
+                    table = pair[0] = _table(f, key, ("pair",), dt, None, dt)
+                idx = a.view(np.uint8).astype(np.uint16)
+                idx <<= 8
+                idx |= b.view(np.uint8)
+                return table[idx]
+        elif (a.ndim or b.ndim) and n < PAIR_MIN:
+            if bits == 8:
+                first = a.ndim == 0
+                sval = int(a if first else b)
+                table = scalar_tables.get((first, sval))
+                if table is None:
+                    sv = np.asarray(sval, dt)
+                    table = scalar_tables[(first, sval)] = _table(
+                        f, key, ("scalar", first, sval, dt.str), dt,
+                        (lambda v: f(sv, v)) if first else (lambda v: f(v, sv)), dt)
+                return table[(b if first else a).view(np.uint8)]
+            if direct is not None:
+                return direct(a, b)
+        return apply_binary(f, a, b, dt, key=key)
+
+    return compute

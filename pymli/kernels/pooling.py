@@ -18,18 +18,19 @@ sample's window only; the per-window parameters broadcast over the batch).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from ..arith.activation import clamp
 from ..arith.geometry import ceil_div
 from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
 from ..config import get_platform
 from ._scratch import scratch
 
-__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "out_size", "degenerate",
+__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "pool_plan", "out_size", "degenerate",
            "pool_writes_c_order"]
 
 
@@ -283,6 +284,14 @@ def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]]
     y = scratch("pool float", sums.shape, factor.dtype)
     y[...] = sums
     y *= factor
+    return _float_finish(y, addend, offset, round_up, bits, out_dtype)
+
+
+def _float_finish(y: np.ndarray, addend: np.ndarray, offset: int, round_up: bool, bits: int,
+                  out_dtype: npt.DTypeLike, out: np.ndarray | None = None, saturate: bool = True) -> np.ndarray:
+    """The rest of :func:`_avepool_output_float` on ``y = sums * factor`` (modified in place); the
+    result as a new ``out_dtype`` array, or written into ``out`` (its values are integers).
+    ``saturate=False`` leaves out the final clip (for a caller that proved it changes nothing)."""
     if round_up:
         y += addend
         np.floor(y, out=y)
@@ -292,9 +301,129 @@ def _avepool_output_float(sums: np.ndarray, rows: Sequence[tuple[int, int, int]]
         if offset:
             y += y.dtype.type(offset)  # exact: |mul * sum + bias| < 2**f, so is the scaled sum
         np.rint(y, out=y)
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    np.clip(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
-    return y.astype(out_dtype)
+    if saturate:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        clamp(y, y.dtype.type(lo), y.dtype.type(hi), out=y)
+    if out is None:
+        return y.astype(out_dtype)
+    out[...] = y
+    return out
+
+
+_GATHER_MAX = 4096  # a pool_plan gathers every tap at once up to this many gathered elements
+
+
+def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, kernel: tuple[int, int],
+              stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int = 0,
+              requant: RequantParams | None = None, mul16: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`maxpool_hwc` (``kind`` "max") or :func:`avepool_hwc` ("ave") of one geometry, with
+    everything that does not depend on the values prepared once, for calls under the current
+    platform (as a memoised capi plan is called).
+
+    From its second call on, a small map gathers every tap of every window with one precomputed
+    index array (padded positions read one extra element holding the reduction's neutral value),
+    reduces over the taps, and (average) scales the sums with the per-window parameters of the
+    float route of :func:`avepool_hwc`, whose exactness bounds it shares; anything else calls the
+    functions above. Results are those functions' results.
+
+    Args:
+        kind: "max" or "ave".
+        in_hwc: the input's shape ``(H, W, C)``; dtype: its container dtype (int8 / int16).
+        kernel, stride, pad, out_hw, base_shift, requant, mul16: as :func:`avepool_hwc`.
+
+    Returns:
+        ``compute(x, out=None)``: ``x`` an ``in_hwc`` array; the ``[out_h, out_w, C]`` result of
+        ``x``'s dtype, or ``out`` (that shape and dtype; it may overlap ``x``) holding it.
+    """
+    geo = dict(kernel=kernel, stride=stride, pad=pad, out_hw=out_hw)
+
+    def general(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if kind == "max":
+            res = maxpool_hwc(x, **geo)  # type: ignore[arg-type]
+        else:
+            res = avepool_hwc(x, **geo, base_shift=base_shift, requant=requant, mul16=mul16)  # type: ignore[arg-type]
+        if out is None:
+            return res
+        out[...] = res
+        return out
+
+    h, w, c = in_hwc
+    (kh, kw), (_, _), (_, _), (oh, ow) = kernel, stride, pad, out_hw
+    if kh * kw * oh * ow * c > _GATHER_MAX or min(h, w, c, oh, ow) < 1:
+        return general
+    gather: list[Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None] = [None]
+    calls = [0]
+    round_up = get_platform().round_up
+
+    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        g = gather[0]
+        if g is None:
+            calls[0] += 1
+            if calls[0] > 1:  # a one-off call does not pay for the index
+                g = gather[0] = _gather_pool(kind, in_hwc, np.dtype(dtype), kernel, stride, pad, out_hw, base_shift,
+                                             requant, mul16, round_up) or general
+            else:
+                return general(x, out)
+        return g(x, out)
+
+    return compute
+
+
+def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: tuple[int, int],
+                 stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int,
+                 requant: RequantParams | None, mul16: bool,
+                 round_up: bool) -> Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None:
+    """The one-gather form of :func:`pool_plan` (None where the float route of average pooling is not exact)."""
+    h, w, c = in_hwc
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    bits = dt.itemsize * 8
+    finish = None
+    if kind == "ave":
+        rows, cols = _count_runs(h, oh, kh, sh, pt), _count_runs(w, ow, kw, sw, pl)
+        shift0 = requant.shift if requant is not None else base_shift
+        offset = requant.offset if requant is not None else 0
+        p = _window_params(rows, cols, shift0, requant.scale if requant is not None else None, offset, mul16,
+                           32 if bits == 8 else 64, bits, round_up)
+        if p is None:
+            return None
+        factor, addend = p
+        saturate = True  # decided below, once the index is known
+
+        def finish(y: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+            y *= factor  # the sums (float64, exact) times 2**-shift * mul: exact (see _window_params)
+            return _float_finish(y, addend, offset, round_up, bits, dt, out, saturate)
+    # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b; outside the map:
+    # the extra element n (the neutral value).
+    n = h * w * c
+    r = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]  # [oh, kh]
+    q = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]  # [ow, kw]
+    rr = r.T[:, None, :, None, None]  # [kh, 1, oh, 1, 1]
+    qq = q.T[None, :, None, :, None]  # [1, kw, 1, ow, 1]
+    inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
+    flat = (rr * w + qq) * c + np.arange(c)
+    idx = np.where(inside, flat, n).reshape(kh * kw, oh, ow, c).astype(np.intp)
+    if finish is not None:
+        # Each output is a monotonic function of its window's sum (floor / rint of a fixed multiple
+        # plus constants), so its extremes come from windows full of the type's minimum or maximum:
+        # when those stay in range, the output saturation never acts and is left out.
+        valid = np.add.reduce(idx != n, axis=0).astype(np.float64)
+        ends = [_float_finish(valid * (factor * v), addend, offset, round_up, bits, np.float64, None, False)
+                for v in (float(-(1 << (bits - 1))), float((1 << (bits - 1)) - 1))]
+        saturate = not all(-(1 << (bits - 1)) <= float(e.min()) and float(e.max()) <= (1 << (bits - 1)) - 1
+                           for e in ends)
+    ext = np.empty(n + 1, dt)
+    ext[n] = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
+    body = ext[:n].reshape(h, w, c)
+
+    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        body[...] = x
+        g = ext[idx]
+        if finish is None:
+            return np.maximum.reduce(g, axis=0, out=out)
+        # Sums of at most 2**12 values below 2**15 in magnitude: exact in float64.
+        return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
+
+    return compute
 
 
 # ----------------------------------------------------------------------------------------------

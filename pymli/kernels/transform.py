@@ -18,6 +18,8 @@ for ``axis < -1``, which pymli does not imitate: it normalises the whole tensor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -47,6 +49,7 @@ __all__ = [
     "L2NORM_SA8_OUT",
     "lut_activation_fx",
     "lut_activation_sa8",
+    "lut_activation_plan",
     "softmax_fx",
     "softmax_sa8",
     "l2_normalize",
@@ -109,10 +112,73 @@ def lut_activation_sa8(x: npt.ArrayLike, lut: Lut, *, in_zp: int, in_scale: int,
 
     if xa.size <= _GATHER_MIN_SIZE:
         return f(xa.astype(np.int64)).astype(np.int8)
-    # Every code once (cached per LUT and quantisation), indexed by the code's bit pattern.
-    table = code_table(lut, ("sa8 act", int(in_zp), int(in_scale), int(in_shift), int(out_zp), int(out_shift)),
-                       lambda: f(np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)).astype(np.int8))
-    return np.take(table, xa.view(np.uint8))
+    return np.take(_sa8_activation_codes(lut, in_zp, in_scale, in_shift, out_zp, out_shift), xa.view(np.uint8))
+
+
+def _sa8_activation_codes(lut: Lut, in_zp: int, in_scale: int, in_shift: int, out_zp: int,
+                          out_shift: int) -> np.ndarray:
+    """:func:`lut_activation_sa8` of every code once (cached per LUT and quantisation), indexed by
+    the code's bit pattern."""
+    def build() -> np.ndarray:
+        v = np.arange(256).astype(np.uint8).view(np.int8).astype(np.int64)
+        return activation_sa8(v, lut, in_zp, in_scale, in_shift, out_zp, out_shift).astype(np.int8)
+
+    return code_table(lut, ("sa8 act", int(in_zp), int(in_scale), int(in_shift), int(out_zp), int(out_shift)), build)
+
+
+def lut_activation_plan(in_dtype: npt.DTypeLike, *, fx: tuple[int, int] | None = None,
+                        sa8: tuple[int, int, int, int, int] | None = None) -> Callable[[np.ndarray, Lut], np.ndarray]:
+    """:func:`lut_activation_fx` (``fx`` given) or :func:`lut_activation_sa8` (``sa8`` given) with
+    the parameters fixed, for repeated calls under the current platform.
+
+    The returned ``compute(x, lut)`` gives those functions' results. A small input reads the
+    table of every input code (the one those functions cache for large inputs) once the plan has
+    seen the same LUT contents twice (so that a one-off call does not build it); the contents are
+    compared on every call, since a LUT's data may change between calls.
+
+    Args:
+        in_dtype: the input container dtype (int8 / int16).
+        fx: ``(in_frac_bits, out_bits)``.
+        sa8: ``(in_zp, in_scale, in_shift, out_zp, out_shift)``.
+
+    Returns:
+        ``compute(x, lut)``: ``x`` an array of ``in_dtype``; the result array.
+    """
+    dt = np.dtype(in_dtype)
+    codes = np.dtype(f"u{dt.itemsize}")
+    if fx is not None:
+        in_frac, out_bits = fx
+
+        def direct(x: np.ndarray, lut: Lut) -> np.ndarray:
+            return lut_activation_fx(x, lut, in_frac_bits=in_frac, out_bits=out_bits)
+
+        def table_of(lut: Lut) -> np.ndarray:
+            return fx_activation_codes(lut, in_frac, out_bits, dt.itemsize * 8)
+        small = _GATHER_MIN_SIZE if dt.itemsize == 1 else _EXP16_TABLE_MIN
+    else:
+        zp, scale, shift, out_zp, out_shift = sa8  # type: ignore[misc]
+
+        def direct(x: np.ndarray, lut: Lut) -> np.ndarray:
+            return lut_activation_sa8(x, lut, in_zp=zp, in_scale=scale, in_shift=shift, out_zp=out_zp,
+                                      out_shift=out_shift)
+
+        def table_of(lut: Lut) -> np.ndarray:
+            return _sa8_activation_codes(lut, zp, scale, shift, out_zp, out_shift)
+        small = _GATHER_MIN_SIZE
+    held: list = [None, None]  # the LUT contents last seen, and their table once built
+
+    def compute(x: np.ndarray, lut: Lut) -> np.ndarray:
+        if x.size > small or lut.data is None:
+            return direct(x, lut)
+        raw = np.asarray(lut.data).tobytes()
+        if raw != held[0]:
+            held[0], held[1] = raw, None
+            return direct(x, lut)
+        if held[1] is None:
+            held[1] = table_of(lut)
+        return held[1][x.view(codes)]
+
+    return compute
 
 
 def norm32(x: npt.ArrayLike) -> np.ndarray:
@@ -259,7 +325,7 @@ def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axi
 
 
 def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None = None,
-                 axis: int = -1) -> np.ndarray:
+                 axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
     """``mli_krn_l2_normalize_fx16`` / ``mli_krn_l2_normalize_sa8`` (reference implementation).
 
     Per slice: the sum of squares (40-bit accumulator, exact here) is normalised to a Q7.8 int16
@@ -273,11 +339,14 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         out_shift: the output's fractional bits (15 for fx16) or scale_frac_bits (7 for sa8).
         in_zp: the sa8 input zero point (subtracted with 16-bit saturation); None for fx16.
         axis: dimension to normalise along, or -1 for the whole tensor.
+        out: optional destination of ``x``'s shape (may overlap ``x``): the main fast path writes
+            its result there (saving a copy); check whether the return value is ``out``.
 
     Returns:
-        Array of output values: int8 / int16 from the fast path, int64 from the plain one.
+        Array of output values: int8 / int16 from the fast path (``out`` where it was written),
+        int64 from the plain one.
     """
-    fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
+    fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
     if fast is not None:
         return fast
     return l2_normalize_reference(x, lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis)
@@ -354,7 +423,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
 
 
 def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
-                       axis: int) -> np.ndarray | None:
+                       axis: int, out: np.ndarray | None = None) -> np.ndarray | None:
     """:func:`l2_normalize` in float64 / int32 with proven bounds; None where one fails.
 
     Exactness: centred values ``c`` fit int16 (int8 input with a zero point that cannot make
@@ -366,7 +435,8 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
     one-slice int8 input gathers from the results of its 256 codes instead.
 
     Returns:
-        The output values in the container dtype (int8 / int16), or None.
+        The output values in the container dtype (int8 / int16; written into ``out`` on the
+        scaling path), or None.
     """
     if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
         c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
@@ -386,4 +456,4 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         codes = np.arange(256).astype(np.uint8).view(np.int8)
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
-    return scale_round_sat(c, inv, shift, 0, bits)
+    return scale_round_sat(c, inv, shift, 0, bits, out=out)
