@@ -84,6 +84,8 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
 _F32_EXACT = 1 << 24
 _F64_EXACT = 1 << 53
 _I32_MAX = (1 << 31) - 1
+_F32_MIN = 1 << 16
+"""Weights from this many elements are kept in float32 when that is exact."""
 
 
 class PreparedFc:
@@ -149,28 +151,32 @@ class PreparedFc:
             plan = _cast_plan(mul.tobytes(), shift.tobytes(), p.full_accu, p.round_mode)
             sh = np.broadcast_to(plan.sh["l"], (m,))
             mul = np.broadcast_to(plan.mul["l"], (m,))
+            shmax = int(sh.max()) if m else 0
             if p.full_accu:
                 pre = np.zeros(m, I64)
-                # acc * mul exact in float64, and no saturation of acc + bias
-                # acc + bias never saturates, and acc * mul (+ the rounding half) is exact in float64
-                ok = not acc_b.size or (int(acc_b.max()) <= _I32_MAX and
-                                        int((acc_b * np.abs(mul)).max()) + (1 << int(sh.max()) >> 1) < _F64_EXACT)
                 clip16 = False
+                kb = int((acc_b * np.abs(mul)).max()) if m else 0  # bound on |acc * mul|
+                # acc + bias must not saturate (|acc * mul| < 2**53 below keeps the product exact)
+                ok = not m or int(acc_b.max()) <= _I32_MAX
             else:
                 pre = np.broadcast_to(plan.pre["l"], (m,))
                 ok = True
                 # the saturations of acc + bias and of ROUND_UP's pre-shift rounding add only matter
                 # for |acc| >= 2**23 (pre <= 8): the 16-bit saturation that follows covers them
-                clip16 = not acc_b.size or int(((acc_b >> pre) + 1).max()) > (1 << 15) - 1
-            if not ok or (sh.size and (int(sh.min()) < 0 or int(sh.max()) > 52)):
-                return self._plain
-            c = bias_r - a * self._colsum
+                a16 = int(((acc_b >> pre) + 1).max()) if m else 0
+                clip16 = a16 > (1 << 15) - 1
+                kb = min(a16, 1 << 15) * (int(np.abs(mul).max()) if m else 0)  # bound on |a16 * mul|
             zp = int(q.out_zp)
+            # the product and its rounding half exact in float64 (and, to add both at once, the zero point)
+            if not ok or (m and (int(sh.min()) < 0 or shmax > 52)) or kb + (1 << shmax >> 1) >= _F64_EXACT:
+                return self._plain
+            merge = up and kb + ((abs(zp) + 1) << shmax) < _F64_EXACT
+            c = bias_r - a * self._colsum
             # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
             olo, ohi = max(lo, -128), min(hi, 127)
             lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
             return self._float_stage(xb, pre, c, up, None, clip16, mul.astype(np.float64) * np.ldexp(1.0, -sh),
-                                     float(zp), (lo_f, hi_f))
+                                     float(zp), merge, (lo_f, hi_f))
         # FX: accumulator of 32 bits (wraps) or 40 bits (int64 in C)
         acc_b = xb * self._l1
         fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
@@ -186,10 +192,10 @@ class PreparedFc:
         if cb32 and (tot_b > _I32_MAX or (up and tot_b + (1 << s >> 1) > _I32_MAX)):
             # sat32(acc + bias), then ROUND_UP's rounding add saturating at INT32_MAX
             sat = (-(1 << 31), _I32_MAX - (1 << s >> 1) if up else _I32_MAX)
-        return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, (lo_f, hi_f))
+        return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, False, (lo_f, hi_f))
 
     def _float_stage(self, xb: int, pre: np.ndarray, c: np.ndarray, up: bool, sat: tuple[int, int] | None,
-                     clip16: bool, scale: np.ndarray | None, zp: float,
+                     clip16: bool, scale: np.ndarray | None, zp: float, merge: bool,
                      clamp: tuple[float, float]) -> Callable[[np.ndarray], np.ndarray]:
         """``clamp(round2(sat16(round1(sat(x @ w + c) / 2**pre)) * scale) + zp)`` in floats, exact.
 
@@ -199,21 +205,24 @@ class PreparedFc:
         two, no underflow) keeps every value exact, and ``round1`` (floor of ``v + 1/2`` for
         ROUND_UP, ``rint``, half to even, for ROUND_CONVERGENT) of an exact value is exact.
         ``sat`` (integer bounds on the accumulator) is scaled alike and applied before the rounding;
-        ``clip16`` clamps the rounded value to 16 bits. ``scale`` (sa8: multiplier * 2**-shift, fewer than
-        17 significant bits) times a value of at most 16 bits is exact, and so is its rounding for
-        shifts up to 52. ``zp`` is added after the rounding (half to even depends on parity).
+        ``clip16`` clamps the rounded value to 16 bits. ``scale`` (sa8: the multiplier times
+        ``2**-shift``) times that value is exact when the integer product stays below 2**53, and so is
+        ``round2`` (the caller checks the bound with the rounding half added). ``zp`` is added after
+        ``rint`` (half to even depends on parity); with ROUND_UP it is added with the half when
+        ``merge`` (the caller checked that this sum is exact too).
         """
-        inv = np.ldexp(1.0, -pre)
-        dt = np.float32 if xb * self._l1max < _F32_EXACT else np.float64
         if xb * self._l1max >= _F64_EXACT:
             return self._plain
-        ws = (self._w.astype(np.float64) * inv).astype(dt)
+        inv = np.ldexp(1.0, -pre)
+        # float32 halves the memory a large product reads; small ones stay in float64 (no conversion)
+        f32 = xb * self._l1max < _F32_EXACT and self._w.size >= _F32_MIN
+        ws = (self._w.astype(np.float64) * inv).astype(np.float32 if f32 else np.float64)
         rnd1 = bool(pre.size and pre.max() > 0)
-        cs = c * inv + (0.5 if up and rnd1 else 0.0)
-        lim1 = None
-        if sat is not None:
-            lim1 = (sat[0] * inv + (0.5 if up and rnd1 else 0.0), sat[1] * inv + (0.5 if up and rnd1 else 0.0))
-        half2 = 0.5 if up else 0.0
+        h1 = 0.5 if up and rnd1 else 0.0
+        cs = c * inv + h1
+        lim1 = None if sat is None else (sat[0] * inv + h1, sat[1] * inv + h1)
+        add2 = (0.5 + zp if merge else 0.5) if up else 0.0
+        zp_after = 0.0 if merge else zp
         lo, hi = clamp
         odt = self._dtype
         big = -(-SMALL_PRODUCT // max(ws.shape[1], 1))  # inputs from this size on make a product worth a switch
@@ -221,10 +230,13 @@ class PreparedFc:
         def run(x: np.ndarray) -> np.ndarray:
             if x.size >= big:
                 with blas_single_thread(x.size * ws.shape[1]):
-                    y = np.matmul(x, ws)
+                    y = np.dot(x, ws)
             else:
-                y = np.matmul(x, ws)
-            y = np.add(y, cs, dtype=np.float64)
+                y = np.dot(x, ws)  # (..., K) . (K, M): matmul's result, less call overhead
+            if f32:
+                y = np.add(y, cs, dtype=np.float64)
+            else:
+                y += cs
             if lim1 is not None:
                 _clip(y, lim1[0], lim1[1], out=y)
             if rnd1:
@@ -232,14 +244,14 @@ class PreparedFc:
             if clip16:
                 _clip(y, -32768.0, 32767.0, out=y)
             if scale is not None:
-                np.multiply(y, scale, out=y)
+                y *= scale
                 if up:
-                    y += half2
+                    y += add2
                     np.floor(y, out=y)
                 else:
                     np.rint(y, out=y)
-            if zp:
-                y += zp
+            if zp_after:
+                y += zp_after
             _clip(y, lo, hi, out=y)
             return y.astype(odt)
         return run

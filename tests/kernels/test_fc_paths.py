@@ -179,3 +179,16 @@ def test_prepared_copies_its_operands() -> None:
     b[:] = 0
     assert np.array_equal(prep(x), before)
     assert np.array_equal(before, fully_connected(x, w0, b0, q, bounds))
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx8"])
+def test_large_layer_float32_product(kind: str) -> None:
+    """Weights large enough for the float32 product (64K elements and more), batches of rows."""
+    rng = np.random.default_rng(13)
+    w, b, q, bounds, xt = _layer(rng, kind, 1024, 96)
+    q = _ordinary(q, 8)
+    prep = prepare_fc(w, b, q, bounds, xt)
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for rows in (1, 70):
+                _check(prep, _ints(rng, (rows, 1024), xt, False), w, b, q, bounds, xt)
