@@ -64,21 +64,23 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
     small = n_in * m <= _PREPARE_MAX
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
-        wv, bv = _strided(w.data, wshape, wstrides), b.data[:m]
+        bv = b.data[:m]
         if small:
             # The plan outlives the element values (a caller may rewrite the buffers): the layer is
-            # prepared on the second call with the same weights and bias, and used while they stay.
-            wk, bk = wv.tobytes(), bv.tobytes()
+            # prepared on the second call with the same weights and bias (the bytes of the weights'
+            # span, gaps between rows included), and used while they stay.
+            wk, bk = w.data[:span].tobytes(), bv.tobytes()
             st = seen[0]
             if st is not None and st[0] == wk and st[1] == bk:
                 layer = st[2]
                 if layer is None:
-                    layer = prepare_fc(wv, bv, q, bounds, out.data.dtype)
+                    layer = prepare_fc(_strided(w.data, wshape, wstrides), bv, q, bounds, out.data.dtype)
                     seen[0] = (wk, bk, layer)
                 out.data[:m] = layer(inp.data[:n_in])
                 return Status.OK
             seen[0] = (wk, bk, None)
-        out.data[:m] = fully_connected(inp.data[:n_in], wv, bv, q, bounds).astype(out.data.dtype)
+        res = fully_connected(inp.data[:n_in], _strided(w.data, wshape, wstrides), bv, q, bounds)
+        out.data[:m] = res.astype(out.data.dtype)
         return Status.OK
 
     return run

@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymli import Platform, RoundMode, use_platform
+from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
+from pymli.capi.types import FullyConnectedCfg, ReluCfg, ReluType
+from pymli.checks import entry
 from pymli.config import PRESETS
 from pymli.kernels import convolution as K
 from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
@@ -192,3 +194,63 @@ def test_large_layer_float32_product(kind: str) -> None:
         with use_platform(plat):
             for rows in (1, 70):
                 _check(prep, _ints(rng, (rows, 1024), xt, False), w, b, q, bounds, xt)
+
+
+def _capi_case(rng: np.random.Generator, kind: str, n: int, m: int):
+    """(function name, in, weights, bias, cfg, out) of a valid capi call."""
+    relu = ReluCfg(ReluType.NONE)
+    if kind.startswith("sa8"):
+        ws = rng.integers(1, 300, m)
+        x = Tensor.from_numpy(rng.integers(-128, 128, n), ElType.SA_8, zero_point=0 if kind == "sa8_ext" else -3,
+                              scale=77, scale_frac_bits=10)
+        w = Tensor.from_numpy(rng.integers(-128, 128, (n, m)), ElType.SA_8, zero_point=[0] * m, scale=list(ws),
+                              scale_frac_bits=[9] * m, dim=1)
+        b = Tensor.from_numpy(rng.integers(-30000, 30000, m), ElType.SA_32, zero_point=[0] * m, scale=list(77 * ws),
+                              scale_frac_bits=[19] * m, dim=0)
+        out = Tensor.zeros((m,), ElType.SA_8, zero_point=4, scale=2900, scale_frac_bits=8)
+        name = "mli_krn_fully_connected_sa8_sa8_sa32" + ("_ext_bias" if kind == "sa8_ext" else "")
+        return name, x, w, b, FullyConnectedCfg(relu), out
+    et_x, et_w = {"fx16": (ElType.FX_16, ElType.FX_16), "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8),
+                  "fx8": (ElType.FX_8, ElType.FX_8)}[kind]
+    hx, hw = (1 << (et_x.bits - 1)), (1 << (et_w.bits - 1))
+    x = Tensor.from_numpy(rng.integers(-hx, hx, n), et_x, frac_bits=et_x.bits - 4)
+    w = Tensor.from_numpy(rng.integers(-hw, hw, (n, m)), et_w, frac_bits=et_w.bits - 2)
+    b = Tensor.from_numpy(rng.integers(-hw, hw, m), et_w, frac_bits=et_w.bits - 3)
+    out = Tensor.zeros((m,), et_x, frac_bits=et_x.bits - 9)
+    return f"mli_krn_fully_connected_{kind}", x, w, b, FullyConnectedCfg(relu), out
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_ext", "fx16", "fx16_fx8_fx8", "fx8"])
+def test_capi_repeated_calls_follow_rewritten_buffers(kind: str) -> None:
+    """capi's planned FC (memo on: the prepared layer from the second call) equals the unplanned call
+    (memo off: plain kernel), on both platforms, also after the weights / bias / input are rewritten
+    in place between calls with unchanged structs."""
+    rng = np.random.default_rng(17)
+    name, x, w, b, cfg, out = _capi_case(rng, kind, 40, 12)
+    fn = capi.FUNCTIONS[name]
+
+    def want() -> np.ndarray:
+        ref = Tensor.zeros((12,), out.el_type, **_qkw(out))
+        was = entry.memo_enabled(False)
+        try:
+            fn(x, w, b, cfg, ref)
+        finally:
+            entry.memo_enabled(was)
+        return ref.data.copy()
+
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for step in range(8):
+                if step in (3, 5):  # rewrite a buffer in place: the same structs, other values
+                    t = (w, b)[step == 5]
+                    t.data[:] = np.roll(t.data, 1)
+                if step == 6:
+                    x.data[:] = x.data[::-1].copy()
+                fn(x, w, b, cfg, out)
+                assert np.array_equal(out.data, want()), (plat.name, step)
+
+
+def _qkw(t: Tensor) -> dict:
+    if t.el_type.is_sa:
+        return {"zero_point": int(t.zero_point), "scale": int(t.scale), "scale_frac_bits": int(t.scale_frac_bits)}
+    return {"frac_bits": int(t.frac_bits)}
