@@ -29,7 +29,7 @@ __all__ = [
     "mli_krn_fully_connected_sa8_sa8_sa32_ext_bias",
 ]
 
-_PREPARE_MAX = 1 << 16
+_PREPARE_MAX = 1 << 18
 """Largest weights (elements) whose layer a plan prepares once (:func:`pymli.kernels.fully_connected.prepare_fc`)
 for its repeated calls; larger layers are dominated by the product itself and keep no copy."""
 
