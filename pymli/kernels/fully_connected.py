@@ -164,8 +164,8 @@ class PreparedFc:
                 # the saturations of acc + bias and of ROUND_UP's pre-shift rounding add only matter
                 # for |acc| >= 2**23 (pre <= 8): the 16-bit saturation that follows covers them
                 a16 = int(((acc_b >> pre) + 1).max()) if m else 0
-                clip16 = a16 > (1 << 15) - 1
-                kb = min(a16, 1 << 15) * (int(np.abs(mul).max()) if m else 0)  # bound on |a16 * mul|
+                clip16 = a16 > (1 << 15) - 1 and not self._sat16_redundant(mul, sh, int(q.out_zp), lo, hi)
+                kb = (min(a16, 1 << 15) if clip16 else a16) * (int(np.abs(mul).max()) if m else 0)  # on |a16 * mul|
             zp = int(q.out_zp)
             # the product and its rounding half exact in float64 (and, to add both at once, the zero point)
             if not ok or (m and (int(sh.min()) < 0 or shmax > 52)) or kb + (1 << shmax >> 1) >= _F64_EXACT:
@@ -193,6 +193,20 @@ class PreparedFc:
             # sat32(acc + bias), then ROUND_UP's rounding add saturating at INT32_MAX
             sat = (-(1 << 31), _I32_MAX - (1 << s >> 1) if up else _I32_MAX)
         return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, False, (lo_f, hi_f))
+
+    @staticmethod
+    def _sat16_redundant(mul: np.ndarray, sh: np.ndarray, zp: int, lo: int, hi: int) -> bool:
+        """Whether the 16-bit saturation before the multiplier cannot change an output.
+
+        The output is monotone in the saturated value ``a``; it can only differ from the output of
+        the unsaturated value where ``a`` is beyond a 16-bit limit, and there it is already the
+        clamp's bound when ``round(limit * mul * 2**-sh) + zp`` reaches it (the rounding moves by at
+        most 1/2), on both sides and for every channel.
+        """
+        scale = mul.astype(np.float64) * np.ldexp(1.0, -sh)
+        top, bot = scale * ((1 << 15) - 1), scale * -(1 << 15)
+        olo, ohi = max(lo, -128), min(hi, 127)
+        return bool(np.all(np.maximum(top, bot) - 0.5 + zp >= ohi) and np.all(np.minimum(top, bot) + 0.5 + zp <= olo))
 
     def _float_stage(self, xb: int, pre: np.ndarray, c: np.ndarray, up: bool, sat: tuple[int, int] | None,
                      clip16: bool, scale: np.ndarray | None, zp: float, merge: bool,
