@@ -76,7 +76,7 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
                 if layer is None:
                     layer = prepare_fc(_strided(w.data, wshape, wstrides), bv, q, bounds, out.data.dtype)
                     seen[0] = (wk, bk, layer)
-                out.data[:m] = layer(inp.data[:n_in])
+                layer(inp.data[:n_in], out.data[:m])
                 return Status.OK
             seen[0] = (wk, bk, None)
         res = fully_connected(inp.data[:n_in], _strided(w.data, wshape, wstrides), bv, q, bounds)

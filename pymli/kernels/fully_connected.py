@@ -117,18 +117,30 @@ class PreparedFc:
         self._l1max = int(self._l1.max()) if self._l1.size else 0
         self._stages: dict[tuple[int, str], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """The layer on ``x`` ((N_in,) or (..., N_in) container integers), ``out_dtype`` values (..., M_out)."""
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (N_in,) or (..., N_in) container integers.
+            out: optional integer array of the result's shape to write the values into.
+
+        Returns:
+            (..., M_out) values of ``out_dtype`` (``out`` itself when given).
+        """
         x = np.asarray(x)
         p = get_platform()
         key = (id(p), x.dtype.char)
         st = self._stages.get(key)
         if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
             st = self._stages[key] = (p, self._stage(p, x.dtype))
-        return st[1](x)
+        y = st[1](x)
+        if out is None:
+            return y.astype(self._dtype, copy=False)
+        out[...] = y
+        return out
 
     def _plain(self, x: np.ndarray) -> np.ndarray:
-        return fully_connected(x, self._w, self._bias, self._q, self._bounds).astype(self._dtype)
+        return fully_connected(x, self._w, self._bias, self._q, self._bounds)
 
     def _stage(self, p: Platform, xdt: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
         """The computation for inputs of dtype ``xdt`` under platform ``p`` (in force)."""
@@ -238,7 +250,6 @@ class PreparedFc:
         add2 = (0.5 + zp if merge else 0.5) if up else 0.0
         zp_after = 0.0 if merge else zp
         lo, hi = clamp
-        odt = self._dtype
         big = -(-SMALL_PRODUCT // max(ws.shape[1], 1))  # inputs from this size on make a product worth a switch
 
         def run(x: np.ndarray) -> np.ndarray:
@@ -266,8 +277,7 @@ class PreparedFc:
                     np.rint(y, out=y)
             if zp_after:
                 y += zp_after
-            _clip(y, lo, hi, out=y)
-            return y.astype(odt)
+            return _clip(y, lo, hi, out=y)  # integral values: the caller casts or stores them
         return run
 
 

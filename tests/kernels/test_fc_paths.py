@@ -69,6 +69,8 @@ def _check(prep: PreparedFc, x: np.ndarray, w: np.ndarray, b: np.ndarray, q, bou
     got = prep(x)
     assert got.dtype == np.dtype(dtype) and got.shape == want.shape
     assert np.array_equal(got, want), (q, bounds, np.flatnonzero(got != want)[:5])
+    into = np.full(want.shape, 99, want.dtype)
+    assert prep(x, into) is into and np.array_equal(into, want)
 
 
 @pytest.mark.parametrize("kind", KINDS)
