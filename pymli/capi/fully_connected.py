@@ -3,6 +3,11 @@
 As the C kernel, the input is read as its ``count_elem_num`` consecutive elements (the check
 requires a contiguous layout), the weights row by row through ``mem_stride[0]``, and the output
 written to consecutive elements. The output struct is not modified.
+
+A plan (the memo of :mod:`pymli.checks.entry`) runs the plain kernel on its first call; from the second
+call with the same weights and bias bytes it runs the layer prepared once
+(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements), as long as
+those bytes stay the same (they are compared on every call: a rewritten buffer is seen).
 """
 
 from __future__ import annotations

@@ -100,7 +100,8 @@ def test_platform_switch_between_calls(kind: str) -> None:
     q, bounds = _ordinary(q, w.itemsize * 8), (-(1 << 15), (1 << 15) - 1)
     x = _ints(rng, (64, 24), xt, False)
     if isinstance(q, K.FxQuant):  # even sums shifted by 2: half of them are ties, which the modes round apart
-        q, bounds = K.FxQuant(8, 8, 8, 14, q.acc_bits, q.out_bits), (-(1 << (q.out_bits - 1)), (1 << (q.out_bits - 1)) - 1)
+        half = 1 << (q.out_bits - 1)
+        q, bounds = K.FxQuant(8, 8, 8, 14, q.acc_bits, q.out_bits), (-half, half - 1)
         w = (w >> (w.itemsize * 8 - 3)).astype(w.dtype)
         b = (b >> (b.itemsize * 8 - 2)).astype(b.dtype)
         x = ((x >> (x.itemsize * 8 - 6)) * 2).astype(xt)
