@@ -84,6 +84,7 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
 _F32_EXACT = 1 << 24
 _F64_EXACT = 1 << 53
 _I32_MAX = (1 << 31) - 1
+_MAX_STAGES = 16
 _F32_MIN = 1 << 16
 """Weights from this many elements are kept in float32 when that is exact."""
 
@@ -132,6 +133,8 @@ class PreparedFc:
         key = (id(p), x.dtype.char)
         st = self._stages.get(key)
         if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._stages) >= _MAX_STAGES:  # platforms made afresh for every call: keep a few
+                self._stages.clear()
             st = self._stages[key] = (p, self._stage(p, x.dtype))
         y = st[1](x)
         if out is None:

@@ -257,3 +257,23 @@ def _qkw(t: Tensor) -> dict:
     if t.el_type.is_sa:
         return {"zero_point": int(t.zero_point), "scale": int(t.scale), "scale_frac_bits": int(t.scale_frac_bits)}
     return {"frac_bits": int(t.frac_bits)}
+
+
+def test_fresh_platform_objects_and_empty_layers() -> None:
+    """Platforms built afresh for every call (a bounded cache, still right) and layers without inputs
+    or outputs."""
+    rng = np.random.default_rng(19)
+    w, b, q, bounds, xt = _layer(rng, "sa8", 20, 7)
+    prep = prepare_fc(w, b, q, bounds)
+    x = _ints(rng, (4, 20), xt, False)
+    for k in range(40):
+        with use_platform(Platform(RoundMode.UP if k % 2 else RoundMode.CONVERGENT, k % 3 == 0)):
+            _check(prep, x, w, b, q, bounds, np.int64)
+    assert len(prep._stages) <= 16
+    for n, m in ((0, 4), (5, 0)):
+        for kind in ("sa8", "fx16"):
+            w, b, q, bounds, xt = _layer(rng, kind, max(n, 1), max(m, 1))
+            w, b = w[:n, :m], b[:m]
+            for plat in PLATFORMS:
+                with use_platform(plat):
+                    _check(prepare_fc(w, b, q, bounds), np.zeros((2, n), xt), w, b, q, bounds, np.int64)
