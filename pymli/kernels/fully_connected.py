@@ -14,6 +14,7 @@ prepared once per platform (the rounding of the platform in force at each call).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -256,11 +257,13 @@ class PreparedFc:
         big = -(-SMALL_PRODUCT // max(ws.shape[1], 1))  # inputs from this size on make a product worth a switch
 
         def run(x: np.ndarray) -> np.ndarray:
+            if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
+                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], ws.shape[1])
             if x.size >= big:
                 with blas_single_thread(x.size * ws.shape[1]):
                     y = np.dot(x, ws)
             else:
-                y = np.dot(x, ws)  # (..., K) . (K, M): matmul's result, less call overhead
+                y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
             if f32:
                 y = np.add(y, cs, dtype=np.float64)
             else:

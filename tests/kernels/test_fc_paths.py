@@ -276,4 +276,5 @@ def test_fresh_platform_objects_and_empty_layers() -> None:
             w, b = w[:n, :m], b[:m]
             for plat in PLATFORMS:
                 with use_platform(plat):
-                    _check(prepare_fc(w, b, q, bounds), np.zeros((2, n), xt), w, b, q, bounds, np.int64)
+                    for shape in ((2, n), (2, 3, n)):
+                        _check(prepare_fc(w, b, q, bounds), np.zeros(shape, xt), w, b, q, bounds, np.int64)
