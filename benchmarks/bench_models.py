@@ -21,6 +21,8 @@ import time
 import numpy as np
 from _timing import Row, best_of, cli
 
+from pymli.kernels import convolution as K
+from pymli.kernels import fully_connected as F
 from pymli.models import (
     GRU,
     LSTM,
@@ -70,6 +72,7 @@ def prepared(repeat: int) -> list[Row]:
                             best_of(lambda p=plan, x=xq[:1]: p(x), 50 * repeat), target="<= 20 us"))
         rows.append(Row(f"three-FC {v} per inference (Network.run, batch of 64)",
                         best_of(lambda q=q, x=xq: q.run(x, capture=False), 5 * repeat) / 64))
+    rows += fc_kernel(repeat)
     root = shared_dir() / "models" / "cifar10"
     for v in ("fx16", "sa8"):
         p = load_pack(root / v)
@@ -80,6 +83,29 @@ def prepared(repeat: int) -> list[Row]:
                                 repeat) / len(one)))
         rows.append(Row(f"CIFAR-10 {v} per image (batch of {len(x)})",
                         best_of(lambda p=p, x=x: p.network.run(x, capture=False), repeat) / len(x)))
+    return rows
+
+
+def fc_kernel(repeat: int) -> list[Row]:
+    """The first layer of the three-FC model alone (64 -> 32, one sample): the kernel with its parameters
+    per call, and the layer prepared once (``prepare_fc``, in checkouts that have it)."""
+    rng = np.random.default_rng(1)
+    rows = []
+    def ints(lo: int, hi: int, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+        return rng.integers(lo, hi, shape).astype(dtype)
+
+    cases = {"sa8": (ints(-128, 128, (1, 64), np.int8), ints(-128, 128, (64, 32), np.int8),
+                     ints(-3000, 3000, (32,), np.int32),
+                     K.Sa8Quant(-128, 20000, 20, 0, np.full(32, 20000), np.full(32, 20), 5, 23000, 16), (-128, 127)),
+             "fx16": (ints(0, 4096, (1, 64), np.int16), ints(-4096, 4096, (64, 32), np.int16),
+                      ints(-4096, 4096, (32,), np.int16), K.FxQuant(12, 14, 13, 10, 40, 16), (0, 32767))}
+    for v, (x, w, b, q, bounds) in cases.items():
+        rows.append(Row(f"FC {v} 64 -> 32 kernel, parameters per call (1 sample)",
+                        best_of(lambda x=x, w=w, b=b, q=q, bo=bounds: F.fully_connected(x, w, b, q, bo), 50 * repeat)))
+        if hasattr(F, "prepare_fc"):
+            layer = F.prepare_fc(w, b, q, bounds, x.dtype)
+            rows.append(Row(f"FC {v} 64 -> 32 kernel, prepared layer (1 sample)",
+                            best_of(lambda f=layer, x=x: f(x), 50 * repeat)))
     return rows
 
 

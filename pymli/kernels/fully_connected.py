@@ -5,13 +5,25 @@ requantisation of the C reference (see :mod:`pymli.arith.requant`). The dot prod
 matrix product (float BLAS within its exactness bound, int64 beyond). As in C, the weights
 zero-point additives (``-w_zp * sum(x) + in_zp * w_zp * N``) are summed apart and added to the
 accumulator with saturation.
+
+:func:`prepare_fc` fixes the weights, bias and parameters of one layer and returns a callable of the
+input (:class:`PreparedFc`): the per-call work is one exact float matrix product and a handful of
+ufuncs, with the zero-point correction folded into the bias and the requantisation constants
+prepared once per platform (the rounding of the platform in force at each call).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
 
-from ..arith.requant import add_bias, wrap_acc
+from ..arith.requant import _cast_plan, add_bias, fx_bias, sa8_bias_bound, sa8_out_params, wrap_acc
+from ..arith.rounding import limits
+from ..config import Platform, get_platform
+from ..formats import RoundMode
+from ._blas import SMALL_PRODUCT, blas_single_thread
 from .convolution import (
     FxQuant,
     Sa8Quant,
@@ -22,7 +34,12 @@ from .convolution import (
     finish,
 )
 
-__all__ = ["fully_connected"]
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
+
+__all__ = ["PreparedFc", "fully_connected", "prepare_fc"]
 
 I64 = np.int64
 
@@ -63,3 +80,224 @@ def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: FxQuant |
         other = wrap_acc(-b * np.asarray(x, dtype=I64).sum(axis=-1, keepdims=True) + q.in_zp * q.w_zp * n, 32)
         acc = add_bias(wrap_acc(acc, 32), other, 32)
     return finish(acc, bias, q, bounds, bound)
+
+
+_F32_EXACT = 1 << 24
+_F64_EXACT = 1 << 53
+_I32_MAX = (1 << 31) - 1
+_MAX_STAGES = 16
+_F32_MIN = 1 << 16
+"""Weights from this many elements are kept in float32 when that is exact."""
+
+
+class PreparedFc:
+    """:func:`fully_connected` of fixed weights, bias and parameters: ``prepared(x)`` returns what
+    ``fully_connected(x, w, bias, q, bounds).astype(out_dtype)`` returns, bit for bit.
+
+    Built by :func:`prepare_fc`. The constants depend on the platform (rounding mode, FULL_ACCU: the
+    sa8 bias precision, the output multipliers and shifts, the fx bias alignment) and on the input
+    container; they are derived on the first call under each platform / input dtype and kept, so a
+    change of :func:`pymli.config.use_platform` takes effect on the next call.
+
+    The fast path is one exact float matrix product and a few ufuncs in float64 (see
+    :meth:`_float_stage` for why every step is exact). Where its preconditions fail (an accumulator
+    that can wrap, weights zero points, shifts outside the exact range, FULL_ACCU products beyond
+    2**53) the call goes through :func:`fully_connected`.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant, bounds: tuple[int, int],
+                 out_dtype: np.dtype | type = I64) -> None:
+        self._w = np.array(w)  # own contiguous copies: a caller may rewrite its buffers later
+        self._bias = np.array(bias)
+        self._q = q
+        self._bounds = (int(bounds[0]), int(bounds[1]))
+        self._dtype = np.dtype(out_dtype)
+        w64 = self._w.astype(I64)
+        self._colsum = w64.sum(axis=0)
+        # |partial sum of column o| <= max|x| * sum_i |w[i, o]|: a tighter bound than K * max|w|
+        self._l1 = np.abs(w64).sum(axis=0)
+        self._l1max = int(self._l1.max()) if self._l1.size else 0
+        self._stages: dict[tuple[int, str], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
+
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (N_in,) or (..., N_in) container integers.
+            out: optional integer array of the result's shape to write the values into.
+
+        Returns:
+            (..., M_out) values of ``out_dtype`` (``out`` itself when given).
+        """
+        x = np.asarray(x)
+        p = get_platform()
+        key = (id(p), x.dtype.char)
+        st = self._stages.get(key)
+        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._stages) >= _MAX_STAGES:  # platforms made afresh for every call: keep a few
+                self._stages.clear()
+            st = self._stages[key] = (p, self._stage(p, x.dtype))
+        y = st[1](x)
+        if out is None:
+            return y.astype(self._dtype, copy=False)
+        out[...] = y
+        return out
+
+    def _plain(self, x: np.ndarray) -> np.ndarray:
+        return fully_connected(x, self._w, self._bias, self._q, self._bounds)
+
+    def _stage(self, p: Platform, xdt: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+        """The computation for inputs of dtype ``xdt`` under platform ``p`` (in force)."""
+        if xdt.kind not in "iu" or self._w.dtype.kind not in "iu" or self._bias.dtype.kind not in "iu":
+            return self._plain
+        q = self._q
+        lo, hi = self._bounds
+        xb = container_bound(np.empty(0, xdt))
+        up = p.round_mode is RoundMode.UP
+        m = self._colsum.shape[0]
+        if isinstance(q, Sa8Quant):
+            a, b = _eff_offset(q.in_zp), _eff_offset(q.w_zp)
+            acc_b = container_bound(np.empty(0, xdt), a) * self._l1  # per channel, on |sum((x - a) * w)|
+            if b or (acc_b.size and int(acc_b.max()) >= 1 << 31):
+                return self._plain  # weights zero points, or an accumulator that may wrap
+            bias_r, _ = sa8_bias_bound(self._bias, p.full_accu)
+            acc_b = acc_b + np.abs(bias_r)  # bound on |acc + bias| per channel
+            mul, shift = sa8_out_params(q.in_scale, q.in_frac, q.out_scale, q.out_frac, q.w_scales, q.w_fracs,
+                                        p.full_accu)
+            plan = _cast_plan(mul.tobytes(), shift.tobytes(), p.full_accu, p.round_mode)
+            sh = np.broadcast_to(plan.sh["l"], (m,))
+            mul = np.broadcast_to(plan.mul["l"], (m,))
+            shmax = int(sh.max()) if m else 0
+            if p.full_accu:
+                pre = np.zeros(m, I64)
+                clip16 = False
+                kb = int((acc_b * np.abs(mul)).max()) if m else 0  # bound on |acc * mul|
+                # acc + bias must not saturate (|acc * mul| < 2**53 below keeps the product exact)
+                ok = not m or int(acc_b.max()) <= _I32_MAX
+            else:
+                pre = np.broadcast_to(plan.pre["l"], (m,))
+                ok = True
+                # the saturations of acc + bias and of ROUND_UP's pre-shift rounding add only matter
+                # for |acc| >= 2**23 (pre <= 8): the 16-bit saturation that follows covers them
+                a16 = int(((acc_b >> pre) + 1).max()) if m else 0
+                clip16 = a16 > (1 << 15) - 1 and not self._sat16_redundant(mul, sh, int(q.out_zp), lo, hi)
+                kb = (min(a16, 1 << 15) if clip16 else a16) * (int(np.abs(mul).max()) if m else 0)  # on |a16 * mul|
+            zp = int(q.out_zp)
+            # the product and its rounding half exact in float64 (and, to add both at once, the zero point)
+            if not ok or (m and (int(sh.min()) < 0 or shmax > 52)) or kb + (1 << shmax >> 1) >= _F64_EXACT:
+                return self._plain
+            merge = up and kb + ((abs(zp) + 1) << shmax) < _F64_EXACT
+            c = bias_r - a * self._colsum
+            # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
+            olo, ohi = max(lo, -128), min(hi, 127)
+            lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
+            return self._float_stage(xb, pre, c, up, None, clip16, mul.astype(np.float64) * np.ldexp(1.0, -sh),
+                                     float(zp), merge, (lo_f, hi_f))
+        # FX: accumulator of 32 bits (wraps) or 40 bits (int64 in C)
+        acc_b = xb * self._l1
+        fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
+        s = int(q.out_shift)
+        tot_b = int((acc_b + np.abs(fb)).max()) if m else 0
+        cb32 = q.acc_bits <= 32
+        if (int(acc_b.max()) if m else 0) >= (1 << 31 if cb32 else _F64_EXACT) or not 0 <= s <= (31 if cb32 else 52) \
+                or tot_b + (1 << s) >= _F64_EXACT:
+            return self._plain
+        out_lo, out_hi = limits(q.out_bits)
+        lo_f, hi_f = float(min(max(out_lo, lo), hi)), float(min(max(out_hi, lo), hi))
+        sat = None
+        if cb32 and (tot_b > _I32_MAX or (up and tot_b + (1 << s >> 1) > _I32_MAX)):
+            # sat32(acc + bias), then ROUND_UP's rounding add saturating at INT32_MAX
+            sat = (-(1 << 31), _I32_MAX - (1 << s >> 1) if up else _I32_MAX)
+        return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, False, (lo_f, hi_f))
+
+    @staticmethod
+    def _sat16_redundant(mul: np.ndarray, sh: np.ndarray, zp: int, lo: int, hi: int) -> bool:
+        """Whether the 16-bit saturation before the multiplier cannot change an output.
+
+        The output is monotone in the saturated value ``a``; it can only differ from the output of
+        the unsaturated value where ``a`` is beyond a 16-bit limit, and there it is already the
+        clamp's bound when ``round(limit * mul * 2**-sh) + zp`` reaches it (the rounding moves by at
+        most 1/2), on both sides and for every channel.
+        """
+        scale = mul.astype(np.float64) * np.ldexp(1.0, -sh)
+        top, bot = scale * ((1 << 15) - 1), scale * -(1 << 15)
+        olo, ohi = max(lo, -128), min(hi, 127)
+        return bool(np.all(np.maximum(top, bot) - 0.5 + zp >= ohi) and np.all(np.minimum(top, bot) + 0.5 + zp <= olo))
+
+    def _float_stage(self, xb: int, pre: np.ndarray, c: np.ndarray, up: bool, sat: tuple[int, int] | None,
+                     clip16: bool, scale: np.ndarray | None, zp: float, merge: bool,
+                     clamp: tuple[float, float]) -> Callable[[np.ndarray], np.ndarray]:
+        """``clamp(round2(sat16(round1(sat(x @ w + c) / 2**pre)) * scale) + zp)`` in floats, exact.
+
+        Why exact: ``x @ w`` is a sum of integer products whose every partial sum is bounded by
+        ``max|x| * sum_i |w[i, o]|``; below 2**24 (float32) or 2**53 (float64) it is computed
+        exactly in any summation order. Scaling the weights and ``c`` by ``2**-pre`` (a power of
+        two, no underflow) keeps every value exact, and ``round1`` (floor of ``v + 1/2`` for
+        ROUND_UP, ``rint``, half to even, for ROUND_CONVERGENT) of an exact value is exact.
+        ``sat`` (integer bounds on the accumulator) is scaled alike and applied before the rounding;
+        ``clip16`` clamps the rounded value to 16 bits. ``scale`` (sa8: the multiplier times
+        ``2**-shift``) times that value is exact when the integer product stays below 2**53, and so is
+        ``round2`` (the caller checks the bound with the rounding half added). ``zp`` is added after
+        ``rint`` (half to even depends on parity); with ROUND_UP it is added with the half when
+        ``merge`` (the caller checked that this sum is exact too).
+        """
+        if xb * self._l1max >= _F64_EXACT:
+            return self._plain
+        inv = np.ldexp(1.0, -pre)
+        # float32 halves the memory a large product reads; small ones stay in float64 (no conversion)
+        f32 = xb * self._l1max < _F32_EXACT and self._w.size >= _F32_MIN
+        ws = (self._w.astype(np.float64) * inv).astype(np.float32 if f32 else np.float64)
+        rnd1 = bool(pre.size and pre.max() > 0)
+        h1 = 0.5 if up and rnd1 else 0.0
+        cs = c * inv + h1
+        lim1 = None if sat is None else (sat[0] * inv + h1, sat[1] * inv + h1)
+        add2 = (0.5 + zp if merge else 0.5) if up else 0.0
+        zp_after = 0.0 if merge else zp
+        lo, hi = clamp
+        big = -(-SMALL_PRODUCT // max(ws.shape[1], 1))  # inputs from this size on make a product worth a switch
+
+        def run(x: np.ndarray) -> np.ndarray:
+            if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
+                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], ws.shape[1])
+            if x.size >= big:
+                with blas_single_thread(x.size * ws.shape[1]):
+                    y = np.dot(x, ws)
+            else:
+                y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
+            if f32:
+                y = np.add(y, cs, dtype=np.float64)
+            else:
+                y += cs
+            if lim1 is not None:
+                _clip(y, lim1[0], lim1[1], out=y)
+            if rnd1:
+                (np.floor if up else np.rint)(y, out=y)
+            if clip16:
+                _clip(y, -32768.0, 32767.0, out=y)
+            if scale is not None:
+                y *= scale
+                if up:
+                    y += add2
+                    np.floor(y, out=y)
+                else:
+                    np.rint(y, out=y)
+            if zp_after:
+                y += zp_after
+            return _clip(y, lo, hi, out=y)  # integral values: the caller casts or stores them
+        return run
+
+
+def prepare_fc(w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant, bounds: tuple[int, int],
+               out_dtype: np.dtype | type = I64) -> PreparedFc:
+    """:func:`fully_connected` with the weights, bias and parameters fixed: a callable of the input.
+
+    Args:
+        w, bias, q, bounds: as for :func:`fully_connected` (copied: later changes to the caller's
+            arrays do not reach the prepared layer).
+        out_dtype: dtype of the returned values (e.g. the output container's).
+
+    Returns:
+        A :class:`PreparedFc`: ``f(x)`` equals ``fully_connected(x, w, bias, q, bounds).astype(out_dtype)``
+        under the platform in force at the call.
+    """
+    return PreparedFc(w, bias, q, bounds, out_dtype)

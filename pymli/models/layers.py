@@ -52,7 +52,7 @@ from ..kernels import convolution as KC
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
-from ..kernels.fully_connected import fully_connected
+from ..kernels.fully_connected import prepare_fc
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
@@ -581,13 +581,13 @@ class FullyConnected(_MacLayer):
             return None
         n_in, m = (int(d) for d in self.weights.shape)
         q, bounds = self._mac_params(in_qs[0], (n_in,), out_q, (m,))
-        w, b = fast_view(self.weights.tensor()), fast_view(self.bias.tensor())
-        dtype = out_q.el_type.dtype
+        fc = prepare_fc(fast_view(self.weights.tensor()), fast_view(self.bias.tensor()), q, bounds,
+                        out_q.el_type.dtype)
+        lead = 1 + self.per_step
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             x = xs[0]
-            res = fully_connected(x.reshape(*x.shape[:1 + self.per_step], n_in), w, b, q, bounds)
-            return res.astype(dtype).reshape(x.shape[0], *out_shape)
+            return fc(x.reshape(*x.shape[:lead], n_in)).reshape(x.shape[0], *out_shape)
         return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

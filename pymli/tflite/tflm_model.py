@@ -39,7 +39,7 @@ from ..errors import MliError, Status
 from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from ..kernels.eltwise import eltwise_sa8
-from ..kernels.fully_connected import fully_connected
+from ..kernels.fully_connected import prepare_fc
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
 from ..tensor import Tensor
 from ..tflm import arc_mli
@@ -426,15 +426,14 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
         return add
     if c.kind == "fc":
         w = c.weights
-        n_in, m = w.shape[0], w.shape[1]
-        wt = capi_conv.fast_view(w)
-        bias = c.bias.data[:m]
+        m = w.shape[1]
         qf = capi_conv.sa8_quant(inp, w, out, m, in_zp=0 if fn.endswith("_ext_bias") else None)
-        bounds = capi_conv.out_bounds(c.cfg.relu, out, True)
+        layer = prepare_fc(capi_conv.fast_view(w), c.bias.data[:m], qf, capi_conv.out_bounds(c.cfg.relu, out, True),
+                           np.int8)
         first = c.first_only
 
         def fc(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
-            y = fully_connected(x, wt, bias, qf, bounds).astype(np.int8)
+            y = layer(x)
             return np.where(np.arange(m) == 0, y, np.int8(0)) if first else y
         return fc
     ho, wo = int(out_shape[0]), int(out_shape[1])
