@@ -685,6 +685,7 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
     ident += f
     ident.append(len(sh))
     ident += sh
+    ident.append(len(ms))
     ident += ms
     if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
         for q in f[6:9]:
@@ -693,40 +694,49 @@ def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> 
                 vals.append((q.shape, q.tobytes()))
             elif type(q) is not int:
                 raise _NoMemo
-    _snap_data(d["data"], ident, vals, refs)
+    # _snap_data inlined (the most frequent snapshot).
+    data = d["data"]
+    if type(data) is _NDARRAY:
+        refs.append(data)
+        ident.append(data.dtype)
+        vals.append((data.shape, data.strides, data.flags.writeable))
+    elif data is None:
+        refs.append(None)
+    else:
+        raise _NoMemo
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_getter(cls: type) -> tuple[Callable[[dict[str, Any]], tuple[Any, ...]], tuple[tuple[int, Any], ...],
-                                    Callable[[tuple[Any, ...]], tuple[Any, ...]] | None]:
-    """The fields of a cfg class read at once from its ``__dict__``, its nested structs
-    ``(position, class)`` and the getter of its list fields from those fields (None: no list)."""
+def _cfg_snapper(cls: type) -> Callable[[Any, list[Any]], None]:
+    """The snapshot of a cfg struct of class ``cls``, compiled once per class: its fields read at once
+    from its ``__dict__`` (by identity), its nested structs' snapshots, then the lengths and every entry
+    of its list fields (by identity: a large int recomputed equal is only a miss)."""
     spec = _fast_spec(cls)
     names = [k for k, _, _ in spec]
     get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
+    nested = tuple((i, _cfg_snapper(x)) for i, (_, kind, x) in enumerate(spec) if kind == "struct")
     lists = [i for i, (_, kind, _) in enumerate(spec) if kind == "ints"]
     get_lists = None
     if lists:
         get_lists = operator.itemgetter(*lists) if len(lists) > 1 else (lambda f, i=lists[0]: (f[i],))
-    return get, tuple((i, x) for i, (_, kind, x) in enumerate(spec) if kind == "struct"), get_lists
 
-
-def _snap_cfg(cfg: Any, cls: type, ident: list[Any]) -> None:
-    if type(cfg) is not cls:
-        raise _NoMemo
-    get, nested, get_lists = _cfg_getter(cls)
-    f = get(cfg.__dict__)
-    ident += f
-    for i, x in nested:
-        _snap_cfg(f[i], x, ident)
-    if get_lists is not None:
-        lists = get_lists(f)
-        for v in lists:
-            if type(v) is not list:
+    def snap(cfg: Any, ident: list[Any]) -> None:
+        if type(cfg) is not cls:
+            raise _NoMemo
+        f = get(cfg.__dict__)
+        ident += f
+        for i, sub in nested:
+            sub(f[i], ident)
+        if get_lists is not None:
+            ls = get_lists(f)
+            if set(map(type, ls)) != _LIST_ONLY:
                 raise _NoMemo
-        # Lengths, then every entry (by identity: a large int recomputed equal is only a miss).
-        ident += map(len, lists)
-        ident += itertools.chain.from_iterable(lists)
+            ident += map(len, ls)
+            ident += itertools.chain.from_iterable(ls)
+    return snap
+
+
+_LIST_ONLY = {list}
 
 
 def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
@@ -745,12 +755,17 @@ def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None
         return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
     if kind.startswith("cfg:"):
         cls_name = kind[4:]
+        seen: dict[type, Callable[[Any, list[Any]], None]] = {}  # the classes of this name met so far
 
         def cfg(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
-            if type(a).__name__ != cls_name or cls_name not in CFG_FIELDS:
-                raise _NoMemo
-            ident.append(type(a))
-            _snap_cfg(a, type(a), ident)
+            cls = type(a)
+            snap = seen.get(cls)
+            if snap is None:
+                if cls.__name__ != cls_name or cls_name not in CFG_FIELDS:
+                    raise _NoMemo
+                snap = seen[cls] = _cfg_snapper(cls)
+            ident.append(cls)
+            snap(a, ident)
         return cfg
     if kind == "lut":
         return _snap_lut
@@ -776,14 +791,23 @@ def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tup
     return ident, vals, refs
 
 
+def _no_array() -> None:
+    """The stand-in of a weak reference for a NULL data pointer in a memo entry."""
+    return None
+
+
+def _weak(d: np.ndarray | None) -> Callable[[], Any]:
+    return _no_array if d is None else weakref.ref(d)
+
+
 def _matches(entry: tuple[Any, ...], ident: list[Any], vals: list[Any], refs: list[Any]) -> bool:
     e_ident = entry[0]
-    if len(e_ident) != len(ident) or not all(map(_same, e_ident, ident)) or entry[1] != vals:
-        return False
-    for r, d in zip(entry[2], refs):
-        if (d is None) if r is None else r() is not d:
-            return False
-    return True
+    # Every data array the entry saw is still alive and is this call's (None for None: _no_array).
+    return (len(e_ident) == len(ident) and all(map(_same, e_ident, ident)) and entry[1] == vals
+            and all(map(_same, map(_CALL, entry[2]), refs)))
+
+
+_CALL = operator.call
 
 
 # ---------------------------------------------------------------------------------------------- the plan
@@ -925,7 +949,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
             if len(memo) >= MEMO_SIZE:
                 for k in list(memo)[: MEMO_SIZE // 2]:
                     memo.pop(k, None)
-            memo[key] = (snap[0], snap[1], tuple(None if d is None else weakref.ref(d) for d in snap[2]), run)
+            memo[key] = (snap[0], snap[1], tuple(map(_weak, snap[2])), run)
             return run(*args)
         new, call = normalise(args)
         res = fn(*new)

@@ -107,6 +107,14 @@ CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16,
 """Calls the memo serves (every argument canonical)."""
 
 
+@dataclasses.dataclass
+class ReluCfg_:  # noqa: N801 - renamed below: a class that is not capi's but carries its name
+    type: ReluType
+
+
+_OtherReluCfg = type("ReluCfg", (ReluCfg_,), {})
+
+
 def _set(t: Tensor, k: str, v: object) -> None:
     setattr(t, k, v)
 
@@ -122,6 +130,10 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
         ("mem_stride[0] *= 2 in place", lambda t: t.mem_stride.__setitem__(0, 2 * t.mem_stride[0])),
         ("mem_stride[-1] = 2 in place", lambda t: t.mem_stride.__setitem__(-1, 2)),
         ("mem_stride = zeros", lambda t: _set(t, "mem_stride", [0] * len(t.mem_stride))),
+        ("mem_stride appended", lambda t: t.mem_stride.append(1)),
+        ("shape popped, mem_stride appended (same total length)",
+         lambda t: (t.shape.pop(), t.mem_stride.append(t.mem_stride[-1] if t.mem_stride else 1))),
+        ("mem_stride = tuple", lambda t: _set(t, "mem_stride", tuple(t.mem_stride))),
         ("rank - 1", lambda t: _set(t, "rank", t.rank - 1)),
         ("rank = 5", lambda t: _set(t, "rank", 5)),
         ("rank = True", lambda t: _set(t, "rank", True) if t.rank == 1 else _set(t, "rank", t.rank * 1.0)),
@@ -183,6 +195,10 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
         elif isinstance(a, PermuteCfg):
             out.append((f"arg {i}: perm_dim[0] changed in place", lambda args, i=i: args[i].perm_dim.__setitem__(0, 0)))
             out.append((f"arg {i}: perm_dim appended", lambda args, i=i: args[i].perm_dim.append(2)))
+            out.append((f"arg {i}: perm_dim = tuple",
+                        lambda args, i=i: object.__setattr__(args[i], "perm_dim", tuple(args[i].perm_dim))))
+            out.append((f"arg {i}: perm_dim = [0, 1] (length kept)",
+                        lambda args, i=i: object.__setattr__(args[i], "perm_dim", [0, 1])))
         elif isinstance(a, ArgmaxCfg):
             out.append((f"arg {i}: topk changed in place", lambda args, i=i: object.__setattr__(args[i], "topk", 3)))
             out.append((f"arg {i}: axis as float", lambda args, i=i: object.__setattr__(args[i], "axis", 1.0)))
@@ -191,6 +207,8 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: object.__setattr__(args[i].relu, "type", ReluType.RELU_1)))
             out.append((f"arg {i}: cfg.relu replaced",
                         lambda args, i=i: args.__setitem__(i, dataclasses.replace(args[i], relu=ReluCfg(ReluType.RELU_6)))))
+            out.append((f"arg {i}: cfg.relu of another class named ReluCfg",
+                        lambda args, i=i: object.__setattr__(args[i], "relu", _OtherReluCfg(args[i].relu.type))))
     out.append(("in place: out is in", lambda args: args.__setitem__(len(args) - 1, args[0])))
     out.append(("first argument repeated", lambda args: args.__setitem__(1, args[0])
                 if isinstance(args[1], Tensor) else None))
