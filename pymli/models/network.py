@@ -18,7 +18,10 @@ such a step calls its capi function per sample. Every sample gets the bits it ge
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
+import operator
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import IO, Any
@@ -276,7 +279,8 @@ class Network(Exportable):
         st: list[Any] = [self.input_q, self.input_shape]
         for la in self.layers:
             st.append(la)
-            st.extend(v for k, v in vars(la).items() if not k.startswith("_"))
+            d = vars(la)
+            st += _public_values(tuple(d))(d)
             for c in la.consts().values():
                 st += (c, c.q, c.qp)
         return tuple(st)
@@ -321,17 +325,21 @@ class Network(Exportable):
         if self.input_q is None:
             raise MliError(Status.BAD_FUNC_CFG, "network is not quantised: use pymli.models.quantize_network or load a pack")
         plat = platform_named(platform) if platform is not None else get_platform()
-        key = (plat, bool(specialise))
+        return self._plan(plat, bool(specialise))
+
+    def _plan(self, plat: Platform, specialise: bool) -> Plan:
+        """:meth:`prepare` for a resolved platform (the cached plan while the network is unchanged)."""
+        key = (plat, specialise)
         hit = self._plans.get(key)
         if hit is not None:
             state = self._state()
-            if len(state) == len(hit[0]) and all(a is b for a, b in zip(state, hit[0])):
+            if len(state) == len(hit[0]) and all(map(operator.is_, state, hit[0])):
                 return hit[1]
         missing = self.missing_functions()
         if missing:
             raise KernelMissing(missing[0])
         with use_platform(plat):
-            plan = Plan(self, plat, bool(specialise))
+            plan = Plan(self, plat, specialise)
         self._plans[key] = (self._state(), plan)
         return plan
 
@@ -362,33 +370,44 @@ class Network(Exportable):
         if self.input_q is None:
             raise MliError(Status.BAD_FUNC_CFG, "network is not quantised: use pymli.models.quantize_network or load a pack")
         x, _ = self._as_batch(x)
+        q = self.input_q
         if x.dtype.kind == "f":
             x = self.quantize_input(x)
-        elif x.min() < self.input_q.qmin or x.max() > self.input_q.qmax:
-            raise MliError(Status.BAD_TENSOR, f"quantised input outside the {self.input_q.el_type.name} container "
-                                              f"[{self.input_q.qmin}, {self.input_q.qmax}]")
-        if not (isinstance(capture, (bool, np.bool_)) or (isinstance(capture, (list, tuple, set)) and all(
-                isinstance(c, str) for c in capture))):
-            raise MliError(Status.BAD_FUNC_CFG, f"capture = {capture!r:.60}: True, False or a list of tensor names")
-        if not isinstance(capture, (bool, np.bool_)):
-            unknown = set(capture) - {INPUT, *(la.name for la in self.layers)}
-            if unknown:
-                raise UnknownLayer(sorted(unknown)[0], [la.name for la in self.layers])
+        elif not _inside(x.dtype, q.qmin, q.qmax) and (x.min() < q.qmin or x.max() > q.qmax):
+            raise MliError(Status.BAD_TENSOR, f"quantised input outside the {q.el_type.name} container "
+                                              f"[{q.qmin}, {q.qmax}]")
+        if capture is not True and capture is not False:
+            if not (isinstance(capture, np.bool_) or (isinstance(capture, (list, tuple, set)) and all(
+                    isinstance(c, str) for c in capture))):
+                raise MliError(Status.BAD_FUNC_CFG, f"capture = {capture!r:.60}: True, False or a list of tensor names")
+            if not isinstance(capture, np.bool_):
+                unknown = set(capture) - {INPUT, *(la.name for la in self.layers)}
+                if unknown:
+                    raise UnknownLayer(sorted(unknown)[0], [la.name for la in self.layers])
         if progress is not None and not callable(progress):
             raise MliError(Status.BAD_FUNC_CFG, f"progress = {progress!r:.40}: a callable or None expected")
-        batch = args.integer(batch, "batch", what="Network.run", lo=1, hi=2**31 - 1)
-        plat = platform_named(platform) if platform is not None else get_platform()
-        plan = self.prepare(plat, specialise=specialise)
+        if type(batch) is not int or not 1 <= batch <= 2**31 - 1:
+            batch = args.integer(batch, "batch", what="Network.run", lo=1, hi=2**31 - 1)
+        current = get_platform()
+        plat = current if platform is None else platform_named(platform)
+        plan = self._plan(plat, bool(specialise))
         keep: bool | set[str] = True if capture is True else {*(capture or ()), self.output_name}
-        parts: list[tuple[dict[str, np.ndarray], dict[str, QParams]]] = []
-        with use_platform(plat) as p:
-            for s in range(0, x.shape[0], batch):
-                parts.append(plan.execute(x[s:s + batch], keep))
+        # the platform context only when it changes the platform in force (entering it costs a few us)
+        with use_platform(plat) if plat is not current else contextlib.nullcontext():
+            n = x.shape[0]
+            if n <= batch:  # the common case: one part, nothing to concatenate
+                values, qparams = plan.execute(x, keep)
                 if progress is not None:
-                    progress(min(batch, x.shape[0] - s))
-        qparams = parts[-1][1]
-        values = parts[0][0] if len(parts) == 1 else {k: np.concatenate([v[k] for v, _ in parts]) for k in parts[0][0]}
-        return RunResult(values, qparams, self.output_name, p, self.index_output)
+                    progress(n)
+            else:
+                parts: list[tuple[dict[str, np.ndarray], dict[str, QParams]]] = []
+                for s in range(0, n, batch):
+                    parts.append(plan.execute(x[s:s + batch], keep))
+                    if progress is not None:
+                        progress(min(batch, n - s))
+                qparams = parts[-1][1]
+                values = {k: np.concatenate([v[k] for v, _ in parts]) for k in parts[0][0]}
+        return RunResult(values, qparams, self.output_name, plat, self.index_output)
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
                   platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
@@ -488,6 +507,23 @@ class Network(Exportable):
         for r in self.summary():
             lines.append(f"  {r['name']:<10} {r['kind']:<16} -> {r['shape']!s:<14} {r['function']} {r['out_q']}")
         return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=256)
+def _public_values(keys: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A reader of the public entries (names without a leading ``_``) of an attribute dict with these
+    ``keys``, in their order (one getter per key set; a plan check reads every layer's)."""
+    pub = [k for k in keys if not k.startswith("_")]
+    if len(pub) == 1:
+        return lambda d: (d[pub[0]],)
+    return operator.itemgetter(*pub) if pub else (lambda d: ())
+
+
+@functools.lru_cache(maxsize=64)
+def _inside(dtype: np.dtype, qmin: int, qmax: int) -> bool:
+    """Every value of the integer ``dtype`` lies in ``[qmin, qmax]`` (its input needs no range check)."""
+    info = np.iinfo(dtype)
+    return qmin <= int(info.min) and int(info.max) <= qmax
 
 
 def _validation_sample(q: QParams, shape: tuple[int, ...]) -> np.ndarray:
