@@ -535,6 +535,16 @@ def _whole_batch(invoke: Invoke) -> BatchInvoke:
     return lambda ins, n: invoke(ins)
 
 
+def _step_call(op: TOp, fn: Callable[..., list], *args: Any) -> list:
+    """``fn(*args)`` for operator ``op``; an MLI refusal becomes the model's :class:`TfliteError` naming it."""
+    try:
+        return fn(*args)
+    except TfliteError:
+        raise
+    except MliError as e:
+        raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
+
+
 def _per_sample(invoke: Invoke, ins: list, batched: list[bool], n: int) -> list:
     """A step without a batch form on N samples: one Invoke per sample (the batched inputs sliced), stacked.
 
@@ -876,15 +886,10 @@ class TflmModel:
         for s, mask, dead in zip(self.steps, self._batched, self._dead):
             op = s.op
             args = self._args(op, vals, {})
-            try:
-                if s.invoke_batch is not None:
-                    outs = s.invoke_batch(args, n)
-                else:
-                    outs = _per_sample(s.invoke, args, mask, n)  # type: ignore[arg-type]
-            except TfliteError:
-                raise
-            except MliError as e:
-                raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
+            if s.invoke_batch is not None:
+                outs = _step_call(op, s.invoke_batch, args, n)
+            else:
+                outs = _step_call(op, _per_sample, s.invoke, args, mask, n)
             for ti, v in zip(op.outputs, outs):
                 if ti >= 0:
                     vals[ti] = np.asarray(v).reshape((n,) + T[ti].shape)
@@ -912,12 +917,7 @@ class TflmModel:
             args = self._args(op, vals, state)
             if self._stateful:
                 g.extra.pop("state", None)
-            try:
-                outs = s.invoke(args)  # type: ignore[misc]
-            except TfliteError:
-                raise
-            except MliError as e:
-                raise TfliteError(e.status, f"operator {op.index} ({op.name}): {e}") from None
+            outs = _step_call(op, s.invoke, args)
             for ti, v in zip(op.outputs, outs):
                 if ti >= 0:
                     v = np.asarray(v)
