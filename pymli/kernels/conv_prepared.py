@@ -1,0 +1,126 @@
+"""Prepared convolutions: :func:`prepare_conv` fixes one layer's weights, bias, parameters and
+geometry once and returns a callable of the input (:class:`PreparedConv`).
+
+A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
+:mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .convolution import (
+    Quant,
+    _batch,
+    _geometry,
+    _offsets,
+    _windows,
+    conv2d_hwcn,
+    depthwise_conv2d_hwcn,
+)
+from .fully_connected import prepare_fc
+
+__all__ = ["PreparedConv", "prepare_conv"]
+
+I64 = np.int64
+
+
+class PreparedConv:
+    """A convolution of fixed weights, bias, parameters and geometry: ``prepared(x)`` returns the
+    values of the plain kernel (:func:`conv2d_hwcn`, :func:`depthwise_conv2d_hwcn`) on ``x``, bit
+    for bit, with the output container's dtype.
+
+    Built by :func:`prepare_conv`. For conv2d without a weights zero point whose input zero point
+    fits the input container, a call pads the input into a buffer kept per input shape (its border
+    holds the input zero point, written once: ``x - zp`` is then zero on every padded tap, exactly
+    the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
+    connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
+    matmul layout, zero-point correction folded into the bias, the exact float output stage per
+    platform, read at each call). Everything else (depthwise, weights zero points, a zero point
+    outside the container) calls the plain kernel with copies of the weights and bias.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                 dilation: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
+                 bounds: tuple[int, int], depthwise: bool, out_dtype: np.dtype | type) -> None:
+        self._w = np.array(w)  # own copies: a caller may rewrite its buffers later
+        self._w.flags.writeable = False  # constant: the plain kernel may memoise its working copies
+        self._bias = np.array(bias)
+        self._q, self._bounds, self._dtype = q, (int(bounds[0]), int(bounds[1])), np.dtype(out_dtype)
+        self._geo = {"stride": tuple(stride), "dilation": tuple(dilation), "pad": tuple(pad),
+                     "out_hw": tuple(out_hw)}
+        self._a, b = _offsets(q)
+        self._fc = None
+        if not depthwise and not b:
+            kh, kw, c, n = self._w.shape
+            self._fc = prepare_fc(self._w.reshape(kh * kw * c, n), self._bias, q, bounds, self._dtype)
+        self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
+        self._buffers: dict[tuple, np.ndarray] = {}
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (H, W, C) or (N, H, W, C) container integers.
+
+        Returns:
+            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
+        """
+        x = np.asarray(x)
+        xp = self._padded(x) if self._fc is not None else None
+        if xp is None:
+            r = self._kernel(x, self._w, self._bias, self._q, **self._geo, bounds=self._bounds)
+            return r.astype(self._dtype, copy=False)
+        kh, kw = self._w.shape[:2]
+        (sh, sw), (dh, dw), (ho, wo) = self._geo["stride"], self._geo["dilation"], self._geo["out_hw"]
+        win = _windows(xp, kh, kw, sh, sw, dh, dw, ho, wo)
+        cols = win.reshape(xp.shape[0] * ho * wo, -1)  # im2col: the one copy of the windows
+        r = self._fc(cols).reshape(xp.shape[0], ho, wo, -1)
+        return r if x.ndim == 4 else r[0]
+
+    def _padded(self, x: np.ndarray) -> np.ndarray | None:
+        """``x`` as (N, Hp, Wp, C) in this layer's kept buffer bordered with the input zero point, or
+        None when the zero point does not fit the input's integer container."""
+        if x.dtype.kind not in "iu":
+            return None
+        xb = _batch(x)
+        key = (xb.shape, x.dtype.char)
+        buf = self._buffers.get(key)
+        if buf is None:
+            info = np.iinfo(x.dtype)
+            if not info.min <= self._a <= info.max:
+                return None
+            kh, kw = self._w.shape[:2]
+            hp, wp = _geometry((kh, kw), self._geo["stride"], self._geo["dilation"], self._geo["out_hw"])
+            if len(self._buffers) >= 4:  # a few input shapes at most: keep memory bounded
+                self._buffers.clear()
+            buf = self._buffers[key] = np.full((xb.shape[0], hp, wp, xb.shape[3]), self._a, dtype=x.dtype)
+        top, left = self._geo["pad"]
+        n, h, w, _ = xb.shape
+        hp, wp = buf.shape[1:3]
+        r0, c0 = max(top, 0), max(left, 0)
+        r1, c1 = min(top + h, hp), min(left + w, wp)
+        if r1 > r0 and c1 > c0:
+            buf[:, r0:r1, c0:c1] = xb[:, r0 - top:r1 - top, c0 - left:c1 - left]
+        return buf
+
+
+def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
+                 dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
+                 bounds: tuple[int, int], depthwise: bool = False,
+                 out_dtype: np.dtype | type = I64) -> PreparedConv:
+    """:func:`conv2d_hwcn` (or :func:`depthwise_conv2d_hwcn`) with weights, bias, parameters and
+    geometry fixed: a callable of the input.
+
+    Args:
+        w, bias, q, stride, dilation, pad, out_hw, bounds: as for :func:`conv2d_hwcn` (copied:
+            later changes to the caller's arrays do not reach the prepared layer).
+        depthwise: a depthwise convolution (``w`` is (Kh, Kw, 1, C)).
+        out_dtype: dtype of the returned values (e.g. the output container's).
+
+    Returns:
+        A :class:`PreparedConv`: ``f(x)`` equals the plain kernel's values on ``x`` as ``out_dtype``,
+        under the platform in force at the call.
+    """
+    return PreparedConv(w, bias, q, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, bounds=bounds,
+                        depthwise=depthwise, out_dtype=out_dtype)
