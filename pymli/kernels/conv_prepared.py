@@ -1,5 +1,6 @@
 """Prepared convolutions: :func:`prepare_conv` fixes one layer's weights, bias, parameters and
-geometry once and returns a callable of the input (:class:`PreparedConv`).
+geometry once and returns a callable of the input (:class:`PreparedConv`): the fixed per-call
+cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
@@ -23,6 +24,9 @@ from .fully_connected import prepare_fc
 __all__ = ["PreparedConv", "prepare_conv"]
 
 I64 = np.int64
+PREPARED_MAX_MACS = 1 << 21
+"""Calls of more multiply-adds than this take the plain kernel (row blocks over the threads, no
+whole-batch im2col copy): the fixed per-call cost the prepared path saves no longer matters there."""
 
 
 class PreparedConv:
@@ -67,12 +71,14 @@ class PreparedConv:
             (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
         """
         x = np.asarray(x)
-        xp = self._padded(x) if self._fc is not None else None
+        ho, wo = self._geo["out_hw"]
+        small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
+        xp = self._padded(x) if self._fc is not None and small else None
         if xp is None:
             r = self._kernel(x, self._w, self._bias, self._q, **self._geo, bounds=self._bounds)
             return r.astype(self._dtype, copy=False)
         kh, kw = self._w.shape[:2]
-        (sh, sw), (dh, dw), (ho, wo) = self._geo["stride"], self._geo["dilation"], self._geo["out_hw"]
+        (sh, sw), (dh, dw) = self._geo["stride"], self._geo["dilation"]
         win = _windows(xp, kh, kw, sh, sw, dh, dw, ho, wo)
         cols = win.reshape(xp.shape[0] * ho * wo, -1)  # im2col: the one copy of the windows
         r = self._fc(cols).reshape(xp.shape[0], ho, wo, -1)

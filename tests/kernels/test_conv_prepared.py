@@ -9,8 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pymli import Platform, RoundMode, use_platform
+from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
+from pymli.capi.types import Conv2dCfg, ReluCfg, ReluType
+from pymli.checks import entry
 from pymli.config import PRESETS
+from pymli.kernels import conv_prepared
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
 
@@ -113,3 +116,73 @@ def test_accumulator_wrap() -> None:
         with use_platform(p):
             want = _plain(x, w, b, q, (-32768, 32767), geo, False, np.int16)
             assert np.array_equal(prep(x), want)
+
+
+def test_large_calls_take_the_plain_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond PREPARED_MAX_MACS a call goes through the plain kernel: the same values."""
+    w, b, q, bounds, geo, x, xt = _case(2, "sa8_axis", False, False, True)
+    prep = prepare_conv(w, b, q, **geo, bounds=bounds, out_dtype=np.int8)
+    monkeypatch.setattr(conv_prepared, "PREPARED_MAX_MACS", 0)
+    for p in PLATFORMS:
+        with use_platform(p):
+            assert np.array_equal(prep(x), _plain(x, w, b, q, bounds, geo, False, np.int8))
+
+
+def _capi_case(rng: np.random.Generator, kind: str):
+    """(function name, in, weights, bias, cfg, out) of a valid capi conv2d call (3x3, padding 1, stride 1)."""
+    h, c, m = 5, 3, 4
+    cfg = Conv2dCfg(relu=ReluCfg(ReluType.NONE), stride_width=1, stride_height=1, padding_left=1, padding_right=1,
+                    padding_top=1, padding_bottom=1)
+    if kind == "sa8":
+        ws = rng.integers(1, 300, m)
+        x = Tensor.from_numpy(rng.integers(-128, 128, (h, h, c)), ElType.SA_8, zero_point=-3, scale=77,
+                              scale_frac_bits=10)
+        w = Tensor.from_numpy(rng.integers(-128, 128, (3, 3, c, m)), ElType.SA_8, zero_point=[0] * m, scale=list(ws),
+                              scale_frac_bits=[9] * m, dim=3)
+        b = Tensor.from_numpy(rng.integers(-30000, 30000, m), ElType.SA_32, zero_point=[0] * m, scale=list(77 * ws),
+                              scale_frac_bits=[19] * m, dim=0)
+        out = Tensor.zeros((h, h, m), ElType.SA_8, zero_point=4, scale=2900, scale_frac_bits=8)
+        return "mli_krn_conv2d_hwcn_sa8_sa8_sa32", x, w, b, cfg, out
+    et_x, et_w = {"fx16": (ElType.FX_16, ElType.FX_16), "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8)}[kind]
+    hx, hw = (1 << (et_x.bits - 1)), (1 << (et_w.bits - 1))
+    x = Tensor.from_numpy(rng.integers(-hx, hx, (h, h, c)), et_x, frac_bits=et_x.bits - 4)
+    w = Tensor.from_numpy(rng.integers(-hw, hw, (3, 3, c, m)), et_w, frac_bits=et_w.bits - 2)
+    b = Tensor.from_numpy(rng.integers(-hw, hw, m), et_w, frac_bits=et_w.bits - 3)
+    out = Tensor.zeros((h, h, m), et_x, frac_bits=et_x.bits - 9)
+    return f"mli_krn_conv2d_hwcn_{kind}", x, w, b, cfg, out
+
+
+def _qkw(t: Tensor) -> dict:
+    if t.el_type.is_sa:
+        return {"zero_point": int(t.zero_point), "scale": int(t.scale), "scale_frac_bits": int(t.scale_frac_bits)}
+    return {"frac_bits": int(t.frac_bits)}
+
+
+@pytest.mark.parametrize("kind", ["sa8", "fx16", "fx16_fx8_fx8"])
+def test_capi_repeated_calls_follow_rewritten_buffers(kind: str) -> None:
+    """capi's planned conv2d (memo on: the prepared layer from the second call) equals the unplanned
+    call (memo off: plain kernel) on every platform, also after the weights / bias / input are
+    rewritten in place between calls with unchanged structs."""
+    rng = np.random.default_rng(23)
+    name, x, w, b, cfg, out = _capi_case(rng, kind)
+    fn = capi.FUNCTIONS[name]
+
+    def want() -> np.ndarray:
+        ref = Tensor.zeros(tuple(out.shape[:3]), out.el_type, **_qkw(out))
+        was = entry.memo_enabled(False)
+        try:
+            fn(x, w, b, cfg, ref)
+        finally:
+            entry.memo_enabled(was)
+        return ref.data.copy()
+
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for step in range(8):
+                if step in (3, 5):  # rewrite a buffer in place: the same structs, other values
+                    t = (w, b)[step == 5]
+                    t.data[:] = np.roll(t.data, 1)
+                if step == 6:
+                    x.data[:] = x.data[::-1].copy()
+                fn(x, w, b, cfg, out)
+                assert np.array_equal(out.data, want()), (plat.name, step)
