@@ -11,11 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from .convolution import (
+    _F32_EXACT,
     Quant,
     _batch,
+    _depthwise_dtype,
     _geometry,
     _offsets,
+    _OutputStage,
     _windows,
+    container_bound,
     conv2d_hwcn,
     depthwise_conv2d_hwcn,
 )
@@ -40,8 +44,11 @@ class PreparedConv:
     the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
     connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
     matmul layout, zero-point correction folded into the bias, the exact float output stage per
-    platform, read at each call). Everything else (depthwise, weights zero points, a zero point
-    outside the container) calls the plain kernel with copies of the weights and bias.
+    platform, read at each call). A depthwise layer without a weights zero point keeps a padded
+    buffer of ``x - zp`` in the sums' dtype (zero border written once), takes one ``einsum`` over
+    its windows and the plain kernel's output stage. Everything else (weights zero points, a zero
+    point outside the container, calls beyond :data:`PREPARED_MAX_MACS`) calls the plain kernel
+    with copies of the weights and bias.
     """
 
     def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
@@ -54,8 +61,11 @@ class PreparedConv:
         self._geo = {"stride": tuple(stride), "dilation": tuple(dilation), "pad": tuple(pad),
                      "out_hw": tuple(out_hw)}
         self._a, b = _offsets(q)
-        self._fc = None
-        if not depthwise and not b:
+        self._fc = self._post = None
+        if depthwise and not b:
+            self._post = _OutputStage(self._bias, q, self._bounds)
+            self._dw: dict[str, tuple[np.dtype, np.ndarray, int]] = {}  # per input dtype: (sum dtype, weights, bound)
+        elif not depthwise and not b:
             kh, kw, c, n = self._w.shape
             self._fc = prepare_fc(self._w.reshape(kh * kw * c, n), self._bias, q, bounds, self._dtype)
         self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
@@ -73,7 +83,9 @@ class PreparedConv:
         x = np.asarray(x)
         ho, wo = self._geo["out_hw"]
         small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
-        xp = self._padded(x) if self._fc is not None and small else None
+        xp = self._padded(x) if (self._fc is not None or self._post is not None) and small else None
+        if xp is not None and self._post is not None:
+            return self._depthwise(xp, x)
         if xp is None:
             r = self._kernel(x, self._w, self._bias, self._q, **self._geo, bounds=self._bounds)
             return r.astype(self._dtype, copy=False)
@@ -84,31 +96,64 @@ class PreparedConv:
         r = self._fc(cols).reshape(xp.shape[0], ho, wo, -1)
         return r if x.ndim == 4 else r[0]
 
+    def _depthwise(self, xp: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Depthwise sums of the centred padded input (one ``einsum`` over the windows), then the
+        kernel's output stage (its float plan memoised per platform in the parameters)."""
+        kh, kw = self._w.shape[:2]
+        (sh, sw), (dh, dw), (ho, wo) = self._geo["stride"], self._geo["dilation"], self._geo["out_hw"]
+        _, wd, bound = self._dw_plan(x.dtype)
+        acc = np.einsum("nhwijc,ijc->nhwc", _windows(xp, kh, kw, sh, sw, dh, dw, ho, wo), wd)
+        r = self._post(acc, bound).astype(self._dtype, copy=False)  # type: ignore[misc]
+        return r if x.ndim == 4 else r[0]
+
     def _padded(self, x: np.ndarray) -> np.ndarray | None:
-        """``x`` as (N, Hp, Wp, C) in this layer's kept buffer bordered with the input zero point, or
-        None when the zero point does not fit the input's integer container."""
+        """``x`` as (N, Hp, Wp, C) in this layer's kept buffer, or None (no fast path for this input).
+
+        conv2d: the buffer has the input's dtype and a border of the input zero point (None when
+        that does not fit the container); depthwise: the sums' dtype, ``x - zp`` inside, zeros around.
+        """
         if x.dtype.kind not in "iu":
             return None
         xb = _batch(x)
         key = (xb.shape, x.dtype.char)
         buf = self._buffers.get(key)
         if buf is None:
-            info = np.iinfo(x.dtype)
-            if not info.min <= self._a <= info.max:
-                return None
             kh, kw = self._w.shape[:2]
+            if self._post is None:
+                info = np.iinfo(x.dtype)
+                if not info.min <= self._a <= info.max:
+                    return None
+                dt, fill = x.dtype, self._a
+            else:
+                dt, fill = self._dw_plan(x.dtype)[0], 0
             hp, wp = _geometry((kh, kw), self._geo["stride"], self._geo["dilation"], self._geo["out_hw"])
             if len(self._buffers) >= 4:  # a few input shapes at most: keep memory bounded
                 self._buffers.clear()
-            buf = self._buffers[key] = np.full((xb.shape[0], hp, wp, xb.shape[3]), self._a, dtype=x.dtype)
+            buf = self._buffers[key] = np.full((xb.shape[0], hp, wp, xb.shape[3]), fill, dtype=dt)
         top, left = self._geo["pad"]
         n, h, w, _ = xb.shape
         hp, wp = buf.shape[1:3]
         r0, c0 = max(top, 0), max(left, 0)
         r1, c1 = min(top + h, hp), min(left + w, wp)
         if r1 > r0 and c1 > c0:
-            buf[:, r0:r1, c0:c1] = xb[:, r0 - top:r1 - top, c0 - left:c1 - left]
+            src = xb[:, r0 - top:r1 - top, c0 - left:c1 - left]
+            if self._post is not None and self._a:  # |x - zp| below the container bound: exact in dt
+                np.subtract(src, buf.dtype.type(self._a), out=buf[:, r0:r1, c0:c1], dtype=buf.dtype, casting="unsafe")
+            else:
+                buf[:, r0:r1, c0:c1] = src
         return buf
+
+    def _dw_plan(self, xdt: np.dtype) -> tuple[np.dtype, np.ndarray, int]:
+        """(sum dtype, weights (Kh, Kw, C) in it, bound on the sums) for depthwise inputs of dtype ``xdt``:
+        float32 where ``taps * max|x - zp| * max|w|`` is below 2**24 (every product and partial sum an
+        exact float32 integer in any order), else the plain kernel's choice."""
+        hit = self._dw.get(xdt.char)
+        if hit is None:
+            kh, kw, _, c = self._w.shape
+            bound = kh * kw * container_bound(np.empty(0, xdt), self._a) * container_bound(self._w)
+            dt = np.dtype(np.float32) if bound < _F32_EXACT else _depthwise_dtype(bound)
+            hit = self._dw[xdt.char] = (dt, self._w.reshape(kh, kw, c).astype(dt), bound)
+        return hit
 
 
 def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
