@@ -118,7 +118,7 @@ def out_bounds(cfg_relu: object, out: Tensor, sa: bool) -> tuple[int, int]:
 # ------------------------------------------------------------------------------ runner
 _ACC = {"fx16": 40, "fx16_fx8_fx8": 32}
 _PREPARE_MAX = 1 << 18
-"""Largest conv2d weights (elements) whose layer a plan prepares once (:func:`pymli.kernels.conv_prepared.prepare_conv`)
+"""Largest conv2d / depthwise weights (elements) whose layer a plan prepares once (:func:`pymli.kernels.conv_prepared.prepare_conv`)
 for its repeated calls; larger layers are dominated by the product itself and keep no copy."""
 
 
@@ -169,7 +169,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     vo = view_spec(out)
     # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
     seen: list[tuple[bytes, bytes, PreparedConv | None] | None] = [None]
-    small = op == "conv" and shape_at(w, 0) * shape_at(w, 1) * shape_at(w, 2) * n <= _PREPARE_MAX
+    small = op != "group" and shape_at(w, 0) * shape_at(w, 1) * shape_at(w, 2) * n <= _PREPARE_MAX
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
         wv, bv = view(w, vw), view(b, vb)
@@ -181,7 +181,7 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
             if st is not None and st[0] == wk and st[1] == bk:
                 layer = st[2]
                 if layer is None:
-                    layer = prepare_conv(wv, bv, q, **geo, out_dtype=out.data.dtype)
+                    layer = prepare_conv(wv, bv, q, **geo, depthwise=op == "depthwise", out_dtype=out.data.dtype)
                     seen[0] = (wk, bk, layer)
                 view(out, vo)[...] = layer(view(inp, vx))
                 out.el_type = inp.el_type

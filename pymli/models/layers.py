@@ -438,9 +438,9 @@ class Conv2D(_MacLayer):
             kw["dilation"] = self.dilation
         w, b = fast_view(self.weights.tensor()), fast_view(self.bias.tensor())
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
-        if kernel is KC.conv2d_hwcn:
+        if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
             # weights layout, bias corrections, padded buffer and output stage prepared once
-            layer = prepare_conv(w, b, q, **kw, out_dtype=dtype)
+            layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
 
             def conv(xs: list[np.ndarray]) -> np.ndarray:
                 return layer(xs[0])  # the batch axis: one pass, each sample computed as alone

@@ -128,28 +128,30 @@ def test_large_calls_take_the_plain_kernel(monkeypatch: pytest.MonkeyPatch) -> N
             assert np.array_equal(prep(x), _plain(x, w, b, q, bounds, geo, False, np.int8))
 
 
-def _capi_case(rng: np.random.Generator, kind: str):
-    """(function name, in, weights, bias, cfg, out) of a valid capi conv2d call (3x3, padding 1, stride 1)."""
-    h, c, m = 5, 3, 4
+def _capi_case(rng: np.random.Generator, kind: str, op: str):
+    """(function name, in, weights, bias, cfg, out) of a valid capi conv2d / depthwise call (3x3, padding 1,
+    stride 1)."""
+    h, c = 5, 3
+    m, wc = (c, 1) if op == "depthwise_conv2d" else (4, c)
     cfg = Conv2dCfg(relu=ReluCfg(ReluType.NONE), stride_width=1, stride_height=1, padding_left=1, padding_right=1,
                     padding_top=1, padding_bottom=1)
     if kind == "sa8":
         ws = rng.integers(1, 300, m)
         x = Tensor.from_numpy(rng.integers(-128, 128, (h, h, c)), ElType.SA_8, zero_point=-3, scale=77,
                               scale_frac_bits=10)
-        w = Tensor.from_numpy(rng.integers(-128, 128, (3, 3, c, m)), ElType.SA_8, zero_point=[0] * m, scale=list(ws),
+        w = Tensor.from_numpy(rng.integers(-128, 128, (3, 3, wc, m)), ElType.SA_8, zero_point=[0] * m, scale=list(ws),
                               scale_frac_bits=[9] * m, dim=3)
         b = Tensor.from_numpy(rng.integers(-30000, 30000, m), ElType.SA_32, zero_point=[0] * m, scale=list(77 * ws),
                               scale_frac_bits=[19] * m, dim=0)
         out = Tensor.zeros((h, h, m), ElType.SA_8, zero_point=4, scale=2900, scale_frac_bits=8)
-        return "mli_krn_conv2d_hwcn_sa8_sa8_sa32", x, w, b, cfg, out
+        return f"mli_krn_{op}_hwcn_sa8_sa8_sa32", x, w, b, cfg, out
     et_x, et_w = {"fx16": (ElType.FX_16, ElType.FX_16), "fx16_fx8_fx8": (ElType.FX_16, ElType.FX_8)}[kind]
     hx, hw = (1 << (et_x.bits - 1)), (1 << (et_w.bits - 1))
     x = Tensor.from_numpy(rng.integers(-hx, hx, (h, h, c)), et_x, frac_bits=et_x.bits - 4)
-    w = Tensor.from_numpy(rng.integers(-hw, hw, (3, 3, c, m)), et_w, frac_bits=et_w.bits - 2)
+    w = Tensor.from_numpy(rng.integers(-hw, hw, (3, 3, wc, m)), et_w, frac_bits=et_w.bits - 2)
     b = Tensor.from_numpy(rng.integers(-hw, hw, m), et_w, frac_bits=et_w.bits - 3)
     out = Tensor.zeros((h, h, m), et_x, frac_bits=et_x.bits - 9)
-    return f"mli_krn_conv2d_hwcn_{kind}", x, w, b, cfg, out
+    return f"mli_krn_{op}_hwcn_{kind}", x, w, b, cfg, out
 
 
 def _qkw(t: Tensor) -> dict:
@@ -158,13 +160,14 @@ def _qkw(t: Tensor) -> dict:
     return {"frac_bits": int(t.frac_bits)}
 
 
+@pytest.mark.parametrize("op", ["conv2d", "depthwise_conv2d"])
 @pytest.mark.parametrize("kind", ["sa8", "fx16", "fx16_fx8_fx8"])
-def test_capi_repeated_calls_follow_rewritten_buffers(kind: str) -> None:
-    """capi's planned conv2d (memo on: the prepared layer from the second call) equals the unplanned
+def test_capi_repeated_calls_follow_rewritten_buffers(kind: str, op: str) -> None:
+    """capi's planned conv2d / depthwise (memo on: the prepared layer from the second call) equals the unplanned
     call (memo off: plain kernel) on every platform, also after the weights / bias / input are
     rewritten in place between calls with unchanged structs."""
     rng = np.random.default_rng(23)
-    name, x, w, b, cfg, out = _capi_case(rng, kind)
+    name, x, w, b, cfg, out = _capi_case(rng, kind, op)
     fn = capi.FUNCTIONS[name]
 
     def want() -> np.ndarray:
