@@ -68,6 +68,8 @@ class PreparedConv:
         elif not depthwise and not b:
             kh, kw, c, n = self._w.shape
             self._fc = prepare_fc(self._w.reshape(kh * kw * c, n), self._bias, q, bounds, self._dtype)
+        self._pointwise = self._fc is not None and self._w.shape[:2] == (1, 1) and self._geo["stride"] == (1, 1) \
+            and self._geo["pad"] == (0, 0)
         self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
         self._buffers: dict[tuple, np.ndarray] = {}
 
@@ -83,6 +85,8 @@ class PreparedConv:
         x = np.asarray(x)
         ho, wo = self._geo["out_hw"]
         small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
+        if self._pointwise and small and x.dtype.kind in "iu" and x.shape[-3:-1] == (ho, wo):
+            return self._fc(x)  # 1x1, stride 1, no padding: the input rows are the im2col matrix
         xp = self._padded(x) if (self._fc is not None or self._post is not None) and small else None
         if xp is not None and self._post is not None:
             return self._depthwise(xp, x)

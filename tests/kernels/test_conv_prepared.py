@@ -189,3 +189,23 @@ def test_capi_repeated_calls_follow_rewritten_buffers(kind: str, op: str) -> Non
                     x.data[:] = x.data[::-1].copy()
                 fn(x, w, b, cfg, out)
                 assert np.array_equal(out.data, want()), (plat.name, step)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pointwise(kind: str) -> None:
+    """1x1, stride 1, no padding (the input rows are the im2col matrix), with and without a batch."""
+    rng = np.random.default_rng(31)
+    for seed in range(6):
+        c, n = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+        w, b, q, bounds, xt = _layer(rng, kind, c, n, seed % 3 == 1)
+        if seed % 3 == 2:
+            q = _ordinary(q, np.iinfo(w.dtype).bits)
+        w = w.reshape(1, 1, c, n)
+        geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (0, 0), "out_hw": (3, 5)}
+        dtype = np.int16 if isinstance(q, K.FxQuant) else np.int8
+        prep = prepare_conv(w, b, q, **geo, bounds=bounds, out_dtype=dtype)
+        for shape in ((3, 5, c), (2, 3, 5, c)):
+            x = rng.integers(np.iinfo(xt).min, np.iinfo(xt).max, size=shape, endpoint=True).astype(xt)
+            for p in PLATFORMS:
+                with use_platform(p):
+                    assert np.array_equal(prep(x), _plain(x, w, b, q, bounds, geo, False, dtype)), (seed, p.name)
