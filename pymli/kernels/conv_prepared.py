@@ -8,6 +8,8 @@ A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which im
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .convolution import (
@@ -39,7 +41,7 @@ class PreparedConv:
     for bit, with the output container's dtype.
 
     Built by :func:`prepare_conv`. For conv2d without a weights zero point whose input zero point
-    fits the input container, a call pads the input into a buffer kept per input shape (its border
+    fits the input container, a call pads the input into a buffer kept per thread and input shape (its border
     holds the input zero point, written once: ``x - zp`` is then zero on every padded tap, exactly
     the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
     connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
@@ -119,7 +121,7 @@ class PreparedConv:
         if x.dtype.kind not in "iu":
             return None
         xb = _batch(x)
-        key = (xb.shape, x.dtype.char)
+        key = (threading.get_ident(), xb.shape, x.dtype.char)  # one buffer per thread: calls may overlap
         buf = self._buffers.get(key)
         if buf is None:
             kh, kw = self._w.shape[:2]
@@ -131,7 +133,7 @@ class PreparedConv:
             else:
                 dt, fill = self._dw_plan(x.dtype)[0], 0
             hp, wp = _geometry((kh, kw), self._geo["stride"], self._geo["dilation"], self._geo["out_hw"])
-            if len(self._buffers) >= 4:  # a few input shapes at most: keep memory bounded
+            if len(self._buffers) >= 8:  # a few threads / input shapes at most: keep memory bounded
                 self._buffers.clear()
             buf = self._buffers[key] = np.full((xb.shape[0], hp, wp, xb.shape[3]), fill, dtype=dt)
         top, left = self._geo["pad"]
