@@ -22,6 +22,7 @@ from ..checks.conv import (check_conv2d, check_depthwise, check_group, check_mac
 from ..checks.tensor import shape_at
 from ..errors import Status
 from ..kernels import convolution as K
+from ..kernels.conv_prepared import PreparedConv, prepare_conv
 from ..tensor import Tensor
 from ._plan import view, view_spec
 from ._registry import c_variant
@@ -116,6 +117,9 @@ def out_bounds(cfg_relu: object, out: Tensor, sa: bool) -> tuple[int, int]:
 
 # ------------------------------------------------------------------------------ runner
 _ACC = {"fx16": 40, "fx16_fx8_fx8": 32}
+_PREPARE_MAX = 1 << 18
+"""Largest conv2d / depthwise weights (elements) whose layer a plan prepares once (:func:`pymli.kernels.conv_prepared.prepare_conv`)
+for its repeated calls; larger layers are dominated by the product itself and keep no copy."""
 
 
 def _quant(kind: str, inp: Tensor, w: Tensor, b: Tensor, out: Tensor, n: int) -> K.FxQuant | K.Sa8Quant:
@@ -163,9 +167,27 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     geo = {"stride": (cfg.stride_height, cfg.stride_width), "dilation": (cfg.dilation_height, cfg.dilation_width),
            "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
     vo = view_spec(out)
+    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
+    seen: list[tuple[bytes, bytes, PreparedConv | None] | None] = [None]
+    small = op != "group" and shape_at(w, 0) * shape_at(w, 1) * shape_at(w, 2) * n <= _PREPARE_MAX
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
-        view(out, vo)[...] = kernel(view(inp, vx), view(w, vw), view(b, vb), q, **geo)
+        wv, bv = view(w, vw), view(b, vb)
+        if small:
+            # The plan outlives the element values (a caller may rewrite the buffers): the layer is
+            # prepared on the second call with the same weights and bias, and used while they stay.
+            wk, bk = wv.tobytes(), bv.tobytes()
+            st = seen[0]
+            if st is not None and st[0] == wk and st[1] == bk:
+                layer = st[2]
+                if layer is None:
+                    layer = prepare_conv(wv, bv, q, **geo, depthwise=op == "depthwise", out_dtype=out.data.dtype)
+                    seen[0] = (wk, bk, layer)
+                view(out, vo)[...] = layer(view(inp, vx))
+                out.el_type = inp.el_type
+                return Status.OK
+            seen[0] = (wk, bk, None)
+        view(out, vo)[...] = kernel(view(inp, vx), wv, bv, q, **geo)
         out.el_type = inp.el_type  # C sets it; the checks made it equal already
         return Status.OK
 

@@ -49,6 +49,7 @@ from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
 from ..kernels import activation as KA
 from ..kernels import convolution as KC
+from ..kernels.conv_prepared import prepare_conv
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
@@ -437,6 +438,13 @@ class Conv2D(_MacLayer):
             kw["dilation"] = self.dilation
         w, b = fast_view(self.weights.tensor()), fast_view(self.bias.tensor())
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
+        if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
+            # weights layout, bias corrections, padded buffer and output stage prepared once
+            layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
+
+            def conv(xs: list[np.ndarray]) -> np.ndarray:
+                return layer(xs[0])  # the batch axis: one pass, each sample computed as alone
+            return conv
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             # the convolution kernels take the batch axis: one pass, each sample computed as alone

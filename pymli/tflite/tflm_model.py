@@ -38,6 +38,7 @@ from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
 from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
+from ..kernels.conv_prepared import prepare_conv
 from ..kernels.eltwise import eltwise_sa8
 from ..kernels.fully_connected import prepare_fc
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
@@ -468,8 +469,15 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
     geo = dict(stride=(cf.stride_height, cf.stride_width), dilation=(cf.dilation_height, cf.dilation_width),
                pad=(0, 0) if _ksize(fn) == 1 else (cf.padding_top, cf.padding_left), out_hw=(ho, wo),
                bounds=capi_conv.out_bounds(cf.relu, out, True))
-    kern = (K.depthwise_conv2d_hwcn if "depthwise" in fn else K.group_conv2d_hwcn if "group" in fn
-            else K.conv2d_hwcn)
+    if "group" not in fn:
+        # conv2d / depthwise: weights layout, bias corrections, padded buffer and output stage prepared once
+        layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
+                             out_dtype=np.int8)
+
+        def conv(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+            return layer(x)  # a leading batch axis: each image computed exactly as alone
+        return conv
+    kern = K.group_conv2d_hwcn
 
     def convs(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
         # MLI has no batch axis (arc_mli's glue calls the kernel once per row); the kernels take a
