@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import numpy as np
 from hypothesis import strategies as st
 
 from pymli.arith.lut import create_lut
 from pymli.arith.pool import requant_params
+from pymli.checks import entry
 from pymli.config import Platform, use_platform
 from pymli.kernels import transform as KT
 
@@ -45,3 +49,29 @@ def assert_l2_normalize_matches_reference(x: np.ndarray, bits: int, axis: int, z
         got = KT.l2_normalize(x, lut, axis=axis, **kw)
         want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
     assert np.array_equal(got, want)
+
+
+def assert_repeated_calls_follow_rewrites(fn: Callable[..., Any], x: Any, w: Any, b: Any, cfg: Any, out: Any,
+                                          fresh_out: Callable[[], Any], platforms: Iterable[Platform]) -> None:
+    """Eight calls ``fn(x, w, b, cfg, out)`` per platform, the weights, bias and input rewritten in place
+    between some of them (same structs, other values): each output equals a call without the memo into
+    ``fresh_out()``."""
+    def want() -> np.ndarray:
+        ref = fresh_out()
+        was = entry.memo_enabled(False)
+        try:
+            fn(x, w, b, cfg, ref)
+        finally:
+            entry.memo_enabled(was)
+        return ref.data.copy()
+
+    for plat in platforms:
+        with use_platform(plat):
+            for step in range(8):
+                if step in (3, 5):  # rewrite a buffer in place: the same structs, other values
+                    t = (w, b)[step == 5]
+                    t.data[:] = np.roll(t.data, 1)
+                if step == 6:
+                    x.data[:] = x.data[::-1].copy()
+                fn(x, w, b, cfg, out)
+                assert np.array_equal(out.data, want()), (plat.name, step)

@@ -11,11 +11,11 @@ import pytest
 
 from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
 from pymli.capi.types import Conv2dCfg, ReluCfg, ReluType
-from pymli.checks import entry
 from pymli.config import PRESETS
 from pymli.kernels import conv_prepared
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
+from ._shared import assert_repeated_calls_follow_rewrites
 
 from .test_fc_paths import _layer, _ordinary
 
@@ -170,25 +170,8 @@ def test_capi_repeated_calls_follow_rewritten_buffers(kind: str, op: str) -> Non
     name, x, w, b, cfg, out = _capi_case(rng, kind, op)
     fn = capi.FUNCTIONS[name]
 
-    def want() -> np.ndarray:
-        ref = Tensor.zeros(tuple(out.shape[:3]), out.el_type, **_qkw(out))
-        was = entry.memo_enabled(False)
-        try:
-            fn(x, w, b, cfg, ref)
-        finally:
-            entry.memo_enabled(was)
-        return ref.data.copy()
-
-    for plat in PLATFORMS:
-        with use_platform(plat):
-            for step in range(8):
-                if step in (3, 5):  # rewrite a buffer in place: the same structs, other values
-                    t = (w, b)[step == 5]
-                    t.data[:] = np.roll(t.data, 1)
-                if step == 6:
-                    x.data[:] = x.data[::-1].copy()
-                fn(x, w, b, cfg, out)
-                assert np.array_equal(out.data, want()), (plat.name, step)
+    assert_repeated_calls_follow_rewrites(fn, x, w, b, cfg, out, lambda: Tensor.zeros(tuple(out.shape[:3]), out.el_type, **_qkw(out)),
+                                          PLATFORMS)
 
 
 @pytest.mark.parametrize("kind", KINDS)

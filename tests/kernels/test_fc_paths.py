@@ -11,10 +11,10 @@ import pytest
 
 from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
 from pymli.capi.types import FullyConnectedCfg, ReluCfg, ReluType
-from pymli.checks import entry
 from pymli.config import PRESETS
 from pymli.kernels import convolution as K
 from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
+from ._shared import assert_repeated_calls_follow_rewrites
 
 PLATFORMS = [*PRESETS.values(), Platform(RoundMode.CONVERGENT, True, False, "em-full-accu")]
 KINDS = ["sa8", "sa8_axis", "sa8_ext", "sa8_wzp", "fx16", "fx16_fx8_fx8", "fx8"]
@@ -232,25 +232,8 @@ def test_capi_repeated_calls_follow_rewritten_buffers(kind: str) -> None:
     name, x, w, b, cfg, out = _capi_case(rng, kind, 40, 12)
     fn = capi.FUNCTIONS[name]
 
-    def want() -> np.ndarray:
-        ref = Tensor.zeros((12,), out.el_type, **_qkw(out))
-        was = entry.memo_enabled(False)
-        try:
-            fn(x, w, b, cfg, ref)
-        finally:
-            entry.memo_enabled(was)
-        return ref.data.copy()
-
-    for plat in PLATFORMS:
-        with use_platform(plat):
-            for step in range(8):
-                if step in (3, 5):  # rewrite a buffer in place: the same structs, other values
-                    t = (w, b)[step == 5]
-                    t.data[:] = np.roll(t.data, 1)
-                if step == 6:
-                    x.data[:] = x.data[::-1].copy()
-                fn(x, w, b, cfg, out)
-                assert np.array_equal(out.data, want()), (plat.name, step)
+    assert_repeated_calls_follow_rewrites(fn, x, w, b, cfg, out, lambda: Tensor.zeros((12,), out.el_type, **_qkw(out)),
+                                          PLATFORMS)
 
 
 def _qkw(t: Tensor) -> dict:
