@@ -95,8 +95,10 @@ def _per_axis_value(t: Tensor, name: str, idx: int) -> int:
     return int(arr[idx])
 
 
-def _sa_param(t: Tensor, name: str, idx: int, bits: int) -> int:
-    """An SA parameter as its C type holds it: entry ``idx`` if per-axis, else the per-tensor value."""
+def _el_param(t: Tensor, name: str, idx: int, bits: int, other: int) -> int:
+    """An SA parameter as its C type holds it (entry ``idx`` if per-axis), ``other`` for other types."""
+    if t.el_type not in (ElType.SA_8, ElType.SA_32):
+        return other
     v = _per_axis_value(t, name, int(idx)) if t.dim >= 0 else int(getattr(t, name))
     return wrap_int(v, bits)
 
@@ -104,32 +106,21 @@ def _sa_param(t: Tensor, name: str, idx: int, bits: int) -> int:
 @mli_function()
 def mli_hlp_tensor_scale_shift(in_: Tensor, scale_idx: int) -> int:
     """Fractional bits: FX ``frac_bits``, SA ``scale_frac_bits`` (entry ``scale_idx`` if per-axis), 0 else."""
-    el = in_.el_type
-    if el in (ElType.FX_8, ElType.FX_16):
-        return wrap_int(int(in_.frac_bits), 8)
-    if el in (ElType.SA_8, ElType.SA_32):
-        return _sa_param(in_, "scale_frac_bits", scale_idx, 8)
-    return 0
+    fx = wrap_int(int(in_.frac_bits), 8) if in_.el_type in (ElType.FX_8, ElType.FX_16) else 0
+    return _el_param(in_, "scale_frac_bits", scale_idx, 8, fx)
 
 
 @mli_function()
 def mli_hlp_tensor_scale(in_: Tensor, scale_idx: int) -> int:
     """Scale: 1 for FX/FP_32, the SA scale (entry ``scale_idx`` if per-axis), 0 for other types."""
-    el = in_.el_type
-    if el in (ElType.FX_8, ElType.FX_16, ElType.FP_32):
-        return 1
-    if el in (ElType.SA_8, ElType.SA_32):
-        return _sa_param(in_, "scale", scale_idx, 16)
-    return 0
+    fx = 1 if in_.el_type in (ElType.FX_8, ElType.FX_16, ElType.FP_32) else 0
+    return _el_param(in_, "scale", scale_idx, 16, fx)
 
 
 @mli_function()
 def mli_hlp_tensor_zero_offset(in_: Tensor, zero_idx: int) -> int:
     """Zero point: 0 for FX/FP_32 (and other types), the SA zero point (entry ``zero_idx`` if per-axis)."""
-    el = in_.el_type
-    if el in (ElType.SA_8, ElType.SA_32):
-        return _sa_param(in_, "zero_point", zero_idx, 16)
-    return 0
+    return _el_param(in_, "zero_point", zero_idx, 16, 0)
 
 
 @mli_function()
