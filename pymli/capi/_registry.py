@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 
 from ..checks.entry import enum_lookup, guard
 
-__all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant"]
+__all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant",
+           "c_variants"]
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {}
 """Every implemented MLI API function, by its C name."""
@@ -98,6 +99,21 @@ def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
     fn.__module__ = impl.__module__
     fn.__signature__ = sig  # type: ignore[attr-defined]
     return mli_function(name)(fn)
+
+
+def c_variants(impl: Callable[..., Any], params: str,
+               rows: tuple[tuple[str, Any, str], ...]) -> tuple[Callable[..., Any], ...]:
+    """Register the planned C functions one body serves: the element-type specialisations of a family.
+
+    Args:
+        impl: the shared planner, ``impl(name, el_type, *params)`` (see :func:`c_variant`, ``planned``).
+        params: the public parameter names, space-separated, in C order.
+        rows: one ``(C name, element type, docstring)`` per function.
+
+    Returns:
+        The registered functions, in the order of ``rows``.
+    """
+    return tuple(c_variant(name, impl, params, doc, head=(el,), planned=True) for name, el, doc in rows)
 
 
 def unsupported(name: str, reason: str) -> None:

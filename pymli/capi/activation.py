@@ -21,7 +21,7 @@ from ..formats import ElType
 from ..kernels import activation as K
 from ..tensor import Tensor
 from ._plan import view, view_spec
-from ._registry import c_variant
+from ._registry import c_variants
 from .types import PreluCfg, ReluCfg
 
 __all__ = [
@@ -73,13 +73,7 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     return run
 
 
-def _variants(impl: Callable[..., Callable[..., Status]], params: str,
-              rows: tuple[tuple[str, ElType, str], ...]) -> tuple[Callable[..., Status], ...]:
-    """The planned C functions ``impl`` serves: one per ``(C name, element type, docstring)`` row."""
-    return tuple(c_variant(name, impl, params, doc, head=(el,), planned=True) for name, el, doc in rows)
-
-
-mli_krn_relu_fx8, mli_krn_relu_fx16, mli_krn_relu_sa8 = _variants(_relu, "in_ cfg out", (
+mli_krn_relu_fx8, mli_krn_relu_fx16, mli_krn_relu_sa8 = c_variants(_relu, "in_ cfg out", (
     ("mli_krn_relu_fx8", ElType.FX_8,
      "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits."),
     ("mli_krn_relu_fx16", ElType.FX_16, "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits."),
@@ -114,7 +108,7 @@ def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Call
     return run
 
 
-mli_krn_leaky_relu_fx8, mli_krn_leaky_relu_fx16, mli_krn_leaky_relu_sa8 = _variants(_leaky, "in_ slope_coeff out", (
+mli_krn_leaky_relu_fx8, mli_krn_leaky_relu_fx16, mli_krn_leaky_relu_sa8 = c_variants(_leaky, "in_ slope_coeff out", (
     ("mli_krn_leaky_relu_fx8", ElType.FX_8,
      "Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element)."),
     ("mli_krn_leaky_relu_fx16", ElType.FX_16,
@@ -158,7 +152,7 @@ def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: 
     return run
 
 
-mli_krn_prelu_fx8, mli_krn_prelu_fx16, mli_krn_prelu_sa8 = _variants(_prelu, "in_ slope_coeff cfg out", (
+mli_krn_prelu_fx8, mli_krn_prelu_fx16, mli_krn_prelu_sa8 = c_variants(_prelu, "in_ slope_coeff cfg out", (
     ("mli_krn_prelu_fx8", ElType.FX_8,
      "PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``)."),
     ("mli_krn_prelu_fx16", ElType.FX_16,

@@ -22,7 +22,7 @@ from ..formats import ElType
 from ..kernels import diverse as K
 from ..tensor import Tensor
 from ._plan import view, view_spec
-from ._registry import c_variant
+from ._registry import c_variants
 from .types import ArgmaxCfg, PermuteCfg
 
 __all__ = ["mli_krn_permute_fx8", "mli_krn_permute_fx16", "mli_krn_permute_sa8",
@@ -60,19 +60,13 @@ def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> 
     return run
 
 
-mli_krn_permute_fx8 = c_variant("mli_krn_permute_fx8", _permute, "in_ cfg out",
-    'Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``.',
-    head=(ElType.FX_8,), planned=True)
-
-
-mli_krn_permute_fx16 = c_variant("mli_krn_permute_fx16", _permute, "in_ cfg out",
-    'Permute the dimensions of an fx16 tensor.',
-    head=(ElType.FX_16,), planned=True)
-
-
-mli_krn_permute_sa8 = c_variant("mli_krn_permute_sa8", _permute, "in_ cfg out",
-    'Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension.',
-    head=(ElType.SA_8,), planned=True)
+mli_krn_permute_fx8, mli_krn_permute_fx16, mli_krn_permute_sa8 = c_variants(_permute, "in_ cfg out", (
+    ("mli_krn_permute_fx8", ElType.FX_8,
+     "Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``."),
+    ("mli_krn_permute_fx16", ElType.FX_16, "Permute the dimensions of an fx16 tensor."),
+    ("mli_krn_permute_sa8", ElType.SA_8,
+     "Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension."),
+))
 
 
 # ---------------------------------------------------------------------------------------- argmax
@@ -95,11 +89,9 @@ def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Ca
     return run
 
 
-mli_krn_argmax_sa8 = c_variant("mli_krn_argmax_sa8", _argmax, "in_ cfg out",
-    'Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``).',
-    head=(ElType.SA_8,), planned=True)
-
-
-mli_krn_argmax_fx16 = c_variant("mli_krn_argmax_fx16", _argmax, "in_ cfg out",
-    'Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``).',
-    head=(ElType.FX_16,), planned=True)
+mli_krn_argmax_sa8, mli_krn_argmax_fx16 = c_variants(_argmax, "in_ cfg out", (
+    ("mli_krn_argmax_sa8", ElType.SA_8,
+     "Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``)."),
+    ("mli_krn_argmax_fx16", ElType.FX_16,
+     "Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``)."),
+))

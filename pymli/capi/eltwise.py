@@ -59,12 +59,6 @@ def _operand(t: Tensor) -> ViewSpec | None:
     return view_spec(t)
 
 
-def _doc(name: str, op: EltOp, el_type: ElType) -> str:
-    return (f"``{name}(in1, in2, out)``: element-wise {op.value} of {el_type.name} tensors "
-            "(one operand may be a scalar).\n\nReturns Status.OK or raises MliError with the status "
-            "of the checked C build.")
-
-
 def _run(fn: str, op: EltOp, el_type: ElType, in1: Tensor, in2: Tensor, out: Tensor) -> Callable[..., Status]:
     check_eltwise(fn, in1, in2, out, op, el_type)
     v1, v2 = _operand(in1), _operand(in2)
@@ -100,52 +94,31 @@ def _run(fn: str, op: EltOp, el_type: ElType, in1: Tensor, in2: Tensor, out: Ten
     return run
 
 
-mli_krn_eltwise_add_fx8 = c_variant("mli_krn_eltwise_add_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_fx8", EltOp.ADD, ElType.FX_8),
-                     head=(EltOp.ADD, ElType.FX_8), planned=True)
-mli_krn_eltwise_add_fx16 = c_variant("mli_krn_eltwise_add_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_fx16", EltOp.ADD, ElType.FX_16),
-                     head=(EltOp.ADD, ElType.FX_16), planned=True)
-mli_krn_eltwise_add_sa8 = c_variant("mli_krn_eltwise_add_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_add_sa8", EltOp.ADD, ElType.SA_8),
-                     head=(EltOp.ADD, ElType.SA_8), planned=True)
-mli_krn_eltwise_sub_fx8 = c_variant("mli_krn_eltwise_sub_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_fx8", EltOp.SUB, ElType.FX_8),
-                     head=(EltOp.SUB, ElType.FX_8), planned=True)
-mli_krn_eltwise_sub_fx16 = c_variant("mli_krn_eltwise_sub_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_fx16", EltOp.SUB, ElType.FX_16),
-                     head=(EltOp.SUB, ElType.FX_16), planned=True)
-mli_krn_eltwise_sub_sa8 = c_variant("mli_krn_eltwise_sub_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_sub_sa8", EltOp.SUB, ElType.SA_8),
-                     head=(EltOp.SUB, ElType.SA_8), planned=True)
-mli_krn_eltwise_mul_fx8 = c_variant("mli_krn_eltwise_mul_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_fx8", EltOp.MUL, ElType.FX_8),
-                     head=(EltOp.MUL, ElType.FX_8), planned=True)
-mli_krn_eltwise_mul_fx16 = c_variant("mli_krn_eltwise_mul_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_fx16", EltOp.MUL, ElType.FX_16),
-                     head=(EltOp.MUL, ElType.FX_16), planned=True)
-mli_krn_eltwise_mul_sa8 = c_variant("mli_krn_eltwise_mul_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_mul_sa8", EltOp.MUL, ElType.SA_8),
-                     head=(EltOp.MUL, ElType.SA_8), planned=True)
-mli_krn_eltwise_max_fx8 = c_variant("mli_krn_eltwise_max_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_fx8", EltOp.MAX, ElType.FX_8),
-                     head=(EltOp.MAX, ElType.FX_8), planned=True)
-mli_krn_eltwise_max_fx16 = c_variant("mli_krn_eltwise_max_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_fx16", EltOp.MAX, ElType.FX_16),
-                     head=(EltOp.MAX, ElType.FX_16), planned=True)
-mli_krn_eltwise_max_sa8 = c_variant("mli_krn_eltwise_max_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_max_sa8", EltOp.MAX, ElType.SA_8),
-                     head=(EltOp.MAX, ElType.SA_8), planned=True)
-mli_krn_eltwise_min_fx8 = c_variant("mli_krn_eltwise_min_fx8", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_fx8", EltOp.MIN, ElType.FX_8),
-                     head=(EltOp.MIN, ElType.FX_8), planned=True)
-mli_krn_eltwise_min_fx16 = c_variant("mli_krn_eltwise_min_fx16", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_fx16", EltOp.MIN, ElType.FX_16),
-                     head=(EltOp.MIN, ElType.FX_16), planned=True)
-mli_krn_eltwise_min_sa8 = c_variant("mli_krn_eltwise_min_sa8", _run, "in1 in2 out", _doc("mli_krn_eltwise_min_sa8", EltOp.MIN, ElType.SA_8),
-                     head=(EltOp.MIN, ElType.SA_8), planned=True)
-
-ELTWISE: dict[tuple[EltOp, ElType], Callable[..., Status]] = {
-    (EltOp.ADD, ElType.FX_8): mli_krn_eltwise_add_fx8,
-    (EltOp.ADD, ElType.FX_16): mli_krn_eltwise_add_fx16,
-    (EltOp.ADD, ElType.SA_8): mli_krn_eltwise_add_sa8,
-    (EltOp.SUB, ElType.FX_8): mli_krn_eltwise_sub_fx8,
-    (EltOp.SUB, ElType.FX_16): mli_krn_eltwise_sub_fx16,
-    (EltOp.SUB, ElType.SA_8): mli_krn_eltwise_sub_sa8,
-    (EltOp.MUL, ElType.FX_8): mli_krn_eltwise_mul_fx8,
-    (EltOp.MUL, ElType.FX_16): mli_krn_eltwise_mul_fx16,
-    (EltOp.MUL, ElType.SA_8): mli_krn_eltwise_mul_sa8,
-    (EltOp.MAX, ElType.FX_8): mli_krn_eltwise_max_fx8,
-    (EltOp.MAX, ElType.FX_16): mli_krn_eltwise_max_fx16,
-    (EltOp.MAX, ElType.SA_8): mli_krn_eltwise_max_sa8,
-    (EltOp.MIN, ElType.FX_8): mli_krn_eltwise_min_fx8,
-    (EltOp.MIN, ElType.FX_16): mli_krn_eltwise_min_fx16,
-    (EltOp.MIN, ElType.SA_8): mli_krn_eltwise_min_sa8,
-}
+ELTWISE: dict[tuple[EltOp, ElType], Callable[..., Status]] = {}
 """The element-wise functions by (operation, element type)."""
+
+
+def _make(op: EltOp, el_type: ElType, name: str) -> Callable[..., Status]:
+    """Register ``name`` (``op`` on ``el_type`` tensors) and enter it in :data:`ELTWISE`."""
+    doc = (f"``{name}(in1, in2, out)``: element-wise {op.value} of {el_type.name} tensors "
+           "(one operand may be a scalar).\n\nReturns Status.OK or raises MliError with the status "
+           "of the checked C build.")
+    ELTWISE[(op, el_type)] = fn = c_variant(name, _run, "in1 in2 out", doc, head=(op, el_type), planned=True)
+    return fn
+
+
+mli_krn_eltwise_add_fx8 = _make(EltOp.ADD, ElType.FX_8, "mli_krn_eltwise_add_fx8")
+mli_krn_eltwise_add_fx16 = _make(EltOp.ADD, ElType.FX_16, "mli_krn_eltwise_add_fx16")
+mli_krn_eltwise_add_sa8 = _make(EltOp.ADD, ElType.SA_8, "mli_krn_eltwise_add_sa8")
+mli_krn_eltwise_sub_fx8 = _make(EltOp.SUB, ElType.FX_8, "mli_krn_eltwise_sub_fx8")
+mli_krn_eltwise_sub_fx16 = _make(EltOp.SUB, ElType.FX_16, "mli_krn_eltwise_sub_fx16")
+mli_krn_eltwise_sub_sa8 = _make(EltOp.SUB, ElType.SA_8, "mli_krn_eltwise_sub_sa8")
+mli_krn_eltwise_mul_fx8 = _make(EltOp.MUL, ElType.FX_8, "mli_krn_eltwise_mul_fx8")
+mli_krn_eltwise_mul_fx16 = _make(EltOp.MUL, ElType.FX_16, "mli_krn_eltwise_mul_fx16")
+mli_krn_eltwise_mul_sa8 = _make(EltOp.MUL, ElType.SA_8, "mli_krn_eltwise_mul_sa8")
+mli_krn_eltwise_max_fx8 = _make(EltOp.MAX, ElType.FX_8, "mli_krn_eltwise_max_fx8")
+mli_krn_eltwise_max_fx16 = _make(EltOp.MAX, ElType.FX_16, "mli_krn_eltwise_max_fx16")
+mli_krn_eltwise_max_sa8 = _make(EltOp.MAX, ElType.SA_8, "mli_krn_eltwise_max_sa8")
+mli_krn_eltwise_min_fx8 = _make(EltOp.MIN, ElType.FX_8, "mli_krn_eltwise_min_fx8")
+mli_krn_eltwise_min_fx16 = _make(EltOp.MIN, ElType.FX_16, "mli_krn_eltwise_min_fx16")
+mli_krn_eltwise_min_sa8 = _make(EltOp.MIN, ElType.SA_8, "mli_krn_eltwise_min_sa8")

@@ -110,52 +110,39 @@ def _maxpool(fn: str, el_type: ElType, k: int, inp: Tensor, cfg: PoolCfg, out: T
     return run
 
 
-def _make(impl, name: str, el_type: ElType, k: int, what: str):  # noqa: ANN001, ANN202
+POOLING: dict[tuple[str, ElType, int], Callable[..., Status]] = {}
+"""The pooling functions by ("ave" or "max", element type, kernel size of the specialisation; 0: generic)."""
+_PLANNERS = {"ave": (_avepool, "average"), "max": (_maxpool, "max")}
+
+
+def _make(kind: str, el_type: ElType, k: int, name: str) -> Callable[..., Status]:
+    """Register ``name`` (``kind`` pooling of ``el_type``, kernel ``k`` x ``k``; 0: any) and enter it in
+    :data:`POOLING`."""
+    impl, what = _PLANNERS[kind]
     doc = (f"``{name}(in, cfg, out)``: {what} pooling of an HWC {el_type.name} tensor"
            + (f" with a {k}x{k} kernel (SHAPE_MISMATCH otherwise)." if k else ".")
            + "\n\nArgs:\n    inp: input feature map, HWC (rank 3).\n    cfg: :class:`~pymli.capi.types.PoolCfg`."
            + "\n    out: output feature map, HWC, written through its mem_stride.\n\nReturns:\n    ``Status.OK``."
            + "\n\nRaises:\n    MliError: the status of the checked C build (nothing is written to ``out``).\n")
-    return c_variant(name, impl, "inp cfg out", doc, head=(el_type, k), planned=True)
+    POOLING[(kind, el_type, k)] = fn = c_variant(name, impl, "inp cfg out", doc, head=(el_type, k), planned=True)
+    return fn
 
 
-mli_krn_avepool_hwc_fx8 = _make(_avepool, "mli_krn_avepool_hwc_fx8", ElType.FX_8, 0, "average")
-mli_krn_avepool_hwc_fx8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k2x2", ElType.FX_8, 2, "average")
-mli_krn_avepool_hwc_fx8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx8_k3x3", ElType.FX_8, 3, "average")
-mli_krn_avepool_hwc_fx16 = _make(_avepool, "mli_krn_avepool_hwc_fx16", ElType.FX_16, 0, "average")
-mli_krn_avepool_hwc_fx16_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k2x2", ElType.FX_16, 2, "average")
-mli_krn_avepool_hwc_fx16_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_fx16_k3x3", ElType.FX_16, 3, "average")
-mli_krn_avepool_hwc_sa8 = _make(_avepool, "mli_krn_avepool_hwc_sa8", ElType.SA_8, 0, "average")
-mli_krn_avepool_hwc_sa8_k2x2 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k2x2", ElType.SA_8, 2, "average")
-mli_krn_avepool_hwc_sa8_k3x3 = _make(_avepool, "mli_krn_avepool_hwc_sa8_k3x3", ElType.SA_8, 3, "average")
-mli_krn_maxpool_hwc_fx8 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8", ElType.FX_8, 0, "max")
-mli_krn_maxpool_hwc_fx8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k2x2", ElType.FX_8, 2, "max")
-mli_krn_maxpool_hwc_fx8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx8_k3x3", ElType.FX_8, 3, "max")
-mli_krn_maxpool_hwc_fx16 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16", ElType.FX_16, 0, "max")
-mli_krn_maxpool_hwc_fx16_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k2x2", ElType.FX_16, 2, "max")
-mli_krn_maxpool_hwc_fx16_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_fx16_k3x3", ElType.FX_16, 3, "max")
-mli_krn_maxpool_hwc_sa8 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8", ElType.SA_8, 0, "max")
-mli_krn_maxpool_hwc_sa8_k2x2 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k2x2", ElType.SA_8, 2, "max")
-mli_krn_maxpool_hwc_sa8_k3x3 = _make(_maxpool, "mli_krn_maxpool_hwc_sa8_k3x3", ElType.SA_8, 3, "max")
-
-POOLING: dict[tuple[str, ElType, int], Callable[..., Status]] = {
-    ("ave", ElType.FX_8, 0): mli_krn_avepool_hwc_fx8,
-    ("ave", ElType.FX_8, 2): mli_krn_avepool_hwc_fx8_k2x2,
-    ("ave", ElType.FX_8, 3): mli_krn_avepool_hwc_fx8_k3x3,
-    ("ave", ElType.FX_16, 0): mli_krn_avepool_hwc_fx16,
-    ("ave", ElType.FX_16, 2): mli_krn_avepool_hwc_fx16_k2x2,
-    ("ave", ElType.FX_16, 3): mli_krn_avepool_hwc_fx16_k3x3,
-    ("ave", ElType.SA_8, 0): mli_krn_avepool_hwc_sa8,
-    ("ave", ElType.SA_8, 2): mli_krn_avepool_hwc_sa8_k2x2,
-    ("ave", ElType.SA_8, 3): mli_krn_avepool_hwc_sa8_k3x3,
-    ("max", ElType.FX_8, 0): mli_krn_maxpool_hwc_fx8,
-    ("max", ElType.FX_8, 2): mli_krn_maxpool_hwc_fx8_k2x2,
-    ("max", ElType.FX_8, 3): mli_krn_maxpool_hwc_fx8_k3x3,
-    ("max", ElType.FX_16, 0): mli_krn_maxpool_hwc_fx16,
-    ("max", ElType.FX_16, 2): mli_krn_maxpool_hwc_fx16_k2x2,
-    ("max", ElType.FX_16, 3): mli_krn_maxpool_hwc_fx16_k3x3,
-    ("max", ElType.SA_8, 0): mli_krn_maxpool_hwc_sa8,
-    ("max", ElType.SA_8, 2): mli_krn_maxpool_hwc_sa8_k2x2,
-    ("max", ElType.SA_8, 3): mli_krn_maxpool_hwc_sa8_k3x3,
-}
-"""The pooling functions by ("ave" or "max", element type, kernel size of the specialisation; 0: generic)."""
+mli_krn_avepool_hwc_fx8 = _make("ave", ElType.FX_8, 0, "mli_krn_avepool_hwc_fx8")
+mli_krn_avepool_hwc_fx8_k2x2 = _make("ave", ElType.FX_8, 2, "mli_krn_avepool_hwc_fx8_k2x2")
+mli_krn_avepool_hwc_fx8_k3x3 = _make("ave", ElType.FX_8, 3, "mli_krn_avepool_hwc_fx8_k3x3")
+mli_krn_avepool_hwc_fx16 = _make("ave", ElType.FX_16, 0, "mli_krn_avepool_hwc_fx16")
+mli_krn_avepool_hwc_fx16_k2x2 = _make("ave", ElType.FX_16, 2, "mli_krn_avepool_hwc_fx16_k2x2")
+mli_krn_avepool_hwc_fx16_k3x3 = _make("ave", ElType.FX_16, 3, "mli_krn_avepool_hwc_fx16_k3x3")
+mli_krn_avepool_hwc_sa8 = _make("ave", ElType.SA_8, 0, "mli_krn_avepool_hwc_sa8")
+mli_krn_avepool_hwc_sa8_k2x2 = _make("ave", ElType.SA_8, 2, "mli_krn_avepool_hwc_sa8_k2x2")
+mli_krn_avepool_hwc_sa8_k3x3 = _make("ave", ElType.SA_8, 3, "mli_krn_avepool_hwc_sa8_k3x3")
+mli_krn_maxpool_hwc_fx8 = _make("max", ElType.FX_8, 0, "mli_krn_maxpool_hwc_fx8")
+mli_krn_maxpool_hwc_fx8_k2x2 = _make("max", ElType.FX_8, 2, "mli_krn_maxpool_hwc_fx8_k2x2")
+mli_krn_maxpool_hwc_fx8_k3x3 = _make("max", ElType.FX_8, 3, "mli_krn_maxpool_hwc_fx8_k3x3")
+mli_krn_maxpool_hwc_fx16 = _make("max", ElType.FX_16, 0, "mli_krn_maxpool_hwc_fx16")
+mli_krn_maxpool_hwc_fx16_k2x2 = _make("max", ElType.FX_16, 2, "mli_krn_maxpool_hwc_fx16_k2x2")
+mli_krn_maxpool_hwc_fx16_k3x3 = _make("max", ElType.FX_16, 3, "mli_krn_maxpool_hwc_fx16_k3x3")
+mli_krn_maxpool_hwc_sa8 = _make("max", ElType.SA_8, 0, "mli_krn_maxpool_hwc_sa8")
+mli_krn_maxpool_hwc_sa8_k2x2 = _make("max", ElType.SA_8, 2, "mli_krn_maxpool_hwc_sa8_k2x2")
+mli_krn_maxpool_hwc_sa8_k3x3 = _make("max", ElType.SA_8, 3, "mli_krn_maxpool_hwc_sa8_k3x3")
