@@ -12,6 +12,7 @@ from pymli.arith.lut import create_lut
 from pymli.arith.pool import requant_params
 from pymli.checks import entry
 from pymli.config import Platform, use_platform
+from pymli.kernels import diverse as KD
 from pymli.kernels import transform as KT
 
 
@@ -49,6 +50,19 @@ def assert_l2_normalize_matches_reference(x: np.ndarray, bits: int, axis: int, z
         got = KT.l2_normalize(x, lut, axis=axis, **kw)
         want = KT.l2_normalize_reference(x, lut, axis=axis, **kw)
     assert np.array_equal(got, want)
+
+
+def assert_argmax_matches_heap_replay(x: np.ndarray, axis: int, k: int, stride_map: tuple[int, int] | None) -> None:
+    """``kernels.diverse.argmax`` of ``x`` (``axis`` clipped to its rank, ``k`` to the slice size) equals
+    the C heap replay; with ``stride_map = (m, a)`` both read ``x`` as if its element strides were
+    ``s * m + a`` (offsets only: the values are ``x``'s)."""
+    axis = min(axis, x.ndim - 1)
+    n = x.size if axis < 0 else x.size // x.shape[axis]
+    k = min(k, n)
+    strides = None
+    if stride_map is not None:
+        strides = [int(s) * stride_map[0] + stride_map[1] for s in np.asarray(x.strides) // x.itemsize]
+    assert np.array_equal(KD.argmax(x, axis, k, strides), KD.argmax_reference(x, axis, k, strides))
 
 
 def assert_repeated_calls_follow_rewrites(fn: Callable[..., Any], x: Any, w: Any, b: Any, cfg: Any, out: Any,

@@ -25,7 +25,7 @@ from pymli.kernels import diverse as KD
 from pymli.kernels import pooling as KP
 from pymli.kernels import transform as KT
 from pymli.kernels.eltwise import eltwise_fx
-from ._shared import assert_l2_normalize_matches_reference, pool_case
+from ._shared import assert_argmax_matches_heap_replay, assert_l2_normalize_matches_reference, pool_case
 
 MODES = {"up": VPX, "convergent": EM}
 DTYPES = {8: np.int8, 16: np.int16}
@@ -133,15 +133,8 @@ def test_l2_normalize_fast_paths_are_taken() -> None:
 @given(shapes, st.sampled_from([8, 16]), st.integers(-1, 3), st.integers(1, 12), st.booleans(), st.booleans(),
        st.integers(0, 2**32 - 1))
 def test_argmax_equals_heap_replay(shape, bits, axis, k, narrow, strided, seed) -> None:
-    rng = np.random.default_rng(seed)
-    x = _ints(rng, shape, bits, narrow)
-    axis = min(axis, x.ndim - 1)
-    n = x.size if axis < 0 else x.size // x.shape[axis]
-    k = min(k, n)
-    strides = None
-    if strided:
-        strides = [int(s) * 3 for s in np.asarray(x.strides) // x.itemsize]
-    assert np.array_equal(KD.argmax(x, axis, k, strides), KD.argmax_reference(x, axis, k, strides))
+    x = _ints(np.random.default_rng(seed), shape, bits, narrow)
+    assert_argmax_matches_heap_replay(x, axis, k, (3, 0) if strided else None)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
