@@ -18,28 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pymli import MliError, Status
-from pymli.models import (
-    GRU,
-    LSTM,
-    Argmax,
-    AvgPool,
-    Concat,
-    Conv2D,
-    DepthwiseConv2D,
-    Eltwise,
-    FullyConnected,
-    GroupConv2D,
-    L2Normalize,
-    LeakyReLU,
-    MaxPool,
-    Network,
-    Pad2D,
-    Permute,
-    PReLU,
-    ReLU,
-    Softmax,
-    TransposeConv2D,
-)
+from pymli.models import (GRU, LSTM, Argmax, AvgPool, Concat, Conv2D, DepthwiseConv2D, Eltwise, FullyConnected,
+                          GroupConv2D, L2Normalize, LeakyReLU, MaxPool, Network, Pad2D, Permute, PReLU, ReLU, Softmax,
+                          TransposeConv2D)
 from pymli.models.quantize import quantize_network
 
 from .strategies import FUZZ, int_values, junk_values, odd_values
