@@ -10,8 +10,6 @@ This module and its siblings in :mod:`pymli.arith` are the only places where pym
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import numpy.typing as npt
 
@@ -187,19 +185,20 @@ def sat(x: ArrayLike, bits: int) -> np.ndarray:
     return np.minimum(np.maximum(_i64(x), lo), hi)
 
 
-def _sat_binop(op: np.ufunc, a: ArrayLike, b: ArrayLike, bits: int,
-               above: Callable[[np.ndarray, np.ndarray, int], np.ndarray],
-               below: Callable[[np.ndarray, np.ndarray, int], np.ndarray]) -> np.ndarray:
-    """``op(a, b)`` saturated to ``bits`` bits. Below 64 bits the exact int64 result is clamped; at 64
-    bits the wrapped result is replaced where the C function's overflow conditions ``above(a, b, hi)``
-    / ``below(a, b, lo)`` hold (each written as in C, without an overflowing operation)."""
+def _sat_binop(op: np.ufunc, a: ArrayLike, b: ArrayLike, bits: int) -> np.ndarray:
+    """``op(a, b)`` (``np.add`` or ``np.subtract``) saturated to ``bits`` bits, as C's overflow
+    tests give it: the exact result clamped to the range."""
     a, b = _i64(a), _i64(b)
     if bits < 64:
         return sat(op(a, b), bits)
     lo, hi = limits(64)
     with np.errstate(over="ignore"):
         r = op(a, b)
-    return np.where(below(a, b, lo), lo, np.where(above(a, b, hi), hi, r))
+    # floor(op(a, b) / 2) without overflow: the halves of the operands (|a >> 1| <= 2**62) plus
+    # the carry of their low bits. The exact result is above hi (below lo) exactly when its half
+    # is above hi >> 1 (below lo >> 1).
+    half = op(a >> 1, b >> 1) + (op(a & 1, b & 1) >> 1)
+    return np.where(half < lo >> 1, lo, np.where(half > hi >> 1, hi, r))
 
 
 def add_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
@@ -211,9 +210,7 @@ def add_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
     Returns:
         int64 array of the saturated sums.
     """
-    return _sat_binop(np.add, a, b, bits,
-                      lambda a, b, hi: (b > 0) & (a > hi - np.maximum(b, 0)),
-                      lambda a, b, lo: (b < 0) & (a < lo - np.minimum(b, 0)))
+    return _sat_binop(np.add, a, b, bits)
 
 
 def sub_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
@@ -225,9 +222,7 @@ def sub_sat(a: ArrayLike, b: ArrayLike, bits: int = 32) -> np.ndarray:
     Returns:
         int64 array of the saturated differences.
     """
-    return _sat_binop(np.subtract, a, b, bits,
-                      lambda a, b, hi: (b < 0) & (a > hi + np.minimum(b, 0)),
-                      lambda a, b, lo: (b > 0) & (a < lo + np.maximum(b, 0)))
+    return _sat_binop(np.subtract, a, b, bits)
 
 
 def _is_scalar(n: ArrayLike) -> bool:

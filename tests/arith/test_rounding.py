@@ -133,3 +133,19 @@ def test_wide_add_sub_hypothesis(bits: int, data: st.DataObject) -> None:
     A, B = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
     assert R.add_sat(A, B, bits).tolist() == [O.add_sat(x, y, bits) for x, y in zip(a, b)]
     assert R.sub_sat(A, B, bits).tolist() == [O.sub_sat(x, y, bits) for x, y in zip(a, b)]
+
+
+def test_add_sub_sat_64_edges_and_random() -> None:
+    # Every pair of values near the ends, zero and the quarter points (where the halving of the
+    # 64-bit path carries), plus seeded random pairs: against Python's unbounded ints.
+    lo, hi = O.lim(64)
+    q = 1 << 62
+    edge = [lo, lo + 1, lo + 2, -q - 1, -q, -q + 1, -2, -1, 0, 1, 2, q - 1, q, q + 1, hi - 2, hi - 1, hi]
+    rng = np.random.default_rng(12)
+    rand = rng.integers(lo, hi, size=64, dtype=np.int64, endpoint=True).tolist()
+    vals = edge + rand + [v ^ 1 for v in rand]
+    a = [x for x in vals for _ in vals]
+    b = [y for _ in vals for y in vals]
+    A, B = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    assert R.add_sat(A, B, 64).tolist() == [max(lo, min(hi, x + y)) for x, y in zip(a, b)]
+    assert R.sub_sat(A, B, 64).tolist() == [max(lo, min(hi, x - y)) for x, y in zip(a, b)]
