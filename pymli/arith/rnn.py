@@ -1,19 +1,17 @@
 """Arithmetic of MLI's recurrent kernels: RNN dense, LSTM cell and GRU cell.
 
-The recurrent kernels of MLI 2.0.2 combine several families of integer operations; the two that
-are specific to them are mirrored here by small vectorised helpers (the kernels in
-:mod:`pymli.kernels.recurrent` only orchestrate them):
+The recurrent kernels of MLI 2.0.2 combine several families of integer operations; the one that
+is specific to them is mirrored here by small vectorised helpers (the kernels in
+:mod:`pymli.kernels.recurrent` only orchestrate them): the dense part (``rnn_dense_op`` of
+``bricks/impl/mli_krn_rnn_dense_op_ref.h``), one MAC series per input, each series rescaled on its
+own to the intermediate format (``ir_rnn_result_requantize``), the partial results added with
+saturation and cast to the output container (``ir_result_cast_relu_store``).
 
-* the dense part (``rnn_dense_op`` of ``bricks/impl/mli_krn_rnn_dense_op_ref.h``): one MAC series
-  per input, each series rescaled on its own to the intermediate format
-  (``ir_rnn_result_requantize``), the partial results added with saturation and cast to the
-  output container (``ir_result_cast_relu_store``);
-* the element-wise products and sums inside the cells (``eltwise_perform_operation`` of
-  ``kernels/eltwise/impl/mli_krn_eltwise_ref.h``).
-
-The parts shared with the other MAC kernels come from :mod:`pymli.arith.requant` (bias
-alignment, sa8 output multipliers, ``define_quant_params``) and the sigmoid / tanh lookups the
-cells apply to their gates from :mod:`pymli.arith.lut`. All helpers compute in int64 and model the
+The parts shared with the other kernels come from :mod:`pymli.arith.requant` (bias alignment, sa8
+output multipliers, ``define_quant_params``), :mod:`pymli.arith.eltwise` (the element-wise
+products and sums inside the cells, ``eltwise_perform_operation``, taken here in the operand
+order and tuple layout of the cells) and the sigmoid / tanh lookups the cells apply to their
+gates from :mod:`pymli.arith.lut`. All helpers compute in int64 and model the
 C container widths explicitly (``bits`` arguments); rounding follows the current platform through
 :mod:`pymli.arith.rounding`.
 """
@@ -25,10 +23,10 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
-from ..config import get_platform
 from ..formats import RoundMode
+from .eltwise import EltOp, fx_eltwise, fx_params, sa8_eltwise, sa8_params
 from .requant import acc_container_bits
-from .rounding import add_sat, asr_rnd, limits, norm_cast, round_mode, sat, sub_sat, trunc_div, wrap
+from .rounding import add_sat, asr_rnd, limits, norm_cast, round_mode, sat, trunc_div, wrap
 
 __all__ = [
     "c_div",
@@ -170,7 +168,7 @@ def sa_ir_cast(acc: npt.ArrayLike, out_zp: int) -> np.ndarray:
 # ---------------------------------------------------------------------------------- eltwise
 def eltwise_fx(op: str, a: npt.ArrayLike, b: npt.ArrayLike, fa: int, fb: int, fo: int,
                io_bits: int = 16) -> np.ndarray:
-    """``eltwise_perform_operation`` for FX (no conversion).
+    """``eltwise_perform_operation`` for FX (no conversion): :func:`pymli.arith.eltwise.fx_eltwise`.
 
     Args:
         op: ``"add"``, ``"sub"`` or ``"mul"``.
@@ -181,56 +179,14 @@ def eltwise_fx(op: str, a: npt.ArrayLike, b: npt.ArrayLike, fa: int, fb: int, fo
     Returns:
         int64 array of output values, the broadcast shape.
     """
-    a = np.asarray(a, dtype=I64)
-    b = np.asarray(b, dtype=I64)
-    max_shift = 2 * io_bits - 1
-    if op == "mul":
-        post = min(fa + fb - fo, max_shift)
-        return sat(asr_rnd(a * b, post, 64), io_bits)
-    pre1 = min(fa - fb, 0)
-    pre2 = min(fb - fa, 0)
-    post = min(max(fa, fb) - fo, max_shift)
-    in1 = asr_rnd(a, pre1, 32)
-    in2 = asr_rnd(b, pre2, 32)
-    acc = add_sat(in1, in2, 32) if op == "add" else sub_sat(in1, in2, 32)
-    return sat(asr_rnd(acc, post, 64), io_bits)
-
-
-@functools.lru_cache(maxsize=256)
-def _eltwise_sa8_params(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int],
-                        mode: RoundMode) -> tuple[tuple[int, int], ...]:
-    """Multipliers and shifts ``eltwise_prepare_and_run`` derives for per-tensor sa8 operands.
-
-    A product gets one 16-bit multiplier and a post shift; a sum or difference one multiplier and
-    a pre shift per operand.
-    """
-    (_, sa_, fa), (_, sb, fb), (_, so, fo) = qa, qb, qo
-    if op == "mul":
-        f, sh = norm_cast(sa_ * sb, 32, 32, mode)
-        f = c_div(f, so)
-        post = fa + fb - fo - sh
-        s16, sh = norm_cast(f, 32, 16, mode)
-        post -= sh
-        sh = max(post - 31, 0) + min(31 + post, 0)
-        return ((int(asr_rnd(s16, sh, 16, mode)), post - sh),)
-    res = []
-    for s, f_ in ((sa_, fa), (sb, fb)):
-        v, ns = norm_cast(s, 32, 32, mode)
-        v = c_div(v, so)
-        pre = -ns + f_ - fo
-        s16, ns = norm_cast(v, 32, 16, mode)
-        pre -= ns
-        sh = max(pre - 23, 0) + min(31 + pre, 0)
-        res.append((int(asr_rnd(s16, sh, 16, mode)), pre - sh))
-    return tuple(res)
+    e = EltOp(op)
+    return np.asarray(fx_eltwise(e, a, b, fx_params(e, fa, fb, fo, io_bits), io_bits), dtype=I64)
 
 
 def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int, int],
                 qb: tuple[int, int, int], qo: tuple[int, int, int]) -> np.ndarray:
-    """``eltwise_perform_operation`` for sa8 (with conversion).
-
-    The scale factors and shifts are derived as ``eltwise_prepare_and_run`` does for per-tensor
-    quantisation (:func:`_eltwise_sa8_params`).
+    """``eltwise_perform_operation`` for sa8 (with conversion): :func:`pymli.arith.eltwise.sa8_eltwise`
+    with the parameters ``eltwise_prepare_and_run`` derives for per-tensor quantisation.
 
     Args:
         op: ``"add"``, ``"sub"`` or ``"mul"``.
@@ -240,22 +196,8 @@ def eltwise_sa8(op: str, a: npt.ArrayLike, b: npt.ArrayLike, qa: tuple[int, int,
     Returns:
         int64 array of int8 values, the broadcast shape.
     """
-    qa, qb, qo = (tuple(int(v) for v in q) for q in (qa, qb, qo))
-    params = _eltwise_sa8_params(op, qa, qb, qo, get_platform().round_mode)
-    zo = qo[0]
-    in1 = sub_sat(a, qa[0], 16)
-    in2 = sub_sat(b, qb[0], 16)
-    if op == "mul":
-        ((s16, post),) = params
-        preshift = min(max(post - (32 - 8 - 3), 0), 3)
-        acc16 = sat(asr_rnd(in1 * in2, preshift, 32), 16)
-        tmp = sat(asr_rnd(acc16 * s16, post - preshift, 32), 16)
-        return sat(add_sat(tmp, zo, 16), 8)
-    (s1, p1), (s2, p2) = params
-    x1 = asr_rnd(in1 * s1, p1, 32)
-    x2 = asr_rnd(in2 * s2, p2, 32)
-    acc = add_sat(x1, x2, 32) if op == "add" else sub_sat(x1, x2, 32)
-    return sat(add_sat(sat(acc, 16), zo, 16), 8)
+    e = EltOp(op)
+    return sa8_eltwise(e, a, b, sa8_params(e, *((s, f, z) for z, s, f in (qa, qb, qo))))
 
 
 # ---------------------------------------------------------------------------------- planned steps
