@@ -19,7 +19,7 @@ from ..formats import ElType
 from ..kernels import transform as K
 from ..tensor import Lut, Tensor
 from ._plan import view, view_spec
-from ._registry import c_variant, mli_function
+from ._registry import c_variant
 from .types import L2NormalizeCfg, SoftmaxCfg
 
 __all__ = [
@@ -180,6 +180,11 @@ mli_krn_l2_normalize_sa8 = c_variant("mli_krn_l2_normalize_sa8", _l2_normalize, 
 
 
 # ---------------------------------------------------------------------------------------- LUTs
+def _size(kind: str) -> int:
+    """:func:`pymli.arith.lut.lut_size` as a body of this module (the C function reports it as its own)."""
+    return lut_size(kind)
+
+
 def _create(kind: str, lut: Lut) -> Status:
     # C sets lut.type before checking the capacity; pymli checks first so that nothing is written
     # on failure.
@@ -189,49 +194,18 @@ def _create(kind: str, lut: Lut) -> Status:
     return Status.OK
 
 
-@mli_function()
-def mli_krn_sigm_get_lut_size() -> int:
-    """Bytes needed by the sigmoid LUT (640)."""
-    return lut_size("sigm")
+def _lut_functions(kind: str, table: str) -> tuple[Callable[[], int], Callable[[Lut], Status]]:
+    """Register ``mli_krn_<kind>_get_lut_size`` (bytes of ``table``) and ``mli_krn_<kind>_create_lut``."""
+    size = LUT_SPECS[kind].size_bytes
+    return (c_variant(f"mli_krn_{kind}_get_lut_size", _size, "", f"Bytes needed by {table} ({size}).",
+                      head=(kind,), named=False),
+            c_variant(f"mli_krn_{kind}_create_lut", _create, "lut",
+                      f"Fill ``lut`` (``data`` of ``capacity`` >= {size} bytes) with {table}.", head=(kind,),
+                      named=False))
 
 
-@mli_function()
-def mli_krn_tanh_get_lut_size() -> int:
-    """Bytes needed by the tanh LUT (688)."""
-    return lut_size("tanh")
-
-
-@mli_function()
-def mli_krn_softmax_get_lut_size() -> int:
-    """Bytes needed by the softmax exp LUT (716)."""
-    return lut_size("softmax")
-
-
-@mli_function()
-def mli_krn_l2_normalize_get_lut_size() -> int:
-    """Bytes needed by the L2-normalisation 1/sqrt LUT (194)."""
-    return lut_size("l2_normalize")
-
-
-@mli_function()
-def mli_krn_sigm_create_lut(lut: Lut) -> Status:
-    """Fill ``lut`` (``data`` of ``capacity`` >= 640 bytes) with the sigmoid table."""
-    return _create("sigm", lut)
-
-
-@mli_function()
-def mli_krn_tanh_create_lut(lut: Lut) -> Status:
-    """Fill ``lut`` (``data`` of ``capacity`` >= 688 bytes) with the tanh table."""
-    return _create("tanh", lut)
-
-
-@mli_function()
-def mli_krn_softmax_create_lut(lut: Lut) -> Status:
-    """Fill ``lut`` (``data`` of ``capacity`` >= 716 bytes) with the exp table used by softmax."""
-    return _create("softmax", lut)
-
-
-@mli_function()
-def mli_krn_l2_normalize_create_lut(lut: Lut) -> Status:
-    """Fill ``lut`` (``data`` of ``capacity`` >= 194 bytes) with the 1/sqrt table."""
-    return _create("l2_normalize", lut)
+mli_krn_sigm_get_lut_size, mli_krn_sigm_create_lut = _lut_functions("sigm", "the sigmoid table")
+mli_krn_tanh_get_lut_size, mli_krn_tanh_create_lut = _lut_functions("tanh", "the tanh table")
+mli_krn_softmax_get_lut_size, mli_krn_softmax_create_lut = _lut_functions("softmax", "the exp table used by softmax")
+mli_krn_l2_normalize_get_lut_size, mli_krn_l2_normalize_create_lut = _lut_functions("l2_normalize",
+                                                                                      "the 1/sqrt table")
