@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..checks.entry import enum_lookup, guard
+from ..formats import ElType
 
 __all__ = ["FUNCTIONS", "UNSUPPORTED", "STRUCTS", "ENUMS", "mli_function", "c_struct", "c_enum", "unsupported", "c_variant",
            "c_variants"]
@@ -101,19 +102,22 @@ def c_variant(name: str, impl: Callable[..., Any], params: str, doc: str,
     return mli_function(name)(fn)
 
 
-def c_variants(impl: Callable[..., Any], params: str,
-               rows: tuple[tuple[str, Any, str], ...]) -> tuple[Callable[..., Any], ...]:
+def c_variants(family: str, impl: Callable[..., Any], params: str,
+               docs: dict[ElType, str]) -> tuple[Callable[..., Any], ...]:
     """Register the planned C functions one body serves: the element-type specialisations of a family.
 
     Args:
+        family: the C name without its element-type suffix (``"mli_krn_relu"``); each function is
+            ``<family>_<el_type.suffix>``.
         impl: the shared planner, ``impl(name, el_type, *params)`` (see :func:`c_variant`, ``planned``).
         params: the public parameter names, space-separated, in C order.
-        rows: one ``(C name, element type, docstring)`` per function.
+        docs: the docstring of each element type's function.
 
     Returns:
-        The registered functions, in the order of ``rows``.
+        The registered functions, in the order of ``docs``.
     """
-    return tuple(c_variant(name, impl, params, doc, head=(el,), planned=True) for name, el, doc in rows)
+    return tuple(c_variant(f"{family}_{el.suffix}", impl, params, doc, head=(el,), planned=True)
+                 for el, doc in docs.items())
 
 
 def unsupported(name: str, reason: str) -> None:

@@ -73,13 +73,11 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     return run
 
 
-mli_krn_relu_fx8, mli_krn_relu_fx16, mli_krn_relu_sa8 = c_variants(_relu, "in_ cfg out", (
-    ("mli_krn_relu_fx8", ElType.FX_8,
-     "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits."),
-    ("mli_krn_relu_fx16", ElType.FX_16, "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits."),
-    ("mli_krn_relu_sa8", ElType.SA_8,
-     "ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters."),
-))
+mli_krn_relu_fx8, mli_krn_relu_fx16, mli_krn_relu_sa8 = c_variants("mli_krn_relu", _relu, "in_ cfg out", {
+    ElType.FX_8: "ReLU (NONE, GEN, RELU_1, RELU_6) of an fx8 tensor; ``out`` takes the input's frac_bits.",
+    ElType.FX_16: "ReLU of an fx16 tensor; ``out`` takes the input's frac_bits.",
+    ElType.SA_8: "ReLU of an sa8 tensor (bounds from the input quantisation); ``out`` takes its parameters.",
+})
 
 
 # ------------------------------------------------------------------------------------ leaky ReLU
@@ -108,14 +106,12 @@ def _leaky(fn: str, el: ElType, inp: Tensor, slope: Tensor, out: Tensor) -> Call
     return run
 
 
-mli_krn_leaky_relu_fx8, mli_krn_leaky_relu_fx16, mli_krn_leaky_relu_sa8 = c_variants(_leaky, "in_ slope_coeff out", (
-    ("mli_krn_leaky_relu_fx8", ElType.FX_8,
-     "Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element)."),
-    ("mli_krn_leaky_relu_fx16", ElType.FX_16,
-     "Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does)."),
-    ("mli_krn_leaky_relu_sa8", ElType.SA_8,
-     "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope."),
-))
+(mli_krn_leaky_relu_fx8, mli_krn_leaky_relu_fx16,
+ mli_krn_leaky_relu_sa8) = c_variants("mli_krn_leaky_relu", _leaky, "in_ slope_coeff out", {
+    ElType.FX_8: "Leaky ReLU of an fx8 tensor with a scalar fx8 slope (rank 0 or one element).",
+    ElType.FX_16: "Leaky ReLU of an fx16 tensor with a scalar fx16 slope (normalised before use, as C does).",
+    ElType.SA_8: "Leaky ReLU of an sa8 tensor, requantised to ``out``'s parameters, with a scalar sa8 slope.",
+})
 
 
 # ----------------------------------------------------------------------------------------- PReLU
@@ -152,11 +148,9 @@ def _prelu(fn: str, el: ElType, inp: Tensor, slope: Tensor, cfg: PreluCfg, out: 
     return run
 
 
-mli_krn_prelu_fx8, mli_krn_prelu_fx16, mli_krn_prelu_sa8 = c_variants(_prelu, "in_ slope_coeff cfg out", (
-    ("mli_krn_prelu_fx8", ElType.FX_8,
-     "PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``)."),
-    ("mli_krn_prelu_fx16", ElType.FX_16,
-     "PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does)."),
-    ("mli_krn_prelu_sa8", ElType.SA_8,
-     "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index."),
-))
+(mli_krn_prelu_fx8, mli_krn_prelu_fx16,
+ mli_krn_prelu_sa8) = c_variants("mli_krn_prelu", _prelu, "in_ slope_coeff cfg out", {
+    ElType.FX_8: "PReLU of an fx8 tensor: one slope per index of ``cfg.axis`` (a scalar slope if ``axis < 0``).",
+    ElType.FX_16: "PReLU of an fx16 tensor (per-axis slopes are used unnormalised, as C does).",
+    ElType.SA_8: "PReLU of an sa8 tensor, requantised to ``out``'s parameters, one slope per axis index.",
+})

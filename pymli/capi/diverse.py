@@ -60,13 +60,12 @@ def _permute(fn: str, el: ElType, inp: Tensor, cfg: PermuteCfg, out: Tensor) -> 
     return run
 
 
-mli_krn_permute_fx8, mli_krn_permute_fx16, mli_krn_permute_sa8 = c_variants(_permute, "in_ cfg out", (
-    ("mli_krn_permute_fx8", ElType.FX_8,
-     "Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``."),
-    ("mli_krn_permute_fx16", ElType.FX_16, "Permute the dimensions of an fx16 tensor."),
-    ("mli_krn_permute_sa8", ElType.SA_8,
-     "Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension."),
-))
+(mli_krn_permute_fx8, mli_krn_permute_fx16,
+ mli_krn_permute_sa8) = c_variants("mli_krn_permute", _permute, "in_ cfg out", {
+    ElType.FX_8: "Permute the dimensions of an fx8 tensor: ``out.shape[k] = in.shape[cfg.perm_dim[k]]``.",
+    ElType.FX_16: "Permute the dimensions of an fx16 tensor.",
+    ElType.SA_8: "Permute the dimensions of an sa8 tensor; per-axis parameters follow their dimension.",
+})
 
 
 # ---------------------------------------------------------------------------------------- argmax
@@ -89,9 +88,7 @@ def _argmax(fn: str, el: ElType, inp: Tensor, cfg: ArgmaxCfg, out: Tensor) -> Ca
     return run
 
 
-mli_krn_argmax_sa8, mli_krn_argmax_fx16 = c_variants(_argmax, "in_ cfg out", (
-    ("mli_krn_argmax_sa8", ElType.SA_8,
-     "Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``)."),
-    ("mli_krn_argmax_fx16", ElType.FX_16,
-     "Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``)."),
-))
+mli_krn_argmax_sa8, mli_krn_argmax_fx16 = c_variants("mli_krn_argmax", _argmax, "in_ cfg out", {
+    ElType.SA_8: "Offsets of the ``cfg.topk`` largest values of an sa8 tensor (per slice of ``cfg.axis``).",
+    ElType.FX_16: "Offsets of the ``cfg.topk`` largest values of an fx16 tensor (per slice of ``cfg.axis``).",
+})
