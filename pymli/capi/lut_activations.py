@@ -19,7 +19,7 @@ from ..formats import ElType
 from ..kernels import transform as K
 from ..tensor import Lut, Tensor
 from ._plan import view, view_spec
-from ._registry import c_variant
+from ._registry import c_variant, c_variants
 from .types import L2NormalizeCfg, SoftmaxCfg
 
 __all__ = [
@@ -53,7 +53,7 @@ def _sa8_in_params(inp: Tensor) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------------------- sigm / tanh
-def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> Callable[..., Status]:
+def _fx_activation(fn: str, el: ElType, inp: Tensor, lut: Lut, out: Tensor) -> Callable[..., Status]:
     check_basic_activation(inp, out, el, fn)
     bits = el.bits
     compute = K.lut_activation_plan(el.dtype, fx=(int(inp.frac_bits), bits))
@@ -67,7 +67,7 @@ def _fx_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, el: ElType) -> C
     return run
 
 
-def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[int, int]) -> Callable[..., Status]:
+def _sa8_activation(fn: str, out_q: tuple[int, int], inp: Tensor, lut: Lut, out: Tensor) -> Callable[..., Status]:
     check_basic_activation(inp, out, ElType.SA_8, fn)
     check_sa8_input(inp, fn)
     compute = K.lut_activation_plan(ElType.SA_8.dtype, sa8=(*_sa8_in_params(inp), *out_q))
@@ -81,38 +81,41 @@ def _sa8_activation(fn: str, inp: Tensor, lut: Lut, out: Tensor, out_q: tuple[in
     return run
 
 
-def _variants(rows: tuple[tuple[str, Callable[..., Callable[..., Status]], str, object, str], ...]
-              ) -> tuple[Callable[..., Status], ...]:
-    """Planned C functions, one per ``(C name, shared body, parameters, last body argument, docstring)``."""
-    return tuple(c_variant(name, impl, params, doc, tail=(last,), planned=True)
-                 for name, impl, params, last, doc in rows)
+def _sa8_out_doc(out_q: tuple[int, int]) -> str:
+    """What a docstring says of the sa8 output quantisation ``(zero_point, scale_frac_bits)``."""
+    return f"``out`` gets zero_point {out_q[0]}, scale 1, scale_frac_bits {out_q[1]}."
 
 
-(mli_krn_sigm_fx8, mli_krn_sigm_fx16, mli_krn_sigm_sa8,
- mli_krn_tanh_fx8, mli_krn_tanh_fx16, mli_krn_tanh_sa8) = _variants((
-    ("mli_krn_sigm_fx8", _fx_activation, "inp lut out", ElType.FX_8,
-     "Sigmoid of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
-    ("mli_krn_sigm_fx16", _fx_activation, "inp lut out", ElType.FX_16,
-     "Sigmoid of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
-    ("mli_krn_sigm_sa8", _sa8_activation, "inp lut out", K.SIGM_SA8_OUT,
-     "Sigmoid of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
-    ("mli_krn_tanh_fx8", _fx_activation, "inp lut out", ElType.FX_8,
-     "Hyperbolic tangent of an fx8 tensor through ``lut``; ``out`` becomes Q7."),
-    ("mli_krn_tanh_fx16", _fx_activation, "inp lut out", ElType.FX_16,
-     "Hyperbolic tangent of an fx16 tensor through ``lut``; ``out`` becomes Q15."),
-    ("mli_krn_tanh_sa8", _sa8_activation, "inp lut out", K.TANH_SA8_OUT,
-     "Hyperbolic tangent of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7."),
-))
+def _lut_activations(kind: str, what: str, out_q: tuple[int, int]) -> tuple[Callable[..., Status], ...]:
+    """Register ``mli_krn_<kind>_fx8``, ``_fx16`` and ``_sa8`` (``what`` through the LUT; sa8 output ``out_q``)."""
+    fx = (c_variant(f"mli_krn_{kind}_{el.suffix}", _fx_activation, "inp lut out",
+                    f"{what} of an {el.suffix} tensor through ``lut``; ``out`` becomes Q{el.bits - 1}.",
+                    head=(el,), planned=True) for el in (ElType.FX_8, ElType.FX_16))
+    sa8 = c_variant(f"mli_krn_{kind}_sa8", _sa8_activation, "inp lut out",
+                    f"{what} of an sa8 tensor; {_sa8_out_doc(out_q)}", head=(out_q,), planned=True)
+    return (*fx, sa8)
+
+
+mli_krn_sigm_fx8, mli_krn_sigm_fx16, mli_krn_sigm_sa8 = _lut_activations("sigm", "Sigmoid", K.SIGM_SA8_OUT)
+mli_krn_tanh_fx8, mli_krn_tanh_fx16, mli_krn_tanh_sa8 = _lut_activations("tanh", "Hyperbolic tangent",
+                                                                         K.TANH_SA8_OUT)
 
 
 # ---------------------------------------------------------------------------------------- softmax
-def _softmax(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: ElType) -> Callable[..., Status]:
+def _check_axis_activation(fn: str, el: ElType, inp: Tensor, cfg: SoftmaxCfg | L2NormalizeCfg,
+                           out: Tensor) -> tuple[int, int, int]:
+    """The checks softmax and l2_normalize share; the sa8 input's :func:`_sa8_in_params` (zeros for fx)."""
     check_basic_activation(inp, out, el, fn)
     check_axis_cfg(inp, cfg, fn)
+    if el is not ElType.SA_8:
+        return 0, 0, 0
+    check_sa8_input(inp, fn)
+    return _sa8_in_params(inp)
+
+
+def _softmax(fn: str, el: ElType, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Callable[..., Status]:
+    _, scale, shift = _check_axis_activation(fn, el, inp, cfg, out)
     axis = int(cfg.axis)
-    if el is ElType.SA_8:
-        check_sa8_input(inp, fn)
-        _, scale, shift = _sa8_in_params(inp)
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor) -> Status:
@@ -128,27 +131,21 @@ def _softmax(fn: str, inp: Tensor, lut: Lut, cfg: SoftmaxCfg, out: Tensor, el: E
     return run
 
 
-mli_krn_softmax_fx8, mli_krn_softmax_fx16, mli_krn_softmax_sa8 = _variants((
-    ("mli_krn_softmax_fx8", _softmax, "inp lut cfg out", ElType.FX_8,
-     "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
-     "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
-     "results are not a usable softmax)."),
-    ("mli_krn_softmax_fx16", _softmax, "inp lut cfg out", ElType.FX_16,
-     "Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15."),
-    ("mli_krn_softmax_sa8", _softmax, "inp lut cfg out", ElType.SA_8,
-     "Softmax of an sa8 tensor; ``out`` gets zero_point -128, scale 1, scale_frac_bits 8."),
-))
+(mli_krn_softmax_fx8, mli_krn_softmax_fx16,
+ mli_krn_softmax_sa8) = c_variants("mli_krn_softmax", _softmax, "inp lut cfg out", {
+    ElType.FX_8: "Softmax of an fx8 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q7.\n\n"
+                 "Deprecated in MLI 2.0; reproduces the C reference exactly (its 8-bit reciprocal wraps, so the\n"
+                 "results are not a usable softmax).",
+    ElType.FX_16: "Softmax of an fx16 tensor (whole tensor or along ``cfg.axis``); ``out`` becomes Q15.",
+    ElType.SA_8: f"Softmax of an sa8 tensor; {_sa8_out_doc(K.SOFTMAX_SA8_OUT)}",
+})
 
 
 # ---------------------------------------------------------------------------------------- l2_normalize
 def _l2_normalize(fn: str, el: ElType, inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg,
                   out: Tensor) -> Callable[..., Status]:
-    check_basic_activation(inp, out, el, fn)
-    check_axis_cfg(inp, cfg, fn)
+    zp, _, _ = _check_axis_activation(fn, el, inp, cfg, out)
     axis = int(cfg.axis)
-    if el is ElType.SA_8:
-        check_sa8_input(inp, fn)
-        zp, _, _ = _sa8_in_params(inp)
     vi, vo = view_spec(inp), view_spec(out)
 
     def run(inp: Tensor, epsilon: Tensor | None, lut: Lut, cfg: L2NormalizeCfg, out: Tensor) -> Status:
@@ -167,16 +164,13 @@ def _l2_normalize(fn: str, el: ElType, inp: Tensor, epsilon: Tensor | None, lut:
     return run
 
 
-mli_krn_l2_normalize_fx16 = c_variant("mli_krn_l2_normalize_fx16", _l2_normalize, "inp epsilon lut cfg out",
-    "L2 normalisation of an fx16 tensor (whole or along ``cfg.axis``); ``out`` becomes Q15.\n\n"
-    "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
-    head=(ElType.FX_16,), planned=True)
-
-
-mli_krn_l2_normalize_sa8 = c_variant("mli_krn_l2_normalize_sa8", _l2_normalize, "inp epsilon lut cfg out",
-    "L2 normalisation of an sa8 tensor; ``out`` gets zero_point 0, scale 1, scale_frac_bits 7.\n\n"
-    "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
-    head=(ElType.SA_8,), planned=True)
+(mli_krn_l2_normalize_fx16,
+ mli_krn_l2_normalize_sa8) = c_variants("mli_krn_l2_normalize", _l2_normalize, "inp epsilon lut cfg out", {
+    ElType.FX_16: "L2 normalisation of an fx16 tensor (whole or along ``cfg.axis``); ``out`` becomes Q15.\n\n"
+                  "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
+    ElType.SA_8: f"L2 normalisation of an sa8 tensor; {_sa8_out_doc(K.L2NORM_SA8_OUT)}\n\n"
+                 "``epsilon`` is accepted and ignored, as in MLI 2.0.2.",
+})
 
 
 # ---------------------------------------------------------------------------------------- LUTs
