@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from pymli import capi
@@ -179,5 +181,8 @@ def test_unsupported_have_reasons() -> None:
 
 
 def test_facade_attributes() -> None:
+    # the defining module's own names too: several are bound from one c_variants / _lut_functions call
     for name, fn in capi.FUNCTIONS.items():
         assert getattr(capi, name) is fn
+        assert fn.__name__ == name
+        assert getattr(sys.modules[fn.__module__], name) is fn
