@@ -2,7 +2,8 @@
 
 argmax over long slices (the cheap distinct screen, the heap-of-3 rule of ``_top3_of_max`` and the
 per-slice fallback) against the element-by-element heap replay; the int32 fx16 leaky ReLU against
-the int64 arithmetic of :mod:`pymli.arith.activation`.
+the int64 arithmetic of :mod:`pymli.arith.activation`; softmax's transposed short slices and its
+float64 reciprocal against the plain paths.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import pytest
 
 from pymli import EM, VPX, use_platform
 from pymli.arith import activation as act
+from pymli.arith.lut import create_lut
 from pymli.kernels import activation as KA
 from pymli.kernels import diverse as K
+from pymli.kernels import transform as T
 
 
 def _tied_int8(rng: np.random.Generator, n: int, s: int) -> np.ndarray:
@@ -90,3 +93,36 @@ def test_leaky_fx16_int32_path_equals_arith(platform) -> None:
                     got = KA.leaky_relu_fx(x, slope, shift, normalise=normalise)
                     assert got.dtype == np.int16
                     assert np.array_equal(got, ref), (slope, shift, normalise)
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_softmax_fx16_short_slices_equal_plain_path(platform, monkeypatch) -> None:
+    lut = create_lut("softmax")
+    rng = np.random.default_rng(5)
+    cases = [(rng.integers(-32768, 32768, shape).astype(np.int16), fb)
+             for shape in [(64, 64, 32), (100, 7, 5), (3000, 64), (20, 20, 33), (2500, 1)] for fb in (3, 11, 15)]
+    cases.append((np.full((70, 40), -32768, np.int16), 15))
+    with use_platform(platform):
+        fast = [T.softmax_fx(x, lut, in_frac_bits=fb, bits=16, axis=x.ndim - 1) for x, fb in cases]
+        monkeypatch.setattr(T, "_short_last", lambda *a: False)
+        for (x, fb), got in zip(cases, fast):
+            ref = T.softmax_fx(x, lut, in_frac_bits=fb, bits=16, axis=x.ndim - 1)
+            assert got.dtype == ref.dtype and np.array_equal(got, ref), (x.shape, fb)
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_recip_of_sum_float64_equals_integer_path(platform, monkeypatch) -> None:
+    rng = np.random.default_rng(9)
+    tot = np.concatenate([
+        rng.integers(1, 1 << 31, 3000), rng.integers(1, 1 << 16, 3000), np.arange(1, 3000),
+        1 << np.arange(31), (1 << np.arange(1, 31)) - 1, (1 << np.arange(1, 31)) + 1,
+        [2**31 - 1, 2**31 - 2**15, 2**31 - 2**15 - 1, 3 << 14, (3 << 14) + 1],
+        # ties of the rounding shift: odd multiples of half an LSB
+        (2 * rng.integers(1 << 14, 1 << 15, 2000) + 1) << rng.integers(0, 16, 2000),
+    ]).astype(np.int64)
+    tot = tot[(tot > 0) & (tot < 1 << 31)]
+    with use_platform(platform):
+        fast = T._recip_of_sum_f64(tot)
+        monkeypatch.setattr(T, "_RECIP_F64_MIN", 1 << 62)
+        ref = T._recip_of_sum(tot, 16)
+    assert np.array_equal(fast[0], ref[0]) and np.array_equal(fast[1], ref[1])
