@@ -465,6 +465,23 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
         norm_shift += norm_shift & 1
         sum_cast = int(sat(RoundShift(norm_shift, 64, t)(t), 16))  # asr_rnd(t, norm_shift, 64), on a Python int
         inv = int(table[sum_cast])
+    elif int(total.max()) < 1 << 53:
+        # float64, exact: a sum below 2**53 is a float64 integer whose frexp exponent e is its bit
+        # length (0 for 0), so norm64 = 63 - e; the scaling by 2**-norm_shift is exact, its
+        # rounding floor(v + 1/2) (ROUND_UP) or rint (half to even, ROUND_CONVERGENT) is
+        # asr_rnd's (a left shift, norm_shift <= 0, is exact and below 2**15), and the result is
+        # at most 2**15 before the 16-bit saturation.
+        f = total.astype(np.float64)
+        e = np.frexp(f)[1]
+        norm_shift = (e - 15) + ((e - 15) & 1)
+        v = np.ldexp(f, -norm_shift)
+        if round_mode() is RoundMode.UP:
+            v += 0.5
+            np.floor(v, out=v)
+        else:
+            np.rint(v, out=v)
+        np.minimum(v, 32767.0, out=v)
+        inv = np.take(table, v.astype(np.intp))
     else:
         norm_shift = 48 - norm64(total)
         norm_shift = norm_shift + (norm_shift & 1)

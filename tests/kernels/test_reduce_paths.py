@@ -126,3 +126,20 @@ def test_recip_of_sum_float64_equals_integer_path(platform, monkeypatch) -> None
         monkeypatch.setattr(T, "_RECIP_F64_MIN", 1 << 62)
         ref = T._recip_of_sum(tot, 16)
     assert np.array_equal(fast[0], ref[0]) and np.array_equal(fast[1], ref[1])
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_l2_factors_float64_equal_integer_path(platform) -> None:
+    lut = create_lut("l2_normalize")
+    rng = np.random.default_rng(13)
+    tot = np.concatenate([
+        rng.integers(0, 1 << 40, 3000), rng.integers(0, 1 << 16, 3000), np.arange(3000),
+        1 << np.arange(53), (1 << np.arange(1, 53)) - 1,
+        (2 * rng.integers(1 << 13, 1 << 15, 2000) + 1) << rng.integers(0, 36, 2000),  # rounding ties
+    ]).astype(np.int64)
+    tot = tot[tot < 1 << 53]
+    wide = np.append(tot, 1 << 60)  # a sum beyond float64's integers: the integer path for all
+    with use_platform(platform):
+        inv, shift = T._l2_factors(tot, lut, 15)
+        ref_inv, ref_shift = T._l2_factors(wide, lut, 15)
+    assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
