@@ -4,7 +4,9 @@ Pure functions over NumPy arrays. :func:`argmax` reproduces the C library's sele
 ties included: MLI keeps a min-heap of ``topk`` candidates per slice (an element equal to the
 heap's minimum replaces it) and heap-sorts it at the end, so the order among equal values depends
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
-depend on that history and replays the heap, in the C order, for the other slices.
+depend on that history, reads the history of a heap of three off the records and ties before the
+slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
+order, for the other slices.
 """
 
 from __future__ import annotations
@@ -522,38 +524,29 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
 
-    Several long slices: for ``k == 3`` and 8-bit values (whose maximum nearly always repeats)
-    :func:`_top3_of_max` on the transposed slices first; then a cheap screen, the elements not
-    below the ``k``-th largest block maximum of the whole column, settles the slices whose ``k``
-    largest values are distinct and alone at the top (:func:`_sorted_top`); each remaining slice
-    goes through :func:`_topk_1d`. Otherwise the exact screen (:func:`_screen`) and, unless
-    distinct, a replay of the heap over each slice's candidates (:func:`_replay`).
+    For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
+    through :func:`_top3_of_max` first. The other slices take the exact screen (:func:`_screen`):
+    those whose ``k`` largest values are distinct and alone at the top are sorted
+    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
     """
     n, s = cols.shape
-    if s > 1 and n >= 2 * k * _SCREEN_BLOCK:
-        idx = np.zeros((s, k), dtype=np.int64)
-        todo = np.ones(s, dtype=bool)
-        if k == 3 and cols.dtype.itemsize == 1:
-            top3, ok3 = _top3_of_max(cols)
-            idx[ok3], todo = top3[ok3], ~ok3
-        rest = np.flatnonzero(todo)
-        if rest.size:
-            sub = cols if rest.size == s else cols[:, rest]
-            bmax = _block_max(sub, _SCREEN_BLOCK)
-            final = np.partition(bmax, bmax.shape[0] - k, axis=0)[bmax.shape[0] - k]
-            top_idx, ok = _sorted_top(*_candidates(sub, sub >= final), final, k)
-            idx[rest[ok]] = top_idx[ok]
-            for r in rest[~ok].tolist():
-                idx[r] = _topk_1d(np.ascontiguousarray(cols[:, r]), k)
-        return idx
-    mask, final = _screen(cols, k)
-    pos, sl, vals = _candidates(cols, mask)
-    idx, ok = _sorted_top(pos, sl, vals, final, k)
+    idx = np.zeros((s, k), dtype=np.int64)
+    rest = np.arange(s)
+    if k == 3 and s > 1 and n >= 2 * k * _SCREEN_BLOCK and cols.dtype.itemsize == 1:
+        top3, ok3 = _top3_of_max(cols)
+        idx[ok3], rest = top3[ok3], np.flatnonzero(~ok3)
+        if not rest.size:
+            return idx
+    sub = cols if rest.size == s else cols[:, rest]
+    mask, final = _screen(sub, k)
+    pos, sl, vals = _candidates(sub, mask)
+    top_idx, ok = _sorted_top(pos, sl, vals, final, k)
     if not ok.all():
-        bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+        bounds = np.searchsorted(sl, np.arange(sub.shape[1] + 1)).tolist()
         pos_l, val_l = pos.tolist(), vals.tolist()
         for r in np.flatnonzero(~ok).tolist():
-            idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+            top_idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+    idx[rest] = top_idx
     return idx
 
 
