@@ -446,17 +446,17 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # The blocks holding the maximum: the first two and the last (looked at element by element).
     hit = bmax == top
     nhit = hit.sum(axis=0)
+    bl = nb - 1 - hit[::-1].argmax(axis=0)
     b1 = hit.argmax(axis=0)
     hit[b1, r] = False
     b2 = hit.argmax(axis=0)
-    hit[b1, r] = True
-    bl = nb - 1 - hit[::-1].argmax(axis=0)
-    e1, e2, el = (blocks[j, :, r] == top[:, None] for j in (b1, b2, bl))
+    e1, e2, el = blocks[np.stack((b1, b2, bl)), :, r] == top[:, None]  # (s, b) each
     c1, c2 = e1.sum(axis=1), np.where(nhit >= 2, e2.sum(axis=1), 0)
     tail_eq = tail.T == top[:, None]
     ok = (nhit >= 1) & (c1 + c2 + (nhit >= 3) + tail_eq.sum(axis=1) >= 3) & (c1 + c2 >= 2)
-    t1 = b1 * b + e1.argmax(axis=1)
-    e1[r, t1 - b1 * b] = False
+    p1 = e1.argmax(axis=1)
+    t1 = b1 * b + p1
+    e1[r, p1] = False
     t2 = np.where(c1 >= 2, b1 * b + e1.argmax(axis=1), b2 * b + e2.argmax(axis=1))
     last = bl * b + b - 1 - el[:, ::-1].argmax(axis=1)
     if tail.shape[0]:
