@@ -307,10 +307,7 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     out_dt = np.int8 if bits == 8 else np.int16
     if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
         # x - max = -k: one lookup per possible difference, then a gather.
-        table = fx_exp_codes(lut, in_frac_bits, bits, bits)
-        if _short_last(xa, red):
-            return _softmax_fx_short(xa, table, lut, bits)
-        e = np.take(table, _max_distance(xa, red))
+        e = np.take(fx_exp_codes(lut, in_frac_bits, bits, bits), _max_distance(xa, red))
     else:
         xv = xa.astype(np.int64)
         mx = xv.max(axis=red, keepdims=True)
@@ -319,23 +316,6 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     out_frac_bits = bits - 1
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
     return scale_round_sat(e, recip, shift, 0, bits)
-
-
-def _softmax_fx_short(xa: np.ndarray, table: np.ndarray, lut: Lut, bits: int) -> np.ndarray:
-    """:func:`softmax_fx` of many short slices along the last axis, on their transposed copy.
-
-    With one slice per column every step runs along whole rows (NumPy's vector loops): the maxima,
-    ``k = max - x``, the int32 sums (which wrap as C's accumulator does), and the per-slice factor
-    and shift of :func:`scale_round_sat`; the result is transposed back.
-    """
-    n = xa.shape[-1]
-    u = np.dtype(f"u{xa.dtype.itemsize}")
-    xt = permute(xa.reshape(-1, n), (1, 0))
-    e = np.take(table, np.subtract(xt.max(axis=0).view(u), xt.view(u)))
-    total = np.add.reduce(e, axis=0, dtype=np.int32).astype(np.int64)
-    sum_exp, recip = _recip_of_sum(total, bits)
-    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - (bits - 1), 2 * bits - 1)
-    return permute(scale_round_sat(e, recip, shift, 0, bits), (1, 0)).reshape(xa.shape)
 
 
 def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axis: int = -1) -> np.ndarray:
