@@ -555,8 +555,11 @@ def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Se
     shape = [int(d) for d in shape]
     st = [int(m) for m in strides] if strides is not None else dense_strides(shape)
     idx = np.asarray(idx, dtype=np.int64)
-    if axis < 0 and st == dense_strides(shape):
+    dense = st == dense_strides(shape)
+    if axis < 0 and dense:
         return idx  # a dense tensor's position in C order is its offset
+    if dense and axis == len(shape) - 1:
+        return idx * shape[axis] + np.arange(shape[axis], dtype=np.int64)[:, None]  # row-major (rest, axis)
     if axis < 0:
         rest_shape, rest_st, base = shape, st, np.zeros((idx.shape[0], 1), np.int64)
     else:
