@@ -533,10 +533,10 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     idx = np.zeros((s, k), dtype=np.int64)
     rest = np.arange(s)
     if k == 3 and s > 1 and n >= 2 * k * _SCREEN_BLOCK and cols.dtype.itemsize == 1:
-        top3, ok3 = _top3_of_max(cols)
-        idx[ok3], rest = top3[ok3], np.flatnonzero(~ok3)
-        if not rest.size:
+        idx, ok3 = _top3_of_max(cols)
+        if ok3.all():
             return idx
+        rest = np.flatnonzero(~ok3)
     sub = cols if rest.size == s else cols[:, rest]
     mask, final = _screen(sub, k)
     pos, sl, vals = _candidates(sub, mask)
