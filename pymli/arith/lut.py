@@ -574,7 +574,7 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
     which the int32 path gets by zeroing ``recip``. Other shifts use the generic int64 model.
     Per-slice shifts ``n`` become one shift ``N = max(n)`` with factors ``recip * 2**(N - n)``
     (the same rational, so the same rounding in both modes) when ``|e| * |factor| + 2**(N - 1)``
-    stays below ``2**31``.
+    stays below ``2**31``, or, for non-negative ``e`` and factors, below ``2**32`` (in uint32).
 
     Args:
         e: int16-range values, any shape.
@@ -600,21 +600,51 @@ def scale_round_sat(e: np.ndarray, recip: npt.ArrayLike, shift: npt.ArrayLike, z
         return _store(sat(v, out_bits), out_dt, out)
     r = np.where(shift >= 31, 0, recip)
     n = np.minimum(shift, 30)
+    x = None
     if n.size > 1 and e.size:
         # One shift for every slice (scalar operands run NumPy's fastest loops): the largest,
         # with each factor scaled up to it, when the products still fit (see above).
         top = int(n.max())
         folded = r << (top - n)
-        if int(np.abs(folded).max()) * max(-int(e.min()), int(e.max())) + (1 << (top - 1)) < 1 << 31:
+        e_lo, e_hi = int(e.min()), int(e.max())
+        if int(np.abs(folded).max()) * max(-e_lo, e_hi) + (1 << (top - 1)) < 1 << 31:
             r, n = folded, top
-    x = np.empty(np.broadcast_shapes(e.shape, r.shape), dtype=np.int32)
-    x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
-    x *= r.astype(np.int32)
-    x = asr_rnd_int32(x, n)
+        elif e_lo >= 0 and int(folded.min()) >= 0 and int(folded.max()) * e_hi + (1 << (top - 1)) < 1 << 32:
+            x = _folded_uint32(e, folded, top)
+    if x is None:
+        x = np.empty(np.broadcast_shapes(e.shape, r.shape), dtype=np.int32)
+        x[...] = e  # then an int32 in-place product: faster than a mixed-type multiply
+        x *= r.astype(np.int32)
+        x = asr_rnd_int32(x, n)
     if zero_point:
         x += np.int32(zero_point)
     np.clip(x, lo, hi, out=x)
     return _store(x, out_dt, out)
+
+
+def _folded_uint32(e: np.ndarray, folded: np.ndarray, top: int) -> np.ndarray:
+    """``asr_rnd(e * folded, top)`` for non-negative products below ``2**32 - 2**(top - 1)``.
+
+    :func:`scale_round_sat`'s folded form when it does not fit int32 but the values are not
+    negative (softmax's exponentials and reciprocals): uint32 products, rounding as
+    :func:`asr_rnd_int32` with one scalar shift (logical = arithmetic on these values).
+
+    Returns:
+        An int32 view of the results (below ``2**(32 - top)``).
+    """
+    u = np.empty(np.broadcast_shapes(e.shape, folded.shape), dtype=np.uint32)
+    u[...] = e
+    u *= folded.astype(np.uint32)
+    half, n = np.uint32(1 << (top - 1)), np.uint32(top)
+    if round_mode() is RoundMode.UP:
+        u += half
+    else:
+        odd = u >> n
+        odd &= np.uint32(1)
+        u += half - np.uint32(1)
+        u += odd
+    u >>= n
+    return u.view(np.int32)
 
 
 def _store(x: np.ndarray, dtype: npt.DTypeLike, out: np.ndarray | None) -> np.ndarray:

@@ -7,12 +7,14 @@ requantisation) is in :mod:`pymli.arith.activation`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from ..arith import activation as act
+from ..arith.lut import asr_rnd_int32
 from ..config import get_platform
 from ._gather import PAIR_MIN, pair_table, take_pairs
 
@@ -146,8 +148,46 @@ def leaky_relu_fx(x: npt.NDArray[np.integer], slope: int, shift: int, *, normali
         normalise: normalise the slope first (``mli_krn_leaky_relu_fx16`` does, fx8 does not).
     """
     x = np.asarray(x)
+    if x.dtype == np.int16 and x.size > 1 << 16:
+        s, sh = _leaky_fx16_slope(int(slope), int(shift), bool(normalise))
+        if -(1 << 15) <= s < 1 << 15 and 0 <= sh <= 30:
+            return _leaky_fx16_int32(x, s, sh)
     fn, key = _leaky_fx(_bits(x), slope, shift, normalise)
     return _tabulated(x, fn, key=key).astype(x.dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _leaky_fx16_slope(slope: int, shift: int, normalise: bool) -> tuple[int, int]:
+    """:func:`pymli.arith.activation.leaky_fx_slope` of one 16-bit slope, as Python ints."""
+    s, sh = act.leaky_fx_slope(slope, shift, 16, normalise)
+    return int(s), int(sh)
+
+
+def _leaky_fx16_int32(x: np.ndarray, slope: int, shift: int) -> np.ndarray:
+    """:func:`pymli.arith.activation.leaky_relu_fx` on int16 ``x`` in int32 (fewer passes than a
+    gather from the 65536-entry table for large inputs).
+
+    Exact for an int16 ``slope`` and ``0 <= shift <= 30``: ``|min(x, 0) * slope| <= 2**30`` is C's
+    32-bit product, and adding half an LSB stays below ``2**31`` (:func:`asr_rnd_int32`). The
+    saturating add of ``max(x, 0)`` never saturates: one of the two terms is 0; the 16-bit
+    saturation of the product is skipped when no input can reach it. ``min(x, 0)`` is
+    ``x & (x >> 15)`` (NumPy's minimum with a scalar is several times slower than these).
+    """
+    neg = x >> 15
+    neg &= x  # min(x, 0)
+    p = neg.astype(np.int32)
+    p *= np.int32(slope)
+    if shift:
+        asr_rnd_int32(p, shift)
+    # The product is monotonic in min(x, 0) in [-2**15, 0]: its extreme, rounded either way (+-1),
+    # tells whether any result can need the 16-bit saturation.
+    extreme = (-(1 << 15) * slope) >> shift
+    if not -(1 << 15) < extreme < (1 << 15) - 2:
+        np.clip(p, -(1 << 15), (1 << 15) - 1, out=p)
+    out = p.astype(np.int16)
+    out += x
+    out -= neg  # + max(x, 0) = x - min(x, 0)
+    return out
 
 
 def _leaky_fx(bits: int, slope: int, shift: int,

@@ -4,11 +4,14 @@ Pure functions over NumPy arrays. :func:`argmax` reproduces the C library's sele
 ties included: MLI keeps a min-heap of ``topk`` candidates per slice (an element equal to the
 heap's minimum replaces it) and heap-sorts it at the end, so the order among equal values depends
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
-depend on that history and replays the heap, in the C order, for the other slices.
+depend on that history, reads the history of a heap of three off the records and ties before the
+slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
+order, for the other slices.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,6 +20,13 @@ import numpy.typing as npt
 from ..tensor import dense_strides
 
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
+
+
+@functools.lru_cache(maxsize=None)
+def _limits(dtype: np.dtype) -> tuple[int, int]:
+    """``(min, max)`` of an integer dtype (``np.iinfo`` costs tens of microseconds a call)."""
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
 
 
 # Slab size of the blocked transpose in :func:`permute` (an L1 data cache's worth).
@@ -286,7 +296,7 @@ def _enters(head: np.ndarray, k: int) -> np.ndarray:
     later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
     before it (see :func:`_screen`).
     """
-    kr = np.full(head.shape, np.iinfo(head.dtype).min, dtype=head.dtype)
+    kr = np.full(head.shape, _limits(head.dtype)[0], dtype=head.dtype)
     np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
     for _ in range(1, k):
         prev = np.minimum(head[:-1], kr[:-1])
@@ -296,16 +306,43 @@ def _enters(head: np.ndarray, k: int) -> np.ndarray:
     return flags
 
 
+def _block_max(data: np.ndarray, b: int) -> np.ndarray:
+    """Maxima of the complete ``b``-row blocks of ``data`` (rows, slices): ``(rows // b, slices)``.
+
+    By halving (``b`` a power of two): elementwise maxima over whole rows run NumPy's vector loops,
+    where a reduction over the middle axis (or ``maximum.accumulate``) runs slice by slice.
+    """
+    nb = data.shape[0] // b
+    bmax = data[: nb * b].reshape(nb, b, *data.shape[1:])
+    while bmax.shape[1] > 1:
+        half = bmax.shape[1] // 2
+        bmax = np.maximum(bmax[:, :half], bmax[:, half:])
+    return bmax[:, 0]
+
+
+def _prefix_kth(bmax: np.ndarray, k: int, lowest: int) -> np.ndarray:
+    """``km[j]``: the ``k``-th largest of ``bmax[:j]`` along axis 0 (``lowest`` while fewer than ``k``).
+
+    Running k-th largest of a sequence ``b``: ``K_1[j] = max(b[:j])``, ``K_m[j] = max over i < j of
+    min(b[i], K_{m-1}[i])`` (the best ``m``-subset ending at ``i``). Returns ``len(bmax) + 1`` rows.
+    """
+    km = np.full((bmax.shape[0] + 1, *bmax.shape[1:]), lowest, dtype=bmax.dtype)
+    np.maximum.accumulate(bmax, axis=0, out=km[1:])
+    for _ in range(1, k):
+        prev = np.minimum(bmax, km[:-1])
+        np.maximum.accumulate(prev, axis=0, out=km[1:])
+    return km
+
+
 def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Which elements of every column can enter MLI's heap of ``k`` (a superset; the seeds included).
 
     The heap holds the ``k`` largest values seen so far, so at any position its minimum is at
     least the ``k``-th largest of the maxima of the complete blocks before that position's block
-    (``k`` distinct elements reach it); an element below that bound never enters. Running k-th
-    largest of a sequence ``b``: ``K_1[j] = max(b[:j])``, ``K_m[j] = max over i < j of
-    min(b[i], K_{m-1}[i])`` (the best ``m``-subset ending at ``i``), evaluated on the (short)
-    sequence of block maxima, and on the elements themselves over the first ``k`` blocks
-    (where few block maxima are known): there it is the heap minimum, and the mask exact.
+    (``k`` distinct elements reach it); an element below that bound never enters. The running
+    ``k``-th largest (:func:`_prefix_kth`) is evaluated on the (short) sequence of block maxima,
+    and on the elements themselves over the first ``k`` blocks (where few block maxima are
+    known): there it is the heap minimum, and the mask exact.
 
     Returns:
         ``(mask, final)``: bool array of ``cols``' shape, and per slice a lower bound of the heap
@@ -313,7 +350,7 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     n, s = cols.shape
     nb, b = n // _SCREEN_BLOCK, _SCREEN_BLOCK
-    lowest = np.iinfo(cols.dtype).min
+    lowest = _limits(cols.dtype)[0]
     mask = np.empty((n, s), dtype=bool)
     # One slice: drop the unit axis (NumPy's loops run over the last axis).
     data, flags = (cols[:, 0], mask[:, 0]) if s == 1 else (cols, mask)
@@ -322,16 +359,8 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     if s == 1:
         bmax = np.maximum.reduceat(blocks.reshape(-1), np.arange(0, nb * b, b)) if nb else blocks[:, 0]
     else:
-        bmax = blocks
-        while bmax.shape[1] > 1:  # block maxima by halving (faster than a reduction over axis 1)
-            half = bmax.shape[1] // 2
-            bmax = np.maximum(bmax[:, :half], bmax[:, half:])
-        bmax = bmax[:, 0]
-    km = np.full((nb + 1, *tail), lowest, dtype=cols.dtype)  # km[j]: bound for block j (nb: the tail)
-    np.maximum.accumulate(bmax, axis=0, out=km[1:])
-    for _ in range(1, k):
-        prev = np.minimum(bmax, km[:-1])
-        np.maximum.accumulate(prev, axis=0, out=km[1:])
+        bmax = _block_max(data, b)
+    km = _prefix_kth(bmax, k, lowest)  # km[j]: bound for block j (nb: the tail)
     np.greater_equal(blocks, km[:-1, None], out=flags[: nb * b].reshape(blocks.shape))
     np.greater_equal(data[nb * b:], km[-1], out=flags[nb * b:])
     # The first k blocks: exact (fewer than k block maxima are known there).
@@ -341,21 +370,30 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return mask, km[-1].reshape(s)
 
 
-def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
-
-    :func:`_screen` keeps, per column, the elements that can enter the heap, and a lower bound of
-    the final heap minimum ``t``. Where exactly ``k`` values reach ``t`` and they are distinct,
-    the heap's result is them in decreasing order whatever its history; the other columns replay
-    the heap over their candidates (:func:`_replay`).
-    """
-    n, s = cols.shape
-    mask, final = _screen(cols, k)
+def _candidates(cols: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The elements of ``mask``, slice-major with positions ascending: ``(pos, slice, value)``."""
+    s = cols.shape[1]
     pos, sl = np.divmod(np.flatnonzero(mask), s)
     if s > 1:
-        order = np.argsort(sl, kind="stable")  # slice-major, positions still ascending
+        order = np.argsort(sl.astype(np.int16 if s <= 1 << 15 else np.int64), kind="stable")
         pos, sl = pos[order], sl[order]
-    vals = cols[pos, sl].astype(np.int64)
+    return pos, sl, cols[pos, sl].astype(np.int64)
+
+
+def _sorted_top(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, final: np.ndarray,
+                k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The slices whose ``k`` largest values are distinct and above every other value.
+
+    ``(pos, sl, vals)`` (:func:`_candidates`) hold at least every value not below ``final[slice]``,
+    a lower bound of the slice's ``k``-th largest value. Where exactly ``k`` values reach the
+    ``k``-th largest ``t`` and they are distinct, MLI's heap holds them at the end and sorts them
+    in decreasing order whatever its history.
+
+    Returns:
+        ``(idx, ok)``: per slice the positions of the ``k`` largest values (largest first; only
+        meaningful where ``ok``), and whether the slice is such a slice.
+    """
+    s = final.shape[0]
     # The values not below the final bound (every value >= t among them, at least k per slice),
     # by slice and decreasing value; each slice's k + 1 largest (or k and a sentinel).
     top = np.flatnonzero(vals >= final[sl])
@@ -365,14 +403,150 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     has_next = j[:, k] < np.append(start[1:], top.size)
     j[:, k] = np.where(has_next, j[:, k], j[:, k - 1])
     tv = vals[top[j]]
-    tv[:, k] = np.where(has_next, tv[:, k], np.iinfo(np.int64).min)
+    tv[:, k] = np.where(has_next, tv[:, k], -(1 << 63))
     ok = np.all(tv[:, 1:] < tv[:, :-1], axis=1)
-    idx = pos[top[j[:, :k]]]
+    return pos[top[j[:, :k]]], ok
+
+
+def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MLI's heap of 3 on the slices whose maximum occurs 3 times or more, after the seeds.
+
+    The heap (root = minimum, slots 1 and 2 = the two largest values seen so far, ``M1 >= M2``)
+    evolves so: an element ``v > M2`` goes to the slot holding ``M2`` (slot 1 when both slots
+    are equal), every other element at most touches the root. Which slot holds the strictly
+    larger value (or "equal") therefore changes only at a *record* ``v > M1`` (it becomes the
+    slot that held ``M2``, slot 1 after "equal") and at a *tie* ``v == M1 > M2`` (both equal).
+    The first occurrence ``t1`` of the slice maximum is a record and lands in the slot of the
+    smaller value; the second ``t2`` in the other slot; the third at the root, where every later
+    occurrence replaces it. Heap-sorting three equal values outputs slot 1, slot 2, root, so the
+    result is ``[t1, t2, last]`` or ``[t2, t1, last]``, decided by the state before ``t1``:
+    the seeds' heap, the last tie and the parity of the records after it.
+
+    Elements below the second largest of the prefix never change that state, so only elements
+    not below the second largest block maximum before their block are looked at
+    (:func:`_prefix_kth`).
+
+    Args:
+        cols: (elements, slices) values, the C visiting order along axis 0 (at least two blocks).
+
+    Returns:
+        ``(idx, ok)``: ``idx[slice]`` the three positions (meaningful where ``ok``) and ``ok``,
+        the slices this applies to (the maximum at least three times, none among the seeds).
+    """
+    n, s = cols.shape
+    b = _SCREEN_BLOCK
+    nb = n // b
+    r = np.arange(s)
+    blocks = cols[: nb * b].reshape(nb, b, s)
+    bmax = _block_max(cols, b)
+    top = bmax.max(axis=0)
+    tail = cols[nb * b:]
+    if tail.shape[0]:
+        top = np.maximum(top, tail.max(axis=0))
+    # The blocks holding the maximum: the first two and the last (looked at element by element).
+    hit = bmax == top
+    nhit = hit.sum(axis=0)
+    bl = nb - 1 - hit[::-1].argmax(axis=0)
+    b1 = hit.argmax(axis=0)
+    hit[b1, r] = False
+    b2 = hit.argmax(axis=0)
+    e1, e2, el = blocks[np.stack((b1, b2, bl)), :, r] == top[:, None]  # (s, b) each
+    c1, c2 = e1.sum(axis=1), np.where(nhit >= 2, e2.sum(axis=1), 0)
+    tail_eq = tail.T == top[:, None]
+    ok = (nhit >= 1) & (c1 + c2 + (nhit >= 3) + tail_eq.sum(axis=1) >= 3) & (c1 + c2 >= 2)
+    p1 = e1.argmax(axis=1)
+    t1 = b1 * b + p1
+    e1[r, p1] = False
+    t2 = np.where(c1 >= 2, b1 * b + e1.argmax(axis=1), b2 * b + e2.argmax(axis=1))
+    last = bl * b + b - 1 - el[:, ::-1].argmax(axis=1)
+    if tail.shape[0]:
+        last = np.where(tail_eq.any(axis=1), n - 1 - tail_eq[:, ::-1].argmax(axis=1), last)
+    idx = np.stack([t1, t2, last], axis=1).astype(np.int64)
+    # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
+    v0, v1, v2 = cols[0], cols[1], cols[2]
+    small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
+    ok &= (v0 != top) | (v1 != top) | (v2 != top)  # (three maxima among the seeds: not this rule)
+    # A maximum among the seeds stays in the slot heapify gives it.
+    seeded = ok & (t1 < 3)
+    swap = seeded & (t1 != np.where(small == 1, 0, 1))
+    idx[swap, :2] = idx[swap, 1::-1]
+    ok_events = ok & ~seeded
+    if not ok_events.any():
+        return idx, ok
+    ok, okall = ok_events, ok
+    # The elements before t1 that can change the state (the first three are the seeds): in the
+    # blocks up to t1's whose maximum reaches the bound.
+    used = int(b1[ok].max()) + 1
+    lowest, highest = _limits(cols.dtype)
+    km = _prefix_kth(bmax[:used], 2, lowest)
+    sel = (np.arange(used)[:, None] <= b1) & (bmax[:used] >= km[:-1]) & ok
+    sl, blk = np.nonzero(sel.T)  # slice-major, blocks ascending
+    g = blocks[blk, :, sl]
+    pos = blk[:, None] * b + np.arange(b)
+    cm = (g >= km[blk, sl][:, None]) & (pos < t1[sl][:, None])
+    flat = np.flatnonzero(cm)
+    vals = g.reshape(-1)[flat].astype(np.int64)
+    pos = pos.reshape(-1)[flat]
+    sl = sl[flat // b]
+    # Running largest / second largest before each element, per slice: encoded as
+    # slice * span + (value - lowest + 1) so that one running maximum restarts at every slice.
+    base = sl * (highest - lowest + 2)
+    enc = base + (vals - lowest + 1)
+    first = pos == 0
+    m1x = np.maximum.accumulate(enc)
+    m1x[1:] = m1x[:-1]
+    np.copyto(m1x, base, where=first)  # before the element (base: nothing yet)
+    m2x = np.maximum.accumulate(np.minimum(enc, m1x))
+    m2x[1:] = m2x[:-1]
+    np.copyto(m2x, base, where=first)
+    after_seeds = pos >= 3
+    record = after_seeds & (enc > m1x)
+    tie = after_seeds & (enc == m1x) & (enc > m2x)
+    seg = np.flatnonzero(first)  # one segment per ok slice, in slice order
+    last_tie = np.maximum.reduceat(np.where(tie, np.arange(pos.size), -1), seg)
+    csum = np.zeros(pos.size + 1, dtype=np.int64)
+    np.cumsum(record, out=csum[1:])
+    records = csum[np.append(seg[1:], pos.size)] - csum[np.where(last_tie >= 0, last_tie + 1, seg)]
+    # Which of slots 1 / 2 is larger after the seeds.
+    okr = sl[seg]
+    v0, v1, v2, sm = v0[okr], v1[okr], v2[okr], small[okr]
+    left = np.where(sm == 1, v0, v1)  # slot 1 after heapify's swap
+    right = np.where(sm == 2, v0, v2)  # slot 2
+    state = np.where(left == right, 0, np.where(left > right, 1, 2))  # 0: equal, else the larger slot
+    state[last_tie >= 0] = 0
+    odd = (records & 1) == 1
+    state = np.where(state == 0, np.where(records == 0, 0, 2 - odd), np.where(odd, 3 - state, state))
+    swap = state == 1  # slot 1 holds the larger value: t1 goes to slot 2
+    idx[okr[swap], :2] = idx[okr[swap], 1::-1]
+    return idx, okall
+
+
+def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
+
+    For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
+    through :func:`_top3_of_max` first. The other slices take the exact screen (:func:`_screen`):
+    those whose ``k`` largest values are distinct and alone at the top are sorted
+    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
+    """
+    n, s = cols.shape
+    idx = np.zeros((s, k), dtype=np.int64)
+    rest = np.arange(s)
+    if k == 3 and s > 1 and n >= 2 * k * _SCREEN_BLOCK and cols.dtype.itemsize == 1:
+        idx, ok3 = _top3_of_max(cols)
+        if ok3.all():
+            return idx
+        rest = np.flatnonzero(~ok3)
+    sub = cols if rest.size == s else cols[:, rest]
+    mask, final = _screen(sub, k)
+    pos, sl, vals = _candidates(sub, mask)
+    top_idx, ok = _sorted_top(pos, sl, vals, final, k)
     if not ok.all():
-        bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+        bounds = np.searchsorted(sl, np.arange(sub.shape[1] + 1)).tolist()
         pos_l, val_l = pos.tolist(), vals.tolist()
         for r in np.flatnonzero(~ok).tolist():
-            idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+            top_idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+    idx[rest] = top_idx
     return idx
 
 
@@ -381,8 +555,11 @@ def _slice_offsets(shape: Sequence[int], axis: int, idx: np.ndarray, strides: Se
     shape = [int(d) for d in shape]
     st = [int(m) for m in strides] if strides is not None else dense_strides(shape)
     idx = np.asarray(idx, dtype=np.int64)
-    if axis < 0 and st == dense_strides(shape):
+    dense = st == dense_strides(shape)
+    if axis < 0 and dense:
         return idx  # a dense tensor's position in C order is its offset
+    if dense and axis == len(shape) - 1:
+        return idx * shape[axis] + np.arange(shape[axis], dtype=np.int64)[:, None]  # row-major (rest, axis)
     if axis < 0:
         rest_shape, rest_st, base = shape, st, np.zeros((idx.shape[0], 1), np.int64)
     else:

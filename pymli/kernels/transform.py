@@ -37,7 +37,8 @@ from ..arith.lut import (
     take_codes8,
 )
 from ..arith.rnn import RoundShift
-from ..arith.rounding import asr_rnd, norm, sat, sub_sat, trunc_div, wrap
+from ..arith.rounding import asr_rnd, norm, round_mode, sat, sub_sat, trunc_div, wrap
+from ..formats import RoundMode
 from ..tensor import Lut
 from ._blas import blas_single_thread
 from .diverse import permute
@@ -206,6 +207,8 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     significant bits and saturated to that type (C truncates the division towards zero).
     """
     total = wrap(total, 32)
+    if bits == 16 and total.size > _RECIP_F64_MIN and int(total.min()) > 0:
+        return _recip_of_sum_f64(total)
     sum_exp = norm32(total)
     # asr_rnd(total, 16 - sum_exp, 32) with the shifts fixed once (plain when all are positive).
     mnt = sat(RoundShift(16 - sum_exp, 32, int(np.abs(total).max(initial=0)))(total), bits)
@@ -213,6 +216,35 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
     q = trunc_div(1 << 29, safe)
     recip = wrap(np.minimum(q, 32767), bits)
     return sum_exp, recip
+
+
+# From this many sums on, :func:`_recip_of_sum` takes its float64 path.
+_RECIP_F64_MIN = 64
+
+
+def _recip_of_sum_f64(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_recip_of_sum` for positive 32-bit sums and 16 bits, in float64 (fewer passes).
+
+    Exact: a positive ``t < 2**31`` is a float64 integer; ``frexp`` gives its bit length ``e``, so
+    ``norm32(t) = 31 - e`` and the mantissa is ``t * 2**(15 - e)`` (a power-of-two scaling, exact)
+    rounded as ``asr_rnd`` does (``floor(v + 1/2)`` for ROUND_UP, ``rint`` (half to even) for
+    ROUND_CONVERGENT; a left shift when ``e <= 15`` is exact and needs no rounding), in
+    ``[2**14, 2**15]`` before the saturation. ``2**29 / m`` for an integer ``2**14 <= m < 2**15``
+    lies at least ``1/m`` from any integer unless it is one, far above float64's rounding error
+    there (``2**-38``), so its floor is C's truncating division.
+    """
+    f = total.astype(np.float64)
+    e = np.frexp(f)[1]
+    m = np.ldexp(f, 15 - e)
+    if round_mode() is RoundMode.UP:
+        m += 0.5
+        np.floor(m, out=m)
+    else:
+        np.rint(m, out=m)
+    np.minimum(m, 32767.0, out=m)
+    q = np.floor(np.divide(float(1 << 29), m))
+    np.minimum(q, 32767.0, out=q)
+    return (31 - e).astype(np.int64), q.astype(np.int64)
 
 
 # Softmax slices along the last axis at most this long are reduced another way: NumPy's reduction
@@ -413,6 +445,23 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
         norm_shift += norm_shift & 1
         sum_cast = int(sat(RoundShift(norm_shift, 64, t)(t), 16))  # asr_rnd(t, norm_shift, 64), on a Python int
         inv = int(table[sum_cast])
+    elif int(total.max()) < 1 << 53:
+        # float64, exact: a sum below 2**53 is a float64 integer whose frexp exponent e is its bit
+        # length (0 for 0), so norm64 = 63 - e; the scaling by 2**-norm_shift is exact, its
+        # rounding floor(v + 1/2) (ROUND_UP) or rint (half to even, ROUND_CONVERGENT) is
+        # asr_rnd's (a left shift, norm_shift <= 0, is exact and below 2**15), and the result is
+        # at most 2**15 before the 16-bit saturation.
+        f = total.astype(np.float64)
+        e = np.frexp(f)[1]
+        norm_shift = (e - 15) + ((e - 15) & 1)
+        v = np.ldexp(f, -norm_shift)
+        if round_mode() is RoundMode.UP:
+            v += 0.5
+            np.floor(v, out=v)
+        else:
+            np.rint(v, out=v)
+        np.minimum(v, 32767.0, out=v)
+        inv = np.take(table, v.astype(np.intp))
     else:
         norm_shift = 48 - norm64(total)
         norm_shift = norm_shift + (norm_shift & 1)

@@ -1,0 +1,130 @@
+"""Fast paths of the memory-bound kernels against their plain models (seeded, many ties).
+
+argmax over long slices (the heap-of-3 rule of ``_top3_of_max`` and the exact screen with the
+heap replay for the other slices) against the element-by-element heap replay; the int32 fx16 leaky ReLU against
+the int64 arithmetic of :mod:`pymli.arith.activation`; softmax's float64 reciprocal and
+l2_normalize's float64 factors against the integer paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pymli import EM, VPX, use_platform
+from pymli.arith import activation as act
+from pymli.arith.lut import create_lut
+from pymli.kernels import activation as KA
+from pymli.kernels import diverse as K
+from pymli.kernels import transform as T
+
+
+def _tied_int8(rng: np.random.Generator, n: int, s: int) -> np.ndarray:
+    """(n, s) int8 values with ties at the top: few distinct values, maxima often among the seeds."""
+    hi = int(rng.choice([1, 2, 3, 10, 100, 127]))
+    x = rng.integers(-hi, hi + 1, (n, s)).astype(np.int8)
+    mode = rng.random()
+    if mode < 0.3:
+        x[rng.integers(0, 3, 2), :] = hi
+    elif mode < 0.5:
+        x[:3, rng.integers(0, s)] = hi
+    elif mode < 0.6:
+        x[:, rng.integers(0, s)] = -128  # a constant slice
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_argmax_long_slices_equal_heap_replay(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        n, s = int(rng.integers(190, 420)), int(rng.integers(2, 6))
+        k = int(rng.choice([2, 3, 3, 3, 4, 5]))
+        x = _tied_int8(rng, n, s)
+        if rng.random() < 0.3:
+            x = (x.astype(np.int16) * int(rng.choice([1, 257]))).astype(np.int16)
+        assert np.array_equal(K.argmax(x, 1, k), K.argmax_reference(x, 1, k))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_argmax_long_slices_any_axis_and_strides(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(12):
+        shape = (int(rng.integers(7, 14)), int(rng.integers(7, 14)), int(rng.integers(2, 5)))
+        x = rng.integers(-3, 4, shape).astype(np.int8)
+        axis = int(rng.integers(0, 3))
+        strides = [shape[1] * (shape[2] + 2), shape[2] + 2, 1]
+        k = int(rng.choice([3, 4]))
+        assert np.array_equal(K.argmax(x, axis, k, strides), K.argmax_reference(x, axis, k, strides))
+
+
+def test_top3_rule_is_used_and_exact() -> None:
+    """The heap-of-3 rule settles most int8 slices of random data, each as the replay does."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (4096, 8)).astype(np.int8)
+    x[[0, 2], 0] = 127  # maxima among the seeds
+    x[1, 1] = 127
+    x[:3, 2] = 127  # three: not for this rule
+    idx, ok = K._top3_of_max(x)
+    assert ok.sum() >= 5 and ok[0] and ok[1] and not ok[2]
+    ref = K.argmax_reference(x, 1, 3)  # offsets: position * 8 + slice
+    assert np.array_equal((idx * 8 + np.arange(8)[:, None])[ok], ref[ok])
+    assert np.array_equal(K.argmax(x, 1, 3), ref)
+
+
+def test_argmax_fallback_slices_equal_heap_replay() -> None:
+    """Long int16 slices whose top values tie go through the exact screen and the replay."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-300, 300, (1024, 6)).astype(np.int16)
+    for k in (3, 4, 5):
+        assert np.array_equal(K.argmax(x, 1, k), K.argmax_reference(x, 1, k))
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_leaky_fx16_int32_path_equals_arith(platform) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.integers(-32768, 32768, (65, 33, 31)).astype(np.int16)  # > 65536 values: the int32 path
+    x.reshape(-1)[:6] = [-32768, 32767, 0, -1, 1, -2]
+    with use_platform(platform):
+        for slope in (3277, -3277, 32767, -32768, 1, 0, -1, 16384, -16385, 12345):
+            for shift in (0, 1, 5, 15, 16, 25, 30, 31, 40, -3):
+                for normalise in (True, False):
+                    s, sh = act.leaky_fx_slope(slope, shift, 16, normalise)
+                    ref = act.leaky_relu_fx(x, s, sh, 16)
+                    got = KA.leaky_relu_fx(x, slope, shift, normalise=normalise)
+                    assert got.dtype == np.int16
+                    assert np.array_equal(got, ref), (slope, shift, normalise)
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_recip_of_sum_float64_equals_integer_path(platform, monkeypatch) -> None:
+    rng = np.random.default_rng(9)
+    tot = np.concatenate([
+        rng.integers(1, 1 << 31, 3000), rng.integers(1, 1 << 16, 3000), np.arange(1, 3000),
+        1 << np.arange(31), (1 << np.arange(1, 31)) - 1, (1 << np.arange(1, 31)) + 1,
+        [2**31 - 1, 2**31 - 2**15, 2**31 - 2**15 - 1, 3 << 14, (3 << 14) + 1],
+        # ties of the rounding shift: odd multiples of half an LSB
+        (2 * rng.integers(1 << 14, 1 << 15, 2000) + 1) << rng.integers(0, 16, 2000),
+    ]).astype(np.int64)
+    tot = tot[(tot > 0) & (tot < 1 << 31)]
+    with use_platform(platform):
+        fast = T._recip_of_sum_f64(tot)
+        monkeypatch.setattr(T, "_RECIP_F64_MIN", 1 << 62)
+        ref = T._recip_of_sum(tot, 16)
+    assert np.array_equal(fast[0], ref[0]) and np.array_equal(fast[1], ref[1])
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["vpx", "em"])
+def test_l2_factors_float64_equal_integer_path(platform) -> None:
+    lut = create_lut("l2_normalize")
+    rng = np.random.default_rng(13)
+    tot = np.concatenate([
+        rng.integers(0, 1 << 40, 3000), rng.integers(0, 1 << 16, 3000), np.arange(3000),
+        1 << np.arange(53), (1 << np.arange(1, 53)) - 1,
+        (2 * rng.integers(1 << 13, 1 << 15, 2000) + 1) << rng.integers(0, 36, 2000),  # rounding ties
+    ]).astype(np.int64)
+    tot = tot[tot < 1 << 53]
+    wide = np.append(tot, 1 << 60)  # a sum beyond float64's integers: the integer path for all
+    with use_platform(platform):
+        inv, shift = T._l2_factors(tot, lut, 15)
+        ref_inv, ref_shift = T._l2_factors(wide, lut, 15)
+    assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
