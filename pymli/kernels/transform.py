@@ -222,6 +222,21 @@ def _recip_of_sum(total: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]
 _RECIP_F64_MIN = 64
 
 
+def _round_sat16_f64(v: np.ndarray) -> np.ndarray:
+    """Round float64 ``v`` (exact scaled integers) in place as ``asr_rnd`` does, then cap at 32767.
+
+    ``floor(v + 1/2)`` for ROUND_UP, ``rint`` (half to even) for ROUND_CONVERGENT; exact because
+    every ``v`` is an integer scaled by a power of two. Returns ``v``.
+    """
+    if round_mode() is RoundMode.UP:
+        v += 0.5
+        np.floor(v, out=v)
+    else:
+        np.rint(v, out=v)
+    np.minimum(v, 32767.0, out=v)
+    return v
+
+
 def _recip_of_sum_f64(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`_recip_of_sum` for positive 32-bit sums and 16 bits, in float64 (fewer passes).
 
@@ -235,13 +250,7 @@ def _recip_of_sum_f64(total: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     f = total.astype(np.float64)
     e = np.frexp(f)[1]
-    m = np.ldexp(f, 15 - e)
-    if round_mode() is RoundMode.UP:
-        m += 0.5
-        np.floor(m, out=m)
-    else:
-        np.rint(m, out=m)
-    np.minimum(m, 32767.0, out=m)
+    m = _round_sat16_f64(np.ldexp(f, 15 - e))
     q = np.floor(np.divide(float(1 << 29), m))
     np.minimum(q, 32767.0, out=q)
     return (31 - e).astype(np.int64), q.astype(np.int64)
@@ -454,13 +463,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
         f = total.astype(np.float64)
         e = np.frexp(f)[1]
         norm_shift = (e - 15) + ((e - 15) & 1)
-        v = np.ldexp(f, -norm_shift)
-        if round_mode() is RoundMode.UP:
-            v += 0.5
-            np.floor(v, out=v)
-        else:
-            np.rint(v, out=v)
-        np.minimum(v, 32767.0, out=v)
+        v = _round_sat16_f64(np.ldexp(f, -norm_shift))
         inv = np.take(table, v.astype(np.intp))
     else:
         norm_shift = 48 - norm64(total)
