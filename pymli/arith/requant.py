@@ -34,7 +34,7 @@ Public API (stable; other kernels rely on it):
   :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
 * :func:`sa8_float_cast` -- bias add and :func:`sa8_result_cast` in a few float64 passes on exact
-  sums, when that is provably exact (else None).
+  sums (the first stage in float32 on float32 sums), when that is provably exact (else None).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
@@ -58,6 +58,9 @@ try:  # the clip ufunc itself: one pass, no Python-level argument handling
     from numpy._core.umath import clip as _clip
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
+
+_F32_EXACT = 1 << 24
+"""Integers below this (times a power of two) are exact float32 values."""
 
 __all__ = [
     "RELU_1",
@@ -520,6 +523,10 @@ class Sa8FloatCast:
         low, high: the final clamp shifted by the zero point, ``lo - zp`` and ``hi - zp``.
         out_lo: ``lo`` (the result is ``u + lo`` for ``u`` in ``[0, hi - lo]``).
         up: ROUND_UP (else ROUND_CONVERGENT).
+        f32: float32 forms ``(pre_scale or None, pre_bias or bias)`` of the first stage when it is
+            exact in float32 (no saturation, ``2 * (|acc| + |bias|) + 2**pre < 2**24``), or None:
+            float32 sums then take that stage in float32 (no mixed-type passes: measured 21 us
+            instead of 37 us for the whole stage on 16k sums) and only the second in float64.
     """
 
     bias: np.ndarray
@@ -533,16 +540,33 @@ class Sa8FloatCast:
     high: int
     out_lo: int
     up: bool
+    f32: tuple[np.ndarray | None, np.ndarray] | None = None
 
-    def __call__(self, acc: np.ndarray) -> np.ndarray:
+    def __call__(self, acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
 
         Args:
             acc: sums bounded as the plan's ``acc_bound`` says.
+            overwrite: ``acc`` may be overwritten (a temporary of the caller).
 
         Returns:
             int8 array, shape of ``acc``.
         """
+        if self.f32 is not None and acc.dtype == np.float32:
+            # Stage one in float32, exact: see sa8_float_cast (the sum of the scaled terms is an
+            # integer below 2**24 times a power of two).
+            scale32, add32 = self.f32
+            v32 = acc if overwrite else np.empty_like(acc)
+            if scale32 is None:
+                np.add(acc, add32, out=v32)
+            else:
+                np.multiply(acc, scale32, out=v32)
+                v32 += add32
+                if self.up:
+                    np.floor(v32, out=v32)
+                else:
+                    np.rint(v32, out=v32)
+            return self._finish(v32.astype(np.float64))
         if self.pre_bias is not None:
             # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
             v = np.multiply(acc, self.pre_scale, dtype=np.float64)
@@ -665,14 +689,21 @@ def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shif
     if 2 * int(np.max(np.abs(m))) * ab + (2 << int(np.max(sh))) * (abs(low) + 1) >= 1 << 53:
         return None
     sat32 = acc_bound + bmax > (1 << 31) - 1
-    pre_bias = None
+    pre_bias = f32 = None
     if pre_scale is not None and not sat32 and pre_lim is None:
         # (acc + bias + 2**(pre-1)) * 2**-pre is an integer below 2**33 times a power of two, and so
         # are acc * 2**-pre and bias * 2**-pre + 0.5: the float64 add of the last two is exact.
         pre_bias = b.astype(np.float64) * pre_scale + (0.5 if up else 0.0)
+        if 2 * (acc_bound + bmax) + (1 << plan.pre_max) < _F32_EXACT:
+            # The same three values are integers below 2**24 times a power of two (a channel that
+            # does not pre-shift: 2 * (acc + bias) + 1 halves), exact in float32 too, and so are
+            # 2**-pre and the float32 sums.
+            f32 = (pre_scale.astype(np.float32), pre_bias.astype(np.float32))
+    elif pre_scale is None and not sat32 and acc_bound + bmax < _F32_EXACT:
+        f32 = (None, b.astype(np.float32))  # acc + bias: an integer below 2**24
     return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale, pre_lim=pre_lim,
                         pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
-                        high=high, out_lo=lo, up=up)
+                        high=high, out_lo=lo, up=up, f32=f32)
 
 
 # -------------------------------------------------------------------------------------- ReLU

@@ -347,7 +347,7 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
 
     def finished(sums: np.ndarray) -> np.ndarray:
-        return _to_int(sums, bound) if post is None else post(sums, bound)
+        return _to_int(sums, bound) if post is None else post(sums, bound, overwrite=True)
 
     if len(blocks) == 1:
         if macs < SMALL_PRODUCT or not blas:
@@ -707,8 +707,9 @@ def _wide(q: Quant) -> bool:
 class _OutputStage:
     """:func:`finish` with one call's parameters, for the row blocks of :func:`_conv_blocks` & co.
 
-    Called with a block's exact sums (integers, or integer-valued floats) and their bound. ``dtype``
-    is the output container (int8 or int16), which holds every finished value.
+    Called with a block's exact sums (integers, or integer-valued floats) and their bound, and
+    ``overwrite=True`` when the sums are a temporary the stage may overwrite. ``dtype`` is the
+    output container (int8 or int16), which holds every finished value.
 
     The FX output stage of a 40-bit accumulator (fx16) runs on float64 sums directly when it is
     exact there: ``v = sum + bias`` is an integer below 2**53, ``v * 2**-s`` is exact (a power of
@@ -743,9 +744,9 @@ class _OutputStage:
         calls) or a block large enough that its NumPy calls outweigh the Python between them."""
         return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
 
-    def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
+    def __call__(self, acc: np.ndarray, bound: int, overwrite: bool = False) -> np.ndarray:
         if acc.dtype == np.float64 and bound < self.float_limit:
-            v = acc + self.float_bias
+            v = np.add(acc, self.float_bias, out=acc if overwrite else None)
             sh = self.q.out_shift
             if sh:
                 v *= 2.0 ** -sh
@@ -758,7 +759,7 @@ class _OutputStage:
             return v.astype(self.dtype)
         plan = self.sa8_plan(bound)
         if plan is not None:
-            return plan(acc)
+            return plan(acc, overwrite)
         return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
 
 
