@@ -38,17 +38,17 @@ PLATFORMS = [VPX, EM, Platform(RoundMode.UP, True), Platform(RoundMode.CONVERGEN
 @contextlib.contextmanager
 def plan(name: str) -> Iterator[None]:
     """'plain': one block on one thread; 'blocks': blocks of a few outputs on two threads; 'default'."""
-    saved = P.BLOCK_BYTES, P.PARALLEL_WORK
+    saved = P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT
     threads = {"plain": 1, "blocks": 2, "default": None}[name]
     try:
         if name == "plain":
             P.BLOCK_BYTES = 1 << 62
         elif name == "blocks":
-            P.BLOCK_BYTES, P.PARALLEL_WORK = 5, 0
+            P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT = 5, 0, False  # always the pool
         with P.threads_limit(threads):
             yield
     finally:
-        P.BLOCK_BYTES, P.PARALLEL_WORK = saved
+        P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT = saved
 
 
 PLANS = ["plain", "blocks", "default"]
@@ -402,6 +402,51 @@ def test_run_parts_does_not_wait_for_a_stalled_worker() -> None:
     assert got == [i * 10 for i in range(6)]
     assert took < 10  # did not wait for the release (30 s)
     assert stalled and abandoned == [True]
+
+
+def test_pool_pays_follows_the_faster_way_and_explores() -> None:
+    """A new site tries the pool, then one thread; then the faster way, except every
+    ADAPT_EXPLORE-th call; the means follow new times; ADAPT off always takes the pool."""
+    site = ("test site", object())
+    assert P.pool_pays(site)
+    P.record_time(site, True, 2.0)
+    assert not P.pool_pays(site)
+    P.record_time(site, False, 1.0)
+    ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
+    assert ways.count(True) == 4  # one-thread site: the pool once in ADAPT_EXPLORE calls
+    for _ in range(20):
+        P.record_time(site, True, 0.1)  # the pool became faster: its mean follows
+    ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
+    assert ways.count(False) == 4
+    saved = P.ADAPT
+    try:
+        P.ADAPT = False
+        P.record_time(site, True, 9.0)
+        assert all(P.pool_pays(site) for _ in range(2 * P.ADAPT_EXPLORE))
+    finally:
+        P.ADAPT = saved
+
+
+def test_large_calls_take_the_faster_way_with_equal_results(monkeypatch) -> None:
+    """A conv2d large enough for the pool: its site's calls alternate between the two ways as
+    their times say, each time with the one-block result."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (20, 20, 16), dtype=np.int8)
+    w = rng.integers(-128, 128, (3, 3, 16, 48), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, 48)
+    q = K.Sa8Quant(-3, 16384, 20, 0, np.full(48, 16384), np.full(48, 20), 5, 20000, 14)
+    geo = {"pad": (1, 1), "out_hw": (20, 20), "bounds": (-128, 127)}
+    with plan("plain"):
+        want = K.conv2d_hwcn(x, w, bias, q, **geo)
+    ways: list[bool] = []
+    real = P.record_time
+    monkeypatch.setattr(P, "PARALLEL_WORK", 1 << 10)
+    monkeypatch.setattr(K, "record_time", lambda site, pooled, s: (ways.append(pooled), real(site, pooled, s)))
+    with P.threads_limit(2):
+        for _ in range(3 * P.ADAPT_EXPLORE):
+            assert np.array_equal(K.conv2d_hwcn(x, w, bias, q, **geo), want)
+    assert ways[:2] == [True, False]  # the pool, then one thread, then the faster (and the other at times)
+    assert ways.count(True) >= 2 and ways.count(False) >= 2
 
 
 def test_thread_settings() -> None:
