@@ -62,6 +62,9 @@ except ImportError:  # pragma: no cover - older NumPy
 _F32_EXACT = 1 << 24
 """Integers below this (times a power of two) are exact float32 values."""
 
+_TILE_PIXELS = 16
+"""Most pixels per inner loop of a per-channel pass of :class:`Sa8FloatCast` (see its ``_rows``)."""
+
 __all__ = [
     "RELU_1",
     "RELU_6",
@@ -541,6 +544,26 @@ class Sa8FloatCast:
     out_lo: int
     up: bool
     f32: tuple[np.ndarray | None, np.ndarray] | None = None
+    _tiles: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def _rows(self, v: np.ndarray, a: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """``v`` (channels last) and the per-channel ``a`` reshaped for one elementwise pass whose
+        inner loop runs over up to :data:`_TILE_PIXELS` pixels (``a`` repeated as often): a (64,)
+        operand broadcast over pixels makes NumPy loop 64 elements at a time (measured 15 us
+        instead of 6 us for a float32 multiply of 65k sums). Scalars and non-contiguous ``v`` are
+        returned as they are."""
+        if a is None or np.ndim(a) == 0 or not v.flags.c_contiguous or v.ndim == 0:
+            return v, a
+        c = a.shape[-1]
+        pixels = v.size // c if c else 0
+        r = min(pixels & -pixels, _TILE_PIXELS)  # a power of two dividing the pixel count
+        if r <= 1:
+            return v, a
+        key = (id(a), r)
+        t = self._tiles.get(key)
+        if t is None:  # the plan's own arrays: their ids are stable while the plan lives
+            t = self._tiles[key] = np.tile(a, r)
+        return v.reshape(-1, c * r), t
 
     def __call__(self, acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
@@ -556,16 +579,17 @@ class Sa8FloatCast:
             # Stage one in float32, exact: see sa8_float_cast (the sum of the scaled terms is an
             # integer below 2**24 times a power of two).
             scale32, add32 = self.f32
-            v32 = acc if overwrite else np.empty_like(acc)
+            v32 = acc if overwrite and acc.flags.c_contiguous else np.array(acc)
+            rows, a = self._rows(v32, add32)
             if scale32 is None:
-                np.add(acc, add32, out=v32)
+                rows += a
             else:
-                np.multiply(acc, scale32, out=v32)
-                v32 += add32
+                rows *= self._rows(v32, scale32)[1]
+                rows += a
                 if self.up:
-                    np.floor(v32, out=v32)
+                    np.floor(rows, out=rows)
                 else:
-                    np.rint(v32, out=v32)
+                    np.rint(rows, out=rows)
             return self._finish(v32.astype(np.float64))
         if self.pre_bias is not None:
             # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
@@ -594,7 +618,8 @@ class Sa8FloatCast:
         """The pre-shifted values (float64, modified) -> int8 outputs."""
         if self.sat16:
             _clip(v, -32768.0, 32767.0, out=v)
-        v *= self.scale
+        rows, scale = self._rows(v, self.scale)
+        rows *= scale
         if self.up:
             # floor(x + 0.5) - low, clipped to [0, high - low]: clip and floor commute (integer
             # bounds), and on [0, 255] the truncating cast is the floor.
