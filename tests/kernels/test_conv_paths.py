@@ -562,3 +562,32 @@ def test_mobilenet_layers_equal_plain_int64(h: int, c: int, k: int, s: int, op: 
                 assert np.array_equal(_kernel(op, x, w, b, q, bounds, geo, groups), want), name
         if not plat.full_accu:  # the float64 output stage applies to these parameters
             assert q.float_cast(b, bounds, 255 * 127 * taps) is not None
+
+
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+@pytest.mark.parametrize("style", ["max", "min", "mixed"])
+def test_float32_output_stage_at_extreme_sums(plat: Platform, style: str) -> None:
+    """conv2d sa8 with inputs at the container's ends, weights of one sign per output channel and
+    biases up to 2**20: sums near the float32 output stage's limit (which the call's plan takes),
+    every plan equal to the plain int64 path, odd shape, batch of 2."""
+    rng = np.random.default_rng(len(style))
+    c, n, h = 32, 24, 9
+    x = _values(rng, (2, h, h + 2, c), 8, style if style != "mixed" else "any")
+    if style == "mixed":
+        x = np.where(rng.integers(0, 2, x.shape) == 1, 127, -128).astype(np.int8)
+    sign = np.where(np.arange(n) % 2 == 0, 1, -1)
+    w = (np.where(rng.integers(0, 4, (3, 3, c, n)) > 0, -128, 127) * sign).clip(-128, 127).astype(np.int8)
+    b = rng.integers(-(1 << 20), 1 << 20, n).astype(np.int32)
+    q = K.Sa8Quant(-3, 20000, 19, 0, rng.integers(8192, 32767, n), np.full(n, 20), 3, 25000, 12)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (h, h + 2)}
+    bounds = (-128, 127)
+    with use_platform(plat):
+        stage = K._OutputStage(b, q, bounds)
+        plan_ = stage.sa8_plan(9 * c * K.container_bound(x, K._eff_offset(q.in_zp)) * 128)
+        if not plat.full_accu:  # FULL_ACCU's 31-bit multipliers leave float64 at these sums: integer path
+            assert plan_ is not None and plan_.f32 is not None
+        want = _reference("conv", x, w, b, q, bounds, geo, 1)
+        assert len(np.unique(want)) > 2
+        for name in PLANS:
+            with plan(name):
+                assert np.array_equal(K.conv2d_hwcn(x, w, b, q, **geo, bounds=bounds), want), name
