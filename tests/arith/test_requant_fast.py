@@ -101,11 +101,12 @@ def test_float_cast_refuses_wrapping_sums() -> None:
 @pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
 def test_float_cast_float32_stage(platform: Platform) -> None:
     """Float32 sums with a bound just inside the float32 stage's limit: the plans that take that
-    stage (checked to be many, with and without pre-shifts) equal the integer path on every tie,
-    the extremes, and random sums, in place (``overwrite``) or not."""
+    stage (checked to be many, with and without pre-shifts, with the int32 second stage on
+    ROUND_UP) equal the integer path on every tie, the extremes, and random sums, in place
+    (``overwrite``) or not."""
     rng = np.random.default_rng(7)
     taken = 0
-    pres = set()
+    pres, i32 = set(), set()
     for _ in range(60):
         ch = int(rng.choice([1, 5, 16]))
         in_scale, out_scale = int(rng.integers(1, 1 << 15)), int(rng.integers(1, 1 << 15))
@@ -123,6 +124,7 @@ def test_float_cast_float32_stage(platform: Platform) -> None:
                 continue
             taken += 1
             pres.add(plan.f32[0] is None)
+            i32.add(plan.i32 is not None)
             acc = _sums(rng, bound, 256, ch)
             k = np.arange(1, 10)  # multiples of 2**k (ties of the shifts) next to both extremes
             edges = np.concatenate([bound >> k << k, -(bound >> k << k), (bound >> k << k) - (1 << (k - 1))])
@@ -136,3 +138,5 @@ def test_float_cast_float32_stage(platform: Platform) -> None:
     assert taken >= 20
     # plans without a pre-shift (always with FULL_ACCU), and with one (only without FULL_ACCU)
     assert pres == ({True} if platform.full_accu else {False, True})
+    # the int32 second stage: ROUND_UP without FULL_ACCU only
+    assert (True in i32) == (platform.round_mode is RoundMode.UP and not platform.full_accu)
