@@ -64,7 +64,7 @@ ADAPT_EXPLORE = 16
 ADAPT = True
 """Choose per call site between the pool and one thread (:func:`pool_pays`); False: always the pool."""
 
-_ADAPT_WEIGHT = 0.25  # weight of a new time in a call site's moving average
+_ADAPT_WEIGHT = 0.25  # weight of a slower new time in a call site's recent time
 _ADAPT_SITES = 256  # most call sites remembered (all are forgotten beyond)
 
 MIN_GRACE = 50e-6
@@ -73,7 +73,7 @@ MIN_GRACE = 50e-6
 _FREE, _DONE, _FAILED, _ABANDONED = 0, 1, 2, 3
 
 _STATE: dict[str, Any] = {"pool": None, "pid": None, "workers": 0, "threads": None}
-_SITES: dict[Any, list] = {}  # call site -> [mean seconds on one thread or None, on the pool or None, calls]
+_SITES: dict[Any, list] = {}  # call site -> [recent seconds on one thread or None, on the pool or None, calls]
 _LOCK = threading.Lock()
 _LOCAL = threading.local()
 
@@ -130,8 +130,8 @@ def threads_limit(n: int | None) -> Iterator[None]:
 
 def pool_pays(site: Any) -> bool:
     """Whether the next call of ``site`` should use the pool: the way (pool or one thread) of the
-    lower recent mean time (:func:`record_time`), except every :data:`ADAPT_EXPLORE`-th call, which
-    takes the other way so that its mean follows the machine's load. A new site tries the pool,
+    lower recent time (:func:`record_time`), except every :data:`ADAPT_EXPLORE`-th call, which
+    takes the other way so that its time follows the machine's load. A new site tries the pool,
     then one thread. Always True when :data:`ADAPT` is off.
 
     Args:
@@ -149,7 +149,11 @@ def pool_pays(site: Any) -> bool:
 
 
 def record_time(site: Any, pooled: bool, seconds: float) -> None:
-    """Add a call's time to the moving mean of ``site``'s way (``pooled``: it used the pool).
+    """Add a call's time to the recent time of ``site``'s way (``pooled``: it used the pool).
+
+    A faster time replaces the recent time at once; a slower one moves it by a quarter of the way,
+    counted at most twice the recent time (so one stalled call, e.g. the pool's first, does not
+    hide that way for long, and a lasting change of the load is followed within a few calls).
 
     Args:
         site: the call site's key, as given to :func:`pool_pays`.
@@ -162,7 +166,8 @@ def record_time(site: Any, pooled: bool, seconds: float) -> None:
             _SITES.clear()
         st = _SITES[site] = [None, None, 0]
     i = 1 if pooled else 0
-    st[i] = seconds if st[i] is None else st[i] + _ADAPT_WEIGHT * (seconds - st[i])
+    old = st[i]
+    st[i] = seconds if old is None or seconds < old else old + _ADAPT_WEIGHT * (min(seconds, 2 * old) - old)
 
 
 def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = None) -> int:

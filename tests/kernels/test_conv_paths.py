@@ -406,7 +406,8 @@ def test_run_parts_does_not_wait_for_a_stalled_worker() -> None:
 
 def test_pool_pays_follows_the_faster_way_and_explores() -> None:
     """A new site tries the pool, then one thread; then the faster way, except every
-    ADAPT_EXPLORE-th call; the means follow new times; ADAPT off always takes the pool."""
+    ADAPT_EXPLORE-th call; a faster time counts at once, slower ones step by step (one stall
+    does not hide a way for long); ADAPT off always takes the pool."""
     site = ("test site", object())
     assert P.pool_pays(site)
     P.record_time(site, True, 2.0)
@@ -414,10 +415,14 @@ def test_pool_pays_follows_the_faster_way_and_explores() -> None:
     P.record_time(site, False, 1.0)
     ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
     assert ways.count(True) == 4  # one-thread site: the pool once in ADAPT_EXPLORE calls
-    for _ in range(20):
-        P.record_time(site, True, 0.1)  # the pool became faster: its mean follows
+    P.record_time(site, True, 0.5)  # the pool became faster: counted at once
     ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
     assert ways.count(False) == 4
+    P.record_time(site, True, 100.0)  # one stall: counted as twice the recent time
+    assert P.pool_pays(site)  # 0.625 s on the pool, still below 1 s on one thread
+    for _ in range(3):
+        P.record_time(site, True, 3.0)  # a lasting slowdown is followed in a few calls
+    assert not P.pool_pays(site)
     saved = P.ADAPT
     try:
         P.ADAPT = False
