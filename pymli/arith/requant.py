@@ -34,7 +34,7 @@ Public API (stable; other kernels rely on it):
   :func:`sa8_bias_bound` also returns its largest magnitude.
 * :func:`sa8_result_cast` -- s8asym accumulator to int8 (``result_cast`` for s8asym).
 * :func:`sa8_float_cast` -- bias add and :func:`sa8_result_cast` in a few float64 passes on exact
-  sums, when that is provably exact (else None).
+  sums (the first stage in float32 on float32 sums), when that is provably exact (else None).
 * :func:`relu_bounds` -- ``mli_prv_get_relu_limits``: clamp bounds of the fused ReLU.
 * :func:`shift_round` -- fast ``mli_math_asr_rnd_fx`` for int64 values far from the type limits.
 * :func:`asr_rnd32` -- fast ``mli_math_asr_rnd_fx<int32_t>`` (rounding add saturation included).
@@ -52,12 +52,18 @@ import numpy.typing as npt
 from ..config import get_platform
 from ..formats import RoundMode
 from .activation import relu_limits
-from .rounding import asl, asr_rnd, convergent_bump, limits, norm, sat, trunc_div, wrap
+from .rounding import asl, asr_rnd, convergent_bump, limits, norm, sat, trunc_div, wrap, wrap_int
 
 try:  # the clip ufunc itself: one pass, no Python-level argument handling
     from numpy._core.umath import clip as _clip
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
+
+_F32_EXACT = 1 << 24
+"""Integers below this (times a power of two) are exact float32 values."""
+
+_TILE_PIXELS = 16
+"""Most pixels per inner loop of a per-channel pass of :class:`Sa8FloatCast` (see its ``_rows``)."""
 
 __all__ = [
     "RELU_1",
@@ -520,6 +526,15 @@ class Sa8FloatCast:
         low, high: the final clamp shifted by the zero point, ``lo - zp`` and ``hi - zp``.
         out_lo: ``lo`` (the result is ``u + lo`` for ``u`` in ``[0, hi - lo]``).
         up: ROUND_UP (else ROUND_CONVERGENT).
+        f32: float32 forms ``(pre_scale or None, pre_bias or bias)`` of the first stage when it is
+            exact in float32 (no saturation, ``2 * (|acc| + |bias|) + 2**pre < 2**24``), or None:
+            float32 sums then take that stage in float32 (no mixed-type passes: measured 21 us
+            instead of 37 us for the whole stage on 16k sums) and only the second in float64.
+        i32: ``(m16, 2**(sh-1), sh)`` as int32 when the second stage after a float32 first one
+            can run in int32 (ROUND_UP without FULL_ACCU, ``0 <= sh <= 30``), else None: the
+            int16 saturation, ``(a * m16 + 2**(sh-1)) >> sh`` (``|a * m16| <= 2**30``, the rounding
+            add at most ``2**29``: no int32 overflow), the clamp and the zero point, in int32
+            passes (half the bytes of float64 ones).
     """
 
     bias: np.ndarray
@@ -533,16 +548,57 @@ class Sa8FloatCast:
     high: int
     out_lo: int
     up: bool
+    f32: tuple[np.ndarray | None, np.ndarray] | None = None
+    i32: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    _tiles: dict = dataclasses.field(default_factory=dict, repr=False)
 
-    def __call__(self, acc: np.ndarray) -> np.ndarray:
+    def _rows(self, v: np.ndarray, a: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """``v`` (channels last) and the per-channel ``a`` reshaped for one elementwise pass whose
+        inner loop runs over up to :data:`_TILE_PIXELS` pixels (``a`` repeated as often): a (64,)
+        operand broadcast over pixels makes NumPy loop 64 elements at a time (measured 15 us
+        instead of 6 us for a float32 multiply of 65k sums). Scalars and non-contiguous ``v`` are
+        returned as they are."""
+        if a is None or np.ndim(a) == 0 or not v.flags.c_contiguous or v.ndim == 0:
+            return v, a
+        c = a.shape[-1]
+        pixels = v.size // c if c else 0
+        r = min(pixels & -pixels, _TILE_PIXELS)  # a power of two dividing the pixel count
+        if r <= 1:
+            return v, a
+        key = (id(a), r)
+        t = self._tiles.get(key)
+        if t is None:  # the plan's own arrays: their ids are stable while the plan lives
+            t = self._tiles[key] = np.tile(a, r)
+        return v.reshape(-1, c * r), t
+
+    def __call__(self, acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
         """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
 
         Args:
             acc: sums bounded as the plan's ``acc_bound`` says.
+            overwrite: ``acc`` may be overwritten (a temporary of the caller).
 
         Returns:
             int8 array, shape of ``acc``.
         """
+        if self.f32 is not None and acc.dtype == np.float32:
+            # Stage one in float32, exact: see sa8_float_cast (the sum of the scaled terms is an
+            # integer below 2**24 times a power of two).
+            scale32, add32 = self.f32
+            v32 = acc if overwrite and acc.flags.c_contiguous else np.array(acc)
+            rows, a = self._rows(v32, add32)
+            if scale32 is None:
+                rows += a
+            else:
+                rows *= self._rows(v32, scale32)[1]
+                rows += a
+                if self.up:
+                    np.floor(rows, out=rows)
+                else:
+                    np.rint(rows, out=rows)
+            if self.i32 is not None:
+                return self._finish32(v32.astype(np.int32))  # integers below 2**24: exact
+            return self._finish(v32.astype(np.float64))
         if self.pre_bias is not None:
             # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
             v = np.multiply(acc, self.pre_scale, dtype=np.float64)
@@ -566,11 +622,25 @@ class Sa8FloatCast:
                 np.rint(v, out=v)
         return self._finish(v)
 
+    def _finish32(self, a: np.ndarray) -> np.ndarray:
+        """The pre-shifted values (int32, modified) -> int8 outputs, ROUND_UP (see ``i32``)."""
+        m16, half, sh = self.i32  # type: ignore[misc]
+        _clip(a, np.int32(-(1 << 15)), np.int32((1 << 15) - 1), out=a)
+        rows, m = self._rows(a, m16)
+        rows *= m
+        rows += self._rows(a, half)[1]
+        rows >>= self._rows(a, sh)[1]
+        _clip(a, np.int32(self.low), np.int32(self.high), out=a)
+        u = a.astype(np.int8)  # in [low, high] (int16): its low byte plus (lo - low), wrapped, is the result
+        u += np.int8(wrap_int(self.out_lo - self.low, 8))
+        return u
+
     def _finish(self, v: np.ndarray) -> np.ndarray:
         """The pre-shifted values (float64, modified) -> int8 outputs."""
         if self.sat16:
             _clip(v, -32768.0, 32767.0, out=v)
-        v *= self.scale
+        rows, scale = self._rows(v, self.scale)
+        rows *= scale
         if self.up:
             # floor(x + 0.5) - low, clipped to [0, high - low]: clip and floor commute (integer
             # bounds), and on [0, 255] the truncating cast is the floor.
@@ -665,14 +735,24 @@ def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shif
     if 2 * int(np.max(np.abs(m))) * ab + (2 << int(np.max(sh))) * (abs(low) + 1) >= 1 << 53:
         return None
     sat32 = acc_bound + bmax > (1 << 31) - 1
-    pre_bias = None
+    pre_bias = f32 = None
     if pre_scale is not None and not sat32 and pre_lim is None:
         # (acc + bias + 2**(pre-1)) * 2**-pre is an integer below 2**33 times a power of two, and so
         # are acc * 2**-pre and bias * 2**-pre + 0.5: the float64 add of the last two is exact.
         pre_bias = b.astype(np.float64) * pre_scale + (0.5 if up else 0.0)
+        if 2 * (acc_bound + bmax) + (1 << plan.pre_max) < _F32_EXACT:
+            # The same three values are integers below 2**24 times a power of two (a channel that
+            # does not pre-shift: 2 * (acc + bias) + 1 halves), exact in float32 too, and so are
+            # 2**-pre and the float32 sums.
+            f32 = (pre_scale.astype(np.float32), pre_bias.astype(np.float32))
+    elif pre_scale is None and not sat32 and acc_bound + bmax < _F32_EXACT:
+        f32 = (None, b.astype(np.float32))  # acc + bias: an integer below 2**24
+    i32 = None
+    if f32 is not None and up and not full and _in_range(sh, 0, 30) and _in_range(m, -(1 << 15), 1 << 15):
+        i32 = (m.astype(np.int32), ((I64(1) << sh) >> 1).astype(np.int32), sh.astype(np.int32))
     return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale, pre_lim=pre_lim,
                         pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
-                        high=high, out_lo=lo, up=up)
+                        high=high, out_lo=lo, up=up, f32=f32, i32=i32)
 
 
 # -------------------------------------------------------------------------------------- ReLU

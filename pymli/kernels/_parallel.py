@@ -14,6 +14,12 @@ the worker started but has not finished, so such a call costs about one block mo
 thread (measured under a load average of 7-13 on 2 cores: 1.0-1.3x the one-thread time, where
 OpenBLAS's threads took 5-10x).
 
+Whether the pool pays off depends on the other processes: on a 2-core machine whose second core
+another process keeps busy, a call split over two threads takes longer than on one (measured:
+conv2d sa8 32x32x32 -> 64 at a load average of 3, 680 us on two threads, 580 us on one). A call
+site (a kernel and shape, see :func:`pool_pays`) therefore keeps the recent times of both ways and
+takes the faster, trying the other one every :data:`ADAPT_EXPLORE` calls.
+
 Thread count: ``PYMLI_THREADS`` (an integer; 1 switches the pool off), by default the number of
 cores this process may run on, at most :data:`MAX_THREADS`. :func:`set_threads` changes it at run
 time. The workers run each call in a copy of the caller's :mod:`contextvars` context (the platform
@@ -33,8 +39,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-__all__ = ["BLOCK_BYTES", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "row_blocks", "run_parts",
-           "set_threads", "threads_limit"]
+__all__ = ["ADAPT_EXPLORE", "BLOCK_BYTES", "MAX_THREADS", "PARALLEL_WORK", "get_threads", "parts_for", "pool_pays",
+           "record_time", "row_blocks", "run_parts", "set_threads", "threads_limit"]
 
 T = TypeVar("T")
 
@@ -52,12 +58,22 @@ a fraction of it, and not many, so that each block's GEMM stays efficient."""
 BLOCK_BYTES = 1 << 18
 """Most bytes of one block's output-stage temporaries (256 kB): see :func:`parts_for`."""
 
+ADAPT_EXPLORE = 16
+"""A call site tries the slower of its two ways (pool or one thread) again every this many calls."""
+
+ADAPT = True
+"""Choose per call site between the pool and one thread (:func:`pool_pays`); False: always the pool."""
+
+_ADAPT_WEIGHT = 0.25  # weight of a slower new time in a call site's recent time
+_ADAPT_SITES = 256  # most call sites remembered (all are forgotten beyond)
+
 MIN_GRACE = 50e-6
 """Shortest wait (seconds) for a block still running on a worker, see :func:`run_parts`."""
 
 _FREE, _DONE, _FAILED, _ABANDONED = 0, 1, 2, 3
 
 _STATE: dict[str, Any] = {"pool": None, "pid": None, "workers": 0, "threads": None}
+_SITES: dict[Any, list] = {}  # call site -> [recent seconds on one thread or None, on the pool or None, calls]
 _LOCK = threading.Lock()
 _LOCAL = threading.local()
 
@@ -112,7 +128,49 @@ def threads_limit(n: int | None) -> Iterator[None]:
         _STATE["threads"] = saved
 
 
-def parts_for(work: int, out_bytes: int, max_parts: int) -> int:
+def pool_pays(site: Any) -> bool:
+    """Whether the next call of ``site`` should use the pool: the way (pool or one thread) of the
+    lower recent time (:func:`record_time`), except every :data:`ADAPT_EXPLORE`-th call, which
+    takes the other way so that its time follows the machine's load. A new site tries the pool,
+    then one thread. Always True when :data:`ADAPT` is off.
+
+    Args:
+        site: a hashable key of the call site (e.g. the kernel and its shapes).
+    """
+    if not ADAPT:
+        return True
+    st = _SITES.get(site)
+    if st is None or st[1] is None:
+        return True
+    if st[0] is None:
+        return False
+    st[2] += 1
+    return (st[1] <= st[0]) != (st[2] % ADAPT_EXPLORE == 0)
+
+
+def record_time(site: Any, pooled: bool, seconds: float) -> None:
+    """Add a call's time to the recent time of ``site``'s way (``pooled``: it used the pool).
+
+    A faster time replaces the recent time at once; a slower one moves it by a quarter of the way,
+    counted at most twice the recent time (so one stalled call, e.g. the pool's first, does not
+    hide that way for long, and a lasting change of the load is followed within a few calls).
+
+    Args:
+        site: the call site's key, as given to :func:`pool_pays`.
+        pooled: the call ran on the pool (else on one thread).
+        seconds: its wall time.
+    """
+    st = _SITES.get(site)
+    if st is None:
+        if len(_SITES) >= _ADAPT_SITES:
+            _SITES.clear()
+        st = _SITES[site] = [None, None, 0]
+    i = 1 if pooled else 0
+    old = st[i]
+    st[i] = seconds if old is None or seconds < old else old + _ADAPT_WEIGHT * (min(seconds, 2 * old) - old)
+
+
+def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = None) -> int:
     """Number of blocks to cut a call into (1: run it in one piece).
 
     Two reasons to cut: threads (a call of at least :data:`PARALLEL_WORK` gets
@@ -126,12 +184,13 @@ def parts_for(work: int, out_bytes: int, max_parts: int) -> int:
         work: size of the call (multiply-adds, or element passes).
         out_bytes: bytes of the call's output as the output stage holds it (int32 or int64).
         max_parts: most blocks the call can be cut into (e.g. its output rows).
+        threads: threads the call will run on (None: :func:`get_threads`).
 
     Returns:
         The number of blocks, between 1 and ``max(1, max_parts)``.
     """
     parts = -(-out_bytes // BLOCK_BYTES)
-    threads = get_threads()
+    threads = get_threads() if threads is None else threads
     if threads > 1 and work >= PARALLEL_WORK and not getattr(_LOCAL, "inside", False):
         parts = max(parts, threads * PARTS_PER_THREAD)
     return max(1, min(max_parts, parts))
@@ -171,7 +230,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return pool
 
 
-def run_parts(fn: Callable[[int], T], n: int, abandon: Callable[[], None] | None = None) -> list[T]:
+def run_parts(fn: Callable[[int], T], n: int, abandon: Callable[[], None] | None = None,
+              threads: int | None = None) -> list[T]:
     """``[fn(0), ..., fn(n - 1)]``, computed on this thread and up to ``threads - 1`` pool workers.
 
     The calls may run in any order and concurrently. When this thread has run out of blocks, it
@@ -187,6 +247,7 @@ def run_parts(fn: Callable[[int], T], n: int, abandon: Callable[[], None] | None
         fn: the block function.
         n: number of blocks.
         abandon: called before returning (or raising) when a block may still be running.
+        threads: most threads to use, this one included (None: :func:`get_threads`).
 
     Returns:
         The results in block order.
@@ -195,7 +256,7 @@ def run_parts(fn: Callable[[int], T], n: int, abandon: Callable[[], None] | None
         Exception: whatever a call of ``fn`` raised on this thread (a block that failed on a worker
         is computed again here, and raises here).
     """
-    helpers = min(get_threads(), n) - 1
+    helpers = min(get_threads() if threads is None else threads, n) - 1
     if helpers <= 0 or getattr(_LOCAL, "inside", False):
         return [fn(i) for i in range(n)]
     results: list[Any] = [None] * n

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,7 +51,8 @@ from ..arith.rounding import wrap_int
 from ..config import get_platform
 from ..formats import RoundMode
 from ._blas import SMALL_PRODUCT, blas_single_thread
-from ._parallel import parts_for, row_blocks, run_parts
+from . import _parallel
+from ._parallel import get_threads, parts_for, pool_pays, record_time, row_blocks, run_parts
 
 __all__ = [
     "FxQuant",
@@ -343,11 +345,30 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     int32), which sizes the blocks. ``shared``: the scratch buffer the blocks read (the padded
     input), dropped from the scratch buffers when a block abandoned on a worker may still be
     reading it. ``blas``: the blocks call BLAS (else no BLAS thread pin is taken).
+
+    A call large enough for the pool runs on it or on this thread alone, whichever has been the
+    faster for this kernel and shape lately (:func:`pymli.kernels._parallel.pool_pays`).
     """
-    blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho))
+    threads = get_threads()
+    if threads == 1 or macs < _parallel.PARALLEL_WORK:
+        return _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads)
+    site = (block.__code__, post is None, n, ho, wo, ch, macs)
+    if not pool_pays(site):
+        threads = 1
+    t0 = time.perf_counter()
+    out = _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads)
+    record_time(site, threads > 1, time.perf_counter() - t0)
+    return out
+
+
+def _run_blocks_on(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
+                   macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
+                   bound: int, blas: bool, threads: int) -> np.ndarray:
+    """:func:`_run_blocks` on at most ``threads`` threads."""
+    blocks = row_blocks(n, ho, parts_for(macs, n * ho * wo * ch * (8 if wide else 4), n * ho, threads))
 
     def finished(sums: np.ndarray) -> np.ndarray:
-        return _to_int(sums, bound) if post is None else post(sums, bound)
+        return _to_int(sums, bound) if post is None else post(sums, bound, overwrite=True)
 
     if len(blocks) == 1:
         if macs < SMALL_PRODUCT or not blas:
@@ -361,7 +382,7 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks), bound)
     with blas_single_thread(macs if blas else 0):
         parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
-                          len(blocks), lambda: _scratch_forget(shared))
+                          len(blocks), lambda: _scratch_forget(shared), threads)
     if not inside:
         parts = [finished(p) for p in parts]
     if len(parts) == 1:
@@ -707,8 +728,9 @@ def _wide(q: Quant) -> bool:
 class _OutputStage:
     """:func:`finish` with one call's parameters, for the row blocks of :func:`_conv_blocks` & co.
 
-    Called with a block's exact sums (integers, or integer-valued floats) and their bound. ``dtype``
-    is the output container (int8 or int16), which holds every finished value.
+    Called with a block's exact sums (integers, or integer-valued floats) and their bound, and
+    ``overwrite=True`` when the sums are a temporary the stage may overwrite. ``dtype`` is the
+    output container (int8 or int16), which holds every finished value.
 
     The FX output stage of a 40-bit accumulator (fx16) runs on float64 sums directly when it is
     exact there: ``v = sum + bias`` is an integer below 2**53, ``v * 2**-s`` is exact (a power of
@@ -743,9 +765,9 @@ class _OutputStage:
         calls) or a block large enough that its NumPy calls outweigh the Python between them."""
         return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
 
-    def __call__(self, acc: np.ndarray, bound: int) -> np.ndarray:
+    def __call__(self, acc: np.ndarray, bound: int, overwrite: bool = False) -> np.ndarray:
         if acc.dtype == np.float64 and bound < self.float_limit:
-            v = acc + self.float_bias
+            v = np.add(acc, self.float_bias, out=acc if overwrite else None)
             sh = self.q.out_shift
             if sh:
                 v *= 2.0 ** -sh
@@ -758,7 +780,7 @@ class _OutputStage:
             return v.astype(self.dtype)
         plan = self.sa8_plan(bound)
         if plan is not None:
-            return plan(acc)
+            return plan(acc, overwrite)
         return finish(_to_int(acc, bound), self.bias, self.q, self.bounds, bound)
 
 

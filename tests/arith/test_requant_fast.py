@@ -96,3 +96,47 @@ def test_float_cast_refuses_wrapping_sums() -> None:
     with use_platform(VPX):
         mul, sh = sa8_out_params(16384, 21, 20000, 17, np.full(2, 25000), np.full(2, 20))
         assert sa8_float_cast(np.zeros(2), mul, sh, 0, 1 << 31) is None
+
+
+@pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+def test_float_cast_float32_stage(platform: Platform) -> None:
+    """Float32 sums with a bound just inside the float32 stage's limit: the plans that take that
+    stage (checked to be many, with and without pre-shifts, with the int32 second stage on
+    ROUND_UP) equal the integer path on every tie, the extremes, and random sums, in place
+    (``overwrite``) or not."""
+    rng = np.random.default_rng(7)
+    taken = 0
+    pres, i32 = set(), set()
+    for _ in range(60):
+        ch = int(rng.choice([1, 5, 16]))
+        in_scale, out_scale = int(rng.integers(1, 1 << 15)), int(rng.integers(1, 1 << 15))
+        in_frac, out_frac = int(rng.integers(8, 24)), int(rng.integers(8, 24))
+        w_scales, w_fracs = rng.integers(1, 1 << 15, size=ch), rng.integers(8, 30, size=ch)
+        with use_platform(platform):
+            mul, sh = sa8_out_params(in_scale, in_frac, out_scale, out_frac, w_scales, w_fracs)
+            zp = int(rng.integers(-128, 128))
+            clamp = (int(rng.integers(-128, 0)), int(rng.integers(0, 128)))
+            bias = rng.integers(-(1 << 16), 1 << 16, size=ch, dtype=np.int64)
+            bmax = int(sa8_bias_bound(bias)[1])
+            bound = ((1 << 23) - 256 - 2 * bmax) // 2 if rng.integers(0, 2) else int(rng.integers(1, 1 << 20))
+            plan = sa8_float_cast(bias, mul, sh, zp, bound, clamp=clamp)
+            if plan is None or plan.f32 is None:
+                continue
+            taken += 1
+            pres.add(plan.f32[0] is None)
+            i32.add(plan.i32 is not None)
+            acc = _sums(rng, bound, 256, ch)
+            k = np.arange(1, 10)  # multiples of 2**k (ties of the shifts) next to both extremes
+            edges = np.concatenate([bound >> k << k, -(bound >> k << k), (bound >> k << k) - (1 << (k - 1))])
+            acc = np.concatenate([acc, edges[:, None] + np.zeros((1, ch), dtype=np.int64)])
+            want = _reference(acc, bias, mul, sh, zp, clamp)
+            a32 = acc.astype(np.float32)
+            assert np.array_equal(a32.astype(np.int64), acc)
+            assert np.array_equal(plan(a32), want)
+            assert np.array_equal(a32.astype(np.int64), acc)  # not overwritten
+            assert np.array_equal(plan(a32, overwrite=True), want)
+    assert taken >= 20
+    # plans without a pre-shift (always with FULL_ACCU), and with one (only without FULL_ACCU)
+    assert pres == ({True} if platform.full_accu else {False, True})
+    # the int32 second stage: ROUND_UP without FULL_ACCU only
+    assert (True in i32) == (platform.round_mode is RoundMode.UP and not platform.full_accu)

@@ -38,17 +38,17 @@ PLATFORMS = [VPX, EM, Platform(RoundMode.UP, True), Platform(RoundMode.CONVERGEN
 @contextlib.contextmanager
 def plan(name: str) -> Iterator[None]:
     """'plain': one block on one thread; 'blocks': blocks of a few outputs on two threads; 'default'."""
-    saved = P.BLOCK_BYTES, P.PARALLEL_WORK
+    saved = P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT
     threads = {"plain": 1, "blocks": 2, "default": None}[name]
     try:
         if name == "plain":
             P.BLOCK_BYTES = 1 << 62
         elif name == "blocks":
-            P.BLOCK_BYTES, P.PARALLEL_WORK = 5, 0
+            P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT = 5, 0, False  # always the pool
         with P.threads_limit(threads):
             yield
     finally:
-        P.BLOCK_BYTES, P.PARALLEL_WORK = saved
+        P.BLOCK_BYTES, P.PARALLEL_WORK, P.ADAPT = saved
 
 
 PLANS = ["plain", "blocks", "default"]
@@ -404,6 +404,56 @@ def test_run_parts_does_not_wait_for_a_stalled_worker() -> None:
     assert stalled and abandoned == [True]
 
 
+def test_pool_pays_follows_the_faster_way_and_explores() -> None:
+    """A new site tries the pool, then one thread; then the faster way, except every
+    ADAPT_EXPLORE-th call; a faster time counts at once, slower ones step by step (one stall
+    does not hide a way for long); ADAPT off always takes the pool."""
+    site = ("test site", object())
+    assert P.pool_pays(site)
+    P.record_time(site, True, 2.0)
+    assert not P.pool_pays(site)
+    P.record_time(site, False, 1.0)
+    ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
+    assert ways.count(True) == 4  # one-thread site: the pool once in ADAPT_EXPLORE calls
+    P.record_time(site, True, 0.5)  # the pool became faster: counted at once
+    ways = [P.pool_pays(site) for _ in range(4 * P.ADAPT_EXPLORE)]
+    assert ways.count(False) == 4
+    P.record_time(site, True, 100.0)  # one stall: counted as twice the recent time
+    assert P.pool_pays(site)  # 0.625 s on the pool, still below 1 s on one thread
+    for _ in range(3):
+        P.record_time(site, True, 3.0)  # a lasting slowdown is followed in a few calls
+    assert not P.pool_pays(site)
+    saved = P.ADAPT
+    try:
+        P.ADAPT = False
+        P.record_time(site, True, 9.0)
+        assert all(P.pool_pays(site) for _ in range(2 * P.ADAPT_EXPLORE))
+    finally:
+        P.ADAPT = saved
+
+
+def test_large_calls_take_the_faster_way_with_equal_results(monkeypatch) -> None:
+    """A conv2d large enough for the pool: its site's calls alternate between the two ways as
+    their times say, each time with the one-block result."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-128, 128, (20, 20, 16), dtype=np.int8)
+    w = rng.integers(-128, 128, (3, 3, 16, 48), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, 48)
+    q = K.Sa8Quant(-3, 16384, 20, 0, np.full(48, 16384), np.full(48, 20), 5, 20000, 14)
+    geo = {"pad": (1, 1), "out_hw": (20, 20), "bounds": (-128, 127)}
+    with plan("plain"):
+        want = K.conv2d_hwcn(x, w, bias, q, **geo)
+    ways: list[bool] = []
+    real = P.record_time
+    monkeypatch.setattr(P, "PARALLEL_WORK", 1 << 10)
+    monkeypatch.setattr(K, "record_time", lambda site, pooled, s: (ways.append(pooled), real(site, pooled, s)))
+    with P.threads_limit(2):
+        for _ in range(3 * P.ADAPT_EXPLORE):
+            assert np.array_equal(K.conv2d_hwcn(x, w, bias, q, **geo), want)
+    assert ways[:2] == [True, False]  # the pool, then one thread, then the faster (and the other at times)
+    assert ways.count(True) >= 2 and ways.count(False) >= 2
+
+
 def test_thread_settings() -> None:
     with pytest.raises(ValueError):
         P.set_threads(0)
@@ -517,3 +567,32 @@ def test_mobilenet_layers_equal_plain_int64(h: int, c: int, k: int, s: int, op: 
                 assert np.array_equal(_kernel(op, x, w, b, q, bounds, geo, groups), want), name
         if not plat.full_accu:  # the float64 output stage applies to these parameters
             assert q.float_cast(b, bounds, 255 * 127 * taps) is not None
+
+
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: f"{p.round_mode.name}-{p.full_accu}")
+@pytest.mark.parametrize("style", ["max", "min", "mixed"])
+def test_float32_output_stage_at_extreme_sums(plat: Platform, style: str) -> None:
+    """conv2d sa8 with inputs at the container's ends, weights of one sign per output channel and
+    biases up to 2**20: sums near the float32 output stage's limit (which the call's plan takes),
+    every plan equal to the plain int64 path, odd shape, batch of 2."""
+    rng = np.random.default_rng(len(style))
+    c, n, h = 32, 24, 9
+    x = _values(rng, (2, h, h + 2, c), 8, style if style != "mixed" else "any")
+    if style == "mixed":
+        x = np.where(rng.integers(0, 2, x.shape) == 1, 127, -128).astype(np.int8)
+    sign = np.where(np.arange(n) % 2 == 0, 1, -1)
+    w = (np.where(rng.integers(0, 4, (3, 3, c, n)) > 0, -128, 127) * sign).clip(-128, 127).astype(np.int8)
+    b = rng.integers(-(1 << 20), 1 << 20, n).astype(np.int32)
+    q = K.Sa8Quant(-3, 20000, 19, 0, rng.integers(8192, 32767, n), np.full(n, 20), 3, 25000, 12)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (h, h + 2)}
+    bounds = (-128, 127)
+    with use_platform(plat):
+        stage = K._OutputStage(b, q, bounds)
+        plan_ = stage.sa8_plan(9 * c * K.container_bound(x, K._eff_offset(q.in_zp)) * 128)
+        if not plat.full_accu:  # FULL_ACCU's 31-bit multipliers leave float64 at these sums: integer path
+            assert plan_ is not None and plan_.f32 is not None
+        want = _reference("conv", x, w, b, q, bounds, geo, 1)
+        assert len(np.unique(want)) > 2
+        for name in PLANS:
+            with plan(name):
+                assert np.array_equal(K.conv2d_hwcn(x, w, b, q, **geo, bounds=bounds), want), name
