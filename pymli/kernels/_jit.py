@@ -33,17 +33,13 @@ from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound
 from ..arith.rounding import limits
 from ..config import get_platform
 from ..formats import RoundMode
-from ._parallel import PARTS_PER_THREAD, get_threads, run_parts
+from ._parallel import PARALLEL_WORK, PARTS_PER_THREAD, get_threads, run_parts
 
 __all__ = ["DepthwiseStage", "available", "depthwise", "enabled", "fx_stage", "sa8_stage", "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
 _I32_MIN, _I32_MAX = limits(32)
-
-JIT_PARALLEL_WORK = 1 << 20
-"""Calls with at least this many multiply-adds run their rows on the threads of
-:mod:`pymli.kernels._parallel` (the loop nests release the GIL)."""
 
 _STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0", "module": None, "tried": False}
 
@@ -237,8 +233,10 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
             mod.depthwise_fx_rows(x, wk, acc, out, r0, ho, geo, stage.chan, stage.par)
         return out
 
+    # calls of at least PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the loop
+    # nests release the GIL)
     threads = get_threads()
-    parts = min(rows, threads * PARTS_PER_THREAD) if threads > 1 and rows * wo * c * kh * kw >= JIT_PARALLEL_WORK else 1
+    parts = min(rows, threads * PARTS_PER_THREAD) if threads > 1 and rows * wo * c * kh * kw >= PARALLEL_WORK else 1
     if parts <= 1:
         return run(0, rows).reshape(nb, ho, wo, c)
     cuts = [rows * i // parts for i in range(parts + 1)]

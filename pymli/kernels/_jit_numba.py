@@ -15,6 +15,7 @@ import numpy as np
 __all__ = ["depthwise_fx_rows", "depthwise_sa8_rows"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @numba.njit(inline="always", **_JIT)
@@ -78,16 +79,28 @@ def depthwise_fx_rows(x, w, acc, out, row0, ho, geo, bias, par):  # pragma: no c
     wrap32, sat_lo, sat_hi, rnd_lim, s, half = par[0] != 0, par[1], par[2], par[3], par[4], par[5]
     up, cont_lo, cont_hi, lo, hi = par[6] != 0, par[7], par[8], par[9], par[10]
     c = x.shape[3]
+    # 40-bit accumulator (no wrap, no saturation) with the ReLU clamp inside the container: one clip
+    simple = not wrap32 and sat_lo == _I64_MIN and sat_hi == _I64_MAX and rnd_lim == _I64_MAX \
+        and cont_lo <= lo <= hi <= cont_hi
     for r in range(out.shape[0]):
         _row_sums(x, w, 0, acc, (row0 + r) // ho, (row0 + r) % ho, geo)
-        for ox in range(acc.shape[0]):
-            for ch in range(c):
-                v = np.int64(acc[ox, ch])
-                if wrap32:
-                    v = (v << 32) >> 32
-                v = min(min(max(v + bias[ch], sat_lo), sat_hi), rnd_lim)
-                v = min(max(_rnd(v, s, half, up), cont_lo), cont_hi)
-                out[r, ox, ch] = min(max(v, lo), hi)
+        if simple and up:
+            for ox in range(acc.shape[0]):
+                for ch in range(c):
+                    out[r, ox, ch] = min(max((np.int64(acc[ox, ch]) + bias[ch] + half) >> s, lo), hi)
+        elif simple:
+            for ox in range(acc.shape[0]):
+                for ch in range(c):
+                    out[r, ox, ch] = min(max(_rnd(np.int64(acc[ox, ch]) + bias[ch], s, half, False), lo), hi)
+        else:
+            for ox in range(acc.shape[0]):
+                for ch in range(c):
+                    v = np.int64(acc[ox, ch])
+                    if wrap32:
+                        v = (v << 32) >> 32
+                    v = min(min(max(v + bias[ch], sat_lo), sat_hi), rnd_lim)
+                    v = min(max(_rnd(v, s, half, up), cont_lo), cont_hi)
+                    out[r, ox, ch] = min(max(v, lo), hi)
 
 
 @numba.njit(**_JIT)
