@@ -18,7 +18,7 @@ import pytest
 
 from pymli import EM, VPX, VPX_FULL_ACCU, Platform, RoundMode, use_platform
 from pymli.arith.requant import relu_bounds
-from pymli.kernels import _jit
+from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
 
@@ -171,8 +171,6 @@ def test_jit_matches_oracle(kind: str, plat: Platform, jit_on: None, monkeypatch
 @needs_numba
 def test_bench_shape_and_threads(jit_on: None) -> None:
     """The benchmark's shape (large enough for the row blocks over the threads), both platforms."""
-    from pymli.kernels import _parallel
-
     rng = np.random.default_rng(3)
     x = rng.integers(-32768, 32768, (56, 56, 64)).astype(np.int16)
     w = rng.integers(-32768, 32768, (3, 3, 1, 64)).astype(np.int16)
@@ -279,6 +277,21 @@ def test_numpy_path_runs_with_the_jit_off(monkeypatch: pytest.MonkeyPatch) -> No
         assert _jit.depthwise(x[None], wt, 0, None, stride=(1, 1), dilation=(1, 1), pad=(0, 0), out_hw=(1, 1)) is None
     finally:
         _jit.set_enabled(prev)
+
+
+def test_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba not importable: ``available()`` says so and the kernels run NumPy (same values)."""
+    rng = np.random.default_rng(17)
+    x, wt, b, q, _, geo = _case(rng, "fx16")
+    with use_platform(EM):
+        want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+    monkeypatch.setitem(_jit._STATE, "tried", True)
+    monkeypatch.setitem(_jit._STATE, "module", None)
+    monkeypatch.setitem(_jit._STATE, "on", True)
+    assert not _jit.available() and not _jit.enabled()
+    with use_platform(EM):
+        got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
 
 
 def test_environment_switch() -> None:
