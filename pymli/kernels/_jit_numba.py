@@ -29,11 +29,17 @@ def _rnd(x: np.int64, n: np.int64, half: np.int64, up: bool) -> np.int64:  # pra
 
 
 @numba.njit(inline="always", **_JIT)
-def _row_sums(x, w, x_off, acc, n, oy, geo):  # pragma: no cover - compiled
+def _row_sums(x, w, x_off, acc, n, oy, geo, pair):  # pragma: no cover - compiled
     """``acc[ox, c] = sum_valid((x - x_off) * w)`` of output row ``oy`` of sample ``n``: only the taps
     that fall on input pixels. Each product is formed in int32 (the caller proves
     ``max|x - x_off| * max|w| < 2**31``) and added in ``acc``'s dtype (int32 only when the caller
-    proves every partial sum below 2**31)."""
+    proves every partial sum below 2**31).
+
+    ``pair`` (int64 sums of int16 / int8 operands without offset, i.e. MLI_FX): two horizontally
+    adjacent taps are added in int32 first, as negated products: a product lies in
+    ``[-(2**30 - 2**15), 2**30]``, so the sum of two negated products lies in ``[-2**31, 2**31 - 2**16]``
+    (exact in int32; the sum of two products itself may be 2**31), and the int64 sums take one
+    subtraction per pair (measured ~12 % faster on fx16 56x56x64 3x3)."""
     _, h, wdt, c = x.shape
     kh, kw, _ = w.shape
     wo = acc.shape[0]
@@ -50,6 +56,34 @@ def _row_sums(x, w, x_off, acc, n, oy, geo):  # pragma: no cover - compiled
             # the outputs whose tap (ky, kx) reads a real pixel: 0 <= ox * stride_w + ix0 < W
             ox0 = max(0, (stride_w - 1 - ix0) // stride_w)
             ox1 = min(wo, (wdt - 1 - ix0) // stride_w + 1)
+            if pair and kx % 2 == 1:
+                continue  # taken with kx - 1
+            if pair and kx + 1 < kw:
+                jx0 = ix0 + dil_w
+                px0 = max(0, (stride_w - 1 - jx0) // stride_w)
+                px1 = min(wo, (wdt - 1 - jx0) // stride_w + 1)
+                lo = max(ox0, px0)
+                hi = max(lo, min(ox1, px1))
+                # both taps: the negated products' sum lies in [-2**31, 2**31 - 2**16]: exact in int32
+                for ox in range(lo, hi):
+                    ix = ox * stride_w + ix0
+                    for ch in range(c):
+                        t = np.int32(-(np.int32(x[n, iy, ix, ch]) * np.int32(w[ky, kx, ch]))) \
+                            - np.int32(np.int32(x[n, iy, ix + dil_w, ch]) * np.int32(w[ky, kx + 1, ch]))
+                        acc[ox, ch] -= np.int32(t)
+                for ox in range(px0, px1):
+                    if lo <= ox < hi:
+                        continue
+                    ix = ox * stride_w + jx0
+                    for ch in range(c):
+                        acc[ox, ch] += np.int32((np.int32(x[n, iy, ix, ch]) - off) * np.int32(w[ky, kx + 1, ch]))
+                for ox in range(ox0, ox1):
+                    if lo <= ox < hi:
+                        continue
+                    ix = ox * stride_w + ix0
+                    for ch in range(c):
+                        acc[ox, ch] += np.int32((np.int32(x[n, iy, ix, ch]) - off) * np.int32(w[ky, kx, ch]))
+                continue
             for ox in range(ox0, ox1):
                 ix = ox * stride_w + ix0
                 for ch in range(c):
@@ -83,7 +117,7 @@ def depthwise_fx_rows(x, w, acc, out, row0, ho, geo, bias, par):  # pragma: no c
     simple = not wrap32 and sat_lo == _I64_MIN and sat_hi == _I64_MAX and rnd_lim == _I64_MAX \
         and cont_lo <= lo <= hi <= cont_hi
     for r in range(out.shape[0]):
-        _row_sums(x, w, 0, acc, (row0 + r) // ho, (row0 + r) % ho, geo)
+        _row_sums(x, w, 0, acc, (row0 + r) // ho, (row0 + r) % ho, geo, acc.itemsize == 8)
         if simple and up:
             for ox in range(acc.shape[0]):
                 for ch in range(c):
@@ -125,7 +159,7 @@ def depthwise_sa8_rows(x, w, x_off, acc, out, row0, ho, geo, chan, par):  # prag
     up, pre_on, zp, lo, hi = par[0] != 0, par[1] != 0, par[2], par[3], par[4]
     c = x.shape[3]
     for r in range(out.shape[0]):
-        _row_sums(x, w, x_off, acc, (row0 + r) // ho, (row0 + r) % ho, geo)
+        _row_sums(x, w, x_off, acc, (row0 + r) // ho, (row0 + r) % ho, geo, False)
         for ox in range(acc.shape[0]):
             for ch in range(c):
                 v = np.int64(acc[ox, ch])
