@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from . import _jit
 from .convolution import (
     _F32_EXACT,
     Quant,
@@ -89,6 +90,9 @@ class PreparedConv:
         small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
         if self._pointwise and small and x.dtype.kind in "iu" and x.shape[-3:-1] == (ho, wo):
             return self._fc(x)  # 1x1, stride 1, no padding: the input rows are the im2col matrix
+        if self._post is not None and _jit.enabled():  # the compiled depthwise loop nest beats the einsum
+            r = self._kernel(x, self._w, self._bias, self._q, **self._geo, bounds=self._bounds)
+            return r.astype(self._dtype, copy=False)
         xp = self._padded(x) if (self._fc is not None or self._post is not None) and small else None
         if xp is not None and self._post is not None:
             return self._depthwise(xp, x)

@@ -50,6 +50,7 @@ from ..arith.geometry import transpose_out_size
 from ..arith.rounding import wrap_int
 from ..config import get_platform
 from ..formats import RoundMode
+from . import _jit
 from ._blas import SMALL_PRODUCT, blas_single_thread
 from . import _parallel
 from ._parallel import get_threads, parts_for, pool_pays, record_time, row_blocks, run_parts
@@ -845,6 +846,14 @@ def group_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, 
     return conv2d_hwcn(x, w, bias, q, groups=np.shape(x)[-1] // w.shape[2], **kw)  # type: ignore[arg-type]
 
 
+def _jit_stage(bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> _jit.DepthwiseStage | None:
+    """The output stage of :func:`finish` as constants of the JIT loop nest (:mod:`pymli.kernels._jit`)."""
+    if isinstance(q, Sa8Quant):
+        mul, sh = q.out_params()
+        return _jit.sa8_stage(bias, mul, sh, q.out_zp, bounds)
+    return _jit.fx_stage(bias, q.bias_shift, q.out_shift, q.acc_bits, q.out_bits, bounds)
+
+
 def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *,
                           stride: tuple[int, int] = (1, 1), dilation: tuple[int, int] = (1, 1),
                           pad: tuple[int, int] = (0, 0), out_hw: tuple[int, int],
@@ -864,6 +873,10 @@ def depthwise_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
     xb = _batch(x)
     geo = {"stride": stride, "dilation": dilation, "pad": pad, "out_hw": out_hw}
     a, b = _offsets(q)
+    if not b and _jit.enabled():
+        out = _jit.depthwise(xb, w, a, _jit_stage(bias, q, bounds), **geo)
+        if out is not None:
+            return _unbatch(out, x.ndim)
     if not b:
         # The input is centred while it is padded (no centred copy); the output stage runs per block.
         out, _ = _depthwise_blocks(xb, w, **geo, x_bound=container_bound(x, a), w_bound=container_bound(w),

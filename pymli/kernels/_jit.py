@@ -1,0 +1,252 @@
+"""Optional numba JIT of the depthwise convolution: one fused loop nest (sums and output stage).
+
+numba is an optional dependency (``pip install "pymli-arc[jit]"``): the pure-NumPy kernels are
+complete without it and compute the same values bit for bit; the JIT only makes some of them faster
+(``benchmarks/README.md``, "Optional JIT"). It is imported the first time a kernel asks for it
+(:func:`enabled`), never when pymli is imported: importing numba alone takes ~0.5 s, and the
+compiled loop nests are loaded from numba's cache (``__pycache__``) or compiled then (a few seconds
+per argument-type combination, once per machine).
+
+Switch: the environment variable ``PYMLI_JIT=0`` turns the JIT off for the process;
+:func:`set_enabled` turns it off / on at run time (tests compare both paths), :func:`enabled` says
+whether the kernels take it now, :func:`available` whether numba could be loaded at all.
+
+The output stage is the integer arithmetic of :func:`pymli.kernels.convolution.finish` written
+element by element: the per-channel constants come from the same :mod:`pymli.arith.requant`
+functions (``sa8_out_params``, ``sa8_bias_bound`` and its result-cast plan, ``fx_bias``), and every
+step that :func:`~pymli.arith.requant.sa8_result_cast` / ``fx_result_cast`` / ``add_bias`` applies
+is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shifts for which those
+functions take their general saturating path (outside 0..62) are left to NumPy.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound
+from ..arith.rounding import limits
+from ..config import get_platform
+from ..formats import RoundMode
+from ._parallel import PARALLEL_WORK, PARTS_PER_THREAD, get_threads, run_parts
+
+__all__ = ["DepthwiseStage", "available", "depthwise", "enabled", "fx_stage", "sa8_stage", "set_enabled"]
+
+I64 = np.int64
+_I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
+_I32_MIN, _I32_MAX = limits(32)
+
+_STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0", "module": None, "tried": False}
+
+
+def _module() -> ModuleType | None:
+    """The compiled kernels (:mod:`pymli.kernels._jit_numba`), or None when numba cannot be imported."""
+    if not _STATE["tried"]:
+        _STATE["tried"] = True
+        try:
+            # optional dependency: numba (and the module that needs it) only when a kernel asks
+            _STATE["module"] = importlib.import_module("pymli.kernels._jit_numba")
+        except ImportError:
+            _STATE["module"] = None
+    return _STATE["module"]  # type: ignore[return-value]
+
+
+def available() -> bool:
+    """Whether numba can be imported (imports it on the first call).
+
+    Returns:
+        True when the JIT kernels can run.
+    """
+    return _module() is not None
+
+
+def enabled() -> bool:
+    """Whether the kernels take the JIT now: switched on (``PYMLI_JIT`` is not ``0``, or
+    :func:`set_enabled`) and numba available.
+
+    Returns:
+        True when the JIT is used.
+    """
+    return bool(_STATE["on"]) and available()
+
+
+def set_enabled(on: bool) -> bool:
+    """Turn the JIT on or off for this process (the NumPy kernels compute the same values).
+
+    Args:
+        on: True to use the JIT when numba is available, False for the pure-NumPy kernels.
+
+    Returns:
+        The previous setting.
+    """
+    prev = bool(_STATE["on"])
+    _STATE["on"] = bool(on)
+    return prev
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseStage:
+    """Output-stage constants of one call for the loop nests of :mod:`pymli.kernels._jit_numba`.
+
+    Attributes:
+        sa8: s8asym (``depthwise_sa8_rows``), else MLI_FX (``depthwise_fx_rows``).
+        chan: per-channel int64 constants, (7, C) for sa8 (bias, pre_lim, pre, pre_half, mul, sh,
+            half), (C,) aligned bias for FX.
+        par: the int64 scalars of the loop nest (see its docstring).
+        out_dtype: the output container.
+    """
+
+    sa8: bool
+    chan: np.ndarray
+    par: np.ndarray
+    out_dtype: np.dtype
+
+
+def sa8_stage(bias: np.ndarray, mul: np.ndarray, shift: np.ndarray, out_zp: int,
+              bounds: tuple[int, int]) -> DepthwiseStage | None:
+    """Constants of ``sa8_result_cast(add_bias(wrap_acc(sum), sa8_bias(bias)))`` with the ReLU clamp.
+
+    Args:
+        bias: sa32 bias (C,) before the precision reduction.
+        mul, shift: from :func:`pymli.arith.requant.sa8_out_params` (current platform).
+        out_zp: output zero point; bounds: the fused ReLU clamp.
+
+    Returns:
+        The stage, or None when a shift lies outside 0..62 (NumPy's general path).
+    """
+    p = get_platform()
+    b = np.ascontiguousarray(bias, dtype=I64).reshape(-1)
+    m = np.ascontiguousarray(mul, dtype=I64)
+    s = np.ascontiguousarray(shift, dtype=I64)
+    return _sa8_stage(b.tobytes(), m.tobytes(), s.tobytes(), int(out_zp), int(bounds[0]), int(bounds[1]),
+                      p.full_accu, p.round_mode)
+
+
+@functools.lru_cache(maxsize=128)
+def _sa8_stage(b_bytes: bytes, mul_b: bytes, shift_b: bytes, zp: int, lo: int, hi: int,
+               full: bool, mode: RoundMode) -> DepthwiseStage | None:
+    """:func:`sa8_stage` by value (memoised)."""
+    b, _ = sa8_bias_bound(np.frombuffer(b_bytes, dtype=I64), full)
+    plan = _cast_plan(mul_b, shift_b, full, mode)  # the very constants sa8_result_cast uses
+    if not plan.sh_ok64:
+        return None
+    up = mode is RoundMode.UP
+    if full:
+        pre = pre_half = 0
+        pre_lim = _I64_MAX
+    else:
+        pre, pre_half = plan.pre["l"], plan.pre_half["l"]
+        # ROUND_UP's rounding add saturates at INT32_MAX: sa8_result_cast clamps first (a no-op when
+        # it cannot saturate, so applying it always gives the same values).
+        pre_lim = plan.pre_lim["l"] if up else _I64_MAX
+    chan = np.empty((7, b.size), dtype=I64)
+    for i, v in enumerate((b, pre_lim, pre, pre_half, plan.mul["l"], plan.sh["l"], plan.sh_half["l"])):
+        chan[i] = v
+    par = np.array([up, not full, zp, max(lo, -128), min(hi, 127)], dtype=I64)
+    return DepthwiseStage(sa8=True, chan=chan, par=par, out_dtype=np.dtype(np.int8))
+
+
+def fx_stage(bias: np.ndarray, bias_shift: int, out_shift: int, acc_bits: int, out_bits: int,
+             bounds: tuple[int, int]) -> DepthwiseStage | None:
+    """Constants of ``clip(fx_result_cast(add_bias(wrap_acc(sum), fx_bias(bias))), bounds)``.
+
+    Args:
+        bias: FX bias (C,); bias_shift, out_shift, acc_bits, out_bits: from the call's ``FxQuant``.
+        bounds: the fused ReLU clamp.
+
+    Returns:
+        The stage, or None when the shift lies outside 0..31 (32-bit accumulator) / 0..62 (40-bit).
+    """
+    b = np.ascontiguousarray(bias, dtype=I64).reshape(-1)
+    return _fx_stage(b.tobytes(), int(bias_shift), int(out_shift), int(acc_bits), int(out_bits), int(bounds[0]),
+                     int(bounds[1]), get_platform().round_mode)
+
+
+@functools.lru_cache(maxsize=128)
+def _fx_stage(b_bytes: bytes, bias_shift: int, s: int, acc_bits: int, out_bits: int, lo: int, hi: int,
+              mode: RoundMode) -> DepthwiseStage | None:
+    """:func:`fx_stage` by value (memoised)."""
+    narrow = acc_bits <= 32
+    if not 0 <= s <= (31 if narrow else 62):
+        return None
+    up = mode is RoundMode.UP
+    half = (1 << s) >> 1
+    b = np.ascontiguousarray(fx_bias(np.frombuffer(b_bytes, dtype=I64), bias_shift, acc_bits), dtype=I64)
+    # 32-bit: add_bias saturates to int32 and asr_rnd32's ROUND_UP add saturates at INT32_MAX (its
+    # clamp to INT32_MAX - half); 40-bit (int64 container): neither can happen (add_bias, shift_round).
+    sat = (_I32_MIN, _I32_MAX) if narrow else (_I64_MIN, _I64_MAX)
+    rnd_lim = _I32_MAX - half if narrow and up else _I64_MAX
+    cont = limits(out_bits)
+    par = np.array([narrow, sat[0], sat[1], rnd_lim, s, half, up, cont[0], cont[1], lo, hi], dtype=I64)
+    return DepthwiseStage(sa8=False, chan=b, par=par, out_dtype=np.dtype(np.int16 if out_bits > 8 else np.int8))
+
+
+_IN_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
+
+
+def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage | None, *,
+              stride: tuple[int, int], dilation: tuple[int, int], pad: tuple[int, int],
+              out_hw: tuple[int, int]) -> np.ndarray | None:
+    """Depthwise convolution of ``x - x_offset`` with the output stage ``stage``, compiled.
+
+    Args:
+        x: (N, H, W, C) int8 / int16 input; w: (Kh, Kw, 1, C) int8 / int16 weights.
+        x_offset: the effective input zero point (0 for MLI_FX).
+        stage: from :func:`sa8_stage` / :func:`fx_stage` (None: not for the JIT).
+        stride, dilation, pad, out_hw: as :func:`pymli.kernels.convolution.depthwise_conv2d_hwcn`.
+
+    Returns:
+        (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the JIT does not take
+        the call (off, numba missing, other dtypes, empty shapes, products beyond int32): the
+        caller runs NumPy.
+    """
+    if stage is None or x.dtype not in _IN_TYPES or w.dtype not in _IN_TYPES or not enabled():
+        return None
+    nb, _, _, c = x.shape
+    kh, kw = w.shape[:2]
+    ho, wo = out_hw
+    if x.size == 0 or w.size == 0 or ho <= 0 or wo <= 0 or stage.chan.shape[-1] != c:
+        return None
+    xb = _container_bound(x.dtype.char, int(x_offset))
+    wb = -int(np.iinfo(w.dtype).min)
+    if xb * wb >= 1 << 31 or (not stage.sa8 and x_offset):
+        return None  # the loop nest forms each product in int32
+    mod = _module()
+    x = np.ascontiguousarray(x)
+    wk = np.ascontiguousarray(w).reshape(kh, kw, c)
+    # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact below 2**31
+    acc_dt = np.int32 if kh * kw * xb * wb < (1 << 31) else I64
+    geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
+    rows = nb * ho
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
+        acc = np.empty((wo, c), dtype=acc_dt)
+        if stage.sa8:
+            mod.depthwise_sa8_rows(x, wk, int(x_offset), acc, out, r0, ho, geo, stage.chan, stage.par)
+        else:
+            mod.depthwise_fx_rows(x, wk, acc, out, r0, ho, geo, stage.chan, stage.par)
+        return out
+
+    # calls of at least PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the loop
+    # nests release the GIL)
+    threads = get_threads()
+    parts = min(rows, threads * PARTS_PER_THREAD) if threads > 1 and rows * wo * c * kh * kw >= PARALLEL_WORK else 1
+    if parts <= 1:
+        return run(0, rows).reshape(nb, ho, wo, c)
+    cuts = [rows * i // parts for i in range(parts + 1)]
+    # each block writes a fresh array (run_parts may abandon a block still running on a worker)
+    blocks = run_parts(lambda i: run(cuts[i], cuts[i + 1]), parts)
+    return np.concatenate(blocks).reshape(nb, ho, wo, c)
+
+
+@functools.lru_cache(maxsize=64)
+def _container_bound(char: str, offset: int) -> int:
+    """Bound on ``|x - offset|`` for values of the integer container ``char``."""
+    info = np.iinfo(np.dtype(char))
+    return max(abs(int(info.min) - offset), abs(int(info.max) - offset))

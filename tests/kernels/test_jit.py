@@ -1,0 +1,312 @@
+"""The optional numba JIT of the depthwise convolution (pymli/kernels/_jit.py) against the NumPy path
+and the element-by-element oracle: whole outputs compared bit for bit, on random shapes, strides,
+dilations, paddings (also beyond the kernel), batches, extreme values and both rounding platforms.
+
+Skipped with a reason when numba is not installed (the pure-NumPy path is then the only one, and the
+other kernel tests cover it); the switch tests at the end run either way.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from pymli import EM, VPX, VPX_FULL_ACCU, Platform, RoundMode, use_platform
+from pymli.arith.requant import relu_bounds
+from pymli.kernels import _jit, _parallel
+from pymli.kernels import convolution as K
+from pymli.kernels.conv_prepared import prepare_conv
+
+from ..oracles import convolution as oracle
+
+needs_numba = pytest.mark.skipif(not _jit.available(),
+                                 reason="numba is not installed: the optional JIT (pip install '.[jit]') is not tested")
+
+PLATFORMS = [VPX, VPX_FULL_ACCU, EM, Platform(RoundMode.CONVERGENT, True)]
+KINDS = ["sa8", "fx16", "fx16_fx8_fx8"]
+
+
+@pytest.fixture
+def jit_on() -> Iterator[None]:
+    prev = _jit.set_enabled(True)
+    yield
+    _jit.set_enabled(prev)
+
+
+def _numpy_path(fn, *args, **kw):  # type: ignore[no-untyped-def]
+    prev = _jit.set_enabled(False)
+    try:
+        return fn(*args, **kw)
+    finally:
+        _jit.set_enabled(prev)
+
+
+class _Counter:
+    """Counts the calls :func:`pymli.kernels._jit.depthwise` took (did not hand back to NumPy)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.taken = 0
+        real = _jit.depthwise
+
+        def counted(*a, **k):  # type: ignore[no-untyped-def]
+            r = real(*a, **k)
+            self.taken += r is not None
+            return r
+
+        monkeypatch.setattr(_jit, "depthwise", counted)
+
+
+def _params(rng: np.random.Generator, kind: str, c: int) -> tuple[K.FxQuant | K.Sa8Quant, dict, tuple]:
+    """Random parameters (pymli quant, oracle dict, dtypes of x / w / bias), outputs spread over the range."""
+    if kind == "sa8":
+        nw = c if rng.integers(2) else 1
+        ws = rng.integers(8192, 32768, nw)
+        in_frac = int(rng.integers(12, 25))
+        wf = int(rng.integers(12, 25)) + rng.integers(0, 2, nw)
+        p = {"kind": "sa8", "in_zp": int(rng.integers(-128, 128)), "in_scale": int(rng.integers(8192, 32768)),
+             "in_frac": in_frac, "w_scales": [int(v) for v in ws], "w_fracs": [int(v) for v in wf],
+             "out_zp": int(rng.integers(-64, 64)), "out_scale": int(rng.integers(8192, 32768))}
+        p["out_frac"] = max(-128, min(127, in_frac + int(wf[0]) - int(rng.integers(14, 28))))
+        q = K.Sa8Quant(p["in_zp"], p["in_scale"], p["in_frac"], 0, ws, wf, p["out_zp"], p["out_scale"], p["out_frac"])
+        return q, p, (np.int8, np.int8, np.int32)
+    wbits = 16 if kind == "fx16" else 8
+    in_frac = int(rng.integers(8, 16))
+    w_frac = int(rng.integers(wbits // 2, wbits))
+    b_frac = int(rng.integers(0, in_frac + w_frac + 1))
+    lo_e = 12 if kind == "fx16" else 5
+    out_frac = max(0, in_frac + w_frac - int(rng.integers(lo_e, lo_e + 9)))
+    acc_bits = 40 if kind == "fx16" else 32
+    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac,
+         "acc_bits": acc_bits, "out_bits": 16}
+    wt = np.int16 if kind == "fx16" else np.int8
+    return K.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16), p, (np.int16, wt, wt)
+
+
+def _values(rng: np.random.Generator, shape: tuple, dtype: type, extreme: bool) -> np.ndarray:
+    info = np.iinfo(dtype)
+    if extreme:  # the container limits only (largest products, sums and saturations)
+        return rng.choice(np.array([info.min, info.max, info.min + 1, 0], dtype=np.int64), shape).astype(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+def _case(rng: np.random.Generator, kind: str, extreme: bool = False) -> tuple:
+    kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    d = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    ekh, ekw = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
+    pad = (int(rng.integers(0, ekh + 2)), int(rng.integers(0, ekw + 2)))  # also beyond the kernel
+    pad_b = (int(rng.integers(0, ekh)), int(rng.integers(0, ekw)))
+    h = int(rng.integers(max(1, ekh - pad[0] - pad_b[0]), 14))
+    w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), 14))
+    ho = K.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
+    wo = K.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
+    c = int(rng.choice([1, 2, 3, 7, 8, 16, 17, 33, 64]))
+    batch = [None, 1, 3][int(rng.integers(3))]
+    q, p, (tx, tw, tb) = _params(rng, kind, c)
+    x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), tx, extreme)
+    wt = _values(rng, (kh, kw, 1, c), tw, extreme)
+    if kind == "sa8":
+        if extreme:  # the int32 limits: the saturating bias add saturates
+            b = rng.choice(np.array([-(1 << 31), (1 << 31) - 1, -(1 << 30), 0]), c)
+        else:
+            b = rng.integers(-20000, 20000, c)
+        b = b.astype(tb)
+        bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"],
+                          frac_bits=p["out_frac"])
+    else:
+        b = _values(rng, (c,), tb, extreme)
+        bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=p["out_frac"])
+    geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+    return x, wt, b, q, p, geo
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+@pytest.mark.parametrize("kind", KINDS)
+def test_jit_matches_numpy_path(kind: str, plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = _Counter(monkeypatch)
+    rng = np.random.default_rng([KINDS.index(kind), PLATFORMS.index(plat)])
+    cases = 40
+    for i in range(cases):
+        x, wt, b, q, _, geo = _case(rng, kind, extreme=i % 4 == 3)
+        with use_platform(plat):
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+        assert got.shape == want.shape
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
+    assert counter.taken == cases  # every case ran the compiled loop nest
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+@pytest.mark.parametrize("kind", KINDS)
+def test_jit_matches_oracle(kind: str, plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = _Counter(monkeypatch)
+    rng = np.random.default_rng([7, KINDS.index(kind), PLATFORMS.index(plat)])
+    for i in range(6):
+        x, wt, b, q, p, geo = _case(rng, kind, extreme=i == 5)
+        x = x if x.ndim == 3 else x[0]
+        x = x[:6, :6]  # the oracle is one Python int at a time
+        h, w = x.shape[:2]
+        (kh, kw), (sh, sw), (dh, dw), (pt, pl) = wt.shape[:2], geo["stride"], geo["dilation"], geo["pad"]
+        ho = K.out_size(h, kh, sh, pt, 0, dh)
+        wo = K.out_size(w, kw, sw, pl, 0, dw)
+        if ho < 1 or wo < 1:
+            continue
+        geo = {**geo, "out_hw": (ho, wo)}
+        with use_platform(plat):
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+        want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
+                             out_hw=(ho, wo), groups=x.shape[-1], depthwise=True, bounds=geo["bounds"],
+                             up=plat.round_up, full=plat.full_accu)
+        np.testing.assert_array_equal(got, want)
+    assert counter.taken > 0
+
+
+@needs_numba
+def test_bench_shape_and_threads(jit_on: None) -> None:
+    """The benchmark's shape (large enough for the row blocks over the threads), both platforms."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-32768, 32768, (56, 56, 64)).astype(np.int16)
+    w = rng.integers(-32768, 32768, (3, 3, 1, 64)).astype(np.int16)
+    b = rng.integers(-32768, 32768, 64).astype(np.int16)
+    q = K.FxQuant(12, 15, 14, 10)
+    xs = rng.integers(-128, 128, (2, 56, 56, 64)).astype(np.int8)
+    ws = rng.integers(-128, 128, (3, 3, 1, 64)).astype(np.int8)
+    qs = K.Sa8Quant(7, 16384, 20, 0, rng.integers(8192, 32767, 64), np.full(64, 20), 5, 20000, 14)
+    geo = {"pad": (1, 1), "out_hw": (56, 56)}
+    for plat in (VPX, EM):
+        for threads in (1, 2):
+            with use_platform(plat), _parallel.threads_limit(threads):
+                for args in ((x, w, b, q, (-32768, 32767)), (xs, ws, rng.integers(-9000, 9000, 64), qs, (-128, 127))):
+                    got = K.depthwise_conv2d_hwcn(*args[:4], **geo, bounds=args[4])
+                    want = _numpy_path(K.depthwise_conv2d_hwcn, *args[:4], **geo, bounds=args[4])
+                    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_accumulator_corners(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fx16 x fx8 (32-bit accumulator): sums that wrap (23x23 taps of -32768 * -128), a bias add that
+    saturates at INT32_MAX followed by ROUND_UP's saturating rounding add (shift 22); sa8: bias at the
+    int32 limits."""
+    counter = _Counter(monkeypatch)
+    x = np.full((23, 23, 2), -32768, dtype=np.int16)
+    x[5, 7, 1] = 32767
+    w = np.full((23, 23, 1, 2), -128, dtype=np.int8)
+    b = np.array([127, -128], dtype=np.int8)
+    cases = [(x, w, K.FxQuant(15, 7, 15, 12, 32, 16), (0, 0), (1, 1)),  # sums of 529 * 2**22: they wrap
+             # bias 127 << 25 saturates (INT32_MAX), so does the add; then the rounding add of shift 22
+             (np.ones((3, 3, 2), np.int16), w[:3, :3] * 0 + 1, K.FxQuant(15, 10, 0, 3, 32, 16), (1, 1), (3, 3))]
+    for xi, wi, q, pad, out_hw in cases:
+        geo = {"pad": pad, "out_hw": out_hw, "bounds": (-32768, 32767)}
+        with use_platform(plat):
+            got = K.depthwise_conv2d_hwcn(xi, wi, b, q, **geo)
+            want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b, q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    assert counter.taken == len(cases)
+
+
+@needs_numba
+def test_prepared_depthwise_takes_the_jit(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prepared depthwise layer (capi's repeated calls, TFLite steps) reaches the JIT through the kernel."""
+    counter = _Counter(monkeypatch)
+    rng = np.random.default_rng(13)
+    for kind in KINDS:
+        x, wt, b, q, _, geo = _case(rng, kind)
+        layer = prepare_conv(wt, b, q, **geo, depthwise=True, out_dtype=np.int16)
+        for plat in (VPX, EM):
+            with use_platform(plat):
+                got = layer(x)
+                want = _numpy_path(layer, x)
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert counter.taken == 2 * len(KINDS)
+
+
+@needs_numba
+def test_calls_the_jit_does_not_take(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights zero points, other dtypes, shifts outside 0..62, empty outputs: NumPy, same values."""
+    counter = _Counter(monkeypatch)
+    rng = np.random.default_rng(5)
+    x = rng.integers(-128, 128, (5, 6, 4)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 3, 1, 4)).astype(np.int8)
+    b = rng.integers(-5000, 5000, 4)
+    geo = {"pad": (1, 1), "out_hw": (5, 6), "bounds": (-128, 127)}
+    q_wzp = K.Sa8Quant(3, 16384, 20, 2, np.full(4, 16384), np.full(4, 20), 0, 20000, 14)
+    q_far = K.Sa8Quant(3, 16384, 20, 0, np.full(4, 16384), np.full(4, 20), 0, 20000, -100)  # shift beyond 62
+    q_fx = K.FxQuant(8, 8, 8, 30, 40, 16)  # negative output shift
+    cases = [(x, w, q_wzp), (x.astype(np.int32), w, K.Sa8Quant(3, 16384, 20, 0, np.full(4, 16384), np.full(4, 20),
+                                                              0, 20000, 14)),
+             (x, w, q_far), (x.astype(np.int16), w.astype(np.int16), q_fx)]
+    for xi, wi, q in cases:
+        for plat in (VPX, EM):
+            with use_platform(plat):
+                got = K.depthwise_conv2d_hwcn(xi, wi, b if isinstance(q, K.Sa8Quant) else b // 64, q, **geo)
+                want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b if isinstance(q, K.Sa8Quant) else b // 64,
+                                   q, **geo)
+            assert np.array_equal(got, want)
+    assert counter.taken == 0
+
+
+def test_numpy_path_runs_with_the_jit_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the switch off the compiled loop nests are never reached, and the kernel still computes."""
+    def refuse(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the JIT ran while switched off")
+
+    monkeypatch.setattr(_jit, "_module", refuse)
+    prev = _jit.set_enabled(False)
+    try:
+        assert not _jit.enabled()
+        rng = np.random.default_rng(11)
+        x, wt, b, q, p, geo = _case(rng, "sa8")
+        x = (x if x.ndim == 3 else x[0])[:5, :5]
+        geo["out_hw"] = (K.out_size(5, wt.shape[0], geo["stride"][0], geo["pad"][0], 0, geo["dilation"][0]),
+                         K.out_size(5, wt.shape[1], geo["stride"][1], geo["pad"][1], 0, geo["dilation"][1]))
+        if min(geo["out_hw"]) >= 1:
+            with use_platform(VPX):
+                got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
+                                 out_hw=geo["out_hw"], groups=x.shape[-1], depthwise=True, bounds=geo["bounds"],
+                                 up=True, full=False)
+            np.testing.assert_array_equal(got, want)
+        assert _jit.depthwise(x[None], wt, 0, None, stride=(1, 1), dilation=(1, 1), pad=(0, 0), out_hw=(1, 1)) is None
+    finally:
+        _jit.set_enabled(prev)
+
+
+def test_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba not importable: ``available()`` says so and the kernels run NumPy (same values)."""
+    rng = np.random.default_rng(17)
+    x, wt, b, q, _, geo = _case(rng, "fx16")
+    with use_platform(EM):
+        want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+    monkeypatch.setitem(_jit._STATE, "tried", True)
+    monkeypatch.setitem(_jit._STATE, "module", None)
+    monkeypatch.setitem(_jit._STATE, "on", True)
+    assert not _jit.available() and not _jit.enabled()
+    with use_platform(EM):
+        got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+    assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+
+
+def test_environment_switch() -> None:
+    """``PYMLI_JIT=0`` turns the JIT off for the process (numba is then not even imported)."""
+    code = ("import sys; from pymli.kernels import _jit, convolution; "
+            "print(_jit.enabled(), 'numba' in sys.modules)")
+    env = {**os.environ, "PYMLI_JIT": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_set_enabled_returns_the_previous_setting() -> None:
+    prev = _jit.set_enabled(False)
+    try:
+        assert _jit.set_enabled(True) is False
+        assert _jit.set_enabled(False) is True
+    finally:
+        _jit.set_enabled(prev)
