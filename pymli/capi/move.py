@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..checks.move import (IDENTITY4, ONES4, ZEROS4, array_pointer, as_i32, as_u
 from ..checks.tensor import check_tensor_private, fail
 from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
-from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
+from ..tensor import MLI_MAX_RANK, Tensor, dense_strides, touch
 from ._registry import c_enum, c_struct, mli_function
 from .types import _PREFIX, _CEnum
 
@@ -185,7 +186,7 @@ class _Move:
         n = self.n
         if self.direct:
             dst.data[:n] = src.data[:n]
-            vars(dst).update(self.fields)
+            self.set_fields(dst)
             return
         es = self.es
         s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
@@ -212,7 +213,16 @@ class _Move:
             view = np.lib.stride_tricks.as_strided(d_el[self.base:], shape=self.write_size,
                                                    strides=[x * it for x in self.dst_strides])
             view[...] = values
-        vars(dst).update(self.fields)
+        self.set_fields(dst)
+
+    def set_fields(self, dst: Tensor) -> None:
+        """Give ``dst`` the new struct fields; a new change counter (:func:`touch`) only when one of them is
+        another object than the field holds (a repeated move leaves the struct as the memo saw it)."""
+        cur = vars(dst)
+        fields = self.fields
+        if any(map(operator.is_not, map(cur.get, fields), fields.values())):
+            cur.update(fields)
+            touch(dst)
 
 
 def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _Move:

@@ -57,7 +57,7 @@ import numpy as np
 from ..config import get_memory_budget, get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
-from ..tensor import MLI_MAX_RANK, Lut, Tensor
+from ..tensor import MLI_MAX_RANK, Lut, Tensor, touch
 
 __all__ = ["guard", "check_budget", "enum_lookup", "canonical_mov_cfg", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
            "memo_enabled"]
@@ -320,6 +320,8 @@ class _Call:
                     if k == "data" and any(v is c for _, c, _ in self.scratch):
                         continue
                     object.__setattr__(obj, k, v)
+                    if isinstance(obj, Tensor):
+                        touch(obj)
 
 
 def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_views: bool,
@@ -637,8 +639,7 @@ MEMO_SIZE = 32
 """Snapshots kept per function (the oldest half is dropped when full)."""
 
 _memo_on: list[bool] = [True]
-_TFIELDS = operator.itemgetter("capacity", "shape", "mem_stride", "rank", "el_type", "frac_bits", "zero_point",
-                               "scale", "scale_frac_bits", "dim", "value")
+_TGET = operator.itemgetter("shape", "mem_stride", "data", "zero_point", "scale", "scale_frac_bits")
 _LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
                                "output_offset", "data")
 _same = operator.is_
@@ -674,69 +675,102 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
         raise _NoMemo
 
 
-def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
-    if type(t) is not Tensor:
+# The snapshot of a tensor, as source: the guard inlines it into the snapshot function it compiles
+# per capi function (_snapshot_fn; no call per tensor on the repeated calls' path), and _snap_tensor
+# is the same code as a function. The tensor's change counter (``Tensor._version``, tensor.py)
+# stands for every field object: a counter seen before is that tensor with the very field objects it
+# had then (data array included). What the counter cannot see is compared: list entries (identity)
+# and lengths, the data array's dtype (identity), shape, strides and writeability, per-axis arrays'
+# dtype, shape and content.
+_TENSOR_SNAP = """
+    if type({t}) is not Tensor:
         raise _NoMemo
-    d = t.__dict__
-    f = _TFIELDS(d)
-    sh, ms = f[1], f[2]
+    sh, ms, data, zp, sc, sfb = _TGET({t}.__dict__)
     if type(sh) is not list or type(ms) is not list:
         raise _NoMemo
-    ident += f
-    ident.append(len(sh))
     ident += sh
-    ident.append(len(ms))
     ident += ms
-    if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
-        for q in f[6:9]:
-            if type(q) is _NDARRAY:
-                ident.append(q.dtype)
-                vals.append((q.shape, q.tobytes()))
-            elif type(q) is not int:
-                raise _NoMemo
-    # _snap_data inlined (the most frequent snapshot).
-    data = d["data"]
-    if type(data) is _NDARRAY:
-        refs.append(data)
+    if data is None:
+        vals += ({t}._version, len(sh), len(ms))
+    else:  # an ndarray: any other object is refused by the fast path, so its counter is in no entry
         ident.append(data.dtype)
-        vals.append((data.shape, data.strides, data.flags.writeable))
-    elif data is None:
-        refs.append(None)
-    else:
-        raise _NoMemo
+        vals += ({t}._version, len(sh), len(ms), data.shape, data.strides, data.flags.writeable)
+    if type(zp) is not int or type(sc) is not int or type(sfb) is not int:
+        if type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY:
+            ident += (zp.dtype, sc.dtype, sfb.dtype)
+            vals += (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
+        else:
+            _snap_quant(zp, sc, sfb, ident, vals)
+"""
+
+
+def _snap_quant(zp: Any, sc: Any, sfb: Any, ident: list[Any], vals: list[Any]) -> None:
+    for q in (zp, sc, sfb):
+        if type(q) is _NDARRAY:
+            ident.append(q.dtype)
+            vals += (q.shape, q.tobytes())
+        elif type(q) is not int:
+            raise _NoMemo
+
+
+def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:
+    """The function ``name`` that ``src`` defines, with this module's globals and ``names``."""
+    ns = dict(globals(), **names)
+    exec(compile(src, f"<pymli.checks.entry {name}>", "exec"), ns)  # noqa: S102 - our own template
+    return ns[name]
+
+
+_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs):" + _TENSOR_SNAP.format(t="t"), "_snap_tensor", {})
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_snapper(cls: type) -> Callable[[Any, list[Any]], None]:
-    """The snapshot of a cfg struct of class ``cls``, compiled once per class: its fields read at once
-    from its ``__dict__`` (by identity), its nested structs' snapshots, then the lengths and every entry
-    of its list fields (by identity: a large int recomputed equal is only a miss)."""
-    spec = _fast_spec(cls)
-    names = [k for k, _, _ in spec]
-    get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
-    nested = tuple((i, _cfg_snapper(x)) for i, (_, kind, x) in enumerate(spec) if kind == "struct")
-    lists = [i for i, (_, kind, _) in enumerate(spec) if kind == "ints"]
-    get_lists = None
-    if lists:
-        get_lists = operator.itemgetter(*lists) if len(lists) > 1 else (lambda f, i=lists[0]: (f[i],))
+def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[[Any, list[Any]], None] | None]:
+    """The snapshot of a cfg struct of class ``cls``, compiled once per class: ``(fields, lists)``.
 
-    def snap(cfg: Any, ident: list[Any]) -> None:
-        if type(cfg) is not cls:
+    ``fields(cfg)`` reads at once the class and every field, nested structs' fields included (by
+    dotted name; the nested struct itself is one of the values), all compared by identity;
+    ``lists(cfg, ident)`` (None when the class has no list field) adds the lengths and every entry of
+    its list fields (by identity: a large int recomputed equal is only a miss).
+    """
+    def paths(c: type, prefix: str) -> list[str]:
+        out = []
+        for k, kind, x in _fast_spec(c):
+            out.append(prefix + k)
+            if kind == "struct":
+                out += paths(x, f"{prefix}{k}.")
+        return out
+
+    fields = operator.attrgetter("__class__", *paths(cls, ""))
+    names = [k for k, kind, _ in _fast_spec(cls) if kind == "ints"]
+    if not names:
+        return fields, None
+    get_lists = operator.attrgetter(*names, *names) if len(names) == 1 else operator.attrgetter(*names)
+
+    def lists(cfg: Any, ident: list[Any]) -> None:
+        ls = get_lists(cfg)
+        if set(map(type, ls)) != _LIST_ONLY:
             raise _NoMemo
-        f = get(cfg.__dict__)
-        ident += f
-        for i, sub in nested:
-            sub(f[i], ident)
-        if get_lists is not None:
-            ls = get_lists(f)
-            if set(map(type, ls)) != _LIST_ONLY:
-                raise _NoMemo
-            ident += map(len, ls)
-            ident += itertools.chain.from_iterable(ls)
-    return snap
+        ident += map(len, ls)
+        ident += itertools.chain.from_iterable(ls)
+    return fields, lists
 
 
 _LIST_ONLY = {list}
+
+
+class _CfgClasses(dict):  # type: ignore[type-arg]
+    """The snapshots (:func:`_cfg_snapper`) of the classes named like one cfg parameter's met so far."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def add(self, cls: type) -> tuple[Callable[..., Any], Any]:
+        """The snapshot of ``cls``, kept; raises _NoMemo for a class of another name."""
+        if cls.__name__ != self.name or self.name not in CFG_FIELDS:
+            raise _NoMemo
+        snap = self[cls] = _cfg_snapper(cls)
+        return snap
 
 
 def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
@@ -748,25 +782,12 @@ def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> N
 
 
 def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
-    """The snapshot of one parameter kind of the plan (see :func:`_kind`)."""
+    """The snapshot of one parameter kind of the plan (see :func:`_kind`) but tensors and cfg structs,
+    which :func:`_snapshot_fn` inlines."""
     if kind == "tensor":
         return _snap_tensor
     if kind == "tensor?":
         return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
-    if kind.startswith("cfg:"):
-        cls_name = kind[4:]
-        seen: dict[type, Callable[[Any, list[Any]], None]] = {}  # the classes of this name met so far
-
-        def cfg(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
-            cls = type(a)
-            snap = seen.get(cls)
-            if snap is None:
-                if cls.__name__ != cls_name or cls_name not in CFG_FIELDS:
-                    raise _NoMemo
-                snap = seen[cls] = _cfg_snapper(cls)
-            ident.append(cls)
-            snap(a, ident)
-        return cfg
     if kind == "lut":
         return _snap_lut
     if kind in ("int", "any"):
@@ -781,14 +802,36 @@ def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None
     return refuse
 
 
-def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any]]:
-    """``(ident, vals, refs)`` of a call: objects compared by identity, values by equality, data arrays."""
-    ident: list[Any] = [get_platform(), get_memory_budget()]
-    vals: list[Any] = []
-    refs: list[Any] = []
-    for snap, a in zip(snappers, args):
-        snap(a, ident, vals, refs)
-    return ident, vals, refs
+def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[list[Any], ...]]:
+    """The snapshot ``(ident, vals, refs)`` of a call's arguments (objects compared by identity, values
+    by equality, data arrays of LUTs by weak reference), compiled for one parameter list: tensors
+    inline, other kinds through their snapper; raises _NoMemo (or KeyError / AttributeError) for an
+    argument no snapshot describes."""
+    names: dict[str, Any] = {}
+    body = []
+    for i, kind in enumerate(kinds):
+        a = f"a{i}"
+        if kind == "tensor":
+            body.append(_TENSOR_SNAP.format(t=a))
+        elif kind.startswith("cfg:"):
+            names[f"c{i}"] = _CfgClasses(kind[4:])
+            body.append(_CFG_SNAP.format(a=a, classes=f"c{i}"))
+        else:
+            names[f"s{i}"] = _snapper(kind)
+            body.append(f"    s{i}({a}, ident, vals, refs)\n")
+    src = (f"def snapshot(args):\n    {', '.join(f'a{i}' for i in range(len(kinds)))}, = args\n"
+           "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n"
+           + "".join(body) + "    return ident, vals, refs\n")
+    return _compile(src, "snapshot", names)
+
+
+# A cfg struct's snapshot, as source (see _TENSOR_SNAP): its class's (_cfg_snapper) by the class.
+_CFG_SNAP = """
+    get, lists = {classes}.get(type({a})) or {classes}.add(type({a}))
+    ident += get({a})
+    if lists is not None:
+        lists({a}, ident)
+"""
 
 
 def _no_array() -> None:
@@ -798,13 +841,6 @@ def _no_array() -> None:
 
 def _weak(d: np.ndarray | None) -> Callable[[], Any]:
     return _no_array if d is None else weakref.ref(d)
-
-
-def _matches(entry: tuple[Any, ...], ident: list[Any], vals: list[Any], refs: list[Any]) -> bool:
-    e_ident = entry[0]
-    # Every data array the entry saw is still alive and is this call's (None for None: _no_array).
-    return (len(e_ident) == len(ident) and all(map(_same, e_ident, ident)) and entry[1] == vals
-            and all(map(_same, map(_CALL, entry[2]), refs)))
 
 
 _CALL = operator.call
@@ -921,7 +957,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
     fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
             for i, (p, kind) in enumerate(plan)]
     planner = getattr(fn, "__mli_plan__", None)
-    snappers = [_snapper(kind) for _, kind in plan]
+    snapshot = _snapshot_fn([kind for _, kind in plan])
     memo: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     @functools.wraps(fn)
@@ -931,13 +967,15 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         snap = None
         if planner is not None and _memo_on[0]:
             try:
-                snap = _snapshot(snappers, args)
+                snap = ident, vals, refs = snapshot(args)
             except (_NoMemo, KeyError, AttributeError):
-                snap = None
+                pass
             else:
                 key = tuple(map(id, args))
                 entry = memo.get(key)
-                if entry is not None and _matches(entry, *snap):
+                # Every LUT data array the entry saw is still alive and is this call's (_no_array for None).
+                if (entry is not None and entry[1] == vals and len(entry[0]) == len(ident)
+                        and all(map(_same, entry[0], ident)) and (not refs or all(map(_same, map(_CALL, entry[2]), refs)))):
                     return entry[3](*args)
         for i, ok in fast:
             if not ok(args[i]):
