@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -19,9 +20,13 @@ import numpy as np
 import pytest
 
 from pymli import ElType, MliError, Status, Tensor, capi
+import pickle
+
+from pymli.capi.move import MovCfg
 from pymli.capi.types import ArgmaxCfg, FullyConnectedCfg, PermuteCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import platform_named, set_memory_budget, use_platform
+from pymli.tensor import touch
 
 Args = list
 
@@ -102,8 +107,26 @@ def _argmax_fx16() -> tuple[str, Args]:
     return "mli_krn_argmax_fx16", [x, ArgmaxCfg(axis=1, topk=1), o]
 
 
+def _mov_sa8_per_axis() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(12, dtype=np.int8).reshape(3, 4), "SA_8", zero_point=[0, 1, 2, 3],
+                          scale=[1, 2, 3, 4], scale_frac_bits=[0, 1, 2, 3], dim=1)
+    o = Tensor.from_numpy(np.zeros((3, 4), np.int8), "SA_8", zero_point=[0] * 4, scale=[1] * 4,
+                          scale_frac_bits=[0] * 4, dim=1)
+    return "mli_mov_tensor_sync", [x, MovCfg(), o]
+
+
+def _mov_fx16_view() -> tuple[str, Args]:
+    # The data arrays are views of larger buffers (the mutations change the bases too).
+    base = np.arange(-40, 40, dtype=np.int16)
+    x = Tensor(data=base[8:32], capacity=48, shape=[4, 6], mem_stride=[6, 1], rank=2, el_type=ElType.FX_16,
+               frac_bits=5)
+    o = Tensor(data=np.zeros(40, np.int16)[4:28], capacity=48, shape=[1, 1], mem_stride=[0, 0], rank=2,
+               el_type=ElType.FX_16)
+    return "mli_mov_tensor_sync", [x, MovCfg(), o]
+
+
 CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16,
-         _permute_sa8_per_axis, _argmax_fx16]
+         _permute_sa8_per_axis, _argmax_fx16, _mov_sa8_per_axis, _mov_fx16_view]
 """Calls the memo serves (every argument canonical)."""
 
 
@@ -154,6 +177,13 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
         ("data reshaped in place", lambda t: setattr(t.data, "shape", (1, t.data.size)) if t.data is not None else None),
         ("data dtype other", lambda t: _set(t, "data", t.data.astype(np.int32)) if t.data is not None else None),
         ("data list", lambda t: _set(t, "data", list(t.data)) if t.data is not None else None),
+        ("data's base rewritten", lambda t: _base(t.data).__setitem__(Ellipsis, 3) if t.data is not None else None),
+        ("data's base read-only", lambda t: _base(t.data).setflags(write=False) if t.data is not None else None),
+        ("data stride 0 in place", lambda t: _set_strides(t.data) if t.data is not None else None),
+        ("data dtype in place", lambda t: setattr(t.data, "dtype", np.dtype(f"u{t.data.itemsize}"))
+         if t.data is not None else None),
+        ("field deleted", lambda t: delattr(t, "frac_bits")),
+        ("fields written around __setattr__, then touched", lambda t: (vars(t).update(rank=t.rank - 1), touch(t))),
     ]
     for k in ("zero_point", "scale", "scale_frac_bits"):
         v = getattr(t, k)
@@ -171,6 +201,17 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
             m.append((f"{k} np.int16", lambda t, k=k: _set(t, k, np.int16(getattr(t, k)))))
             m.append((f"{k} 1-element array", lambda t, k=k: _set(t, k, np.array([getattr(t, k)], np.int16))))
     return m
+
+
+def _base(d: np.ndarray) -> np.ndarray:
+    return d if d.base is None else d.base
+
+
+def _set_strides(d: np.ndarray) -> None:
+    """Give the array a zero stride in place (every element reads the first; no new array object)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy deprecates setting strides
+        d.strides = (0,)
 
 
 def _try(f: Callable[[Tensor], None], t: Tensor) -> None:
@@ -209,6 +250,20 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: args.__setitem__(i, dataclasses.replace(args[i], relu=ReluCfg(ReluType.RELU_6)))))
             out.append((f"arg {i}: cfg.relu of another class named ReluCfg",
                         lambda args, i=i: object.__setattr__(args[i], "relu", _OtherReluCfg(args[i].relu.type))))
+        elif isinstance(a, MovCfg):
+            # A mutable struct: fields assigned and lists changed in place.
+            out.append((f"arg {i}: size[0] = 1 in place", lambda args, i=i: args[i].size.__setitem__(0, 1)))
+            out.append((f"arg {i}: offset = [1] assigned", lambda args, i=i: setattr(args[i], "offset", [1])))
+            out.append((f"arg {i}: perm_dim = tuple", lambda args, i=i: setattr(args[i], "perm_dim",
+                                                                               tuple(args[i].perm_dim))))
+            out.append((f"arg {i}: padding_pre[0] = True in place",
+                        lambda args, i=i: args[i].padding_pre.__setitem__(0, True)))
+            out.append((f"arg {i}: sub_sample_step[1] = 2.0 in place",
+                        lambda args, i=i: args[i].sub_sample_step.__setitem__(1, 2.0)))
+            out.append((f"arg {i}: sub_sample_step[1] = 2 in place",
+                        lambda args, i=i: args[i].sub_sample_step.__setitem__(1, 2)))
+            out.append((f"arg {i}: dst_mem_stride appended", lambda args, i=i: args[i].dst_mem_stride.append(0)))
+            out.append((f"arg {i}: padding_post popped", lambda args, i=i: args[i].padding_post.pop()))
     out.append(("in place: out is in", lambda args: args.__setitem__(len(args) - 1, args[0])))
     out.append(("first argument repeated", lambda args: args.__setitem__(1, args[0])
                 if isinstance(args[1], Tensor) else None))
@@ -342,3 +397,74 @@ def test_data_replaced_by_a_new_array_at_the_same_id_is_not_a_hit() -> None:
         args[2].data = np.zeros(8, np.int16)
         assert fn(*args) is Status.OK
         assert np.array_equal(args[2].data, np.maximum(args[0].data, 0))
+
+
+def test_change_counter_moves_on_every_new_field_object_only() -> None:
+    t = Tensor.from_numpy(np.arange(6, dtype=np.int8).reshape(2, 3), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    v = t._version
+    t.rank = t.rank  # the identical object again: the state is the same
+    t.data = t.data
+    assert t._version == v
+    seen = {v}
+    for change in (lambda: setattr(t, "shape", list(t.shape)), lambda: setattr(t, "scale", 1000),
+                   lambda: setattr(t, "scale", 1000 + int(np.int64(0))), lambda: setattr(t, "data", t.data[:]),
+                   lambda: delattr(t, "value"), lambda: touch(t)):
+        change()
+        assert t._version not in seen
+        seen.add(t._version)
+    # Copies draw their own counters (a copy is another object: its later changes are its own).
+    others = [copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t)), dataclasses.replace(t), t.copy(),
+              Tensor(), Tensor.zeros((2,), "FX_16")]
+    versions = [o._version for o in others]
+    assert len(set(versions)) == len(versions) and not set(versions) & seen
+    assert vars(copy.copy(t)) == vars(t)  # the counter is no field
+    assert "_version" not in vars(t)
+
+
+def test_struct_written_back_by_the_normaliser_gets_a_new_counter() -> None:
+    # A non-canonical destination takes the normaliser's path: the function fills a shadow, whose
+    # fields are copied back with object.__setattr__ (around Tensor.__setattr__): the counter must move,
+    # else a later call could take a stale snapshot for the filled struct.
+    name, args = _mov_sa8_per_axis()
+    dst = args[2]
+    dst.capacity = np.int64(dst.capacity)
+    dst.shape = [12]
+    v = dst._version
+    assert _outcome(name, args)[0] is Status.OK
+    assert dst.shape == [3, 4] and dst._version != v
+    results = []
+    for memo in (True, False):  # three calls (normaliser, then planned twice): same with and without memo
+        was = entry.memo_enabled(memo)
+        try:
+            _, fresh = _mov_sa8_per_axis()
+            fresh[2].capacity = np.int64(fresh[2].capacity)
+            fresh[2].shape = [12]
+            results.append([_outcome(name, fresh) for _ in range(3)])
+        finally:
+            entry.memo_enabled(was)
+    assert results[0] == results[1] and results[0][0][0] is Status.OK
+
+
+def test_repeated_move_runs_the_kept_plan() -> None:
+    # The move writes the destination's fields on every call: identical objects keep its counter,
+    # so the third call (the second one planned the filled struct) onwards runs the kept plan.
+    name, args = _mov_fx16_view()
+    fn = capi.FUNCTIONS[name]
+    fn.memo.clear()
+    for _ in range(2):
+        assert _outcome(name, args)[0] is Status.OK
+    (key,) = [k for k in fn.memo if k == tuple(map(id, args))]
+    ident, vals, refs, run = fn.memo[key]
+    runs = []
+
+    def counting(*a):
+        runs.append(1)
+        return run(*a)
+
+    fn.memo[key] = (ident, vals, refs, counting)
+    v = args[2]._version
+    for i in range(3):
+        args[0].data[:] = np.arange(24) * (i + 1)
+        assert _outcome(name, args)[0] is Status.OK
+        assert np.array_equal(args[2].data, args[0].data)
+    assert len(runs) == 3 and args[2]._version == v
