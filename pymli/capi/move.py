@@ -163,8 +163,8 @@ class _Move:
     per-axis move computed while checking serve the first write only; later writes recompute them.
     """
 
-    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant",
-                 "qblocks")
+    __slots__ = ("fields", "es", "n", "direct", "whole", "block", "block_args", "base", "write_size", "dst_strides",
+                 "quant", "qblocks")
 
     def __init__(self, fields: dict[str, Any], es: int) -> None:
         self.fields = fields
@@ -173,6 +173,7 @@ class _Move:
         # The dense copy between two buffers of the same integer dtype (the element size), with no
         # per-axis writes: the arrays' own elements (the memo's snapshot keeps the same arrays).
         self.direct = False
+        self.whole = False  # a direct copy of the whole source array into the whole destination array
         self.block: np.ndarray | None = None
         self.block_args: tuple[Any, ...] = ()
         self.base = 0
@@ -185,7 +186,11 @@ class _Move:
         """Write the data, the per-axis parameters and the struct fields of ``dst`` (no check fails here)."""
         n = self.n
         if self.direct:
-            dst.data[:n] = src.data[:n]
+            d, s = dst.data, src.data
+            if self.whole:
+                d[...] = s  # NumPy copies through a temporary if the buffers overlap
+            else:
+                d[:n] = s[:n]
             self.set_fields(dst)
             return
         es = self.es
@@ -345,6 +350,7 @@ def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: li
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
         move.n = n
         move.direct = not move.quant and s_el is src.data and d_el is dst.data and s_el.dtype is d_el.dtype
+        move.whole = move.direct and n == s_el.shape[0] == d_el.shape[0]
         return
     # Without padding the block is a view of the source, assigned at once (no intermediate copy).
     move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),

@@ -34,8 +34,9 @@ only the field checks.
 * **Repeated calls** (the memo, below): a capi function registered in two steps (checks and derived
   parameters, then the computation) is planned once per argument snapshot; a later call with the
   same arguments, unchanged in every field the checks read, runs the plan directly. The snapshot is
-  exact (identity of every field object, list entries, per-axis array contents, data array object
-  and metadata, platform and memory budget): a changed struct is always checked again.
+  exact (a tensor's change counter for its field objects, cfg fields by identity, list entries,
+  per-axis array contents, data array metadata, platform and memory budget): a changed struct is
+  always checked again.
 """
 
 from __future__ import annotations
@@ -356,6 +357,7 @@ def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_vie
     sd = shadow.__dict__
     sd.update(fields)
     sd["data"] = new_data
+    touch(shadow)
     call.back.append((t, shadow, dict(sd)))
     return shadow
 
@@ -630,11 +632,16 @@ def _fast_lut(lut: Any) -> bool:
 # strides, writeability) and the configuration (platform, memory budget); it returns ``run(*args)``,
 # which reads the element values and writes the outputs. The guard keeps the ``run`` of a call whose
 # arguments passed the fast path, under a snapshot of everything ``plan`` may read: a later call
-# whose snapshot is the same skips the normaliser and ``plan``. Snapshots compare field objects by
-# identity (an equal value of another type, ``3.0`` for ``3``, never matches), list entries one by
-# one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content and data arrays by object,
-# shape, strides, dtype (by identity: an equal dtype object of another identity does not match) and
-# writeability. Data arrays are held by weak reference only.
+# whose snapshot is the same skips the normaliser and ``plan``. A tensor's field objects are seen
+# through its change counter (``Tensor._version``: a new number from one process-wide counter on
+# every assignment of another object, so a counter seen before is that tensor with those very field
+# objects, data array included); cfg struct and LUT fields are compared by identity (an equal value
+# of another type, ``3.0`` for ``3``, never matches). What no assignment shows is compared as well:
+# list entries one by one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content, data
+# arrays' shape, strides, dtype (by identity: an equal dtype object of another identity does not
+# match) and writeability. The memo holds no data array (LUT data arrays by weak reference only).
+# The snapshot code is compiled once per function (tensors and cfg structs inline: no call per
+# argument on the repeated calls' path).
 MEMO_SIZE = 32
 """Snapshots kept per function (the oldest half is dropped when full)."""
 
@@ -975,7 +982,8 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
                 entry = memo.get(key)
                 # Every LUT data array the entry saw is still alive and is this call's (_no_array for None).
                 if (entry is not None and entry[1] == vals and len(entry[0]) == len(ident)
-                        and all(map(_same, entry[0], ident)) and (not refs or all(map(_same, map(_CALL, entry[2]), refs)))):
+                        and all(map(_same, entry[0], ident))
+                        and (not refs or all(map(_same, map(_CALL, entry[2]), refs)))):
                     return entry[3](*args)
         for i, ok in fast:
             if not ok(args[i]):
