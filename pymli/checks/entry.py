@@ -684,7 +684,7 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
 
 # The snapshot of a tensor, as source: the guard inlines it into the snapshot function it compiles
 # per capi function (_snapshot_fn; no call per tensor on the repeated calls' path), and _snap_tensor
-# is the same code as a function. The tensor's change counter (``Tensor._version``, tensor.py)
+# is the same code as a function (for optional tensors). The tensor's change counter (``Tensor._version``, tensor.py)
 # stands for every field object: a counter seen before is that tensor with the very field objects it
 # had then (data array included). What the counter cannot see is compared: list entries (identity)
 # and lengths, the data array's dtype (identity), shape, strides and writeability, per-axis arrays'
@@ -731,13 +731,13 @@ _snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs):" + _TENSOR_SNAP
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[[Any, list[Any]], None] | None]:
+def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[..., None] | None]:
     """The snapshot of a cfg struct of class ``cls``, compiled once per class: ``(fields, lists)``.
 
     ``fields(cfg)`` reads at once the class and every field, nested structs' fields included (by
     dotted name; the nested struct itself is one of the values), all compared by identity;
-    ``lists(cfg, ident)`` (None when the class has no list field) adds the lengths and every entry of
-    its list fields (by identity: a large int recomputed equal is only a miss).
+    ``lists(cfg, ident, vals)`` (None when the class has no list field) adds the lengths of its list
+    fields (to ``vals``) and every entry (to ``ident``: a large int recomputed equal is only a miss).
     """
     def paths(c: type, prefix: str) -> list[str]:
         out = []
@@ -753,11 +753,11 @@ def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[
         return fields, None
     get_lists = operator.attrgetter(*names, *names) if len(names) == 1 else operator.attrgetter(*names)
 
-    def lists(cfg: Any, ident: list[Any]) -> None:
+    def lists(cfg: Any, ident: list[Any], vals: list[Any]) -> None:
         ls = get_lists(cfg)
         if set(map(type, ls)) != _LIST_ONLY:
             raise _NoMemo
-        ident += map(len, ls)
+        vals += map(len, ls)
         ident += itertools.chain.from_iterable(ls)
     return fields, lists
 
@@ -791,8 +791,6 @@ def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> N
 def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
     """The snapshot of one parameter kind of the plan (see :func:`_kind`) but tensors and cfg structs,
     which :func:`_snapshot_fn` inlines."""
-    if kind == "tensor":
-        return _snap_tensor
     if kind == "tensor?":
         return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
     if kind == "lut":
@@ -837,7 +835,7 @@ _CFG_SNAP = """
     get, lists = {classes}.get(type({a})) or {classes}.add(type({a}))
     ident += get({a})
     if lists is not None:
-        lists({a}, ident)
+        lists({a}, ident, vals)
 """
 
 
