@@ -46,7 +46,7 @@ import dataclasses
 import enum
 import functools
 import inspect
-import itertools
+import marshal
 import operator
 import typing
 import weakref
@@ -650,6 +650,7 @@ _TGET = operator.itemgetter("shape", "mem_stride", "data", "zero_point", "scale"
 _LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
                                "output_offset", "data")
 _same = operator.is_
+_marshal = marshal.dumps
 
 
 class _NoMemo(Exception):
@@ -684,24 +685,21 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
 
 # The snapshot of a tensor, as source: the guard inlines it into the snapshot function it compiles
 # per capi function (_snapshot_fn; no call per tensor on the repeated calls' path), and _snap_tensor
-# is the same code as a function (for optional tensors). The tensor's change counter (``Tensor._version``, tensor.py)
-# stands for every field object: a counter seen before is that tensor with the very field objects it
-# had then (data array included). What the counter cannot see is compared: list entries (identity)
-# and lengths, the data array's dtype (identity), shape, strides and writeability, per-axis arrays'
-# dtype, shape and content.
+# is the same code as a function (for optional tensors). The tensor's change counter
+# (``Tensor._version``, tensor.py) stands for every field object: a counter seen before is that
+# tensor with the very field objects it had then (data array included). What the counter cannot see
+# is compared: the lists' entries (see _snapshot_fn), the data array's dtype (identity), shape,
+# strides and writeability, per-axis arrays' dtype, shape and content.
 _TENSOR_SNAP = """
     if type({t}) is not Tensor:
         raise _NoMemo
     sh, ms, data, zp, sc, sfb = _TGET({t}.__dict__)
-    if type(sh) is not list or type(ms) is not list:
-        raise _NoMemo
-    ident += sh
-    ident += ms
+    lists += (sh, ms)
     if data is None:
-        vals += ({t}._version, len(sh), len(ms))
+        vals.append({t}._version)
     else:  # an ndarray: any other object is refused by the fast path, so its counter is in no entry
         ident.append(data.dtype)
-        vals += ({t}._version, len(sh), len(ms), data.shape, data.strides, data.flags.writeable)
+        vals += ({t}._version, data.shape, data.strides, data.flags.writeable)
     if type(zp) is not int or type(sc) is not int or type(sfb) is not int:
         if type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY:
             ident += (zp.dtype, sc.dtype, sfb.dtype)
@@ -727,17 +725,18 @@ def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:
     return ns[name]
 
 
-_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs):" + _TENSOR_SNAP.format(t="t"), "_snap_tensor", {})
+_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs, lists):" + _TENSOR_SNAP.format(t="t"), "_snap_tensor",
+                        {})
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[..., None] | None]:
+def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[[Any], tuple[Any, ...]] | None]:
     """The snapshot of a cfg struct of class ``cls``, compiled once per class: ``(fields, lists)``.
 
     ``fields(cfg)`` reads at once the class and every field, nested structs' fields included (by
-    dotted name; the nested struct itself is one of the values), all compared by identity;
-    ``lists(cfg, ident, vals)`` (None when the class has no list field) adds the lengths of its list
-    fields (to ``vals``) and every entry (to ``ident``: a large int recomputed equal is only a miss).
+    dotted name; the nested struct itself is one of the values), all compared by identity; ``lists``
+    (None when the class has no list field) reads the list fields at once, whose entries are compared
+    as the tensors' lists are (see :func:`_snapshot_fn`).
     """
     def paths(c: type, prefix: str) -> list[str]:
         out = []
@@ -751,18 +750,7 @@ def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[
     names = [k for k, kind, _ in _fast_spec(cls) if kind == "ints"]
     if not names:
         return fields, None
-    get_lists = operator.attrgetter(*names, *names) if len(names) == 1 else operator.attrgetter(*names)
-
-    def lists(cfg: Any, ident: list[Any], vals: list[Any]) -> None:
-        ls = get_lists(cfg)
-        if set(map(type, ls)) != _LIST_ONLY:
-            raise _NoMemo
-        vals += map(len, ls)
-        ident += itertools.chain.from_iterable(ls)
-    return fields, lists
-
-
-_LIST_ONLY = {list}
+    return fields, operator.attrgetter(*names, *names) if len(names) == 1 else operator.attrgetter(*names)
 
 
 class _CfgClasses(dict):  # type: ignore[type-arg]
@@ -780,7 +768,7 @@ class _CfgClasses(dict):  # type: ignore[type-arg]
         return snap
 
 
-def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
     if type(lut) is not Lut:
         raise _NoMemo
     f = _LFIELDS(lut.__dict__)
@@ -788,21 +776,22 @@ def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> N
     _snap_data(f[7], ident, vals, refs)
 
 
-def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
+def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any], list[Any]], None]:
     """The snapshot of one parameter kind of the plan (see :func:`_kind`) but tensors and cfg structs,
     which :func:`_snapshot_fn` inlines."""
     if kind == "tensor?":
-        return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
+        return lambda a, ident, vals, refs, lists: (ident.append(None) if a is None
+                                                    else _snap_tensor(a, ident, vals, refs, lists))
     if kind == "lut":
         return _snap_lut
     if kind in ("int", "any"):
-        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
             if a is not None and (kind == "any" or type(a) is not int):
                 raise _NoMemo
             ident.append(a)
         return scalar
 
-    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
         raise _NoMemo
     return refuse
 
@@ -810,8 +799,14 @@ def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None
 def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[list[Any], ...]]:
     """The snapshot ``(ident, vals, refs)`` of a call's arguments (objects compared by identity, values
     by equality, data arrays of LUTs by weak reference), compiled for one parameter list: tensors
-    inline, other kinds through their snapper; raises _NoMemo (or KeyError / AttributeError) for an
-    argument no snapshot describes."""
+    and cfg structs inline, other kinds through their snapper; raises _NoMemo, KeyError,
+    AttributeError or ValueError for an argument no snapshot describes.
+
+    The list fields (tensors' shape and mem_stride, cfg arrays) are gathered, then serialised at
+    once with :mod:`marshal` (format 2: no back-references) into the last value: the bytes hold each
+    list's length and every entry's type and value (``3``, ``3.0``, ``True`` and ``np.int64(3)``
+    differ; an object marshal cannot write raises ValueError).
+    """
     names: dict[str, Any] = {}
     body = []
     for i, kind in enumerate(kinds):
@@ -823,19 +818,19 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[list[Any
             body.append(_CFG_SNAP.format(a=a, classes=f"c{i}"))
         else:
             names[f"s{i}"] = _snapper(kind)
-            body.append(f"    s{i}({a}, ident, vals, refs)\n")
+            body.append(f"    s{i}({a}, ident, vals, refs, lists)\n")
     src = (f"def snapshot(args):\n    {', '.join(f'a{i}' for i in range(len(kinds)))}, = args\n"
-           "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n"
-           + "".join(body) + "    return ident, vals, refs\n")
+           "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n    lists = []\n"
+           + "".join(body) + "    vals.append(_marshal(lists, 2))\n    return ident, vals, refs\n")
     return _compile(src, "snapshot", names)
 
 
 # A cfg struct's snapshot, as source (see _TENSOR_SNAP): its class's (_cfg_snapper) by the class.
 _CFG_SNAP = """
-    get, lists = {classes}.get(type({a})) or {classes}.add(type({a}))
+    get, get_lists = {classes}.get(type({a})) or {classes}.add(type({a}))
     ident += get({a})
-    if lists is not None:
-        lists({a}, ident, vals)
+    if get_lists is not None:
+        lists += get_lists({a})
 """
 
 
@@ -973,7 +968,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
         if planner is not None and _memo_on[0]:
             try:
                 snap = ident, vals, refs = snapshot(args)
-            except (_NoMemo, KeyError, AttributeError):
+            except (_NoMemo, KeyError, AttributeError, ValueError):
                 pass
             else:
                 key = tuple(map(id, args))
