@@ -796,9 +796,10 @@ def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any], list[
     return refuse
 
 
-def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[list[Any], ...]]:
+def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """The snapshot ``(ident, vals, refs)`` of a call's arguments (objects compared by identity, values
-    by equality, data arrays of LUTs by weak reference), compiled for one parameter list: tensors
+    by equality, data arrays of LUTs by weak reference) and its memo key (the arguments' ids), as
+    ``(ident, vals, refs, key)``, compiled for one parameter list: tensors
     and cfg structs inline, other kinds through their snapper; raises _NoMemo, KeyError,
     AttributeError or ValueError for an argument no snapshot describes.
 
@@ -821,7 +822,8 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[list[Any
             body.append(f"    s{i}({a}, ident, vals, refs, lists)\n")
     src = (f"def snapshot(args):\n    {', '.join(f'a{i}' for i in range(len(kinds)))}, = args\n"
            "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n    lists = []\n"
-           + "".join(body) + "    vals.append(_marshal(lists, 2))\n    return ident, vals, refs\n")
+           + "".join(body) + "    vals.append(_marshal(lists, 2))\n"
+           f"    return ident, vals, refs, ({''.join(f'id(a{i}), ' for i in range(len(kinds)))})\n")
     return _compile(src, "snapshot", names)
 
 
@@ -957,21 +959,23 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
     fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
             for i, (p, kind) in enumerate(plan)]
     planner = getattr(fn, "__mli_plan__", None)
-    snapshot = _snapshot_fn([kind for _, kind in plan])
+    snapshot: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None  # compiled on the first call
     memo: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != n:
             args = sig.bind(*args, **kwargs).args
-        snap = None
+        nonlocal snapshot
+        key = None
         if planner is not None and _memo_on[0]:
+            if snapshot is None:
+                snapshot = _snapshot_fn([kind for _, kind in plan])
             try:
-                snap = ident, vals, refs = snapshot(args)
+                ident, vals, refs, key = snapshot(args)
             except (_NoMemo, KeyError, AttributeError, ValueError):
                 pass
             else:
-                key = tuple(map(id, args))
                 entry = memo.get(key)
                 # Every LUT data array the entry saw is still alive and is this call's (_no_array for None).
                 if (entry is not None and entry[1] == vals and len(entry[0]) == len(ident)
@@ -982,13 +986,13 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
             if not ok(args[i]):
                 break
         else:
-            if snap is None:
+            if key is None:
                 return fn(*args)
             run = planner(*args)
             if len(memo) >= MEMO_SIZE:
                 for k in list(memo)[: MEMO_SIZE // 2]:
                     memo.pop(k, None)
-            memo[key] = (snap[0], snap[1], tuple(map(_weak, snap[2])), run)
+            memo[key] = (ident, vals, tuple(map(_weak, refs)), run)
             return run(*args)
         new, call = normalise(args)
         res = fn(*new)
