@@ -125,8 +125,35 @@ def _mov_fx16_view() -> tuple[str, Args]:
     return "mli_mov_tensor_sync", [x, MovCfg(), o]
 
 
+@dataclasses.dataclass
+class Conv2dCfg_:  # noqa: N801 - renamed below: a mutable struct that is not capi's but carries its name
+    relu: ReluCfg = dataclasses.field(default_factory=ReluCfg)
+    stride_width: int = 1
+    stride_height: int = 1
+    padding_left: int = 0
+    padding_right: int = 0
+    padding_top: int = 0
+    padding_bottom: int = 0
+    dilation_width: int = 1
+    dilation_height: int = 1
+
+
+_MutableConv2dCfg = type("Conv2dCfg", (Conv2dCfg_,), {})
+
+
+def _conv_sa8_mutable_cfg() -> tuple[str, Args]:
+    rng = np.random.default_rng(3)
+    x = Tensor.from_numpy(rng.integers(-100, 100, (5, 5, 2)), "SA_8", zero_point=0, scale=3, scale_frac_bits=7)
+    w = Tensor.from_numpy(rng.integers(-100, 100, (3, 3, 2, 2)), "SA_8", zero_point=[0, 0], scale=[5, 6],
+                          scale_frac_bits=[9, 9], dim=3)
+    b = Tensor.from_numpy(rng.integers(-1000, 1000, 2), "SA_32", zero_point=[0, 0], scale=[15, 18],
+                          scale_frac_bits=[16, 16], dim=0)
+    o = Tensor.zeros((3, 3, 2), "SA_8", zero_point=0, scale=9, scale_frac_bits=6)
+    return "mli_krn_conv2d_hwcn_sa8_sa8_sa32", [x, w, b, _MutableConv2dCfg(ReluCfg(ReluType.GEN)), o]
+
+
 CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16,
-         _permute_sa8_per_axis, _argmax_fx16, _mov_sa8_per_axis, _mov_fx16_view]
+         _permute_sa8_per_axis, _argmax_fx16, _mov_sa8_per_axis, _mov_fx16_view, _conv_sa8_mutable_cfg]
 """Calls the memo serves (every argument canonical)."""
 
 
@@ -250,6 +277,13 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: args.__setitem__(i, dataclasses.replace(args[i], relu=ReluCfg(ReluType.RELU_6)))))
             out.append((f"arg {i}: cfg.relu of another class named ReluCfg",
                         lambda args, i=i: object.__setattr__(args[i], "relu", _OtherReluCfg(args[i].relu.type))))
+        elif isinstance(a, Conv2dCfg_):
+            # A mutable struct of capi's name: fields assigned (plain setattr, no counter of its own).
+            for k, v in (("stride_width", 2), ("stride_height", 2.0), ("padding_left", 1), ("padding_bottom", True),
+                         ("dilation_width", np.uint8(1)), ("dilation_height", 256), ("relu", ReluCfg(ReluType.RELU_1))):
+                out.append((f"arg {i}: cfg.{k} = {v!r}", lambda args, i=i, k=k, v=v: setattr(args[i], k, v)))
+            out.append((f"arg {i}: cfg.relu.type changed in place",
+                        lambda args, i=i: object.__setattr__(args[i].relu, "type", ReluType.RELU_6)))
         elif isinstance(a, MovCfg):
             # A mutable struct: fields assigned and lists changed in place.
             out.append((f"arg {i}: size[0] = 1 in place", lambda args, i=i: args[i].size.__setitem__(0, 1)))
