@@ -26,7 +26,7 @@ from pymli.capi.move import MovCfg
 from pymli.capi.types import ArgmaxCfg, FullyConnectedCfg, PermuteCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import platform_named, set_memory_budget, use_platform
-from pymli.tensor import touch
+from pymli.tensor import dense_strides, touch
 
 Args = list
 
@@ -502,3 +502,34 @@ def test_repeated_move_runs_the_kept_plan() -> None:
         assert _outcome(name, args)[0] is Status.OK
         assert np.array_equal(args[2].data, args[0].data)
     assert len(runs) == 3 and args[2]._version == v
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_copy_moves_match_the_element_copy(seed: int) -> None:
+    # mli_mov_tensor_sync of a dense tensor is one copy of its elements: of the whole arrays when both
+    # hold exactly those elements, else of the first n. Either way, repeated through the memo, with
+    # odd sizes and extreme values, the destination is the source's first n elements and nothing
+    # around them changes.
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        el = ElType.SA_8 if rng.integers(2) else ElType.FX_16
+        dt = el.dtype
+        shape = [int(s) for s in rng.integers(1, 6, rng.integers(1, 5))]
+        n = int(np.prod(shape))
+        info = np.iinfo(dt)
+        buf = rng.integers(info.min, info.max, 2 * n + 8, endpoint=True).astype(dt)
+        start, extra = int(rng.integers(0, n + 1)), int(rng.integers(0, 3))  # extra > 0: dst longer than n
+        src_data = rng.choice([info.min, info.max, 0, -1], n).astype(dt) if rng.integers(2) else \
+            rng.integers(info.min, info.max, n, endpoint=True).astype(dt)
+        dst_data = buf[start: start + n + extra]
+        src = Tensor(data=src_data, capacity=src_data.nbytes, shape=list(shape), mem_stride=dense_strides(shape),
+                     rank=len(shape), el_type=el, **({"zero_point": 1, "scale": 2, "scale_frac_bits": 3}
+                                                     if el.is_sa else {"frac_bits": 4}))
+        dst = Tensor(data=dst_data, capacity=dst_data.nbytes, shape=[1], mem_stride=[0], rank=1, el_type=el)
+        want = buf.copy()
+        want[start: start + n] = src_data
+        for _ in range(3):
+            assert capi.mli_mov_tensor_sync(src, MovCfg(), dst) is Status.OK
+            assert np.array_equal(buf, want)
+            assert dst.shape == shape and dst.rank == len(shape) and dst.el_type is el
+            buf[start: start + n] = 0  # the next (memoised) call writes the elements again
