@@ -163,11 +163,12 @@ class _Move:
     per-axis move computed while checking serve the first write only; later writes recompute them.
     """
 
-    __slots__ = ("fields", "es", "n", "direct", "whole", "block", "block_args", "base", "write_size", "dst_strides",
-                 "quant", "qblocks")
+    __slots__ = ("fields", "settled", "es", "n", "direct", "whole", "block", "block_args", "base", "write_size",
+                 "dst_strides", "quant", "qblocks")
 
     def __init__(self, fields: dict[str, Any], es: int) -> None:
         self.fields = fields
+        self.settled = False  # a write found every field in place (see set_fields)
         self.es = es
         self.n: int | None = None  # element count of the single dense copy, None for a strided move
         # The dense copy between two buffers of the same integer dtype (the element size), with no
@@ -222,12 +223,21 @@ class _Move:
 
     def set_fields(self, dst: Tensor) -> None:
         """Give ``dst`` the new struct fields; a new change counter (:func:`touch`) only when one of them is
-        another object than the field holds (a repeated move leaves the struct as the memo saw it)."""
+        another object than the field holds (a repeated move leaves the struct as the memo saw it).
+
+        A move writes again only as the memo's kept plan, whose snapshot holds ``dst``'s change
+        counter from before the first write: once a write found every field in place (the counter
+        unchanged), a later write of the same plan finds them in place too, and is skipped.
+        """
+        if self.settled:
+            return
         cur = vars(dst)
         fields = self.fields
         if any(map(operator.is_not, map(cur.get, fields), fields.values())):
             cur.update(fields)
             touch(dst)
+        else:
+            self.settled = True
 
 
 def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _Move:
