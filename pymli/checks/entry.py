@@ -808,7 +808,7 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...
     list's length and every entry's type and value (``3``, ``3.0``, ``True`` and ``np.int64(3)``
     differ; an object marshal cannot write raises ValueError).
     """
-    names: dict[str, Any] = {}
+    names: dict[str, Any] = {"get_platform": get_platform, "get_memory_budget": get_memory_budget}
     body = []
     for i, kind in enumerate(kinds):
         a = f"a{i}"
