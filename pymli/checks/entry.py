@@ -800,8 +800,9 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...
     """The snapshot ``(ident, vals, refs)`` of a call's arguments (objects compared by identity, values
     by equality, data arrays of LUTs by weak reference) and its memo key (the arguments' ids), as
     ``(ident, vals, refs, key)``, compiled for one parameter list: tensors
-    and cfg structs inline, other kinds through their snapper; raises _NoMemo, KeyError,
-    AttributeError or ValueError for an argument no snapshot describes.
+    and cfg structs inline, other kinds through their snapper; raises (_NoMemo, KeyError,
+    AttributeError, ValueError from marshal, or whatever an odd object's attribute raises) for an
+    argument no snapshot describes.
 
     The list fields (tensors' shape and mem_stride, cfg arrays) are gathered, then serialised at
     once with :mod:`marshal` (format 2: no back-references) into the last value: the bytes hold each
@@ -973,7 +974,7 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
                 snapshot = _snapshot_fn([kind for _, kind in plan])
             try:
                 ident, vals, refs, key = snapshot(args)
-            except (_NoMemo, KeyError, AttributeError, ValueError):
+            except Exception:  # noqa: BLE001 - an argument no snapshot describes: the plain path decides
                 pass
             else:
                 entry = memo.get(key)

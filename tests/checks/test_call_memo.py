@@ -209,6 +209,9 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
         ("data stride 0 in place", lambda t: _set_strides(t.data) if t.data is not None else None),
         ("data dtype in place", lambda t: setattr(t.data, "dtype", np.dtype(f"u{t.data.itemsize}"))
          if t.data is not None else None),
+        ("data an object whose attributes raise", lambda t: _set(t, "data", _Odd())),
+        ("shape[0] = a strided array (no buffer for marshal)",
+         lambda t: t.shape.__setitem__(0, np.arange(2 * t.shape[0])[::2])),
         ("field deleted", lambda t: delattr(t, "frac_bits")),
         ("fields written around __setattr__, then touched", lambda t: (vars(t).update(rank=t.rank - 1), touch(t))),
     ]
@@ -228,6 +231,16 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
             m.append((f"{k} np.int16", lambda t, k=k: _set(t, k, np.int16(getattr(t, k)))))
             m.append((f"{k} 1-element array", lambda t, k=k: _set(t, k, np.array([getattr(t, k)], np.int16))))
     return m
+
+
+class _Odd:
+    """A data "array" whose every attribute read fails."""
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError(f"no {name}")
+
+    def __repr__(self) -> str:
+        return "_Odd()"
 
 
 def _base(d: np.ndarray) -> np.ndarray:
