@@ -57,7 +57,7 @@ import numpy as np
 
 from ..config import get_memory_budget, get_platform
 from ..errors import MliError, Status
-from ..formats import ElType
+from ..formats import ElType, enum_lookup
 from ..tensor import MLI_MAX_RANK, Lut, Tensor, touch
 
 __all__ = ["guard", "check_budget", "enum_lookup", "canonical_mov_cfg", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
@@ -395,30 +395,6 @@ def _enum_types(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {k: v for k, v in hints.items() if isinstance(v, type) and issubclass(v, (enum.Enum,))} | {
         k: v for k, v in hints.items() if isinstance(v, type) and dataclasses.is_dataclass(v)}
-
-
-def enum_lookup(cls: type[enum.Enum], v: Any) -> enum.Enum | None:
-    """The member of ``cls`` that ``v`` names, or None.
-
-    Args:
-        cls: an enum (its members may carry a ``c_name``, the C enumerator).
-        v: a member, a member name or C enumerator name (``str``), or an integer value (not a bool).
-
-    Returns:
-        The member, or None where ``v`` names none.
-    """
-    if isinstance(v, cls):
-        return v
-    if isinstance(v, str):
-        for m in cls:
-            if v in (m.name, getattr(m, "c_name", None)):
-                return m
-    elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        try:
-            return cls(int(v))
-        except ValueError:
-            pass
-    return None
 
 
 def _enum_member(cls: type[enum.Enum], v: Any, what: str) -> enum.Enum:
