@@ -591,11 +591,16 @@ class FullyConnected(_MacLayer):
         q, bounds = self._mac_params(in_qs[0], (n_in,), out_q, (m,))
         fc = prepare_fc(fast_view(self.weights.tensor()), fast_view(self.bias.tensor()), q, bounds,
                         out_q.el_type.dtype)
-        lead = 1 + self.per_step
+        if self.per_step:
+            def steps(xs: list[np.ndarray]) -> np.ndarray:
+                x = xs[0]
+                return fc(x.reshape(x.shape[0], x.shape[1], n_in)).reshape(x.shape[0], *out_shape)
+            return steps
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             x = xs[0]
-            return fc(x.reshape(*x.shape[:lead], n_in)).reshape(x.shape[0], *out_shape)
+            # (N, n_in) -> (N, m): out_shape is (m,)
+            return fc(x if x.ndim == 2 else x.reshape(x.shape[0], n_in))
         return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
