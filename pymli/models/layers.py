@@ -57,7 +57,7 @@ from ..kernels.fully_connected import prepare_fc
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .qparams import Const, QParams
+from .qparams import Const, QParams, _count_edit
 
 __all__ = [
     "LAYER_TYPES",
@@ -172,6 +172,8 @@ class Layer:
     follows_input: ClassVar[bool] = False
     #: the kernel writes the output parameters itself
     kernel_sets_output: ClassVar[bool] = False
+
+    __setattr__ = _count_edit  # a reassigned attribute invalidates the prepared plans (Network._plan)
 
     def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
                  fn: str | None = None) -> None:
