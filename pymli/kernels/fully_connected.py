@@ -87,7 +87,11 @@ _F64_EXACT = 1 << 53
 _I32_MAX = (1 << 31) - 1
 _MAX_STAGES = 16
 _F32_MIN = 1 << 16
-"""Weights from this many elements are kept in float32 when that is exact."""
+"""Weights from this many elements are kept in float32 only, when that is exact."""
+_F32_PRODUCT = 1 << 15
+"""Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
+~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
+than the product saves)."""
 
 
 class PreparedFc:
@@ -255,16 +259,24 @@ class PreparedFc:
         if xb * self._l1max >= _F64_EXACT:
             return self._plain
         inv = np.ldexp(1.0, -pre)
-        # float32 halves the memory a large product reads; small ones stay in float64 (no conversion)
-        f32 = xb * self._l1max < _F32_EXACT and self._w.size >= _F32_MIN
-        ws = (self._w.astype(np.float64) * inv).astype(np.float32 if f32 else np.float64)
+        # float32 halves the memory a product reads and doubles BLAS's rate; small products stay in
+        # float64 (no conversion of the result). Exact: every partial sum is below 2**24 (checked
+        # here), and the scaled weights w * 2**-pre are integers of at most 16 bits times a power of
+        # two, exact in float32.
+        ws64 = self._w.astype(np.float64) * inv
+        f32_ok = xb * self._l1max < _F32_EXACT
+        ws32 = ws64.astype(np.float32) if f32_ok else None
+        if f32_ok and self._w.size >= _F32_MIN:
+            ws64, f32_from = None, 0  # large weights: float32 only
+        else:
+            f32_from = _F32_PRODUCT if f32_ok else math.inf
         rnd1 = bool(pre.size and pre.max() > 0)
         h1 = 0.5 if up and rnd1 else 0.0
         cs = c * inv + h1
         lim1 = None if sat is None else (sat[0] * inv + h1, sat[1] * inv + h1)
         add2 = (0.5 + zp if merge else 0.5) if up else 0.0
         zp_after = 0.0 if merge else zp
-        m = ws.shape[1]
+        m = self._w.shape[1]
         big = -(-SMALL_PRODUCT // max(m, 1))  # inputs from this size on make a product worth a switch
         # Every constant as a (M,) and a (1, M) array, picked by the product's rank: a ufunc on
         # operands of one shape skips NumPy's broadcasting set-up (~0.5 us of a ~0.8 us call on a
@@ -284,13 +296,15 @@ class PreparedFc:
         def run(x: np.ndarray) -> np.ndarray:
             if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
                 return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], m)
+            macs = x.size * m
+            ws = ws32 if macs >= f32_from else ws64
             if x.size >= big:
-                with blas_single_thread(x.size * m):
+                with blas_single_thread(macs):
                     y = np.dot(x, ws)
             else:
                 y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
             r = y.ndim - 1  # 0: (M,), 1: (N, M)
-            if f32:
+            if ws is ws32:
                 y = add(y, cs_r[r], dtype=np.float64)
             else:
                 add(y, cs_r[r], y)

@@ -261,3 +261,35 @@ def test_fresh_platform_objects_and_empty_layers() -> None:
                 with use_platform(plat):
                     for shape in ((2, n), (2, 3, n)):
                         _check(prepare_fc(w, b, q, bounds), np.zeros(shape, xt), w, b, q, bounds, np.int64)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(4))
+def test_small_weights_large_calls_float32_product(kind: str, seed: int) -> None:
+    """Weights below 64K elements: calls from 32K multiply-adds take the float32 product where it is
+    exact, smaller calls the float64 one; both give the plain kernel's values (the same layer called
+    with small and large batches in turns, odd shapes, container extremes)."""
+    rng = np.random.default_rng(seed + 100)
+    n, m = int(rng.integers(20, 200)), int(rng.integers(3, 70))
+    extreme = seed == 3
+    w, b, q, bounds, xt = _layer(rng, kind, n, m, extreme)
+    if seed % 2:
+        q = _ordinary(q, w.itemsize * 8)
+    prep = prepare_fc(w, b, q, bounds, xt)
+    rows_big = -(-(1 << 15) // (n * m)) + int(rng.integers(0, 5))
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for shape in ((1, n), (rows_big, n), (2, rows_big, n), (n,), (rows_big + 7, n)):
+                _check(prep, _ints(rng, shape, xt, extreme or rng.random() < 0.2), w, b, q, bounds, xt)
+
+
+def test_input_dtypes_in_turns() -> None:
+    """One prepared layer called with inputs of other dtypes in turns (the last stage kept per dtype)."""
+    rng = np.random.default_rng(5)
+    w, b, q, bounds, _ = _layer(rng, "fx16", 30, 7)
+    q = _ordinary(q, 16)
+    prep = prepare_fc(w, b, q, bounds)
+    for k in range(6):
+        xt = (np.int16, np.int8, np.int32)[k % 3]
+        with use_platform(PLATFORMS[k % 2]):
+            _check(prep, _ints(rng, (3, 30), xt, False), w, b, q, bounds, np.int64)
