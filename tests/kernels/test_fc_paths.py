@@ -293,3 +293,17 @@ def test_input_dtypes_in_turns() -> None:
         xt = (np.int16, np.int8, np.int32)[k % 3]
         with use_platform(PLATFORMS[k % 2]):
             _check(prep, _ints(rng, (3, 30), xt, False), w, b, q, bounds, np.int64)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16"])
+def test_many_batch_sizes_tiled_and_broadcast_constants(kind: str) -> None:
+    """Row counts changing from call to call (more than the tiles kept per layer) and a product
+    beyond the tiled size (broadcast constants): every call equals the plain kernel."""
+    rng = np.random.default_rng(21)
+    w, b, q, bounds, xt = _layer(rng, kind, 12, 40)
+    q = _ordinary(q, w.itemsize * 8)
+    prep = prepare_fc(w, b, q, bounds, xt)
+    for plat in PLATFORMS[:2]:
+        with use_platform(plat):
+            for rows in (3, 1, 17, 2, 5, 9, 4, 6, 7, 8, 3, 1700, 11, 1700, 2):
+                _check(prep, _ints(rng, (rows, 12), xt, rows == 9), w, b, q, bounds, xt)
