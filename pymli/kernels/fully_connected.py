@@ -89,8 +89,8 @@ _MAX_STAGES = 16
 _F32_MIN = 1 << 16
 """Weights from this many elements are kept in float32 only, when that is exact."""
 _TILE_MAX = 1 << 16
-"""Products of up to this many outputs get their per-channel constants tiled to the product's shape
-(two float64 arrays of up to 512 KB per layer and batch size; larger ones broadcast)."""
+"""Outputs of the largest block of rows whose per-channel constants are tiled to its shape (two
+float64 arrays of up to 512 KB per layer and block size); larger products go by blocks of rows."""
 _MAX_TILES = 8
 _F32_PRODUCT = 1 << 15
 """Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
@@ -293,21 +293,17 @@ class PreparedFc:
             if a is not None:
                 a.flags.writeable = False
         tiles: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        chunk = max(_TILE_MAX // max(m, 1), 1)  # rows of a tile: larger products go by blocks of rows
 
         def tiled(n: int) -> tuple[np.ndarray, np.ndarray | None]:
-            """(bias, scale) tiled to (n, M) (broadcast views beyond _TILE_MAX elements)."""
-            t = tiles.get(n)
-            if t is None:
-                if n * m > _TILE_MAX:
-                    t = (cs1.reshape(1, m), None if sc1 is None else sc1.reshape(1, m))
-                else:
-                    t = (np.tile(cs1, (n, 1)), None if sc1 is None else np.tile(sc1, (n, 1)))
-                    for a in t:
-                        if a is not None:
-                            a.flags.writeable = False
-                if len(tiles) >= _MAX_TILES:  # batch sizes changing from call to call: keep a few
-                    tiles.clear()
-                tiles[n] = t
+            """(bias, scale) tiled to (n, M) for n <= chunk."""
+            t = (np.tile(cs1, (n, 1)), None if sc1 is None else np.tile(sc1, (n, 1)))
+            for a in t:
+                if a is not None:
+                    a.flags.writeable = False
+            if len(tiles) >= _MAX_TILES:  # batch sizes changing from call to call: keep a few
+                tiles.clear()
+            tiles[n] = t
             return t
         one = (cs1, sc1)
         lim_r = None if lim1 is None else (np.array(lim1[0]), np.array(lim1[1]))
@@ -317,19 +313,8 @@ class PreparedFc:
         c16_lo, c16_hi = np.array(-32768.0), np.array(32767.0)
         add, floor, rint, multiply = np.add, np.floor, np.rint, np.multiply
 
-        def run(x: np.ndarray) -> np.ndarray:
-            if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
-                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], m)
-            macs = x.size * m
-            ws = ws32 if macs >= f32_from else ws64
-            if x.size >= big:
-                with blas_single_thread(macs):
-                    y = np.dot(x, ws)
-            else:
-                y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
-            cs_t, sc_t = one if y.ndim == 1 else (tiles.get(y.shape[0]) or tiled(y.shape[0]))
-            if ws is ws32:
-                y = y.astype(np.float64)  # then a same-type add: faster than one mixed-type add
+        def stage(y: np.ndarray, cs_t: np.ndarray, sc_t: np.ndarray | None) -> None:
+            """Everything after the product, in place on float64 ``y`` (constants of its shape)."""
             add(y, cs_t, y)
             if lim_r is not None:
                 _clip(y, lim_r[0], lim_r[1], y)
@@ -346,7 +331,31 @@ class PreparedFc:
                     rint(y, y)
             if zp_r is not None:
                 add(y, zp_r, y)
-            return _clip(y, lo, hi, y)  # integral values: the caller casts or stores them
+            _clip(y, lo, hi, y)  # integral values: the caller casts or stores them
+
+        def run(x: np.ndarray) -> np.ndarray:
+            if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
+                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], m)
+            macs = x.size * m
+            ws = ws32 if macs >= f32_from else ws64
+            if x.size >= big:
+                with blas_single_thread(macs):
+                    y = np.dot(x, ws)
+            else:
+                y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
+            if ws is ws32:
+                y = y.astype(np.float64)  # then same-type adds: faster than one mixed-type add
+            if y.ndim == 1:
+                stage(y, *one)
+                return y
+            n = y.shape[0]
+            if n <= chunk:
+                stage(y, *(tiles.get(n) or tiled(n)))
+                return y
+            for s in range(0, n, chunk):  # blocks of C-contiguous rows, each in place
+                blk = y[s:s + chunk]
+                stage(blk, *(tiles.get(blk.shape[0]) or tiled(blk.shape[0])))
+            return y
         return run
 
 
