@@ -57,7 +57,7 @@ from ..kernels.fully_connected import prepare_fc
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .qparams import Const, QParams, _count_edit
+from .qparams import Const, QParams, counted_setattr
 
 __all__ = [
     "LAYER_TYPES",
@@ -173,7 +173,7 @@ class Layer:
     #: the kernel writes the output parameters itself
     kernel_sets_output: ClassVar[bool] = False
 
-    __setattr__ = _count_edit  # a reassigned attribute invalidates the prepared plans (Network._plan)
+    __setattr__ = counted_setattr  # a reassigned attribute invalidates the prepared plans (Network._plan)
 
     def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
                  fn: str | None = None) -> None:

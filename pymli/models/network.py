@@ -36,7 +36,7 @@ from ..graph import args
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer, Step
 from .netfile import save_network
-from .qparams import EDITS, QParams, _count_edit
+from .qparams import EDITS, QParams, counted_setattr
 
 __all__ = ["Network", "Plan", "PlanStep", "RunResult", "UnknownLayer", "mli_argmax"]
 
@@ -110,7 +110,7 @@ class Network(Exportable):
         name: a label for reports.
     """
 
-    __setattr__ = _count_edit  # a reassigned attribute invalidates the prepared plans (see _plan)
+    __setattr__ = counted_setattr  # a reassigned attribute invalidates the prepared plans (see _plan)
 
     def __init__(self, input_shape: Sequence[int], layers: Iterable[Layer] = (), input_q: QParams | None = None,
                  name: str = "network") -> None:

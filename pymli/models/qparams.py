@@ -30,8 +30,15 @@ EDITS = [0]
 plan whose count is unchanged since it was checked needs no re-check (see ``Network._plan``)."""
 
 
-def _count_edit(obj: object, name: str, value: Any) -> None:
-    """``__setattr__`` of the objects a plan depends on: the assignment, counted when public."""
+def counted_setattr(obj: object, name: str, value: Any) -> None:
+    """``__setattr__`` of the objects a prepared plan depends on (networks, layers, constants): the
+    assignment, counted in :data:`EDITS` when the name is public.
+
+    Args:
+        obj: the object assigned to.
+        name: the attribute.
+        value: its new value.
+    """
     if name[:1] != "_":
         EDITS[0] += 1
     object.__setattr__(obj, name, value)
@@ -192,7 +199,7 @@ class Const:
     float_value: np.ndarray | None = None
     _tensor: Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
 
-    __setattr__ = _count_edit
+    __setattr__ = counted_setattr
 
     @classmethod
     def from_float(cls, x: Any) -> Const:
