@@ -307,3 +307,23 @@ def test_many_batch_sizes_tiled_and_broadcast_constants(kind: str) -> None:
         with use_platform(plat):
             for rows in (3, 1, 17, 2, 5, 9, 4, 6, 7, 8, 3, 1700, 11, 1700, 2):
                 _check(prep, _ints(rng, (rows, 12), xt, rows == 9), w, b, q, bounds, xt)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "sa8_ext"])
+@pytest.mark.parametrize("n", [8, 64, 300, 1000])
+def test_int32_output_stage_up_to_its_bounds(kind: str, n: int) -> None:
+    """sa8 calls large enough for the float32 product (where ROUND_UP takes the int32 output stage):
+    short and long rows, trained-like and random output parameters, container extremes, on every
+    platform, against the plain kernel."""
+    rng = np.random.default_rng(n + len(kind))
+    m = int(rng.integers(3, 50))
+    rows = -(-(1 << 15) // (n * m)) + 3
+    for trained in (True, False):
+        w, b, q, bounds, xt = _layer(rng, kind, n, m, extreme=not trained)
+        if trained:
+            q = _ordinary(q, 8)
+        prep = prepare_fc(w, b, q, bounds, xt)
+        for plat in PLATFORMS:
+            with use_platform(plat):
+                for extreme in (False, True):
+                    _check(prep, _ints(rng, (rows, n), xt, extreme), w, b, q, bounds, xt)
