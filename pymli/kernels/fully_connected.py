@@ -303,7 +303,7 @@ class PreparedFc:
         zp_after = 0.0 if merge else zp
         m = self._w.shape[1]
         big = -(-SMALL_PRODUCT // max(m, 1))  # inputs from this size on make a product worth a switch
-        # per-channel constants (bias, scale) in the product's shape (_tiler); scalars as 0-d arrays
+        # per-channel constants (bias, scale) in the product's shape (_Tiles); scalars as 0-d arrays
         # (as fast as one shape; Python floats are converted per call)
         cs1 = np.ascontiguousarray(np.broadcast_to(np.asarray(cs, np.float64), (m,)))
         sc1 = None if scale is None else np.ascontiguousarray(np.broadcast_to(scale, (m,)))
@@ -311,12 +311,12 @@ class PreparedFc:
             if a is not None:
                 a.flags.writeable = False
         chunk = max(_TILE_MAX // max(m, 1), 1)  # rows of a tile: larger products go by blocks of rows
-        tiles = _tiler((cs1, sc1))
+        tiles = _Tiles((cs1, sc1))
         itiles = None
         wi = None
         if ints is not None and f32_ok:
             wi = self._w.astype(np.float32)  # unscaled: x @ wi is the accumulator itself
-            itiles = _tiler(ints.vectors)
+            itiles = _Tiles(ints.vectors)
         lim_r = None if lim1 is None else (np.array(lim1[0]), np.array(lim1[1]))
         add2_r = np.array(add2) if up else None
         zp_r = np.array(zp_after) if zp_after else None
@@ -358,50 +358,51 @@ class PreparedFc:
             # fresh pages for the allocator to fault in)
             if ws is wi:
                 y = y.astype(np.int32)
-                return _by_blocks(y, ints.run, itiles, chunk)  # type: ignore[union-attr]
-            if ws is ws32:
-                y = y.astype(np.float64)  # then same-type adds: faster than one mixed-type add
-            return _by_blocks(y, stage, tiles, chunk)
+                st, tl = ints.run, itiles  # type: ignore[union-attr]
+            else:
+                if ws is ws32:
+                    y = y.astype(np.float64)  # then same-type adds: faster than one mixed-type add
+                st, tl = stage, tiles
+            if y.ndim == 1:
+                st(y, *tl[None])
+            elif y.shape[0] <= chunk:
+                st(y, *tl[y.shape[0]])
+            else:
+                _by_blocks(y, st, tl, chunk)
+            return y
         return run
 
 
-def _tiler(vecs: tuple[np.ndarray | None, ...]) -> Callable[[int | None], tuple[np.ndarray | None, ...]]:
-    """The per-channel vectors ``vecs`` (each (M,) or None) in a product's shape: ``get(None)`` the
-    vectors, ``get(n)`` each tiled to (n, M) (kept per n, read-only): a ufunc on operands of one shape
-    skips NumPy's broadcasting, which costs ~0.5 us on a one-row layer and runs ~2x slower on many
-    rows of a few dozen channels."""
-    tiles: dict[int, tuple[np.ndarray | None, ...]] = {}
+class _Tiles(dict):  # type: ignore[type-arg]
+    """The per-channel vectors ``vecs`` (each (M,) or None) in a product's shape: ``tiles[None]`` the
+    vectors, ``tiles[n]`` each tiled to (n, M) (made on first use, read-only; a few row counts kept).
+    A ufunc on operands of one shape skips NumPy's broadcasting, which costs ~0.5 us on a one-row
+    layer and runs ~2x slower on many rows of a few dozen channels."""
 
-    def get(n: int | None) -> tuple[np.ndarray | None, ...]:
+    def __init__(self, vecs: tuple[np.ndarray | None, ...]) -> None:
+        super().__init__({None: vecs})
+        self.vecs = vecs
+
+    def __missing__(self, n: int | None) -> tuple[np.ndarray | None, ...]:
         if n is None:
-            return vecs
-        t = tiles.get(n)
-        if t is None:
-            t = tuple(None if v is None else np.tile(v, (n, 1)) for v in vecs)
-            for a in t:
-                if a is not None:
-                    a.flags.writeable = False
-            if len(tiles) >= _MAX_TILES:  # batch sizes changing from call to call: keep a few
-                tiles.clear()
-            tiles[n] = t
+            return self.vecs
+        t = tuple(None if v is None else np.tile(v, (n, 1)) for v in self.vecs)
+        for a in t:
+            if a is not None:
+                a.flags.writeable = False
+        if len(self) > _MAX_TILES:  # batch sizes changing from call to call: keep a few
+            self.clear()
+            self[None] = self.vecs
+        self[n] = t
         return t
-    return get
 
 
-def _by_blocks(y: np.ndarray, stage: Callable[..., None], tiles: Callable[[int | None], tuple], chunk: int
-               ) -> np.ndarray:
-    """``stage(y, *constants)`` in place, with the constants in ``y``'s shape: (M,) rows whole, up to
-    ``chunk`` rows whole, more by blocks of ``chunk`` C-contiguous rows. Returns ``y``."""
-    if y.ndim == 1:
-        stage(y, *tiles(None))
-        return y
-    n = y.shape[0]
-    if n <= chunk:
-        stage(y, *tiles(n))
-        return y
-    for s in range(0, n, chunk):
+def _by_blocks(y: np.ndarray, stage: Callable[..., None], tiles: _Tiles, chunk: int) -> np.ndarray:
+    """``stage(y, *constants)`` in place on (N, M) ``y`` by blocks of ``chunk`` C-contiguous rows,
+    with the constants in each block's shape. Returns ``y``."""
+    for s in range(0, y.shape[0], chunk):
         blk = y[s:s + chunk]
-        stage(blk, *tiles(blk.shape[0]))
+        stage(blk, *tiles[blk.shape[0]])
     return y
 
 
