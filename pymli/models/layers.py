@@ -53,7 +53,7 @@ from ..kernels.conv_prepared import prepare_conv
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
-from ..kernels.fully_connected import prepare_fc
+from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
@@ -443,6 +443,14 @@ class Conv2D(_MacLayer):
         if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
             # weights layout, bias corrections, padded buffer and output stage prepared once
             layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
+            pw = None
+            if kernel is KC.conv2d_hwcn and tuple(self.stride) == (1, 1) and kw["pad"] == (0, 0) \
+                    and tuple(out_shape[:2]) == tuple(in_shapes[0][:2]):
+                pw = prepare_pointwise(w, b, q, bounds, dtype)
+            if pw is not None:
+                def pointwise(xs: list[np.ndarray]) -> np.ndarray:
+                    return pw(xs[0])  # 1x1: the input pixels are the product's rows, whatever the size
+                return pointwise
 
             def conv(xs: list[np.ndarray]) -> np.ndarray:
                 return layer(xs[0])  # the batch axis: one pass, each sample computed as alone

@@ -40,7 +40,7 @@ from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from ..kernels.conv_prepared import prepare_conv
 from ..kernels.eltwise import eltwise_sa8
-from ..kernels.fully_connected import prepare_fc
+from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
 from ..tensor import Tensor
 from ..tflm import arc_mli
@@ -473,6 +473,14 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
         # conv2d / depthwise: weights layout, bias corrections, padded buffer and output stage prepared once
         layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
                              out_dtype=np.int8)
+        pw = None
+        if "depthwise" not in fn and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
+            pw = prepare_pointwise(wt, bias, qc, geo["bounds"], np.int8)  # type: ignore[arg-type]
+        if pw is not None:
+            def pointwise(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+                # 1x1: the input pixels are the product's rows, whatever the size
+                return pw(x) if x.shape[-3:-1] == (ho, wo) and x.dtype.kind in "iu" else layer(x)
+            return pointwise
 
         def conv(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
             return layer(x)  # a leading batch axis: each image computed exactly as alone

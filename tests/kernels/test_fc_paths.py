@@ -13,7 +13,7 @@ from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
 from pymli.capi.types import FullyConnectedCfg, ReluCfg, ReluType
 from pymli.config import PRESETS
 from pymli.kernels import convolution as K
-from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
+from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc, prepare_pointwise
 from ._shared import assert_repeated_calls_follow_rewrites
 
 PLATFORMS = [*PRESETS.values(), Platform(RoundMode.CONVERGENT, True, False, "em-full-accu")]
@@ -327,3 +327,38 @@ def test_int32_output_stage_up_to_its_bounds(kind: str, n: int) -> None:
             with use_platform(plat):
                 for extreme in (False, True):
                     _check(prep, _ints(rng, (rows, n), xt, extreme), w, b, q, bounds, xt)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16", "fx16_fx8_fx8", "fx8"])
+@pytest.mark.parametrize("seed", range(3))
+def test_pointwise_equals_the_convolution_kernel(kind: str, seed: int) -> None:
+    """``prepare_pointwise`` (1x1, stride 1, no padding) against ``conv2d_hwcn``: odd maps, a batch
+    axis, maps beyond the prepared convolution's size limit, container extremes, every platform."""
+    rng = np.random.default_rng(seed + 40)
+    c, n = int(rng.integers(1, 70)), int(rng.integers(1, 90))
+    w, b, q, bounds, xt = _layer(rng, kind, c, n, extreme=seed == 2)
+    if seed == 1:
+        q = _ordinary(q, w.itemsize * 8)
+    w4 = w.reshape(1, 1, c, n)
+    pw = prepare_pointwise(w4, b, q, bounds, xt)
+    assert pw is not None
+    big = int(np.ceil(np.sqrt((1 << 21) / max(c * n, 1)))) + 1  # beyond PREPARED_MAX_MACS
+    shapes = [(5, 7, c), (2, 3, 4, c), (big, big + 1, c)]
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for shape in shapes:
+                x = _ints(rng, shape, xt, seed == 2 or rng.random() < 0.2)
+                want = K.conv2d_hwcn(x, w4, b, q, out_hw=shape[-3:-1], bounds=bounds).astype(xt)
+                got = pw(x)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert np.array_equal(got, want), (kind, shape)
+
+
+def test_pointwise_declines_other_weights() -> None:
+    """Not 1x1, or weights with a zero point (the convolution's offset differs): no prepared layer."""
+    rng = np.random.default_rng(3)
+    w, b, q, bounds, _ = _layer(rng, "sa8", 8, 4)
+    assert prepare_pointwise(w.reshape(2, 1, 4, 4), b, q, bounds) is None
+    assert prepare_pointwise(w, b, q, bounds) is None
+    qz = K.Sa8Quant(q.in_zp, q.in_scale, q.in_frac, 3, q.w_scales, q.w_fracs, q.out_zp, q.out_scale, q.out_frac)
+    assert prepare_pointwise(w.reshape(1, 1, 8, 4), b, qz, bounds) is None
