@@ -442,7 +442,6 @@ class Conv2D(_MacLayer):
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
         if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
             # weights layout, bias corrections, padded buffer and output stage prepared once
-            layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
             pw = None
             if kernel is KC.conv2d_hwcn and tuple(self.stride) == (1, 1) and kw["pad"] == (0, 0) \
                     and tuple(out_shape[:2]) == tuple(in_shapes[0][:2]):
@@ -451,6 +450,7 @@ class Conv2D(_MacLayer):
                 def pointwise(xs: list[np.ndarray]) -> np.ndarray:
                     return pw(xs[0])  # 1x1: the input pixels are the product's rows, whatever the size
                 return pointwise
+            layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
 
             def conv(xs: list[np.ndarray]) -> np.ndarray:
                 return layer(xs[0])  # the batch axis: one pass, each sample computed as alone

@@ -471,16 +471,17 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
                bounds=capi_conv.out_bounds(cf.relu, out, True))
     if "group" not in fn:
         # conv2d / depthwise: weights layout, bias corrections, padded buffer and output stage prepared once
-        layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
-                             out_dtype=np.int8)
         pw = None
         if "depthwise" not in fn and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
             pw = prepare_pointwise(wt, bias, qc, geo["bounds"], np.int8)  # type: ignore[arg-type]
         if pw is not None:
             def pointwise(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
-                # 1x1: the input pixels are the product's rows, whatever the size
-                return pw(x) if x.shape[-3:-1] == (ho, wo) and x.dtype.kind in "iu" else layer(x)
+                if x.shape[-3:-1] == (ho, wo) and x.dtype.kind in "iu":
+                    return pw(x)  # 1x1: the input pixels are the product's rows, whatever the size
+                return K.conv2d_hwcn(x, wt, bias, qc, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
             return pointwise
+        layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
+                             out_dtype=np.int8)
 
         def conv(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
             return layer(x)  # a leading batch axis: each image computed exactly as alone
