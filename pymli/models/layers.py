@@ -53,11 +53,11 @@ from ..kernels.conv_prepared import prepare_conv
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
-from ..kernels.fully_connected import prepare_fc
+from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .qparams import Const, QParams
+from .qparams import Const, QParams, counted_setattr
 
 __all__ = [
     "LAYER_TYPES",
@@ -172,6 +172,8 @@ class Layer:
     follows_input: ClassVar[bool] = False
     #: the kernel writes the output parameters itself
     kernel_sets_output: ClassVar[bool] = False
+
+    __setattr__ = counted_setattr  # a reassigned attribute invalidates the prepared plans (Network._plan)
 
     def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
                  fn: str | None = None) -> None:
@@ -440,6 +442,14 @@ class Conv2D(_MacLayer):
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
         if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
             # weights layout, bias corrections, padded buffer and output stage prepared once
+            pw = None
+            if kernel is KC.conv2d_hwcn and tuple(self.stride) == (1, 1) and kw["pad"] == (0, 0) \
+                    and tuple(out_shape[:2]) == tuple(in_shapes[0][:2]):
+                pw = prepare_pointwise(w, b, q, bounds, dtype)
+            if pw is not None:
+                def pointwise(xs: list[np.ndarray]) -> np.ndarray:
+                    return pw(xs[0])  # 1x1: the input pixels are the product's rows, whatever the size
+                return pointwise
             layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
 
             def conv(xs: list[np.ndarray]) -> np.ndarray:
@@ -591,11 +601,16 @@ class FullyConnected(_MacLayer):
         q, bounds = self._mac_params(in_qs[0], (n_in,), out_q, (m,))
         fc = prepare_fc(fast_view(self.weights.tensor()), fast_view(self.bias.tensor()), q, bounds,
                         out_q.el_type.dtype)
-        lead = 1 + self.per_step
+        if self.per_step:
+            def steps(xs: list[np.ndarray]) -> np.ndarray:
+                x = xs[0]
+                return fc(x.reshape(x.shape[0], x.shape[1], n_in)).reshape(x.shape[0], *out_shape)
+            return steps
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             x = xs[0]
-            return fc(x.reshape(*x.shape[:lead], n_in)).reshape(x.shape[0], *out_shape)
+            # (N, n_in) -> (N, m): out_shape is (m,)
+            return fc(x if x.ndim == 2 else x.reshape(x.shape[0], n_in))
         return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
