@@ -427,6 +427,7 @@ class Conv2D(_MacLayer):
 
     #: the kernel of :mod:`pymli.kernels.convolution` computing this layer
     _kernel: ClassVar[Callable[..., np.ndarray]] = staticmethod(KC.conv2d_hwcn)  # type: ignore[assignment]
+    _float: ClassVar[Callable[..., np.ndarray]] = staticmethod(F.conv2d)  # type: ignore[assignment]
 
     def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
                   out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
@@ -474,12 +475,14 @@ class Conv2D(_MacLayer):
                                 conv_out_size(w, kw, self.stride[1], l, r, self.dilation[1]), self.weights.shape[-1]))
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        # MACs per output value: the kernel window over the input channels one output reads
+        # (weights.shape[2]: all of them, one for depthwise, a group's for grouped convolution)
         kh, kw, cin = self.weights.shape[:3]
         return kh * kw * cin
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The layer before its fused ReLU, on given (float or integer-valued) arrays."""
-        return F.conv2d(x, w, b, self.stride, self.padding, self.dilation)
+        return self._float(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class DepthwiseConv2D(Conv2D):
@@ -488,16 +491,11 @@ class DepthwiseConv2D(Conv2D):
     kind = "depthwise_conv2d"
     op = Op.DEPTHWISE_CONV2D
     _kernel = staticmethod(KC.depthwise_conv2d_hwcn)
+    _float = staticmethod(F.depthwise_conv2d)
 
     def _channels_fit(self, c: int) -> bool:
         return self.weights.shape[2] == 1 and self.weights.shape[3] == c
 
-    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
-        kh, kw = self.weights.shape[:2]
-        return kh * kw
-
-    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return F.depthwise_conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class GroupConv2D(Conv2D):
@@ -507,17 +505,12 @@ class GroupConv2D(Conv2D):
     kind = "group_conv2d"
     op = Op.GROUP_CONV2D
     _kernel = staticmethod(KC.group_conv2d_hwcn)
+    _float = staticmethod(F.group_conv2d)
 
     def _channels_fit(self, c: int) -> bool:
         cg, cout = self.weights.shape[2], self.weights.shape[3]
         return cg > 0 and c % cg == 0 and cout % (c // cg) == 0
 
-    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
-        kh, kw, cg = self.weights.shape[:3]
-        return kh * kw * cg
-
-    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return F.group_conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class TransposeConv2D(Conv2D):

@@ -310,3 +310,24 @@ def test_set_enabled_returns_the_previous_setting() -> None:
         assert _jit.set_enabled(False) is True
     finally:
         _jit.set_enabled(prev)
+
+
+@needs_numba
+def test_prepared_conv_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prepared conv layer keeps its output stage across calls: the compiled stage's constants are
+    derived per platform (rounding, FULL_ACCU), so switching platforms between calls stays exact."""
+    counter = _FinishCounter(monkeypatch)
+    rng = np.random.default_rng(17)
+    for kind in KINDS:
+        q, p, (tx, tw, tb) = _params(rng, kind, 6)
+        x = _values(rng, (7, 9, 5), tx, False)
+        wt = _values(rng, (3, 3, 5, 6), tw, False)
+        b = _values(rng, (6,), tb, False) if kind != "sa8" else rng.integers(-20000, 20000, 6).astype(tb)
+        layer = prepare_conv(wt, b, q, stride=(1, 1), pad=(1, 1), out_hw=(7, 9), bounds=(-128, 127) if kind == "sa8"
+                             else (-32768, 32767), depthwise=False, out_dtype=np.int8 if kind == "sa8" else np.int16)
+        for plat in PLATFORMS + PLATFORMS[::-1]:
+            with use_platform(plat):
+                got = layer(x)
+                want = _numpy_path(layer, x)
+            assert got.dtype == want.dtype and np.array_equal(got, want), (kind, plat)
+    assert counter.taken >= 8 * len(KINDS)
