@@ -310,3 +310,42 @@ def test_set_enabled_returns_the_previous_setting() -> None:
         assert _jit.set_enabled(False) is True
     finally:
         _jit.set_enabled(prev)
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fx16 3x3 (the float64 sums of ``depthwise_fx3_rows``: interior pixel pairs, single interior
+    pixels, border pixels) against the NumPy path: random strides, dilations, paddings, widths (odd
+    and even interior runs), batches, channel counts, extremes, shifts from 0 (no rounding) up."""
+    mod = _jit._module()
+    taken = []
+    real = mod.depthwise_fx3_rows
+    monkeypatch.setattr(mod, "depthwise_fx3_rows", lambda *a: taken.append(1) or real(*a))
+    rng = np.random.default_rng([11, PLATFORMS.index(plat)])
+    cases = 48
+    for i in range(cases):
+        s = (int(rng.integers(1, 3)), 1 if i % 2 == 0 else int(rng.integers(1, 4)))
+        d = (int(rng.integers(1, 3)), 1 if i % 3 else int(rng.integers(1, 3)))
+        pad = (int(rng.integers(0, 2 * d[0] + 2)), int(rng.integers(0, 2 * d[1] + 2)))
+        h, w = int(rng.integers(1, 12)), int(rng.integers(1, 15))
+        ho = K.out_size(h, 3, s[0], pad[0], int(rng.integers(0, 2 * d[0] + 1)), d[0])
+        wo = K.out_size(w, 3, s[1], pad[1], int(rng.integers(0, 2 * d[1] + 1)), d[1])
+        if ho < 1 or wo < 1:
+            continue
+        c = int(rng.choice([1, 3, 8, 17, 64]))
+        batch = [None, 2][int(rng.integers(2))]
+        extreme = i % 4 == 3
+        in_frac, w_frac = int(rng.integers(0, 16)), int(rng.integers(0, 16))
+        q = K.FxQuant(in_frac, w_frac, int(rng.integers(0, in_frac + w_frac + 1)),
+                      int(rng.integers(in_frac + w_frac - 12, in_frac + w_frac + 1)))
+        x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), np.int16, extreme)
+        wt = _values(rng, (3, 3, 1, c), np.int16, extreme)
+        b = _values(rng, (c,), np.int16, extreme)
+        bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=q.out_frac)
+        geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+        with use_platform(plat):
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
+    assert len(taken) > cases // 2
