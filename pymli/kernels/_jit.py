@@ -38,7 +38,7 @@ from ..config import get_platform
 from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
-__all__ = ["DepthwiseStage", "available", "depthwise", "enabled", "fx_stage", "sa8_stage", "set_enabled"]
+__all__ = ["DepthwiseStage", "available", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage", "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
@@ -271,6 +271,40 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
         out = run(0, rows)
     record_time(site, pooled, time.perf_counter() - t0)
     return out.reshape(nb, ho, wo, c)
+
+
+_SUM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+
+
+def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndarray | None:
+    """The output stage ``stage`` on given exact sums, compiled: what
+    :func:`pymli.kernels.convolution.finish` computes from them (the convolutions' row blocks).
+
+    Args:
+        acc: (..., C) exact sums: integers, or integer-valued float32 / float64.
+        bound: bound on ``|acc|``.
+        stage: from :func:`sa8_stage` / :func:`fx_stage` (None: not for the JIT).
+
+    Returns:
+        The outputs, shape of ``acc``, in the stage's container dtype; or None when the JIT does not
+        take the call (off, numba missing, other dtypes, channel mismatch, a 40-bit sum whose biased
+        value may leave int64): the caller runs NumPy.
+    """
+    if stage is None or acc.dtype not in _SUM_TYPES or not enabled() or acc.ndim == 0:
+        return None
+    c = stage.chan.shape[-1]
+    if acc.shape[-1] != c:
+        return None
+    if not stage.sa8 and not stage.par[0] and bound + (int(np.abs(stage.chan).max()) if c else 0) >= 1 << 62:
+        return None  # the 40-bit stage adds the bias in int64 without saturation
+    out = np.empty(acc.shape, dtype=stage.out_dtype)
+    if out.size:
+        a2, o2 = acc.reshape(-1, c), out.reshape(-1, c)
+        if stage.sa8:
+            _module().finish_sa8(a2, stage.chan, stage.par, o2)
+        else:
+            _module().finish_fx(a2, stage.chan, stage.par, o2)
+    return out
 
 
 def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:

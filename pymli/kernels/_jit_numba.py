@@ -15,21 +15,48 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_rows"]
+__all__ = ["depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 _JIT_FMA = {**_JIT, "fastmath": {"contract"}}
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(**_JIT)
 def _rnd(x: np.int64, n: np.int64, half: np.int64, up: bool) -> np.int64:  # pragma: no cover - compiled
-    """``arith.requant._rnd``: rounding shift right with ``half = 2**(n-1)`` (0 for ``n == 0``)."""
+    """``arith.requant._rnd``: rounding shift right with ``half = 2**(n-1)`` (0 for ``n == 0``), without
+    branches on the values (so that the loops over channels vectorise).
+
+    ROUND_UP: ``(x + half) >> n``. ROUND_CONVERGENT (``n > 0``): with ``q = x >> n`` (floor) and
+    ``rem = x - q * 2**n``, ``(x + half - 1 + (q & 1)) >> n`` is ``q + 1`` exactly when ``rem > half``,
+    or ``rem == half`` and ``q`` is odd (``rem + half - 1 + (q & 1) < 2**(n+1)``): round half to even.
+    ``n == 0``: ``x``."""
     if up:
         return (x + half) >> n
-    r = x >> n
-    bump = ((x & half) != 0) & (((r & 1) != 0) | ((x & (half - 1)) != 0))
-    return r + np.int64(bump)
+    odd = np.int64(n > 0)
+    return (x + half - odd + ((x >> n) & odd)) >> n
+
+
+@numba.njit(**_JIT)
+def _fx_out(v, b, wsh, sat_lo, sat_hi, rnd_lim, s, half, up, cont_lo, cont_hi, lo, hi):  # pragma: no cover
+    """The MLI_FX output stage of one int64 sum ``v`` with the aligned bias ``b`` (the ``par`` scalars of
+    :func:`depthwise_fx_rows`; ``wsh``: 32 to wrap the sum to int32, else 0)."""
+    v = (v << wsh) >> wsh
+    v = min(min(max(v + b, sat_lo), sat_hi), rnd_lim)
+    v = min(max(_rnd(v, s, half, up), cont_lo), cont_hi)
+    return min(max(v, lo), hi)
+
+
+@numba.njit(**_JIT)
+def _sa8_out(v, chan, ch, up, pre_lo, pre_hi, zp, lo, hi):  # pragma: no cover - compiled
+    """The s8asym output stage of one int64 sum ``v`` of channel ``ch`` (see :func:`depthwise_sa8_rows`;
+    ``pre_lo, pre_hi``: the INT16 clip of the pre-shift, the int64 range with FULL_ACCU, whose
+    pre-shift constants are no-ops)."""
+    v = (v << 32) >> 32
+    v = min(max(v + chan[0, ch], -2147483648), 2147483647)
+    v = min(max(_rnd(min(v, chan[1, ch]), chan[2, ch], chan[3, ch], up), pre_lo), pre_hi)
+    v = min(max(_rnd(v * chan[4, ch], chan[5, ch], chan[6, ch], up), -32768), 32767) + zp
+    return min(max(v, lo), hi)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -115,6 +142,7 @@ def depthwise_fx_rows(x, w, acc, out, row0, ho, geo, bias, par):  # pragma: no c
         bias: (C,) int64 bias aligned to the accumulator; par: int64 scalars above.
     """
     wrap32, sat_lo, sat_hi, rnd_lim, s, half = par[0] != 0, par[1], par[2], par[3], par[4], par[5]
+    wsh = 32 if wrap32 else 0
     up, cont_lo, cont_hi, lo, hi = par[6] != 0, par[7], par[8], par[9], par[10]
     c = x.shape[3]
     # 40-bit accumulator (no wrap, no saturation) with the ReLU clamp inside the container: one clip
@@ -133,12 +161,8 @@ def depthwise_fx_rows(x, w, acc, out, row0, ho, geo, bias, par):  # pragma: no c
         else:
             for ox in range(acc.shape[0]):
                 for ch in range(c):
-                    v = np.int64(acc[ox, ch])
-                    if wrap32:
-                        v = (v << 32) >> 32
-                    v = min(min(max(v + bias[ch], sat_lo), sat_hi), rnd_lim)
-                    v = min(max(_rnd(v, s, half, up), cont_lo), cont_hi)
-                    out[r, ox, ch] = min(max(v, lo), hi)
+                    out[r, ox, ch] = _fx_out(np.int64(acc[ox, ch]), bias[ch], wsh, sat_lo, sat_hi, rnd_lim, s, half,
+                                             up, cont_lo, cont_hi, lo, hi)
 
 
 @numba.njit(**_JIT)
@@ -160,22 +184,17 @@ def depthwise_sa8_rows(x, w, x_off, acc, out, row0, ho, geo, chan, par):  # prag
         geo: int64 (stride_h, stride_w, dil_h, dil_w, pad_t, pad_l).
         chan: (7, C) int64 per-channel constants; par: int64 scalars above.
     """
-    up, pre_on, zp, lo, hi = par[0] != 0, par[1] != 0, par[2], par[3], par[4]
+    up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
+    pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
     c = x.shape[3]
     for r in range(out.shape[0]):
         _row_sums(x, w, x_off, acc, (row0 + r) // ho, (row0 + r) % ho, geo, False)
         for ox in range(acc.shape[0]):
             for ch in range(c):
-                v = np.int64(acc[ox, ch])
-                v = (v << 32) >> 32
-                v = min(max(v + chan[0, ch], -2147483648), 2147483647)
-                if pre_on:
-                    v = min(max(_rnd(min(v, chan[1, ch]), chan[2, ch], chan[3, ch], up), -32768), 32767)
-                v = min(max(_rnd(v * chan[4, ch], chan[5, ch], chan[6, ch], up), -32768), 32767) + zp
-                out[r, ox, ch] = min(max(v, lo), hi)
+                out[r, ox, ch] = _sa8_out(np.int64(acc[ox, ch]), chan, ch, up, pre_lo, pre_hi, zp, lo, hi)
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(**_JIT)
 def _fx40_out(v, s, add, odd, lo, hi):  # pragma: no cover - compiled
     """The output stage of :func:`depthwise_fx3_rows` of one biased sum ``v``."""
     return min(max((v + add + ((v >> s) & odd)) >> s, lo), hi)
@@ -270,3 +289,35 @@ def depthwise_fx3_rows(x, wf, acc, out, row0, ho, geo, bias, par):  # pragma: no
             for ch in range(c):
                 out[r, ox, ch] = _fx40_out(np.int64(acc[ch]) + bias[ch], s, add, odd, lo, hi)
             ox += 1
+
+
+@numba.njit(**_JIT)
+def finish_sa8(acc, chan, par, out):  # pragma: no cover - compiled
+    """The s8asym output stage of :func:`depthwise_sa8_rows` on given sums: ``out[i, c]`` from
+    ``acc[i, c]`` (integers, or integer-valued floats below 2**63), constants as there.
+
+    Args:
+        acc: (M, C) exact sums; chan: (7, C) int64; par: int64 scalars; out: (M, C) int8 (written).
+    """
+    up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
+    pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
+    for i in range(acc.shape[0]):
+        for ch in range(acc.shape[1]):
+            out[i, ch] = _sa8_out(np.int64(acc[i, ch]), chan, ch, up, pre_lo, pre_hi, zp, lo, hi)
+
+
+@numba.njit(**_JIT)
+def finish_fx(acc, bias, par, out):  # pragma: no cover - compiled
+    """The MLI_FX output stage of :func:`depthwise_fx_rows` on given sums: ``out[i, c]`` from
+    ``acc[i, c]`` (integers, or integer-valued floats below 2**63), constants as there.
+
+    Args:
+        acc: (M, C) exact sums; bias: (C,) int64; par: int64 scalars; out: (M, C) int8 / int16 (written).
+    """
+    wrap32, sat_lo, sat_hi, rnd_lim, s, half = par[0] != 0, par[1], par[2], par[3], par[4], par[5]
+    wsh = 32 if wrap32 else 0
+    up, cont_lo, cont_hi, lo, hi = par[6] != 0, par[7], par[8], par[9], par[10]
+    for i in range(acc.shape[0]):
+        for ch in range(acc.shape[1]):
+            out[i, ch] = _fx_out(np.int64(acc[i, ch]), bias[ch], wsh, sat_lo, sat_hi, rnd_lim, s, half, up,
+                                 cont_lo, cont_hi, lo, hi)
