@@ -437,3 +437,23 @@ def test_output_stage_wide_sums(kind: str, plat: Platform, jit_on: None) -> None
                 assert got.dtype == post.dtype
                 assert np.array_equal(got.astype(np.int64), np.asarray(want, np.int64)), (i, bound)
                 assert post.jit_stage() is None or _jit.finish(acc, bound, post.jit_stage()) is not None
+
+
+@needs_numba
+def test_output_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One output stage used across calls (prepared layers keep theirs): the compiled stage's constants
+    are derived per platform (rounding, FULL_ACCU), so switching platforms between calls stays exact."""
+    counter = _FinishCounter(monkeypatch)
+    rng = np.random.default_rng(17)
+    for kind in KINDS:
+        q, p, (_, _, tb) = _params(rng, kind, 6)
+        b = _values(rng, (6,), tb, False) if kind != "sa8" else rng.integers(-20000, 20000, 6).astype(tb)
+        post = K._OutputStage(b, q, (-128, 127) if kind == "sa8" else (-32768, 32767))
+        # small values times powers of two: many ties for both roundings
+        acc = (rng.integers(-7, 8, (400, 6)) << rng.integers(0, 19, (400, 6))).astype(np.float32)
+        for plat in PLATFORMS + PLATFORMS[::-1]:
+            with use_platform(plat):
+                got = post(acc, 1 << 22)
+                want = K.finish(acc.astype(np.int64), b, q, post.bounds, 1 << 22)
+            assert np.array_equal(got.astype(np.int64), np.asarray(want, np.int64)), (kind, plat)
+    assert counter.taken == 2 * len(PLATFORMS) * len(KINDS)
