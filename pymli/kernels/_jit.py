@@ -1,4 +1,5 @@
-"""Optional numba JIT of the depthwise convolution: one fused loop nest (sums and output stage).
+"""Optional numba JIT: the depthwise convolution as one fused loop nest (sums and output stage), and
+the output stage of the other convolutions' row blocks (:func:`finish`).
 
 numba is an optional dependency (``pip install "pymli-arc[jit]"``): the pure-NumPy kernels are
 complete without it and compute the same values bit for bit; the JIT only makes some of them faster
@@ -18,7 +19,8 @@ step that :func:`~pymli.arith.requant.sa8_result_cast` / ``fx_result_cast`` / ``
 is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shifts for which those
 functions take their general saturating path (outside 0..62) are left to NumPy. A 3x3 MLI_FX call
 with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
-and that stage in closed form (:func:`_fx40_par`).
+and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
+sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 """
 
 from __future__ import annotations
