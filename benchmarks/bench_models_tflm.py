@@ -2,16 +2,19 @@
 """Whole models through ``pymli.tflite.load`` (TFLM + arc_mli mapping): pymli against the TFLite Micro
 interpreter and LiteRT, per inference.
 
-usage: python benchmarks/bench_models_tflm.py [--repeat 10] [--batch 16] [--only mobilenet,golden] [--profile NAME]
+usage: python benchmarks/bench_models_tflm.py [--repeat 10] [--batch 64] [--only mobilenet,golden] [--profile NAME]
 
 Models: MobileNet v1 0.5 128x128, MobileNet v2 0.35 96x96 (residual ADDs), MobileNet v1 0.25 96x96 (random
 weights, calibrated by pymli.tflite.examples.GraphMaker; builders in bench_eval.py), a three-FULLY_CONNECTED
 model (64 -> 32 -> 32 -> 10), and the nine models of shared/tflite_golden. Columns: MACs per inference, pymli's
-time per inference (best of N after a warm-up run), pymli's time per sample in a batch of ``--batch`` samples
-(one ``run`` call), the TFLite Micro Python interpreter's ``invoke`` (the ``tflite_micro`` package; its
-reference kernels), LiteRT's ``invoke`` on one thread (``ai_edge_litert``; the column is left empty when the
-package is absent), and the ratios TFLM / pymli and pymli / LiteRT. Only the invoke is timed on every side
-(inputs set beforehand); pymli's time includes its input checks.
+time per inference (best of N after WARMUP warm-up runs: the first Invoke of a step goes through the capi
+function, the JIT compiles, caches fill - a dataset's steady state), pymli's time per sample in a batch of
+``--batch`` samples (one ``run`` call), the TFLite Micro Python interpreter's ``invoke`` (the ``tflite_micro``
+package; its reference kernels), LiteRT's ``invoke`` on one thread (``ai_edge_litert``; the column is left
+empty when the package is absent), and the ratios TFLM / pymli and pymli / LiteRT, of the wall times and (in
+brackets) of the process CPU times, which a loaded machine disturbs less (every side runs on one thread,
+except pymli's parallel row blocks of large convolutions, whose CPU time is counted whole). Only the invoke is
+timed on every side (inputs set beforehand); pymli's time includes its input checks.
 
 ``--profile NAME`` prints pymli's time per operator of one model (each prepared step alone, on the values of
 a captured run), with its MACs and MAC rate: where the time goes.
@@ -100,21 +103,29 @@ def litert_invoke(data: bytes, xs: list[np.ndarray]):  # noqa: ANN201
     return it.invoke
 
 
+WARMUP = 3
+"""Untimed calls of each callable before the timed ones."""
+
+
 def _interleaved(fns: dict, repeat: int) -> dict:
-    """Best wall time of each callable, the callables taking turns (a busy machine slows them alike)."""
+    """Best wall time of each callable (key) and best process CPU time (key + ``"_cpu"``), the callables
+    taking turns (a busy machine slows them alike)."""
     best = {k: float("inf") for k, f in fns.items() if f is not None}
-    for f in fns.values():
-        if f is not None:
-            f()  # warm-up
+    cpu = dict(best)
+    for _ in range(WARMUP):
+        for k in best:
+            fns[k]()
     for _ in range(max(repeat, 1)):
         for k in best:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fns[k]()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return {k: best.get(k) for k in fns}
+            t1, c1 = time.perf_counter(), time.process_time()
+            best[k] = min(best[k], t1 - t0)
+            cpu[k] = min(cpu[k], c1 - c0)
+    return {k: best.get(k) for k in fns} | {k + "_cpu": cpu.get(k) for k in fns}
 
 
-def run(repeat: int = 10, batch: int = 16, only: str = "") -> list[dict]:
+def run(repeat: int = 10, batch: int = 64, only: str = "") -> list[dict]:
     """Time every model; returns one dict per model (name, macs, ops, and seconds per inference for pymli,
     pymli in a batch, tflm, litert). The single-sample columns are timed in turns (:func:`_interleaved`)."""
     rows = []
@@ -135,7 +146,7 @@ def run(repeat: int = 10, batch: int = 16, only: str = "") -> list[dict]:
         row.update(_interleaved(fns, repeat))
         if batch > 1 and m.inputs and all(t.shape and t.shape[0] == 1 for t in m.inputs):
             xb = random_inputs(m, batch, seed=1)
-            row["batch"] = best_of(lambda: m.run(*xb), max(2, repeat // 4)) / batch
+            row["batch"] = best_of(lambda: m.run(*xb), max(3, repeat // 3)) / batch
         rows.append(row)
         print_rows([row], header=len(rows) == 1)
     return rows
@@ -146,16 +157,18 @@ def print_rows(rows: list[dict], header: bool = True) -> None:
     def t(v: float | None) -> str:
         return fmt_time(v) if v else "-"
 
-    def r(a: float | None, b: float | None) -> str:
-        return f"{a / b:.2f}x" if a and b else "-"
+    def r(x: dict, a: str, b: str) -> str:
+        wall = f"{x[a] / x[b]:.2f}x" if x.get(a) and x.get(b) else "-"
+        ca, cb = x.get(a + "_cpu"), x.get(b + "_cpu")
+        return f"{wall} ({ca / cb:.2f}x)" if ca and cb else wall
 
     if header:
         print(f"{'model':30s} {'MACs':>10s} {'ops':>4s} {'pymli':>10s} {'pymli/batch':>11s} {'TFLM':>10s} "
-              f"{'LiteRT 1t':>10s} {'TFLM/pymli':>10s} {'pymli/LiteRT':>12s}")
+              f"{'LiteRT 1t':>10s} {'TFLM/pymli (CPU)':>17s} {'pymli/LiteRT (CPU)':>19s}")
     for x in rows:
         print(f"{x['name']:30s} {x['macs']:>10,d} {x['ops']:>4d} {t(x['pymli']):>10s} {t(x.get('batch')):>11s} "
-              f"{t(x['tflm']):>10s} {t(x['litert']):>10s} {r(x['tflm'], x['pymli']):>10s} "
-              f"{r(x['pymli'], x['litert']):>12s}", flush=True)
+              f"{t(x['tflm']):>10s} {t(x['litert']):>10s} {r(x, 'tflm', 'pymli'):>17s} "
+              f"{r(x, 'pymli', 'litert'):>19s}", flush=True)
 
 
 def profile(name: str, repeat: int = 10) -> None:
@@ -194,7 +207,7 @@ def profile(name: str, repeat: int = 10) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--only", default="", help="comma-separated name fragments (golden: the golden models)")
     ap.add_argument("--profile", default="", help="per-operator times of the first model named like this")
     a = ap.parse_args()

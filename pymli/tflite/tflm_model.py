@@ -505,6 +505,7 @@ class _OffloadedStep:
         # inputs that carry a batch axis in a batched run (activations; constants have none)
         self.batched = [i >= 0 and g.tensors[i].data is None for i in op.inputs[:2]]
         self.fast: Callable[..., np.ndarray | None] | None = None
+        self.direct: Invoke | None = None  # set with fast: what a model run calls (:meth:`_direct`)
         self.checked = False
 
     def _kernel(self, ins: list, lead: tuple[int, ...]) -> list | None:
@@ -529,7 +530,31 @@ class _OffloadedStep:
         if not self.checked:
             self.checked = True
             self.fast = _fast_mli(self.c, self.c.out_shape)
+            self.direct = self._direct()
         return out
+
+    def _direct(self) -> Invoke | None:
+        """The single-sample Invoke straight to the prepared kernel, for a model run whose arguments are
+        arrays in the TFLite shapes: :meth:`_kernel` with ``lead=()`` (its reshapes of the input are no-ops
+        there), without its per-call dispatch. None while no kernel is prepared."""
+        fast, shape = self.fast, self.out_shape
+        if fast is None:
+            return None
+        kind, n_in = self.c.kind, self.c.n_in
+        if kind == "add":
+            def add(ins: list) -> list:
+                return [fast(ins[0].reshape(-1), ins[1].reshape(-1)).reshape(shape)]
+            return add
+
+        def kernel(ins: list) -> list:
+            x = ins[0]
+            if kind == "fc" and not (x.ndim == 2 and x.shape[1] == n_in):
+                x = x.reshape(-1, n_in)
+            r = fast(x)
+            if r is None:  # a pooling geometry the capi function computes
+                return self._check(ins)
+            return [r if r.shape == shape else r.reshape(shape)]
+        return kernel
 
     def one(self, ins: list) -> list:
         """One Invoke (TFLite shapes)."""
@@ -690,6 +715,11 @@ class TflmModel:
                              else (i, 2 if T[i].variable else 0, None) for i in s.op.inputs) for s in steps]
         # per step, (output tensor, its shape) of the outputs that are kept
         self._outs = [tuple((ti, T[ti].shape) for ti in s.op.outputs if ti >= 0) for s in steps]
+        # per step, what a single-sample run calls: the step's Invoke, then (once its first Invoke went
+        # through the capi function) an offloaded step's direct kernel call (_OffloadedStep.direct)
+        self._calls: list[Invoke] = [s.invoke for s in steps]  # type: ignore[misc]
+        self._unchecked = [(k, s.invoke.__self__) for k, s in enumerate(steps)
+                           if isinstance(getattr(s.invoke, "__self__", None), _OffloadedStep)]
 
     # ----- description
     @property
@@ -943,12 +973,12 @@ class TflmModel:
                 state[t.index] = reset_value(t)
         if self._stateful:
             g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
-        for s, spec, kept, dead in zip(self.steps, self._specs, self._outs, self._dead):
+        for s, call, spec, kept, dead in zip(self.steps, self._calls, self._specs, self._outs, self._dead):
             args = [vals[i] if k == 0 else c if k == 1 else state[i] for i, k, c in spec]
             if self._stateful:
                 g.extra.pop("state", None)
             try:  # _step_call inlined (a call less per operator)
-                outs = s.invoke(args)  # type: ignore[misc]
+                outs = call(args)
             except TfliteError:
                 raise
             except MliError as e:
@@ -970,7 +1000,16 @@ class TflmModel:
             if not keep:
                 for ti in dead:
                     vals.pop(ti, None)
+        if self._unchecked:
+            self._direct_calls()
         return vals
+
+    def _direct_calls(self) -> None:
+        """The offloaded steps whose first Invoke is done: a single-sample run calls their kernels directly."""
+        for k, off in self._unchecked:
+            if off.direct is not None:
+                self._calls[k] = off.direct
+        self._unchecked = [(k, off) for k, off in self._unchecked if not off.checked]
 
     def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
         """One prepared operator alone on given input arrays (``pymli compare``'s own error).

@@ -85,10 +85,16 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
     if neg.shape[-1] > 256:
         # an output depends on its row's scale and on -diff only: each row's 256 possible outputs,
-        # then one gather (the same values as element by element)
-        k = np.arange(256)
-        unsat = qu.rounding_divide_by_pot(fp.mul(scale, e_table), exponent)
-        table = np.where(-k >= diff_min, np.clip(unsat + lo, lo, hi), lo).astype(od)
+        # then one gather (the same values as element by element). The operands are non-negative
+        # (scale: a Q0.31 reciprocal in (0, 1]; e: Q0.31 exponentials in [0, 1)) and the exponent is
+        # >= 8 (a row's sum of Q12 exponentials holds its maximum's exp(0) = 4096, so at most 19 bits
+        # of headroom): SaturatingRoundingDoublingHighMul is (a * b + 2**30) >> 31 without its
+        # saturation case, RoundingDivideByPOT (x + 2**(e-1)) >> e, and only the upper clip can bind.
+        prod = (scale * e_table + (1 << 30)) >> 31
+        unsat = (prod + (np.int64(1) << (exponent - 1))) >> exponent
+        table = np.where(_softmax_valid(int(diff_min)), np.minimum(unsat + lo, hi), lo).astype(od)
+        if table.shape[0] == 1 and table.ndim == 2:  # one row: a flat gather
+            return np.take(table[0], neg)
         return np.take_along_axis(table, neg, axis=-1)
     unsat = qu.rounding_divide_by_pot(fp.mul(scale, e_table[neg]), exponent)  # e: Q0.31
     out = np.clip(unsat + lo, lo, hi)
@@ -106,6 +112,14 @@ def _reciprocal(sum_exps: int) -> tuple[int, int]:
     headroom = 32 - s.bit_length()
     shifted = ((s << headroom) & 0xFFFFFFFF) - (1 << 31)  # in the int32 range: no wrap needed
     return fp.one_over_one_plus_x_for_x_in_0_1_int(shifted), 12 - headroom
+
+
+@functools.lru_cache(maxsize=64)
+def _softmax_valid(diff_min: int) -> np.ndarray:
+    """Over ``-diff`` (0..255): the differences at or above ``diff_min`` (the others output the minimum)."""
+    v = -np.arange(256) >= diff_min
+    v.flags.writeable = False
+    return v
 
 
 @functools.lru_cache(maxsize=64)

@@ -262,3 +262,26 @@ def test_stateful_models_keep_sample_by_sample_semantics(name: str) -> None:
         else:
             for xs, w in zip(xs_each, want):
                 assert np.array_equal(s.run(*xs), w)
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_direct_kernel_calls_after_first_invoke(platform: str) -> None:
+    """After a step's first Invoke (through its capi function) a single-sample run calls the prepared
+    kernel directly (conv, depthwise, pointwise, ADD of 256+ and of fewer elements, pools, FC on a
+    rank-4 input); every later run equals the unprepared path, on random inputs and on the extremes."""
+    g = GraphMaker((11, 9, 3), 21)
+    g.conv(8, 3, stride=2, act="RELU6").dwconv(3, act="RELU6").conv(16, 1).eltwise("ADD", branch="conv")
+    g.pool("max", 2, 1).pool("avg", 2, 2).eltwise("ADD", branch="conv").fc(10, act="RELU")
+    m = _load(g.finish())
+    off = [s for s in m.steps if s.mli is not None]
+    assert {s.op.name for s in off} >= {"CONV_2D", "DEPTHWISE_CONV_2D", "ADD", "MAX_POOL_2D", "AVERAGE_POOL_2D",
+                                         "FULLY_CONNECTED"}
+    rng = np.random.default_rng(5)
+    xs = [rng.integers(-128, 128, (1, 11, 9, 3)).astype(np.int8) for _ in range(4)]
+    xs += [np.full((1, 11, 9, 3), -128, np.int8), np.full((1, 11, 9, 3), 127, np.int8)]
+    for k, x in enumerate(xs):
+        y = m.run(x, platform=platform)
+        want = plain_run(m, [x], platform)[m.graph.outputs[0]]
+        assert y.dtype == want.dtype and np.array_equal(y, want), k
+    direct = [c is not s.invoke for c, s in zip(m._calls, m.steps)]
+    assert direct == [s.mli is not None for s in m.steps]

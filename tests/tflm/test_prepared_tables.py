@@ -64,3 +64,20 @@ def test_softmax_int8_rows_and_widths(od: type) -> None:
         got = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
         assert got.dtype == np.dtype(od) and got.shape == x.shape
         assert np.array_equal(got, _softmax_direct(x, m, ls, dmin, od)), shape
+
+
+@pytest.mark.parametrize("beta,scale", [(1.0, 0.1), (1.0, 1e-4), (1.0, 10.0), (0.5, 0.004)])
+@pytest.mark.parametrize("od", [np.int8, np.int16])
+def test_softmax_int8_one_wide_row(beta: float, scale: float, od: type) -> None:
+    """One row wider than 256 (a classifier's output: the flat gather of the row's table), random and
+    extreme rows (all equal: the largest sum; one maximum far above the rest: the smallest sum, the
+    most headroom), equal to the direct form."""
+    m, ls, dmin = A.softmax_params(beta, scale)
+    rng = np.random.default_rng(int(scale * 1e4) + int(beta * 10))
+    rows = [rng.integers(-128, 128, 1000), np.full(1000, 5), np.full(1001, -128), np.r_[127, np.full(999, -128)],
+            rng.integers(120, 128, 257)]
+    for r in rows:
+        x = np.asarray(r, np.int8)[None]
+        got = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
+        assert got.dtype == np.dtype(od) and got.shape == x.shape
+        assert np.array_equal(got, _softmax_direct(x, m, ls, dmin, od)), r[:4]
