@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..tensor import dense_strides
+from . import _jit
 
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
@@ -278,7 +279,13 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         return np.zeros((s, 0), dtype=np.int32)
     if k > n:
         raise ValueError(f"topk {k} > slice size {n}")
-    if k == 1:
+    jit = _jit.compiled("_jit_reduce") if k > 1 and cols.dtype in _JIT_TYPES else None
+    if jit is not None:
+        # The heap run element by element, compiled (optional; the same positions as below)
+        hv = np.empty((s, k), dtype=np.int64)
+        idx = np.empty((s, k), dtype=np.int64)
+        jit.argmax_heaps(cols, k, hv, idx)
+    elif k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
         if s == 1:
             idx = np.array([[_last_max(cols[:, 0])]], dtype=np.int64)
@@ -289,6 +296,10 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     else:
         idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+# Value types of the compiled heap (:func:`pymli.kernels._jit_reduce.argmax_heaps`).
+_JIT_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
 
 
 def _enters(head: np.ndarray, k: int) -> np.ndarray:

@@ -40,6 +40,7 @@ from ..arith.rnn import RoundShift
 from ..arith.rounding import asr_rnd, norm, round_mode, sat, sub_sat, trunc_div, wrap
 from ..formats import RoundMode
 from ..tensor import Lut
+from . import _jit
 from ._blas import blas_single_thread
 from .diverse import permute
 
@@ -387,6 +388,9 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         Array of output values: int8 / int16 from the fast path (``out`` where it was written),
         int64 from the plain one.
     """
+    fast = _l2_normalize_jit(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
+    if fast is not None:
+        return fast
     fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
     if fast is not None:
         return fast
@@ -509,3 +513,51 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
     return scale_round_sat(c, inv, shift, 0, bits, out=out)
+
+
+def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
+                      axis: int, out: np.ndarray | None = None) -> np.ndarray | None:
+    """:func:`l2_normalize` with the optional JIT (:mod:`pymli.kernels._jit_reduce`); None where it
+    does not apply (JIT off, other dtypes, the bounds of :func:`_l2_normalize_fast` failing).
+
+    The same steps as :func:`_l2_normalize_fast`, with the same bounds: centred values within
+    ``[-2**15, 2**15]``, so the int64 sums of squares are exact; the per-slice factors come from
+    :func:`_l2_factors`; with ``|inv| <= 2**15`` and shifts >= 1 the compiled scaling is
+    :func:`pymli.arith.lut.scale_round_sat`'s int32 arithmetic.
+
+    Returns:
+        The output values in the container dtype (written into ``out`` when it is a C-contiguous
+        array of that dtype and ``x``'s shape, not overlapping ``x`` other than element for element),
+        or None.
+    """
+    if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
+        zp = int(in_zp)
+    elif xa.dtype == np.int16 and in_zp is None:
+        zp = 0
+    else:
+        return None
+    jit = _jit.compiled("_jit_reduce")
+    if jit is None or xa.size == 0 or xa.ndim == 0:
+        return None
+    x = np.ascontiguousarray(xa)
+    if axis < 0:
+        shape3 = (1, x.size, 1)
+    else:
+        shape3 = (int(np.prod(x.shape[:axis])), x.shape[axis], int(np.prod(x.shape[axis + 1:])))
+    x3 = x.reshape(shape3)
+    total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
+    jit.l2_sums(x3, zp, total)
+    inv, shift = _l2_factors(total, lut, out_shift)
+    inv = np.broadcast_to(np.asarray(inv, dtype=np.int64), total.shape)
+    shift = np.broadcast_to(np.asarray(shift, dtype=np.int64), total.shape)
+    if int(inv.min()) < -(1 << 15) or int(inv.max()) >= (1 << 15) or int(shift.min()) < 1:
+        return None
+    out_dt = np.dtype(np.int8 if bits == 8 else np.int16)
+    dest = out
+    if dest is None or dest.shape != x.shape or dest.dtype != out_dt or not dest.flags.c_contiguous \
+            or not dest.flags.writeable or (np.may_share_memory(dest, x) and dest.ctypes.data != x.ctypes.data):
+        dest = np.empty(x.shape, dtype=out_dt)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    jit.l2_scale(x3, zp, np.ascontiguousarray(inv), np.ascontiguousarray(shift), round_mode() is RoundMode.UP,
+                 lo, hi, dest.reshape(shape3))
+    return dest

@@ -1,0 +1,171 @@
+"""numba-compiled per-slice reductions (argmax's heap, l2_normalize), loaded through
+:func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency).
+
+Like :mod:`pymli.kernels._jit_numba`: ``nopython``, ``nogil``, ``cache=True`` and no ``fastmath``; all
+arithmetic is on integers (int64, or int32 where the caller proves every value fits). Each function
+takes NumPy's results for the same inputs bit for bit (the callers in :mod:`pymli.kernels.diverse`
+and :mod:`pymli.kernels.transform` say why; ``tests/kernels/test_jit_reduce.py`` compares them).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["argmax_heaps", "l2_sums", "l2_scale"]
+
+_JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
+
+# argmax's screen for one slice: a block of this many values whose maximum is below the heap
+# minimum cannot change the heap (its maximum is a vectorised reduction).
+_BLOCK = 64
+
+
+@numba.njit(inline="always", **_JIT)
+def _sift(hv, hi, s, size, root):  # pragma: no cover - compiled
+    """``heapify`` of ``diverse._sift``: sift ``root`` down the min-heap ``hv[s, :size]`` (positions in
+    ``hi[s]``), strict ``<`` comparisons, the left child first."""
+    half = size // 2
+    while root < half:
+        left = 2 * root + 1
+        right = left + 1
+        small = root
+        if hv[s, left] < hv[s, small]:
+            small = left
+        if right < size and hv[s, right] < hv[s, small]:
+            small = right
+        if small == root:
+            return
+        v, p = hv[s, root], hi[s, root]
+        hv[s, root], hi[s, root] = hv[s, small], hi[s, small]
+        hv[s, small], hi[s, small] = v, p
+        root = small
+
+
+@numba.njit(inline="always", **_JIT)
+def _enter(hv, hi, s, k, v, pos):  # pragma: no cover - compiled
+    """An element not below the heap minimum replaces the root and sifts down."""
+    hv[s, 0] = v
+    hi[s, 0] = pos
+    _sift(hv, hi, s, k, 0)
+
+
+@numba.njit(**_JIT)
+def argmax_heaps(cols, k, hv, hi):  # pragma: no cover - compiled
+    """MLI's argmax heap of every slice: ``cols`` is (elements, slices) in the C visiting order
+    (any strides), ``1 <= k <= elements``; ``hv`` / ``hi`` are (slices, k) int64 scratch.
+
+    Per slice (as ``diverse.argmax_reference``): the first ``k`` elements are heapified, every later
+    element not below the root replaces it and sifts down, then the heap is sorted (root swapped
+    with the last entry, sift of the rest), leaving ``hi[s]`` the positions, largest value first.
+    Elements below the root are skipped unseen: a whole block of one slice whose maximum is below
+    the root, or a row of all slices none of which reaches its root.
+    """
+    n, ns = cols.shape
+    for s in range(ns):
+        for j in range(k):
+            hv[s, j] = cols[j, s]
+            hi[s, j] = j
+        for r in range(k // 2 - 1, -1, -1):
+            _sift(hv, hi, s, k, r)
+    if ns == 1:
+        j = k
+        while j < n:
+            e = min(j + _BLOCK, n)
+            m = cols[j, 0]
+            for c in range(j + 1, e):
+                m = max(m, cols[c, 0])
+            if m >= hv[0, 0]:
+                for c in range(j, e):
+                    v = cols[c, 0]
+                    if v >= hv[0, 0]:
+                        _enter(hv, hi, 0, k, v, c)
+            j = e
+    else:
+        thr = np.empty(ns, dtype=cols.dtype)  # the roots, in the values' type (a vector compare)
+        for s in range(ns):
+            thr[s] = hv[s, 0]
+        for c in range(k, n):
+            hit = 0
+            for s in range(ns):
+                hit |= cols[c, s] >= thr[s]
+            if hit:
+                for s in range(ns):
+                    v = cols[c, s]
+                    if v >= thr[s]:
+                        _enter(hv, hi, s, k, v, c)
+                        thr[s] = hv[s, 0]
+    for s in range(ns):
+        for i in range(k - 1, 0, -1):
+            v, p = hv[s, 0], hi[s, 0]
+            hv[s, 0], hi[s, 0] = hv[s, i], hi[s, i]
+            hv[s, i], hi[s, i] = v, p
+            _sift(hv, hi, s, i, 0)
+
+
+@numba.njit(**_JIT)
+def l2_sums(x, zp, acc):  # pragma: no cover - compiled
+    """``acc[a, b] = sum over i of (x[a, i, b] - zp)**2`` of the (A, N, B) array ``x`` (int8 / int16,
+    C-contiguous): the sums of squares of its A * B slices along the middle axis, exact in int64
+    (each square at most 2**30; the caller bounds the slice length)."""
+    na, nn, nb = x.shape
+    for a in range(na):
+        if nb == 1:
+            t = np.int64(0)
+            for i in range(nn):
+                v = np.int64(x[a, i, 0]) - zp
+                t += v * v
+            acc[a, 0] = t
+            continue
+        for b in range(nb):
+            acc[a, b] = 0
+        for i in range(nn):
+            for b in range(nb):
+                v = np.int64(x[a, i, b]) - zp
+                acc[a, b] += v * v
+
+
+@numba.njit(inline="always", **_JIT)
+def _rnd32(p, n, up):  # pragma: no cover - compiled
+    """``asr_rnd(p, n, 32)`` of an int32 ``p`` for ``1 <= n <= 30`` when ``p + 2**(n - 1)`` fits int32:
+    ``(p + half) >> n`` (ROUND_UP) or the tie to the even neighbour (ROUND_CONVERGENT)."""
+    one = np.int32(1)
+    half = one << (n - one)
+    if up:
+        return (p + half) >> n
+    q = p >> n
+    if (p & half) != 0 and ((q & one) != 0 or (p & (half - one)) != 0):
+        q += one
+    return q
+
+
+@numba.njit(**_JIT)
+def l2_scale(x, zp, inv, shift, up, lo, hi, out):  # pragma: no cover - compiled
+    """``out[a, i, b] = clip(asr_rnd(inv[a, b] * (x[a, i, b] - zp), shift[a, b], 32), lo, hi)`` of the
+    (A, N, B) arrays ``x`` and ``out`` (same index, so ``out`` may be ``x`` itself); ``up``: ROUND_UP,
+    else ROUND_CONVERGENT.
+
+    int32 arithmetic, exact as in ``arith.lut.scale_round_sat`` (the caller proves ``|x - zp| <= 2**15``,
+    ``|inv| <= 2**15`` and ``shift >= 1``): a shift of 31 or more gives 0 (``inv`` zeroed), others are
+    at most 30, so the product and the rounding add stay within int32.
+    """
+    na, nn, nb = x.shape
+    r = np.empty((na, nb), dtype=np.int32)
+    sh = np.empty((na, nb), dtype=np.int32)
+    for a in range(na):
+        for b in range(nb):
+            r[a, b] = 0 if shift[a, b] >= 31 else np.int32(inv[a, b])
+            sh[a, b] = min(shift[a, b], 30)
+    z = np.int32(zp)
+    l32, h32 = np.int32(lo), np.int32(hi)
+    for a in range(na):
+        if nb == 1:
+            ri, n = r[a, 0], sh[a, 0]
+            for i in range(nn):
+                q = _rnd32((np.int32(x[a, i, 0]) - z) * ri, n, up)
+                out[a, i, 0] = min(max(q, l32), h32)
+            continue
+        for i in range(nn):
+            for b in range(nb):
+                q = _rnd32((np.int32(x[a, i, b]) - z) * r[a, b], sh[a, b], up)
+                out[a, i, b] = min(max(q, l32), h32)
