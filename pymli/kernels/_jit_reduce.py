@@ -12,13 +12,32 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["argmax_heaps", "l2_sums", "l2_scale"]
+__all__ = ["argmax_heap1", "argmax_heaps", "l2_sums", "l2_scale"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
 # argmax's screen for one slice: a block of this many values whose maximum is below the heap
-# minimum cannot change the heap (its maximum is a vectorised reduction).
-_BLOCK = 64
+# minimum cannot change the heap (its maximum is a vectorised reduction; 64 measured 3x slower).
+_BLOCK = 256
+
+
+@numba.njit(inline="always", **_JIT)
+def _max(w):  # pragma: no cover - compiled
+    """The maximum of a non-empty 1-D array (a loop from index 0: LLVM vectorises it, where indices
+    not provably non-negative keep the wrap-around of negative indices and a scalar loop)."""
+    m = w[0]
+    for c in range(1, w.shape[0]):
+        m = max(m, w[c])
+    return m
+
+
+@numba.njit(inline="always", **_JIT)
+def _any_ge(row, thr):  # pragma: no cover - compiled
+    """Whether any ``row[s] >= thr[s]`` (one vectorised pass, as :func:`_max`)."""
+    hit = False
+    for s in range(row.shape[0]):
+        hit |= row[s] >= thr[s]
+    return hit
 
 
 @numba.njit(inline="always", **_JIT)
@@ -50,6 +69,17 @@ def _enter(hv, hi, s, k, v, pos):  # pragma: no cover - compiled
     _sift(hv, hi, s, k, 0)
 
 
+@numba.njit(inline="always", **_JIT)
+def _sort(hv, hi, ns, k):  # pragma: no cover - compiled
+    """MLI's output order of every heap: the root swapped with the last entry, the rest sifted."""
+    for s in range(ns):
+        for i in range(k - 1, 0, -1):
+            v, p = hv[s, 0], hi[s, 0]
+            hv[s, 0], hi[s, 0] = hv[s, i], hi[s, i]
+            hv[s, i], hi[s, i] = v, p
+            _sift(hv, hi, s, i, 0)
+
+
 @numba.njit(**_JIT)
 def argmax_heaps(cols, k, hv, hi):  # pragma: no cover - compiled
     """MLI's argmax heap of every slice: ``cols`` is (elements, slices) in the C visiting order
@@ -58,8 +88,7 @@ def argmax_heaps(cols, k, hv, hi):  # pragma: no cover - compiled
     Per slice (as ``diverse.argmax_reference``): the first ``k`` elements are heapified, every later
     element not below the root replaces it and sifts down, then the heap is sorted (root swapped
     with the last entry, sift of the rest), leaving ``hi[s]`` the positions, largest value first.
-    Elements below the root are skipped unseen: a whole block of one slice whose maximum is below
-    the root, or a row of all slices none of which reaches its root.
+    A row none of whose values reaches its slice's root is skipped after one vector compare.
     """
     n, ns = cols.shape
     for s in range(ns):
@@ -68,39 +97,51 @@ def argmax_heaps(cols, k, hv, hi):  # pragma: no cover - compiled
             hi[s, j] = j
         for r in range(k // 2 - 1, -1, -1):
             _sift(hv, hi, s, k, r)
-    if ns == 1:
-        j = k
-        while j < n:
-            e = min(j + _BLOCK, n)
-            m = cols[j, 0]
-            for c in range(j + 1, e):
-                m = max(m, cols[c, 0])
-            if m >= hv[0, 0]:
-                for c in range(j, e):
-                    v = cols[c, 0]
-                    if v >= hv[0, 0]:
-                        _enter(hv, hi, 0, k, v, c)
-            j = e
-    else:
-        thr = np.empty(ns, dtype=cols.dtype)  # the roots, in the values' type (a vector compare)
-        for s in range(ns):
-            thr[s] = hv[s, 0]
-        for c in range(k, n):
-            hit = 0
-            for s in range(ns):
-                hit |= cols[c, s] >= thr[s]
-            if hit:
-                for s in range(ns):
-                    v = cols[c, s]
-                    if v >= thr[s]:
-                        _enter(hv, hi, s, k, v, c)
-                        thr[s] = hv[s, 0]
+    thr = np.empty(ns, dtype=cols.dtype)  # the roots, in the values' type (a vector compare)
     for s in range(ns):
-        for i in range(k - 1, 0, -1):
-            v, p = hv[s, 0], hi[s, 0]
-            hv[s, 0], hi[s, 0] = hv[s, i], hi[s, i]
-            hv[s, i], hi[s, i] = v, p
-            _sift(hv, hi, s, i, 0)
+        thr[s] = hv[s, 0]
+    for c in range(k, n):
+        if _any_ge(cols[c], thr):
+            for s in range(ns):
+                v = cols[c, s]
+                if v >= thr[s]:
+                    _enter(hv, hi, s, k, v, c)
+                    thr[s] = hv[s, 0]
+    _sort(hv, hi, ns, k)
+
+
+@numba.njit(**_JIT)
+def argmax_heap1(v, k, hv, hi):  # pragma: no cover - compiled
+    """:func:`argmax_heaps` of one slice ``v`` (1-D, any stride); ``hv`` / ``hi`` are (1, k) int64.
+
+    Blocks of :data:`_BLOCK` values whose maximum is below the root are skipped. Once every entry
+    equals the slice maximum, a later equal value replaces the root and the strict sift leaves it
+    there: only the last one matters (searched backwards), as in ``diverse._replay``.
+    """
+    n = v.shape[0]
+    top = _max(v)
+    for j in range(k):
+        hv[0, j] = v[j]
+        hi[0, j] = j
+    for r in range(k // 2 - 1, -1, -1):
+        _sift(hv, hi, 0, k, r)
+    j = k
+    while j < n and hv[0, 0] != top:
+        e = min(j + _BLOCK, n)
+        c = j if _max(v[j:e]) >= hv[0, 0] else e
+        while c < e:
+            if v[c] >= hv[0, 0]:
+                _enter(hv, hi, 0, k, v[c], c)
+                if hv[0, 0] == top:
+                    break
+            c += 1
+        j = min(c + 1, e)
+    if hv[0, 0] == top:
+        for c in range(n - 1, j - 1, -1):
+            if v[c] == top:
+                hi[0, 0] = c
+                break
+    _sort(hv, hi, 1, k)
 
 
 @numba.njit(**_JIT)

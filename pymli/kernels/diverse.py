@@ -284,7 +284,10 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         # The heap run element by element, compiled (optional; the same positions as below)
         hv = np.empty((s, k), dtype=np.int64)
         idx = np.empty((s, k), dtype=np.int64)
-        jit.argmax_heaps(cols, k, hv, idx)
+        if s == 1:
+            jit.argmax_heap1(cols[:, 0], k, hv, idx)
+        else:
+            jit.argmax_heaps(cols, k, hv, idx)
     elif k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
         if s == 1:
