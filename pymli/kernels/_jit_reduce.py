@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["argmax_heap1", "argmax_heaps", "l2_sums", "l2_scale"]
+__all__ = ["argmax_heap1", "argmax_heaps", "l2_factors", "l2_scale", "l2_sums"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -164,6 +164,48 @@ def l2_sums(x, zp, acc):  # pragma: no cover - compiled
             for b in range(nb):
                 v = np.int64(x[a, i, b]) - zp
                 acc[a, b] += v * v
+
+
+@numba.njit(**_JIT)
+def l2_factors(total, table, up, base, inv, shift):  # pragma: no cover - compiled
+    """The per-slice factor and shift of ``transform._l2_factors`` from the sums of squares ``total``
+    (non-negative int64 below 2**62, any shape, C-contiguous; ``inv`` / ``shift`` int64 of the same shape).
+
+    ``norm_shift = 48 - norm64(t)`` is ``bitlength(t) - 15`` (also for 0), made even upwards;
+    ``sum_cast = min(asr_rnd(t, norm_shift, 64), 32767)`` (a left shift of ``t < 2**15`` when
+    ``norm_shift <= 0``, exact; ROUND_UP adds half, ROUND_CONVERGENT rounds a tie to even; ``t`` is
+    not negative); ``inv = table[sum_cast]``, ``shift = base + (norm_shift + 8) // 2``
+    (``base = lut.out_frac_bits - out_shift``).
+
+    Returns:
+        Whether every ``inv`` lies in ``[-2**15, 2**15)`` and every shift is at least 1 (the bounds
+        of :func:`l2_scale`).
+    """
+    t_all, inv_all, shift_all = total.reshape(-1), inv.reshape(-1), shift.reshape(-1)
+    ok = True
+    for j in range(t_all.shape[0]):
+        t = t_all[j]
+        e = 0
+        for step in (32, 16, 8, 4, 2, 1):
+            if (t >> (e + step - 1)) != 0:
+                e += step
+        ns = e - 15
+        ns += ns & 1
+        if ns <= 0:
+            c = t << -ns
+        elif up:
+            c = (t + (np.int64(1) << (ns - 1))) >> ns
+        else:
+            half = np.int64(1) << (ns - 1)
+            c = t >> ns
+            if (t & half) != 0 and ((c & 1) != 0 or (t & (half - 1)) != 0):
+                c += 1
+        v = table[min(c, 32767)]
+        sh = base + ((ns + 8) >> 1)
+        inv_all[j] = v
+        shift_all[j] = sh
+        ok = ok and -32768 <= v <= 32767 and sh >= 1
+    return ok
 
 
 @numba.njit(inline="always", **_JIT)

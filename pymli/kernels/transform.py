@@ -441,6 +441,12 @@ def _sum_squares(c: np.ndarray, axis: int) -> np.ndarray:
     return np.expand_dims(np.einsum(f"{letters},{letters}->{kept}", f, f), axis).astype(np.int64)
 
 
+def _l2_inv_table(lut: Lut) -> np.ndarray:
+    """The 1/sqrt LUT read at every Q7.8 code ``0 .. 2**15 - 1`` (int64, cached per LUT contents and
+    rounding mode)."""
+    return code_table(lut, ("l2 inv",), lambda: lut_interpolate(np.arange(1 << 15), lut, _L2NORM_LUT_FRAC_BITS))
+
+
 def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
     """Per-slice factor and shift of :func:`l2_normalize_reference` from the sums of squares.
 
@@ -451,7 +457,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
     Returns:
         ``(inv, shift)``: int64 arrays of ``total``'s shape, or Python ints for one slice.
     """
-    table = code_table(lut, ("l2 inv",), lambda: lut_interpolate(np.arange(1 << 15), lut, _L2NORM_LUT_FRAC_BITS))
+    table = _l2_inv_table(lut)
     if total.size == 1:
         t = int(total.reshape(()))
         norm_shift = 48 - norm(t, 64)
@@ -522,7 +528,8 @@ def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in
 
     The same steps as :func:`_l2_normalize_fast`, with the same bounds: centred values within
     ``[-2**15, 2**15]``, so the int64 sums of squares are exact; the per-slice factors come from
-    :func:`_l2_factors`; with ``|inv| <= 2**15`` and shifts >= 1 the compiled scaling is
+    :func:`_l2_factors` (compiled as :func:`pymli.kernels._jit_reduce.l2_factors`); with
+    ``|inv| <= 2**15`` and shifts >= 1 the compiled scaling is
     :func:`pymli.arith.lut.scale_round_sat`'s int32 arithmetic.
 
     Returns:
@@ -547,10 +554,9 @@ def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in
     x3 = x.reshape(shape3)
     total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
     jit.l2_sums(x3, zp, total)
-    inv, shift = _l2_factors(total, lut, out_shift)
-    inv = np.broadcast_to(np.asarray(inv, dtype=np.int64), total.shape)
-    shift = np.broadcast_to(np.asarray(shift, dtype=np.int64), total.shape)
-    if int(inv.min()) < -(1 << 15) or int(inv.max()) >= (1 << 15) or int(shift.min()) < 1:
+    inv, shift = np.empty_like(total), np.empty_like(total)
+    up = round_mode() is RoundMode.UP
+    if not jit.l2_factors(total, _l2_inv_table(lut), up, int(lut.out_frac_bits) - int(out_shift), inv, shift):
         return None
     out_dt = np.dtype(np.int8 if bits == 8 else np.int16)
     dest = out
@@ -558,6 +564,5 @@ def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in
             or not dest.flags.writeable or (np.may_share_memory(dest, x) and dest.ctypes.data != x.ctypes.data):
         dest = np.empty(x.shape, dtype=out_dt)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    jit.l2_scale(x3, zp, np.ascontiguousarray(inv), np.ascontiguousarray(shift), round_mode() is RoundMode.UP,
-                 lo, hi, dest.reshape(shape3))
+    jit.l2_scale(x3, zp, inv, shift, up, lo, hi, dest.reshape(shape3))
     return dest
