@@ -193,6 +193,27 @@ def test_l2_normalize_jit_large(jit_on: None, calls: dict[str, int]) -> None:
     assert calls["l2_scale"] > 0
 
 
+@needs_numba
+@pytest.mark.parametrize("mode", [RoundMode.UP, RoundMode.CONVERGENT])
+def test_l2_factors_jit_equals_numpy(jit_on: None, mode: RoundMode) -> None:
+    """The compiled per-slice factors against ``_l2_factors`` on sums of every magnitude (0, ties of
+    the rounding shift, beyond 2**53 where NumPy leaves float64)."""
+    rng = np.random.default_rng(31)
+    mod = _jit.compiled("_jit_reduce")
+    bits = rng.integers(0, 62, 3000)
+    total = (rng.integers(0, 1 << 62, 3000) >> (62 - bits)).astype(np.int64)
+    ties = (rng.integers(1 << 14, 1 << 15, 500) * 2 + 1) << rng.integers(1, 40, 500)  # x.5 after the shift
+    total = np.concatenate([total, ties, [0, 1, 2, 3, (1 << 15) - 1, 1 << 15, (1 << 53) + 1, (1 << 62) - 1]])
+    for out_shift in (7, 15, 30):
+        with use_platform(Platform(mode, False)):
+            want_inv, want_shift = T._l2_factors(total, L2_LUT, out_shift)
+            inv, shift = np.empty_like(total), np.empty_like(total)
+            ok = mod.l2_factors(total, T._l2_inv_table(L2_LUT), mode is RoundMode.UP,
+                                int(L2_LUT.out_frac_bits) - out_shift, inv, shift)
+        assert np.array_equal(inv, want_inv) and np.array_equal(shift, want_shift)
+        assert ok == bool(want_inv.min() >= -(1 << 15) and want_inv.max() < 1 << 15 and want_shift.min() >= 1)
+
+
 def test_compiled_follows_the_switch() -> None:
     prev = _jit.set_enabled(False)
     try:
