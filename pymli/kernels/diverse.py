@@ -6,7 +6,9 @@ heap's minimum replaces it) and heap-sorts it at the end, so the order among equ
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
 depend on that history, reads the history of a heap of three off the records and ties before the
 slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
-order, for the other slices.
+order, for the other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
+(:mod:`pymli.kernels._jit_reduce`): the same positions.
 """
 
 from __future__ import annotations
@@ -240,6 +242,9 @@ def _columns(x: np.ndarray, axis: int) -> np.ndarray:
 # at least the k-th largest maximum of the blocks before it.
 _SCREEN_BLOCK = 32
 
+# Value types of the compiled heaps (:mod:`pymli.kernels._jit_reduce`).
+_JIT_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
+
 
 def _last_max(v: np.ndarray) -> int:
     """Position of the last occurrence of the maximum of 1-D ``v`` (searched backwards in blocks)."""
@@ -299,10 +304,6 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     else:
         idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
-
-
-# Value types of the compiled heap (:func:`pymli.kernels._jit_reduce.argmax_heaps`).
-_JIT_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
 
 
 def _enters(head: np.ndarray, k: int) -> np.ndarray:

@@ -8,7 +8,9 @@ output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli
 Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
 of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
 rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
-run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`).
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). With the optional
+JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize` runs its per-slice steps compiled
+(:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
