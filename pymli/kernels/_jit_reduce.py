@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["argmax_heap1", "argmax_heaps", "l2_factors", "l2_scale", "l2_sums"]
+__all__ = ["argmax_heap1", "argmax_heaps", "l2_factors", "l2_sums", "scale_slices", "softmax_exp"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -179,7 +179,7 @@ def l2_factors(total, table, up, base, inv, shift):  # pragma: no cover - compil
 
     Returns:
         Whether every ``inv`` lies in ``[-2**15, 2**15)`` and every shift is at least 1 (the bounds
-        of :func:`l2_scale`).
+        of :func:`scale_slices`).
     """
     t_all, inv_all, shift_all = total.reshape(-1), inv.reshape(-1), shift.reshape(-1)
     ok = True
@@ -208,6 +208,42 @@ def l2_factors(total, table, up, base, inv, shift):  # pragma: no cover - compil
     return ok
 
 
+@numba.njit(**_JIT)
+def softmax_exp(x, table, e, total):  # pragma: no cover - compiled
+    """Softmax's exponentials of the (A, N, B) array ``x`` (int8 / int16, C-contiguous) along the
+    middle axis: ``e[a, i, b] = table[(max - x[a, i, b]) mod 2**bits]`` (``max`` of the slice ``(a, b)``,
+    the difference in the unsigned type of ``x``'s width, as ``transform._max_distance``) and
+    ``total[a, b]`` their sum in int64 (exact: at most ``n * 2**15``; the caller wraps it to C's int32).
+    """
+    na, nn, nb = x.shape
+    mask = (1 << (8 * x.itemsize)) - 1
+    if nb == 1:
+        x2, e2 = x.reshape(na, nn), e.reshape(na, nn)
+        for a in range(na):
+            xr, er = x2[a], e2[a]
+            top = np.int64(_max(xr))
+            t = np.int64(0)
+            for i in range(nn):
+                v = table[(top - np.int64(xr[i])) & mask]
+                er[i] = v
+                t += v
+            total[a, 0] = t
+        return
+    m = np.empty(nb, dtype=np.int64)
+    for a in range(na):
+        for b in range(nb):
+            m[b] = x[a, 0, b]
+            total[a, b] = 0
+        for i in range(1, nn):  # row by row: the inner loops run along memory
+            for b in range(nb):
+                m[b] = max(m[b], np.int64(x[a, i, b]))
+        for i in range(nn):
+            for b in range(nb):
+                v = table[(m[b] - np.int64(x[a, i, b])) & mask]
+                e[a, i, b] = v
+                total[a, b] += v
+
+
 @numba.njit(inline="always", **_JIT)
 def _rnd32(p, n, up):  # pragma: no cover - compiled
     """``asr_rnd(p, n, 32)`` of an int32 ``p`` for ``1 <= n <= 30`` when ``p + 2**(n - 1)`` fits int32:
@@ -223,10 +259,10 @@ def _rnd32(p, n, up):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def l2_scale(x, zp, inv, shift, up, lo, hi, out):  # pragma: no cover - compiled
+def scale_slices(x, zp, inv, shift, up, lo, hi, out):  # pragma: no cover - compiled
     """``out[a, i, b] = clip(asr_rnd(inv[a, b] * (x[a, i, b] - zp), shift[a, b], 32), lo, hi)`` of the
     (A, N, B) arrays ``x`` and ``out`` (same index, so ``out`` may be ``x`` itself); ``up``: ROUND_UP,
-    else ROUND_CONVERGENT.
+    else ROUND_CONVERGENT. The last step of l2_normalize and of softmax (``zp = 0``).
 
     int32 arithmetic, exact as in ``arith.lut.scale_round_sat`` (the caller proves ``|x - zp| <= 2**15``,
     ``|inv| <= 2**15`` and ``shift >= 1``): a shift of 31 or more gives 0 (``inv`` zeroed), others are

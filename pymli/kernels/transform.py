@@ -318,6 +318,9 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     red = _reduce_axes(xa.ndim, axis)
     out_dt = np.int8 if bits == 8 else np.int16
     if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
+        jit = _softmax_fx_jit(xa, lut, in_frac_bits=in_frac_bits, bits=bits, axis=axis)
+        if jit is not None:
+            return jit
         # x - max = -k: one lookup per possible difference, then a gather.
         e = np.take(fx_exp_codes(lut, in_frac_bits, bits, bits), _max_distance(xa, red))
     else:
@@ -328,6 +331,39 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     out_frac_bits = bits - 1
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
     return scale_round_sat(e, recip, shift, 0, bits)
+
+
+def _shape3(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    """``(A, N, B)``: a C-contiguous array of ``shape`` as (before, along, after) ``axis`` (the whole
+    array as one slice for ``axis < 0``), for the kernels of :mod:`pymli.kernels._jit_reduce`."""
+    if axis < 0:
+        return 1, int(np.prod(shape)), 1
+    return int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+
+
+def _softmax_fx_jit(xa: np.ndarray, lut: Lut, *, in_frac_bits: int, bits: int, axis: int) -> np.ndarray | None:
+    """:func:`softmax_fx` of an input in the output container with the optional JIT, or None (JIT off).
+
+    The exponentials ``e`` are the table of :func:`pymli.arith.lut.fx_exp_codes` at ``max - x``
+    (compiled); their int32 sum and the reciprocal are :func:`_recip_of_sum`'s; the last step is
+    :func:`pymli.arith.lut.scale_round_sat`, compiled where its int32 bounds hold (``|e|``,
+    ``|recip| <= 2**15``: ``bits``-bit values; every shift at least 1), else NumPy's on ``e``.
+    """
+    jit = _jit.compiled("_jit_reduce")
+    if jit is None or xa.ndim == 0:
+        return None
+    x = np.ascontiguousarray(xa)
+    shape3 = _shape3(x.shape, axis)
+    e = np.empty(x.shape, dtype=x.dtype)
+    total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
+    jit.softmax_exp(x.reshape(shape3), fx_exp_codes(lut, in_frac_bits, bits, bits), e.reshape(shape3), total)
+    sum_exp, recip = _recip_of_sum(total, bits)
+    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - (bits - 1), 2 * bits - 1)
+    if int(shift.min()) < 1:
+        return scale_round_sat(e.reshape(shape3), recip[:, None, :], shift[:, None, :], 0, bits).reshape(x.shape)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    jit.scale_slices(e.reshape(shape3), 0, recip, shift, round_mode() is RoundMode.UP, lo, hi, e.reshape(shape3))
+    return e
 
 
 def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axis: int = -1) -> np.ndarray:
@@ -549,10 +585,7 @@ def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in
     if jit is None or xa.size == 0 or xa.ndim == 0:
         return None
     x = np.ascontiguousarray(xa)
-    if axis < 0:
-        shape3 = (1, x.size, 1)
-    else:
-        shape3 = (int(np.prod(x.shape[:axis])), x.shape[axis], int(np.prod(x.shape[axis + 1:])))
+    shape3 = _shape3(x.shape, axis)
     x3 = x.reshape(shape3)
     total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
     jit.l2_sums(x3, zp, total)
@@ -566,5 +599,5 @@ def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in
             or not dest.flags.writeable or (np.may_share_memory(dest, x) and dest.ctypes.data != x.ctypes.data):
         dest = np.empty(x.shape, dtype=out_dt)
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    jit.l2_scale(x3, zp, inv, shift, up, lo, hi, dest.reshape(shape3))
+    jit.scale_slices(x3, zp, inv, shift, up, lo, hi, dest.reshape(shape3))
     return dest
