@@ -26,6 +26,7 @@ import numpy as np
 from _timing import Row, cli
 
 from pymli import ElType, Lut, Tensor, capi
+from pymli.capi.move import MovCfg
 from pymli.capi.types import Conv2dCfg, FullyConnectedCfg, PoolCfg, ReluCfg, ReluType
 from pymli.checks import entry
 
@@ -64,6 +65,10 @@ def _cases() -> list[tuple[str, str, tuple]]:
     big_in = Tensor.from_numpy(rng.integers(-100, 100, (64, 64, 32)), ElType.SA_8, zero_point=1, scale=3,
                                scale_frac_bits=4)
     big_out = Tensor.zeros((64, 64, 32), ElType.SA_8)
+    big_in16 = Tensor.from_numpy(rng.integers(-30000, 30000, (64, 64, 32)), ElType.FX_16, frac_bits=10)
+    big_out16 = Tensor.zeros((64, 64, 32), ElType.FX_16)
+    mov_out = Tensor.zeros((64, 64, 32), ElType.SA_8, zero_point=-7, scale=20000, scale_frac_bits=20)
+    mov_out16 = Tensor.zeros((64, 64, 32), ElType.FX_16, frac_bits=3)
     relu, fc, pool = ReluCfg(ReluType.GEN), FullyConnectedCfg(), PoolCfg(2, 2, 2, 2)
     cases = [
         ("relu sa8, 8 el", "mli_krn_relu_sa8", (x8, relu, o8)),
@@ -83,6 +88,9 @@ def _cases() -> list[tuple[str, str, tuple]]:
         ("avepool fx16 2x2 s2, 4x4x2", "mli_krn_avepool_hwc_fx16", (pin, pool, pout)),
         ("sigm fx16, 8 el", "mli_krn_sigm_fx16", (xf, lut, of)),
         ("relu sa8, 64x64x32", "mli_krn_relu_sa8", (big_in, relu, big_out)),
+        ("relu fx16, 64x64x32", "mli_krn_relu_fx16", (big_in16, relu, big_out16)),
+        ("mov sync copy sa8, 64x64x32", "mli_mov_tensor_sync", (big_in, MovCfg(), mov_out)),
+        ("mov sync copy fx16, 64x64x32", "mli_mov_tensor_sync", (big_in16, MovCfg(), mov_out16)),
     ]
     return cases
 

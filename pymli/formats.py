@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
+from typing import Any, Callable
 
 import numpy as np
 
 from .errors import CEnum
 
-__all__ = ["ElType", "RoundMode", "MAC_TYPES", "mac_suffix"]
+__all__ = ["ElType", "RoundMode", "MAC_TYPES", "enum_lookup", "mac_suffix"]
 
 
 class ElType(CEnum):
@@ -115,3 +116,31 @@ class RoundMode(enum.Enum):
 
     UP = "up"
     CONVERGENT = "convergent"
+
+
+def enum_lookup(cls: type[enum.Enum], v: Any, norm: Callable[[str], str] | None = None) -> enum.Enum | None:
+    """The member of ``cls`` that ``v`` names, or None.
+
+    Args:
+        cls: an enum (its members may carry a ``c_name``, the C enumerator).
+        v: a member, a member name or C enumerator name (``str``), or an integer value (not a bool).
+        norm: applied to ``v`` and to every member's names before comparing strings (e.g. to ignore
+            case and underscores); None compares them as they are.
+
+    Returns:
+        The member, or None where ``v`` names none.
+    """
+    if isinstance(v, cls):
+        return v
+    if isinstance(v, str):
+        key = v if norm is None else norm(v)
+        for m in cls:
+            names = (m.name, getattr(m, "c_name", None))
+            if key in (names if norm is None else tuple(norm(n) for n in names if n is not None)):
+                return m
+    elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        try:
+            return cls(int(v))
+        except ValueError:
+            pass
+    return None

@@ -39,7 +39,7 @@ from .arith.convert import (
     split_scale,
 )
 from .errors import MliError, Status
-from .formats import ElType
+from .formats import ElType, enum_lookup
 from .tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["quantize", "dequantize", "choose_fx_frac_bits", "choose_sa_params", "fx_frac_for_range", "sa_scale_repr",
@@ -79,18 +79,9 @@ def _bad(status: Status, what: str, message: str) -> MliError:
 
 def _el(el_type: Any, what: str = "quant") -> ElType:
     """An element type from the enum, its C value or its name (``"SA_8"``, ``"sa8"``, ``"MLI_EL_SA_8"``, any case)."""
-    if isinstance(el_type, ElType):
-        return el_type
-    if isinstance(el_type, str):
-        key = el_type.strip().upper().removeprefix("MLI_EL_").replace("_", "")
-        for e in ElType:
-            if e.name.replace("_", "") == key:
-                return e
-    elif isinstance(el_type, (int, np.integer)) and not isinstance(el_type, (bool, np.bool_)):
-        try:
-            return ElType(int(el_type))
-        except ValueError:
-            pass
+    e = enum_lookup(ElType, el_type, norm=lambda s: s.strip().upper().removeprefix("MLI_EL_").replace("_", ""))
+    if e is not None:
+        return e  # type: ignore[return-value]
     raise _bad(Status.TYPE_MISMATCH, what, f"el_type {el_type!r:.40}: one of {', '.join(e.name for e in ElType)}")
 
 

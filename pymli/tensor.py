@@ -14,6 +14,7 @@ The Pythonic constructors (:meth:`Tensor.from_numpy`, :meth:`Tensor.from_float`,
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,20 @@ from .formats import ElType
 __all__ = ["Tensor", "Lut", "MLI_MAX_RANK", "dense_strides"]
 
 MLI_MAX_RANK = 4
+
+_next_version = itertools.count(1).__next__
+_set = object.__setattr__
+_MISSING = object()
+
+
+def touch(t: "Tensor") -> None:
+    """Give ``t`` a new change counter (``Tensor._version``) after its fields were written around
+    ``__setattr__`` (``vars(t).update(...)``, ``object.__setattr__``).
+
+    Args:
+        t: the tensor.
+    """
+    _set(t, "_version", _next_version())
 
 
 def dense_strides(shape: list[int] | tuple[int, ...]) -> list[int]:
@@ -57,7 +72,17 @@ def address(arr: np.ndarray | None) -> int:
     return int(arr.__array_interface__["data"][0])
 
 
-@dataclasses.dataclass(eq=False)
+class _Factory:
+    """The default of a list field of :meth:`Tensor.__init__`: a new empty list per tensor."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_FACTORY: Any = _Factory()
+
+
+@dataclasses.dataclass(eq=False, init=False)
 class Tensor:
     """An ``mli_tensor``.
 
@@ -93,7 +118,18 @@ class Tensor:
             ``dim < 0``; int16 / int16 / int8 arrays of length ``shape[dim]`` when ``dim >= 0``.
         dim: ``el_params.sa.dim``: the per-axis dimension, or -1 for per-tensor parameters.
         value: the scalar held in the data container of a rank-0 tensor.
+
+    Change counter: every assignment of a field that replaces its object (``t.shape = [...]``,
+    ``t.data = other``; not one that stores the identical object again) gives the tensor a new
+    ``_version``, a number drawn from one process-wide counter, so that no two tensor states share
+    one (copies and unpickled tensors draw their own). The capi call memo
+    (:mod:`pymli.checks.entry`) reads it instead of comparing every field; what an assignment
+    cannot show (in-place edits of the lists, of per-axis arrays and of the data array's metadata)
+    it still compares. Writes that bypass ``__setattr__`` (``object.__setattr__``, ``vars(t)``)
+    must call :func:`touch`.
     """
+
+    __slots__ = ("__dict__", "__weakref__", "_version")
 
     data: np.ndarray | None = None
     capacity: int = 0
@@ -107,6 +143,26 @@ class Tensor:
     scale_frac_bits: Any = 0
     dim: int = -1
     value: Any = 0
+
+    def __init__(self, data: np.ndarray | None = None, capacity: int = 0, shape: list[int] = _FACTORY,
+                 mem_stride: list[int] = _FACTORY, rank: int = 0, el_type: ElType = ElType.FX_16, frac_bits: int = 0,
+                 zero_point: Any = 0, scale: Any = 1, scale_frac_bits: Any = 0, dim: int = -1, value: Any = 0) -> None:
+        # The dataclass fields, stored at once (the dataclass __init__ would run __setattr__ per field).
+        _set(self, "__dict__", {
+            "data": data, "capacity": capacity, "shape": [] if shape is _FACTORY else shape,
+            "mem_stride": [] if mem_stride is _FACTORY else mem_stride, "rank": rank, "el_type": el_type,
+            "frac_bits": frac_bits, "zero_point": zero_point, "scale": scale, "scale_frac_bits": scale_frac_bits,
+            "dim": dim, "value": value})
+        _set(self, "_version", _next_version())
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get(name, _MISSING) is not value:
+            _set(self, name, value)
+            _set(self, "_version", _next_version())
+
+    def __delattr__(self, name: str) -> None:
+        object.__delattr__(self, name)
+        _set(self, "_version", _next_version())
 
     # ------------------------------------------------------------------ construction
     @classmethod

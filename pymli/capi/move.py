@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..checks.move import (IDENTITY4, ONES4, ZEROS4, array_pointer, as_i32, as_u
 from ..checks.tensor import check_tensor_private, fail
 from ..errors import Status
 from ..kernels.move import flat_extent, move_block, raw_elements
-from ..tensor import MLI_MAX_RANK, Tensor, dense_strides
+from ..tensor import MLI_MAX_RANK, Tensor, dense_strides, touch
 from ._registry import c_enum, c_struct, mli_function
 from .types import _PREFIX, _CEnum
 
@@ -162,16 +163,18 @@ class _Move:
     per-axis move computed while checking serve the first write only; later writes recompute them.
     """
 
-    __slots__ = ("fields", "es", "n", "direct", "block", "block_args", "base", "write_size", "dst_strides", "quant",
-                 "qblocks")
+    __slots__ = ("fields", "settled", "es", "n", "direct", "whole", "block", "block_args", "base", "write_size",
+                 "dst_strides", "quant", "qblocks")
 
     def __init__(self, fields: dict[str, Any], es: int) -> None:
         self.fields = fields
+        self.settled = False  # a write found every field in place (see set_fields)
         self.es = es
         self.n: int | None = None  # element count of the single dense copy, None for a strided move
         # The dense copy between two buffers of the same integer dtype (the element size), with no
         # per-axis writes: the arrays' own elements (the memo's snapshot keeps the same arrays).
         self.direct = False
+        self.whole = False  # a direct copy of the whole source array into the whole destination array
         self.block: np.ndarray | None = None
         self.block_args: tuple[Any, ...] = ()
         self.base = 0
@@ -184,8 +187,12 @@ class _Move:
         """Write the data, the per-axis parameters and the struct fields of ``dst`` (no check fails here)."""
         n = self.n
         if self.direct:
-            dst.data[:n] = src.data[:n]
-            vars(dst).update(self.fields)
+            d, s = dst.data, src.data
+            if self.whole:
+                d[...] = s  # NumPy copies through a temporary if the buffers overlap
+            else:
+                d[:n] = s[:n]
+            self.set_fields(dst)
             return
         es = self.es
         s_el, d_el = _elements(src.data, es), _elements(dst.data, es)
@@ -212,7 +219,25 @@ class _Move:
             view = np.lib.stride_tricks.as_strided(d_el[self.base:], shape=self.write_size,
                                                    strides=[x * it for x in self.dst_strides])
             view[...] = values
-        vars(dst).update(self.fields)
+        self.set_fields(dst)
+
+    def set_fields(self, dst: Tensor) -> None:
+        """Give ``dst`` the new struct fields; a new change counter (:func:`touch`) only when one of them is
+        another object than the field holds (a repeated move leaves the struct as the memo saw it).
+
+        A move writes again only as the memo's kept plan, whose snapshot holds ``dst``'s change
+        counter from before the first write: once a write found every field in place (the counter
+        unchanged), a later write of the same plan finds them in place too, and is skipped.
+        """
+        if self.settled:
+            return
+        cur = vars(dst)
+        fields = self.fields
+        if any(map(operator.is_not, map(cur.get, fields), fields.values())):
+            cur.update(fields)
+            touch(dst)
+        else:
+            self.settled = True
 
 
 def _plan_move(src: Tensor, cfg: MovCfg, dst: Tensor, reuse: bool = False) -> _Move:
@@ -335,6 +360,7 @@ def _plan_data(move: _Move, src: Tensor, cfg: MovCfg, dst: Tensor, dst_shape: li
             fail(Status.NOT_ENGH_MEM, f"copy of {n} elements exceeds a buffer")
         move.n = n
         move.direct = not move.quant and s_el is src.data and d_el is dst.data and s_el.dtype is d_el.dtype
+        move.whole = move.direct and n == s_el.shape[0] == d_el.shape[0]
         return
     # Without padding the block is a view of the source, assigned at once (no intermediate copy).
     move.block_args = ((src_shape, src_strides, perm, list(cfg.offset), list(cfg.sub_sample_step), list(pre),

@@ -34,8 +34,9 @@ only the field checks.
 * **Repeated calls** (the memo, below): a capi function registered in two steps (checks and derived
   parameters, then the computation) is planned once per argument snapshot; a later call with the
   same arguments, unchanged in every field the checks read, runs the plan directly. The snapshot is
-  exact (identity of every field object, list entries, per-axis array contents, data array object
-  and metadata, platform and memory budget): a changed struct is always checked again.
+  exact (a tensor's change counter for its field objects, cfg fields by identity, list entries,
+  per-axis array contents, data array metadata, platform and memory budget): a changed struct is
+  always checked again.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import dataclasses
 import enum
 import functools
 import inspect
-import itertools
+import marshal
 import operator
 import typing
 import weakref
@@ -56,8 +57,8 @@ import numpy as np
 
 from ..config import get_memory_budget, get_platform
 from ..errors import MliError, Status
-from ..formats import ElType
-from ..tensor import MLI_MAX_RANK, Lut, Tensor
+from ..formats import ElType, enum_lookup
+from ..tensor import MLI_MAX_RANK, Lut, Tensor, touch
 
 __all__ = ["guard", "check_budget", "enum_lookup", "canonical_mov_cfg", "C_RANGES", "CFG_FIELDS", "SCALAR_TYPES", "OUT_TENSORS", "MEMO_SIZE",
            "memo_enabled"]
@@ -320,6 +321,8 @@ class _Call:
                     if k == "data" and any(v is c for _, c, _ in self.scratch):
                         continue
                     object.__setattr__(obj, k, v)
+                    if isinstance(obj, Tensor):
+                        touch(obj)
 
 
 def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_views: bool,
@@ -354,6 +357,7 @@ def _tensor(call: _Call, t: Any, name: str, out: bool, rank_limit: int, copy_vie
     sd = shadow.__dict__
     sd.update(fields)
     sd["data"] = new_data
+    touch(shadow)
     call.back.append((t, shadow, dict(sd)))
     return shadow
 
@@ -391,30 +395,6 @@ def _enum_types(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     return {k: v for k, v in hints.items() if isinstance(v, type) and issubclass(v, (enum.Enum,))} | {
         k: v for k, v in hints.items() if isinstance(v, type) and dataclasses.is_dataclass(v)}
-
-
-def enum_lookup(cls: type[enum.Enum], v: Any) -> enum.Enum | None:
-    """The member of ``cls`` that ``v`` names, or None.
-
-    Args:
-        cls: an enum (its members may carry a ``c_name``, the C enumerator).
-        v: a member, a member name or C enumerator name (``str``), or an integer value (not a bool).
-
-    Returns:
-        The member, or None where ``v`` names none.
-    """
-    if isinstance(v, cls):
-        return v
-    if isinstance(v, str):
-        for m in cls:
-            if v in (m.name, getattr(m, "c_name", None)):
-                return m
-    elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
-        try:
-            return cls(int(v))
-        except ValueError:
-            pass
-    return None
 
 
 def _enum_member(cls: type[enum.Enum], v: Any, what: str) -> enum.Enum:
@@ -628,20 +608,25 @@ def _fast_lut(lut: Any) -> bool:
 # strides, writeability) and the configuration (platform, memory budget); it returns ``run(*args)``,
 # which reads the element values and writes the outputs. The guard keeps the ``run`` of a call whose
 # arguments passed the fast path, under a snapshot of everything ``plan`` may read: a later call
-# whose snapshot is the same skips the normaliser and ``plan``. Snapshots compare field objects by
-# identity (an equal value of another type, ``3.0`` for ``3``, never matches), list entries one by
-# one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content and data arrays by object,
-# shape, strides, dtype (by identity: an equal dtype object of another identity does not match) and
-# writeability. Data arrays are held by weak reference only.
+# whose snapshot is the same skips the normaliser and ``plan``. A tensor's field objects are seen
+# through its change counter (``Tensor._version``: a new number from one process-wide counter on
+# every assignment of another object, so a counter seen before is that tensor with those very field
+# objects, data array included); cfg struct and LUT fields are compared by identity (an equal value
+# of another type, ``3.0`` for ``3``, never matches). What no assignment shows is compared as well:
+# list entries one by one (``t.shape[0] = 5`` is seen), per-axis parameter arrays by content, data
+# arrays' shape, strides, dtype (by identity: an equal dtype object of another identity does not
+# match) and writeability. The memo holds no data array (LUT data arrays by weak reference only).
+# The snapshot code is compiled once per function (tensors and cfg structs inline: no call per
+# argument on the repeated calls' path).
 MEMO_SIZE = 32
 """Snapshots kept per function (the oldest half is dropped when full)."""
 
 _memo_on: list[bool] = [True]
-_TFIELDS = operator.itemgetter("capacity", "shape", "mem_stride", "rank", "el_type", "frac_bits", "zero_point",
-                               "scale", "scale_frac_bits", "dim", "value")
+_TGET = operator.itemgetter("shape", "mem_stride", "data", "zero_point", "scale", "scale_frac_bits")
 _LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
                                "output_offset", "data")
 _same = operator.is_
+_marshal = marshal.dumps
 
 
 class _NoMemo(Exception):
@@ -674,72 +659,92 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
         raise _NoMemo
 
 
-def _snap_tensor(t: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
-    if type(t) is not Tensor:
+# The snapshot of a tensor, as source: the guard inlines it into the snapshot function it compiles
+# per capi function (_snapshot_fn; no call per tensor on the repeated calls' path), and _snap_tensor
+# is the same code as a function (for optional tensors). The tensor's change counter
+# (``Tensor._version``, tensor.py) stands for every field object: a counter seen before is that
+# tensor with the very field objects it had then (data array included). What the counter cannot see
+# is compared: the lists' entries (see _snapshot_fn), the data array's dtype (identity), shape,
+# strides and writeability, per-axis arrays' dtype, shape and content.
+_TENSOR_SNAP = """
+    if type({t}) is not Tensor:
         raise _NoMemo
-    d = t.__dict__
-    f = _TFIELDS(d)
-    sh, ms = f[1], f[2]
-    if type(sh) is not list or type(ms) is not list:
-        raise _NoMemo
-    ident += f
-    ident.append(len(sh))
-    ident += sh
-    ident.append(len(ms))
-    ident += ms
-    if type(f[6]) is not int or type(f[7]) is not int or type(f[8]) is not int:
-        for q in f[6:9]:
-            if type(q) is _NDARRAY:
-                ident.append(q.dtype)
-                vals.append((q.shape, q.tobytes()))
-            elif type(q) is not int:
-                raise _NoMemo
-    # _snap_data inlined (the most frequent snapshot).
-    data = d["data"]
-    if type(data) is _NDARRAY:
-        refs.append(data)
+    sh, ms, data, zp, sc, sfb = _TGET({t}.__dict__)
+    lists += (sh, ms)
+    if data is None:
+        vals.append({t}._version)
+    else:  # an ndarray: any other object is refused by the fast path, so its counter is in no entry
         ident.append(data.dtype)
-        vals.append((data.shape, data.strides, data.flags.writeable))
-    elif data is None:
-        refs.append(None)
-    else:
-        raise _NoMemo
+        vals += ({t}._version, data.shape, data.strides, data.flags.writeable)
+    if type(zp) is not int or type(sc) is not int or type(sfb) is not int:
+        if type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY:
+            ident += (zp.dtype, sc.dtype, sfb.dtype)
+            vals += (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
+        else:
+            _snap_quant(zp, sc, sfb, ident, vals)
+"""
+
+
+def _snap_quant(zp: Any, sc: Any, sfb: Any, ident: list[Any], vals: list[Any]) -> None:
+    for q in (zp, sc, sfb):
+        if type(q) is _NDARRAY:
+            ident.append(q.dtype)
+            vals += (q.shape, q.tobytes())
+        elif type(q) is not int:
+            raise _NoMemo
+
+
+def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:
+    """The function ``name`` that ``src`` defines, with this module's globals and ``names``."""
+    ns = dict(globals(), **names)
+    exec(compile(src, f"<pymli.checks.entry {name}>", "exec"), ns)  # noqa: S102 - our own template
+    return ns[name]
+
+
+_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs, lists):" + _TENSOR_SNAP.format(t="t"), "_snap_tensor",
+                        {})
 
 
 @functools.lru_cache(maxsize=None)
-def _cfg_snapper(cls: type) -> Callable[[Any, list[Any]], None]:
-    """The snapshot of a cfg struct of class ``cls``, compiled once per class: its fields read at once
-    from its ``__dict__`` (by identity), its nested structs' snapshots, then the lengths and every entry
-    of its list fields (by identity: a large int recomputed equal is only a miss)."""
-    spec = _fast_spec(cls)
-    names = [k for k, _, _ in spec]
-    get = operator.itemgetter(*names) if len(names) > 1 else (lambda d, k=names[0]: (d[k],))
-    nested = tuple((i, _cfg_snapper(x)) for i, (_, kind, x) in enumerate(spec) if kind == "struct")
-    lists = [i for i, (_, kind, _) in enumerate(spec) if kind == "ints"]
-    get_lists = None
-    if lists:
-        get_lists = operator.itemgetter(*lists) if len(lists) > 1 else (lambda f, i=lists[0]: (f[i],))
+def _cfg_snapper(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], Callable[[Any], tuple[Any, ...]] | None]:
+    """The snapshot of a cfg struct of class ``cls``, compiled once per class: ``(fields, lists)``.
 
-    def snap(cfg: Any, ident: list[Any]) -> None:
-        if type(cfg) is not cls:
+    ``fields(cfg)`` reads at once the class and every field, nested structs' fields included (by
+    dotted name; the nested struct itself is one of the values), all compared by identity; ``lists``
+    (None when the class has no list field) reads the list fields at once, whose entries are compared
+    as the tensors' lists are (see :func:`_snapshot_fn`).
+    """
+    def paths(c: type, prefix: str) -> list[str]:
+        out = []
+        for k, kind, x in _fast_spec(c):
+            out.append(prefix + k)
+            if kind == "struct":
+                out += paths(x, f"{prefix}{k}.")
+        return out
+
+    fields = operator.attrgetter("__class__", *paths(cls, ""))
+    names = [k for k, kind, _ in _fast_spec(cls) if kind == "ints"]
+    if not names:
+        return fields, None
+    return fields, operator.attrgetter(*names, *names) if len(names) == 1 else operator.attrgetter(*names)
+
+
+class _CfgClasses(dict):  # type: ignore[type-arg]
+    """The snapshots (:func:`_cfg_snapper`) of the classes named like one cfg parameter's met so far."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def add(self, cls: type) -> tuple[Callable[..., Any], Any]:
+        """The snapshot of ``cls``, kept; raises _NoMemo for a class of another name."""
+        if cls.__name__ != self.name or self.name not in CFG_FIELDS:
             raise _NoMemo
-        f = get(cfg.__dict__)
-        ident += f
-        for i, sub in nested:
-            sub(f[i], ident)
-        if get_lists is not None:
-            ls = get_lists(f)
-            if set(map(type, ls)) != _LIST_ONLY:
-                raise _NoMemo
-            ident += map(len, ls)
-            ident += itertools.chain.from_iterable(ls)
-    return snap
+        snap = self[cls] = _cfg_snapper(cls)
+        return snap
 
 
-_LIST_ONLY = {list}
-
-
-def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
     if type(lut) is not Lut:
         raise _NoMemo
     f = _LFIELDS(lut.__dict__)
@@ -747,48 +752,65 @@ def _snap_lut(lut: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> N
     _snap_data(f[7], ident, vals, refs)
 
 
-def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any]], None]:
-    """The snapshot of one parameter kind of the plan (see :func:`_kind`)."""
-    if kind == "tensor":
-        return _snap_tensor
+def _snapper(kind: str) -> Callable[[Any, list[Any], list[Any], list[Any], list[Any]], None]:
+    """The snapshot of one parameter kind of the plan (see :func:`_kind`) but tensors and cfg structs,
+    which :func:`_snapshot_fn` inlines."""
     if kind == "tensor?":
-        return lambda a, ident, vals, refs: ident.append(None) if a is None else _snap_tensor(a, ident, vals, refs)
-    if kind.startswith("cfg:"):
-        cls_name = kind[4:]
-        seen: dict[type, Callable[[Any, list[Any]], None]] = {}  # the classes of this name met so far
-
-        def cfg(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
-            cls = type(a)
-            snap = seen.get(cls)
-            if snap is None:
-                if cls.__name__ != cls_name or cls_name not in CFG_FIELDS:
-                    raise _NoMemo
-                snap = seen[cls] = _cfg_snapper(cls)
-            ident.append(cls)
-            snap(a, ident)
-        return cfg
+        return lambda a, ident, vals, refs, lists: (ident.append(None) if a is None
+                                                    else _snap_tensor(a, ident, vals, refs, lists))
     if kind == "lut":
         return _snap_lut
     if kind in ("int", "any"):
-        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+        def scalar(a: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
             if a is not None and (kind == "any" or type(a) is not int):
                 raise _NoMemo
             ident.append(a)
         return scalar
 
-    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any]) -> None:
+    def refuse(a: Any, ident: list[Any], vals: list[Any], refs: list[Any], lists: list[Any]) -> None:
         raise _NoMemo
     return refuse
 
 
-def _snapshot(snappers: list[Callable[..., None]], args: tuple[Any, ...]) -> tuple[list[Any], list[Any], list[Any]]:
-    """``(ident, vals, refs)`` of a call: objects compared by identity, values by equality, data arrays."""
-    ident: list[Any] = [get_platform(), get_memory_budget()]
-    vals: list[Any] = []
-    refs: list[Any] = []
-    for snap, a in zip(snappers, args):
-        snap(a, ident, vals, refs)
-    return ident, vals, refs
+def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """The snapshot ``(ident, vals, refs)`` of a call's arguments (objects compared by identity, values
+    by equality, data arrays of LUTs by weak reference) and its memo key (the arguments' ids), as
+    ``(ident, vals, refs, key)``, compiled for one parameter list: tensors
+    and cfg structs inline, other kinds through their snapper; raises (_NoMemo, KeyError,
+    AttributeError, ValueError from marshal, or whatever an odd object's attribute raises) for an
+    argument no snapshot describes.
+
+    The list fields (tensors' shape and mem_stride, cfg arrays) are gathered, then serialised at
+    once with :mod:`marshal` (format 2: no back-references) into the last value: the bytes hold each
+    list's length and every entry's type and value (``3``, ``3.0``, ``True`` and ``np.int64(3)``
+    differ; an object marshal cannot write raises ValueError).
+    """
+    names: dict[str, Any] = {"get_platform": get_platform, "get_memory_budget": get_memory_budget}
+    body = []
+    for i, kind in enumerate(kinds):
+        a = f"a{i}"
+        if kind == "tensor":
+            body.append(_TENSOR_SNAP.format(t=a))
+        elif kind.startswith("cfg:"):
+            names[f"c{i}"] = _CfgClasses(kind[4:])
+            body.append(_CFG_SNAP.format(a=a, classes=f"c{i}"))
+        else:
+            names[f"s{i}"] = _snapper(kind)
+            body.append(f"    s{i}({a}, ident, vals, refs, lists)\n")
+    src = (f"def snapshot(args):\n    {', '.join(f'a{i}' for i in range(len(kinds)))}, = args\n"
+           "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n    lists = []\n"
+           + "".join(body) + "    vals.append(_marshal(lists, 2))\n"
+           f"    return ident, vals, refs, ({''.join(f'id(a{i}), ' for i in range(len(kinds)))})\n")
+    return _compile(src, "snapshot", names)
+
+
+# A cfg struct's snapshot, as source (see _TENSOR_SNAP): its class's (_cfg_snapper) by the class.
+_CFG_SNAP = """
+    get, get_lists = {classes}.get(type({a})) or {classes}.add(type({a}))
+    ident += get({a})
+    if get_lists is not None:
+        lists += get_lists({a})
+"""
 
 
 def _no_array() -> None:
@@ -798,13 +820,6 @@ def _no_array() -> None:
 
 def _weak(d: np.ndarray | None) -> Callable[[], Any]:
     return _no_array if d is None else weakref.ref(d)
-
-
-def _matches(entry: tuple[Any, ...], ident: list[Any], vals: list[Any], refs: list[Any]) -> bool:
-    e_ident = entry[0]
-    # Every data array the entry saw is still alive and is this call's (None for None: _no_array).
-    return (len(e_ident) == len(ident) and all(map(_same, e_ident, ident)) and entry[1] == vals
-            and all(map(_same, map(_CALL, entry[2]), refs)))
 
 
 _CALL = operator.call
@@ -921,35 +936,40 @@ def guard(fn: Callable[..., Any], name: str | None = None) -> Callable[..., Any]
     fast = [(i, _fast_check(p, kind, name, rank_limit, copy_views, buffers, out_lut, arr_types.get(p)))
             for i, (p, kind) in enumerate(plan)]
     planner = getattr(fn, "__mli_plan__", None)
-    snappers = [_snapper(kind) for _, kind in plan]
+    snapshot: Callable[[tuple[Any, ...]], tuple[Any, ...]] | None = None  # compiled on the first call
     memo: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if kwargs or len(args) != n:
             args = sig.bind(*args, **kwargs).args
-        snap = None
+        nonlocal snapshot
+        key = None
         if planner is not None and _memo_on[0]:
+            if snapshot is None:
+                snapshot = _snapshot_fn([kind for _, kind in plan])
             try:
-                snap = _snapshot(snappers, args)
-            except (_NoMemo, KeyError, AttributeError):
-                snap = None
+                ident, vals, refs, key = snapshot(args)
+            except Exception:  # noqa: BLE001 - an argument no snapshot describes: the plain path decides
+                pass
             else:
-                key = tuple(map(id, args))
                 entry = memo.get(key)
-                if entry is not None and _matches(entry, *snap):
+                # Every LUT data array the entry saw is still alive and is this call's (_no_array for None).
+                if (entry is not None and entry[1] == vals and len(entry[0]) == len(ident)
+                        and all(map(_same, entry[0], ident))
+                        and (not refs or all(map(_same, map(_CALL, entry[2]), refs)))):
                     return entry[3](*args)
         for i, ok in fast:
             if not ok(args[i]):
                 break
         else:
-            if snap is None:
+            if key is None:
                 return fn(*args)
             run = planner(*args)
             if len(memo) >= MEMO_SIZE:
                 for k in list(memo)[: MEMO_SIZE // 2]:
                     memo.pop(k, None)
-            memo[key] = (snap[0], snap[1], tuple(map(_weak, snap[2])), run)
+            memo[key] = (ident, vals, tuple(map(_weak, refs)), run)
             return run(*args)
         new, call = normalise(args)
         res = fn(*new)

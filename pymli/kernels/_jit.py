@@ -1,4 +1,5 @@
-"""Optional numba JIT of the depthwise convolution: one fused loop nest (sums and output stage).
+"""Optional numba JIT: the depthwise convolution as one fused loop nest (sums and output stage), and
+the output stage of the other convolutions' row blocks (:func:`finish`).
 
 numba is an optional dependency (``pip install "pymli-arc[jit]"``): the pure-NumPy kernels are
 complete without it and compute the same values bit for bit; the JIT only makes some of them faster
@@ -16,7 +17,10 @@ element by element: the per-channel constants come from the same :mod:`pymli.ari
 functions (``sa8_out_params``, ``sa8_bias_bound`` and its result-cast plan, ``fx_bias``), and every
 step that :func:`~pymli.arith.requant.sa8_result_cast` / ``fx_result_cast`` / ``add_bias`` applies
 is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shifts for which those
-functions take their general saturating path (outside 0..62) are left to NumPy.
+functions take their general saturating path (outside 0..62) are left to NumPy. A 3x3 MLI_FX call
+with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
+and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
+sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import time
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -33,13 +38,18 @@ from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound
 from ..arith.rounding import limits
 from ..config import get_platform
 from ..formats import RoundMode
-from ._parallel import PARALLEL_WORK, PARTS_PER_THREAD, get_threads, run_parts
+from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
-__all__ = ["DepthwiseStage", "available", "compiled", "depthwise", "enabled", "fx_stage", "sa8_stage", "set_enabled"]
+__all__ = ["DepthwiseStage", "available", "compiled", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage",
+           "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
 _I32_MIN, _I32_MAX = limits(32)
+
+JIT_PARALLEL_WORK = 1 << 20
+"""Compiled calls with fewer multiply-adds than this stay on one thread (the loop nests run ~8 per ns
+on one core here: a worker's ~20-30 us wake-up pays from about this size on)."""
 
 _STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0", "module": None, "tried": False}
 
@@ -237,30 +247,97 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
     mod = _module()
     x = np.ascontiguousarray(x)
     wk = np.ascontiguousarray(w).reshape(kh, kw, c)
-    # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact below 2**31
-    acc_dt = np.int32 if kh * kw * xb * wb < (1 << 31) else I64
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     rows = nb * ho
+    fx40 = None if stage.sa8 or kh != 3 or kw != 3 else _fx40_par(stage)
+    if fx40 is not None:
+        # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
+        # below 9 * 2**31 < 2**53, so integer-valued and exact
+        wf = wk.astype(np.float64)
 
-    def run(r0: int, r1: int) -> np.ndarray:
-        out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
-        acc = np.empty((wo, c), dtype=acc_dt)
-        if stage.sa8:
-            mod.depthwise_sa8_rows(x, wk, int(x_offset), acc, out, r0, ho, geo, stage.chan, stage.par)
-        else:
-            mod.depthwise_fx_rows(x, wk, acc, out, r0, ho, geo, stage.chan, stage.par)
-        return out
+        def run(r0: int, r1: int) -> np.ndarray:
+            out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
+            mod.depthwise_fx3_rows(x, wf, np.empty(c), out, r0, ho, geo, stage.chan, fx40)
+            return out
+    else:
+        # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
+        # below 2**31
+        acc_dt = np.int32 if kh * kw * xb * wb < (1 << 31) else I64
 
-    # calls of at least PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the loop
-    # nests release the GIL)
+        def run(r0: int, r1: int) -> np.ndarray:
+            out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
+            acc = np.empty((wo, c), dtype=acc_dt)
+            if stage.sa8:
+                mod.depthwise_sa8_rows(x, wk, int(x_offset), acc, out, r0, ho, geo, stage.chan, stage.par)
+            else:
+                mod.depthwise_fx_rows(x, wk, acc, out, r0, ho, geo, stage.chan, stage.par)
+            return out
+
+    # calls of at least JIT_PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the
+    # loop nests release the GIL), or on this thread alone, whichever has been the faster lately for
+    # this shape (pool_pays: the other cores may be busy)
     threads = get_threads()
-    parts = min(rows, threads * PARTS_PER_THREAD) if threads > 1 and rows * wo * c * kh * kw >= PARALLEL_WORK else 1
-    if parts <= 1:
+    macs = rows * wo * c * kh * kw
+    if threads <= 1 or rows < 2 or macs < JIT_PARALLEL_WORK:
         return run(0, rows).reshape(nb, ho, wo, c)
-    cuts = [rows * i // parts for i in range(parts + 1)]
-    # each block writes a fresh array (run_parts may abandon a block still running on a worker)
-    blocks = run_parts(lambda i: run(cuts[i], cuts[i + 1]), parts)
-    return np.concatenate(blocks).reshape(nb, ho, wo, c)
+    site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)
+    pooled = pool_pays(site)
+    t0 = time.perf_counter()
+    if pooled:
+        parts = min(rows, threads * PARTS_PER_THREAD)
+        cuts = [rows * i // parts for i in range(parts + 1)]
+        # each block writes a fresh array (run_parts may abandon a block still running on a worker)
+        out = np.concatenate(run_parts(lambda i: run(cuts[i], cuts[i + 1]), parts))
+    else:
+        out = run(0, rows)
+    record_time(site, pooled, time.perf_counter() - t0)
+    return out.reshape(nb, ho, wo, c)
+
+
+_SUM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+
+
+def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndarray | None:
+    """The output stage ``stage`` on given exact sums, compiled: what
+    :func:`pymli.kernels.convolution.finish` computes from them (the convolutions' row blocks).
+
+    Args:
+        acc: (..., C) exact sums: integers, or integer-valued float32 / float64.
+        bound: bound on ``|acc|``.
+        stage: from :func:`sa8_stage` / :func:`fx_stage` (None: not for the JIT).
+
+    Returns:
+        The outputs, shape of ``acc``, in the stage's container dtype; or None when the JIT does not
+        take the call (off, numba missing, other dtypes, channel mismatch, a 40-bit sum whose biased
+        value may leave int64): the caller runs NumPy.
+    """
+    if stage is None or acc.dtype not in _SUM_TYPES or not enabled() or acc.ndim == 0:
+        return None
+    c = stage.chan.shape[-1]
+    if acc.shape[-1] != c:
+        return None
+    if not stage.sa8 and not stage.par[0] and bound + (int(np.abs(stage.chan).max()) if c else 0) >= 1 << 62:
+        return None  # the 40-bit stage adds the bias in int64 without saturation
+    out = np.empty(acc.shape, dtype=stage.out_dtype)
+    if out.size:
+        a2, o2 = acc.reshape(-1, c), out.reshape(-1, c)
+        if stage.sa8:
+            _module().finish_sa8(a2, stage.chan, stage.par, o2)
+        else:
+            _module().finish_fx(a2, stage.chan, stage.par, o2)
+    return out
+
+
+def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:
+    """The scalars of ``depthwise_fx3_rows`` (s, add, odd, lo, hi) for an MLI_FX stage without wrap and
+    saturation (40-bit accumulator), else None: the stage of ``depthwise_fx_rows`` in closed form."""
+    narrow, sat_lo, sat_hi, rnd_lim, s, half, up, c_lo, c_hi, lo, hi = (int(v) for v in stage.par)
+    if narrow or (sat_lo, sat_hi, rnd_lim) != (_I64_MIN, _I64_MAX, _I64_MAX):
+        return None
+    add, odd = (half, 0) if up or s == 0 else (half - 1, 1)
+    # clip(clip(v, c_lo, c_hi), lo, hi) = clip(v, low, high): its values at -inf and +inf
+    low, high = min(max(c_lo, lo), hi), min(max(c_hi, lo), hi)
+    return np.array([s, add, odd, low, high], dtype=I64)
 
 
 @functools.lru_cache(maxsize=64)

@@ -744,6 +744,10 @@ class _OutputStage:
     The sa8 output stage (bias add, requantisation with its two roundings, zero point, clamp) runs
     in float64 too whenever :func:`pymli.arith.requant.sa8_float_cast` proves it exact for the
     call's parameters and sum bound (the plan is made once per bound, with the current rounding).
+
+    With the optional JIT (:mod:`pymli.kernels._jit`) either stage is one compiled pass over the
+    block instead (the integer stage of :func:`finish`, element by element, straight into the
+    output container), its constants derived once per platform.
     """
 
     def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
@@ -756,6 +760,17 @@ class _OutputStage:
                 b = fx_bias(bias, q.bias_shift, q.acc_bits)
                 self.float_bias = b.astype(np.float64)
                 self.float_limit = _F64_EXACT - (int(np.abs(b).max()) if b.size else 0) - ((1 << q.out_shift) >> 1)
+        self._jit: dict[object, _jit.DepthwiseStage | None] = {}  # platform -> the JIT's constants
+
+    def jit_stage(self) -> _jit.DepthwiseStage | None:
+        """The JIT's constants of this stage for the current platform, or None (JIT off, or a shift
+        the compiled stage leaves to NumPy)."""
+        if not _jit.enabled():
+            return None
+        key = get_platform()
+        if key not in self._jit:
+            self._jit[key] = _jit_stage(self.bias, self.q, self.bounds)
+        return self._jit[key]
 
     def sa8_plan(self, bound: int) -> Sa8FloatCast | None:
         """The float64 sa8 output stage for sums bounded by ``bound``, or None (FX, or not exact)."""
@@ -764,9 +779,13 @@ class _OutputStage:
     def gil_light(self, block_elems: int, bound: int) -> bool:
         """Run the stage inside the blocks (on the workers): a float64 stage (a few large NumPy
         calls) or a block large enough that its NumPy calls outweigh the Python between them."""
-        return self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
+        return (self.float_limit > 0 or block_elems >= GIL_LIGHT_ELEMS or self.sa8_plan(bound) is not None
+                or self.jit_stage() is not None)
 
     def __call__(self, acc: np.ndarray, bound: int, overwrite: bool = False) -> np.ndarray:
+        out = _jit.finish(acc, bound, self.jit_stage())
+        if out is not None:
+            return out
         if acc.dtype == np.float64 and bound < self.float_limit:
             v = np.add(acc, self.float_bias, out=acc if overwrite else None)
             sh = self.q.out_shift

@@ -39,7 +39,7 @@ try:  # the clip ufunc itself: one pass, no Python-level argument handling
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
 
-__all__ = ["PreparedFc", "fully_connected", "prepare_fc"]
+__all__ = ["PreparedFc", "fully_connected", "prepare_fc", "prepare_pointwise"]
 
 I64 = np.int64
 
@@ -87,7 +87,15 @@ _F64_EXACT = 1 << 53
 _I32_MAX = (1 << 31) - 1
 _MAX_STAGES = 16
 _F32_MIN = 1 << 16
-"""Weights from this many elements are kept in float32 when that is exact."""
+"""Weights from this many elements are kept in float32 only, when that is exact."""
+_TILE_MAX = 1 << 16
+"""Outputs of the largest block of rows whose per-channel constants are tiled to its shape (two
+float64 arrays of up to 512 KB per layer and block size); larger products go by blocks of rows."""
+_MAX_TILES = 8
+_F32_PRODUCT = 1 << 15
+"""Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
+~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
+than the product saves)."""
 
 
 class PreparedFc:
@@ -118,6 +126,8 @@ class PreparedFc:
         self._l1 = np.abs(w64).sum(axis=0)
         self._l1max = int(self._l1.max()) if self._l1.size else 0
         self._stages: dict[tuple[int, str], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
+        # (platform, input dtype, stage) of the last call: a repeated call skips the key and the dict
+        self._last: tuple[Platform | None, np.dtype | None, Callable[[np.ndarray], np.ndarray] | None] = (None, None, None)
 
     def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The layer on ``x``.
@@ -131,17 +141,26 @@ class PreparedFc:
         """
         x = np.asarray(x)
         p = get_platform()
-        key = (id(p), x.dtype.char)
-        st = self._stages.get(key)
-        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
-            if len(self._stages) >= _MAX_STAGES:  # platforms made afresh for every call: keep a few
-                self._stages.clear()
-            st = self._stages[key] = (p, self._stage(p, x.dtype))
-        y = st[1](x)
+        last = self._last
+        if last[0] is p and last[1] is x.dtype:  # the common case: the previous call's stage
+            y = last[2](x)
+        else:
+            y = self._lookup(p, x.dtype)(x)
         if out is None:
             return y.astype(self._dtype, copy=False)
         out[...] = y
         return out
+
+    def _lookup(self, p: Platform, xdt: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+        """The stage of platform ``p`` and input dtype ``xdt`` (derived on first use), kept as the last one."""
+        key = (id(p), xdt.char)
+        st = self._stages.get(key)
+        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._stages) >= _MAX_STAGES:  # platforms made afresh for every call: keep a few
+                self._stages.clear()
+            st = self._stages[key] = (p, self._stage(p, xdt))
+        self._last = (p, xdt, st[1])
+        return st[1]
 
     def _plain(self, x: np.ndarray) -> np.ndarray:
         return fully_connected(x, self._w, self._bias, self._q, self._bounds)
@@ -170,8 +189,8 @@ class PreparedFc:
             shmax = int(sh.max()) if m else 0
             if p.full_accu:
                 pre = np.zeros(m, I64)
-                clip16 = False
-                kb = int((acc_b * np.abs(mul)).max()) if m else 0  # bound on |acc * mul|
+                clip16 = clip16_i = False
+                kb = kb_i = int((acc_b * np.abs(mul)).max()) if m else 0  # bound on |acc * mul|
                 # acc + bias must not saturate (|acc * mul| < 2**53 below keeps the product exact)
                 ok = not m or int(acc_b.max()) <= _I32_MAX
             else:
@@ -182,6 +201,9 @@ class PreparedFc:
                 a16 = int(((acc_b >> pre) + 1).max()) if m else 0
                 clip16 = a16 > (1 << 15) - 1 and not self._sat16_redundant(mul, sh, int(q.out_zp), lo, hi)
                 kb = (min(a16, 1 << 15) if clip16 else a16) * (int(np.abs(mul).max()) if m else 0)  # on |a16 * mul|
+                # the int32 stage clamps to 16 bits as C does, also where that cannot change an output
+                clip16_i = a16 > (1 << 15) - 1
+                kb_i = min(a16, 1 << 15) * (int(np.abs(mul).max()) if m else 0)
             zp = int(q.out_zp)
             # the product and its rounding half exact in float64 (and, to add both at once, the zero point)
             if not ok or (m and (int(sh.min()) < 0 or shmax > 52)) or kb + (1 << shmax >> 1) >= _F64_EXACT:
@@ -191,8 +213,19 @@ class PreparedFc:
             # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
             olo, ohi = max(lo, -128), min(hi, 127)
             lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
+            ints = None
+            if up and m:
+                # ROUND_UP in int32 (for products taken in float32, see _float_stage): every value
+                # below fits: the accumulator with bias and rounding half, the 16-bit value times the
+                # multiplier with the rounding half and the zero point shifted up
+                pre64, sh64, mul64 = (np.asarray(v, I64) for v in (pre, sh, mul))
+                c1 = c + ((1 << pre64) >> 1)
+                if int((acc_b + ((1 << pre64) >> 1)).max()) <= _I32_MAX and int(np.abs(c1).max()) <= _I32_MAX \
+                        and kb_i + (1 << shmax >> 1) + (abs(zp) << shmax) <= _I32_MAX:
+                    ints = _IntStage(c1, pre64, mul64, ((1 << sh64) >> 1) + zp * (1 << sh64), sh64, clip16_i,
+                                     int(lo_f), int(hi_f))
             return self._float_stage(xb, pre, c, up, None, clip16, mul.astype(np.float64) * np.ldexp(1.0, -sh),
-                                     float(zp), merge, (lo_f, hi_f))
+                                     float(zp), merge, (lo_f, hi_f), ints)
         # FX: accumulator of 32 bits (wraps) or 40 bits (int64 in C)
         acc_b = xb * self._l1
         fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
@@ -226,7 +259,8 @@ class PreparedFc:
 
     def _float_stage(self, xb: int, pre: np.ndarray, c: np.ndarray, up: bool, sat: tuple[int, int] | None,
                      clip16: bool, scale: np.ndarray | None, zp: float, merge: bool,
-                     clamp: tuple[float, float]) -> Callable[[np.ndarray], np.ndarray]:
+                     clamp: tuple[float, float], ints: _IntStage | None = None
+                     ) -> Callable[[np.ndarray], np.ndarray]:
         """``clamp(round2(sat16(round1(sat(x @ w + c) / 2**pre)) * scale) + zp)`` in floats, exact.
 
         Why exact: ``x @ w`` is a sum of integer products whose every partial sum is bounded by
@@ -240,51 +274,174 @@ class PreparedFc:
         ``round2`` (the caller checks the bound with the rounding half added). ``zp`` is added after
         ``rint`` (half to even depends on parity); with ROUND_UP it is added with the half when
         ``merge`` (the caller checked that this sum is exact too).
+
+        ``ints`` (sa8, ROUND_UP): for calls that take the float32 product, the same in int32 on the
+        unscaled product (the exact accumulator, below 2**24): ``(acc + c + 2**(pre-1)) >> pre`` is
+        ``floor((acc + c) / 2**pre + 1/2)``, and ``(v * mul + 2**(sh-1) + zp * 2**sh) >> sh`` is
+        ``floor(v * mul / 2**sh + 1/2) + zp`` (arithmetic shifts floor); the caller checked that
+        every sum fits int32. Half the bytes per pass of the float64 stage (~1.3-1.5x faster).
         """
         if xb * self._l1max >= _F64_EXACT:
             return self._plain
         inv = np.ldexp(1.0, -pre)
-        # float32 halves the memory a large product reads; small ones stay in float64 (no conversion)
-        f32 = xb * self._l1max < _F32_EXACT and self._w.size >= _F32_MIN
-        ws = (self._w.astype(np.float64) * inv).astype(np.float32 if f32 else np.float64)
+        # float32 halves the memory a product reads and doubles BLAS's rate; small products stay in
+        # float64 (no conversion of the result). Exact: every partial sum is below 2**24 (checked
+        # here), and the scaled weights w * 2**-pre are integers of at most 16 bits times a power of
+        # two, exact in float32.
+        ws64 = self._w.astype(np.float64) * inv
+        f32_ok = xb * self._l1max < _F32_EXACT
+        ws32 = ws64.astype(np.float32) if f32_ok else None
+        if f32_ok and self._w.size >= _F32_MIN:
+            ws64, f32_from = None, 0  # large weights: float32 only
+        else:
+            f32_from = _F32_PRODUCT if f32_ok else math.inf
         rnd1 = bool(pre.size and pre.max() > 0)
         h1 = 0.5 if up and rnd1 else 0.0
         cs = c * inv + h1
         lim1 = None if sat is None else (sat[0] * inv + h1, sat[1] * inv + h1)
         add2 = (0.5 + zp if merge else 0.5) if up else 0.0
         zp_after = 0.0 if merge else zp
-        lo, hi = clamp
-        big = -(-SMALL_PRODUCT // max(ws.shape[1], 1))  # inputs from this size on make a product worth a switch
+        m = self._w.shape[1]
+        big = -(-SMALL_PRODUCT // max(m, 1))  # inputs from this size on make a product worth a switch
+        # per-channel constants (bias, scale) in the product's shape (_Tiles); scalars as 0-d arrays
+        # (as fast as one shape; Python floats are converted per call)
+        cs1 = np.ascontiguousarray(np.broadcast_to(np.asarray(cs, np.float64), (m,)))
+        sc1 = None if scale is None else np.ascontiguousarray(np.broadcast_to(scale, (m,)))
+        for a in (cs1, sc1):
+            if a is not None:
+                a.flags.writeable = False
+        chunk = max(_TILE_MAX // max(m, 1), 1)  # rows of a tile: larger products go by blocks of rows
+        tiles = _Tiles((cs1, sc1))
+        itiles = None
+        wi = None
+        if ints is not None and f32_ok:
+            wi = self._w.astype(np.float32)  # unscaled: x @ wi is the accumulator itself
+            itiles = _Tiles(ints.vectors)
+        lim_r = None if lim1 is None else (np.array(lim1[0]), np.array(lim1[1]))
+        add2_r = np.array(add2) if up else None
+        zp_r = np.array(zp_after) if zp_after else None
+        lo, hi = np.array(clamp[0]), np.array(clamp[1])
+        c16_lo, c16_hi = np.array(-32768.0), np.array(32767.0)
+        add, floor, rint, multiply = np.add, np.floor, np.rint, np.multiply
+
+        def stage(y: np.ndarray, cs_t: np.ndarray, sc_t: np.ndarray | None) -> None:
+            """Everything after the product, in place on float64 ``y`` (constants of its shape)."""
+            add(y, cs_t, y)
+            if lim_r is not None:
+                _clip(y, lim_r[0], lim_r[1], y)
+            if rnd1:
+                (floor if up else rint)(y, y)
+            if clip16:
+                _clip(y, c16_lo, c16_hi, y)
+            if sc_t is not None:
+                multiply(y, sc_t, y)
+                if add2_r is not None:
+                    add(y, add2_r, y)
+                    floor(y, y)
+                else:
+                    rint(y, y)
+            if zp_r is not None:
+                add(y, zp_r, y)
+            _clip(y, lo, hi, y)  # integral values: the caller casts or stores them
 
         def run(x: np.ndarray) -> np.ndarray:
             if x.ndim > 2:  # np.dot of an N-d array does not reach BLAS's matrix product
-                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], ws.shape[1])
+                return run(x.reshape(math.prod(x.shape[:-1]), x.shape[-1])).reshape(*x.shape[:-1], m)
+            macs = x.size * m
+            ws = (ws32 if wi is None else wi) if macs >= f32_from else ws64
             if x.size >= big:
-                with blas_single_thread(x.size * ws.shape[1]):
+                with blas_single_thread(macs):
                     y = np.dot(x, ws)
             else:
                 y = np.dot(x, ws)  # (K,) or (N, K) . (K, M): matmul's result, less call overhead
-            if f32:
-                y = np.add(y, cs, dtype=np.float64)
+            # (the product is dropped as soon as it is converted: fewer large buffers alive, fewer
+            # fresh pages for the allocator to fault in)
+            if ws is wi:
+                y = y.astype(np.int32)
+                st, tl = ints.run, itiles  # type: ignore[union-attr]
             else:
-                y += cs
-            if lim1 is not None:
-                _clip(y, lim1[0], lim1[1], out=y)
-            if rnd1:
-                (np.floor if up else np.rint)(y, out=y)
-            if clip16:
-                _clip(y, -32768.0, 32767.0, out=y)
-            if scale is not None:
-                y *= scale
-                if up:
-                    y += add2
-                    np.floor(y, out=y)
-                else:
-                    np.rint(y, out=y)
-            if zp_after:
-                y += zp_after
-            return _clip(y, lo, hi, out=y)  # integral values: the caller casts or stores them
+                if ws is ws32:
+                    y = y.astype(np.float64)  # then same-type adds: faster than one mixed-type add
+                st, tl = stage, tiles
+            if y.ndim == 1:
+                st(y, *tl[None])
+            elif y.shape[0] <= chunk:
+                st(y, *tl[y.shape[0]])
+            else:
+                _by_blocks(y, st, tl, chunk)
+            return y
         return run
+
+
+class _Tiles(dict):  # type: ignore[type-arg]
+    """The per-channel vectors ``vecs`` (each (M,) or None) in a product's shape: ``tiles[None]`` the
+    vectors, ``tiles[n]`` each tiled to (n, M) (made on first use, read-only; a few row counts kept).
+    A ufunc on operands of one shape skips NumPy's broadcasting, which costs ~0.5 us on a one-row
+    layer and runs ~2x slower on many rows of a few dozen channels."""
+
+    def __init__(self, vecs: tuple[np.ndarray | None, ...]) -> None:
+        super().__init__({None: vecs})
+        self.vecs = vecs
+
+    def __missing__(self, n: int | None) -> tuple[np.ndarray | None, ...]:
+        if n is None:
+            return self.vecs
+        t = tuple(None if v is None else np.tile(v, (n, 1)) for v in self.vecs)
+        for a in t:
+            if a is not None:
+                a.flags.writeable = False
+        if len(self) > _MAX_TILES:  # batch sizes changing from call to call: keep a few
+            self.clear()
+            self[None] = self.vecs
+        self[n] = t
+        return t
+
+
+def _by_blocks(y: np.ndarray, stage: Callable[..., None], tiles: _Tiles, chunk: int) -> np.ndarray:
+    """``stage(y, *constants)`` in place on (N, M) ``y`` by blocks of ``chunk`` C-contiguous rows,
+    with the constants in each block's shape. Returns ``y``."""
+    for s in range(0, y.shape[0], chunk):
+        blk = y[s:s + chunk]
+        stage(blk, *tiles[blk.shape[0]])
+    return y
+
+
+class _IntStage:
+    """The sa8 ROUND_UP output stage in int32 (see :meth:`PreparedFc._float_stage`): per-channel
+    ``c`` (bias, input zero-point correction and the first rounding half), shifts ``pre`` and ``sh``,
+    multipliers ``mul``, ``add`` (second rounding half plus the output zero point times ``2**sh``),
+    the 16-bit clamp, the output clamp ``[lo, hi]``."""
+
+    def __init__(self, c: np.ndarray, pre: np.ndarray, mul: np.ndarray, add: np.ndarray, sh: np.ndarray,
+                 clip16: bool, lo: int, hi: int) -> None:
+        m = c.shape[0]
+
+        def vec(v: np.ndarray) -> np.ndarray:
+            a = np.ascontiguousarray(np.broadcast_to(v, (m,)), np.int32)
+            a.flags.writeable = False
+            return a
+        # uniform shifts as 0-d arrays (no tiles), per-channel ones as vectors
+        self._pre = np.array(pre[0], np.int32) if m and np.all(pre == pre[0]) else None
+        self._sh = np.array(sh[0], np.int32) if m and np.all(sh == sh[0]) else None
+        self._shift1 = bool(m and pre.max() > 0)
+        self.vectors = (vec(c), vec(mul), vec(add), None if self._pre is not None else vec(pre),
+                        None if self._sh is not None else vec(sh))
+        self._clip16 = clip16
+        self._lo, self._hi = np.array(lo, np.int32), np.array(hi, np.int32)
+        self._l16, self._h16 = np.array(-32768, np.int32), np.array(32767, np.int32)
+
+    def run(self, y: np.ndarray, c: np.ndarray, mul: np.ndarray, add: np.ndarray, pre: np.ndarray | None,
+            sh: np.ndarray | None) -> None:
+        """The stage in place on int32 accumulators ``y`` (constants of its shape)."""
+        np.add(y, c, y)
+        if self._shift1:
+            np.right_shift(y, self._pre if pre is None else pre, y)
+        if self._clip16:
+            _clip(y, self._l16, self._h16, y)
+        np.multiply(y, mul, y)
+        np.add(y, add, y)
+        np.right_shift(y, self._sh if sh is None else sh, y)
+        _clip(y, self._lo, self._hi, y)
 
 
 def prepare_fc(w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant, bounds: tuple[int, int],
@@ -301,3 +458,27 @@ def prepare_fc(w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant, bounds: t
         under the platform in force at the call.
     """
     return PreparedFc(w, bias, q, bounds, out_dtype)
+
+
+def prepare_pointwise(w: np.ndarray, bias: np.ndarray, q: FxQuant | Sa8Quant, bounds: tuple[int, int],
+                      out_dtype: np.dtype | type = I64) -> PreparedFc | None:
+    """A 1x1 convolution of stride 1 without padding as the prepared fully connected layer of its
+    weights: every output pixel is the product of its input pixel's channels, so ``f(x)`` on
+    ``(..., H, W, C_in)`` integers equals ``conv2d_hwcn(x, w, bias, q, stride=(1, 1), pad=(0, 0),
+    out_hw=(H, W), bounds=bounds)`` (the caller checks the geometry and the integer input).
+
+    Unlike :func:`pymli.kernels.conv_prepared.prepare_conv`, which takes the plain kernel beyond its
+    per-call size limit, any size goes through the prepared product (for 1x1 layers it runs ~2x the
+    plain kernel's rate at 4 M multiply-adds: no im2col copy, the int32 output stage).
+
+    Args:
+        w: (1, 1, C_in, C_out) weights (HWCN).
+        bias, q, bounds, out_dtype: as for :func:`prepare_fc`.
+
+    Returns:
+        The :class:`PreparedFc`, or None for other weights shapes and for weights with a zero point
+        (the convolution's weights offset is not the fully connected layer's).
+    """
+    if w.ndim != 4 or w.shape[:2] != (1, 1) or (isinstance(q, Sa8Quant) and _eff_offset(q.w_zp)):
+        return None
+    return prepare_fc(w.reshape(w.shape[2], w.shape[3]), bias, q, bounds, out_dtype)

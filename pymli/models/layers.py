@@ -53,11 +53,11 @@ from ..kernels.conv_prepared import prepare_conv
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
-from ..kernels.fully_connected import prepare_fc
+from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.move import pad2d
 from ..tensor import Lut, Tensor
 from . import floatops as F
-from .qparams import Const, QParams
+from .qparams import Const, QParams, counted_setattr
 
 __all__ = [
     "LAYER_TYPES",
@@ -172,6 +172,8 @@ class Layer:
     follows_input: ClassVar[bool] = False
     #: the kernel writes the output parameters itself
     kernel_sets_output: ClassVar[bool] = False
+
+    __setattr__ = counted_setattr  # a reassigned attribute invalidates the prepared plans (Network._plan)
 
     def __init__(self, name: str | None = None, inputs: list[str] | None = None, out_q: QParams | None = None,
                  fn: str | None = None) -> None:
@@ -425,6 +427,7 @@ class Conv2D(_MacLayer):
 
     #: the kernel of :mod:`pymli.kernels.convolution` computing this layer
     _kernel: ClassVar[Callable[..., np.ndarray]] = staticmethod(KC.conv2d_hwcn)  # type: ignore[assignment]
+    _float: ClassVar[Callable[..., np.ndarray]] = staticmethod(F.conv2d)  # type: ignore[assignment]
 
     def plan_step(self, fn: Callable[..., Any], in_qs: list[QParams], in_shapes: list[tuple[int, ...]],
                   out_q: QParams, out_shape: tuple[int, ...]) -> Step | None:
@@ -440,6 +443,14 @@ class Conv2D(_MacLayer):
         kernel, dtype = type(self)._kernel, out_q.el_type.dtype
         if kernel is KC.conv2d_hwcn or kernel is KC.depthwise_conv2d_hwcn:
             # weights layout, bias corrections, padded buffer and output stage prepared once
+            pw = None
+            if kernel is KC.conv2d_hwcn and tuple(self.stride) == (1, 1) and kw["pad"] == (0, 0) \
+                    and tuple(out_shape[:2]) == tuple(in_shapes[0][:2]):
+                pw = prepare_pointwise(w, b, q, bounds, dtype)
+            if pw is not None:
+                def pointwise(xs: list[np.ndarray]) -> np.ndarray:
+                    return pw(xs[0])  # 1x1: the input pixels are the product's rows, whatever the size
+                return pointwise
             layer = prepare_conv(w, b, q, **kw, depthwise=kernel is KC.depthwise_conv2d_hwcn, out_dtype=dtype)
 
             def conv(xs: list[np.ndarray]) -> np.ndarray:
@@ -464,12 +475,14 @@ class Conv2D(_MacLayer):
                                 conv_out_size(w, kw, self.stride[1], l, r, self.dilation[1]), self.weights.shape[-1]))
 
     def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
+        # MACs per output value: the kernel window over the input channels one output reads
+        # (weights.shape[2]: all of them, one for depthwise, a group's for grouped convolution)
         kh, kw, cin = self.weights.shape[:3]
         return kh * kw * cin
 
     def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
         """The layer before its fused ReLU, on given (float or integer-valued) arrays."""
-        return F.conv2d(x, w, b, self.stride, self.padding, self.dilation)
+        return self._float(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class DepthwiseConv2D(Conv2D):
@@ -478,16 +491,11 @@ class DepthwiseConv2D(Conv2D):
     kind = "depthwise_conv2d"
     op = Op.DEPTHWISE_CONV2D
     _kernel = staticmethod(KC.depthwise_conv2d_hwcn)
+    _float = staticmethod(F.depthwise_conv2d)
 
     def _channels_fit(self, c: int) -> bool:
         return self.weights.shape[2] == 1 and self.weights.shape[3] == c
 
-    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
-        kh, kw = self.weights.shape[:2]
-        return kh * kw
-
-    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return F.depthwise_conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class GroupConv2D(Conv2D):
@@ -497,17 +505,12 @@ class GroupConv2D(Conv2D):
     kind = "group_conv2d"
     op = Op.GROUP_CONV2D
     _kernel = staticmethod(KC.group_conv2d_hwcn)
+    _float = staticmethod(F.group_conv2d)
 
     def _channels_fit(self, c: int) -> bool:
         cg, cout = self.weights.shape[2], self.weights.shape[3]
         return cg > 0 and c % cg == 0 and cout % (c // cg) == 0
 
-    def mac_count(self, in_shapes: list[tuple[int, ...]]) -> int:
-        kh, kw, cg = self.weights.shape[:3]
-        return kh * kw * cg
-
-    def linear(self, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return F.group_conv2d(x, w, b, self.stride, self.padding, self.dilation)
 
 
 class TransposeConv2D(Conv2D):
@@ -591,11 +594,16 @@ class FullyConnected(_MacLayer):
         q, bounds = self._mac_params(in_qs[0], (n_in,), out_q, (m,))
         fc = prepare_fc(fast_view(self.weights.tensor()), fast_view(self.bias.tensor()), q, bounds,
                         out_q.el_type.dtype)
-        lead = 1 + self.per_step
+        if self.per_step:
+            def steps(xs: list[np.ndarray]) -> np.ndarray:
+                x = xs[0]
+                return fc(x.reshape(x.shape[0], x.shape[1], n_in)).reshape(x.shape[0], *out_shape)
+            return steps
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             x = xs[0]
-            return fc(x.reshape(*x.shape[:lead], n_in)).reshape(x.shape[0], *out_shape)
+            # (N, n_in) -> (N, m): out_shape is (m,)
+            return fc(x if x.ndim == 2 else x.reshape(x.shape[0], n_in))
         return step
 
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

@@ -36,7 +36,7 @@ from ..graph import args
 from ..graph.registry import LUT_OPS, Op, entry
 from .layers import KernelMissing, Layer, Step
 from .netfile import save_network
-from .qparams import QParams
+from .qparams import EDITS, QParams, counted_setattr
 
 __all__ = ["Network", "Plan", "PlanStep", "RunResult", "UnknownLayer", "mli_argmax"]
 
@@ -109,6 +109,8 @@ class Network(Exportable):
         input_q: quantisation of the input tensor (None for a float-only network).
         name: a label for reports.
     """
+
+    __setattr__ = counted_setattr  # a reassigned attribute invalidates the prepared plans (see _plan)
 
     def __init__(self, input_shape: Sequence[int], layers: Iterable[Layer] = (), input_q: QParams | None = None,
                  name: str = "network") -> None:
@@ -288,12 +290,14 @@ class Network(Exportable):
     def __getstate__(self) -> dict[str, Any]:
         """Pickled and copied without its prepared plans (closures over this network's arrays)."""
         state = dict(self.__dict__)
-        state.pop("_plan_cache", None)
+        for k in ("_plan_cache", "_plan_last", "_inside_last"):
+            state.pop(k, None)
         return state
 
     def invalidate(self) -> None:
         """Drop the prepared plans (after changing a constant's array or a QParams in place)."""
         self._plans.clear()
+        self.__dict__.pop("_plan_last", None)
 
     @property
     def _plans(self) -> dict[tuple[Platform, bool], tuple[tuple[Any, ...], Plan]]:
@@ -329,18 +333,28 @@ class Network(Exportable):
 
     def _plan(self, plat: Platform, specialise: bool) -> Plan:
         """:meth:`prepare` for a resolved platform (the cached plan while the network is unchanged)."""
-        key = (plat, specialise)
-        hit = self._plans.get(key)
+        last = self.__dict__.get("_plan_last")  # the last plan: no Platform hash (a Python-level call)
+        if last is not None and last[0] is plat and last[1] is specialise:
+            # no public attribute of a network, layer or constant assigned since its check, and the
+            # same layers: the state is the checked one
+            if last[3] == EDITS[0] and len(self.layers) == len(last[4]) and all(map(operator.is_, self.layers, last[4])):
+                return last[2][1]
+            hit = last[2]
+        else:
+            hit = self._plans.get((plat, specialise))
+        edits = EDITS[0]  # read before the state: an assignment from here on forces the next check
         if hit is not None:
             state = self._state()
             if len(state) == len(hit[0]) and all(map(operator.is_, state, hit[0])):
+                self.__dict__["_plan_last"] = (plat, specialise, hit, edits, tuple(self.layers))
                 return hit[1]
         missing = self.missing_functions()
         if missing:
             raise KernelMissing(missing[0])
         with use_platform(plat):
             plan = Plan(self, plat, specialise)
-        self._plans[key] = (self._state(), plan)
+        self._plans[(plat, specialise)] = hit = (self._state(), plan)
+        self.__dict__["_plan_last"] = (plat, specialise, hit, edits, tuple(self.layers))
         return plan
 
     def run(self, x: np.ndarray, *, capture: bool | Sequence[str] = True, platform: Platform | str | None = None,
@@ -373,7 +387,7 @@ class Network(Exportable):
         q = self.input_q
         if x.dtype.kind == "f":
             x = self.quantize_input(x)
-        elif not _inside(x.dtype, q.qmin, q.qmax) and (x.min() < q.qmin or x.max() > q.qmax):
+        elif not self._inside(x.dtype, q) and (x.min() < q.qmin or x.max() > q.qmax):
             raise MliError(Status.BAD_TENSOR, f"quantised input outside the {q.el_type.name} container "
                                               f"[{q.qmin}, {q.qmax}]")
         if capture is not True and capture is not False:
@@ -390,12 +404,19 @@ class Network(Exportable):
             batch = args.integer(batch, "batch", what="Network.run", lo=1, hi=2**31 - 1)
         current = get_platform()
         plat = current if platform is None else platform_named(platform)
-        plan = self._plan(plat, bool(specialise))
-        keep: bool | set[str] = True if capture is True else {*(capture or ()), self.output_name}
+        plan = self._plan(plat, specialise is True or bool(specialise))
+        keep: bool | set[str]
+        if capture is True or capture is False or isinstance(capture, np.bool_):
+            keep = bool(capture)  # False: the output only
+        else:
+            keep = {*capture, plan.output_name}
+        n = x.shape[0]
+        if n <= batch and progress is None and plat is current:  # the common case: one part, as it is
+            values, qparams = plan.execute(x, keep)
+            return RunResult(values, qparams, plan.output_name, plat, plan.index_output)
         # the platform context only when it changes the platform in force (entering it costs a few us)
         with use_platform(plat) if plat is not current else contextlib.nullcontext():
-            n = x.shape[0]
-            if n <= batch:  # the common case: one part, nothing to concatenate
+            if n <= batch:  # one part, nothing to concatenate
                 values, qparams = plan.execute(x, keep)
                 if progress is not None:
                     progress(n)
@@ -407,7 +428,16 @@ class Network(Exportable):
                         progress(min(batch, n - s))
                 qparams = parts[-1][1]
                 values = {k: np.concatenate([v[k] for v, _ in parts]) for k in parts[0][0]}
-        return RunResult(values, qparams, self.output_name, plat, self.index_output)
+        return RunResult(values, qparams, plan.output_name, plat, plan.index_output)
+
+    def _inside(self, dtype: np.dtype, q: QParams) -> bool:
+        """Every value of the integer ``dtype`` lies in the container of ``q`` (the last answer kept)."""
+        last = self.__dict__.get("_inside_last")
+        if last is not None and last[0] is dtype and last[1] is q.el_type:
+            return last[2]
+        ok = _inside(dtype, q.qmin, q.qmax)
+        self.__dict__["_inside_last"] = (dtype, q.el_type, ok)
+        return ok
 
     def run_layer(self, name: str, inputs: Sequence[np.ndarray], in_qs: Sequence[QParams], *,
                   platform: Platform | str | None = None) -> tuple[np.ndarray, QParams]:
@@ -598,6 +628,7 @@ class Plan:
         self.platform = platform
         self.input_q: QParams = net.input_q  # type: ignore[assignment]
         self.output_name = net.output_name
+        self.index_output = net.index_output
         self.mismatches: list[str] = []
         for la in net.layers:
             la.prepare()
@@ -633,6 +664,18 @@ class Plan:
                 readers[i] = k
         for k, st in enumerate(self.steps):
             st.last_use = tuple(i for i in dict.fromkeys(st.inputs) if readers[i] == k)
+        # A chain of kernel steps, each reading only the previous one's output: run as a flat list
+        # of the step callables when only the output is kept (see execute).
+        prev = INPUT
+        chain = []
+        for st in self.steps:
+            if not st.kernel or st.extras_q or st.inputs != (prev,):
+                break
+            chain.append(st.run)
+            prev = st.name
+        self._chain = tuple(chain) if len(chain) == len(self.steps) and chain else None
+        self._in_dtype = self.input_q.el_type.dtype
+        self._out_q = self.steps[-1].out_q if self.steps else self.input_q
 
     @property
     def kernel_layers(self) -> list[str]:
@@ -650,6 +693,12 @@ class Plan:
         Returns:
             (tensor name -> batch, tensor name -> parameters after the call), for the kept tensors.
         """
+        chain = self._chain
+        if chain is not None and keep is not True and (not keep or keep == {self.output_name}):
+            y = x.astype(self._in_dtype, copy=False)
+            for run in chain:
+                y = run([y])
+            return {self.output_name: y}, {INPUT: self.input_q, self.output_name: self._out_q}
         keep_all = keep is True
         kept: set[str] = set() if isinstance(keep, bool) else set(keep)
         acts: dict[str, np.ndarray] = {INPUT: x.astype(self.input_q.el_type.dtype, copy=False)}

@@ -25,6 +25,24 @@ from ..tensor import MLI_MAX_RANK, Tensor
 
 __all__ = ["Const", "QParams"]
 
+EDITS = [0]
+"""Count of public attribute assignments on networks, layers and constants (``EDITS[0]``): a prepared
+plan whose count is unchanged since it was checked needs no re-check (see ``Network._plan``)."""
+
+
+def counted_setattr(obj: object, name: str, value: Any) -> None:
+    """``__setattr__`` of the objects a prepared plan depends on (networks, layers, constants): the
+    assignment, counted in :data:`EDITS` when the name is public.
+
+    Args:
+        obj: the object assigned to.
+        name: the attribute.
+        value: its new value.
+    """
+    if name[:1] != "_":
+        EDITS[0] += 1
+    object.__setattr__(obj, name, value)
+
 
 def _broadcast(v: np.ndarray, dim: int, ndim: int) -> np.ndarray:
     """Per-axis vector ``v`` shaped to broadcast along axis ``dim`` of an ``ndim``-array."""
@@ -180,6 +198,8 @@ class Const:
     qp: QParams | None = None
     float_value: np.ndarray | None = None
     _tensor: Tensor | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    __setattr__ = counted_setattr
 
     @classmethod
     def from_float(cls, x: Any) -> Const:

@@ -40,7 +40,7 @@ from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from ..kernels.conv_prepared import prepare_conv
 from ..kernels.eltwise import eltwise_sa8
-from ..kernels.fully_connected import prepare_fc
+from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
 from ..tensor import Tensor
 from ..tflm import arc_mli
@@ -431,11 +431,11 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
         qf = capi_conv.sa8_quant(inp, w, out, m, in_zp=0 if fn.endswith("_ext_bias") else None)
         layer = prepare_fc(capi_conv.fast_view(w), c.bias.data[:m], qf, capi_conv.out_bounds(c.cfg.relu, out, True),
                            np.int8)
-        first = c.first_only
+        if not c.first_only:
+            return layer  # type: ignore[return-value]  # called with the rows only
 
         def fc(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
-            y = layer(x)
-            return np.where(np.arange(m) == 0, y, np.int8(0)) if first else y
+            return np.where(np.arange(m) == 0, layer(x), np.int8(0))
         return fc
     ho, wo = int(out_shape[0]), int(out_shape[1])
     if c.kind == "pool":
@@ -471,6 +471,15 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
                bounds=capi_conv.out_bounds(cf.relu, out, True))
     if "group" not in fn:
         # conv2d / depthwise: weights layout, bias corrections, padded buffer and output stage prepared once
+        pw = None
+        if "depthwise" not in fn and geo["stride"] == (1, 1) and geo["pad"] == (0, 0):
+            pw = prepare_pointwise(wt, bias, qc, geo["bounds"], np.int8)  # type: ignore[arg-type]
+        if pw is not None:
+            def pointwise(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
+                if x.shape[-3:-1] == (ho, wo) and x.dtype.kind in "iu":
+                    return pw(x)  # 1x1: the input pixels are the product's rows, whatever the size
+                return K.conv2d_hwcn(x, wt, bias, qc, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
+            return pointwise
         layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
                              out_dtype=np.int8)
 
@@ -507,10 +516,13 @@ class _OffloadedStep:
             y2 = y.reshape(rows) if self.batched[1] or not lead else np.broadcast_to(y.reshape(-1), x2.shape)
             r = self.fast(x2, y2)  # type: ignore[misc]
         elif c.kind == "fc":
-            r = self.fast(x.reshape(-1, c.n_in))  # type: ignore[misc]
+            r = self.fast(x if x.ndim == 2 and x.shape[1] == c.n_in else x.reshape(-1, c.n_in))  # type: ignore[misc]
         else:
             r = self.fast(x.reshape((-1,) + x.shape[len(lead) + 1:]))  # type: ignore[misc]
-        return None if r is None else [r.reshape(lead + self.out_shape)]
+        if r is None:
+            return None
+        shape = lead + self.out_shape if lead else self.out_shape
+        return [r if r.shape == shape else r.reshape(shape)]
 
     def _check(self, ins: list) -> list:
         out = _run_mli(self.c, self.op, self.g, ins)  # the capi function: checks, then the same kernel
@@ -672,6 +684,12 @@ class TflmModel:
         self._batched = [[i >= 0 and T[i].data is None for i in s.op.inputs] for s in steps]
         self._large = any(_macs(graph, s.op) >= SMALL_PRODUCT for s in steps)
         self._dead = _buffer_plan(graph, steps)
+        # per step, where each argument of an Invoke comes from (read once: the graph is fixed at load,
+        # as the prepared steps' constants are): (tensor, 0 activation / 1 constant / 2 variable, constant)
+        self._specs = [tuple((i, 1, None) if i < 0 else (i, 1, T[i].data) if T[i].data is not None
+                             else (i, 2 if T[i].variable else 0, None) for i in s.op.inputs) for s in steps]
+        # per step, (output tensor, its shape) of the outputs that are kept
+        self._outs = [tuple((ti, T[ti].shape) for ti in s.op.outputs if ti >= 0) for s in steps]
 
     # ----- description
     @property
@@ -845,6 +863,11 @@ class TflmModel:
         current = get_platform()
         plat = current if platform is None else resolve_platform(platform)
         arrays, batch, replace = self._check_inputs(xs)
+        if batch is None and not capture and plat is current and not self._large:
+            # the common case: one sample, no context to enter (each costs a few us)
+            vals = self._invoke(arrays, {} if state is None else state, keep=False)
+            outs = [vals[ti] for ti in self.graph.outputs]
+            return outs[0] if len(outs) == 1 else tuple(outs)
         fresh = state is None
         # the platform and BLAS contexts only where they change something (entering costs a few us)
         with use_platform(plat) if plat is not current else contextlib.nullcontext(), self._blas():
@@ -920,16 +943,26 @@ class TflmModel:
                 state[t.index] = reset_value(t)
         if self._stateful:
             g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
-        for s, dead in zip(self.steps, self._dead):
-            op = s.op
-            args = self._args(op, vals, state)
+        for s, spec, kept, dead in zip(self.steps, self._specs, self._outs, self._dead):
+            args = [vals[i] if k == 0 else c if k == 1 else state[i] for i, k, c in spec]
             if self._stateful:
                 g.extra.pop("state", None)
-            outs = _step_call(op, s.invoke, args)
-            for ti, v in zip(op.outputs, outs):
-                if ti >= 0:
-                    v = np.asarray(v)
-                    vals[ti] = v if v.shape == T[ti].shape else v.reshape(T[ti].shape)
+            try:  # _step_call inlined (a call less per operator)
+                outs = s.invoke(args)  # type: ignore[misc]
+            except TfliteError:
+                raise
+            except MliError as e:
+                raise TfliteError(e.status, f"operator {s.op.index} ({s.op.name}): {e}") from None
+            if len(kept) == len(outs):  # every output kept (no omitted -1 output)
+                for (ti, shape), v in zip(kept, outs):
+                    if type(v) is not np.ndarray:
+                        v = np.asarray(v)
+                    vals[ti] = v if v.shape == shape else v.reshape(shape)
+            else:
+                for ti, v in zip(s.op.outputs, outs):
+                    if ti >= 0:
+                        v = np.asarray(v)
+                        vals[ti] = v if v.shape == T[ti].shape else v.reshape(T[ti].shape)
             if self._stateful:
                 for ti, v in g.extra.pop("state", {}).items():
                     state[ti] = v

@@ -66,24 +66,46 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     require_int8(x, "softmax_int8")
     od = np.dtype(out_dtype)
     xi = x.astype(np.int64)
-    diff = xi - xi.max(axis=-1, keepdims=True)
-    ok = diff >= diff_min
+    neg = xi.max(axis=-1, keepdims=True) - xi  # -diff, in [0, 255]
     e_table, e12_table = _softmax_exp_tables(int(input_multiplier), int(input_left_shift), int(diff_min))
-    e = e_table[-diff]  # Q0.31; diff is in [-255, 0]
-    e12 = e12_table[-diff]
-    sum_exps = qu.wrap(e12.sum(axis=-1, keepdims=True), 32)
+    sum_exps = qu.wrap(e12_table[neg].sum(axis=-1, keepdims=True), 32)
     # GetReciprocal(sum, 12 integer bits)
-    s = sum_exps.astype(np.uint64) & np.uint64(0xFFFFFFFF)
-    # bit length of a uint32: frexp's exponent (every uint32 is exact in float64; 0 -> 0)
-    headroom = 32 - np.frexp(s.astype(np.float64))[1].astype(np.int64)
-    nbou = 12 - headroom
-    shifted = qu.wrap(((s.astype(np.int64) << headroom) & 0xFFFFFFFF) - (1 << 31), 32)
-    scale = fp.one_over_one_plus_x_for_x_in_0_1(shifted)
+    if sum_exps.size <= _SCALAR_ROWS:  # per row in Python ints: NumPy calls on a few values cost more
+        pairs = [_reciprocal(v) for v in sum_exps.reshape(-1).tolist()]
+        scale = np.array([p[0] for p in pairs], np.int64).reshape(sum_exps.shape)
+        nbou = np.array([p[1] for p in pairs], np.int64).reshape(sum_exps.shape)
+    else:
+        s = sum_exps.astype(np.uint64) & np.uint64(0xFFFFFFFF)
+        # bit length of a uint32: frexp's exponent (every uint32 is exact in float64; 0 -> 0)
+        headroom = 32 - np.frexp(s.astype(np.float64))[1].astype(np.int64)
+        nbou = 12 - headroom
+        shifted = qu.wrap(((s.astype(np.int64) << headroom) & 0xFFFFFFFF) - (1 << 31), 32)
+        scale = fp.one_over_one_plus_x_for_x_in_0_1(shifted)
     exponent = nbou + 31 - od.itemsize * 8
-    unsat = qu.rounding_divide_by_pot(fp.mul(scale, e), exponent)
     lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    if neg.shape[-1] > 256:
+        # an output depends on its row's scale and on -diff only: each row's 256 possible outputs,
+        # then one gather (the same values as element by element)
+        k = np.arange(256)
+        unsat = qu.rounding_divide_by_pot(fp.mul(scale, e_table), exponent)
+        table = np.where(-k >= diff_min, np.clip(unsat + lo, lo, hi), lo).astype(od)
+        return np.take_along_axis(table, neg, axis=-1)
+    unsat = qu.rounding_divide_by_pot(fp.mul(scale, e_table[neg]), exponent)  # e: Q0.31
     out = np.clip(unsat + lo, lo, hi)
-    return np.where(ok, out, lo).astype(od)
+    return np.where(neg <= -diff_min, out, lo).astype(od)
+
+
+_SCALAR_ROWS = 32
+"""Softmax calls of up to this many rows compute each row's reciprocal in Python ints."""
+
+
+def _reciprocal(sum_exps: int) -> tuple[int, int]:
+    """``GetReciprocal(sum_exps, 12 integer bits)`` of one row's wrapped int32 sum, in Python ints:
+    (the Q0.31 reciprocal of the normalised sum, the number of integer bits of the sum)."""
+    s = sum_exps & 0xFFFFFFFF
+    headroom = 32 - s.bit_length()
+    shifted = ((s << headroom) & 0xFFFFFFFF) - (1 << 31)  # in the int32 range: no wrap needed
+    return fp.one_over_one_plus_x_for_x_in_0_1_int(shifted), 12 - headroom
 
 
 @functools.lru_cache(maxsize=64)

@@ -23,6 +23,7 @@ __all__ = [
     "exp_on_interval_between_negative_one_quarter_and_0_excl",
     "exp_on_negative_values",
     "one_over_one_plus_x_for_x_in_0_1",
+    "one_over_one_plus_x_for_x_in_0_1_int",
     "logistic",
     "one_minus_x_over_one_plus_x_for_x_in_0_1",
     "tanh",
@@ -119,6 +120,42 @@ def one_over_one_plus_x_for_x_in_0_1(a: npt.ArrayLike) -> I64:
         hdx = mul(half_den, x)
         x = add(x, rescale(mul(x, sub(one2, hdx)), 4, 2))
     return rescale(x, 1, 0)  # ExactMulByPot<-1> (Q2 -> Q1, same raw) then Rescale<0>
+
+
+def _wrap32(v: int) -> int:
+    return ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _srdhm32(a: int, b: int) -> int:
+    """:func:`~.quant_util.srdhm` of two Python ints (int32 values)."""
+    if a == b == -(1 << 31):
+        return (1 << 31) - 1
+    return (a * b + (1 << 30)) >> 31
+
+
+def _shift_left_sat32(x: int, e: int) -> int:
+    """``SaturatingRoundingMultiplyByPOT<e>`` for ``e > 0`` of a Python int (int32 value)."""
+    return min(max(x << e, -(1 << 31)), (1 << 31) - 1)
+
+
+def one_over_one_plus_x_for_x_in_0_1_int(a: int) -> int:
+    """:func:`one_over_one_plus_x_for_x_in_0_1` of one Python int, in Python integer arithmetic (the
+    same steps: a per-row scalar costs ~3 us here against ~80 us of NumPy calls on a 1-element array).
+
+    Args:
+        a: raw Q0.31 value in [0, 2**31 - 1].
+
+    Returns:
+        raw Q0.31 value of ``1 / (1 + a)``.
+    """
+    s = a + ONE0  # RoundingHalfSum (C division of s + sign by 2)
+    t = s + (1 if s >= 0 else -1)
+    half_den = t // 2 if t >= 0 else -((-t) // 2)
+    x = _wrap32(1515870810 + _srdhm32(half_den, -1010580540))
+    for _ in range(3):
+        hdx = _srdhm32(half_den, x)
+        x = _wrap32(x + _shift_left_sat32(_srdhm32(x, _wrap32((1 << 29) - hdx)), 2))
+    return _shift_left_sat32(x, 1)
 
 
 def logistic(a: npt.ArrayLike, integer_bits: int) -> I64:

@@ -213,11 +213,16 @@ def conv_params(graph: Any, op: Any) -> dict:
     return dict(input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s, act_min=lo, act_max=hi)
 
 
+def _conv_options(graph: Any, op: Any) -> dict[str, Any]:
+    """Stride, dilation and padding of a CONV_2D / DEPTHWISE_CONV_2D, with its quantisation parameters."""
+    o = op.options
+    return dict(stride=(o.StrideH(), o.StrideW()), dilation=(o.DilationHFactor(), o.DilationWFactor()),
+                same=o.Padding() == 0, **conv_params(graph, op))
+
+
 @_prep("CONV_2D")
 def _conv2d(graph: Any, op: Any) -> Invoke:
-    o = op.options
-    kw = dict(stride=(o.StrideH(), o.StrideW()), dilation=(o.DilationHFactor(), o.DilationWFactor()),
-              same=o.Padding() == 0, **conv_params(graph, op))
+    kw = _conv_options(graph, op)
 
     def invoke(ins: list) -> list:
         return [conv.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
@@ -226,16 +231,13 @@ def _conv2d(graph: Any, op: Any) -> Invoke:
 
 @_prep("DEPTHWISE_CONV_2D")
 def _dwconv(graph: Any, op: Any) -> Invoke:
-    o = op.options
     T = graph.tensors
     x, w = T[op.inputs[0]], T[op.inputs[1]]
     bt = T[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
     if x.dtype == np.int16 and bt is not None and bt.dtype != np.int64:
         raise MliError(Status.NOT_SUPPORTED, f"DEPTHWISE_CONV_2D 16x8 with a {bt.dtype} bias: TFLM "
                        "reads the bias buffer as int64 whatever its type")
-    kw = dict(depth_multiplier=w.shape[3] // x.shape[3], stride=(o.StrideH(), o.StrideW()),
-              dilation=(o.DilationHFactor(), o.DilationWFactor()), same=o.Padding() == 0,
-              **conv_params(graph, op))
+    kw = dict(depth_multiplier=w.shape[3] // x.shape[3], **_conv_options(graph, op))
 
     def invoke(ins: list) -> list:
         return [conv.depthwise_conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import warnings
 import weakref
 from collections.abc import Callable
 
@@ -19,9 +20,13 @@ import numpy as np
 import pytest
 
 from pymli import ElType, MliError, Status, Tensor, capi
+import pickle
+
+from pymli.capi.move import MovCfg
 from pymli.capi.types import ArgmaxCfg, FullyConnectedCfg, PermuteCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import platform_named, set_memory_budget, use_platform
+from pymli.tensor import dense_strides, touch
 
 Args = list
 
@@ -102,8 +107,53 @@ def _argmax_fx16() -> tuple[str, Args]:
     return "mli_krn_argmax_fx16", [x, ArgmaxCfg(axis=1, topk=1), o]
 
 
+def _mov_sa8_per_axis() -> tuple[str, Args]:
+    x = Tensor.from_numpy(np.arange(12, dtype=np.int8).reshape(3, 4), "SA_8", zero_point=[0, 1, 2, 3],
+                          scale=[1, 2, 3, 4], scale_frac_bits=[0, 1, 2, 3], dim=1)
+    o = Tensor.from_numpy(np.zeros((3, 4), np.int8), "SA_8", zero_point=[0] * 4, scale=[1] * 4,
+                          scale_frac_bits=[0] * 4, dim=1)
+    return "mli_mov_tensor_sync", [x, MovCfg(), o]
+
+
+def _mov_fx16_view() -> tuple[str, Args]:
+    # The data arrays are views of larger buffers (the mutations change the bases too).
+    base = np.arange(-40, 40, dtype=np.int16)
+    x = Tensor(data=base[8:32], capacity=48, shape=[4, 6], mem_stride=[6, 1], rank=2, el_type=ElType.FX_16,
+               frac_bits=5)
+    o = Tensor(data=np.zeros(40, np.int16)[4:28], capacity=48, shape=[1, 1], mem_stride=[0, 0], rank=2,
+               el_type=ElType.FX_16)
+    return "mli_mov_tensor_sync", [x, MovCfg(), o]
+
+
+@dataclasses.dataclass
+class Conv2dCfg_:  # noqa: N801 - renamed below: a mutable struct that is not capi's but carries its name
+    relu: ReluCfg = dataclasses.field(default_factory=ReluCfg)
+    stride_width: int = 1
+    stride_height: int = 1
+    padding_left: int = 0
+    padding_right: int = 0
+    padding_top: int = 0
+    padding_bottom: int = 0
+    dilation_width: int = 1
+    dilation_height: int = 1
+
+
+_MutableConv2dCfg = type("Conv2dCfg", (Conv2dCfg_,), {})
+
+
+def _conv_sa8_mutable_cfg() -> tuple[str, Args]:
+    rng = np.random.default_rng(3)
+    x = Tensor.from_numpy(rng.integers(-100, 100, (5, 5, 2)), "SA_8", zero_point=0, scale=3, scale_frac_bits=7)
+    w = Tensor.from_numpy(rng.integers(-100, 100, (3, 3, 2, 2)), "SA_8", zero_point=[0, 0], scale=[5, 6],
+                          scale_frac_bits=[9, 9], dim=3)
+    b = Tensor.from_numpy(rng.integers(-1000, 1000, 2), "SA_32", zero_point=[0, 0], scale=[15, 18],
+                          scale_frac_bits=[16, 16], dim=0)
+    o = Tensor.zeros((3, 3, 2), "SA_8", zero_point=0, scale=9, scale_frac_bits=6)
+    return "mli_krn_conv2d_hwcn_sa8_sa8_sa32", [x, w, b, _MutableConv2dCfg(ReluCfg(ReluType.GEN)), o]
+
+
 CASES = [_relu_sa8, _relu_fx16, _eltwise_sa8, _eltwise_fx16_scalar, _leaky_fx16, _fc_sa8, _fc_fx16,
-         _permute_sa8_per_axis, _argmax_fx16]
+         _permute_sa8_per_axis, _argmax_fx16, _mov_sa8_per_axis, _mov_fx16_view, _conv_sa8_mutable_cfg]
 """Calls the memo serves (every argument canonical)."""
 
 
@@ -154,6 +204,16 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
         ("data reshaped in place", lambda t: setattr(t.data, "shape", (1, t.data.size)) if t.data is not None else None),
         ("data dtype other", lambda t: _set(t, "data", t.data.astype(np.int32)) if t.data is not None else None),
         ("data list", lambda t: _set(t, "data", list(t.data)) if t.data is not None else None),
+        ("data's base rewritten", lambda t: _base(t.data).__setitem__(Ellipsis, 3) if t.data is not None else None),
+        ("data's base read-only", lambda t: _base(t.data).setflags(write=False) if t.data is not None else None),
+        ("data stride 0 in place", lambda t: _set_strides(t.data) if t.data is not None else None),
+        ("data dtype in place", lambda t: setattr(t.data, "dtype", np.dtype(f"u{t.data.itemsize}"))
+         if t.data is not None else None),
+        ("data an object whose attributes raise", lambda t: _set(t, "data", _Odd())),
+        ("shape[0] = a strided array (no buffer for marshal)",
+         lambda t: t.shape.__setitem__(0, np.arange(2 * t.shape[0])[::2])),
+        ("field deleted", lambda t: delattr(t, "frac_bits")),
+        ("fields written around __setattr__, then touched", lambda t: (vars(t).update(rank=t.rank - 1), touch(t))),
     ]
     for k in ("zero_point", "scale", "scale_frac_bits"):
         v = getattr(t, k)
@@ -171,6 +231,27 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
             m.append((f"{k} np.int16", lambda t, k=k: _set(t, k, np.int16(getattr(t, k)))))
             m.append((f"{k} 1-element array", lambda t, k=k: _set(t, k, np.array([getattr(t, k)], np.int16))))
     return m
+
+
+class _Odd:
+    """A data "array" whose every attribute read fails."""
+
+    def __getattr__(self, name: str) -> object:
+        raise RuntimeError(f"no {name}")
+
+    def __repr__(self) -> str:
+        return "_Odd()"
+
+
+def _base(d: np.ndarray) -> np.ndarray:
+    return d if d.base is None else d.base
+
+
+def _set_strides(d: np.ndarray) -> None:
+    """Give the array a zero stride in place (every element reads the first; no new array object)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # NumPy deprecates setting strides
+        d.strides = (0,)
 
 
 def _try(f: Callable[[Tensor], None], t: Tensor) -> None:
@@ -209,6 +290,27 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: args.__setitem__(i, dataclasses.replace(args[i], relu=ReluCfg(ReluType.RELU_6)))))
             out.append((f"arg {i}: cfg.relu of another class named ReluCfg",
                         lambda args, i=i: object.__setattr__(args[i], "relu", _OtherReluCfg(args[i].relu.type))))
+        elif isinstance(a, Conv2dCfg_):
+            # A mutable struct of capi's name: fields assigned (plain setattr, no counter of its own).
+            for k, v in (("stride_width", 2), ("stride_height", 2.0), ("padding_left", 1), ("padding_bottom", True),
+                         ("dilation_width", np.uint8(1)), ("dilation_height", 256), ("relu", ReluCfg(ReluType.RELU_1))):
+                out.append((f"arg {i}: cfg.{k} = {v!r}", lambda args, i=i, k=k, v=v: setattr(args[i], k, v)))
+            out.append((f"arg {i}: cfg.relu.type changed in place",
+                        lambda args, i=i: object.__setattr__(args[i].relu, "type", ReluType.RELU_6)))
+        elif isinstance(a, MovCfg):
+            # A mutable struct: fields assigned and lists changed in place.
+            out.append((f"arg {i}: size[0] = 1 in place", lambda args, i=i: args[i].size.__setitem__(0, 1)))
+            out.append((f"arg {i}: offset = [1] assigned", lambda args, i=i: setattr(args[i], "offset", [1])))
+            out.append((f"arg {i}: perm_dim = tuple", lambda args, i=i: setattr(args[i], "perm_dim",
+                                                                               tuple(args[i].perm_dim))))
+            out.append((f"arg {i}: padding_pre[0] = True in place",
+                        lambda args, i=i: args[i].padding_pre.__setitem__(0, True)))
+            out.append((f"arg {i}: sub_sample_step[1] = 2.0 in place",
+                        lambda args, i=i: args[i].sub_sample_step.__setitem__(1, 2.0)))
+            out.append((f"arg {i}: sub_sample_step[1] = 2 in place",
+                        lambda args, i=i: args[i].sub_sample_step.__setitem__(1, 2)))
+            out.append((f"arg {i}: dst_mem_stride appended", lambda args, i=i: args[i].dst_mem_stride.append(0)))
+            out.append((f"arg {i}: padding_post popped", lambda args, i=i: args[i].padding_post.pop()))
     out.append(("in place: out is in", lambda args: args.__setitem__(len(args) - 1, args[0])))
     out.append(("first argument repeated", lambda args: args.__setitem__(1, args[0])
                 if isinstance(args[1], Tensor) else None))
@@ -342,3 +444,105 @@ def test_data_replaced_by_a_new_array_at_the_same_id_is_not_a_hit() -> None:
         args[2].data = np.zeros(8, np.int16)
         assert fn(*args) is Status.OK
         assert np.array_equal(args[2].data, np.maximum(args[0].data, 0))
+
+
+def test_change_counter_moves_on_every_new_field_object_only() -> None:
+    t = Tensor.from_numpy(np.arange(6, dtype=np.int8).reshape(2, 3), "SA_8", zero_point=1, scale=3, scale_frac_bits=4)
+    v = t._version
+    t.rank = t.rank  # the identical object again: the state is the same
+    t.data = t.data
+    assert t._version == v
+    seen = {v}
+    for change in (lambda: setattr(t, "shape", list(t.shape)), lambda: setattr(t, "scale", 1000),
+                   lambda: setattr(t, "scale", 1000 + int(np.int64(0))), lambda: setattr(t, "data", t.data[:]),
+                   lambda: delattr(t, "value"), lambda: touch(t)):
+        change()
+        assert t._version not in seen
+        seen.add(t._version)
+    # Copies draw their own counters (a copy is another object: its later changes are its own).
+    others = [copy.copy(t), copy.deepcopy(t), pickle.loads(pickle.dumps(t)), dataclasses.replace(t), t.copy(),
+              Tensor(), Tensor.zeros((2,), "FX_16")]
+    versions = [o._version for o in others]
+    assert len(set(versions)) == len(versions) and not set(versions) & seen
+    assert vars(copy.copy(t)) == vars(t)  # the counter is no field
+    assert "_version" not in vars(t)
+
+
+def test_struct_written_back_by_the_normaliser_gets_a_new_counter() -> None:
+    # A non-canonical destination takes the normaliser's path: the function fills a shadow, whose
+    # fields are copied back with object.__setattr__ (around Tensor.__setattr__): the counter must move,
+    # else a later call could take a stale snapshot for the filled struct.
+    name, args = _mov_sa8_per_axis()
+    dst = args[2]
+    dst.capacity = np.int64(dst.capacity)
+    dst.shape = [12]
+    v = dst._version
+    assert _outcome(name, args)[0] is Status.OK
+    assert dst.shape == [3, 4] and dst._version != v
+    results = []
+    for memo in (True, False):  # three calls (normaliser, then planned twice): same with and without memo
+        was = entry.memo_enabled(memo)
+        try:
+            _, fresh = _mov_sa8_per_axis()
+            fresh[2].capacity = np.int64(fresh[2].capacity)
+            fresh[2].shape = [12]
+            results.append([_outcome(name, fresh) for _ in range(3)])
+        finally:
+            entry.memo_enabled(was)
+    assert results[0] == results[1] and results[0][0][0] is Status.OK
+
+
+def test_repeated_move_runs_the_kept_plan() -> None:
+    # The move writes the destination's fields on every call: identical objects keep its counter,
+    # so the third call (the second one planned the filled struct) onwards runs the kept plan.
+    name, args = _mov_fx16_view()
+    fn = capi.FUNCTIONS[name]
+    fn.memo.clear()
+    for _ in range(2):
+        assert _outcome(name, args)[0] is Status.OK
+    (key,) = [k for k in fn.memo if k == tuple(map(id, args))]
+    ident, vals, refs, run = fn.memo[key]
+    runs = []
+
+    def counting(*a):
+        runs.append(1)
+        return run(*a)
+
+    fn.memo[key] = (ident, vals, refs, counting)
+    v = args[2]._version
+    for i in range(3):
+        args[0].data[:] = np.arange(24) * (i + 1)
+        assert _outcome(name, args)[0] is Status.OK
+        assert np.array_equal(args[2].data, args[0].data)
+    assert len(runs) == 3 and args[2]._version == v
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_copy_moves_match_the_element_copy(seed: int) -> None:
+    # mli_mov_tensor_sync of a dense tensor is one copy of its elements: of the whole arrays when both
+    # hold exactly those elements, else of the first n. Either way, repeated through the memo, with
+    # odd sizes and extreme values, the destination is the source's first n elements and nothing
+    # around them changes.
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        el = ElType.SA_8 if rng.integers(2) else ElType.FX_16
+        dt = el.dtype
+        shape = [int(s) for s in rng.integers(1, 6, rng.integers(1, 5))]
+        n = int(np.prod(shape))
+        info = np.iinfo(dt)
+        buf = rng.integers(info.min, info.max, 2 * n + 8, endpoint=True).astype(dt)
+        start, extra = int(rng.integers(0, n + 1)), int(rng.integers(0, 3))  # extra > 0: dst longer than n
+        src_data = rng.choice([info.min, info.max, 0, -1], n).astype(dt) if rng.integers(2) else \
+            rng.integers(info.min, info.max, n, endpoint=True).astype(dt)
+        dst_data = buf[start: start + n + extra]
+        src = Tensor(data=src_data, capacity=src_data.nbytes, shape=list(shape), mem_stride=dense_strides(shape),
+                     rank=len(shape), el_type=el, **({"zero_point": 1, "scale": 2, "scale_frac_bits": 3}
+                                                     if el.is_sa else {"frac_bits": 4}))
+        dst = Tensor(data=dst_data, capacity=dst_data.nbytes, shape=[1], mem_stride=[0], rank=1, el_type=el)
+        want = buf.copy()
+        want[start: start + n] = src_data
+        for _ in range(3):
+            assert capi.mli_mov_tensor_sync(src, MovCfg(), dst) is Status.OK
+            assert np.array_equal(buf, want)
+            assert dst.shape == shape and dst.rank == len(shape) and dst.el_type is el
+            buf[start: start + n] = 0  # the next (memoised) call writes the elements again

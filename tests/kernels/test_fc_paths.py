@@ -13,7 +13,7 @@ from pymli import ElType, Platform, RoundMode, Tensor, capi, use_platform
 from pymli.capi.types import FullyConnectedCfg, ReluCfg, ReluType
 from pymli.config import PRESETS
 from pymli.kernels import convolution as K
-from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
+from pymli.kernels.fully_connected import PreparedFc, fully_connected, prepare_fc, prepare_pointwise
 from ._shared import assert_repeated_calls_follow_rewrites
 
 PLATFORMS = [*PRESETS.values(), Platform(RoundMode.CONVERGENT, True, False, "em-full-accu")]
@@ -261,3 +261,104 @@ def test_fresh_platform_objects_and_empty_layers() -> None:
                 with use_platform(plat):
                     for shape in ((2, n), (2, 3, n)):
                         _check(prepare_fc(w, b, q, bounds), np.zeros(shape, xt), w, b, q, bounds, np.int64)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", range(4))
+def test_small_weights_large_calls_float32_product(kind: str, seed: int) -> None:
+    """Weights below 64K elements: calls from 32K multiply-adds take the float32 product where it is
+    exact, smaller calls the float64 one; both give the plain kernel's values (the same layer called
+    with small and large batches in turns, odd shapes, container extremes)."""
+    rng = np.random.default_rng(seed + 100)
+    n, m = int(rng.integers(20, 200)), int(rng.integers(3, 70))
+    extreme = seed == 3
+    w, b, q, bounds, xt = _layer(rng, kind, n, m, extreme)
+    if seed % 2:
+        q = _ordinary(q, w.itemsize * 8)
+    prep = prepare_fc(w, b, q, bounds, xt)
+    rows_big = -(-(1 << 15) // (n * m)) + int(rng.integers(0, 5))
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for shape in ((1, n), (rows_big, n), (2, rows_big, n), (n,), (rows_big + 7, n)):
+                _check(prep, _ints(rng, shape, xt, extreme or rng.random() < 0.2), w, b, q, bounds, xt)
+
+
+def test_input_dtypes_in_turns() -> None:
+    """One prepared layer called with inputs of other dtypes in turns (the last stage kept per dtype)."""
+    rng = np.random.default_rng(5)
+    w, b, q, bounds, _ = _layer(rng, "fx16", 30, 7)
+    q = _ordinary(q, 16)
+    prep = prepare_fc(w, b, q, bounds)
+    for k in range(6):
+        xt = (np.int16, np.int8, np.int32)[k % 3]
+        with use_platform(PLATFORMS[k % 2]):
+            _check(prep, _ints(rng, (3, 30), xt, False), w, b, q, bounds, np.int64)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16"])
+def test_many_batch_sizes_tiled_and_broadcast_constants(kind: str) -> None:
+    """Row counts changing from call to call (more than the tiles kept per layer) and a product
+    beyond the tiled size (broadcast constants): every call equals the plain kernel."""
+    rng = np.random.default_rng(21)
+    w, b, q, bounds, xt = _layer(rng, kind, 12, 40)
+    q = _ordinary(q, w.itemsize * 8)
+    prep = prepare_fc(w, b, q, bounds, xt)
+    for plat in PLATFORMS[:2]:
+        with use_platform(plat):
+            for rows in (3, 1, 17, 2, 5, 9, 4, 6, 7, 8, 3, 1700, 11, 1700, 2):
+                _check(prep, _ints(rng, (rows, 12), xt, rows == 9), w, b, q, bounds, xt)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "sa8_ext"])
+@pytest.mark.parametrize("n", [8, 64, 300, 1000])
+def test_int32_output_stage_up_to_its_bounds(kind: str, n: int) -> None:
+    """sa8 calls large enough for the float32 product (where ROUND_UP takes the int32 output stage):
+    short and long rows, trained-like and random output parameters, container extremes, on every
+    platform, against the plain kernel."""
+    rng = np.random.default_rng(n + len(kind))
+    m = int(rng.integers(3, 50))
+    rows = -(-(1 << 15) // (n * m)) + 3
+    for trained in (True, False):
+        w, b, q, bounds, xt = _layer(rng, kind, n, m, extreme=not trained)
+        if trained:
+            q = _ordinary(q, 8)
+        prep = prepare_fc(w, b, q, bounds, xt)
+        for plat in PLATFORMS:
+            with use_platform(plat):
+                for extreme in (False, True):
+                    _check(prep, _ints(rng, (rows, n), xt, extreme), w, b, q, bounds, xt)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16", "fx16_fx8_fx8", "fx8"])
+@pytest.mark.parametrize("seed", range(3))
+def test_pointwise_equals_the_convolution_kernel(kind: str, seed: int) -> None:
+    """``prepare_pointwise`` (1x1, stride 1, no padding) against ``conv2d_hwcn``: odd maps, a batch
+    axis, maps beyond the prepared convolution's size limit, container extremes, every platform."""
+    rng = np.random.default_rng(seed + 40)
+    c, n = int(rng.integers(1, 70)), int(rng.integers(1, 90))
+    w, b, q, bounds, xt = _layer(rng, kind, c, n, extreme=seed == 2)
+    if seed == 1:
+        q = _ordinary(q, w.itemsize * 8)
+    w4 = w.reshape(1, 1, c, n)
+    pw = prepare_pointwise(w4, b, q, bounds, xt)
+    assert pw is not None
+    big = int(np.ceil(np.sqrt((1 << 21) / max(c * n, 1)))) + 1  # beyond PREPARED_MAX_MACS
+    shapes = [(5, 7, c), (2, 3, 4, c), (big, big + 1, c)]
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            for shape in shapes:
+                x = _ints(rng, shape, xt, seed == 2 or rng.random() < 0.2)
+                want = K.conv2d_hwcn(x, w4, b, q, out_hw=shape[-3:-1], bounds=bounds).astype(xt)
+                got = pw(x)
+                assert got.dtype == want.dtype and got.shape == want.shape
+                assert np.array_equal(got, want), (kind, shape)
+
+
+def test_pointwise_declines_other_weights() -> None:
+    """Not 1x1, or weights with a zero point (the convolution's offset differs): no prepared layer."""
+    rng = np.random.default_rng(3)
+    w, b, q, bounds, _ = _layer(rng, "sa8", 8, 4)
+    assert prepare_pointwise(w.reshape(2, 1, 4, 4), b, q, bounds) is None
+    assert prepare_pointwise(w, b, q, bounds) is None
+    qz = K.Sa8Quant(q.in_zp, q.in_scale, q.in_frac, 3, q.w_scales, q.w_fracs, q.out_zp, q.out_scale, q.out_frac)
+    assert prepare_pointwise(w.reshape(1, 1, 8, 4), b, qz, bounds) is None

@@ -310,3 +310,150 @@ def test_set_enabled_returns_the_previous_setting() -> None:
         assert _jit.set_enabled(False) is True
     finally:
         _jit.set_enabled(prev)
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fx16 3x3 (the float64 sums of ``depthwise_fx3_rows``: interior pixel pairs, single interior
+    pixels, border pixels) against the NumPy path: random strides, dilations, paddings, widths (odd
+    and even interior runs), batches, channel counts, extremes, shifts from 0 (no rounding) up."""
+    mod = _jit._module()
+    taken = []
+    real = mod.depthwise_fx3_rows
+    monkeypatch.setattr(mod, "depthwise_fx3_rows", lambda *a: taken.append(1) or real(*a))
+    rng = np.random.default_rng([11, PLATFORMS.index(plat)])
+    cases = 48
+    for i in range(cases):
+        s = (int(rng.integers(1, 3)), 1 if i % 2 == 0 else int(rng.integers(1, 4)))
+        d = (int(rng.integers(1, 3)), 1 if i % 3 else int(rng.integers(1, 3)))
+        pad = (int(rng.integers(0, 2 * d[0] + 2)), int(rng.integers(0, 2 * d[1] + 2)))
+        h, w = int(rng.integers(1, 12)), int(rng.integers(1, 15))
+        ho = K.out_size(h, 3, s[0], pad[0], int(rng.integers(0, 2 * d[0] + 1)), d[0])
+        wo = K.out_size(w, 3, s[1], pad[1], int(rng.integers(0, 2 * d[1] + 1)), d[1])
+        if ho < 1 or wo < 1:
+            continue
+        c = int(rng.choice([1, 3, 8, 17, 64]))
+        batch = [None, 2][int(rng.integers(2))]
+        extreme = i % 4 == 3
+        in_frac, w_frac = int(rng.integers(0, 16)), int(rng.integers(0, 16))
+        q = K.FxQuant(in_frac, w_frac, int(rng.integers(0, in_frac + w_frac + 1)),
+                      int(rng.integers(in_frac + w_frac - 12, in_frac + w_frac + 1)))
+        x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), np.int16, extreme)
+        wt = _values(rng, (3, 3, 1, c), np.int16, extreme)
+        b = _values(rng, (c,), np.int16, extreme)
+        bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=q.out_frac)
+        geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+        with use_platform(plat):
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
+    assert len(taken) > cases // 2
+
+
+class _FinishCounter:
+    """Counts the blocks :func:`pymli.kernels._jit.finish` finished (did not hand back to NumPy)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.taken = 0
+        real = _jit.finish
+
+        def counted(*a, **k):  # type: ignore[no-untyped-def]
+            r = real(*a, **k)
+            self.taken += r is not None
+            return r
+
+        monkeypatch.setattr(_jit, "finish", counted)
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+@pytest.mark.parametrize("kind", KINDS)
+def test_conv_output_stage(kind: str, plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """conv2d / group conv / transpose conv: the compiled output stage of the row blocks (float32,
+    float64 or int64 sums) against the NumPy path, random shapes, batches, extremes, ReLU bounds."""
+    counter = _FinishCounter(monkeypatch)
+    rng = np.random.default_rng([21, KINDS.index(kind), PLATFORMS.index(plat)])
+    cases = 24
+    for i in range(cases):
+        kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        groups = int(rng.choice([1, 1, 2, 3]))
+        cg, ng = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        s = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pad = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+        h, w = int(rng.integers(kh, 10)), int(rng.integers(kw, 10))
+        ho, wo = K.out_size(h, kh, s[0], pad[0], 0, 1), K.out_size(w, kw, s[1], pad[1], 0, 1)
+        q, p, (tx, tw, tb) = _params(rng, kind, groups * ng)
+        batch = [None, 2][int(rng.integers(2))]
+        extreme = i % 4 == 3
+        x = _values(rng, (h, w, groups * cg) if batch is None else (batch, h, w, groups * cg), tx, extreme)
+        wt = _values(rng, (kh, kw, cg, groups * ng), tw, extreme)
+        if kind == "sa8":
+            b = (rng.choice(np.array([-(1 << 31), (1 << 31) - 1, 0]), groups * ng) if extreme
+                 else rng.integers(-20000, 20000, groups * ng)).astype(tb)
+            bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"],
+                              frac_bits=p["out_frac"])
+        else:
+            b = _values(rng, (groups * ng,), tb, extreme)
+            bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=p["out_frac"])
+        with use_platform(plat):
+            if i % 5 == 4 and groups == 1:  # transpose convolution (HWCN weights of the same shape)
+                geo = {"stride": s, "pad": (kh - 1, kw - 1), "out_hw": ((h - 1) * s[0] + 1, (w - 1) * s[1] + 1),
+                       "bounds": bnd}
+                fn = K.transpose_conv2d_hwcn
+            else:
+                geo = {"stride": s, "pad": pad, "out_hw": (ho, wo), "bounds": bnd, "groups": groups}
+                fn = K.conv2d_hwcn
+            got = fn(x, wt, b, q, **geo)
+            want = _numpy_path(fn, x, wt, b, q, **geo)
+        assert got.shape == want.shape
+        assert np.array_equal(np.asarray(got, np.int64), np.asarray(want, np.int64)), (i, x.shape, wt.shape, geo)
+    assert counter.taken >= cases
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+@pytest.mark.parametrize("kind", KINDS)
+def test_output_stage_wide_sums(kind: str, plat: Platform, jit_on: None) -> None:
+    """The compiled stage on int64 sums up to 2**50 (sa8 and 32-bit FX wrap them to int32 first; the
+    40-bit stage adds the bias in int64) and int32 sums at the limits, against :func:`K.finish`."""
+    rng = np.random.default_rng([31, KINDS.index(kind), PLATFORMS.index(plat)])
+    for i in range(6):
+        c = int(rng.choice([1, 5, 64]))
+        q, p, (_, _, tb) = _params(rng, kind, c)
+        b = _values(rng, (c,), tb, i % 2 == 1)
+        if kind == "sa8":
+            bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"],
+                              frac_bits=p["out_frac"])
+        else:
+            bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=p["out_frac"])
+        post = K._OutputStage(b, q, bnd)
+        wide = rng.integers(-(1 << 50), 1 << 50, (7, c))
+        lims = rng.choice(np.array([-(1 << 31), (1 << 31) - 1, -1, 0, 1]), (5, c)).astype(np.int32)
+        with use_platform(plat):
+            for acc, bound in ((wide, 1 << 50), (lims, 1 << 31)):
+                got = post(acc, bound)
+                want = K.finish(acc, b, q, bnd, bound)
+                assert got.dtype == post.dtype
+                assert np.array_equal(got.astype(np.int64), np.asarray(want, np.int64)), (i, bound)
+                assert post.jit_stage() is None or _jit.finish(acc, bound, post.jit_stage()) is not None
+
+
+@needs_numba
+def test_output_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One output stage used across calls (prepared layers keep theirs): the compiled stage's constants
+    are derived per platform (rounding, FULL_ACCU), so switching platforms between calls stays exact."""
+    counter = _FinishCounter(monkeypatch)
+    rng = np.random.default_rng(17)
+    for kind in KINDS:
+        q, p, (_, _, tb) = _params(rng, kind, 6)
+        b = _values(rng, (6,), tb, False) if kind != "sa8" else rng.integers(-20000, 20000, 6).astype(tb)
+        post = K._OutputStage(b, q, (-128, 127) if kind == "sa8" else (-32768, 32767))
+        # small values times powers of two: many ties for both roundings
+        acc = (rng.integers(-7, 8, (400, 6)) << rng.integers(0, 19, (400, 6))).astype(np.float32)
+        for plat in PLATFORMS + PLATFORMS[::-1]:
+            with use_platform(plat):
+                got = post(acc, 1 << 22)
+                want = K.finish(acc.astype(np.int64), b, q, post.bounds, 1 << 22)
+            assert np.array_equal(got.astype(np.int64), np.asarray(want, np.int64)), (kind, plat)
+    assert counter.taken == 2 * len(PLATFORMS) * len(KINDS)

@@ -6,7 +6,7 @@ import pytest
 
 from pymli.config import get_platform, use_platform
 from pymli.errors import MliError, Status
-from pymli.models import FullyConnected, Network
+from pymli.models import FullyConnected, Network, QParams
 from pymli.models.network import _inside, _public_values
 from pymli.models.quantize import quantize_network
 from pymli.tflite.errors import TfliteError, TfliteInputError
@@ -165,3 +165,52 @@ def test_tflm_errors_unchanged(tflm) -> None:  # type: ignore[no-untyped-def]
         tflm.run()
     with pytest.raises(TfliteError):
         tflm.run(np.zeros(t.shape, t.dtype), platform="nope")
+
+
+def test_plan_rechecked_after_edits_through_run() -> None:
+    """Each kind of change between two runs reaches the next run (the counted-assignment shortcut)."""
+    q = three_fc("fx16", 4)
+    x = samples(q, 3, 4)
+    base = q.run(x, capture=False).output
+    fc = q.layers[2]
+    # a constant's values and parameters reassigned: other bits, and undone: the first bits again
+    old_b = fc.bias.q
+    fc.bias.set_quantized(np.asarray(old_b) + 1000, fc.bias.qp)
+    changed = q.run(x, capture=False).output
+    assert not np.array_equal(changed, base)
+    assert np.array_equal(changed, q.run(x, capture=True).output)
+    fc.bias.set_quantized(old_b, fc.bias.qp)
+    assert np.array_equal(q.run(x, capture=False).output, base)
+    # a layer swapped inside the list (no attribute assignment): a new plan
+    other = three_fc("fx16", 5)
+    q.layers[2] = other.layers[2]
+    other.layers[2].name = "fully_connected3"
+    swapped = q.run(x, capture=False).output
+    assert np.array_equal(swapped, q.prepare()(x))
+    q.layers[2] = fc
+    assert np.array_equal(q.run(x, capture=False).output, base)
+    # the network's input parameters reassigned
+    before = q.prepare()
+    q.input_q = QParams.fx(16, q.input_q.frac_bits + 1)
+    assert q.prepare() is not before and q.prepare() is q.prepare() and np.array_equal(q.run(x, capture=False).output, q.prepare()(x))
+
+
+@pytest.mark.parametrize("variant", ["sa8", "fx16"])
+def test_chain_path_equals_general_path(variant: str) -> None:
+    """The flat chain of kernel steps (output only) gives what the general walk gives, any batch size."""
+    q = three_fc(variant, 6)
+    plan = q.prepare()
+    assert plan._chain is not None
+    for n in (1, 2, 7):
+        x = samples(q, n, n)
+        for plat in PLATFORMS:
+            with use_platform(plat):
+                fast, fast_q = plan.execute(x, False)
+                every, every_q = plan.execute(x, True)
+                assert set(fast) == {q.output_name} and np.array_equal(fast[q.output_name], every[q.output_name])
+                assert fast_q[q.output_name] == every_q[q.output_name]
+                with_input, _ = plan.execute(x, {"input", q.output_name})
+                assert set(with_input) == {"input", q.output_name}
+    for flag in (np.False_, np.True_):
+        res = q.run(samples(q, 2, 0), capture=flag)
+        assert set(res.values) == ({q.output_name} if not flag else {"input", *(la.name for la in q.layers)})

@@ -38,3 +38,29 @@ def test_softmax_int8_table_equals_direct(beta: float, scale: float, od: type) -
         x.reshape(-1)[-1:] = 127
         got = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
         assert np.array_equal(got, _softmax_direct(x, m, ls, dmin, od)), shape
+
+
+def test_reciprocal_in_python_ints_equals_arrays() -> None:
+    """The per-row reciprocal in Python ints gives the array function's values (random int32 values,
+    the whole range, the edges)."""
+    rng = np.random.default_rng(77)
+    a = np.concatenate([rng.integers(-(1 << 31), 1 << 31, 20000), rng.integers(0, 1 << 31, 20000),
+                        [0, 1, -1, (1 << 31) - 1, -(1 << 31), (1 << 30), -(1 << 30), 1 << 29]]).astype(np.int64)
+    want = fp.one_over_one_plus_x_for_x_in_0_1(a)
+    got = np.array([fp.one_over_one_plus_x_for_x_in_0_1_int(int(v)) for v in a], np.int64)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("od", [np.int8, np.int16])
+def test_softmax_int8_rows_and_widths(od: type) -> None:
+    """Few rows (per-row reciprocal in Python ints) and many rows (arrays); rows of up to 256 values
+    and wider ones (the per-row table of 256 outputs): every combination equals the direct form."""
+    m, ls, dmin = A.softmax_params(1.0, 0.07)
+    rng = np.random.default_rng(8)
+    for shape in [(1, 10), (1, 256), (1, 257), (3, 1000), (40, 12), (40, 300), (2, 20, 300), (33, 5)]:
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        x.reshape(-1)[::7] = -128
+        x.reshape(-1)[3::11] = 127
+        got = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
+        assert got.dtype == np.dtype(od) and got.shape == x.shape
+        assert np.array_equal(got, _softmax_direct(x, m, ls, dmin, od)), shape
