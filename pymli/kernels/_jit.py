@@ -40,7 +40,8 @@ from ..config import get_platform
 from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
-__all__ = ["DepthwiseStage", "available", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage", "set_enabled"]
+__all__ = ["DepthwiseStage", "available", "compiled", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage",
+           "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
@@ -82,6 +83,24 @@ def enabled() -> bool:
         True when the JIT is used.
     """
     return bool(_STATE["on"]) and available()
+
+
+def compiled(name: str) -> ModuleType | None:
+    """Another compiled-kernel module of :mod:`pymli.kernels` (e.g. ``"_jit_reduce"``), imported the
+    first time it is asked for, when the JIT is :func:`enabled`.
+
+    Args:
+        name: the module's name within ``pymli.kernels``.
+
+    Returns:
+        The module, or None when the JIT is off or numba is missing.
+    """
+    if not enabled():
+        return None
+    mods = _STATE.setdefault("modules", {})
+    if name not in mods:  # type: ignore[operator]
+        mods[name] = importlib.import_module(f"pymli.kernels.{name}")  # type: ignore[index]
+    return mods[name]  # type: ignore[index]
 
 
 def set_enabled(on: bool) -> bool:

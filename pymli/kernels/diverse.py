@@ -6,7 +6,9 @@ heap's minimum replaces it) and heap-sorts it at the end, so the order among equ
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
 depend on that history, reads the history of a heap of three off the records and ties before the
 slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
-order, for the other slices.
+order, for the other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
+(:mod:`pymli.kernels._jit_reduce`): the same positions.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..tensor import dense_strides
+from . import _jit
 
 __all__ = ["permute", "element_offsets", "argmax", "argmax_reference", "heap_topk"]
 
@@ -239,6 +242,9 @@ def _columns(x: np.ndarray, axis: int) -> np.ndarray:
 # at least the k-th largest maximum of the blocks before it.
 _SCREEN_BLOCK = 32
 
+# Value types of the compiled heaps (:mod:`pymli.kernels._jit_reduce`).
+_JIT_TYPES = (np.dtype(np.int8), np.dtype(np.int16))
+
 
 def _last_max(v: np.ndarray) -> int:
     """Position of the last occurrence of the maximum of 1-D ``v`` (searched backwards in blocks)."""
@@ -278,7 +284,16 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
         return np.zeros((s, 0), dtype=np.int32)
     if k > n:
         raise ValueError(f"topk {k} > slice size {n}")
-    if k == 1:
+    jit = _jit.compiled("_jit_reduce") if k > 1 and cols.dtype in _JIT_TYPES else None
+    if jit is not None:
+        # The heap run element by element, compiled (optional; the same positions as below)
+        hv = np.empty((s, k), dtype=np.int64)
+        idx = np.empty((s, k), dtype=np.int64)
+        if s == 1:
+            jit.argmax_heap1(cols[:, 0], k, hv, idx)
+        else:
+            jit.argmax_heaps(cols, k, hv, idx)
+    elif k == 1:
         # A one-entry heap: every value not below the kept one replaces it -> last maximum.
         if s == 1:
             idx = np.array([[_last_max(cols[:, 0])]], dtype=np.int64)

@@ -8,7 +8,9 @@ output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli
 Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
 of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
 rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
-run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`).
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). With the optional
+JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize` runs its per-slice steps compiled
+(:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
@@ -40,6 +42,7 @@ from ..arith.rnn import RoundShift
 from ..arith.rounding import asr_rnd, norm, round_mode, sat, sub_sat, trunc_div, wrap
 from ..formats import RoundMode
 from ..tensor import Lut
+from . import _jit
 from ._blas import blas_single_thread
 from .diverse import permute
 
@@ -315,6 +318,9 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     red = _reduce_axes(xa.ndim, axis)
     out_dt = np.int8 if bits == 8 else np.int16
     if xa.dtype == out_dt and xa.size > (_GATHER_MIN_SIZE if bits == 8 else _EXP16_TABLE_MIN):
+        jit = _softmax_fx_jit(xa, lut, in_frac_bits=in_frac_bits, bits=bits, axis=axis)
+        if jit is not None:
+            return jit
         # x - max = -k: one lookup per possible difference, then a gather.
         e = np.take(fx_exp_codes(lut, in_frac_bits, bits, bits), _max_distance(xa, red))
     else:
@@ -325,6 +331,39 @@ def softmax_fx(x: npt.ArrayLike, lut: Lut, *, in_frac_bits: int, bits: int, axis
     out_frac_bits = bits - 1
     shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - out_frac_bits, 2 * bits - 1)
     return scale_round_sat(e, recip, shift, 0, bits)
+
+
+def _shape3(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    """``(A, N, B)``: a C-contiguous array of ``shape`` as (before, along, after) ``axis`` (the whole
+    array as one slice for ``axis < 0``), for the kernels of :mod:`pymli.kernels._jit_reduce`."""
+    if axis < 0:
+        return 1, int(np.prod(shape)), 1
+    return int(np.prod(shape[:axis])), shape[axis], int(np.prod(shape[axis + 1:]))
+
+
+def _softmax_fx_jit(xa: np.ndarray, lut: Lut, *, in_frac_bits: int, bits: int, axis: int) -> np.ndarray | None:
+    """:func:`softmax_fx` of an input in the output container with the optional JIT, or None (JIT off).
+
+    The exponentials ``e`` are the table of :func:`pymli.arith.lut.fx_exp_codes` at ``max - x``
+    (compiled); their int32 sum and the reciprocal are :func:`_recip_of_sum`'s; the last step is
+    :func:`pymli.arith.lut.scale_round_sat`, compiled where its int32 bounds hold (``|e|``,
+    ``|recip| <= 2**15``: ``bits``-bit values; every shift at least 1), else NumPy's on ``e``.
+    """
+    jit = _jit.compiled("_jit_reduce")
+    if jit is None or xa.ndim == 0:
+        return None
+    x = np.ascontiguousarray(xa)
+    shape3 = _shape3(x.shape, axis)
+    e = np.empty(x.shape, dtype=x.dtype)
+    total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
+    jit.softmax_exp(x.reshape(shape3), fx_exp_codes(lut, in_frac_bits, bits, bits), e.reshape(shape3), total)
+    sum_exp, recip = _recip_of_sum(total, bits)
+    shift = np.minimum(2 * int(lut.out_frac_bits) + MAX_FRAC_BITS_FX16 - sum_exp - (bits - 1), 2 * bits - 1)
+    if int(shift.min()) < 1:
+        return scale_round_sat(e.reshape(shape3), recip[:, None, :], shift[:, None, :], 0, bits).reshape(x.shape)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    jit.scale_slices(e.reshape(shape3), 0, recip, shift, round_mode() is RoundMode.UP, lo, hi, e.reshape(shape3))
+    return e
 
 
 def softmax_sa8(x: npt.ArrayLike, lut: Lut, *, in_scale: int, in_shift: int, axis: int = -1) -> np.ndarray:
@@ -387,6 +426,9 @@ def l2_normalize(x: npt.ArrayLike, lut: Lut, *, bits: int, out_shift: int, in_zp
         Array of output values: int8 / int16 from the fast path (``out`` where it was written),
         int64 from the plain one.
     """
+    fast = _l2_normalize_jit(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
+    if fast is not None:
+        return fast
     fast = _l2_normalize_fast(np.asarray(x), lut, bits=bits, out_shift=out_shift, in_zp=in_zp, axis=axis, out=out)
     if fast is not None:
         return fast
@@ -437,6 +479,12 @@ def _sum_squares(c: np.ndarray, axis: int) -> np.ndarray:
     return np.expand_dims(np.einsum(f"{letters},{letters}->{kept}", f, f), axis).astype(np.int64)
 
 
+def _l2_inv_table(lut: Lut) -> np.ndarray:
+    """The 1/sqrt LUT read at every Q7.8 code ``0 .. 2**15 - 1`` (int64, cached per LUT contents and
+    rounding mode)."""
+    return code_table(lut, ("l2 inv",), lambda: lut_interpolate(np.arange(1 << 15), lut, _L2NORM_LUT_FRAC_BITS))
+
+
 def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
     """Per-slice factor and shift of :func:`l2_normalize_reference` from the sums of squares.
 
@@ -447,7 +495,7 @@ def _l2_factors(total: np.ndarray, lut: Lut, out_shift: int) -> tuple:
     Returns:
         ``(inv, shift)``: int64 arrays of ``total``'s shape, or Python ints for one slice.
     """
-    table = code_table(lut, ("l2 inv",), lambda: lut_interpolate(np.arange(1 << 15), lut, _L2NORM_LUT_FRAC_BITS))
+    table = _l2_inv_table(lut)
     if total.size == 1:
         t = int(total.reshape(()))
         norm_shift = 48 - norm(t, 64)
@@ -509,3 +557,47 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
     return scale_round_sat(c, inv, shift, 0, bits, out=out)
+
+
+def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,
+                      axis: int, out: np.ndarray | None = None) -> np.ndarray | None:
+    """:func:`l2_normalize` with the optional JIT (:mod:`pymli.kernels._jit_reduce`); None where it
+    does not apply (JIT off, other dtypes, the bounds of :func:`_l2_normalize_fast` failing).
+
+    The same steps as :func:`_l2_normalize_fast`, with the same bounds: centred values within
+    ``[-2**15, 2**15]``, so the int64 sums of squares are exact; the per-slice factors come from
+    :func:`_l2_factors` (compiled as :func:`pymli.kernels._jit_reduce.l2_factors`); with
+    ``|inv| <= 2**15`` and shifts >= 1 the compiled scaling is
+    :func:`pymli.arith.lut.scale_round_sat`'s int32 arithmetic.
+
+    Returns:
+        The output values in the container dtype (written into ``out`` when it is a C-contiguous
+        array of that dtype and ``x``'s shape, not overlapping ``x`` other than element for element),
+        or None.
+    """
+    if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
+        zp = int(in_zp)
+    elif xa.dtype == np.int16 and in_zp is None:
+        zp = 0
+    else:
+        return None
+    jit = _jit.compiled("_jit_reduce")
+    if jit is None or xa.size == 0 or xa.ndim == 0:
+        return None
+    x = np.ascontiguousarray(xa)
+    shape3 = _shape3(x.shape, axis)
+    x3 = x.reshape(shape3)
+    total = np.empty((shape3[0], shape3[2]), dtype=np.int64)
+    jit.l2_sums(x3, zp, total)
+    inv, shift = np.empty_like(total), np.empty_like(total)
+    up = round_mode() is RoundMode.UP
+    if not jit.l2_factors(total, _l2_inv_table(lut), up, int(lut.out_frac_bits) - int(out_shift), inv, shift):
+        return None
+    out_dt = np.dtype(np.int8 if bits == 8 else np.int16)
+    dest = out
+    if dest is None or dest.shape != x.shape or dest.dtype != out_dt or not dest.flags.c_contiguous \
+            or not dest.flags.writeable or (np.may_share_memory(dest, x) and dest.ctypes.data != x.ctypes.data):
+        dest = np.empty(x.shape, dtype=out_dt)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    jit.scale_slices(x3, zp, inv, shift, up, lo, hi, dest.reshape(shape3))
+    return dest
