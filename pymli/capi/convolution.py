@@ -170,25 +170,33 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
     seen: list[tuple[bytes, bytes, PreparedConv | None] | None] = [None]
     small = op != "group" and shape_at(w, 0) * shape_at(w, 1) * shape_at(w, 2) * n <= _PREPARE_MAX
+    # C sets out.el_type to the input's; the plan runs only on the field objects it saw (the memo's
+    # snapshot holds the tensors' change counters), so whether that assignment changes anything is known now.
+    set_type = out.el_type is not inp.el_type
+    # weights / bias views as large as their data arrays: those arrays' bytes stand for the views' (no view to build)
+    w_whole, b_whole = w.data.size == np.prod(vw[0]), b.data.size == np.prod(vb[0])
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
-        wv, bv = view(w, vw), view(b, vb)
         if small:
             # The plan outlives the element values (a caller may rewrite the buffers): the layer is
             # prepared on the second call with the same weights and bias, and used while they stay.
-            wk, bk = wv.tobytes(), bv.tobytes()
+            wk = w.data.tobytes() if w_whole else view(w, vw).tobytes()
+            bk = b.data.tobytes() if b_whole else view(b, vb).tobytes()
             st = seen[0]
             if st is not None and st[0] == wk and st[1] == bk:
                 layer = st[2]
                 if layer is None:
-                    layer = prepare_conv(wv, bv, q, **geo, depthwise=op == "depthwise", out_dtype=out.data.dtype)
+                    layer = prepare_conv(view(w, vw), view(b, vb), q, **geo, depthwise=op == "depthwise",
+                                         out_dtype=out.data.dtype)
                     seen[0] = (wk, bk, layer)
-                view(out, vo)[...] = layer(view(inp, vx))
-                out.el_type = inp.el_type
+                layer(view(inp, vx), view(out, vo))  # written into out (after reading all of the input)
+                if set_type:
+                    out.el_type = inp.el_type
                 return Status.OK
             seen[0] = (wk, bk, None)
-        view(out, vo)[...] = kernel(view(inp, vx), wv, bv, q, **geo)
-        out.el_type = inp.el_type  # C sets it; the checks made it equal already
+        view(out, vo)[...] = kernel(view(inp, vx), view(w, vw), view(b, vb), q, **geo)
+        if set_type:
+            out.el_type = inp.el_type  # the checks made them equal already
         return Status.OK
 
     return run
