@@ -20,8 +20,9 @@ from ..errors import Status
 from ..formats import ElType
 from ..kernels import activation as K
 from ..tensor import Tensor
-from ._plan import ViewSpec, view, view_spec
+from ._plan import view, view_spec
 from ._registry import c_variants
+from .convolution import whole_view
 from .types import PreluCfg, ReluCfg
 
 try:  # the clip ufunc itself: one pass, no Python-level argument handling
@@ -52,13 +53,6 @@ def _scalar_value(t: Tensor) -> int:
 # ------------------------------------------------------------------------------------------ ReLU
 
 
-def _whole(t: Tensor, spec: ViewSpec) -> bool:
-    """Whether ``t``'s view is all of its contiguous data array, element for element in memory order."""
-    d, v = t.data, view(t, spec)
-    return (d.flags.c_contiguous and v.flags.c_contiguous and v.size == d.size
-            and v.__array_interface__["data"][0] == d.__array_interface__["data"][0])
-
-
 def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callable[..., Status]:
     check_relu(fn, el, inp, cfg, out)
     sa = el.is_sa
@@ -79,7 +73,7 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     n = inp.data.size
     # Both views the whole of their (equally long, contiguous) arrays: ReLU is elementwise, so it runs on
     # the flat arrays themselves (no view to rebuild).
-    flat = same and _whole(inp, vi) and _whole(out, vo) and out.data.size == n
+    flat = same and whole_view(vi) and whole_view(vo) and out.data.size == n
     if flat and not copy:
         if n > CLAMP_UFUNC_MAX:
             def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:

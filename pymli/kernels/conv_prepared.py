@@ -8,6 +8,7 @@ A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which im
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -39,80 +40,106 @@ try:  # the ufuncs themselves: no Python-level argument handling (tiny arrays: m
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
 
-__all__ = ["FusedSa8", "PreparedConv", "prepare_conv", "TINY_MACS"]
+__all__ = ["FusedSa8", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
 """Calls of more multiply-adds than this take the plain kernel (row blocks over the threads, no
 whole-batch im2col copy): the fixed per-call cost the prepared path saves no longer matters there."""
 TINY_MACS = 1 << 12
-"""sa8 conv2d calls of at most this many multiply-adds (one image) take :class:`FusedSa8` after one
-gather (im2col with the padding) from a float64 copy of the input: a few NumPy calls in all."""
+"""sa8 conv2d calls of at most this many multiply-adds (one image) take :class:`FusedSa8` (a few NumPy
+calls in all) when its constant matrices have at most :data:`TINY_CONSTANTS` elements."""
+TINY_CONSTANTS = 1 << 15
 _I32_MAX = (1 << 31) - 1
 _MAX_STAGES = 16
 _dot, _floor, _rint, _add = np.dot, np.floor, np.rint, np.add
+_get_ident = threading.get_ident
 
 
 class FusedSa8:
-    """The sa8 output stage of a small layer (conv2d or fully connected, no weights zero point) fused
-    into two float64 matrix products: per call ``dot``, a rounding (and the 16-bit saturation where it
-    can matter), ``dot``, a clip and the last rounding written into the output container (for tiny arrays each NumPy call is most of the cost).
+    """A small sa8 layer (conv2d or fully connected, no weights zero point) as two float64 matrix
+    products: per call the input is copied into a float64 buffer ending in a one, then ``dot``, a
+    rounding (and the 16-bit saturation where it can matter), ``dot``, a clip, the last rounding and the
+    store into the output container. For tiny arrays each NumPy call is most of the cost.
 
-    ``stage(cols, out)`` takes the im2col rows ``cols`` (P, K + 1): the K input values of each output
-    position (container integers as float64, padded taps holding the input zero point) and a last
-    column of ones, and writes the (P, N) results into ``out`` (any integer array of that shape).
-    The values are :func:`pymli.kernels.fully_connected.fully_connected`'s, bit for bit.
+    ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)
+    and writes the (P, N) results into ``out`` (an integer array of P*N elements, 1-D or (P, N) or
+    (Ho, Wo, N) in C order); it returns False, writing nothing, when no exact fused form exists for
+    the input dtype under the platform in force (the caller takes its general path). The values are
+    :func:`pymli.kernels.fully_connected.fully_connected`'s on the im2col rows, bit for bit.
 
-    Why exact: the first product is ``(x @ w + c) * 2**-pre`` plus the rounding half (``c`` the
-    reduced bias minus ``zp * colsum(w)``: the ones column times a last weights row), with one more
-    output column that is exactly 1; every term is an integer times ``2**-pre`` and every partial sum
-    is bounded by ``(max|x| * sum|w| + |c| + 1) * 2**-pre``, checked below 2**53 in those units: it
-    is exact in any summation order, and so is its rounding (``floor`` of ``v + 1/2`` for ROUND_UP,
-    ``rint`` for ROUND_CONVERGENT). The second product multiplies the rounded value ``r`` by the
-    diagonal ``mul * 2**-sh`` and adds, through the ones column, the second rounding half (with
-    ROUND_UP also the output zero point): ``r * mul`` is an integer below the checked bound, the
-    terms are multiples of ``2**-sh`` (the other channels contribute exact zeros), so the sum is
-    exact. Clamps commute with ``floor`` / ``rint`` at integer bounds. The conditions are those of
-    the prepared fully connected layer's float stage; where one fails (an accumulator that may wrap,
-    FULL_ACCU sums that may saturate, shifts or products outside the exact range)
-    :meth:`stage` returns None and the caller takes its general path.
+    The first matrix spreads the weights over the flat input (row ``i`` holds ``w[k, o] * 2**-pre``
+    in column ``(p, o)`` where output position ``p`` reads input ``i`` as tap ``k``; padded taps have no
+    row), its last row (times the one) adds ``c = bias - zp * colsum(w over p's valid taps)`` times
+    ``2**-pre`` plus the rounding half, and one more column per position that is exactly 1. The sum of
+    ``(x - zp) * w`` over the valid taps is C's (padding contributes nothing).
+
+    Why exact: every term is an integer times ``2**-pre`` (other columns' zeros are exact), and every
+    partial sum is bounded by ``(max|x| * sum|w| + |c| + 2**pre) * 2**-pre``, checked below 2**53 in
+    those units: the sum is exact in any order, and so is its rounding (``floor`` of ``v + 1/2`` for
+    ROUND_UP, ``rint`` for ROUND_CONVERGENT). The second matrix multiplies the rounded value ``r`` by
+    the (block) diagonal ``mul * 2**-sh`` and adds, through the ones column, the second rounding half
+    (with ROUND_UP also the output zero point): ``|r * mul|`` is below the checked bound, the terms are
+    multiples of ``2**-sh`` and the sum stays below 2**53 in those units, so it is exact too. Clamps
+    commute with ``floor`` / ``rint`` at integer bounds. Where a condition fails (an accumulator that
+    may wrap, FULL_ACCU sums that may saturate, shifts or products outside the exact range) there is
+    no fused form.
     """
 
-    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Sa8Quant, bounds: tuple[int, int]) -> None:
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Sa8Quant, bounds: tuple[int, int],
+                 taps: np.ndarray | None = None, n_in: int = 0) -> None:
         """Args:
-            w: (K, N) integer weights; bias: (N,) integers (both copied into the constants);
+            w: (K, N) integer weights; bias: (N,) integers (both copied into the constants).
             q: the layer's :class:`~pymli.kernels.convolution.Sa8Quant`; bounds: the fused ReLU clamp.
+            taps: (P, K) index of each output position's taps in the flat input (-1: a padded tap);
+                None: a fully connected layer (P = 1, tap ``k`` reads input ``k``).
+            n_in: number of input values (with ``taps``; else K).
         """
         self._w = np.array(w, dtype=I64)
+        k = self._w.shape[0]
+        self._taps = np.arange(k)[None, :] if taps is None else np.asarray(taps)
+        self._n = k if taps is None else int(n_in)
         self._bias = np.array(bias)
         self._q, self._bounds = q, (int(bounds[0]), int(bounds[1]))
-        self._l1 = np.abs(self._w).sum(axis=0)
-        self._stages: dict[tuple[int, str], tuple[Platform, object]] = {}
+        self._stages: dict[tuple, tuple] = {}
+        self._last: tuple = (None, None, None, None)  # (platform, dtype, shape, run) of the last call
 
-    def stage(self, xdt: np.dtype) -> object:
-        """The fused computation for inputs of container dtype ``xdt`` under the platform in force:
-        a callable ``(cols, out) -> None``, or None (no exact fused form: take the general path)."""
+    @staticmethod
+    def size(p: int, n: int, n_in: int) -> int:
+        """Elements of the larger constant matrix for P positions, N channels and ``n_in`` inputs."""
+        return max((n_in + 1) * p * (n + 1), p * (n + 1) * p * n)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """The layer on ``x`` into ``out`` (see the class docstring); False (nothing written) without a fused form."""
         p = get_platform()
-        key = (id(p), xdt.char)
-        st = self._stages.get(key)
-        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
-            if len(self._stages) >= _MAX_STAGES:
-                self._stages.clear()
-            st = self._stages[key] = (p, self._build(p, xdt))
-        return st[1]
+        last = self._last
+        if last[0] is p and last[1] is x.dtype and last[2] == x.shape:  # the common case: as the call before
+            run = last[3]
+        else:
+            key = (id(p), x.dtype.char, x.shape)
+            st = self._stages.get(key)
+            if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+                if len(self._stages) >= _MAX_STAGES:
+                    self._stages.clear()
+                st = self._stages[key] = (p, self._build(p, x.dtype, x.shape))
+            run = st[1]
+            self._last = (p, x.dtype, x.shape, run)
+        if run is None:
+            return False
+        run(x, out)
+        return True
 
-    def _build(self, p: Platform, xdt: np.dtype) -> object:
+    def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> object:
         q, (lo, hi) = self._q, self._bounds
         if xdt.kind not in "iu" or self._bias.dtype.kind not in "iu" or _eff_offset(q.w_zp):
             return None
         a = _eff_offset(q.in_zp)
-        info = np.iinfo(xdt)
-        if not info.min <= a <= info.max:  # padded taps hold a: it must be a container value
-            return None
         k, m = self._w.shape
-        if not m:
+        npos = self._taps.shape[0]
+        if not m or math.prod(shape) != self._n:
             return None
-        acc_b = container_bound(np.empty(0, xdt), a) * self._l1  # per channel, on |sum((x - a) * w)|
+        l1 = np.abs(self._w).sum(axis=0)
+        acc_b = container_bound(np.empty(0, xdt), a) * l1  # per channel, on |sum((x - a) * w)|
         if int(acc_b.max()) >= 1 << 31:
             return None  # an accumulator that may wrap
         bias_r, _ = sa8_bias_bound(self._bias, p.full_accu)
@@ -138,50 +165,56 @@ class FusedSa8:
             kb = min(a16, 1 << 15) * int(np.abs(mul).max())
         up = p.round_mode is RoundMode.UP
         zp = int(q.out_zp)
-        c = bias_r - a * self._w.sum(axis=0)
-        xb = container_bound(np.empty(0, xdt))
-        first = xb * int(self._l1.max()) + int(np.abs(c).max()) + (1 << int(pre.max()))  # units of 2**-pre
+        valid = self._taps >= 0
+        c = bias_r - a * (self._w[None] * valid[:, :, None]).sum(axis=1)  # (P, N)
+        first = container_bound(np.empty(0, xdt)) * int(l1.max()) + int(np.abs(c).max()) + (1 << int(pre.max()))
         if int(sh.min()) < 0 or shmax > 52 or first >= _F64_EXACT or kb + ((abs(zp) + 1) << shmax) >= _F64_EXACT:
             return None
-        merge = up  # the zero point is added with the rounding half (exact: the bound just checked)
         inv = np.ldexp(1.0, -pre)
         rnd1 = bool(pre.max() > 0)
-        w1 = np.zeros((k + 1, m + 1))
-        w1[:k, :m] = self._w * inv
-        w1[k, :m] = c * inv + (0.5 if up and rnd1 else 0.0)
-        w1[k, m] = 1.0  # the ones column, kept through the first rounding
-        w2 = np.zeros((m + 1, m))
-        w2[np.arange(m), np.arange(m)] = mul.astype(np.float64) * np.ldexp(1.0, -sh)
-        w2[m] = (0.5 + zp if merge else 0.5) if up else 0.0
+        n, m1 = self._n, m + 1
+        w1 = np.zeros((n + 1, npos * m1))
+        pi, ki = np.nonzero(valid)  # one row per (position, valid tap): distinct inputs within a position
+        w1[self._taps[pi, ki][:, None], pi[:, None] * m1 + np.arange(m)] = self._w[ki] * inv
+        w1[n].reshape(npos, m1)[:, :m] = c * inv + (0.5 if up and rnd1 else 0.0)
+        w1[n].reshape(npos, m1)[:, m] = 1.0  # the ones column, kept through the first rounding
+        w2 = np.zeros((npos * m1, npos * m))
+        blocks = w2.reshape(npos, m1, npos, m)
+        pos = np.arange(npos)
+        blocks[pos[:, None], np.arange(m), pos[:, None], np.arange(m)] = mul.astype(np.float64) * np.ldexp(1.0, -sh)
+        blocks[pos, m, pos, :] = (0.5 + zp) if up else 0.0  # ROUND_UP: the zero point with the half
         olo, ohi = max(lo, -128), min(hi, 127)
         # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
         lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
+        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
+        buf = np.empty(n + 1)
+        buf[n] = 1.0
+        inner = buf[:n].reshape(shape)
         rnd = _floor if up else _rint
-        if merge:
-            def run(cols: np.ndarray, out: np.ndarray) -> None:
-                y = _dot(cols, w1)
-                if rnd1:
-                    rnd(y, out=y)
-                if clip16:  # the ones column stays 1
-                    _clip(y, -32768.0, 32767.0, out=y)
-                z = _dot(y, w2)
+        zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
+
+        def run(x: np.ndarray, out: np.ndarray) -> None:
+            if _get_ident() == owner:
+                b = buf
+                inner[...] = x
+            else:
+                b = np.empty(n + 1)
+                b[n] = 1.0
+                b[:n].reshape(shape)[...] = x
+            y = _dot(b, w1)
+            if rnd1:
+                rnd(y, out=y)
+            if clip16:  # the ones columns stay 1
+                _clip(y, -32768.0, 32767.0, out=y)
+            z = _dot(y, w2)
+            if up:
                 _clip(z, lo_f, hi_f, out=z)
                 _floor(z, out=z)
-                out[...] = z  # integral values in the output container's range
-        else:
-            zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
-
-            def run(cols: np.ndarray, out: np.ndarray) -> None:
-                y = _dot(cols, w1)
-                if rnd1:
-                    rnd(y, out=y)
-                if clip16:  # the ones column stays 1
-                    _clip(y, -32768.0, 32767.0, out=y)
-                z = _dot(y, w2)
-                rnd(z, out=z)
+            else:
+                _rint(z, out=z)
                 _clip(z, lz, hz, out=z)
                 _add(z, zf, out=z)
-                out[...] = z  # integral values in the output container's range
+            out[...] = z.reshape(out.shape) if out.ndim != 1 else z  # integral values in the container's range
         return run
 
 
@@ -224,78 +257,77 @@ class PreparedConv:
             and self._geo["pad"] == (0, 0)
         self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
         self._buffers: dict[tuple, np.ndarray] = {}
-        self._fused = None
-        if self._fc is not None and isinstance(q, Sa8Quant) and out_hw[0] * out_hw[1] * self._w.size <= TINY_MACS:
-            kh, kw, c, n = self._w.shape
-            self._fused = FusedSa8(self._w.reshape(kh * kw * c, n), self._bias, q, self._bounds)
-        self._gathers: dict[tuple, tuple] = {}  # (platform, fused stage, _gather_plan's) per thread and input
+        # sa8 conv2d of few multiply-adds: a FusedSa8 per input shape (None: too large a constant)
+        self._tiny_ok = (self._fc is not None and isinstance(q, Sa8Quant)
+                         and out_hw[0] * out_hw[1] * self._w.size <= TINY_MACS)
+        self._fused: dict[tuple[int, ...], FusedSa8 | None] = {}
 
     def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The layer on ``x``.
 
         Args:
             x: (H, W, C) or (N, H, W, C) container integers.
-            out: optional integer array of the result's shape to write the values into.
+            out: optional integer array to write the values into: of the result's shape, or any shape
+                of its size (the values in C order: e.g. a flat output buffer).
 
         Returns:
             (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype (``out`` itself when given).
         """
-        if self._fused is not None and type(x) is np.ndarray and x.ndim == 3:
+        if self._tiny_ok and type(x) is np.ndarray and x.ndim == 3:
             r = self._tiny(x, out)
             if r is not None:
                 return r
         r = self._values(np.asarray(x))
         if out is None:
             return r
-        out[...] = r
+        out[...] = r.reshape(out.shape)
         return out
+
+    def fused(self, shape: tuple[int, ...]) -> FusedSa8 | None:
+        """The :class:`FusedSa8` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
+        directly, falling back to the layer when it returns False), or None: no tiny path for them.
+
+        Args:
+            shape: (H, W, C) of the input.
+
+        Returns:
+            The fused layer, or None.
+        """
+        if not self._tiny_ok or len(shape) != 3:
+            return None
+        fused = self._fused.get(shape, False)
+        return self._fused_for(shape) if fused is False else fused
 
     def _tiny(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
-        """A small sa8 conv2d through :class:`FusedSa8`: the input copied into a float64 buffer kept per
-        thread and input shape (after it, the input zero point for the padded taps and a one), one
-        gather of the im2col rows by a precomputed index, the fused stage written into the output.
-        None when the fused stage does not apply (the general path then runs)."""
-        key = (threading.get_ident(), x.shape, x.dtype.char)  # one buffer per thread: calls may overlap
-        g = self._gathers.get(key)
-        p = get_platform()
-        if g is None or g[0] is not p:
-            if len(self._gathers) >= 8:  # a few threads / input shapes at most: keep memory bounded
-                self._gathers.clear()
-            g = self._gathers[key] = (p, self._fused.stage(x.dtype), *self._gather_plan(x.shape))  # type: ignore[union-attr]
-        _, stage, buf, inner, idx, shape2 = g
-        if stage is None:
+        """A small sa8 conv2d through :class:`FusedSa8` (made on the first call with an input shape),
+        written into ``out`` (or a new array); None when it does not apply (the general path then runs)."""
+        fused = self._fused.get(x.shape, False)
+        if fused is False:
+            fused = self._fused_for(x.shape)
+        if fused is None:
             return None
-        inner[...] = x
-        if out is not None and out.flags.c_contiguous:
-            stage(buf.take(idx), out.reshape(shape2))
-            return out
-        res = np.empty(self._geo["out_hw"] + (shape2[1],), self._dtype)
-        stage(buf.take(idx), res.reshape(shape2))
         if out is None:
-            return res
-        out[...] = res
-        return out
+            res = np.empty(self._geo["out_hw"] + self._w.shape[3:], self._dtype)
+            return res if fused(x, res) else None
+        return out if fused(x, out) else None
 
-    def _gather_plan(self, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, int]]:
-        """(float64 buffer of ``H*W*C + 2`` values, its (H, W, C) view for the input, im2col index,
-        (positions, channels) of the result).
-
-        The buffer ends in the input zero point (read by every padded tap) and a one (the ones
-        column of :class:`FusedSa8`); row ``p`` of the index lists output position ``p``'s taps in the
-        weights' (Kh, Kw, C) order, then the one."""
+    def _fused_for(self, shape: tuple[int, ...]) -> FusedSa8 | None:
+        """The :class:`FusedSa8` of inputs of ``shape`` (kept), or None when its constants would be large."""
         h, w, c = shape
-        kh, kw = self._w.shape[:2]
+        kh, kw, _, n = self._w.shape
         (sh, sw), (dh, dw), (top, left), (ho, wo) = (self._geo[k] for k in ("stride", "dilation", "pad", "out_hw"))
-        size = h * w * c
-        buf = np.empty(size + 2)
-        buf[size], buf[size + 1] = self._a, 1.0
-        rows = (np.arange(ho)[:, None] * sh + np.arange(kh)[None, :] * dh - top)[:, None, :, None, None]
-        cols = (np.arange(wo)[:, None] * sw + np.arange(kw)[None, :] * dw - left)[None, :, None, :, None]
-        ok = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
-        flat = (rows * w + cols) * c + np.arange(c)
-        idx = np.where(ok, flat, size).reshape(ho * wo, kh * kw * c)
-        idx = np.concatenate([idx, np.full((ho * wo, 1), size + 1)], axis=1).astype(np.intp)
-        return buf, buf[:size].reshape(h, w, c), idx, (ho * wo, self._w.shape[3])
+        fused = None
+        if FusedSa8.size(ho * wo, n, h * w * c) <= TINY_CONSTANTS:
+            rows = (np.arange(ho)[:, None] * sh + np.arange(kh)[None, :] * dh - top)[:, None, :, None, None]
+            cols = (np.arange(wo)[:, None] * sw + np.arange(kw)[None, :] * dw - left)[None, :, None, :, None]
+            ok = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+            taps = np.where(ok, (rows * w + cols) * c + np.arange(c), -1).reshape(ho * wo, kh * kw * c)
+            fused = FusedSa8(self._w.reshape(kh * kw * c, n), self._bias, self._q, self._bounds,  # type: ignore[arg-type]
+                             taps=taps, n_in=h * w * c)
+        if len(self._fused) >= 8:  # a few input shapes at most: keep memory bounded
+            self._fused.clear()
+        self._fused[shape] = fused
+        return fused
 
     def _values(self, x: np.ndarray) -> np.ndarray:
         """The general paths (see the class docstring)."""
