@@ -6,8 +6,9 @@ written to consecutive elements. The output struct is not modified.
 
 A plan (the memo of :mod:`pymli.checks.entry`) runs the plain kernel on its first call; from the second
 call with the same weights and bias bytes it runs the layer prepared once
-(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements), as long as
-those bytes stay the same (they are compared on every call: a rewritten buffer is seen).
+(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements; small sa8
+layers :class:`pymli.kernels.conv_prepared.FusedSa8`), as long as those bytes stay the same (they are
+compared on every call: a rewritten buffer is seen).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..checks.conv import check_mac
 from ..checks.fc import check_fully_connected
 from ..checks.tensor import fail, shape_at
 from ..errors import Status
+from ..kernels.conv_prepared import TINY_CONSTANTS, FusedSa8
 from ..kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
 from ..tensor import Tensor
 from ._registry import c_variant, unsupported
@@ -64,9 +66,11 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
     else:
         q = fx_quant(inp, w, b, out, 40 if kind == "fx16" else 32, 8 if kind == "fx8" else 16)
     bounds = out_bounds(cfg.relu, out, sa)
-    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
-    seen: list[tuple[bytes, bytes, PreparedFc | None] | None] = [None]
+    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once, its tiny path)
+    seen: list[tuple[bytes, bytes, PreparedFc | None, FusedSa8 | None] | None] = [None]
     small = n_in * m <= _PREPARE_MAX
+    # sa8 layers whose fused constants are small run through FusedSa8 (a few NumPy calls)
+    tiny = sa and FusedSa8.size(1, m, n_in) <= TINY_CONSTANTS
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
         bv = b.data[:m]
@@ -77,13 +81,17 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
             wk, bk = w.data[:span].tobytes(), bv.tobytes()
             st = seen[0]
             if st is not None and st[0] == wk and st[1] == bk:
-                layer = st[2]
+                layer, fused = st[2], st[3]
                 if layer is None:
-                    layer = prepare_fc(_strided(w.data, wshape, wstrides), bv, q, bounds, out.data.dtype)
-                    seen[0] = (wk, bk, layer)
-                layer(inp.data[:n_in], out.data[:m])
+                    wv = _strided(w.data, wshape, wstrides)
+                    layer = prepare_fc(wv, bv, q, bounds, out.data.dtype)
+                    fused = FusedSa8(wv, bv, q, bounds) if tiny else None  # type: ignore[arg-type]
+                    seen[0] = (wk, bk, layer, fused)
+                x, o = inp.data[:n_in], out.data[:m]
+                if fused is None or not fused(x, o):
+                    layer(x, o)
                 return Status.OK
-            seen[0] = (wk, bk, None)
+            seen[0] = (wk, bk, None, None)
         res = fully_connected(inp.data[:n_in], _strided(w.data, wshape, wstrides), bv, q, bounds)
         out.data[:m] = res.astype(out.data.dtype)
         return Status.OK
