@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -116,20 +117,33 @@ class FusedSa8:
         if last[0] is p and last[1] is x.dtype and last[2] == x.shape:  # the common case: as the call before
             run = last[3]
         else:
-            key = (id(p), x.dtype.char, x.shape)
-            st = self._stages.get(key)
-            if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
-                if len(self._stages) >= _MAX_STAGES:
-                    self._stages.clear()
-                st = self._stages[key] = (p, self._build(p, x.dtype, x.shape))
-            run = st[1]
+            run = self.runner(x.dtype, x.shape)
             self._last = (p, x.dtype, x.shape, run)
         if run is None:
             return False
         run(x, out)
         return True
 
-    def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> object:
+    def runner(self, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """The computation ``run(x, out)`` for inputs of dtype ``xdt`` and ``shape`` under the platform in
+        force now (a caller that keeps it must check that the platform is still this one), or None.
+
+        Args:
+            xdt: the input container dtype; shape: the input's shape.
+
+        Returns:
+            ``run(x, out)`` (writes the layer on ``x`` into ``out``), or None: no exact fused form.
+        """
+        p = get_platform()
+        key = (id(p), xdt.char, tuple(shape))
+        st = self._stages.get(key)
+        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._stages) >= _MAX_STAGES:
+                self._stages.clear()
+            st = self._stages[key] = (p, self._build(p, xdt, tuple(shape)))
+        return st[1]
+
+    def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
         q, (lo, hi) = self._q, self._bounds
         if xdt.kind not in "iu" or self._bias.dtype.kind not in "iu" or _eff_offset(q.w_zp):
             return None
