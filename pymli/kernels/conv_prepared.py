@@ -53,7 +53,7 @@ calls in all) when its constant matrices have at most :data:`TINY_CONSTANTS` ele
 TINY_CONSTANTS = 1 << 15
 _I32_MAX = (1 << 31) - 1
 _MAX_STAGES = 16
-_dot, _floor, _rint, _add = np.dot, np.floor, np.rint, np.add
+_floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
 
 
@@ -215,12 +215,12 @@ class FusedSa8:
                 b = np.empty(n + 1)
                 b[n] = 1.0
                 b[:n].reshape(shape)[...] = x
-            y = _dot(b, w1)
+            y = b.dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
             if clip16:  # the ones columns stay 1
                 _clip(y, -32768.0, 32767.0, out=y)
-            z = _dot(y, w2)
+            z = y.dot(w2)
             if up:
                 _clip(z, lo_f, hi_f, out=z)
                 _floor(z, out=z)
