@@ -1,6 +1,8 @@
 """Prepared convolutions: :func:`prepare_conv` fixes one layer's weights, bias, parameters and
 geometry once and returns a callable of the input (:class:`PreparedConv`): the fixed per-call
 cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
+:class:`FusedSa8` is the path of tiny sa8 layers (conv2d here, fully connected in :mod:`pymli.capi`):
+the im2col gather, the padding and both output-stage roundings folded into two constant matrices.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
@@ -182,7 +184,9 @@ class FusedSa8:
         valid = self._taps >= 0
         c = bias_r - a * (self._w[None] * valid[:, :, None]).sum(axis=1)  # (P, N)
         first = container_bound(np.empty(0, xdt)) * int(l1.max()) + int(np.abs(c).max()) + (1 << int(pre.max()))
-        if int(sh.min()) < 0 or shmax > 52 or first >= _F64_EXACT or kb + ((abs(zp) + 1) << shmax) >= _F64_EXACT:
+        # both sums in units of 2**-pre / 2**-sh, and twice that: a channel without a shift still adds a half
+        if (int(sh.min()) < 0 or shmax > 52 or 2 * first >= _F64_EXACT
+                or 2 * (kb + ((abs(zp) + 1) << shmax)) >= _F64_EXACT):
             return None
         inv = np.ldexp(1.0, -pre)
         rnd1 = bool(pre.max() > 0)
@@ -243,7 +247,9 @@ class PreparedConv:
     the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
     connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
     matmul layout, zero-point correction folded into the bias, the exact float output stage per
-    platform, read at each call). A depthwise layer without a weights zero point keeps a padded
+    platform, read at each call); a small sa8 conv2d of one image (at most :data:`TINY_MACS`) runs
+    instead as :class:`FusedSa8` where that is exact (two float64 products over the flat input, a
+    few NumPy calls in all). A depthwise layer without a weights zero point keeps a padded
     buffer of ``x - zp`` in the sums' dtype (zero border written once), takes one ``einsum`` over
     its windows and the plain kernel's output stage. Everything else (weights zero points, a zero
     point outside the container, calls beyond :data:`PREPARED_MAX_MACS`) calls the plain kernel
