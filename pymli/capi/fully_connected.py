@@ -6,8 +6,8 @@ written to consecutive elements. The output struct is not modified.
 
 A plan (the memo of :mod:`pymli.checks.entry`) runs the plain kernel on its first call; from the second
 call with the same weights and bias bytes it runs the layer prepared once
-(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements; small sa8
-layers :class:`pymli.kernels.conv_prepared.FusedSa8`), as long as those bytes stay the same (they are
+(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements; small
+layers :class:`pymli.kernels.conv_prepared.FusedLayer`), as long as those bytes stay the same (they are
 compared on every call: a rewritten buffer is seen).
 """
 
@@ -22,7 +22,7 @@ from ..checks.fc import check_fully_connected
 from ..checks.tensor import fail, shape_at
 from ..config import get_platform
 from ..errors import Status
-from ..kernels.conv_prepared import TINY_CONSTANTS, FusedSa8
+from ..kernels.conv_prepared import TINY_CONSTANTS, FusedLayer
 from ..kernels.fully_connected import fully_connected, prepare_fc
 from ..tensor import Tensor
 from ._registry import c_variant, unsupported
@@ -74,8 +74,8 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
     w_all, b_all = w.data.shape[0] == span, b.data.shape[0] == m
     x_all, o_all = inp.data.shape[0] == n_in, out.data.shape[0] == m
     small = n_in * m <= _PREPARE_MAX
-    # sa8 layers whose fused constants are small run through FusedSa8 (a few NumPy calls)
-    tiny = sa and FusedSa8.size(1, m, n_in) <= TINY_CONSTANTS
+    # layers whose fused constants are small run through FusedLayer (a few NumPy calls)
+    tiny = FusedLayer.size(1, m, n_in) <= TINY_CONSTANTS
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
         if small:
@@ -91,7 +91,7 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
                 if layer is None:
                     wv = _strided(wd, wshape, wstrides)
                     layer = prepare_fc(wv, bd[:m], q, bounds, od.dtype)
-                    fused = FusedSa8(wv, bd[:m], q, bounds) if tiny else None  # type: ignore[arg-type]
+                    fused = FusedLayer(wv, bd[:m], q, bounds) if tiny else None  # type: ignore[arg-type]
                     seen[0] = st = (wk, bk, layer, fused, None, None)
                 x, o = (xd if x_all else xd[:n_in]), (od if o_all else od[:m])
                 if fused is not None:

@@ -1,8 +1,8 @@
 """Prepared convolutions: :func:`prepare_conv` fixes one layer's weights, bias, parameters and
 geometry once and returns a callable of the input (:class:`PreparedConv`): the fixed per-call
 cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
-:class:`FusedSa8` is the path of tiny sa8 layers (conv2d here, fully connected in :mod:`pymli.capi`):
-the im2col gather, the padding and both output-stage roundings folded into two constant matrices.
+:class:`FusedLayer` is the path of tiny layers (conv2d here, fully connected in :mod:`pymli.capi`):
+the im2col gather, the padding and the output stage's roundings folded into constant matrices.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
@@ -16,15 +16,16 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.requant import _cast_plan, sa8_bias_bound, sa8_out_params
+from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound, sa8_out_params
+from ..arith.rounding import limits
 from ..config import Platform, get_platform
 from ..formats import RoundMode
 from . import _jit
 from .convolution import (
     _F32_EXACT,
     _F64_EXACT,
+    FxQuant,
     Quant,
-    Sa8Quant,
     _batch,
     _depthwise_dtype,
     _geometry,
@@ -43,14 +44,14 @@ try:  # the ufuncs themselves: no Python-level argument handling (tiny arrays: m
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
 
-__all__ = ["FusedSa8", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
+__all__ = ["FusedLayer", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
 """Calls of more multiply-adds than this take the plain kernel (row blocks over the threads, no
 whole-batch im2col copy): the fixed per-call cost the prepared path saves no longer matters there."""
 TINY_MACS = 1 << 12
-"""sa8 conv2d calls of at most this many multiply-adds (one image) take :class:`FusedSa8` (a few NumPy
+"""conv2d calls of at most this many multiply-adds (one image) take :class:`FusedLayer` (a few NumPy
 calls in all) when its constant matrices have at most :data:`TINY_CONSTANTS` elements."""
 TINY_CONSTANTS = 1 << 15
 _I32_MAX = (1 << 31) - 1
@@ -59,11 +60,13 @@ _floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
 
 
-class FusedSa8:
-    """A small sa8 layer (conv2d or fully connected, no weights zero point) as two float64 matrix
-    products: per call the input is copied into a float64 buffer ending in a one, then ``dot``, a
-    rounding (and the 16-bit saturation where it can matter), ``dot``, a clip, the last rounding and the
-    store into the output container. For tiny arrays each NumPy call is most of the cost.
+class FusedLayer:
+    """A small conv2d or fully connected layer (sa8 without a weights zero point, or MLI_FX) as one or two
+    float64 matrix products over its flat input. sa8, per call: the input copied into a float64 buffer
+    ending in a one, then ``dot``, a rounding (and the 16-bit saturation where it can matter), ``dot``, a
+    clip, the last rounding and the store into the output container; MLI_FX: ``dot`` (bias and rounding
+    half through the one, the output shift in the weights), clip, rounding, store (see
+    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost.
 
     ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)
     and writes the (P, N) results into ``out`` (an integer array of P*N elements, 1-D or (P, N) or
@@ -89,11 +92,11 @@ class FusedSa8:
     no fused form.
     """
 
-    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Sa8Quant, bounds: tuple[int, int],
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int],
                  taps: np.ndarray | None = None, n_in: int = 0) -> None:
         """Args:
             w: (K, N) integer weights; bias: (N,) integers (both copied into the constants).
-            q: the layer's :class:`~pymli.kernels.convolution.Sa8Quant`; bounds: the fused ReLU clamp.
+            q: the layer's :class:`~pymli.kernels.convolution.Sa8Quant` or ``FxQuant``; bounds: the fused ReLU clamp.
             taps: (P, K) index of each output position's taps in the flat input (-1: a padded tap);
                 None: a fully connected layer (P = 1, tap ``k`` reads input ``k``).
             n_in: number of input values (with ``taps``; else K).
@@ -145,14 +148,80 @@ class FusedSa8:
             st = self._stages[key] = (p, self._build(p, xdt, tuple(shape)))
         return st[1]
 
+    def _spread(self, w: np.ndarray, c: np.ndarray, ones: bool) -> np.ndarray:
+        """The first constant matrix: (n_in + 1, P * (N + ones)) float64, ``w[k, o]`` in row ``i`` and
+        column ``(p, o)`` where position ``p`` reads input ``i`` as tap ``k``, ``c[p, o]`` in the last row
+        and, with ``ones``, one more column per position holding 1 in the last row."""
+        npos, (_, m) = self._taps.shape[0], self._w.shape
+        m1 = m + ones
+        w1 = np.zeros((self._n + 1, npos * m1))
+        pi, ki = np.nonzero(self._taps >= 0)  # one row per (position, valid tap): distinct inputs within a position
+        w1[self._taps[pi, ki][:, None], pi[:, None] * m1 + np.arange(m)] = w[ki]
+        last = w1[self._n].reshape(npos, m1)
+        last[:, :m] = c
+        if ones:
+            last[:, m] = 1.0  # the ones column, kept through the first rounding
+        return w1
+
+    def _build_fx(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """The MLI_FX form: one product ``(x @ w + bias) * 2**-shift`` (plus the rounding half), the
+        rounding, the clamp. Exact under the conditions of the prepared fully connected layer's FX
+        stage without its 32-bit saturations (an accumulator and biased sum that cannot reach them),
+        with the bound doubled for an unshifted sum's half."""
+        q, (lo, hi) = self._q, self._bounds
+        m = self._w.shape[1]
+        if not m:
+            return None
+        acc_b = container_bound(np.empty(0, xdt)) * np.abs(self._w).sum(axis=0)
+        fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
+        s = int(q.out_shift)
+        tot_b = int((acc_b + np.abs(fb)).max())
+        up = p.round_mode is RoundMode.UP
+        if q.acc_bits <= 32:
+            if int(acc_b.max()) >= 1 << 31 or not 0 <= s <= 31 or tot_b + (1 << s >> 1) > _I32_MAX:
+                return None  # the 32-bit accumulator could wrap or saturate
+        elif not 0 <= s <= 52:
+            return None
+        if 2 * (tot_b + (1 << s)) >= _F64_EXACT:
+            return None
+        out_lo, out_hi = limits(q.out_bits)
+        lo_f, hi_f = float(min(max(out_lo, lo), hi)), float(min(max(out_hi, lo), hi))
+        inv = np.ldexp(1.0, -s)
+        w1 = self._spread(self._w * inv, np.broadcast_to(fb * inv + (0.5 if up else 0.0), (self._taps.shape[0], m)),
+                          False)
+        n = self._n
+        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
+        buf = np.empty(n + 1)
+        buf[n] = 1.0
+        inner = buf[:n].reshape(shape)
+        rnd = _floor if up else _rint
+
+        def run(x: np.ndarray, out: np.ndarray) -> None:
+            if _get_ident() == owner:
+                b = buf
+                inner[...] = x
+            else:
+                b = np.empty(n + 1)
+                b[n] = 1.0
+                b[:n].reshape(shape)[...] = x
+            y = b.dot(w1)
+            _clip(y, lo_f, hi_f, out=y)
+            rnd(y, out=y)  # clip, then round: the bounds are integers
+            out[...] = y.reshape(out.shape) if out.ndim != 1 else y
+        return run
+
     def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
         q, (lo, hi) = self._q, self._bounds
-        if xdt.kind not in "iu" or self._bias.dtype.kind not in "iu" or _eff_offset(q.w_zp):
+        if xdt.kind not in "iu" or self._bias.dtype.kind not in "iu" or math.prod(shape) != self._n:
+            return None
+        if isinstance(q, FxQuant):
+            return self._build_fx(p, xdt, shape)
+        if _eff_offset(q.w_zp):
             return None
         a = _eff_offset(q.in_zp)
         k, m = self._w.shape
         npos = self._taps.shape[0]
-        if not m or math.prod(shape) != self._n:
+        if not m:
             return None
         l1 = np.abs(self._w).sum(axis=0)
         acc_b = container_bound(np.empty(0, xdt), a) * l1  # per channel, on |sum((x - a) * w)|
@@ -191,11 +260,7 @@ class FusedSa8:
         inv = np.ldexp(1.0, -pre)
         rnd1 = bool(pre.max() > 0)
         n, m1 = self._n, m + 1
-        w1 = np.zeros((n + 1, npos * m1))
-        pi, ki = np.nonzero(valid)  # one row per (position, valid tap): distinct inputs within a position
-        w1[self._taps[pi, ki][:, None], pi[:, None] * m1 + np.arange(m)] = self._w[ki] * inv
-        w1[n].reshape(npos, m1)[:, :m] = c * inv + (0.5 if up and rnd1 else 0.0)
-        w1[n].reshape(npos, m1)[:, m] = 1.0  # the ones column, kept through the first rounding
+        w1 = self._spread(self._w * inv, c * inv + (0.5 if up and rnd1 else 0.0), True)
         w2 = np.zeros((npos * m1, npos * m))
         blocks = w2.reshape(npos, m1, npos, m)
         pos = np.arange(npos)
@@ -247,8 +312,8 @@ class PreparedConv:
     the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
     connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
     matmul layout, zero-point correction folded into the bias, the exact float output stage per
-    platform, read at each call); a small sa8 conv2d of one image (at most :data:`TINY_MACS`) runs
-    instead as :class:`FusedSa8` where that is exact (two float64 products over the flat input, a
+    platform, read at each call); a small conv2d of one image (at most :data:`TINY_MACS`) runs
+    instead as :class:`FusedLayer` where that is exact (two float64 products over the flat input, a
     few NumPy calls in all). A depthwise layer without a weights zero point keeps a padded
     buffer of ``x - zp`` in the sums' dtype (zero border written once), takes one ``einsum`` over
     its windows and the plain kernel's output stage. Everything else (weights zero points, a zero
@@ -277,10 +342,10 @@ class PreparedConv:
             and self._geo["pad"] == (0, 0)
         self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
         self._buffers: dict[tuple, np.ndarray] = {}
-        # sa8 conv2d of few multiply-adds: a FusedSa8 per input shape (None: too large a constant)
-        self._tiny_ok = (self._fc is not None and isinstance(q, Sa8Quant)
+        # conv2d of few multiply-adds: a FusedLayer per input shape (None: too large a constant)
+        self._tiny_ok = (self._fc is not None
                          and out_hw[0] * out_hw[1] * self._w.size <= TINY_MACS)
-        self._fused: dict[tuple[int, ...], FusedSa8 | None] = {}
+        self._fused: dict[tuple[int, ...], FusedLayer | None] = {}
 
     def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The layer on ``x``.
@@ -303,8 +368,8 @@ class PreparedConv:
         out[...] = r.reshape(out.shape)
         return out
 
-    def fused(self, shape: tuple[int, ...]) -> FusedSa8 | None:
-        """The :class:`FusedSa8` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
+    def fused(self, shape: tuple[int, ...]) -> FusedLayer | None:
+        """The :class:`FusedLayer` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
         directly, falling back to the layer when it returns False), or None: no tiny path for them.
 
         Args:
@@ -319,7 +384,7 @@ class PreparedConv:
         return self._fused_for(shape) if fused is False else fused
 
     def _tiny(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
-        """A small sa8 conv2d through :class:`FusedSa8` (made on the first call with an input shape),
+        """A small conv2d through :class:`FusedLayer` (made on the first call with an input shape),
         written into ``out`` (or a new array); None when it does not apply (the general path then runs)."""
         fused = self._fused.get(x.shape, False)
         if fused is False:
@@ -331,18 +396,18 @@ class PreparedConv:
             return res if fused(x, res) else None
         return out if fused(x, out) else None
 
-    def _fused_for(self, shape: tuple[int, ...]) -> FusedSa8 | None:
-        """The :class:`FusedSa8` of inputs of ``shape`` (kept), or None when its constants would be large."""
+    def _fused_for(self, shape: tuple[int, ...]) -> FusedLayer | None:
+        """The :class:`FusedLayer` of inputs of ``shape`` (kept), or None when its constants would be large."""
         h, w, c = shape
         kh, kw, _, n = self._w.shape
         (sh, sw), (dh, dw), (top, left), (ho, wo) = (self._geo[k] for k in ("stride", "dilation", "pad", "out_hw"))
         fused = None
-        if FusedSa8.size(ho * wo, n, h * w * c) <= TINY_CONSTANTS:
+        if FusedLayer.size(ho * wo, n, h * w * c) <= TINY_CONSTANTS:
             rows = (np.arange(ho)[:, None] * sh + np.arange(kh)[None, :] * dh - top)[:, None, :, None, None]
             cols = (np.arange(wo)[:, None] * sw + np.arange(kw)[None, :] * dw - left)[None, :, None, :, None]
             ok = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
             taps = np.where(ok, (rows * w + cols) * c + np.arange(c), -1).reshape(ho * wo, kh * kw * c)
-            fused = FusedSa8(self._w.reshape(kh * kw * c, n), self._bias, self._q, self._bounds,  # type: ignore[arg-type]
+            fused = FusedLayer(self._w.reshape(kh * kw * c, n), self._bias, self._q, self._bounds,  # type: ignore[arg-type]
                              taps=taps, n_in=h * w * c)
         if len(self._fused) >= 8:  # a few input shapes at most: keep memory bounded
             self._fused.clear()

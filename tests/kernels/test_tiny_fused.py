@@ -1,6 +1,6 @@
-"""The fused tiny sa8 path (:class:`pymli.kernels.conv_prepared.FusedSa8`) against the plain kernels:
-seeded random small conv2d layers (paddings, strides, dilations, per-axis weights scales, fused ReLU
-bounds, extreme values and biases) and fully connected layers, under every platform, written into
+"""The fused tiny path (:class:`pymli.kernels.conv_prepared.FusedLayer`) against the plain kernels:
+seeded random small sa8 conv2d layers (paddings, strides, dilations, per-axis weights scales, fused ReLU
+bounds, extreme values and biases), fully connected layers (sa8 and MLI_FX) and MLI_FX conv2d, under every platform, written into
 outputs of every form (new array, (Ho, Wo, N), flat, strided); the capi functions that use it, with
 buffers rewritten between repeated calls and calls from a second thread. Whole outputs are compared
 with ``np.array_equal``."""
@@ -17,7 +17,7 @@ from pymli.capi.types import Conv2dCfg, FullyConnectedCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import PRESETS
 from pymli.kernels import convolution as K
-from pymli.kernels.conv_prepared import FusedSa8, prepare_conv
+from pymli.kernels.conv_prepared import FusedLayer, prepare_conv
 from pymli.kernels.fully_connected import fully_connected
 
 from ._shared import assert_repeated_calls_follow_rewrites
@@ -105,7 +105,7 @@ def test_conv_tiny_strided_input_and_other_thread() -> None:
 
 @pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: p.name)
 def test_fc_fused_matches_plain(platform: Platform) -> None:
-    """FusedSa8 as a fully connected layer equals :func:`fully_connected` (or says it does not apply)."""
+    """FusedLayer as a fully connected layer equals :func:`fully_connected` (or says it does not apply)."""
     applied = 0
     for seed in range(150):
         rng = np.random.default_rng(1000 + seed)
@@ -119,10 +119,49 @@ def test_fc_fused_matches_plain(platform: Platform) -> None:
         with use_platform(platform):
             want = fully_connected(x, w, bias, q, bounds).astype(np.int8)
             out = np.full(m, 99, np.int8)
-            if FusedSa8(w, bias, q, bounds)(x, out):
+            if FusedLayer(w, bias, q, bounds)(x, out):
                 applied += 1
                 assert np.array_equal(out, want), seed
     assert applied >= 75
+
+
+_FX = {"fx16": (np.int16, np.int16, 40, 16), "fx16_fx8_fx8": (np.int16, np.int8, 32, 16),
+       "fx8": (np.int8, np.int8, 32, 8)}
+
+
+@pytest.mark.parametrize("kind", list(_FX))
+@pytest.mark.parametrize("platform", PLATFORMS, ids=lambda p: p.name)
+def test_fx_fused_matches_plain(platform: Platform, kind: str) -> None:
+    """MLI_FX fully connected and conv2d layers through FusedLayer equal the plain kernels (or it says
+    it does not apply: 32-bit accumulators that could wrap or saturate, shifts outside the exact range)."""
+    xdt, wdt, acc, out_bits = _FX[kind]
+    odt = np.int16 if out_bits == 16 else np.int8
+    ix, iw = np.iinfo(xdt), np.iinfo(wdt)
+    applied = 0
+    for seed in range(100):
+        rng = np.random.default_rng(2000 + seed)
+        extreme = seed % 4 == 0
+
+        def draw(info: np.iinfo, shape: tuple[int, ...], dt: type) -> np.ndarray:
+            vals = rng.choice([info.min, info.max], shape) if extreme else rng.integers(info.min, info.max + 1, shape)
+            return vals.astype(dt)
+
+        q = K.FxQuant(*(int(v) for v in rng.integers(0, 16, 4)), acc, out_bits)
+        bounds = (int(np.iinfo(odt).min), int(np.iinfo(odt).max)) if seed % 3 else (0, 50)
+        k, m = int(rng.integers(1, 30)), int(rng.integers(1, 12))
+        x, w, b = draw(ix, (k,), xdt), draw(iw, (k, m), wdt), draw(iw, (m,), wdt)
+        h, wi, c, n = (int(v) for v in rng.integers(1, 5, 4))
+        kh, kw = (int(v) for v in rng.integers(1, 4, 2))
+        xc, wc, bc = draw(ix, (h, wi, c), xdt), draw(iw, (kh, kw, c, n), wdt), draw(iw, (n,), wdt)
+        geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (kh // 2, kw // 2), "out_hw": (h, wi), "bounds": bounds}
+        with use_platform(platform):
+            out = np.full(m, 99, odt)
+            if FusedLayer(w, b, q, bounds)(x, out):
+                applied += 1
+                assert np.array_equal(out, fully_connected(x, w, b, q, bounds).astype(odt)), seed
+            layer = prepare_conv(wc, bc, q, **geo, out_dtype=odt)
+            assert np.array_equal(layer(xc), K.conv2d_hwcn(xc, wc, bc, q, **geo).astype(odt)), seed
+    assert applied >= 50
 
 
 def _conv_capi_case(rng: np.random.Generator, relu: ReluType, pad: int):
