@@ -58,6 +58,8 @@ def _cases() -> list[tuple[str, str, tuple]]:
     cb = Tensor.from_numpy(rng.integers(-1000, 1000, 2), ElType.SA_32, zero_point=[0, 0], scale=[15, 18],
                            scale_frac_bits=[16, 16], dim=0)
     cout = Tensor.zeros((2, 2, 2), ElType.SA_8, zero_point=0, scale=9, scale_frac_bits=6)
+    cout_pad = Tensor.zeros((4, 4, 2), ElType.SA_8, zero_point=0, scale=9, scale_frac_bits=6)
+    pad1 = Conv2dCfg(padding_top=1, padding_bottom=1, padding_left=1, padding_right=1)
     pin = Tensor.from_numpy(rng.integers(-1000, 1000, (4, 4, 2)), ElType.FX_16, frac_bits=8)
     pout = Tensor.zeros((2, 2, 2), ElType.FX_16, frac_bits=8)
     lut = Lut(data=np.zeros(capi.mli_krn_sigm_get_lut_size() // 2, np.int16), capacity=capi.mli_krn_sigm_get_lut_size())
@@ -84,6 +86,7 @@ def _cases() -> list[tuple[str, str, tuple]]:
         ("fully connected sa8, 16 -> 16", "mli_krn_fully_connected_sa8_sa8_sa32", (fin, w, b, fc, fout)),
         ("fully connected fx16, 16 -> 16", "mli_krn_fully_connected_fx16", (finf, wf, bf, fc, foutf)),
         ("conv2d sa8 3x3, 4x4x2 -> 2x2x2", "mli_krn_conv2d_hwcn_sa8_sa8_sa32", (cin, cw, cb, Conv2dCfg(), cout)),
+        ("conv2d sa8 3x3 pad 1, 4x4x2 -> 4x4x2", "mli_krn_conv2d_hwcn_sa8_sa8_sa32", (cin, cw, cb, pad1, cout_pad)),
         ("maxpool fx16 2x2 s2, 4x4x2", "mli_krn_maxpool_hwc_fx16", (pin, pool, pout)),
         ("avepool fx16 2x2 s2, 4x4x2", "mli_krn_avepool_hwc_fx16", (pin, pool, pout)),
         ("sigm fx16, 8 el", "mli_krn_sigm_fx16", (xf, lut, of)),

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.activation import clamp
+from ..arith.activation import CLAMP_UFUNC_MAX, clamp
 from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
@@ -22,7 +22,15 @@ from ..kernels import activation as K
 from ..tensor import Tensor
 from ._plan import view, view_spec
 from ._registry import c_variants
+from .convolution import whole_view
 from .types import PreluCfg, ReluCfg
+
+try:  # the clip ufunc itself: one pass, no Python-level argument handling
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
+
+_maximum, _minimum = np.maximum, np.minimum
 
 __all__ = [
     "mli_krn_relu_fx8", "mli_krn_relu_fx16", "mli_krn_relu_sa8",
@@ -55,19 +63,36 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     kind = int(cfg.type)
     lo, hi = K.relu_bounds(kind, el.dtype, **q)
     vi, vo = view_spec(inp), view_spec(out)
+    # out->el_params = in->el_params. The plan runs only on the very field objects it saw (the memo's
+    # snapshot holds both tensors' change counters), so whether a write changes anything is known now:
+    # assignments of the same objects would be no-ops.
+    names = ("dim", "zero_point", "scale", "scale_frac_bits") if sa else ("frac_bits",)
+    copy = [n for n in names if getattr(out, n) is not getattr(inp, n)]
     # The data arrays' dtypes are part of the memo's snapshot: decided once.
     same = inp.data.dtype == el.dtype and out.data.dtype == el.dtype
+    n = inp.data.size
+    # Both views the whole of their (equally long, contiguous) arrays: ReLU is elementwise, so it runs on
+    # the flat arrays themselves (no view to rebuild).
+    flat = same and whole_view(vi) and whole_view(vo) and out.data.size == n
+    if flat and not copy:
+        if n > CLAMP_UFUNC_MAX:
+            def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
+                _clip(inp.data, lo, hi, out=out.data)  # into out: overlap-safe, no temporary
+                return Status.OK
+        else:
+            def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
+                d = out.data
+                _minimum(_maximum(inp.data, lo, out=d), hi, out=d)
+                return Status.OK
+        return run_flat
 
     def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
         if same:
             clamp(view(inp, vi), lo, hi, out=view(out, vo))  # into out: overlap-safe, no temporary
         else:
             K.relu(view(inp, vi), kind, out=view(out, vo), **q)
-        # out->el_params = in->el_params
-        if sa:
-            out.dim, out.zero_point, out.scale, out.scale_frac_bits = inp.dim, inp.zero_point, inp.scale, inp.scale_frac_bits
-        else:
-            out.frac_bits = inp.frac_bits
+        for name in copy:
+            setattr(out, name, getattr(inp, name))
         return Status.OK
 
     return run

@@ -11,6 +11,7 @@ the cfg, as the C kernel does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -20,11 +21,12 @@ from ..checks.conv import check_bias_scale_asym  # noqa: F401  (old import path,
 from ..checks.conv import (check_conv2d, check_depthwise, check_group, check_mac, check_structure_cached,
                            check_transpose, check_transpose_str2)
 from ..checks.tensor import shape_at
+from ..config import get_platform
 from ..errors import Status
 from ..kernels import convolution as K
-from ..kernels.conv_prepared import PreparedConv, prepare_conv
+from ..kernels.conv_prepared import prepare_conv
 from ..tensor import Tensor
-from ._plan import view, view_spec
+from ._plan import _RESHAPE, _WHOLE, ViewSpec, view, view_spec
 from ._registry import c_variant
 from .types import Conv2dCfg
 
@@ -116,6 +118,7 @@ def out_bounds(cfg_relu: object, out: Tensor, sa: bool) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------ runner
+_WHOLE_VIEWS = (_WHOLE, _RESHAPE)
 _ACC = {"fx16": 40, "fx16_fx8_fx8": 32}
 _PREPARE_MAX = 1 << 18
 """Largest conv2d / depthwise weights (elements) whose layer a plan prepares once (:func:`pymli.kernels.conv_prepared.prepare_conv`)
@@ -147,6 +150,19 @@ def fast_view(t: Tensor) -> np.ndarray:
     return np.ndarray(shape, dtype=d.dtype, buffer=d, strides=tuple(m * it for m in ms))
 
 
+def whole_view(spec: ViewSpec) -> bool:
+    """Whether a view (its :func:`~pymli.capi._plan.view_spec`) is all of its tensor's contiguous data array
+    in C order: the data array itself then stands for the flat view.
+
+    Args:
+        spec: the view spec.
+
+    Returns:
+        True when the view is the data array, or the data array reshaped.
+    """
+    return spec[2] in _WHOLE_VIEWS
+
+
 def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg,
          out: Tensor) -> Callable[..., Status]:
     sa = kind == "sa8"
@@ -167,28 +183,50 @@ def _run(op: str, kind: str, ksize: int, inp: Tensor, w: Tensor, b: Tensor, cfg:
     geo = {"stride": (cfg.stride_height, cfg.stride_width), "dilation": (cfg.dilation_height, cfg.dilation_width),
            "pad": pad, "out_hw": (shape_at(out, 0), shape_at(out, 1)), "bounds": bounds}
     vo = view_spec(out)
-    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
-    seen: list[tuple[bytes, bytes, PreparedConv | None] | None] = [None]
+    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once, its tiny path,
+    # the platform and the tiny path's computation under it)
+    seen: list[tuple | None] = [None]
     small = op != "group" and shape_at(w, 0) * shape_at(w, 1) * shape_at(w, 2) * n <= _PREPARE_MAX
+    # C sets out.el_type to the input's; the plan runs only on the field objects it saw (the memo's
+    # snapshot holds the tensors' change counters), so whether that assignment changes anything is known now.
+    set_type = out.el_type is not inp.el_type
+    # weights / bias views as large as their data arrays: those arrays' bytes stand for the views' (every
+    # view element is in them; no view to build); the output's data array for its flat view
+    w_whole, b_whole = w.data.size == math.prod(vw[0]), b.data.size == math.prod(vb[0])
+    o_whole, x_whole = whole_view(vo), whole_view(vx)
+    x_shape = (math.prod(vx[0]),) if x_whole else vx[0]  # the tiny path reads a whole input flat
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: Conv2dCfg, out: Tensor) -> Status:
-        wv, bv = view(w, vw), view(b, vb)
         if small:
             # The plan outlives the element values (a caller may rewrite the buffers): the layer is
             # prepared on the second call with the same weights and bias, and used while they stay.
-            wk, bk = wv.tobytes(), bv.tobytes()
+            wk = w.data.tobytes() if w_whole else view(w, vw).tobytes()
+            bk = b.data.tobytes() if b_whole else view(b, vb).tobytes()
             st = seen[0]
             if st is not None and st[0] == wk and st[1] == bk:
-                layer = st[2]
+                layer, fused = st[2], st[3]
                 if layer is None:
-                    layer = prepare_conv(wv, bv, q, **geo, depthwise=op == "depthwise", out_dtype=out.data.dtype)
-                    seen[0] = (wk, bk, layer)
-                view(out, vo)[...] = layer(view(inp, vx))
-                out.el_type = inp.el_type
+                    layer = prepare_conv(view(w, vw), view(b, vb), q, **geo, depthwise=op == "depthwise",
+                                         out_dtype=out.data.dtype)
+                    fused = layer.fused(vx[0])
+                    seen[0] = st = (wk, bk, layer, fused, None, None)
+                # written into out (after reading all of the input), flat when its view is all of its data
+                o = out.data if o_whole else view(out, vo)
+                if fused is not None:
+                    p = get_platform()
+                    if p is not st[4]:  # the fused form of this platform (None: there is none)
+                        seen[0] = st = (*st[:4], p, fused.runner(inp.data.dtype, x_shape))
+                    if st[5] is not None:
+                        st[5](inp.data if x_whole else view(inp, vx), o)
+                        return Status.OK
+                layer(view(inp, vx), o)
+                if set_type:
+                    out.el_type = inp.el_type
                 return Status.OK
-            seen[0] = (wk, bk, None)
-        view(out, vo)[...] = kernel(view(inp, vx), wv, bv, q, **geo)
-        out.el_type = inp.el_type  # C sets it; the checks made it equal already
+            seen[0] = (wk, bk, None, None, None, None)
+        view(out, vo)[...] = kernel(view(inp, vx), view(w, vw), view(b, vb), q, **geo)
+        if set_type:
+            out.el_type = inp.el_type  # the checks made them equal already
         return Status.OK
 
     return run

@@ -6,8 +6,9 @@ written to consecutive elements. The output struct is not modified.
 
 A plan (the memo of :mod:`pymli.checks.entry`) runs the plain kernel on its first call; from the second
 call with the same weights and bias bytes it runs the layer prepared once
-(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements), as long as
-those bytes stay the same (they are compared on every call: a rewritten buffer is seen).
+(:func:`pymli.kernels.fully_connected.prepare_fc`, weights up to ``_PREPARE_MAX`` elements; small
+layers :class:`pymli.kernels.conv_prepared.FusedLayer`), as long as those bytes stay the same (they are
+compared on every call: a rewritten buffer is seen).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import numpy as np
 from ..checks.conv import check_mac
 from ..checks.fc import check_fully_connected
 from ..checks.tensor import fail, shape_at
+from ..config import get_platform
 from ..errors import Status
-from ..kernels.fully_connected import PreparedFc, fully_connected, prepare_fc
+from ..kernels.conv_prepared import TINY_CONSTANTS, FusedLayer
+from ..kernels.fully_connected import fully_connected, prepare_fc
 from ..tensor import Tensor
 from ._registry import c_variant, unsupported
 from .convolution import fx_quant, out_bounds, sa8_quant
@@ -64,26 +67,44 @@ def _run(kind: str, ext_bias: bool, inp: Tensor, w: Tensor, b: Tensor, cfg: Full
     else:
         q = fx_quant(inp, w, b, out, 40 if kind == "fx16" else 32, 8 if kind == "fx8" else 16)
     bounds = out_bounds(cfg.relu, out, sa)
-    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once)
-    seen: list[tuple[bytes, bytes, PreparedFc | None] | None] = [None]
+    # (weights bytes, bias bytes, prepared layer or None when these operands were seen once, its tiny path,
+    # the platform and the tiny path's computation under it)
+    seen: list[tuple | None] = [None]
+    # buffers exactly as long as what the call reads: the arrays themselves, no slice
+    w_all, b_all = w.data.shape[0] == span, b.data.shape[0] == m
+    x_all, o_all = inp.data.shape[0] == n_in, out.data.shape[0] == m
     small = n_in * m <= _PREPARE_MAX
+    # layers whose fused constants are small run through FusedLayer (a few NumPy calls)
+    tiny = FusedLayer.size(1, m, n_in) <= TINY_CONSTANTS
 
     def run(inp: Tensor, w: Tensor, b: Tensor, cfg: FullyConnectedCfg, out: Tensor) -> Status:
-        bv = b.data[:m]
         if small:
             # The plan outlives the element values (a caller may rewrite the buffers): the layer is
             # prepared on the second call with the same weights and bias (the bytes of the weights'
             # span, gaps between rows included), and used while they stay.
-            wk, bk = w.data[:span].tobytes(), bv.tobytes()
+            wd, bd, xd, od = w.data, b.data, inp.data, out.data
+            wk = (wd if w_all else wd[:span]).tobytes()
+            bk = (bd if b_all else bd[:m]).tobytes()
             st = seen[0]
             if st is not None and st[0] == wk and st[1] == bk:
-                layer = st[2]
+                layer, fused = st[2], st[3]
                 if layer is None:
-                    layer = prepare_fc(_strided(w.data, wshape, wstrides), bv, q, bounds, out.data.dtype)
-                    seen[0] = (wk, bk, layer)
-                layer(inp.data[:n_in], out.data[:m])
+                    wv = _strided(wd, wshape, wstrides)
+                    layer = prepare_fc(wv, bd[:m], q, bounds, od.dtype)
+                    fused = FusedLayer(wv, bd[:m], q, bounds) if tiny else None  # type: ignore[arg-type]
+                    seen[0] = st = (wk, bk, layer, fused, None, None)
+                x, o = (xd if x_all else xd[:n_in]), (od if o_all else od[:m])
+                if fused is not None:
+                    p = get_platform()
+                    if p is not st[4]:  # the fused form of this platform (None: there is none)
+                        seen[0] = st = (*st[:4], p, fused.runner(xd.dtype, (n_in,)))
+                    if st[5] is not None:
+                        st[5](x, o)
+                        return Status.OK
+                layer(x, o)
                 return Status.OK
-            seen[0] = (wk, bk, None)
+            seen[0] = (wk, bk, None, None, None, None)
+        bv = b.data[:m]
         res = fully_connected(inp.data[:n_in], _strided(w.data, wshape, wstrides), bv, q, bounds)
         out.data[:m] = res.astype(out.data.dtype)
         return Status.OK

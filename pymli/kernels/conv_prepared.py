@@ -1,6 +1,8 @@
 """Prepared convolutions: :func:`prepare_conv` fixes one layer's weights, bias, parameters and
 geometry once and returns a callable of the input (:class:`PreparedConv`): the fixed per-call
 cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
+:class:`FusedLayer` is the path of tiny layers (conv2d here, fully connected in :mod:`pymli.capi`):
+the im2col gather, the padding and the output stage's roundings folded into constant matrices.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
@@ -8,19 +10,28 @@ A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which im
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
+from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound, sa8_out_params
+from ..arith.rounding import limits
+from ..config import Platform, get_platform
+from ..formats import RoundMode
 from . import _jit
 from .convolution import (
     _F32_EXACT,
+    _F64_EXACT,
+    FxQuant,
     Quant,
     _batch,
     _depthwise_dtype,
     _geometry,
     _offsets,
     _OutputStage,
+    _eff_offset,
     _windows,
     container_bound,
     conv2d_hwcn,
@@ -28,12 +39,266 @@ from .convolution import (
 )
 from .fully_connected import prepare_fc
 
-__all__ = ["PreparedConv", "prepare_conv"]
+try:  # the ufuncs themselves: no Python-level argument handling (tiny arrays: most of a call)
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - older NumPy
+    _clip = np.clip
+
+__all__ = ["FusedLayer", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
 """Calls of more multiply-adds than this take the plain kernel (row blocks over the threads, no
 whole-batch im2col copy): the fixed per-call cost the prepared path saves no longer matters there."""
+TINY_MACS = 1 << 12
+"""conv2d calls of at most this many multiply-adds (one image) take :class:`FusedLayer` (a few NumPy
+calls in all) when its constant matrices have at most :data:`TINY_CONSTANTS` elements."""
+TINY_CONSTANTS = 1 << 15
+_I32_MAX = (1 << 31) - 1
+_MAX_STAGES = 16
+_floor, _rint, _add = np.floor, np.rint, np.add
+_get_ident = threading.get_ident
+
+
+class FusedLayer:
+    """A small conv2d or fully connected layer (sa8 without a weights zero point, or MLI_FX) as one or two
+    float64 matrix products over its flat input. sa8, per call: the input copied into a float64 buffer
+    ending in a one, then ``dot``, a rounding (and the 16-bit saturation where it can matter), ``dot``, a
+    clip, the last rounding and the store into the output container; MLI_FX: ``dot`` (bias and rounding
+    half through the one, the output shift in the weights), clip, rounding, store (see
+    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost.
+
+    ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)
+    and writes the (P, N) results into ``out`` (an integer array of P*N elements, 1-D or (P, N) or
+    (Ho, Wo, N) in C order); it returns False, writing nothing, when no exact fused form exists for
+    the input dtype under the platform in force (the caller takes its general path). The values are
+    :func:`pymli.kernels.fully_connected.fully_connected`'s on the im2col rows, bit for bit.
+
+    The first matrix spreads the weights over the flat input (row ``i`` holds ``w[k, o] * 2**-pre``
+    in column ``(p, o)`` where output position ``p`` reads input ``i`` as tap ``k``; padded taps have no
+    row), its last row (times the one) adds ``c = bias - zp * colsum(w over p's valid taps)`` times
+    ``2**-pre`` plus the rounding half, and one more column per position that is exactly 1. The sum of
+    ``(x - zp) * w`` over the valid taps is C's (padding contributes nothing).
+
+    Why exact: every term is an integer times ``2**-pre`` (other columns' zeros are exact), and every
+    partial sum is bounded by ``(max|x| * sum|w| + |c| + 2**pre) * 2**-pre``, checked below 2**53 in
+    those units: the sum is exact in any order, and so is its rounding (``floor`` of ``v + 1/2`` for
+    ROUND_UP, ``rint`` for ROUND_CONVERGENT). The second matrix multiplies the rounded value ``r`` by
+    the (block) diagonal ``mul * 2**-sh`` and adds, through the ones column, the second rounding half
+    (with ROUND_UP also the output zero point): ``|r * mul|`` is below the checked bound, the terms are
+    multiples of ``2**-sh`` and the sum stays below 2**53 in those units, so it is exact too. Clamps
+    commute with ``floor`` / ``rint`` at integer bounds. Where a condition fails (an accumulator that
+    may wrap, FULL_ACCU sums that may saturate, shifts or products outside the exact range) there is
+    no fused form.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, bounds: tuple[int, int],
+                 taps: np.ndarray | None = None, n_in: int = 0) -> None:
+        """Args:
+            w: (K, N) integer weights; bias: (N,) integers (both copied into the constants).
+            q: the layer's :class:`~pymli.kernels.convolution.Sa8Quant` or ``FxQuant``; bounds: the fused ReLU clamp.
+            taps: (P, K) index of each output position's taps in the flat input (-1: a padded tap);
+                None: a fully connected layer (P = 1, tap ``k`` reads input ``k``).
+            n_in: number of input values (with ``taps``; else K).
+        """
+        self._w = np.array(w, dtype=I64)
+        k = self._w.shape[0]
+        self._taps = np.arange(k)[None, :] if taps is None else np.asarray(taps)
+        self._n = k if taps is None else int(n_in)
+        self._bias = np.array(bias)
+        self._q, self._bounds = q, (int(bounds[0]), int(bounds[1]))
+        self._stages: dict[tuple, tuple] = {}
+        self._last: tuple = (None, None, None, None)  # (platform, dtype, shape, run) of the last call
+
+    @staticmethod
+    def size(p: int, n: int, n_in: int) -> int:
+        """Elements of the larger constant matrix for P positions, N channels and ``n_in`` inputs."""
+        return max((n_in + 1) * p * (n + 1), p * (n + 1) * p * n)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """The layer on ``x`` into ``out`` (see the class docstring); False (nothing written) without a fused form."""
+        p = get_platform()
+        last = self._last
+        if last[0] is p and last[1] is x.dtype and last[2] == x.shape:  # the common case: as the call before
+            run = last[3]
+        else:
+            run = self.runner(x.dtype, x.shape)
+            self._last = (p, x.dtype, x.shape, run)
+        if run is None:
+            return False
+        run(x, out)
+        return True
+
+    def runner(self, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """The computation ``run(x, out)`` for inputs of dtype ``xdt`` and ``shape`` under the platform in
+        force now (a caller that keeps it must check that the platform is still this one), or None.
+
+        Args:
+            xdt: the input container dtype; shape: the input's shape.
+
+        Returns:
+            ``run(x, out)`` (writes the layer on ``x`` into ``out``), or None: no exact fused form.
+        """
+        p = get_platform()
+        key = (id(p), xdt.char, tuple(shape))
+        st = self._stages.get(key)
+        if st is None or st[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._stages) >= _MAX_STAGES:
+                self._stages.clear()
+            st = self._stages[key] = (p, self._build(p, xdt, tuple(shape)))
+        return st[1]
+
+    def _spread(self, w: np.ndarray, c: np.ndarray, ones: bool) -> np.ndarray:
+        """The first constant matrix: (n_in + 1, P * (N + ones)) float64, ``w[k, o]`` in row ``i`` and
+        column ``(p, o)`` where position ``p`` reads input ``i`` as tap ``k``, ``c[p, o]`` in the last row
+        and, with ``ones``, one more column per position holding 1 in the last row."""
+        npos, (_, m) = self._taps.shape[0], self._w.shape
+        m1 = m + ones
+        w1 = np.zeros((self._n + 1, npos * m1))
+        pi, ki = np.nonzero(self._taps >= 0)  # one row per (position, valid tap): distinct inputs within a position
+        w1[self._taps[pi, ki][:, None], pi[:, None] * m1 + np.arange(m)] = w[ki]
+        last = w1[self._n].reshape(npos, m1)
+        last[:, :m] = c
+        if ones:
+            last[:, m] = 1.0  # the ones column, kept through the first rounding
+        return w1
+
+    def _build_fx(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """The MLI_FX form: one product ``(x @ w + bias) * 2**-shift`` (plus the rounding half), the
+        rounding, the clamp. Exact under the conditions of the prepared fully connected layer's FX
+        stage without its 32-bit saturations (an accumulator and biased sum that cannot reach them),
+        with the bound doubled for an unshifted sum's half."""
+        q, (lo, hi) = self._q, self._bounds
+        m = self._w.shape[1]
+        if not m:
+            return None
+        acc_b = container_bound(np.empty(0, xdt)) * np.abs(self._w).sum(axis=0)
+        fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
+        s = int(q.out_shift)
+        tot_b = int((acc_b + np.abs(fb)).max())
+        up = p.round_mode is RoundMode.UP
+        if q.acc_bits <= 32:
+            if int(acc_b.max()) >= 1 << 31 or not 0 <= s <= 31 or tot_b + (1 << s >> 1) > _I32_MAX:
+                return None  # the 32-bit accumulator could wrap or saturate
+        elif not 0 <= s <= 52:
+            return None
+        if 2 * (tot_b + (1 << s)) >= _F64_EXACT:
+            return None
+        out_lo, out_hi = limits(q.out_bits)
+        lo_f, hi_f = float(min(max(out_lo, lo), hi)), float(min(max(out_hi, lo), hi))
+        inv = np.ldexp(1.0, -s)
+        w1 = self._spread(self._w * inv, np.broadcast_to(fb * inv + (0.5 if up else 0.0), (self._taps.shape[0], m)),
+                          False)
+        n = self._n
+        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
+        buf = np.empty(n + 1)
+        buf[n] = 1.0
+        inner = buf[:n].reshape(shape)
+        rnd = _floor if up else _rint
+
+        def run(x: np.ndarray, out: np.ndarray) -> None:
+            if _get_ident() == owner:
+                b = buf
+                inner[...] = x
+            else:
+                b = np.empty(n + 1)
+                b[n] = 1.0
+                b[:n].reshape(shape)[...] = x
+            y = b.dot(w1)
+            _clip(y, lo_f, hi_f, out=y)
+            rnd(y, out=y)  # clip, then round: the bounds are integers
+            out[...] = y.reshape(out.shape) if out.ndim != 1 else y
+        return run
+
+    def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        q, (lo, hi) = self._q, self._bounds
+        if xdt.kind not in "iu" or self._bias.dtype.kind not in "iu" or math.prod(shape) != self._n:
+            return None
+        if isinstance(q, FxQuant):
+            return self._build_fx(p, xdt, shape)
+        if _eff_offset(q.w_zp):
+            return None
+        a = _eff_offset(q.in_zp)
+        k, m = self._w.shape
+        npos = self._taps.shape[0]
+        if not m:
+            return None
+        l1 = np.abs(self._w).sum(axis=0)
+        acc_b = container_bound(np.empty(0, xdt), a) * l1  # per channel, on |sum((x - a) * w)|
+        if int(acc_b.max()) >= 1 << 31:
+            return None  # an accumulator that may wrap
+        bias_r, _ = sa8_bias_bound(self._bias, p.full_accu)
+        acc_b = acc_b + np.abs(bias_r)  # on |acc + bias|
+        mul, shift = sa8_out_params(q.in_scale, q.in_frac, q.out_scale, q.out_frac, q.w_scales, q.w_fracs,
+                                    p.full_accu)
+        plan = _cast_plan(mul.tobytes(), shift.tobytes(), p.full_accu, p.round_mode)
+        sh = np.broadcast_to(plan.sh["l"], (m,))
+        mul = np.broadcast_to(plan.mul["l"], (m,))
+        shmax = int(sh.max())
+        clip16 = False
+        if p.full_accu:
+            pre = np.zeros(m, I64)
+            if int(acc_b.max()) > _I32_MAX:  # acc + bias could saturate
+                return None
+            kb = int((acc_b * np.abs(mul)).max())  # on |acc * mul|
+        else:
+            pre = np.broadcast_to(plan.pre["l"], (m,))
+            a16 = int(((acc_b >> pre) + 1).max())  # on the pre-shifted value
+            # C saturates it to 16 bits (that also covers the saturations of acc + bias and of the
+            # rounding add before the pre-shift: they only matter from |acc| >= 2**23, pre <= 8)
+            clip16 = a16 > (1 << 15) - 1
+            kb = min(a16, 1 << 15) * int(np.abs(mul).max())
+        up = p.round_mode is RoundMode.UP
+        zp = int(q.out_zp)
+        valid = self._taps >= 0
+        c = bias_r - a * (self._w[None] * valid[:, :, None]).sum(axis=1)  # (P, N)
+        first = container_bound(np.empty(0, xdt)) * int(l1.max()) + int(np.abs(c).max()) + (1 << int(pre.max()))
+        # both sums in units of 2**-pre / 2**-sh, and twice that: a channel without a shift still adds a half
+        if (int(sh.min()) < 0 or shmax > 52 or 2 * first >= _F64_EXACT
+                or 2 * (kb + ((abs(zp) + 1) << shmax)) >= _F64_EXACT):
+            return None
+        inv = np.ldexp(1.0, -pre)
+        rnd1 = bool(pre.max() > 0)
+        n, m1 = self._n, m + 1
+        w1 = self._spread(self._w * inv, c * inv + (0.5 if up and rnd1 else 0.0), True)
+        w2 = np.zeros((npos * m1, npos * m))
+        blocks = w2.reshape(npos, m1, npos, m)
+        pos = np.arange(npos)
+        blocks[pos[:, None], np.arange(m), pos[:, None], np.arange(m)] = mul.astype(np.float64) * np.ldexp(1.0, -sh)
+        blocks[pos, m, pos, :] = (0.5 + zp) if up else 0.0  # ROUND_UP: the zero point with the half
+        olo, ohi = max(lo, -128), min(hi, 127)
+        # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
+        lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
+        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
+        buf = np.empty(n + 1)
+        buf[n] = 1.0
+        inner = buf[:n].reshape(shape)
+        rnd = _floor if up else _rint
+        zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
+
+        def run(x: np.ndarray, out: np.ndarray) -> None:
+            if _get_ident() == owner:
+                b = buf
+                inner[...] = x
+            else:
+                b = np.empty(n + 1)
+                b[n] = 1.0
+                b[:n].reshape(shape)[...] = x
+            y = b.dot(w1)  # the method: less dispatch than np.dot
+            if rnd1:
+                rnd(y, out=y)
+            if clip16:  # the ones columns stay 1
+                _clip(y, -32768.0, 32767.0, out=y)
+            z = y.dot(w2)
+            if up:
+                _clip(z, lo_f, hi_f, out=z)
+                _floor(z, out=z)
+            else:
+                _rint(z, out=z)
+                _clip(z, lz, hz, out=z)
+                _add(z, zf, out=z)
+            out[...] = z.reshape(out.shape) if out.ndim != 1 else z  # integral values in the container's range
+        return run
 
 
 class PreparedConv:
@@ -47,7 +312,9 @@ class PreparedConv:
     the C sum over the valid taps), copies the windows once (im2col) and runs a prepared fully
     connected layer on them (:func:`pymli.kernels.fully_connected.prepare_fc`: weights in the
     matmul layout, zero-point correction folded into the bias, the exact float output stage per
-    platform, read at each call). A depthwise layer without a weights zero point keeps a padded
+    platform, read at each call); a small conv2d of one image (at most :data:`TINY_MACS`) runs
+    instead as :class:`FusedLayer` where that is exact (two float64 products over the flat input, a
+    few NumPy calls in all). A depthwise layer without a weights zero point keeps a padded
     buffer of ``x - zp`` in the sums' dtype (zero border written once), takes one ``einsum`` over
     its windows and the plain kernel's output stage. Everything else (weights zero points, a zero
     point outside the container, calls beyond :data:`PREPARED_MAX_MACS`) calls the plain kernel
@@ -75,17 +342,80 @@ class PreparedConv:
             and self._geo["pad"] == (0, 0)
         self._kernel = depthwise_conv2d_hwcn if depthwise else conv2d_hwcn
         self._buffers: dict[tuple, np.ndarray] = {}
+        # conv2d of few multiply-adds: a FusedLayer per input shape (None: too large a constant)
+        self._tiny_ok = (self._fc is not None
+                         and out_hw[0] * out_hw[1] * self._w.size <= TINY_MACS)
+        self._fused: dict[tuple[int, ...], FusedLayer | None] = {}
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """The layer on ``x``.
 
         Args:
             x: (H, W, C) or (N, H, W, C) container integers.
+            out: optional integer array to write the values into: of the result's shape, or any shape
+                of its size (the values in C order: e.g. a flat output buffer).
 
         Returns:
-            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
+            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype (``out`` itself when given).
         """
-        x = np.asarray(x)
+        if self._tiny_ok and type(x) is np.ndarray and x.ndim == 3:
+            r = self._tiny(x, out)
+            if r is not None:
+                return r
+        r = self._values(np.asarray(x))
+        if out is None:
+            return r
+        out[...] = r.reshape(out.shape)
+        return out
+
+    def fused(self, shape: tuple[int, ...]) -> FusedLayer | None:
+        """The :class:`FusedLayer` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
+        directly, falling back to the layer when it returns False), or None: no tiny path for them.
+
+        Args:
+            shape: (H, W, C) of the input.
+
+        Returns:
+            The fused layer, or None.
+        """
+        if not self._tiny_ok or len(shape) != 3:
+            return None
+        fused = self._fused.get(shape, False)
+        return self._fused_for(shape) if fused is False else fused
+
+    def _tiny(self, x: np.ndarray, out: np.ndarray | None) -> np.ndarray | None:
+        """A small conv2d through :class:`FusedLayer` (made on the first call with an input shape),
+        written into ``out`` (or a new array); None when it does not apply (the general path then runs)."""
+        fused = self._fused.get(x.shape, False)
+        if fused is False:
+            fused = self._fused_for(x.shape)
+        if fused is None:
+            return None
+        if out is None:
+            res = np.empty(self._geo["out_hw"] + self._w.shape[3:], self._dtype)
+            return res if fused(x, res) else None
+        return out if fused(x, out) else None
+
+    def _fused_for(self, shape: tuple[int, ...]) -> FusedLayer | None:
+        """The :class:`FusedLayer` of inputs of ``shape`` (kept), or None when its constants would be large."""
+        h, w, c = shape
+        kh, kw, _, n = self._w.shape
+        (sh, sw), (dh, dw), (top, left), (ho, wo) = (self._geo[k] for k in ("stride", "dilation", "pad", "out_hw"))
+        fused = None
+        if FusedLayer.size(ho * wo, n, h * w * c) <= TINY_CONSTANTS:
+            rows = (np.arange(ho)[:, None] * sh + np.arange(kh)[None, :] * dh - top)[:, None, :, None, None]
+            cols = (np.arange(wo)[:, None] * sw + np.arange(kw)[None, :] * dw - left)[None, :, None, :, None]
+            ok = (rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)
+            taps = np.where(ok, (rows * w + cols) * c + np.arange(c), -1).reshape(ho * wo, kh * kw * c)
+            fused = FusedLayer(self._w.reshape(kh * kw * c, n), self._bias, self._q, self._bounds,  # type: ignore[arg-type]
+                             taps=taps, n_in=h * w * c)
+        if len(self._fused) >= 8:  # a few input shapes at most: keep memory bounded
+            self._fused.clear()
+        self._fused[shape] = fused
+        return fused
+
+    def _values(self, x: np.ndarray) -> np.ndarray:
+        """The general paths (see the class docstring)."""
         ho, wo = self._geo["out_hw"]
         small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
         if self._pointwise and small and x.dtype.kind in "iu" and x.shape[-3:-1] == (ho, wo):
