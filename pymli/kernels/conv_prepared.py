@@ -60,6 +60,27 @@ _floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
 
 
+def _ones_tail_loader(n: int, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    """A function that copies an input of ``shape`` (``n`` values) into a float64 vector ending in 1.
+
+    The vector is kept and reused by the thread that built it; other threads get a new one per call.
+    """
+    owner = _get_ident()
+    buf = np.empty(n + 1)
+    buf[n] = 1.0
+    inner = buf[:n].reshape(shape)
+
+    def load(x: np.ndarray) -> np.ndarray:
+        if _get_ident() == owner:
+            inner[...] = x
+            return buf
+        b = np.empty(n + 1)
+        b[n] = 1.0
+        b[:n].reshape(shape)[...] = x
+        return b
+    return load
+
+
 class FusedLayer:
     """A small conv2d or fully connected layer (sa8 without a weights zero point, or MLI_FX) as one or two
     float64 matrix products over its flat input. sa8, per call: the input copied into a float64 buffer
@@ -190,21 +211,11 @@ class FusedLayer:
         w1 = self._spread(self._w * inv, np.broadcast_to(fb * inv + (0.5 if up else 0.0), (self._taps.shape[0], m)),
                           False)
         n = self._n
-        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
-        buf = np.empty(n + 1)
-        buf[n] = 1.0
-        inner = buf[:n].reshape(shape)
+        load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
-            if _get_ident() == owner:
-                b = buf
-                inner[...] = x
-            else:
-                b = np.empty(n + 1)
-                b[n] = 1.0
-                b[:n].reshape(shape)[...] = x
-            y = b.dot(w1)
+            y = load(x).dot(w1)
             _clip(y, lo_f, hi_f, out=y)
             rnd(y, out=y)  # clip, then round: the bounds are integers
             out[...] = y.reshape(out.shape) if out.ndim != 1 else y
@@ -269,22 +280,12 @@ class FusedLayer:
         olo, ohi = max(lo, -128), min(hi, 127)
         # output stage of C: sat16(r), + zp, sat8 / ReLU clamp: one clamp of r + zp (clamps compose)
         lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
-        owner = threading.get_ident()  # the thread that may use the kept buffer (others: one per call)
-        buf = np.empty(n + 1)
-        buf[n] = 1.0
-        inner = buf[:n].reshape(shape)
+        load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
         zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
-            if _get_ident() == owner:
-                b = buf
-                inner[...] = x
-            else:
-                b = np.empty(n + 1)
-                b[n] = 1.0
-                b[:n].reshape(shape)[...] = x
-            y = b.dot(w1)  # the method: less dispatch than np.dot
+            y = load(x).dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
             if clip16:  # the ones columns stay 1
