@@ -247,7 +247,7 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
 
 
 _RowsRunner = Callable[[np.ndarray, int, int], np.ndarray]
-_Plan = tuple[tuple[int, ...], int, tuple[int, ...], _RowsRunner]
+_Plan = tuple[int, tuple[int, ...], _RowsRunner]
 
 
 def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
@@ -357,13 +357,13 @@ class PreparedDepthwise:
             plan = self._plan(p, x)
         if plan is None:
             return None
-        shape4, rows, out_shape, run = plan
+        rows, out_shape, run = plan
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        return run(x.reshape(shape4), 0, rows).reshape(out_shape)
+        return run(x if x.ndim == 4 else x[None], 0, rows).reshape(out_shape)
 
     def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
-        """(4-D input shape, output rows, output shape, runner) for inputs like ``x`` under platform
+        """(output rows, output shape, runner) for inputs like ``x`` under platform
         ``p``, or None (not for the JIT)."""
         key = (p, x.shape, x.dtype.char)
         plan = self._plans.get(key, False)
@@ -376,7 +376,7 @@ class PreparedDepthwise:
                 run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, self._stage(), stride, dilation, pad,
                                    (ho, wo))
                 if run is not None:
-                    plan = (shape4, shape4[0] * ho, (*x.shape[:-3], ho, wo, c), run)
+                    plan = (shape4[0] * ho, (*x.shape[:-3], ho, wo, c), run)
             if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
                 self._plans.clear()
             self._plans[key] = plan
