@@ -21,6 +21,9 @@ functions take their general saturating path (outside 0..62) are left to NumPy. 
 with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
 and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
+:class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
+shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
+Python work of the order of the loop nest itself on small layers).
 """
 
 from __future__ import annotations
