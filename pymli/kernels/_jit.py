@@ -44,7 +44,8 @@ from ..config import get_platform
 from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
-__all__ = ["DepthwiseStage", "PreparedDepthwise", "available", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage", "set_enabled"]
+__all__ = ["DepthwiseStage", "PreparedDepthwise", "available", "depthwise", "enabled", "finish", "fx_stage",
+           "sa8_stage", "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
@@ -337,7 +338,7 @@ class PreparedDepthwise:
         self._w, self._x_offset, self._stage = w, int(x_offset), stage
         self._geo = (tuple(stride), tuple(dilation), tuple(pad), tuple(out_hw))
         self._plans: dict[tuple, _Plan | None] = {}
-        self._last: tuple = (None, None, None, None)  # (platform, shape, dtype char, plan): no hashing
+        self._last: tuple = (None, None, None, None)  # (platform, shape, dtype, plan): no hashing
 
     def __call__(self, x: np.ndarray) -> np.ndarray | None:
         """The layer on ``x``.
@@ -354,7 +355,7 @@ class PreparedDepthwise:
             return None
         p = get_platform()
         last = self._last
-        if last[0] is p and last[1] == x.shape and last[2] == x.dtype.char:
+        if last[0] is p and last[1] == x.shape and last[2] == x.dtype:
             plan = last[3]
         else:
             plan = self._plan(p, x)
@@ -368,7 +369,7 @@ class PreparedDepthwise:
     def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
         """(output rows, output shape, runner) for inputs like ``x`` under platform
         ``p``, or None (not for the JIT)."""
-        key = (p, x.shape, x.dtype.char)
+        key = (p, x.shape, x.dtype)  # the dtype, not its char: byte order
         plan = self._plans.get(key, False)
         if plan is False:
             plan = None
@@ -383,7 +384,7 @@ class PreparedDepthwise:
             if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
                 self._plans.clear()
             self._plans[key] = plan
-        self._last = (p, x.shape, x.dtype.char, plan)
+        self._last = (p, x.shape, x.dtype, plan)
         return plan
 
 
