@@ -21,6 +21,9 @@ functions take their general saturating path (outside 0..62) are left to NumPy. 
 with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
 and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
+:class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
+shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
+Python work of the order of the loop nest itself on small layers).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import functools
 import importlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -40,8 +44,8 @@ from ..config import get_platform
 from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
-__all__ = ["DepthwiseStage", "available", "compiled", "depthwise", "enabled", "finish", "fx_stage", "sa8_stage",
-           "set_enabled"]
+__all__ = ["DepthwiseStage", "PreparedDepthwise", "available", "compiled", "depthwise", "enabled", "finish",
+           "fx_stage", "sa8_stage", "set_enabled"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
@@ -233,65 +237,173 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
         the call (off, numba missing, other dtypes, empty shapes, products beyond int32): the
         caller runs NumPy.
     """
-    if stage is None or x.dtype not in _IN_TYPES or w.dtype not in _IN_TYPES or not enabled():
+    if not enabled():
         return None
+    run = _rows_runner(x.shape, x.dtype, w, x_offset, stage, stride, dilation, pad, out_hw)
+    if run is None:
+        return None
+    x = np.ascontiguousarray(x)
     nb, _, _, c = x.shape
     kh, kw = w.shape[:2]
     ho, wo = out_hw
-    if x.size == 0 or w.size == 0 or ho <= 0 or wo <= 0 or stage.chan.shape[-1] != c:
-        return None
-    xb = _container_bound(x.dtype.char, int(x_offset))
-    wb = -int(np.iinfo(w.dtype).min)
-    if xb * wb >= 1 << 31 or (not stage.sa8 and x_offset):
-        return None  # the loop nest forms each product in int32
-    mod = _module()
-    x = np.ascontiguousarray(x)
-    wk = np.ascontiguousarray(w).reshape(kh, kw, c)
-    geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     rows = nb * ho
-    fx40 = None if stage.sa8 or kh != 3 or kw != 3 else _fx40_par(stage)
-    if fx40 is not None:
-        # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
-        # below 9 * 2**31 < 2**53, so integer-valued and exact
-        wf = wk.astype(np.float64)
-
-        def run(r0: int, r1: int) -> np.ndarray:
-            out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
-            mod.depthwise_fx3_rows(x, wf, np.empty(c), out, r0, ho, geo, stage.chan, fx40)
-            return out
-    else:
-        # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
-        # below 2**31
-        acc_dt = np.int32 if kh * kw * xb * wb < (1 << 31) else I64
-
-        def run(r0: int, r1: int) -> np.ndarray:
-            out = np.empty((r1 - r0, wo, c), dtype=stage.out_dtype)
-            acc = np.empty((wo, c), dtype=acc_dt)
-            if stage.sa8:
-                mod.depthwise_sa8_rows(x, wk, int(x_offset), acc, out, r0, ho, geo, stage.chan, stage.par)
-            else:
-                mod.depthwise_fx_rows(x, wk, acc, out, r0, ho, geo, stage.chan, stage.par)
-            return out
-
     # calls of at least JIT_PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the
     # loop nests release the GIL), or on this thread alone, whichever has been the faster lately for
     # this shape (pool_pays: the other cores may be busy)
     threads = get_threads()
     macs = rows * wo * c * kh * kw
     if threads <= 1 or rows < 2 or macs < JIT_PARALLEL_WORK:
-        return run(0, rows).reshape(nb, ho, wo, c)
-    site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)
+        return run(x, 0, rows).reshape(nb, ho, wo, c)
+    site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)  # type: ignore[union-attr]
     pooled = pool_pays(site)
     t0 = time.perf_counter()
     if pooled:
         parts = min(rows, threads * PARTS_PER_THREAD)
         cuts = [rows * i // parts for i in range(parts + 1)]
         # each block writes a fresh array (run_parts may abandon a block still running on a worker)
-        out = np.concatenate(run_parts(lambda i: run(cuts[i], cuts[i + 1]), parts))
+        out = np.concatenate(run_parts(lambda i: run(x, cuts[i], cuts[i + 1]), parts))
     else:
-        out = run(0, rows)
+        out = run(x, 0, rows)
     record_time(site, pooled, time.perf_counter() - t0)
     return out.reshape(nb, ho, wo, c)
+
+
+_RowsRunner = Callable[[np.ndarray, int, int], np.ndarray]
+_Plan = tuple[int, tuple[int, ...], _RowsRunner]
+
+
+def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
+                 stage: DepthwiseStage | None, stride: tuple[int, int], dilation: tuple[int, int],
+                 pad: tuple[int, int], out_hw: tuple[int, int]) -> _RowsRunner | None:
+    """The compiled loop nest of :func:`depthwise` for inputs of this shape and dtype, its operands
+    derived once: ``run(x, r0, r1)`` returns the output rows ``r0 .. r1 - 1`` (rows of all samples,
+    numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array.
+
+    Returns:
+        The runner, or None when the JIT does not take such calls (see :func:`depthwise`).
+    """
+    if stage is None or x_dtype not in _IN_TYPES or w.dtype not in _IN_TYPES or len(x_shape) != 4:
+        return None
+    c = x_shape[3]
+    kh, kw = w.shape[:2]
+    ho, wo = out_hw
+    if 0 in x_shape or w.size == 0 or ho <= 0 or wo <= 0 or stage.chan.shape[-1] != c:
+        return None
+    x_off = int(x_offset)
+    xb = _container_bound(x_dtype.char, x_off)
+    wb = -int(np.iinfo(w.dtype).min)
+    if xb * wb >= 1 << 31 or (not stage.sa8 and x_off):
+        return None  # the loop nest forms each product in int32
+    mod = _module()
+    if mod is None:
+        return None
+    wk = np.ascontiguousarray(w).reshape(kh, kw, c)
+    geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
+    chan, par, odt = stage.chan, stage.par, stage.out_dtype
+    fx40 = None if stage.sa8 or kh != 3 or kw != 3 else _fx40_par(stage)
+    if fx40 is not None:
+        # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
+        # below 9 * 2**31 < 2**53, so integer-valued and exact
+        wf, fx3 = wk.astype(np.float64), mod.depthwise_fx3_rows
+
+        def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            fx3(x, wf, np.empty(c), out, r0, ho, geo, chan, fx40)
+            return out
+        return run_fx3
+    # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
+    # below 2**31
+    acc_dt = np.dtype(np.int32 if kh * kw * xb * wb < (1 << 31) else I64)
+    if stage.sa8:
+        sa8 = mod.depthwise_sa8_rows
+
+        def run_sa8(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            sa8(x, wk, x_off, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
+            return out
+        return run_sa8
+    fx = mod.depthwise_fx_rows
+
+    def run_fx(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        out = np.empty((r1 - r0, wo, c), dtype=odt)
+        fx(x, wk, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
+        return out
+    return run_fx
+
+
+class PreparedDepthwise:
+    """A depthwise layer of fixed weights, input offset, output stage and geometry for the compiled
+    loop nest: ``prepared(x)`` equals :func:`depthwise` on ``x`` (batched or not), with everything
+    that depends only on the layer, the input's shape and dtype and the platform (weights layout,
+    geometry and stage constants, accumulator dtype, the loop nest) derived on the first call with
+    that key and kept, so that a call allocates its output and makes one compiled call.
+
+    Calls of at least :data:`JIT_PARALLEL_WORK` multiply-adds are not taken (None): the plain kernel
+    cuts them into row blocks over the threads. Calls may overlap on several threads (every call
+    writes fresh arrays).
+    """
+
+    def __init__(self, w: np.ndarray, x_offset: int, stage: Callable[[], DepthwiseStage | None], *,
+                 stride: tuple[int, int], dilation: tuple[int, int], pad: tuple[int, int],
+                 out_hw: tuple[int, int]) -> None:
+        """Args:
+            w: (Kh, Kw, 1, C) int8 / int16 weights (not copied: the caller keeps them constant).
+            x_offset: the effective input zero point (0 for MLI_FX).
+            stage: returns the output stage's constants for the current platform (None: not for
+                the JIT), e.g. ``_OutputStage.jit_stage`` of :mod:`pymli.kernels.convolution`.
+            stride, dilation, pad, out_hw: as :func:`depthwise`.
+        """
+        self._w, self._x_offset, self._stage = w, int(x_offset), stage
+        self._geo = (tuple(stride), tuple(dilation), tuple(pad), tuple(out_hw))
+        self._plans: dict[tuple, _Plan | None] = {}
+        self._last: tuple = (None, None, None, None)  # (platform, shape, dtype, plan): no hashing
+
+    def __call__(self, x: np.ndarray) -> np.ndarray | None:
+        """The layer on ``x``.
+
+        Args:
+            x: (H, W, C) or (N, H, W, C) input.
+
+        Returns:
+            (Ho, Wo, C) or (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the
+            JIT does not take the call (off, or as :func:`depthwise`; also large calls, see above):
+            the caller runs the plain kernel.
+        """
+        if not _STATE["on"]:
+            return None
+        p = get_platform()
+        last = self._last
+        if last[0] is p and last[1] == x.shape and last[2] == x.dtype:
+            plan = last[3]
+        else:
+            plan = self._plan(p, x)
+        if plan is None:
+            return None
+        rows, out_shape, run = plan
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        return run(x if x.ndim == 4 else x[None], 0, rows).reshape(out_shape)
+
+    def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
+        """(output rows, output shape, runner) for inputs like ``x`` under platform
+        ``p``, or None (not for the JIT)."""
+        key = (p, x.shape, x.dtype)  # the dtype, not its char: byte order
+        plan = self._plans.get(key, False)
+        if plan is False:
+            plan = None
+            (kh, kw), c = self._w.shape[:2], self._w.shape[-1]
+            stride, dilation, pad, (ho, wo) = self._geo
+            shape4 = x.shape if x.ndim == 4 else (1, *x.shape)
+            if x.ndim in (3, 4) and shape4[0] * ho * wo * c * kh * kw < JIT_PARALLEL_WORK:
+                run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, self._stage(), stride, dilation, pad,
+                                   (ho, wo))
+                if run is not None:
+                    plan = (shape4[0] * ho, (*x.shape[:-3], ho, wo, c), run)
+            if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
+                self._plans.clear()
+            self._plans[key] = plan
+        self._last = (p, x.shape, x.dtype, plan)
+        return plan
 
 
 _SUM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))

@@ -336,6 +336,7 @@ class PreparedConv:
         if depthwise and not b:
             self._post = _OutputStage(self._bias, q, self._bounds)
             self._dw: dict[str, tuple[np.dtype, np.ndarray, int]] = {}  # per input dtype: (sum dtype, weights, bound)
+            self._jit_dw = _jit.PreparedDepthwise(self._w, self._a, self._post.jit_stage, **self._geo)
         elif not depthwise and not b:
             kh, kw, c, n = self._w.shape
             self._fc = prepare_fc(self._w.reshape(kh * kw * c, n), self._bias, q, bounds, self._dtype)
@@ -417,6 +418,10 @@ class PreparedConv:
 
     def _values(self, x: np.ndarray) -> np.ndarray:
         """The general paths (see the class docstring)."""
+        if self._post is not None:  # the compiled depthwise loop nest (None: JIT off, or not taken)
+            r = self._jit_dw(x)
+            if r is not None:
+                return r if r.dtype == self._dtype else r.astype(self._dtype)
         ho, wo = self._geo["out_hw"]
         small = (x.shape[0] if x.ndim == 4 else 1) * ho * wo * self._w.size <= PREPARED_MAX_MACS
         if self._pointwise and small and x.dtype.kind in "iu" and x.shape[-3:-1] == (ho, wo):

@@ -212,20 +212,121 @@ def test_accumulator_corners(plat: Platform, jit_on: None, monkeypatch: pytest.M
     assert counter.taken == len(cases)
 
 
+class _RunnerCounter:
+    """Counts the compiled runners :func:`pymli.kernels._jit._rows_runner` built, and the calls they ran."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.built = self.ran = 0
+        real = _jit._rows_runner
+
+        def counted(*a, **k):  # type: ignore[no-untyped-def]
+            run = real(*a, **k)
+            if run is None:
+                return None
+            self.built += 1
+
+            def counted_run(*ra):  # type: ignore[no-untyped-def]
+                self.ran += 1
+                return run(*ra)
+            return counted_run
+
+        monkeypatch.setattr(_jit, "_rows_runner", counted)
+
+
+def _no_plain_jit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the plain kernel's JIT entry fail: a prepared call must not go through it."""
+    def refuse(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("the prepared depthwise layer went through the plain kernel")
+
+    monkeypatch.setattr(_jit, "depthwise", refuse)
+
+
 @needs_numba
 def test_prepared_depthwise_takes_the_jit(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A prepared depthwise layer (capi's repeated calls, TFLite steps) reaches the JIT through the kernel."""
-    counter = _Counter(monkeypatch)
+    """A prepared depthwise layer (capi's repeated calls, TFLite steps) runs its own compiled plan, built
+    once per (platform, input shape, dtype): later calls with that key build nothing."""
     rng = np.random.default_rng(13)
     for kind in KINDS:
         x, wt, b, q, _, geo = _case(rng, kind)
         layer = prepare_conv(wt, b, q, **geo, depthwise=True, out_dtype=np.int16)
+        wants = {}
         for plat in (VPX, EM):
             with use_platform(plat):
-                got = layer(x)
-                want = _numpy_path(layer, x)
-            assert got.dtype == want.dtype and np.array_equal(got, want)
-    assert counter.taken == 2 * len(KINDS)
+                wants[plat] = _numpy_path(layer, x)
+        with monkeypatch.context() as m:
+            counter = _RunnerCounter(m)
+            _no_plain_jit(m)
+            for rep in range(3):
+                for plat in (VPX, EM):
+                    with use_platform(plat):
+                        got = layer(x)
+                    assert got.dtype == wants[plat].dtype and np.array_equal(got, wants[plat]), (kind, plat, rep)
+            assert (counter.built, counter.ran) == (2, 6), kind
+
+
+@needs_numba
+@pytest.mark.parametrize("kind", KINDS)
+def test_prepared_depthwise_matches_plain_kernel(kind: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random layers (shapes, strides, dilations, paddings, batches, extreme values): one prepared layer
+    called under every platform in turn (switched between calls), with a batch, the unbatched sample and a
+    non-contiguous copy, against the plain kernel with the JIT on and off."""
+    rng = np.random.default_rng([31, KINDS.index(kind)])
+    counter = _RunnerCounter(monkeypatch)
+    for i in range(16):
+        x, wt, b, q, _, geo = _case(rng, kind, extreme=i % 4 == 3)
+        layer = prepare_conv(wt, b, q, **geo, depthwise=True, out_dtype=np.int64)
+        xb = x if x.ndim == 4 else x[None]
+        strided = np.concatenate([xb, xb], axis=-1)[..., ::2]  # same values, not C-contiguous
+        swapped = xb.astype(xb.dtype.newbyteorder())  # same values and shape, other byte order (NumPy path)
+        inputs = [xb, xb[0], strided, np.concatenate([xb, xb[:1]]), swapped]
+        for plat in PLATFORMS + PLATFORMS[::-1]:
+            for xi in inputs:
+                with use_platform(plat):
+                    got = layer(xi)
+                    want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wt, b, q, **geo)
+                    plain = K.depthwise_conv2d_hwcn(xi, wt, b, q, **geo)
+                assert got.dtype == np.int64 and got.shape == want.shape, (i, xi.shape)
+                assert np.array_equal(got, want.astype(np.int64)), (i, plat, xi.shape, wt.shape, geo)
+                assert np.array_equal(got, plain.astype(np.int64)), (i, plat, xi.shape)
+    assert counter.ran >= 16 * 2 * len(PLATFORMS) * (len(inputs) - 1)  # the prepared calls ran compiled plans
+
+
+@needs_numba
+def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls of at least JIT_PARALLEL_WORK multiply-adds go through the plain kernel (its row blocks over
+    the threads), with the same values; a small input on the same layer still takes the plan."""
+    counter = _Counter(monkeypatch)
+    rng = np.random.default_rng(41)
+    x = rng.integers(-128, 128, (4, 24, 24, 64)).astype(np.int8)  # 4 * 24 * 24 * 64 * 9 >= 2**20
+    w = rng.integers(-128, 128, (3, 3, 1, 64)).astype(np.int8)
+    b = rng.integers(-9000, 9000, 64)
+    q = K.Sa8Quant(7, 16384, 20, 0, rng.integers(8192, 32767, 64), np.full(64, 20), 5, 20000, 14)
+    geo = {"pad": (1, 1), "out_hw": (24, 24), "bounds": (-128, 127)}
+    layer = prepare_conv(w, b, q, **geo, depthwise=True, out_dtype=np.int8)
+    for plat in (VPX, EM):
+        with use_platform(plat):
+            for xi in (x, x[0]):
+                got = layer(xi)
+                want = _numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
+                assert got.dtype == np.int8 and np.array_equal(got, want)
+    assert counter.taken == 2  # the batch of 4 only
+
+
+@needs_numba
+def test_prepared_depthwise_jit_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prepared layer whose plan is built keeps following the switch: JIT off, NumPy (same values)."""
+    rng = np.random.default_rng(43)
+    x, wt, b, q, _, geo = _case(rng, "sa8")
+    layer = prepare_conv(wt, b, q, **geo, depthwise=True, out_dtype=np.int8)
+    prev = _jit.set_enabled(True)
+    try:
+        on = layer(x)
+        counter = _RunnerCounter(monkeypatch)
+        _jit.set_enabled(False)
+        off = layer(x)
+    finally:
+        _jit.set_enabled(prev)
+    assert counter.ran == 0 and np.array_equal(on, off)
 
 
 @needs_numba
