@@ -12,6 +12,7 @@ from pymli.arith.lut import create_lut
 from pymli.arith.pool import requant_params
 from pymli.checks import entry
 from pymli.config import Platform, use_platform
+from pymli.kernels import _jit
 from pymli.kernels import diverse as KD
 from pymli.kernels import transform as KT
 
@@ -89,3 +90,27 @@ def assert_repeated_calls_follow_rewrites(fn: Callable[..., Any], x: Any, w: Any
                     x.data[:] = x.data[::-1].copy()
                 fn(x, w, b, cfg, out)
                 assert np.array_equal(out.data, want()), (plat.name, step)
+
+
+def numpy_path(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+    """``fn(*args, **kw)`` with the optional JIT switched off (the pure-NumPy kernels)."""
+    prev = _jit.set_enabled(False)
+    try:
+        return fn(*args, **kw)
+    finally:
+        _jit.set_enabled(prev)
+
+
+class TakenCounter:
+    """Counts the calls of ``module.name`` that returned a result (did not hand back with None)."""
+
+    def __init__(self, monkeypatch: Any, module: Any, name: str) -> None:
+        self.taken = 0
+        real = getattr(module, name)
+
+        def counted(*a: Any, **k: Any) -> Any:
+            r = real(*a, **k)
+            self.taken += r is not None
+            return r
+
+        monkeypatch.setattr(module, name, counted)

@@ -23,6 +23,7 @@ from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
 
 from ..oracles import convolution as oracle
+from ._shared import TakenCounter, numpy_path
 
 needs_numba = pytest.mark.skipif(not _jit.available(),
                                  reason="numba is not installed: the optional JIT (pip install '.[jit]') is not tested")
@@ -38,27 +39,11 @@ def jit_on() -> Iterator[None]:
     _jit.set_enabled(prev)
 
 
-def _numpy_path(fn, *args, **kw):  # type: ignore[no-untyped-def]
-    prev = _jit.set_enabled(False)
-    try:
-        return fn(*args, **kw)
-    finally:
-        _jit.set_enabled(prev)
 
 
-class _Counter:
+def _Counter(monkeypatch: pytest.MonkeyPatch) -> TakenCounter:
     """Counts the calls :func:`pymli.kernels._jit.depthwise` took (did not hand back to NumPy)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.taken = 0
-        real = _jit.depthwise
-
-        def counted(*a, **k):  # type: ignore[no-untyped-def]
-            r = real(*a, **k)
-            self.taken += r is not None
-            return r
-
-        monkeypatch.setattr(_jit, "depthwise", counted)
+    return TakenCounter(monkeypatch, _jit, "depthwise")
 
 
 def _params(rng: np.random.Generator, kind: str, c: int) -> tuple[K.FxQuant | K.Sa8Quant, dict, tuple]:
@@ -128,7 +113,7 @@ def _case(rng: np.random.Generator, kind: str, extreme: bool = False) -> tuple:
 @needs_numba
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 @pytest.mark.parametrize("kind", KINDS)
-def test_jit_matches_numpy_path(kind: str, plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_jit_matchesnumpy_path(kind: str, plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     counter = _Counter(monkeypatch)
     rng = np.random.default_rng([KINDS.index(kind), PLATFORMS.index(plat)])
     cases = 40
@@ -136,7 +121,7 @@ def test_jit_matches_numpy_path(kind: str, plat: Platform, jit_on: None, monkeyp
         x, wt, b, q, _, geo = _case(rng, kind, extreme=i % 4 == 3)
         with use_platform(plat):
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
-            want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
         assert got.shape == want.shape
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
     assert counter.taken == cases  # every case ran the compiled loop nest
@@ -185,7 +170,7 @@ def test_bench_shape_and_threads(jit_on: None) -> None:
             with use_platform(plat), _parallel.threads_limit(threads):
                 for args in ((x, w, b, q, (-32768, 32767)), (xs, ws, rng.integers(-9000, 9000, 64), qs, (-128, 127))):
                     got = K.depthwise_conv2d_hwcn(*args[:4], **geo, bounds=args[4])
-                    want = _numpy_path(K.depthwise_conv2d_hwcn, *args[:4], **geo, bounds=args[4])
+                    want = numpy_path(K.depthwise_conv2d_hwcn, *args[:4], **geo, bounds=args[4])
                     assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
 
 
@@ -207,7 +192,7 @@ def test_accumulator_corners(plat: Platform, jit_on: None, monkeypatch: pytest.M
         geo = {"pad": pad, "out_hw": out_hw, "bounds": (-32768, 32767)}
         with use_platform(plat):
             got = K.depthwise_conv2d_hwcn(xi, wi, b, q, **geo)
-            want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b, q, **geo)
+            want = numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b, q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
     assert counter.taken == len(cases)
 
@@ -252,7 +237,7 @@ def test_prepared_depthwise_takes_the_jit(jit_on: None, monkeypatch: pytest.Monk
         wants = {}
         for plat in (VPX, EM):
             with use_platform(plat):
-                wants[plat] = _numpy_path(layer, x)
+                wants[plat] = numpy_path(layer, x)
         with monkeypatch.context() as m:
             counter = _RunnerCounter(m)
             _no_plain_jit(m)
@@ -283,7 +268,7 @@ def test_prepared_depthwise_matches_plain_kernel(kind: str, jit_on: None, monkey
             for xi in inputs:
                 with use_platform(plat):
                     got = layer(xi)
-                    want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wt, b, q, **geo)
+                    want = numpy_path(K.depthwise_conv2d_hwcn, xi, wt, b, q, **geo)
                     plain = K.depthwise_conv2d_hwcn(xi, wt, b, q, **geo)
                 assert got.dtype == np.int64 and got.shape == want.shape, (i, xi.shape)
                 assert np.array_equal(got, want.astype(np.int64)), (i, plat, xi.shape, wt.shape, geo)
@@ -307,7 +292,7 @@ def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatc
         with use_platform(plat):
             for xi in (x, x[0]):
                 got = layer(xi)
-                want = _numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
+                want = numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
                 assert got.dtype == np.int8 and np.array_equal(got, want)
     assert counter.taken == 2  # the batch of 4 only
 
@@ -348,7 +333,7 @@ def test_calls_the_jit_does_not_take(jit_on: None, monkeypatch: pytest.MonkeyPat
         for plat in (VPX, EM):
             with use_platform(plat):
                 got = K.depthwise_conv2d_hwcn(xi, wi, b if isinstance(q, K.Sa8Quant) else b // 64, q, **geo)
-                want = _numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b if isinstance(q, K.Sa8Quant) else b // 64,
+                want = numpy_path(K.depthwise_conv2d_hwcn, xi, wi, b if isinstance(q, K.Sa8Quant) else b // 64,
                                    q, **geo)
             assert np.array_equal(got, want)
     assert counter.taken == 0
@@ -385,7 +370,7 @@ def test_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(17)
     x, wt, b, q, _, geo = _case(rng, "fx16")
     with use_platform(EM):
-        want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+        want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
     monkeypatch.setitem(_jit._STATE, "tried", True)
     monkeypatch.setitem(_jit._STATE, "module", None)
     monkeypatch.setitem(_jit._STATE, "on", True)
@@ -447,24 +432,14 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
         geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
         with use_platform(plat):
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
-            want = _numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
     assert len(taken) > cases // 2
 
 
-class _FinishCounter:
+def _FinishCounter(monkeypatch: pytest.MonkeyPatch) -> TakenCounter:
     """Counts the blocks :func:`pymli.kernels._jit.finish` finished (did not hand back to NumPy)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.taken = 0
-        real = _jit.finish
-
-        def counted(*a, **k):  # type: ignore[no-untyped-def]
-            r = real(*a, **k)
-            self.taken += r is not None
-            return r
-
-        monkeypatch.setattr(_jit, "finish", counted)
+    return TakenCounter(monkeypatch, _jit, "finish")
 
 
 @needs_numba
@@ -506,7 +481,7 @@ def test_conv_output_stage(kind: str, plat: Platform, jit_on: None, monkeypatch:
                 geo = {"stride": s, "pad": pad, "out_hw": (ho, wo), "bounds": bnd, "groups": groups}
                 fn = K.conv2d_hwcn
             got = fn(x, wt, b, q, **geo)
-            want = _numpy_path(fn, x, wt, b, q, **geo)
+            want = numpy_path(fn, x, wt, b, q, **geo)
         assert got.shape == want.shape
         assert np.array_equal(np.asarray(got, np.int64), np.asarray(want, np.int64)), (i, x.shape, wt.shape, geo)
     assert counter.taken >= cases

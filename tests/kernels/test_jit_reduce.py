@@ -19,6 +19,8 @@ from pymli.kernels import _jit
 from pymli.kernels import diverse as D
 from pymli.kernels import transform as T
 
+from ._shared import numpy_path
+
 needs_numba = pytest.mark.skipif(not _jit.available(),
                                  reason="numba is not installed: the optional JIT (pip install '.[jit]') is not tested")
 
@@ -53,12 +55,6 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return seen
 
 
-def _numpy_path(fn, *args, **kw):  # type: ignore[no-untyped-def]
-    prev = _jit.set_enabled(False)
-    try:
-        return fn(*args, **kw)
-    finally:
-        _jit.set_enabled(prev)
 
 
 def _tied(rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -> np.ndarray:
@@ -88,7 +84,7 @@ def test_argmax_jit_equals_numpy_and_oracle(jit_on: None, calls: dict[str, int],
         n = x.size if axis < 0 else x.size // shape[axis]
         for k in sorted({min(n, 2), min(n, 3), n, 1, int(rng.integers(1, n + 1))}):
             got = D.argmax(x, axis, k, strides)
-            assert np.array_equal(got, _numpy_path(D.argmax, x, axis, k, strides)), (shape, axis, k)
+            assert np.array_equal(got, numpy_path(D.argmax, x, axis, k, strides)), (shape, axis, k)
             assert np.array_equal(got, D.argmax_reference(x, axis, k, strides)), (shape, axis, k)
     assert calls["argmax_heap1"] > 0 and calls["argmax_heaps"] > 0
 
@@ -118,7 +114,7 @@ def test_argmax_jit_long_slices(jit_on: None, calls: dict[str, int], dtype: type
                 if k > m:
                     continue
                 got = D.argmax(x, axis, k)
-                assert np.array_equal(got, _numpy_path(D.argmax, x, axis, k)), (n, cols, axis, k)
+                assert np.array_equal(got, numpy_path(D.argmax, x, axis, k)), (n, cols, axis, k)
                 assert np.array_equal(got, D.argmax_reference(x, axis, k)), (n, cols, axis, k)
     assert calls["argmax_heap1"] > 0 and calls["argmax_heaps"] > 0
 
@@ -150,7 +146,7 @@ def test_l2_normalize_jit_equals_numpy_and_oracle(jit_on: None, calls: dict[str,
                 x = np.flip(x, axis=0)  # not contiguous
             axis = int(rng.integers(-1, x.ndim))
             got = T.l2_normalize(x, L2_LUT, axis=axis, **kw)
-            assert np.array_equal(got, _numpy_path(T.l2_normalize, x, L2_LUT, axis=axis, **kw)), (x.shape, axis, kw)
+            assert np.array_equal(got, numpy_path(T.l2_normalize, x, L2_LUT, axis=axis, **kw)), (x.shape, axis, kw)
             assert np.array_equal(got, T.l2_normalize_reference(x, L2_LUT, axis=axis, **kw)), (x.shape, axis, kw)
     assert calls["l2_sums"] > 0 and calls["scale_slices"] > 0
 
@@ -236,7 +232,7 @@ def test_softmax_fx_jit_equals_numpy(jit_on: None, calls: dict[str, int], plat: 
             for axis in sorted({-1, int(rng.integers(0, x.ndim)), x.ndim - 1}):
                 in_frac = int(rng.integers(0, bits))
                 got = T.softmax_fx(x, lut, in_frac_bits=in_frac, bits=bits, axis=axis)
-                want = _numpy_path(T.softmax_fx, x, lut, in_frac_bits=in_frac, bits=bits, axis=axis)
+                want = numpy_path(T.softmax_fx, x, lut, in_frac_bits=in_frac, bits=bits, axis=axis)
                 assert got.dtype == want.dtype and np.array_equal(got, want), (x.shape, axis, in_frac)
     assert calls["softmax_exp"] > 0 and calls["scale_slices"] > 0
 
