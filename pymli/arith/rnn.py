@@ -430,21 +430,32 @@ class FusedGates:
         return y.astype(np.intp)
 
 
-def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16):
+def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16, a_max: int | None = None):
     """``eltwise_fx("mul", a, b, fa, fb, fo, io_bits)`` as a function of operands within ``io_bits``.
 
-    The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude.
+    The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude, or
+    ``a_max * 2**(io_bits - 1)`` for ``|a| <= a_max``. When the rounded product provably stays within
+    ``io_bits`` (ROUND_UP gives at most ``(p + half) >> n`` and at least ``(-p + half) >> n`` for
+    ``|product| <= p``; ROUND_CONVERGENT at most that and at least ``(-p + half - 1) >> n``) the
+    saturation is left out.
 
     Args:
         fa, fb, fo: frac_bits of the two operands and the output.
         io_bits: container bits (8 or 16).
+        a_max: a bound on ``|a|`` (default: the container's).
 
     Returns:
         A function ``(a, b) -> int64 array`` of the saturated products.
     """
     post = min(fa + fb - fo, 2 * io_bits - 1)
-    rs = RoundShift(post, 64, 1 << (2 * io_bits - 2))
+    p = (1 << (io_bits - 1)) * (1 << (io_bits - 1) if a_max is None else int(a_max))
+    rs = RoundShift(post, 64, p)
     lo, hi = limits(io_bits)
+    if rs.fast and rs.cap is None and (p + rs.half) >> post <= hi and (-p + rs.half - 1) >> post >= lo:
+        if rs.up:
+            half = rs.half
+            return lambda a, b: (a * b + half) >> post
+        return lambda a, b: rs(a * b)
     return lambda a, b: np.minimum(np.maximum(rs(a * b), lo), hi)
 
 

@@ -275,6 +275,18 @@ def _lut_key(lut: Lut) -> tuple:
             int(lut.output_offset), int(lut.length))
 
 
+def _fx_lut_key(lut: Lut, in_fb: int, offset: bool = False, then=None) -> tuple:  # type: ignore[no-untyped-def]
+    return ("fx", _lut_key(lut), int(in_fb), get_platform(), offset, then and then[0])
+
+
+def _table_abs_max(key: tuple) -> int | None:
+    """The largest magnitude in the cached table ``key`` (cached too), or None without that table."""
+    table = _TABLES.get(key)
+    if table is None:
+        return None
+    return int(_cached(key + ("|max|",), lambda: np.asarray(np.abs(table).max())))
+
+
 def _fx_lut(lut: Lut, in_fb: int, steps: int, offset: bool = False, then=None):  # type: ignore[no-untyped-def]
     """``lut_fx(v, lut, in_fb)`` for int16-range ``v``, as a table when worth it; of ``v + 32768``
     (the index from the lowest code, see :func:`_gates`) with ``offset``; ``then`` = (name,
@@ -282,8 +294,8 @@ def _fx_lut(lut: Lut, in_fb: int, steps: int, offset: bool = False, then=None): 
     def f(v):  # type: ignore[no-untyped-def]
         r = lut_fx(v, lut, in_fb)
         return r if then is None else then[1](r)
-    key = ("fx", _lut_key(lut), int(in_fb), get_platform(), offset, then and then[0])
-    table = _big_table(key, steps, lambda: np.roll(f(_FX16_CODES), 0 if offset else 1 << 15))
+    table = _big_table(_fx_lut_key(lut, in_fb, offset, then), steps,
+                       lambda: np.roll(f(_FX16_CODES), 0 if offset else 1 << 15))
     if table is None:
         return (lambda v: f(v - (1 << 15))) if offset else f
     return table.__getitem__  # offset: from the lowest code; else rotated: negative values index from the end
@@ -338,9 +350,12 @@ def _fx_input_part(kind: str, ir_max: int, x: np.ndarray, w_in, bias: np.ndarray
     in_q, w_in_q, b_q = qs
     acc_bits = 40 if kind == "fx16" else 32
     ir_fb = min(ir_max, in_q + w_in_q)
-    xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-    xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
-    return (acc_bits, acc_container_bits(acc_bits), ir_fb, xr, int(np.abs(xr).max(initial=0)),
+    cb = acc_container_bits(acc_bits)
+    xw = wrap_acc(w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits), acc_bits)
+    # fx_ir_requantize, with the shift planned for the largest magnitude there is
+    sh = in_q + w_in_q - ir_fb
+    xr = RoundShift(min(sh, 39) if cb == 64 else sh, cb, int(np.abs(xw).max(initial=0)))(xw)
+    return (acc_bits, cb, ir_fb, xr, int(np.abs(xr).max(initial=0)),
             _fx_lut(sigm_lut, ir_fb, steps, True), _fx_lut(tanh_lut, ir_fb, steps, True))
 
 
@@ -407,11 +422,11 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     h = np.asarray(prev_out, I64)
     c = np.asarray(cell, I64)
     w_in = MacPlan(w_in)
-    w_out = MacPlan(w_out)
     bias = np.asarray(bias, I64)
     steps = x.shape[0]
     outs = []
     if kind == "sa8":
+        w_out = MacPlan(w_out)
         ir_q = SaQ.of(0, 1, 4)
         cq, oq = cell_q.triple, out_q.triple
         all4 = [0, 1, 2, 3]
@@ -450,23 +465,30 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
             kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
         one = _FX_ONE
-        rec = _fx_recurrent_plans(w_out, w_out_q, ir_fb, acc_bits, xr, x_bound, cb)
-        mul_cf = fx_mul_plan(cell_q, one, cell_q)
-        mul_gi = fx_mul_plan(one, one, one)
+        # The three sigmoid gates i, f, o first (one lookup per step), then g: the gates are
+        # independent series with the same formats, so their order is free.
+        sig_first = [0, 2, 3, 1]
+        rec = _fx_recurrent_plans(MacPlan(np.asarray(w_out)[sig_first]), w_out_q, ir_fb, acc_bits,
+                                  xr[:, sig_first], x_bound, cb)
+        # The products take the gate (a LUT output, bounded by its table) as first operand.
+        sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
+        mul_fc = fx_mul_plan(one, cell_q, cell_q, a_max=sig_max)
+        mul_gi = fx_mul_plan(one, one, one, a_max=_table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True)))
         add_c = fx_addsub_plan("add", cell_q, one, cell_q)
         if act == "none":
             act_fn = None
-            mul_out = fx_mul_plan(cell_q, one, out_q)
+            mul_out = fx_mul_plan(one, cell_q, out_q, a_max=sig_max)
         else:
             act_fn = _fx_lut(tanh_lut if act == "tanh" else sigm_lut, cell_q, steps)
-            mul_out = fx_mul_plan(one, one, out_q)
+            mul_out = fx_mul_plan(one, one, out_q, a_max=sig_max)
         h_q = prev_q
         for t in _order(steps, backward):
             ir = rec[h_q](h, t)
-            i, g, f, o = sig(ir[0]), tnh(ir[1]), sig(ir[2]), sig(ir[3])
-            c = mul_cf(c, f)
+            i, f, o = sig(ir[:3])
+            g = tnh(ir[3])
+            c = mul_fc(f, c)
             c = add_c(c, mul_gi(g, i))
-            h = mul_out(c if act_fn is None else act_fn(c), o)
+            h = mul_out(o, c if act_fn is None else act_fn(c))
             h_q = out_q
             outs.append(h)
     res = np.stack(outs) if all_results else outs[-1][None]
@@ -545,8 +567,9 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits, xr[:, :2], x_bound, cb)
         rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits, xr[:, 2:], x_bound, cb)
         # r * h and h * z: the same product plan (Q15 gate times Qhq state into Qhq), as (2, M).
-        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
-        mul_uz = fx_mul_plan(one, one, out_q)
+        sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
+        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq, a_max=sig_max))
+        mul_uz = fx_mul_plan(one, one, out_q, a_max=_table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True)))
         one_minus = fx_addsub_plan("sub", one, one, one)
         # 1 - z of the gate input (z = sig(code)), in one table with the sigmoid
         sig_1m = _fx_lut(sigm_lut, ir_fb, steps, True, ("1 - Q15", lambda z: one_minus(32767, z)))
