@@ -74,18 +74,36 @@ class MacPlan:
             w = w.astype(I64)
         self.g, self.n, self.m = w.shape
         self._w = w
-        # One pass in the weights' own (narrow) type for the layout, one for the conversion.
-        w2 = w[0] if self.g == 1 else np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m)
-        self.w2f = w2.astype(np.float64)
         if w.dtype.itemsize <= 2:  # the container's limit bounds |w|
             self.wmax = 1 << (8 * w.dtype.itemsize - 1)
         else:
             self.wmax = max(-int(w.min(initial=0)), int(w.max(initial=0)))
 
     @functools.cached_property
+    def w2f(self) -> np.ndarray:
+        """The weights as float64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
+        return self._layout().astype(np.float64)
+
+    def _layout(self) -> np.ndarray:
+        """The weights ``(N, G * M)`` in their own (narrow) type: one pass, before the conversion."""
+        return self._w[0] if self.g == 1 else np.moveaxis(self._w, 1, 0).reshape(self.n, self.g * self.m)
+
+    def scaled(self, scale: np.ndarray) -> np.ndarray:
+        """The weights times a per-gate factor as float64 ``(N, G * M)``, in one pass.
+
+        Args:
+            scale: float64 ``(G, 1)``; every product must be exact (the caller's bound).
+
+        Returns:
+            A new float64 array.
+        """
+        return np.multiply(np.moveaxis(self._w, 1, 0), scale[None], dtype=np.float64,
+                           order="C").reshape(self.n, self.g * self.m)
+
+    @functools.cached_property
     def w2(self) -> np.ndarray:
-        """The weights as int64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
-        return self.w2f.astype(I64)
+        """The weights as int64 ``(N, G * M)``."""
+        return self._layout().astype(I64)
 
     @functools.cached_property
     def colsum(self) -> np.ndarray:
@@ -276,9 +294,8 @@ def _plan_dot(w: MacPlan, x_bound: int):
     if w.n == 0:
         return lambda x: np.zeros(x.shape[:-1] + (w.g * w.m,), I64), 0
     bound = w.n * int(x_bound) * w.wmax
-    if bound < 2**53:
-        wf = w.w2f
-        return (lambda x: (x.astype(np.float64) @ wf).astype(I64)), bound
+    if bound < 2**53:  # w.w2f converted on the first call
+        return (lambda x: (x.astype(np.float64) @ w.w2f).astype(I64)), bound
     w2 = w.w2
     return (lambda x: x @ w2), bound
 
@@ -407,11 +424,9 @@ class FusedGates:
         if bound + (int(x_bound) + abs(offset) + 1) * (1 << int(n.max())) >= _F64_EXACT:
             return None
         scale = np.ldexp(mul.astype(np.float64), -n)  # (G, 1): mul * 2**-n, exact
-        w = plan.w.w2f.reshape(plan.w.n, plan.g, plan.m) * scale[None]
         zp = getattr(plan, "x_zp", 0)
         k = -zp * (plan.w.colsum * scale) if zp else None
-        return cls(w.reshape(plan.w.n, plan.g * plan.m), k, np.asarray(xr, np.float64), rs.up, bits, offset,
-                   (plan.g, plan.m))
+        return cls(plan.w.scaled(scale), k, np.asarray(xr, np.float64), rs.up, bits, offset, (plan.g, plan.m))
 
     def __call__(self, x: np.ndarray, t: int) -> np.ndarray:
         """The clipped ``xr[t] + plan(x)`` plus the offset for the values ``x`` (N,), as intp (G, M)."""
