@@ -325,38 +325,42 @@ class _PerQ(dict):
         return v
 
 
-def _fx_recurrent_plans(w: MacPlan, w_q: int, ir_fb: int, acc_bits: int, xr: np.ndarray, x_bound: int,
-                        cb: int) -> _PerQ:
-    """Per state format ``q``: the gates' LUT inputs ``(state, t) -> _fx_ir_sum(xr[t], state . w)``, the
-    product shifted to the ``ir_fb`` intermediate (Qq * Qw_q); see :func:`_gates`."""
-    return _PerQ(lambda q: _gates(FxSeriesPlan(w, q + w_q - ir_fb, acc_bits), xr, x_bound, cb))
-
-
-def _fx_input_part(kind: str, ir_max: int, x: np.ndarray, w_in, bias: np.ndarray,  # type: ignore[no-untyped-def]
-                   qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int):
-    """The fx LSTM / GRU set-up shared by both cells.
+class _FxCellSetup:
+    """The fx LSTM / GRU set-up shared by both cells: the input part of all frames and the gates.
 
     Args:
-        kind: ``"fx16"`` or ``"fx8_fx16"`` (accumulator width).
+        kind: ``"fx16"`` or ``"fx16_fx8_fx8"`` (accumulator width).
         ir_max: the cell's largest intermediate frac bits.
         x: the input sequence; w_in: the input-weights plan; bias: the bias values.
         qs: (input, input-weights, bias) frac bits.
         sigm_lut, tanh_lut: the LUTs; steps: the sequence length.
 
-    Returns:
-        (acc_bits, container bits, intermediate frac bits, requantised input part, its largest
-        magnitude, sigmoid function, tanh function); the functions take the offset codes of :func:`_gates`.
+    Attributes: ``xr`` the requantised input part (T, G, M), ``sig`` / ``tnh`` the LUT functions
+    of the offset codes of :func:`_gates`, ``sig_max`` / ``tnh_max`` bounds on their outputs (None
+    without a table).
     """
-    in_q, w_in_q, b_q = qs
-    acc_bits = 40 if kind == "fx16" else 32
-    ir_fb = min(ir_max, in_q + w_in_q)
-    cb = acc_container_bits(acc_bits)
-    xw = wrap_acc(w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits), acc_bits)
-    # fx_ir_requantize, with the shift planned for the largest magnitude there is
-    sh = in_q + w_in_q - ir_fb
-    xr = RoundShift(min(sh, 39) if cb == 64 else sh, cb, int(np.abs(xw).max(initial=0)))(xw)
-    return (acc_bits, cb, ir_fb, xr, int(np.abs(xr).max(initial=0)),
-            _fx_lut(sigm_lut, ir_fb, steps, True), _fx_lut(tanh_lut, ir_fb, steps, True))
+
+    def __init__(self, kind: str, ir_max: int, x: np.ndarray, w_in: MacPlan, bias: np.ndarray,
+                 qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int) -> None:
+        in_q, w_in_q, b_q = qs
+        self.acc_bits = acc_bits = 40 if kind == "fx16" else 32
+        self.ir_fb = ir_fb = min(ir_max, in_q + w_in_q)
+        self.cb = cb = acc_container_bits(acc_bits)
+        xw = wrap_acc(w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits), acc_bits)
+        # fx_ir_requantize, with the shift planned for the largest magnitude there is
+        sh = in_q + w_in_q - ir_fb
+        self.xr = RoundShift(min(sh, 39) if cb == 64 else sh, cb, int(np.abs(xw).max(initial=0)))(xw)
+        self.x_bound = int(np.abs(self.xr).max(initial=0))
+        self.sig, self.tnh = _fx_lut(sigm_lut, ir_fb, steps, True), _fx_lut(tanh_lut, ir_fb, steps, True)
+        self.sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
+        self.tnh_max = _table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True))
+
+    def recurrent(self, w: MacPlan, w_q: int, gates: list[int] | slice) -> _PerQ:
+        """Per state format ``q``: the LUT inputs ``(state, t) -> _fx_ir_sum(xr[t, gates], state . w)``
+        (see :func:`_gates`), the product shifted to the intermediate format (Qq * Qw_q)."""
+        xr = self.xr[:, gates]
+        return _PerQ(lambda q: _gates(FxSeriesPlan(w, q + w_q - self.ir_fb, self.acc_bits), xr, self.x_bound,
+                                      self.cb))
 
 
 def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb: int) -> np.ndarray:
@@ -462,18 +466,15 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
-            kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
-        one = _FX_ONE
+        fx = _FxCellSetup(kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
+        sig, tnh, one, sig_max = fx.sig, fx.tnh, _FX_ONE, fx.sig_max
         # The three sigmoid gates i, f, o first (one lookup per step), then g: the gates are
         # independent series with the same formats, so their order is free.
         sig_first = [0, 2, 3, 1]
-        rec = _fx_recurrent_plans(MacPlan(np.asarray(w_out)[sig_first]), w_out_q, ir_fb, acc_bits,
-                                  xr[:, sig_first], x_bound, cb)
+        rec = fx.recurrent(MacPlan(np.asarray(w_out)[sig_first]), w_out_q, sig_first)
         # The products take the gate (a LUT output, bounded by its table) as first operand.
-        sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
         mul_fc = fx_mul_plan(one, cell_q, cell_q, a_max=sig_max)
-        mul_gi = fx_mul_plan(one, one, one, a_max=_table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True)))
+        mul_gi = fx_mul_plan(one, one, one, a_max=fx.tnh_max)
         add_c = fx_addsub_plan("add", cell_q, one, cell_q)
         if act == "none":
             act_fn = None
@@ -561,18 +562,15 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
-            kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
-        one = _FX_ONE
-        rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits, xr[:, :2], x_bound, cb)
-        rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits, xr[:, 2:], x_bound, cb)
+        fx = _FxCellSetup(kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
+        sig, tnh, one = fx.sig, fx.tnh, _FX_ONE
+        rec_zr, rec_u = fx.recurrent(w_zr, w_out_q, slice(0, 2)), fx.recurrent(w_u, w_out_q, slice(2, 3))
         # r * h and h * z: the same product plan (Q15 gate times Qhq state into Qhq), as (2, M).
-        sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
-        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq, a_max=sig_max))
-        mul_uz = fx_mul_plan(one, one, out_q, a_max=_table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True)))
+        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq, a_max=fx.sig_max))
+        mul_uz = fx_mul_plan(one, one, out_q, a_max=fx.tnh_max)
         one_minus = fx_addsub_plan("sub", one, one, one)
         # 1 - z of the gate input (z = sig(code)), in one table with the sigmoid
-        sig_1m = _fx_lut(sigm_lut, ir_fb, steps, True, ("1 - Q15", lambda z: one_minus(32767, z)))
+        sig_1m = _fx_lut(sigm_lut, fx.ir_fb, steps, True, ("1 - Q15", lambda z: one_minus(32767, z)))
         add_h = _PerQ(lambda hq: fx_addsub_plan("add", out_q, hq, out_q))
         for t in _order(steps, backward):
             zr_in = rec_zr[h_q](h, t)
