@@ -43,6 +43,7 @@ __all__ = [
     "RoundShift",
     "SaSeriesPlan",
     "FxSeriesPlan",
+    "FusedGates",
     "fx_mul_plan",
     "fx_addsub_plan",
 ]
@@ -73,18 +74,36 @@ class MacPlan:
             w = w.astype(I64)
         self.g, self.n, self.m = w.shape
         self._w = w
-        # One pass in the weights' own (narrow) type for the layout, one for the conversion.
-        w2 = w[0] if self.g == 1 else np.moveaxis(w, 1, 0).reshape(self.n, self.g * self.m)
-        self.w2f = w2.astype(np.float64)
         if w.dtype.itemsize <= 2:  # the container's limit bounds |w|
             self.wmax = 1 << (8 * w.dtype.itemsize - 1)
         else:
             self.wmax = max(-int(w.min(initial=0)), int(w.max(initial=0)))
 
     @functools.cached_property
+    def w2f(self) -> np.ndarray:
+        """The weights as float64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
+        return self._layout().astype(np.float64)
+
+    def _layout(self) -> np.ndarray:
+        """The weights ``(N, G * M)`` in their own (narrow) type: one pass, before the conversion."""
+        return self._w[0] if self.g == 1 else np.moveaxis(self._w, 1, 0).reshape(self.n, self.g * self.m)
+
+    def scaled(self, scale: np.ndarray) -> np.ndarray:
+        """The weights times a per-gate factor as float64 ``(N, G * M)``, in one pass.
+
+        Args:
+            scale: float64 ``(G, 1)``; every product must be exact (the caller's bound).
+
+        Returns:
+            A new float64 array.
+        """
+        return np.multiply(np.moveaxis(self._w, 1, 0), scale[None], dtype=np.float64,
+                           order="C").reshape(self.n, self.g * self.m)
+
+    @functools.cached_property
     def w2(self) -> np.ndarray:
-        """The weights as int64 ``(N, G * M)`` (exact: int weights are far below 2**53)."""
-        return self.w2f.astype(I64)
+        """The weights as int64 ``(N, G * M)``."""
+        return self._layout().astype(I64)
 
     @functools.cached_property
     def colsum(self) -> np.ndarray:
@@ -275,9 +294,8 @@ def _plan_dot(w: MacPlan, x_bound: int):
     if w.n == 0:
         return lambda x: np.zeros(x.shape[:-1] + (w.g * w.m,), I64), 0
     bound = w.n * int(x_bound) * w.wmax
-    if bound < 2**53:
-        wf = w.w2f
-        return (lambda x: (x.astype(np.float64) @ wf).astype(I64)), bound
+    if bound < 2**53:  # w.w2f converted on the first call
+        return (lambda x: (x.astype(np.float64) @ w.w2f).astype(I64)), bound
     w2 = w.w2
     return (lambda x: x @ w2), bound
 
@@ -293,17 +311,18 @@ class SaSeriesPlan:
 
     def __init__(self, w: MacPlan, x_zp: int, w_zp: int, mul: np.ndarray, shift: np.ndarray) -> None:
         self.g, self.m, self.n = w.g, w.m, w.n
+        self.w = w
         self.x_zp, self.w_zp = int(x_zp), int(w_zp)
         self.dot, bound = _plan_dot(w, 128 + abs(self.x_zp))
         self.wrap = bound > (1 << 31) - 1
         acc_bound = 1 << 31 if (self.wrap or self.w_zp) else bound
         self.mul = np.asarray(mul, dtype=I64)
         shift = np.minimum(np.asarray(shift, dtype=I64), 63)
-        prod_bound = acc_bound * int(np.abs(self.mul).max(initial=0))
+        self.prod_bound = prod_bound = acc_bound * int(np.abs(self.mul).max(initial=0))
         self.shift = RoundShift(shift, 64, prod_bound)
         # ir_rnn_result_requantize saturates to int32; skipped when the shifted product provably fits.
         # |(p + half) >> n| <= (|p| >> n) + 1 for n >= 1.
-        self.sat = not (self.shift.fast and (prod_bound >> int(shift.min(initial=0))) + 1 < (1 << 31) - 1)
+        self.sat = not (self.shift.fast and (prod_bound >> int(shift.min())) + 1 < (1 << 31) - 1)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         acc = self.dot(x - self.x_zp).reshape(x.shape[:-1] + (self.g, self.m))
@@ -324,8 +343,10 @@ class FxSeriesPlan:
 
     def __init__(self, w: MacPlan, out_shift: int, acc_bits: int) -> None:
         self.g, self.m = w.g, w.m
+        self.w = w
         cb = 32 if acc_bits <= 32 else 64
         self.dot, bound = _plan_dot(w, 1 << 15)
+        self.dot_bound = bound
         self.wrap = cb == 32 and bound > (1 << 31) - 1
         if self.wrap:
             bound = 1 << 31
@@ -340,21 +361,116 @@ class FxSeriesPlan:
         return self.shift(acc)
 
 
-def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16):
+_F64_EXACT = 1 << 53
+
+
+class FusedGates:
+    """``clip(xr[t] + plan(x), bits) + offset`` of one recurrent series per step, as intp, in float64.
+
+    ``plan`` is an :class:`SaSeriesPlan` or :class:`FxSeriesPlan`, ``xr`` (T, G, M) the input part
+    of every frame (``|xr| <= x_bound``); ``offset`` turns the codes into indices of a table that
+    starts at the lowest code. The multiplier and the power-of-two shift of each gate are folded
+    into float64 weights ``w * mul * 2**-n`` and the weight-sum term of the input zero point into a
+    constant, so a step is one product, the rounding, the clip and the cast: ROUND_UP is
+    ``floor(y + 0.5)`` with the 0.5, ``xr`` and the offset folded into one constant (and the floor
+    left to the cast, a truncation, when the clipped values are not negative); ROUND_CONVERGENT is
+    ``rint(y)`` (ties to even) then ``+ xr + offset``. Exact: every integer ``x * w * mul``, every
+    partial sum of the product, the zero-point constant and ``(xr + offset) * 2**n`` are integers
+    below 2**53 in units of ``2**-n`` (checked by :meth:`of`), so no float operation rounds and the
+    rounding of the real quotient is the rounding of the C shift. :meth:`of` returns None where
+    the plan needs a wrap, a saturation or a shift that this cannot mirror.
+    """
+
+    def __init__(self, w: np.ndarray, k: np.ndarray | None, xr: np.ndarray, up: bool, bits: int,
+                 offset: int, shape: tuple[int, int]) -> None:
+        lo, hi = limits(bits)
+        self.wf = w
+        self.shape = shape
+        self.up = up
+        self.lo, self.hi = float(lo + offset), float(hi + offset)
+        self.floor = lo + offset < 0
+        if up:  # floor(y + k + 0.5) + xr + offset = floor(y + (k + xr + offset + 0.5)) for integer xr + offset
+            self.c = xr + (offset + 0.5 if k is None else k + (offset + 0.5))
+        else:
+            self.k, self.xr = k, xr + offset
+
+    @classmethod
+    def of(cls, plan: "SaSeriesPlan | FxSeriesPlan", xr: np.ndarray, x_bound: int, bits: int,
+           offset: int = 0) -> "FusedGates | None":
+        """The fused step of ``plan`` with input parts ``xr``, or None if it would not be exact.
+
+        Args:
+            plan: the recurrent series (weights, multipliers, shifts).
+            xr: input parts ``(T, G, M)`` (int), ``|xr| <= x_bound``.
+            x_bound: a bound on ``|xr|``.
+            bits: the clip (8 or 16 bits: the LUT input).
+            offset: added to the clipped codes.
+
+        Returns:
+            A :class:`FusedGates` or None.
+        """
+        rs = plan.shift
+        if not rs.fast or rs.cap is not None or getattr(plan, "wrap", False) or plan.w.n == 0:
+            return None
+        n = np.asarray(rs.n, dtype=I64).reshape(-1, 1) + np.zeros((plan.g, 1), I64)
+        if isinstance(plan, SaSeriesPlan):
+            if plan.w_zp or plan.sat:
+                return None
+            # |x . w * mul| <= 128 * N * wmax * |mul| and |zp * colsum * mul| <= |zp| * N * wmax * |mul|:
+            # the plan's bound on the product is their sum.
+            mul, bound = plan.mul.reshape(-1, 1), plan.prod_bound
+        else:
+            mul, bound = np.ones((plan.g, 1), I64), plan.dot_bound
+        if bound + (int(x_bound) + abs(offset) + 1) * (1 << int(n.max())) >= _F64_EXACT:
+            return None
+        scale = np.ldexp(mul.astype(np.float64), -n)  # (G, 1): mul * 2**-n, exact
+        zp = getattr(plan, "x_zp", 0)
+        k = -zp * (plan.w.colsum * scale) if zp else None
+        return cls(plan.w.scaled(scale), k, np.asarray(xr, np.float64), rs.up, bits, offset, (plan.g, plan.m))
+
+    def __call__(self, x: np.ndarray, t: int) -> np.ndarray:
+        """The clipped ``xr[t] + plan(x)`` plus the offset for the values ``x`` (N,), as intp (G, M)."""
+        y = (x.astype(np.float64) @ self.wf).reshape(self.shape)
+        if self.up:
+            y += self.c[t]
+            if self.floor:
+                np.floor(y, out=y)
+        else:
+            if self.k is not None:
+                y += self.k
+            np.rint(y, out=y)
+            y += self.xr[t]
+        np.maximum(y, self.lo, out=y)
+        np.minimum(y, self.hi, out=y)
+        return y.astype(np.intp)
+
+
+def fx_mul_plan(fa: int, fb: int, fo: int, io_bits: int = 16, a_max: int | None = None):
     """``eltwise_fx("mul", a, b, fa, fb, fo, io_bits)`` as a function of operands within ``io_bits``.
 
-    The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude.
+    The product of two such values is at most ``2**(2 * io_bits - 2)`` in magnitude, or
+    ``a_max * 2**(io_bits - 1)`` for ``|a| <= a_max``. When the rounded product provably stays within
+    ``io_bits`` (ROUND_UP gives at most ``(p + half) >> n`` and at least ``(-p + half) >> n`` for
+    ``|product| <= p``; ROUND_CONVERGENT at most that and at least ``(-p + half - 1) >> n``) the
+    saturation is left out.
 
     Args:
         fa, fb, fo: frac_bits of the two operands and the output.
         io_bits: container bits (8 or 16).
+        a_max: a bound on ``|a|`` (default: the container's).
 
     Returns:
         A function ``(a, b) -> int64 array`` of the saturated products.
     """
     post = min(fa + fb - fo, 2 * io_bits - 1)
-    rs = RoundShift(post, 64, 1 << (2 * io_bits - 2))
+    p = (1 << (io_bits - 1)) * (1 << (io_bits - 1) if a_max is None else int(a_max))
+    rs = RoundShift(post, 64, p)
     lo, hi = limits(io_bits)
+    if rs.fast and rs.cap is None and (p + rs.half) >> post <= hi and (-p + rs.half - 1) >> post >= lo:
+        if rs.up:
+            half = rs.half
+            return lambda a, b: (a * b + half) >> post
+        return lambda a, b: rs(a * b)
     return lambda a, b: np.minimum(np.maximum(rs(a * b), lo), hi)
 
 

@@ -33,6 +33,7 @@ from ..arith.requant import acc_container_bits, fx_bias, sa8_bias, sa8_out_param
 from ..arith.rnn import (
     K_SIGM_OUT,
     K_TANH_OUT,
+    FusedGates,
     FxSeriesPlan,
     MacPlan,
     RoundShift,
@@ -246,14 +247,26 @@ def _big_table(key: tuple, steps: int, build):  # type: ignore[no-untyped-def]
     return None
 
 
-def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int], steps: int):  # type: ignore[no-untyped-def]
-    """``eltwise_sa8(op, a, b, qa, qb, qo)`` for int8 operands, as a table when worth it."""
-    table = _big_table(("sa8", op, qa, qb, qo, get_platform()), steps,
-                       lambda: np.roll(eltwise_sa8(op, *_SA8_PAIRS, qa, qb, qo), -32896))
+def _sa8_pair(op: str, qa: tuple[int, int, int], qb: tuple[int, int, int], qo: tuple[int, int, int], steps: int,
+              a_times_256: bool = False, out_times_256: bool = False):  # type: ignore[no-untyped-def]
+    """``eltwise_sa8(op, a, b, qa, qb, qo)`` for int8 operands, as a table when worth it.
+
+    With ``a_times_256`` the function takes ``a * 256`` for ``a`` (the table index is then one
+    add), with ``out_times_256`` it returns the result times 256 (to feed such an operand).
+    """
+    key = ("sa8", op, qa, qb, qo, get_platform())
+    table = _big_table(key, steps, lambda: np.roll(eltwise_sa8(op, *_SA8_PAIRS, qa, qb, qo), -32896))
     if table is None:
-        return lambda a, b: eltwise_sa8(op, a, b, qa, qb, qo)
+        def run(a, b):  # type: ignore[no-untyped-def]
+            r = eltwise_sa8(op, a >> 8 if a_times_256 else a, b, qa, qb, qo)
+            return r << 8 if out_times_256 else r
+        return run
+    if out_times_256:
+        table = _cached(key + ("* 256",), lambda: table << 8)
     # a * 256 + b is a distinct index in [-32896, 32639] for every pair; the table is rotated so
     # that NumPy's negative indexing (k -> k + 65536) lands on the pair's entry.
+    if a_times_256:
+        return lambda a256, b: table[a256 + b]
     return lambda a, b: table[(a << 8) + b]
 
 
@@ -262,19 +275,37 @@ def _lut_key(lut: Lut) -> tuple:
             int(lut.output_offset), int(lut.length))
 
 
-def _fx_lut(lut: Lut, in_fb: int, steps: int):  # type: ignore[no-untyped-def]
-    """``lut_fx(v, lut, in_fb)`` for int16-range ``v``, as a table when worth it."""
-    table = _big_table(("fx", _lut_key(lut), int(in_fb), get_platform()), steps,
-                       lambda: np.roll(lut_fx(_FX16_CODES, lut, in_fb), 1 << 15))
+def _fx_lut_key(lut: Lut, in_fb: int, offset: bool = False, then=None) -> tuple:  # type: ignore[no-untyped-def]
+    return ("fx", _lut_key(lut), int(in_fb), get_platform(), offset, then and then[0])
+
+
+def _table_abs_max(key: tuple) -> int | None:
+    """The largest magnitude in the cached table ``key`` (cached too), or None without that table."""
+    table = _TABLES.get(key)
     if table is None:
-        return lambda v: lut_fx(v, lut, in_fb)
-    return table.__getitem__  # rotated: negative values index from the end
+        return None
+    return int(_cached(key + ("|max|",), lambda: np.asarray(np.abs(table).max())))
 
 
-def _sa8_lut(lut: Lut, q: tuple[int, int, int], k_out: tuple[int, int]) -> np.ndarray:
-    """``lut_sa8`` of every int8 code, rotated so that the value itself indexes it (negative from the end)."""
-    return _cached(("sa8 lut", _lut_key(lut), q, k_out, get_platform()),
-                   lambda: np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 128))
+def _fx_lut(lut: Lut, in_fb: int, steps: int, offset: bool = False, then=None):  # type: ignore[no-untyped-def]
+    """``lut_fx(v, lut, in_fb)`` for int16-range ``v``, as a table when worth it; of ``v + 32768``
+    (the index from the lowest code, see :func:`_gates`) with ``offset``; ``then`` = (name,
+    function) applies the function to the LUT's output (in the table)."""
+    def f(v):  # type: ignore[no-untyped-def]
+        r = lut_fx(v, lut, in_fb)
+        return r if then is None else then[1](r)
+    table = _big_table(_fx_lut_key(lut, in_fb, offset, then), steps,
+                       lambda: np.roll(f(_FX16_CODES), 0 if offset else 1 << 15))
+    if table is None:
+        return (lambda v: f(v - (1 << 15))) if offset else f
+    return table.__getitem__  # offset: from the lowest code; else rotated: negative values index from the end
+
+
+def _sa8_lut(lut: Lut, q: tuple[int, int, int], k_out: tuple[int, int], offset: bool = False) -> np.ndarray:
+    """``lut_sa8`` of every int8 code, rotated so that the value itself indexes it (negative from the
+    end); with ``offset``, in code order (indexed by the value + 128, see :func:`_gates`)."""
+    return _cached(("sa8 lut", _lut_key(lut), q, k_out, get_platform(), offset),
+                   lambda: np.roll(lut_sa8(_SA8_CODES, lut, *q, *k_out), 0 if offset else 128))
 
 
 def _clip(v: np.ndarray, bits: int) -> np.ndarray:
@@ -294,33 +325,42 @@ class _PerQ(dict):
         return v
 
 
-def _fx_recurrent_plans(w: MacPlan, w_q: int, ir_fb: int, acc_bits: int) -> _PerQ:
-    """Per state format ``q``: the fx plan of ``state . w`` shifted to the ``ir_fb`` intermediate (Qq * Qw_q)."""
-    return _PerQ(lambda q: FxSeriesPlan(w, q + w_q - ir_fb, acc_bits))
-
-
-def _fx_input_part(kind: str, ir_max: int, x: np.ndarray, w_in, bias: np.ndarray,  # type: ignore[no-untyped-def]
-                   qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int):
-    """The fx LSTM / GRU set-up shared by both cells.
+class _FxCellSetup:
+    """The fx LSTM / GRU set-up shared by both cells: the input part of all frames and the gates.
 
     Args:
-        kind: ``"fx16"`` or ``"fx8_fx16"`` (accumulator width).
+        kind: ``"fx16"`` or ``"fx16_fx8_fx8"`` (accumulator width).
         ir_max: the cell's largest intermediate frac bits.
         x: the input sequence; w_in: the input-weights plan; bias: the bias values.
         qs: (input, input-weights, bias) frac bits.
         sigm_lut, tanh_lut: the LUTs; steps: the sequence length.
 
-    Returns:
-        (acc_bits, container bits, intermediate frac bits, requantised input part, its largest
-        magnitude, sigmoid function, tanh function).
+    Attributes: ``xr`` the requantised input part (T, G, M), ``sig`` / ``tnh`` the LUT functions
+    of the offset codes of :func:`_gates`, ``sig_max`` / ``tnh_max`` bounds on their outputs (None
+    without a table).
     """
-    in_q, w_in_q, b_q = qs
-    acc_bits = 40 if kind == "fx16" else 32
-    ir_fb = min(ir_max, in_q + w_in_q)
-    xw = w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits)
-    xr = fx_ir_requantize(wrap_acc(xw, acc_bits), in_q + w_in_q - ir_fb, acc_bits)
-    return (acc_bits, acc_container_bits(acc_bits), ir_fb, xr, int(np.abs(xr).max(initial=0)),
-            _fx_lut(sigm_lut, ir_fb, steps), _fx_lut(tanh_lut, ir_fb, steps))
+
+    def __init__(self, kind: str, ir_max: int, x: np.ndarray, w_in: MacPlan, bias: np.ndarray,
+                 qs: tuple[int, int, int], sigm_lut: Lut, tanh_lut: Lut, steps: int) -> None:
+        in_q, w_in_q, b_q = qs
+        self.acc_bits = acc_bits = 40 if kind == "fx16" else 32
+        self.ir_fb = ir_fb = min(ir_max, in_q + w_in_q)
+        self.cb = cb = acc_container_bits(acc_bits)
+        xw = wrap_acc(w_in(x) + fx_bias(bias, in_q + w_in_q - b_q, acc_bits), acc_bits)
+        # fx_ir_requantize, with the shift planned for the largest magnitude there is
+        sh = in_q + w_in_q - ir_fb
+        self.xr = RoundShift(min(sh, 39) if cb == 64 else sh, cb, int(np.abs(xw).max(initial=0)))(xw)
+        self.x_bound = int(np.abs(self.xr).max(initial=0))
+        self.sig, self.tnh = _fx_lut(sigm_lut, ir_fb, steps, True), _fx_lut(tanh_lut, ir_fb, steps, True)
+        self.sig_max = _table_abs_max(_fx_lut_key(sigm_lut, ir_fb, True))
+        self.tnh_max = _table_abs_max(_fx_lut_key(tanh_lut, ir_fb, True))
+
+    def recurrent(self, w: MacPlan, w_q: int, gates: list[int] | slice) -> _PerQ:
+        """Per state format ``q``: the LUT inputs ``(state, t) -> _fx_ir_sum(xr[t, gates], state . w)``
+        (see :func:`_gates`), the product shifted to the intermediate format (Qq * Qw_q)."""
+        xr = self.xr[:, gates]
+        return _PerQ(lambda q: _gates(FxSeriesPlan(w, q + w_q - self.ir_fb, self.acc_bits), xr, self.x_bound,
+                                      self.cb))
 
 
 def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb: int) -> np.ndarray:
@@ -333,6 +373,20 @@ def _fx_ir_sum(xr_t: np.ndarray, hr: np.ndarray, x_bound: int, h_bound: int, cb:
     if cb == 32 or x_bound + h_bound <= (1 << 63) - 1:
         return _clip(xr_t + hr, 16)
     return sat(add_sat(xr_t, hr, cb), 16)
+
+
+def _gates(plan, xr: np.ndarray, x_bound: int, cb: int | None):  # type: ignore[no-untyped-def]
+    """Per step ``(x, t)``: the gates' LUT inputs ``clip(xr[t] + plan(x))`` (int8 for sa8, ``cb``
+    None; else the int16 ``_fx_ir_sum`` in a ``cb``-bit container) plus 128 / 32768, the index of
+    the code in a table from the lowest one; fused when exact (:class:`FusedGates`)."""
+    bits = 8 if cb is None else 16
+    offset = 1 << (bits - 1)
+    fused = FusedGates.of(plan, xr, x_bound, bits, offset)
+    if fused is not None:
+        return fused
+    if cb is None:
+        return lambda x, t: _clip(xr[t] + plan(x), 8) + offset
+    return lambda x, t: _fx_ir_sum(xr[t], plan(x), x_bound, plan.bound, cb) + offset
 
 
 # ------------------------------------------------------------------------------ cells
@@ -372,11 +426,11 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
     h = np.asarray(prev_out, I64)
     c = np.asarray(cell, I64)
     w_in = MacPlan(w_in)
-    w_out = MacPlan(w_out)
     bias = np.asarray(bias, I64)
     steps = x.shape[0]
     outs = []
     if kind == "sa8":
+        w_out = MacPlan(w_out)
         ir_q = SaQ.of(0, 1, 4)
         cq, oq = cell_q.triple, out_q.triple
         all4 = [0, 1, 2, 3]
@@ -386,10 +440,11 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         xr = sa_ir_requantize(add_sat(wrap(xw, 32), x_other[:, None, None], 32),
                               *_sa_requant(in_q, ir_q, w_in_q.gates(all4)))
         w_out_sc = w_out_q.gates(all4)
-        rec = _PerQ(lambda q: SaSeriesPlan(w_out, q.zero_point, w_out_q.zero_point,
-                                           *_sa_requant(q, ir_q, w_out_sc)))
-        sig = _sa8_lut(sigm_lut, (0, 1, 4), K_SIGM_OUT)
-        tnh = _sa8_lut(tanh_lut, (0, 1, 4), K_TANH_OUT)
+        x_bound = int(np.abs(xr).max(initial=0))
+        rec = _PerQ(lambda q: _gates(SaSeriesPlan(w_out, q.zero_point, w_out_q.zero_point,
+                                                  *_sa_requant(q, ir_q, w_out_sc)), xr, x_bound, None))
+        sig = _sa8_lut(sigm_lut, (0, 1, 4), K_SIGM_OUT, True)
+        tnh = _sa8_lut(tanh_lut, (0, 1, 4), K_TANH_OUT, True)
         mul_cf = _sa8_pair("mul", cq, _SIGM_Q, cq, steps)
         mul_gi = _sa8_pair("mul", _TANH_Q, _SIGM_Q, _TANH_Q, steps)
         add_c = _sa8_pair("add", cq, _TANH_Q, cq, steps)
@@ -403,7 +458,7 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
         h_q = prev_q
         for t in _order(steps, backward):
             # sa_ir_cast with zero point 0 of a saturating int32 sum: a clamp to int8.
-            ir = _clip(xr[t] + rec[h_q](h), 8)
+            ir = rec[h_q](h, t)
             i, g, f, o = sig[ir[0]], tnh[ir[1]], sig[ir[2]], sig[ir[3]]
             c = mul_cf(c, f)
             c = add_c(c, mul_gi(g, i))
@@ -411,27 +466,30 @@ def lstm_cell(x: np.ndarray, prev_out: np.ndarray, cell: np.ndarray, w_in: np.nd
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
-            kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
-        one = _FX_ONE
-        rec = _fx_recurrent_plans(w_out, w_out_q, ir_fb, acc_bits)
-        mul_cf = fx_mul_plan(cell_q, one, cell_q)
-        mul_gi = fx_mul_plan(one, one, one)
+        fx = _FxCellSetup(kind, _LSTM_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
+        sig, tnh, one, sig_max = fx.sig, fx.tnh, _FX_ONE, fx.sig_max
+        # The three sigmoid gates i, f, o first (one lookup per step), then g: the gates are
+        # independent series with the same formats, so their order is free.
+        sig_first = [0, 2, 3, 1]
+        rec = fx.recurrent(MacPlan(np.asarray(w_out)[sig_first]), w_out_q, sig_first)
+        # The products take the gate (a LUT output, bounded by its table) as first operand.
+        mul_fc = fx_mul_plan(one, cell_q, cell_q, a_max=sig_max)
+        mul_gi = fx_mul_plan(one, one, one, a_max=fx.tnh_max)
         add_c = fx_addsub_plan("add", cell_q, one, cell_q)
         if act == "none":
             act_fn = None
-            mul_out = fx_mul_plan(cell_q, one, out_q)
+            mul_out = fx_mul_plan(one, cell_q, out_q, a_max=sig_max)
         else:
             act_fn = _fx_lut(tanh_lut if act == "tanh" else sigm_lut, cell_q, steps)
-            mul_out = fx_mul_plan(one, one, out_q)
+            mul_out = fx_mul_plan(one, one, out_q, a_max=sig_max)
         h_q = prev_q
         for t in _order(steps, backward):
-            p = rec[h_q]
-            ir = _fx_ir_sum(xr[t], p(h), x_bound, p.bound, cb)
-            i, g, f, o = sig(ir[0]), tnh(ir[1]), sig(ir[2]), sig(ir[3])
-            c = mul_cf(c, f)
+            ir = rec[h_q](h, t)
+            i, f, o = sig(ir[:3])
+            g = tnh(ir[3])
+            c = mul_fc(f, c)
             c = add_c(c, mul_gi(g, i))
-            h = mul_out(c if act_fn is None else act_fn(c), o)
+            h = mul_out(o, c if act_fn is None else act_fn(c))
             h_q = out_q
             outs.append(h)
     res = np.stack(outs) if all_results else outs[-1][None]
@@ -477,45 +535,48 @@ def gru_cell(x: np.ndarray, prev_out: np.ndarray, w_in: np.ndarray, w_out: np.nd
         xr_u = sa_ir_requantize(acc[:, 2:3], *_sa_requant(in_q, ir_q, _gru_candidate_scales(w_in_q)))[:, 0]
         w_out_zr, w_out_u = w_out_q.gates([0, 1]), _gru_candidate_scales(w_out_q)
         w_zp = w_out_q.zero_point
-        rec_zr = _PerQ(lambda q: SaSeriesPlan(w_zr, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_zr)))
-        rec_u = _PerQ(lambda q: SaSeriesPlan(w_u, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_u)))
-        sig = _sa8_lut(sigm_lut, irt, K_SIGM_OUT)
-        tnh = _sa8_lut(tanh_lut, irt, K_TANH_OUT)
-        # 1 - z for every code of z
-        one_minus = _cached(("sa8 1-z", one_q, get_platform()), lambda: np.roll(
-            eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q), 128))
-        mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps)
+        xr_u = xr_u[:, None]
+        zr_bound, u_bound = int(np.abs(xr_zr).max(initial=0)), int(np.abs(xr_u).max(initial=0))
+        rec_zr = _PerQ(lambda q: _gates(SaSeriesPlan(w_zr, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_zr)),
+                                        xr_zr, zr_bound, None))
+        rec_u = _PerQ(lambda q: _gates(SaSeriesPlan(w_u, q.zero_point, w_zp, *_sa_requant(q, ir_q, w_out_u)),
+                                       xr_u, u_bound, None))
+        sig = _sa8_lut(sigm_lut, irt, K_SIGM_OUT, True)
+        # 1 - z for every code of the gate input (z = sig[code])
+        one_minus = np.roll(eltwise_sa8("sub", np.full_like(_SA8_CODES, 127), _SA8_CODES, one_q, _SIGM_Q, _SIGM_Q),
+                            128)[sig]
+        # The first operand of each pair product / sum is passed times 256 (its tables' index is
+        # then one add): the gates' tables and the product feeding the sum give it so.
+        sig_256, tnh_256 = sig << 8, _sa8_lut(tanh_lut, irt, K_TANH_OUT, True) << 8
+        mul_uz = _sa8_pair("mul", _TANH_Q, _SIGM_Q, oq, steps, True, True)
         # r * h and h * z: the sa8 product is symmetric in its operands (with their parameters),
         # so both gates multiply h through one table, as a (2, M) array.
-        mul_gh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps))
-        add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps))
+        mul_gh = _PerQ(lambda hq: _sa8_pair("mul", _SIGM_Q, hq, hq, steps, True))
+        add_h = _PerQ(lambda hq: _sa8_pair("add", oq, hq, oq, steps, True))
         for t in _order(steps, backward):
             hq = h_q.triple
-            zr = sig[_clip(xr_zr[t] + rec_zr[h_q](h), 8)]
-            z = zr[0]
-            hz, hr = mul_gh[hq](zr, h)
-            u = tnh[_clip(xr_u[t] + rec_u[h_q](hr)[0], 8)]
-            h = add_h[hq](mul_uz(u, one_minus[z]), hz)
+            zr_in = rec_zr[h_q](h, t)
+            hz, hr = mul_gh[hq](sig_256[zr_in], h)
+            u_256 = tnh_256[rec_u[h_q](hr, t)[0]]
+            h = add_h[hq](mul_uz(u_256, one_minus[zr_in[0]]), hz)
             h_q = out_q
             outs.append(h)
     else:
-        acc_bits, cb, ir_fb, xr, x_bound, sig, tnh = _fx_input_part(
-            kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
-        one = _FX_ONE
-        rec_zr = _fx_recurrent_plans(w_zr, w_out_q, ir_fb, acc_bits)
-        rec_u = _fx_recurrent_plans(w_u, w_out_q, ir_fb, acc_bits)
+        fx = _FxCellSetup(kind, _GRU_IR_FX, x, w_in, bias, (in_q, w_in_q, b_q), sigm_lut, tanh_lut, steps)
+        sig, tnh, one = fx.sig, fx.tnh, _FX_ONE
+        rec_zr, rec_u = fx.recurrent(w_zr, w_out_q, slice(0, 2)), fx.recurrent(w_u, w_out_q, slice(2, 3))
         # r * h and h * z: the same product plan (Q15 gate times Qhq state into Qhq), as (2, M).
-        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq))
-        mul_uz = fx_mul_plan(one, one, out_q)
+        mul_gh = _PerQ(lambda hq: fx_mul_plan(one, hq, hq, a_max=fx.sig_max))
+        mul_uz = fx_mul_plan(one, one, out_q, a_max=fx.tnh_max)
         one_minus = fx_addsub_plan("sub", one, one, one)
+        # 1 - z of the gate input (z = sig(code)), in one table with the sigmoid
+        sig_1m = _fx_lut(sigm_lut, fx.ir_fb, steps, True, ("1 - Q15", lambda z: one_minus(32767, z)))
         add_h = _PerQ(lambda hq: fx_addsub_plan("add", out_q, hq, out_q))
         for t in _order(steps, backward):
-            pzr, pu = rec_zr[h_q], rec_u[h_q]
-            zr = sig(_fx_ir_sum(xr[t, :2], pzr(h), x_bound, pzr.bound, cb))
-            z = zr[0]
-            hz, hr = mul_gh[h_q](zr, h)
-            z1 = one_minus(32767, z)
-            u = tnh(_fx_ir_sum(xr[t, 2], pu(hr)[0], x_bound, pu.bound, cb))
+            zr_in = rec_zr[h_q](h, t)
+            hz, hr = mul_gh[h_q](sig(zr_in), h)
+            z1 = sig_1m(zr_in[0])
+            u = tnh(rec_u[h_q](hr, t)[0])
             h = add_h[h_q](mul_uz(u, z1), hz)
             h_q = out_q
             outs.append(h)
