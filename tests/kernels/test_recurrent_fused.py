@@ -28,6 +28,18 @@ def _clip(v: np.ndarray, bits: int) -> np.ndarray:
     return np.minimum(np.maximum(v, lo), hi)
 
 
+def _assert_fused_equals_plan(plan, refused, xr, x, xr_bound, bits):  # type: ignore[no-untyped-def]
+    """FusedGates of ``plan`` is None when ``refused`` (saturating / wrapping plans), else equals
+    ``clip(xr + plan(x))`` shifted to start at 0, step by step."""
+    fused = FusedGates.of(plan, xr, xr_bound, bits, 1 << (bits - 1))
+    if refused:
+        assert fused is None
+        return
+    assert fused is not None
+    for i in range(len(x)):
+        assert np.array_equal(fused(x[i], i), _clip(xr[i] + plan(x[i]), bits) + (1 << (bits - 1)))
+
+
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
 @pytest.mark.parametrize("seed", range(10))
 def test_fused_gates_equal_sa8_series_plan(platform, seed):  # type: ignore[no-untyped-def]
@@ -44,13 +56,7 @@ def test_fused_gates_equal_sa8_series_plan(platform, seed):  # type: ignore[no-u
     x[0], x[1] = -128, 127  # the largest sums
     with use_platform(PLATFORMS[platform]):
         plan = SaSeriesPlan(w, zp, 0, mul, shift)
-        fused = FusedGates.of(plan, xr, 3000, 8, 128)
-        if plan.sat:
-            assert fused is None
-            return
-        assert fused is not None
-        for i in range(t):
-            assert np.array_equal(fused(x[i], i), _clip(xr[i] + plan(x[i]), 8) + 128)
+        _assert_fused_equals_plan(plan, plan.sat, xr, x, 3000, 8)
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
@@ -67,13 +73,7 @@ def test_fused_gates_equal_fx_series_plan(platform, acc_bits, seed):  # type: ig
     x[0], x[1] = -32768, 32767
     with use_platform(PLATFORMS[platform]):
         plan = FxSeriesPlan(w, out_shift, acc_bits)
-        fused = FusedGates.of(plan, xr, 40000, 16, 32768)
-        if plan.wrap:
-            assert fused is None
-            return
-        assert fused is not None
-        for i in range(t):
-            assert np.array_equal(fused(x[i], i), _clip(xr[i] + plan(x[i]), 16) + 32768)
+        _assert_fused_equals_plan(plan, plan.wrap, xr, x, 40000, 16)
 
 
 def test_fused_gates_refuse_inexact_plans() -> None:
