@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..arith.activation import CLAMP_UFUNC_MAX, clamp
+from ..arith.activation import clamp
 from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
@@ -29,8 +29,6 @@ try:  # the clip ufunc itself: one pass, no Python-level argument handling
     from numpy._core.umath import clip as _clip
 except ImportError:  # pragma: no cover - older NumPy
     _clip = np.clip
-
-_maximum, _minimum = np.maximum, np.minimum
 
 __all__ = [
     "mli_krn_relu_fx8", "mli_krn_relu_fx16", "mli_krn_relu_sa8",
@@ -75,15 +73,14 @@ def _relu(fn: str, el: ElType, inp: Tensor, cfg: ReluCfg, out: Tensor) -> Callab
     # the flat arrays themselves (no view to rebuild).
     flat = same and whole_view(vi) and whole_view(vo) and out.data.size == n
     if flat and not copy:
-        if n > CLAMP_UFUNC_MAX:
-            def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-                _clip(inp.data, lo, hi, out=out.data)  # into out: overlap-safe, no temporary
-                return Status.OK
-        else:
-            def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
-                d = out.data
-                _minimum(_maximum(inp.data, lo, out=d), hi, out=d)
-                return Status.OK
+        # The bounds as 0-d arrays of the data's dtype: the clip ufunc takes them as they are (NumPy
+        # scalars go through its scalar conversion, ~0.4 us a call), with the same loop and result;
+        # at every size one clip call is then cheaper than np.maximum and np.minimum.
+        blo, bhi = np.array(lo), np.array(hi)
+
+        def run_flat(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:
+            _clip(inp.data, blo, bhi, out.data)  # into out: overlap-safe, no temporary
+            return Status.OK
         return run_flat
 
     def run(inp: Tensor, cfg: ReluCfg, out: Tensor) -> Status:

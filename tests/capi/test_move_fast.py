@@ -253,3 +253,28 @@ def test_failing_callback_leaves_the_handle() -> None:
     assert capi.mli_mov_isdone(h)
     capi.mli_mov_release_handle(h)
     reset_dma_pool()
+
+
+@pytest.mark.parametrize("el", _TYPES)
+def test_whole_buffer_copy_replays_the_inlined_run(el: ElType) -> None:
+    # A dense move of the whole source buffer into a whole destination buffer of the same length keeps
+    # the inlined plan (run_whole); every replay copies the current data and runs the callback.
+    reset_dma_pool()
+    rng = np.random.default_rng(int(el))
+    info = np.iinfo(el.dtype)
+    shape = [3, 5, 7]
+    src = Tensor.from_numpy(rng.integers(info.min, info.max, shape, endpoint=True), el)
+    dst = Tensor.zeros(shape, el)
+    fn = capi.mli_mov_tensor_sync
+    fn.memo.clear()
+    cfg = MovCfg()
+    seen: list[int] = []
+    capi.mli_mov_registercallback(MovHandle(dma_ch=0), seen.append, 3)
+    for _ in range(4):
+        src.data[:] = rng.integers(info.min, info.max, src.data.shape[0], endpoint=True)
+        src.data[:2] = (info.min, info.max)
+        assert fn(src, cfg, dst) is Status.OK
+        assert np.array_equal(dst.data, src.data) and dst.shape == shape and dst.el_type is el
+    assert seen == [3] * 4
+    assert fn.memo[(id(src), id(cfg), id(dst))][3].__name__ == "run_whole"
+    reset_dma_pool()
