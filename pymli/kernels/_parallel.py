@@ -170,7 +170,8 @@ def record_time(site: Any, pooled: bool, seconds: float) -> None:
     st[i] = seconds if old is None or seconds < old else old + _ADAPT_WEIGHT * (min(seconds, 2 * old) - old)
 
 
-def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = None) -> int:
+def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = None,
+              per_thread: int | None = None) -> int:
     """Number of blocks to cut a call into (1: run it in one piece).
 
     Two reasons to cut: threads (a call of at least :data:`PARALLEL_WORK` gets
@@ -185,6 +186,8 @@ def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = N
         out_bytes: bytes of the call's output as the output stage holds it (int32 or int64).
         max_parts: most blocks the call can be cut into (e.g. its output rows).
         threads: threads the call will run on (None: :func:`get_threads`).
+        per_thread: blocks per thread (None: :data:`PARTS_PER_THREAD`); 1 for blocks that are one
+            BLAS product each, whose efficiency falls with the block's rows.
 
     Returns:
         The number of blocks, between 1 and ``max(1, max_parts)``.
@@ -192,7 +195,7 @@ def parts_for(work: int, out_bytes: int, max_parts: int, threads: int | None = N
     parts = -(-out_bytes // BLOCK_BYTES)
     threads = get_threads() if threads is None else threads
     if threads > 1 and work >= PARALLEL_WORK and not getattr(_LOCAL, "inside", False):
-        parts = max(parts, threads * PARTS_PER_THREAD)
+        parts = max(parts, threads * (PARTS_PER_THREAD if per_thread is None else per_thread))
     return max(1, min(max_parts, parts))
 
 
