@@ -393,20 +393,26 @@ def test_platform_and_budget_are_part_of_the_snapshot(factory) -> None:
         set_memory_budget(2 * 1024**3)
 
 
+def _count_runs(fn, key) -> list:  # type: ignore[no-untyped-def]
+    """Wrap the kept plan of ``fn.memo[key]``: the returned list gets one entry per run of it."""
+    ident, vals, refs, run = fn.memo[key]
+    runs: list = []
+
+    def counting(*a):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        return run(*a)
+
+    fn.memo[key] = (ident, vals, refs, counting)
+    return runs
+
+
 def test_hit_runs_the_kept_plan_and_the_result_is_the_plain_one() -> None:
     name, args = _eltwise_sa8()
     fn = capi.FUNCTIONS[name]
     fn.memo.clear()
     assert _outcome(name, args)[0] is Status.OK
     (key,) = fn.memo
-    ident, vals, refs, run = fn.memo[key]
-    runs = []
-
-    def counting(*a):
-        runs.append(1)
-        return run(*a)
-
-    fn.memo[key] = (ident, vals, refs, counting)
+    runs = _count_runs(fn, key)
     rng = np.random.default_rng(5)
     for i in range(5):
         args[0].data[:] = rng.integers(-128, 128, 8)  # element values are read on every call
@@ -501,14 +507,7 @@ def test_repeated_move_runs_the_kept_plan() -> None:
     for _ in range(2):
         assert _outcome(name, args)[0] is Status.OK
     (key,) = [k for k in fn.memo if k == tuple(map(id, args))]
-    ident, vals, refs, run = fn.memo[key]
-    runs = []
-
-    def counting(*a):
-        runs.append(1)
-        return run(*a)
-
-    fn.memo[key] = (ident, vals, refs, counting)
+    runs = _count_runs(fn, key)
     v = args[2]._version
     for i in range(3):
         args[0].data[:] = np.arange(24) * (i + 1)
