@@ -20,11 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-try:  # the clip ufunc itself: np.clip adds ~4 us of Python-level argument handling
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - older NumPy
-    _clip = np.clip
-
+from .rounding import clip_ufunc as _clip
 from .rounding import add_sat, asl, asr_rnd, limits, norm, norm_cast, sat, sub_sat, trunc_div, wrap
 
 __all__ = [

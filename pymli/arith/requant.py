@@ -52,12 +52,8 @@ import numpy.typing as npt
 from ..config import get_platform
 from ..formats import RoundMode
 from .activation import relu_limits
+from .rounding import clip_ufunc as _clip
 from .rounding import asl, asr_rnd, convergent_bump, limits, norm, sat, trunc_div, wrap, wrap_int
-
-try:  # the clip ufunc itself: one pass, no Python-level argument handling
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - older NumPy
-    _clip = np.clip
 
 _F32_EXACT = 1 << 24
 """Integers below this (times a power of two) are exact float32 values."""

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..arith.activation import clamp
+from ..arith.rounding import clip_ufunc as _clip
 from ..arith.rounding import wrap_int
 from ..checks.activation import check_leaky_relu, check_prelu, check_relu
 from ..checks.tensor import shape_at
@@ -24,11 +25,6 @@ from ._plan import view, view_spec
 from ._registry import c_variants
 from .convolution import whole_view
 from .types import PreluCfg, ReluCfg
-
-try:  # the clip ufunc itself: one pass, no Python-level argument handling
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - older NumPy
-    _clip = np.clip
 
 __all__ = [
     "mli_krn_relu_fx8", "mli_krn_relu_fx16", "mli_krn_relu_sa8",

@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..arith.requant import _cast_plan, fx_bias, sa8_bias_bound, sa8_out_params
+from ..arith.rounding import clip_ufunc as _clip
 from ..arith.rounding import limits
 from ..config import Platform, get_platform
 from ..formats import RoundMode
@@ -38,11 +39,6 @@ from .convolution import (
     depthwise_conv2d_hwcn,
 )
 from .fully_connected import prepare_fc
-
-try:  # the ufuncs themselves: no Python-level argument handling (tiny arrays: most of a call)
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - older NumPy
-    _clip = np.clip
 
 __all__ = ["FusedLayer", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..arith.requant import _cast_plan, add_bias, fx_bias, sa8_bias_bound, sa8_out_params, wrap_acc
+from ..arith.rounding import clip_ufunc as _clip
 from ..arith.rounding import limits
 from ..config import Platform, get_platform
 from ..formats import RoundMode
@@ -33,11 +34,6 @@ from .convolution import (
     exact_matmul,
     finish,
 )
-
-try:  # the clip ufunc itself: one pass, no Python-level argument handling
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - older NumPy
-    _clip = np.clip
 
 __all__ = ["PreparedFc", "fully_connected", "prepare_fc", "prepare_pointwise"]
 
