@@ -446,6 +446,107 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
 
 
+def _vnni_module():  # type: ignore[no-untyped-def]
+    """The compiled VNNI product (:mod:`pymli.kernels._jit_conv`), or None: JIT off, numba missing, or a
+    CPU without AVX-512 VNNI."""
+    mod = _jit.compiled("_jit_conv")
+    return mod if mod is not None and mod.SUPPORTED else None
+
+
+VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
+"""Most taps x (padded) channels of the VNNI product: its int32 lanes then hold every partial sum."""
+
+
+def _vnni_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> bool:
+    """Whether :func:`_conv_vnni` takes a conv2d: int8 input and weights, one group, an input offset in
+    -128..127 (the padding byte ``x_offset + 128`` is a uint8), ``K`` at most :data:`VNNI_MAX_K`, the
+    JIT on and a CPU with AVX-512 VNNI."""
+    kh, kw, c, _ = w.shape
+    return (groups == 1 and x.dtype == np.int8 and w.dtype == np.int8 and -128 <= x_offset <= 127
+            and 0 < kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K and _vnni_module() is not None)
+
+
+def _vnni_weights(w: np.ndarray, x_offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """HWCN int8 weights packed for :func:`pymli.kernels._jit_conv.conv_u8s8`: (packed bytes, chunks,
+    initial values ``-(x_offset + 128) * sum_k w[k, n]``). Input channels are padded to a multiple of 4
+    and output channels to a multiple of 16, with zero weights."""
+    kh, kw, c, n = w.shape
+    cp, npad = -(-c // 4) * 4, -(-n // 16) * 16
+    k = kh * kw * cp
+    wq = np.zeros((kh, kw, cp, npad), np.int8)
+    wq[:, :, :c, :n] = w
+    wk = wq.reshape(k, npad)
+    packed, chunks, off = [], [], 0
+    for c0 in range(0, npad, 64):
+        nb = min(4, (npad - c0) // 16)
+        # (K / 4, 16 nb, 4): the 4 weights of a lane for 4 consecutive taps side by side
+        packed.append(np.ascontiguousarray(wk[:, c0:c0 + 16 * nb].reshape(k // 4, 4, 16 * nb).transpose(0, 2, 1)).ravel())
+        chunks.append((c0, nb, off))
+        off += packed[-1].size
+    init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
+    return np.concatenate(packed), np.array(chunks, dtype=I64), init
+
+
+@functools.lru_cache(maxsize=64)
+def _vnni_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, cp: int, kh: int, kw: int, sh: int, sw: int,
+                   dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(pixel byte offsets (nb, ho, wo), segment byte offsets, 4-byte groups per segment) of the padded
+    (nb, hp, wp, cp) uint8 input: one segment per kernel row (``kw * cp`` bytes) for an undilated
+    kernel width, else one per tap (``cp`` bytes)."""
+    offs = ((np.arange(nb)[:, None, None] * hp + np.arange(ho)[None, :, None] * sh) * wp
+            + np.arange(wo)[None, None, :] * sw) * cp
+    if dw == 1 or kw == 1:
+        roff, l4 = np.arange(kh) * (dh * wp * cp), kw * cp // 4
+    else:
+        roff, l4 = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * cp).ravel(), cp // 4
+    offs, roff = offs.astype(I64), np.ascontiguousarray(roff, dtype=I64)
+    offs.flags.writeable = roff.flags.writeable = False
+    return offs, roff, l4
+
+
+def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
+               pad: tuple[int, int], out_hw: tuple[int, int], x_offset: int, post: _OutputStage) -> np.ndarray:
+    """conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by ``post``: the
+    exact sums from AVX-512 VNNI (:mod:`pymli.kernels._jit_conv`), no im2col copy.
+
+    ``vpdpbusd`` multiplies unsigned with signed bytes, so the input is stored as ``u = x + 128``
+    (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``: every tap then
+    reads ``u - (x_offset + 128) = x - x_offset`` on input pixels and 0 on padding, and
+    ``sum_k (u_k - x_offset - 128) * w_k = sum_k u_k * w_k - (x_offset + 128) * sum_k w_k``, whose last
+    term starts each accumulator (:func:`_vnni_weights`). Every partial sum is bounded by
+    ``2 * K * 255 * 128 < 2**31`` (:data:`VNNI_MAX_K`): the int32 lanes never wrap and the sums equal
+    the float / integer paths' bit for bit. Rows are cut into blocks as in :func:`_conv_blocks`.
+    """
+    mod = _vnni_module()
+    kh, kw, c, n = w.shape
+    nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
+    cp, npad = -(-c // 4) * 4, -(-n // 16) * 16
+    hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
+    fill = x_offset + 128
+    xp = _scratch(("vnni", (nb, hp, wp, cp), np.dtype(np.uint8)))
+    top, left = pad
+    h, wd = x.shape[1:3]
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + h, hp), min(left + wd, wp)
+    xp.fill(fill)  # the padding (and the channels beyond c, whose weights are 0)
+    if r0 < r1 and c0 < c1:
+        np.bitwise_xor(x[:, r0 - top:r1 - top, c0 - left:c1 - left].view(np.uint8), np.uint8(0x80),
+                       out=xp[:, r0:r1, c0:c1, :c])
+    wpk, chunks, init = _const_weights(w, post, ("vnni", fill), lambda: _vnni_weights(w, x_offset))
+    offs, roff, l4 = _vnni_geometry(nb, ho, wo, hp, wp, cp, kh, kw, stride[0], stride[1], dilation[0], dilation[1])
+    bound = kh * kw * c * container_bound(x, x_offset) * container_bound(w)
+
+    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+        n0, n1, r0, r1 = blk
+        o = np.ascontiguousarray(offs[n0:n1, r0:r1]).reshape(-1)
+        acc = np.empty((o.size, npad), np.int32)
+        mod.conv_u8s8(xp, o, roff, l4, wpk, chunks, init, acc)
+        return (acc if npad == n else acc[:, :n]).reshape(n1 - n0, r1 - r0, wo, n)
+
+    # the product runs ~4x the float32 GEMM's multiply-adds per second: sized as such for the threads
+    return _run_blocks(block, nb, ho, wo, n, nb * ho * wo * kh * kw * c * n // 4, False, xp, post, bound, blas=False)
+
+
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
                     dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
                     out_hw: tuple[int, int], groups: int = 1, x_bound: int | None = None,
@@ -838,8 +939,11 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     geo = {"stride": stride, "dilation": dilation, "pad": pad, "out_hw": out_hw}
     a, b = _offsets(q)
     if not b:
+        post = _OutputStage(bias, q, bounds)
+        if _vnni_applies(xb, w, groups, a):
+            return _unbatch(_conv_vnni(xb, w, **geo, x_offset=a, post=post), x.ndim)
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
-                              x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
+                              x_offset=a, post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)
     xc, a, b, xbnd = _centre(xb, q)
     acc, bound = _conv_blocks(xc, w, **geo, groups=groups, x_bound=xbnd, w_bound=container_bound(w))
