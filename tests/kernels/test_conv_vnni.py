@@ -1,0 +1,215 @@
+"""The int8 conv2d through AVX-512 VNNI (``kernels/_jit_conv.py``, ``convolution._conv_vnni``) against the
+NumPy path (JIT off) and the element-by-element oracle: whole outputs compared bit for bit on random
+shapes (channels and filters not multiples of 4 / 16, more than 64 filters), strides, dilations,
+paddings (also beyond the kernel), batches, zero points at the int8 limits, extreme values, and all
+rounding platforms; the row blocks on one and two threads; and the calls the path must leave to NumPy.
+
+Skipped with a reason without numba or on a CPU without AVX-512 VNNI (the NumPy path, which the other
+conv tests cover, is then the only one); the test of the calls it leaves runs either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from pymli import EM, VPX, VPX_FULL_ACCU, Platform, RoundMode, use_platform
+from pymli.arith.requant import relu_bounds
+from pymli.kernels import _jit, _parallel
+from pymli.kernels import convolution as K
+
+from ..oracles import convolution as oracle
+from ._shared import numpy_path
+
+PLATFORMS = [VPX, VPX_FULL_ACCU, EM, Platform(RoundMode.CONVERGENT, True)]
+
+
+def _vnni_here() -> bool:
+    prev = _jit.set_enabled(True)
+    try:
+        return K._vnni_module() is not None
+    finally:
+        _jit.set_enabled(prev)
+
+
+needs_vnni = pytest.mark.skipif(not _vnni_here(), reason="numba missing or no AVX-512 VNNI on this CPU: "
+                                                          "the VNNI conv2d path cannot run here")
+
+
+@pytest.fixture
+def jit_on() -> Iterator[None]:
+    prev = _jit.set_enabled(True)
+    yield
+    _jit.set_enabled(prev)
+
+
+class _Taken:
+    """Counts the calls of the compiled VNNI product (when the JIT module can be loaded)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        mod = _jit.compiled("_jit_conv") if _jit.available() else None
+        if mod is not None:
+            real = mod.conv_u8s8
+
+            def counted(*a):  # type: ignore[no-untyped-def]
+                self.calls += 1
+                return real(*a)
+
+            monkeypatch.setattr(mod, "conv_u8s8", counted)
+
+
+def _quant(rng: np.random.Generator, n: int, in_zp: int) -> tuple[K.Sa8Quant, dict]:
+    """Random sa8 parameters (per-tensor or per-channel weights), outputs spread over the range."""
+    nw = n if rng.integers(2) else 1
+    ws = rng.integers(8192, 32768, nw)
+    in_frac = int(rng.integers(12, 25))
+    wf = int(rng.integers(12, 25)) + rng.integers(0, 2, nw)
+    p = {"kind": "sa8", "in_zp": in_zp, "in_scale": int(rng.integers(8192, 32768)), "in_frac": in_frac,
+         "w_scales": [int(v) for v in ws], "w_fracs": [int(v) for v in wf],
+         "out_zp": int(rng.integers(-64, 64)), "out_scale": int(rng.integers(8192, 32768))}
+    p["out_frac"] = max(-128, min(127, in_frac + int(wf[0]) - int(rng.integers(16, 26))))
+    q = K.Sa8Quant(in_zp, p["in_scale"], in_frac, 0, ws, wf, p["out_zp"], p["out_scale"], p["out_frac"])
+    return q, p
+
+
+def _values(rng: np.random.Generator, shape: tuple, extreme: bool) -> np.ndarray:
+    if extreme:  # the container limits only (largest products and sums)
+        return rng.choice(np.array([-128, 127, -127, 0]), shape).astype(np.int8)
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) -> tuple:
+    kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    d = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    ekh, ekw = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
+    pad = (int(rng.integers(0, ekh + 2)), int(rng.integers(0, ekw + 2)))  # also beyond the kernel
+    pad_b = (int(rng.integers(0, ekh)), int(rng.integers(0, ekw)))
+    top = 6 if small else 14
+    h = int(rng.integers(max(1, ekh - pad[0] - pad_b[0]), max(top, ekh - pad[0] - pad_b[0] + 1)))
+    w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), max(top, ekw - pad[1] - pad_b[1] + 1)))
+    ho = K.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
+    wo = K.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
+    c = int(rng.choice([1, 3, 4, 5, 8, 17, 32]))
+    n = int(rng.choice([1, 5, 16, 17, 48, 64, 65, 130])) if not small else int(rng.choice([1, 7, 16, 17]))
+    batch = None if small else [None, 1, 3][int(rng.integers(3))]
+    in_zp = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
+    q, p = _quant(rng, n, in_zp)
+    x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), extreme)
+    wt = _values(rng, (kh, kw, c, n), extreme)
+    if extreme:  # the int32 limits: the saturating bias add saturates
+        b = rng.choice(np.array([-(1 << 31), (1 << 31) - 1, -(1 << 30), 0]), n)
+    else:
+        b = rng.integers(-20000, 20000, n)
+    bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"], frac_bits=p["out_frac"])
+    geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+    return x, wt, b.astype(np.int32), q, p, geo
+
+
+@needs_vnni
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_vnni_matches_numpy_path(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng([11, PLATFORMS.index(plat)])
+    cases = 40
+    for i in range(cases):
+        x, wt, b, q, _, geo = _case(rng, extreme=i % 4 == 3)
+        if i % 5 == 4:  # a strided (non-contiguous) input view
+            x = np.repeat(x, 2, axis=-1)[..., ::2]
+        with use_platform(plat):
+            got = K.conv2d_hwcn(x, wt, b, q, **geo)
+            want = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
+        assert got.shape == want.shape
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
+    assert taken.calls >= cases  # every case ran the VNNI product
+
+
+@needs_vnni
+@pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
+def test_vnni_matches_oracle(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng([12, PLATFORMS.index(plat)])
+    for i in range(8):
+        x, wt, b, q, p, geo = _case(rng, extreme=i == 7, small=True)
+        with use_platform(plat):
+            got = K.conv2d_hwcn(x, wt, b, q, **geo)
+        want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
+                             out_hw=geo["out_hw"], groups=1, depthwise=False, bounds=geo["bounds"],
+                             up=plat.round_up, full=plat.full_accu)
+        np.testing.assert_array_equal(got, want)
+    assert taken.calls >= 8
+
+
+@needs_vnni
+def test_vnni_widest_sums(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K at the lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the initial
+    value and the running sums both reach ``K * 32640``, and one tap more leaves the path."""
+    taken = _Taken(monkeypatch)
+    c = K.VNNI_MAX_K // 4 * 4
+    q = K.Sa8Quant(-128, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
+    for zp, xv in ((-128, 127), (127, -128)):
+        q = K.Sa8Quant(zp, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
+        x = np.full((2, 1, c), xv, np.int8)
+        w = np.full((1, 1, c, 2), -128, np.int8)
+        w[..., 1] = 127
+        geo = {"out_hw": (2, 1), "bounds": (-128, 127)}
+        got = K.conv2d_hwcn(x, w, np.array([5, -5], np.int32), q, **geo)
+        want = numpy_path(K.conv2d_hwcn, x, w, np.array([5, -5], np.int32), q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+    assert taken.calls == 2
+    assert not K._vnni_applies(np.zeros((1, 1, 1, c + 4), np.int8), np.zeros((1, 1, c + 4, 1), np.int8), 1, 0)
+
+
+@needs_vnni
+@pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
+def test_vnni_bench_shape_threads(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The benchmark's shape (32x32x32 3x3 -> 64, same), and a batch of 3: one thread, the pool as
+    chosen, and the pool forced (row blocks on two threads)."""
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng(13)
+    q, _ = _quant(rng, 64, -3)
+    w = rng.integers(-128, 128, (3, 3, 32, 64)).astype(np.int8)
+    b = rng.integers(-9000, 9000, 64).astype(np.int32)
+    geo = {"pad": (1, 1), "out_hw": (32, 32), "bounds": (-128, 127)}
+    for shape in ((32, 32, 32), (3, 32, 32, 32)):
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        with use_platform(plat):
+            want = numpy_path(K.conv2d_hwcn, x, w, b, q, **geo)
+            for threads, adapt in ((1, True), (2, True), (2, False)):
+                monkeypatch.setattr(_parallel, "ADAPT", adapt)
+                with _parallel.threads_limit(threads):
+                    got = K.conv2d_hwcn(x, w, b, q, **geo)
+                assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (shape, threads, adapt)
+    assert taken.calls >= 6
+
+
+def test_calls_left_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input zero point outside int8 (its padding byte is no uint8), a weights zero point, groups,
+    int16 inputs, and the JIT off: the VNNI product is not called, the results are the NumPy path's."""
+    taken = _Taken(monkeypatch)
+    prev = _jit.set_enabled(True)
+    try:
+        rng = np.random.default_rng(14)
+        x = rng.integers(-128, 128, (5, 6, 8)).astype(np.int8)
+        w = rng.integers(-128, 128, (3, 3, 8, 4)).astype(np.int8)
+        b = rng.integers(-999, 999, 4).astype(np.int32)
+        geo = {"pad": (1, 1), "out_hw": (5, 6), "bounds": (-128, 127)}
+        q_wide, _ = _quant(rng, 4, 200)
+        q_wzp = K.Sa8Quant(3, 16384, 20, 2, np.array([16384]), np.array([20]), 0, 16384, 14)
+        q, _ = _quant(rng, 4, 3)
+        calls = [(K.conv2d_hwcn, (x, w, b, q_wide), geo), (K.conv2d_hwcn, (x, w, b, q_wzp), geo),
+                 (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q), geo),
+                 (K.conv2d_hwcn, (x.astype(np.int16), w, b, q), geo)]
+        for fn, args, kw in calls:
+            got = fn(*args, **kw)
+            want = numpy_path(fn, *args, **kw)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
+        assert taken.calls == 0
+        _jit.set_enabled(False)
+        K.conv2d_hwcn(x, w, b, q, **geo)
+        assert taken.calls == 0
+    finally:
+        _jit.set_enabled(prev)
