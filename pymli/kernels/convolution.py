@@ -447,10 +447,15 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
 
 
 def _vnni_module():  # type: ignore[no-untyped-def]
-    """The compiled VNNI product (:mod:`pymli.kernels._jit_conv`), or None: JIT off, numba missing, or a
-    CPU without AVX-512 VNNI."""
+    """The compiled VNNI products (:mod:`pymli.kernels._jit_conv`), or None: JIT off, numba missing, or a
+    CPU without VNNI."""
     mod = _jit.compiled("_jit_conv")
     return mod if mod is not None and mod.SUPPORTED else None
+
+
+VNNI_LANES: int | None = None
+"""Lanes of the VNNI product conv2d takes: None for the widest this CPU has, 8 for the 256-bit one
+(which every VNNI CPU runs; the tests compare both)."""
 
 
 VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
@@ -460,27 +465,29 @@ VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
 def _vnni_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> bool:
     """Whether :func:`_conv_vnni` takes a conv2d: int8 input and weights, one group, an input offset in
     -128..127 (the padding byte ``x_offset + 128`` is a uint8), ``K`` at most :data:`VNNI_MAX_K`, the
-    JIT on and a CPU with AVX-512 VNNI."""
+    JIT on and a CPU with VNNI."""
     kh, kw, c, _ = w.shape
     return (groups == 1 and x.dtype == np.int8 and w.dtype == np.int8 and -128 <= x_offset <= 127
             and 0 < kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K and _vnni_module() is not None)
 
 
-def _vnni_weights(w: np.ndarray, x_offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """HWCN int8 weights packed for :func:`pymli.kernels._jit_conv.conv_u8s8`: (packed bytes, chunks,
-    initial values ``-(x_offset + 128) * sum_k w[k, n]``). Input channels are padded to a multiple of 4
-    and output channels to a multiple of 16, with zero weights."""
+def _vnni_weights(w: np.ndarray, x_offset: int, lanes: int, max_nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """HWCN int8 weights packed for the products of :mod:`pymli.kernels._jit_conv` with ``lanes`` lanes
+    and chunks of at most ``max_nb`` vectors: (packed bytes, chunks, initial values ``-(x_offset + 128) *
+    sum_k w[k, n]``). Input channels are padded to a multiple of 4 and output channels to a multiple of
+    ``lanes``, with zero weights."""
     kh, kw, c, n = w.shape
-    cp, npad = -(-c // 4) * 4, -(-n // 16) * 16
+    cp, npad = -(-c // 4) * 4, -(-n // lanes) * lanes
     k = kh * kw * cp
     wq = np.zeros((kh, kw, cp, npad), np.int8)
     wq[:, :, :c, :n] = w
     wk = wq.reshape(k, npad)
     packed, chunks, off = [], [], 0
-    for c0 in range(0, npad, 64):
-        nb = min(4, (npad - c0) // 16)
-        # (K / 4, 16 nb, 4): the 4 weights of a lane for 4 consecutive taps side by side
-        packed.append(np.ascontiguousarray(wk[:, c0:c0 + 16 * nb].reshape(k // 4, 4, 16 * nb).transpose(0, 2, 1)).ravel())
+    for c0 in range(0, npad, lanes * max_nb):
+        nb = min(max_nb, (npad - c0) // lanes)
+        # (K / 4, lanes * nb, 4): the 4 weights of a lane for 4 consecutive taps side by side
+        cols = wk[:, c0:c0 + lanes * nb]
+        packed.append(np.ascontiguousarray(cols.reshape(k // 4, 4, lanes * nb).transpose(0, 2, 1)).ravel())
         chunks.append((c0, nb, off))
         off += packed[-1].size
     init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
@@ -507,7 +514,7 @@ def _vnni_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, cp: int, kh: int
 def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
                pad: tuple[int, int], out_hw: tuple[int, int], x_offset: int, post: _OutputStage) -> np.ndarray:
     """conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by ``post``: the
-    exact sums from AVX-512 VNNI (:mod:`pymli.kernels._jit_conv`), no im2col copy.
+    exact sums from VNNI (:mod:`pymli.kernels._jit_conv`), no im2col copy.
 
     ``vpdpbusd`` multiplies unsigned with signed bytes, so the input is stored as ``u = x + 128``
     (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``: every tap then
@@ -518,9 +525,11 @@ def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilatio
     the float / integer paths' bit for bit. Rows are cut into blocks as in :func:`_conv_blocks`.
     """
     mod = _vnni_module()
+    lanes = mod.LANES if VNNI_LANES is None else VNNI_LANES
+    product = mod.conv_u8s8 if lanes == 16 else mod.conv_u8s8_256
     kh, kw, c, n = w.shape
     nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
-    cp, npad = -(-c // 4) * 4, -(-n // 16) * 16
+    cp, npad = -(-c // 4) * 4, -(-n // lanes) * lanes
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
     fill = x_offset + 128
     xp = _scratch(("vnni", (nb, hp, wp, cp), np.dtype(np.uint8)))
@@ -532,7 +541,8 @@ def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilatio
     if r0 < r1 and c0 < c1:
         np.bitwise_xor(x[:, r0 - top:r1 - top, c0 - left:c1 - left].view(np.uint8), np.uint8(0x80),
                        out=xp[:, r0:r1, c0:c1, :c])
-    wpk, chunks, init = _const_weights(w, post, ("vnni", fill), lambda: _vnni_weights(w, x_offset))
+    wpk, chunks, init = _const_weights(w, post, ("vnni", fill, lanes),
+                                       lambda: _vnni_weights(w, x_offset, lanes, mod.MAX_NB[lanes]))
     offs, roff, l4 = _vnni_geometry(nb, ho, wo, hp, wp, cp, kh, kw, stride[0], stride[1], dilation[0], dilation[1])
     bound = kh * kw * c * container_bound(x, x_offset) * container_bound(w)
 
@@ -540,7 +550,7 @@ def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilatio
         n0, n1, r0, r1 = blk
         o = np.ascontiguousarray(offs[n0:n1, r0:r1]).reshape(-1)
         acc = np.empty((o.size, npad), np.int32)
-        mod.conv_u8s8(xp, o, roff, l4, wpk, chunks, init, acc)
+        product(xp, o, roff, l4, wpk, chunks, init, acc)
         return (acc if npad == n else acc[:, :n]).reshape(n1 - n0, r1 - r0, wo, n)
 
     # the product runs ~4x the float32 GEMM's multiply-adds per second: sized as such for the threads

@@ -45,6 +45,13 @@ def jit_on() -> Iterator[None]:
     _jit.set_enabled(prev)
 
 
+@pytest.fixture(params=[None, 8], ids=["widest", "256bit"])
+def lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int | None:
+    """The VNNI product's vector width: the widest of this CPU, and the 256-bit one (every VNNI CPU)."""
+    monkeypatch.setattr(K, "VNNI_LANES", request.param)
+    return request.param
+
+
 class _Taken:
     """Counts the calls of the compiled VNNI product (when the JIT module can be loaded)."""
 
@@ -52,13 +59,15 @@ class _Taken:
         self.calls = 0
         mod = _jit.compiled("_jit_conv") if _jit.available() else None
         if mod is not None:
-            real = mod.conv_u8s8
+            for name in ("conv_u8s8", "conv_u8s8_256"):
+                monkeypatch.setattr(mod, name, self._counted(getattr(mod, name)))
 
-            def counted(*a):  # type: ignore[no-untyped-def]
-                self.calls += 1
-                return real(*a)
+    def _counted(self, real):  # type: ignore[no-untyped-def]
+        def counted(*a):  # type: ignore[no-untyped-def]
+            self.calls += 1
+            return real(*a)
 
-            monkeypatch.setattr(mod, "conv_u8s8", counted)
+        return counted
 
 
 def _quant(rng: np.random.Generator, n: int, in_zp: int) -> tuple[K.Sa8Quant, dict]:
@@ -111,7 +120,7 @@ def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) 
 
 @needs_vnni
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
-def test_vnni_matches_numpy_path(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_matches_numpy_path(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
     cases = 40
@@ -129,7 +138,7 @@ def test_vnni_matches_numpy_path(plat: Platform, jit_on: None, monkeypatch: pyte
 
 @needs_vnni
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_matches_oracle(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_matches_oracle(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i in range(8):
@@ -144,7 +153,7 @@ def test_vnni_matches_oracle(plat: Platform, jit_on: None, monkeypatch: pytest.M
 
 
 @needs_vnni
-def test_vnni_widest_sums(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_widest_sums(lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """K at the lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the initial
     value and the running sums both reach ``K * 32640``, and one tap more leaves the path."""
     taken = _Taken(monkeypatch)
@@ -165,7 +174,7 @@ def test_vnni_widest_sums(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None
 
 @needs_vnni
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_bench_shape_threads(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_bench_shape_threads(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's shape (32x32x32 3x3 -> 64, same), and a batch of 3: one thread, the pool as
     chosen, and the pool forced (row blocks on two threads)."""
     taken = _Taken(monkeypatch)
