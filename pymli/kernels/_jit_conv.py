@@ -233,7 +233,8 @@ def conv_u8s8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover -
     p_all = offs.shape[0]
     a, ob, ost, ro, nseg = xp.ctypes.data, out.ctypes.data, np.int64(out.strides[0]), roff.ctypes.data, roff.shape[0]
     for c in range(chunks.shape[0]):
-        col, nb, w, ini = chunks[c, 0], chunks[c, 1], wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * chunks[c, 0]
+        col, nb = chunks[c, 0], chunks[c, 1]
+        w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
         p = 0
         while p + ROWS <= p_all:
             _run_tile(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
@@ -250,7 +251,8 @@ def conv_u8s8_256(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cov
     p_all = offs.shape[0]
     a, ob, ost, ro, nseg = xp.ctypes.data, out.ctypes.data, np.int64(out.strides[0]), roff.ctypes.data, roff.shape[0]
     for c in range(chunks.shape[0]):
-        col, nb, w, ini = chunks[c, 0], chunks[c, 1], wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * chunks[c, 0]
+        col, nb = chunks[c, 0], chunks[c, 1]
+        w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
         p = 0
         while p + ROWS <= p_all:
             _run_tile_256(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)

@@ -120,7 +120,8 @@ def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) 
 
 @needs_vnni
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
-def test_vnni_matches_numpy_path(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_matches_numpy_path(plat: Platform, lanes: int | None, jit_on: None,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
     cases = 40
@@ -174,7 +175,8 @@ def test_vnni_widest_sums(lanes: int | None, jit_on: None, monkeypatch: pytest.M
 
 @needs_vnni
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_bench_shape_threads(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_bench_shape_threads(plat: Platform, lanes: int | None, jit_on: None,
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's shape (32x32x32 3x3 -> 64, same), and a batch of 3: one thread, the pool as
     chosen, and the pool forced (row blocks on two threads)."""
     taken = _Taken(monkeypatch)
