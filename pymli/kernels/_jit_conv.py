@@ -1,27 +1,35 @@
-"""numba-compiled integer matrix product of the int8 convolutions: VNNI ``vpdpbusd`` (unsigned 8-bit x
-signed 8-bit products, four summed into each 32-bit lane) straight from the padded input, loaded through
-:func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency).
+"""numba-compiled integer matrix products of the int8 convolutions, straight from the padded input (no
+im2col copy), loaded through :func:`pymli.kernels._jit.compiled` (only when numba is installed: an
+optional dependency).
 
 Like :mod:`pymli.kernels._jit_numba`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``; every
-value is an integer and every sum exact (the caller, :func:`pymli.kernels.convolution._conv_vnni`,
-proves the int32 lanes never wrap). The instruction exists only on CPUs with VNNI: 512-bit vectors
-of 16 lanes with AVX-512 VNNI and BW (:func:`conv_u8s8`), 256-bit vectors of 8 lanes with AVX-VNNI or
-AVX-512 VNNI and VL (:func:`conv_u8s8_256`; 16 vector registers suffice). :data:`LANES` says which one
-numba can compile for this CPU (0: none), and nothing else in this module is compiled (LLVM cannot
-lower the intrinsic for other targets).
+value is an integer and every sum exact (the caller, :func:`pymli.kernels.convolution._conv_int`,
+proves the int32 lanes never wrap). Three products, each an x86 instruction that multiplies narrow
+integers and adds neighbouring products into 32-bit lanes:
+
+* ``u8x16``: VNNI ``vpdpbusd`` on 512-bit vectors (AVX-512 VNNI and BW): unsigned 8-bit inputs x
+  signed 8-bit weights, four products per lane and instruction.
+* ``u8x8``: the same on 256-bit vectors (AVX-VNNI, or AVX-512 VNNI and VL; 16 vector registers do).
+* ``s16x8``: AVX2 ``vpmaddwd`` + ``vpaddd`` on 256-bit vectors: signed 16-bit inputs x weights, two
+  products per lane (about half the rate of ``u8x8``; for CPUs without VNNI).
+
+:data:`PRODUCTS` lists those numba can compile for this CPU, fastest first; nothing else in this
+module may be called (LLVM cannot lower an instruction the target lacks: it is never compiled there).
 
 The product: ``out[p, n] = init[n] + sum_k u[p, k] * w[k, n]`` where the row ``u[p]`` of output pixel
-``p`` is not copied out (no im2col) but read from the padded uint8 input as ``S`` segments of ``4 * L``
-contiguous bytes, segment ``s`` at byte ``offs[p] + roff[s]`` (the kernel rows of a convolution: with
-an undilated kernel width a segment is one kernel row's ``Kw * C`` values). The weights are packed per
-chunk of at most :data:`MAX_NB` vectors of output channels as ``(K / 4, lanes * NB, 4)`` bytes: the
-four weights of lane ``n`` for taps ``4g .. 4g + 3`` are adjacent, as ``vpdpbusd`` multiplies them
-with four adjacent input bytes broadcast to every lane. A tile of :data:`ROWS` output pixels x one
-chunk keeps its ``ROWS * NB`` accumulators in registers over all of ``K`` (512 bits: 24 of the 32
-vector registers at ``NB = 4``; 256 bits: 12 of 16 at ``NB = 2``).
+``p`` is read from the padded input as ``S`` segments of ``L`` 4-byte groups (4 uint8 or 2 int16
+values each), segment ``s`` at byte ``offs[p] + roff[s]`` (the kernel rows of a convolution: with an
+undilated kernel width a segment is one kernel row's ``Kw * C`` values). The weights are packed per
+chunk of at most ``MAX_NB`` vectors of output channels as ``(groups, lanes * NB, values per group)``:
+the weights of lane ``n`` for one group of taps are adjacent, as the instruction multiplies them with
+one group of input values broadcast to every lane. A tile of :data:`ROWS` output pixels x one chunk
+keeps its ``ROWS * NB`` accumulators in registers over all of ``K`` (512 bits: 24 of the 32 vector
+registers at ``NB = 4``; 256 bits: 12 of 16 at ``NB = 2``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -30,7 +38,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["LANES", "MAX_NB", "ROWS", "SUPPORTED", "conv_u8s8", "conv_u8s8_256"]
+__all__ = ["PRODUCTS", "ROWS", "Product", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -38,44 +46,60 @@ ROWS = 6
 """Output pixels per register tile."""
 
 
-def _lanes() -> int:
-    """32-bit lanes of the widest VNNI vectors numba compiles for here (16, 8, or 0: none). numba must
-    compile for this machine's CPU (no ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` override)."""
+@dataclass(frozen=True)
+class Product:
+    """One of the products (see the module docstring).
+
+    Attributes:
+        name: ``u8x16``, ``u8x8`` or ``s16x8``.
+        lanes: 32-bit lanes per vector.
+        max_nb: most vectors of output channels per tile (the accumulators and weights fill the registers).
+        per_group: input values per 4-byte group (4 uint8, or 2 int16).
+    """
+
+    name: str
+    lanes: int
+    max_nb: int
+    per_group: int
+
+
+def _products() -> tuple[Product, ...]:
+    """The products numba can compile for this CPU, fastest first. numba must compile for this
+    machine's CPU (no ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` override)."""
     if numba.config.CPU_NAME not in (None, "host") or numba.config.CPU_FEATURES:
-        return 0
+        return ()
     try:
         feats = _llvm.get_host_cpu_features()
     except RuntimeError:  # pragma: no cover - hosts whose features LLVM cannot read
-        return 0
+        return ()
 
     def has(*names: str) -> bool:
         return all(feats.get(f, False) for f in names)
 
+    found = []
     if has("avx512f", "avx512bw", "avx512vnni"):
-        return 16
-    return 8 if has("avxvnni") or has("avx512f", "avx512vl", "avx512vnni") else 0
+        found.append(Product("u8x16", 16, 4, 4))
+    if has("avxvnni") or has("avx512f", "avx512vl", "avx512vnni"):
+        found.append(Product("u8x8", 8, 2, 4))
+    if has("avx2"):
+        found.append(Product("s16x8", 8, 2, 2))
+    return tuple(found)
 
 
-LANES = _lanes()
-"""32-bit lanes per vector of the product to call here: 16 (:func:`conv_u8s8`), 8
-(:func:`conv_u8s8_256`; also compiled on 16-lane CPUs), 0 (neither may be called: not compiled)."""
-
-SUPPORTED = LANES > 0
-"""Whether a VNNI product can run here."""
-
-MAX_NB = {16: 4, 8: 2}
-"""Most vectors of output channels per tile, by lanes (the accumulators and weights fill the registers)."""
+PRODUCTS = _products()
+"""The products that can run here, fastest first (empty: none may be called)."""
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 
 
-def _tile(rows: int, nb: int, lanes: int):  # type: ignore[no-untyped-def]
-    """An intrinsic computing one tile: ``rows`` output pixels x ``nb`` vectors of ``lanes`` channels.
+def _tile(rows: int, nb: int, lanes: int, signed16: bool = False):  # type: ignore[no-untyped-def]
+    """An intrinsic computing one tile: ``rows`` output pixels x ``nb`` vectors of ``lanes`` channels,
+    with ``vpdpbusd`` (uint8 inputs), or ``signed16``: ``vpmaddwd`` + ``vpaddd`` (int16 inputs, 8 lanes).
 
     Arguments (all int64 addresses or counts): the padded input's address, the address of the
     tile's ``rows`` pixel offsets (int64), the address of the ``S`` segment offsets (int64), ``S``,
-    ``L`` (4-byte groups per segment), the chunk's packed weights, its ``16 * nb`` int32 initial
+    ``L`` (4-byte groups per segment), the chunk's packed weights, its ``lanes * nb`` int32 initial
     values, the address of the tile's first output row and the output's row stride in bytes.
     """
 
@@ -88,8 +112,19 @@ def _tile(rows: int, nb: int, lanes: int):  # type: ignore[no-untyped-def]
             mod = builder.module
             vec = ir.VectorType(_I32, lanes)
             vb = 4 * lanes  # bytes per vector
-            name = f"llvm.x86.avx512.vpdpbusd.{32 * lanes}"
-            dp = mod.globals.get(name) or ir.Function(mod, ir.FunctionType(vec, [vec, vec, vec]), name=name)
+            if signed16:
+                half = ir.VectorType(ir.IntType(16), 2 * lanes)
+                name = "llvm.x86.avx2.pmadd.wd"
+                fnty = ir.FunctionType(vec, [half, half])
+            else:
+                name = f"llvm.x86.avx512.vpdpbusd.{32 * lanes}"
+                fnty = ir.FunctionType(vec, [vec, vec, vec])
+            op = mod.globals.get(name) or ir.Function(mod, fnty, name=name)
+
+            def dot(acc, a, b):  # type: ignore[no-untyped-def]
+                if signed16:  # two int16 products per lane, added to the lane
+                    return builder.add(acc, builder.call(op, [builder.bitcast(a, half), builder.bitcast(b, half)]))
+                return builder.call(op, [acc, a, b])  # a: unsigned bytes, b: signed bytes
 
             def at(addr, ty, align):  # type: ignore[no-untyped-def]
                 v = builder.load(builder.inttoptr(addr, ir.PointerType(ty)))
@@ -121,7 +156,7 @@ def _tile(rows: int, nb: int, lanes: int):  # type: ignore[no-untyped-def]
             bases = [builder.add(r, ro) for r in rows_at]
             builder.branch(k_b)
 
-            # 4-tap group loop: nb weight vectors, one broadcast of 4 input bytes per pixel
+            # group loop: nb weight vectors, one broadcast of a 4-byte group of inputs per pixel
             builder.position_at_end(k_b)
             kk = builder.phi(_I64)
             wk = builder.phi(_I64)
@@ -140,7 +175,7 @@ def _tile(rows: int, nb: int, lanes: int):  # type: ignore[no-untyped-def]
                 bc = builder.insert_element(undef, quad, ir.Constant(_I32, 0))
                 bc = builder.shuffle_vector(bc, undef, ir.Constant(vec, [0] * lanes))
                 for j in range(nb):
-                    new[i][j] = builder.call(dp, [acc_k[i][j], bc, wv[j]])
+                    new[i][j] = dot(acc_k[i][j], bc, wv[j])
             kk1 = builder.add(kk, ir.Constant(_I64, 1))
             wk1 = plus(wk, vb * nb)
             kk.add_incoming(kk1, k_b)
@@ -176,11 +211,13 @@ _T1, _T2, _T3, _T4 = (_tile(ROWS, nb, 16) for nb in (1, 2, 3, 4))
 _S1, _S2, _S3, _S4 = (_tile(1, nb, 16) for nb in (1, 2, 3, 4))
 _H1, _H2 = (_tile(ROWS, nb, 8) for nb in (1, 2))
 _G1, _G2 = (_tile(1, nb, 8) for nb in (1, 2))
+_W1, _W2 = (_tile(ROWS, nb, 8, True) for nb in (1, 2))
+_V1, _V2 = (_tile(1, nb, 8, True) for nb in (1, 2))
 
 
 @numba.njit(**_JIT)
-def _run_tile(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
-    """One tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-4) vectors of 16 channels."""
+def _tile_u8x16(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
+    """One ``u8x16`` tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-4) vectors."""
     if rows == ROWS:
         if nb == 4:
             _T4(a, offs, roff, nseg, l4, w, init, out, ostride)
@@ -201,8 +238,8 @@ def _run_tile(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # prag
 
 
 @numba.njit(**_JIT)
-def _run_tile_256(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
-    """One tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-2) vectors of 8 channels."""
+def _tile_u8x8(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
+    """One ``u8x8`` tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-2) vectors."""
     if rows == ROWS:
         if nb == 2:
             _H2(a, offs, roff, nseg, l4, w, init, out, ostride)
@@ -215,18 +252,33 @@ def _run_tile_256(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # 
 
 
 @numba.njit(**_JIT)
-def conv_u8s8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
-    """``out[p, n] = init[n] + sum_k u[p, k] * w[k, n]`` (see the module docstring) with 512-bit vectors
-    (16 lanes; :data:`LANES` 16), int32 lanes that the caller proves never wrap.
+def _tile_s16x8(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
+    """One ``s16x8`` tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-2) vectors."""
+    if rows == ROWS:
+        if nb == 2:
+            _W2(a, offs, roff, nseg, l4, w, init, out, ostride)
+        else:
+            _W1(a, offs, roff, nseg, l4, w, init, out, ostride)
+    elif nb == 2:
+        _V2(a, offs, roff, nseg, l4, w, init, out, ostride)
+    else:
+        _V1(a, offs, roff, nseg, l4, w, init, out, ostride)
+
+
+@numba.njit(**_JIT)
+def conv_u8x16(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
+    """``out[p, n] = init[n] + sum_k u[p, k] * w[k, n]`` (see the module docstring) with the ``u8x16``
+    product, int32 lanes that the caller proves never wrap.
 
     Args:
-        xp: the padded input, uint8, C-contiguous (read at ``offs[p] + roff[s] + 0 .. 4 * l4 - 1``).
+        xp: the padded input, C-contiguous (uint8; int16 for ``s16x8``), read at the bytes
+            ``offs[p] + roff[s] + 0 .. 4 * l4 - 1``.
         offs: (P,) int64 byte offset of each output pixel's first segment.
         roff: (S,) int64 byte offsets of the segments from a pixel's offset.
-        l4: 4-byte groups per segment (``K = 4 * l4 * S``).
-        wpk: packed int8 weights of every chunk (see the module docstring).
+        l4: 4-byte groups per segment.
+        wpk: packed weights of every chunk (int8; int16 for ``s16x8``; see the module docstring).
         chunks: (M, 3) int64: per chunk its first output channel (a multiple of the lanes), its
-            vectors ``nb`` (1 to :data:`MAX_NB`) and the byte offset of its packed weights in ``wpk``.
+            vectors ``nb`` (1 to ``max_nb``) and the byte offset of its packed weights in ``wpk``.
         init: (Np,) int32 initial values (Np = the output's columns, a multiple of the lanes).
         out: (P, Np) int32, C-contiguous (written).
     """
@@ -237,17 +289,17 @@ def conv_u8s8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover -
         w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
         p = 0
         while p + ROWS <= p_all:
-            _run_tile(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            _tile_u8x16(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += ROWS
         while p < p_all:
-            _run_tile(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            _tile_u8x16(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += 1
 
 
 @numba.njit(**_JIT)
-def conv_u8s8_256(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
-    """:func:`conv_u8s8` with 256-bit vectors (8 lanes; :data:`LANES` 8 or 16). A copy, not a shared
-    driver: each function may hold only the vectors its CPUs have."""
+def conv_u8x8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
+    """:func:`conv_u8x16` with the ``u8x8`` product. A copy, not a shared driver: each function may
+    hold only the instructions of its CPUs."""
     p_all = offs.shape[0]
     a, ob, ost, ro, nseg = xp.ctypes.data, out.ctypes.data, np.int64(out.strides[0]), roff.ctypes.data, roff.shape[0]
     for c in range(chunks.shape[0]):
@@ -255,8 +307,25 @@ def conv_u8s8_256(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cov
         w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
         p = 0
         while p + ROWS <= p_all:
-            _run_tile_256(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            _tile_u8x8(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += ROWS
         while p < p_all:
-            _run_tile_256(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            _tile_u8x8(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            p += 1
+
+
+@numba.njit(**_JIT)
+def conv_s16x8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
+    """:func:`conv_u8x16` with the ``s16x8`` product (int16 input and weights)."""
+    p_all = offs.shape[0]
+    a, ob, ost, ro, nseg = xp.ctypes.data, out.ctypes.data, np.int64(out.strides[0]), roff.ctypes.data, roff.shape[0]
+    for c in range(chunks.shape[0]):
+        col, nb = chunks[c, 0], chunks[c, 1]
+        w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
+        p = 0
+        while p + ROWS <= p_all:
+            _tile_s16x8(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            p += ROWS
+        while p < p_all:
+            _tile_s16x8(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += 1

@@ -10,9 +10,10 @@ bias). Every output is the C reference's value bit for bit:
 * Dot products are computed as an im2col matrix product in float32 or float64 when the bound
   ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
-* With the optional JIT on a CPU with VNNI, conv2d of int8 inputs and weights (sa8) takes the exact
-  int32 products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd`` straight from the padded
-  input, no im2col copy; ~4x the float32 GEMM's rate), see :func:`_conv_vnni`.
+* With the optional JIT on an x86 CPU with VNNI or AVX2, conv2d of int8 inputs and weights (sa8)
+  takes the exact int32 products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd`` or
+  ``vpmaddwd`` straight from the padded input, no im2col copy; VNNI ~4x the float32 GEMM's rate),
+  see :func:`_conv_int`.
 * The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
   and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
 * Every kernel also takes a batch, x of shape (B, H, W, C): one padded array and one pass for all
@@ -449,104 +450,130 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
 
 
-def _vnni_module():  # type: ignore[no-untyped-def]
-    """The compiled VNNI products (:mod:`pymli.kernels._jit_conv`), or None: JIT off, numba missing, or a
-    CPU without VNNI."""
+def _int_product():  # type: ignore[no-untyped-def]
+    """(the compiled module :mod:`pymli.kernels._jit_conv`, the product conv2d takes) or None: JIT off,
+    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them)."""
     mod = _jit.compiled("_jit_conv")
-    return mod if mod is not None and mod.SUPPORTED else None
+    if mod is None or not mod.PRODUCTS:
+        return None
+    for prod in mod.PRODUCTS:
+        if INT_PRODUCT is None or prod.name == INT_PRODUCT:
+            return mod, prod
+    return None
 
 
-VNNI_LANES: int | None = None
-"""Lanes of the VNNI product conv2d takes: None for the widest this CPU has, 8 for the 256-bit one
-(which every VNNI CPU runs; the tests compare both)."""
-
+INT_PRODUCT: str | None = None
+"""The integer product conv2d takes (:data:`pymli.kernels._jit_conv.PRODUCTS`): None for the fastest
+this CPU has, or a name (``u8x16``, ``u8x8``, ``s16x8``; another one's name: none), for the tests."""
 
 VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
-"""Most taps x (padded) channels of the VNNI product: its int32 lanes then hold every partial sum."""
+"""Most taps x (padded) channels of the uint8 products: their int32 lanes then hold every partial sum."""
 
 
-def _vnni_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> bool:
-    """Whether :func:`_conv_vnni` takes a conv2d: int8 input and weights, one group, an input offset in
-    -128..127 (the padding byte ``x_offset + 128`` is a uint8), ``K`` at most :data:`VNNI_MAX_K`, the
-    JIT on and a CPU with VNNI."""
+def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> tuple | None:
+    """(module, product) of :func:`_conv_int` for a conv2d, or None: it takes int8 input and weights,
+    one group, the JIT on and a CPU with a product; for the uint8 products an input offset in
+    -128..127 (the padding byte ``x_offset + 128`` is a uint8) and ``K`` at most :data:`VNNI_MAX_K`;
+    for ``s16x8`` every sum below 2**31 (``|x - x_offset|`` fits int16 then)."""
     kh, kw, c, _ = w.shape
-    return (groups == 1 and x.dtype == np.int8 and w.dtype == np.int8 and -128 <= x_offset <= 127
-            and 0 < kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K and _vnni_module() is not None)
+    if groups != 1 or x.dtype != np.int8 or w.dtype != np.int8 or kh * kw * c == 0:
+        return None
+    found = _int_product()
+    if found is None:
+        return None
+    if found[1].per_group == 4:
+        ok = -128 <= x_offset <= 127 and kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K
+    else:
+        ok = kh * kw * c * container_bound(x, x_offset) * 128 < 1 << 31
+    return found if ok else None
 
 
-def _vnni_weights(w: np.ndarray, x_offset: int, lanes: int, max_nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """HWCN int8 weights packed for the products of :mod:`pymli.kernels._jit_conv` with ``lanes`` lanes
-    and chunks of at most ``max_nb`` vectors: (packed bytes, chunks, initial values ``-(x_offset + 128) *
-    sum_k w[k, n]``). Input channels are padded to a multiple of 4 and output channels to a multiple of
-    ``lanes``, with zero weights."""
+def _int_weights(w: np.ndarray, x_offset: int,
+                 prod) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
+    """HWCN int8 weights packed for the product ``prod`` of :mod:`pymli.kernels._jit_conv`: (packed
+    values, chunks, initial values). Input channels are padded to a multiple of the values per group
+    and output channels to a multiple of the lanes, with zero weights. The uint8 products start from
+    ``-(x_offset + 128) * sum_k w[k, n]`` (see :func:`_conv_int`), ``s16x8`` from 0 (int16 weights)."""
     kh, kw, c, n = w.shape
-    cp, npad = -(-c // 4) * 4, -(-n // lanes) * lanes
+    g, lanes = prod.per_group, prod.lanes
+    cp, npad = -(-c // g) * g, -(-n // lanes) * lanes
     k = kh * kw * cp
-    wq = np.zeros((kh, kw, cp, npad), np.int8)
+    wq = np.zeros((kh, kw, cp, npad), np.int8 if g == 4 else np.int16)
     wq[:, :, :c, :n] = w
     wk = wq.reshape(k, npad)
     packed, chunks, off = [], [], 0
-    for c0 in range(0, npad, lanes * max_nb):
-        nb = min(max_nb, (npad - c0) // lanes)
-        # (K / 4, lanes * nb, 4): the 4 weights of a lane for 4 consecutive taps side by side
+    for c0 in range(0, npad, lanes * prod.max_nb):
+        nb = min(prod.max_nb, (npad - c0) // lanes)
+        # (K / g, lanes * nb, g): the g weights of a lane for g consecutive taps side by side
         cols = wk[:, c0:c0 + lanes * nb]
-        packed.append(np.ascontiguousarray(cols.reshape(k // 4, 4, lanes * nb).transpose(0, 2, 1)).ravel())
+        packed.append(np.ascontiguousarray(cols.reshape(k // g, g, lanes * nb).transpose(0, 2, 1)).ravel())
         chunks.append((c0, nb, off))
-        off += packed[-1].size
-    init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
+        off += packed[-1].nbytes
+    if g == 4:
+        init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
+    else:
+        init = np.zeros(npad, np.int32)
     return np.concatenate(packed), np.array(chunks, dtype=I64), init
 
 
 @functools.lru_cache(maxsize=64)
-def _vnni_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, cp: int, kh: int, kw: int, sh: int, sw: int,
-                   dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _int_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, cp: int, size: int, kh: int, kw: int, sh: int,
+                  sw: int, dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(pixel byte offsets (nb, ho, wo), segment byte offsets, 4-byte groups per segment) of the padded
-    (nb, hp, wp, cp) uint8 input: one segment per kernel row (``kw * cp`` bytes) for an undilated
-    kernel width, else one per tap (``cp`` bytes)."""
+    (nb, hp, wp, cp) input of ``size``-byte values: one segment per kernel row (``kw * cp`` values) for
+    an undilated kernel width, else one per tap (``cp`` values)."""
+    row = cp * size  # bytes per padded pixel
     offs = ((np.arange(nb)[:, None, None] * hp + np.arange(ho)[None, :, None] * sh) * wp
-            + np.arange(wo)[None, None, :] * sw) * cp
+            + np.arange(wo)[None, None, :] * sw) * row
     if dw == 1 or kw == 1:
-        roff, l4 = np.arange(kh) * (dh * wp * cp), kw * cp // 4
+        roff, l4 = np.arange(kh) * (dh * wp * row), kw * row // 4
     else:
-        roff, l4 = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * cp).ravel(), cp // 4
+        roff, l4 = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * row).ravel(), row // 4
     offs, roff = offs.astype(I64), np.ascontiguousarray(roff, dtype=I64)
     offs.flags.writeable = roff.flags.writeable = False
     return offs, roff, l4
 
 
-def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilation: tuple[int, int],
-               pad: tuple[int, int], out_hw: tuple[int, int], x_offset: int, post: _OutputStage) -> np.ndarray:
+def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, int], dilation: tuple[int, int],
+              pad: tuple[int, int], out_hw: tuple[int, int], x_offset: int, post: _OutputStage) -> np.ndarray:
     """conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by ``post``: the
-    exact sums from VNNI (:mod:`pymli.kernels._jit_conv`), no im2col copy.
+    exact sums from an integer product of :mod:`pymli.kernels._jit_conv` (``found``: the module and
+    the product, from :func:`_int_applies`), no im2col copy.
 
-    ``vpdpbusd`` multiplies unsigned with signed bytes, so the input is stored as ``u = x + 128``
-    (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``: every tap then
-    reads ``u - (x_offset + 128) = x - x_offset`` on input pixels and 0 on padding, and
+    ``vpdpbusd`` (the uint8 products) multiplies unsigned with signed bytes, so the input is stored as
+    ``u = x + 128`` (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``:
+    every tap then reads ``u - (x_offset + 128) = x - x_offset`` on input pixels and 0 on padding, and
     ``sum_k (u_k - x_offset - 128) * w_k = sum_k u_k * w_k - (x_offset + 128) * sum_k w_k``, whose last
-    term starts each accumulator (:func:`_vnni_weights`). Every partial sum is bounded by
-    ``2 * K * 255 * 128 < 2**31`` (:data:`VNNI_MAX_K`): the int32 lanes never wrap and the sums equal
-    the float / integer paths' bit for bit. Rows are cut into blocks as in :func:`_conv_blocks`.
+    term starts each accumulator (:func:`_int_weights`). Every partial sum is bounded by
+    ``2 * K * 255 * 128 < 2**31`` (:data:`VNNI_MAX_K`). ``s16x8`` reads ``x - x_offset`` as int16 with
+    zero padding, its partial sums bounded by the sums' bound (< 2**31). Either way the int32 lanes
+    never wrap and the sums equal the float / integer paths' bit for bit. Rows are cut into blocks as
+    in :func:`_conv_blocks`.
     """
-    mod = _vnni_module()
-    lanes = mod.LANES if VNNI_LANES is None else VNNI_LANES
-    product = mod.conv_u8s8 if lanes == 16 else mod.conv_u8s8_256
+    mod, prod = found
+    product = getattr(mod, f"conv_{prod.name}")
     kh, kw, c, n = w.shape
     nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
-    cp, npad = -(-c // 4) * 4, -(-n // lanes) * lanes
+    u8 = prod.per_group == 4
+    cp, npad = -(-c // prod.per_group) * prod.per_group, -(-n // prod.lanes) * prod.lanes
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
-    fill = x_offset + 128
-    xp = _scratch(("vnni", (nb, hp, wp, cp), np.dtype(np.uint8)))
+    dt = np.dtype(np.uint8 if u8 else np.int16)
+    xp = _scratch(("int product", (nb, hp, wp, cp), dt))
     top, left = pad
     h, wd = x.shape[1:3]
     r0, c0 = max(top, 0), max(left, 0)
     r1, c1 = min(top + h, hp), min(left + wd, wp)
-    xp.fill(fill)  # the padding (and the channels beyond c, whose weights are 0)
+    xp.fill(x_offset + 128 if u8 else 0)  # the padding (and the channels beyond c, whose weights are 0)
     if r0 < r1 and c0 < c1:
-        np.bitwise_xor(x[:, r0 - top:r1 - top, c0 - left:c1 - left].view(np.uint8), np.uint8(0x80),
-                       out=xp[:, r0:r1, c0:c1, :c])
-    wpk, chunks, init = _const_weights(w, post, ("vnni", fill, lanes),
-                                       lambda: _vnni_weights(w, x_offset, lanes, mod.MAX_NB[lanes]))
-    offs, roff, l4 = _vnni_geometry(nb, ho, wo, hp, wp, cp, kh, kw, stride[0], stride[1], dilation[0], dilation[1])
+        src, dst = x[:, r0 - top:r1 - top, c0 - left:c1 - left], xp[:, r0:r1, c0:c1, :c]
+        if u8:
+            np.bitwise_xor(src.view(np.uint8), np.uint8(0x80), out=dst)
+        else:
+            np.subtract(src, np.int16(x_offset), out=dst, dtype=np.int16)
+    wpk, chunks, init = _const_weights(w, post, ("int product", x_offset, prod.name),
+                                       lambda: _int_weights(w, x_offset, prod))
+    offs, roff, l4 = _int_geometry(nb, ho, wo, hp, wp, cp, dt.itemsize, kh, kw, stride[0], stride[1], dilation[0],
+                                   dilation[1])
     bound = kh * kw * c * container_bound(x, x_offset) * container_bound(w)
 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
@@ -556,7 +583,7 @@ def _conv_vnni(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilatio
         product(xp, o, roff, l4, wpk, chunks, init, acc)
         return (acc if npad == n else acc[:, :n]).reshape(n1 - n0, r1 - r0, wo, n)
 
-    # the product runs ~4x the float32 GEMM's multiply-adds per second: sized as such for the threads
+    # the products run 2-4x the float32 GEMM's multiply-adds per second: sized as such for the threads
     return _run_blocks(block, nb, ho, wo, n, nb * ho * wo * kh * kw * c * n // 4, False, xp, post, bound, blas=False)
 
 
@@ -953,8 +980,9 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     a, b = _offsets(q)
     if not b:
         post = _OutputStage(bias, q, bounds)
-        if _vnni_applies(xb, w, groups, a):
-            return _unbatch(_conv_vnni(xb, w, **geo, x_offset=a, post=post), x.ndim)
+        found = _int_applies(xb, w, groups, a)
+        if found is not None:
+            return _unbatch(_conv_int(xb, w, found, **geo, x_offset=a, post=post), x.ndim)
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
                               x_offset=a, post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)

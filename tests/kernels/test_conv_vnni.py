@@ -26,16 +26,18 @@ from ._shared import numpy_path
 PLATFORMS = [VPX, VPX_FULL_ACCU, EM, Platform(RoundMode.CONVERGENT, True)]
 
 
-def _vnni_here() -> bool:
+def _products_here() -> list[str]:
     prev = _jit.set_enabled(True)
     try:
-        return K._vnni_module() is not None
+        mod = _jit.compiled("_jit_conv") if _jit.available() else None
+        return [p.name for p in mod.PRODUCTS] if mod is not None else []
     finally:
         _jit.set_enabled(prev)
 
 
-needs_vnni = pytest.mark.skipif(not _vnni_here(), reason="numba missing or no AVX-512 VNNI on this CPU: "
-                                                          "the VNNI conv2d path cannot run here")
+HERE = _products_here()
+needs_vnni = pytest.mark.skipif(not HERE, reason="numba missing, or an x86 CPU with neither VNNI nor AVX2: "
+                                                 "the integer conv2d products cannot run here")
 
 
 @pytest.fixture
@@ -45,10 +47,12 @@ def jit_on() -> Iterator[None]:
     _jit.set_enabled(prev)
 
 
-@pytest.fixture(params=[None, 8], ids=["widest", "256bit"])
-def lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int | None:
-    """The VNNI product's vector width: the widest of this CPU, and the 256-bit one (every VNNI CPU)."""
-    monkeypatch.setattr(K, "VNNI_LANES", request.param)
+@pytest.fixture(params=["u8x16", "u8x8", "s16x8"])
+def lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each integer product this CPU has (the others are skipped with a reason)."""
+    if request.param not in HERE:
+        pytest.skip(f"no {request.param} product on this CPU")
+    monkeypatch.setattr(K, "INT_PRODUCT", request.param)
     return request.param
 
 
@@ -59,7 +63,7 @@ class _Taken:
         self.calls = 0
         mod = _jit.compiled("_jit_conv") if _jit.available() else None
         if mod is not None:
-            for name in ("conv_u8s8", "conv_u8s8_256"):
+            for name in ("conv_u8x16", "conv_u8x8", "conv_s16x8"):
                 monkeypatch.setattr(mod, name, self._counted(getattr(mod, name)))
 
     def _counted(self, real):  # type: ignore[no-untyped-def]
@@ -120,7 +124,7 @@ def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) 
 
 @needs_vnni
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
-def test_vnni_matches_numpy_path(plat: Platform, lanes: int | None, jit_on: None,
+def test_vnni_matches_numpy_path(plat: Platform, lanes: str, jit_on: None,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
@@ -139,7 +143,7 @@ def test_vnni_matches_numpy_path(plat: Platform, lanes: int | None, jit_on: None
 
 @needs_vnni
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_matches_oracle(plat: Platform, lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_vnni_matches_oracle(plat: Platform, lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i in range(8):
@@ -154,12 +158,12 @@ def test_vnni_matches_oracle(plat: Platform, lanes: int | None, jit_on: None, mo
 
 
 @needs_vnni
-def test_vnni_widest_sums(lanes: int | None, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """K at the lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the initial
-    value and the running sums both reach ``K * 32640``, and one tap more leaves the path."""
+def test_vnni_widest_sums(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """K at the uint8 lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the
+    initial value and the running sums both reach ``K * 32640``, and one tap more leaves the path
+    (``s16x8``: sums up to ``2**31`` stay, beyond leave)."""
     taken = _Taken(monkeypatch)
     c = K.VNNI_MAX_K // 4 * 4
-    q = K.Sa8Quant(-128, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
     for zp, xv in ((-128, 127), (127, -128)):
         q = K.Sa8Quant(zp, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
         x = np.full((2, 1, c), xv, np.int8)
@@ -170,12 +174,18 @@ def test_vnni_widest_sums(lanes: int | None, jit_on: None, monkeypatch: pytest.M
         want = numpy_path(K.conv2d_hwcn, x, w, np.array([5, -5], np.int32), q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
     assert taken.calls == 2
-    assert not K._vnni_applies(np.zeros((1, 1, 1, c + 4), np.int8), np.zeros((1, 1, c + 4, 1), np.int8), 1, 0)
+    def applies(k: int, zp: int) -> bool:
+        return K._int_applies(np.zeros((1, 1, 1, k), np.int8), np.zeros((1, 1, k, 1), np.int8), 1, zp) is not None
+
+    if lanes == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
+        assert applies(65793, 127) and not applies(65794, 127) and applies(65794, 0)
+    else:
+        assert applies(c, 0) and not applies(c + 4, 0)
 
 
 @needs_vnni
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_bench_shape_threads(plat: Platform, lanes: int | None, jit_on: None,
+def test_vnni_bench_shape_threads(plat: Platform, lanes: str, jit_on: None,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's shape (32x32x32 3x3 -> 64, same), and a batch of 3: one thread, the pool as
     chosen, and the pool forced (row blocks on two threads)."""
@@ -197,10 +207,13 @@ def test_vnni_bench_shape_threads(plat: Platform, lanes: int | None, jit_on: Non
     assert taken.calls >= 6
 
 
-def test_calls_left_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An input zero point outside int8 (its padding byte is no uint8), a weights zero point, groups,
-    int16 inputs, and the JIT off: the VNNI product is not called, the results are the NumPy path's."""
+@pytest.mark.parametrize("product", ["u8x16", "u8x8", "s16x8"])
+def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weights zero point, groups, int16 inputs, an input zero point outside int8 (for the uint8
+    products: their padding byte is no uint8), and the JIT off: no integer product is called, the
+    results are the NumPy path's. Runs whatever the CPU (where it has no product, nothing is taken)."""
     taken = _Taken(monkeypatch)
+    monkeypatch.setattr(K, "INT_PRODUCT", product)
     prev = _jit.set_enabled(True)
     try:
         rng = np.random.default_rng(14)
@@ -211,9 +224,10 @@ def test_calls_left_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
         q_wide, _ = _quant(rng, 4, 200)
         q_wzp = K.Sa8Quant(3, 16384, 20, 2, np.array([16384]), np.array([20]), 0, 16384, 14)
         q, _ = _quant(rng, 4, 3)
-        calls = [(K.conv2d_hwcn, (x, w, b, q_wide), geo), (K.conv2d_hwcn, (x, w, b, q_wzp), geo),
-                 (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q), geo),
+        calls = [(K.conv2d_hwcn, (x, w, b, q_wzp), geo), (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q), geo),
                  (K.conv2d_hwcn, (x.astype(np.int16), w, b, q), geo)]
+        if product != "s16x8":  # s16x8 reads x - 200 as int16
+            calls.append((K.conv2d_hwcn, (x, w, b, q_wide), geo))
         for fn, args, kw in calls:
             got = fn(*args, **kw)
             want = numpy_path(fn, *args, **kw)
