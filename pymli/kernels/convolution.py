@@ -474,7 +474,7 @@ def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> tu
     """(module, product) of :func:`_conv_int` for a conv2d, or None: it takes int8 input and weights,
     one group, the JIT on and a CPU with a product; for the uint8 products an input offset in
     -128..127 (the padding byte ``x_offset + 128`` is a uint8) and ``K`` at most :data:`VNNI_MAX_K`;
-    for ``s16x8`` every sum below 2**31 (``|x - x_offset|`` fits int16 then)."""
+    for ``s16x8`` ``|x - x_offset|`` within int16 and every sum below 2**31."""
     kh, kw, c, _ = w.shape
     if groups != 1 or x.dtype != np.int8 or w.dtype != np.int8 or kh * kw * c == 0:
         return None
@@ -484,7 +484,8 @@ def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> tu
     if found[1].per_group == 4:
         ok = -128 <= x_offset <= 127 and kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K
     else:
-        ok = kh * kw * c * container_bound(x, x_offset) * 128 < 1 << 31
+        xb = container_bound(x, x_offset)
+        ok = xb < 1 << 15 and kh * kw * c * xb * 128 < 1 << 31
     return found if ok else None
 
 

@@ -179,6 +179,13 @@ def test_vnni_widest_sums(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPa
 
     if lanes == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
         assert applies(65793, 127) and not applies(65794, 127) and applies(65794, 0)
+        assert applies(1, -32767 + 127) and not applies(1, -32768 + 127) and not applies(1, 32768)  # int16
+        q = K.Sa8Quant(-32640, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 18)
+        x, w = np.array([[[-128, 127, 0]]], np.int8), np.array([[[[-128], [127], [-128]]]], np.int8)
+        geo = {"out_hw": (1, 1), "bounds": (-128, 127)}
+        got = K.conv2d_hwcn(x, w, np.array([0], np.int32), q, **geo)  # |x - zp| up to 32767
+        assert np.array_equal(got, numpy_path(K.conv2d_hwcn, x, w, np.array([0], np.int32), q, **geo))
+        assert taken.calls == 3
     else:
         assert applies(c, 0) and not applies(c + 4, 0)
 
