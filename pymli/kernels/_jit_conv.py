@@ -15,6 +15,9 @@ integers and adds neighbouring products into 32-bit lanes:
 
 :data:`PRODUCTS` lists those numba can compile for this CPU, fastest first; nothing else in this
 module may be called (LLVM cannot lower an instruction the target lacks: it is never compiled there).
+:func:`checked` compiles a product and compares it with NumPy on a small random case once per
+process, so that a numba or LLVM that rejects or miscompiles the intrinsics costs the NumPy path,
+not a wrong or failed call.
 
 The product: ``out[p, n] = init[n] + sum_k u[p, k] * w[k, n]`` where the row ``u[p]`` of output pixel
 ``p`` is read from the padded input as ``S`` segments of ``L`` 4-byte groups (4 uint8 or 2 int16
@@ -38,7 +41,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["PRODUCTS", "ROWS", "Product", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
+__all__ = ["PRODUCTS", "ROWS", "Product", "checked", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -329,3 +332,52 @@ def conv_s16x8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover 
         while p < p_all:
             _tile_s16x8(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += 1
+
+
+_CHECKED: dict[str, bool] = {}
+
+
+def checked(prod: Product) -> bool:
+    """Whether ``prod`` (one of :data:`PRODUCTS`) compiles and computes a small random product equal to
+    NumPy's int64 one (two chunks, full and single-pixel tiles, two segments); tried once per process.
+
+    Args:
+        prod: the product.
+
+    Returns:
+        True when the product may be used.
+    """
+    ok = _CHECKED.get(prod.name)
+    if ok is None:
+        try:
+            ok = _self_test(prod)
+        except Exception:  # numba / LLVM rejecting the product: the callers take NumPy's path
+            ok = False
+        _CHECKED[prod.name] = ok
+    return ok
+
+
+def _self_test(prod: Product) -> bool:
+    """:func:`checked`'s comparison (packing as in the module docstring)."""
+    rng = np.random.default_rng(1)
+    g, lanes = prod.per_group, prod.lanes
+    dt, wdt = (np.uint8, np.int8) if g == 4 else (np.int16, np.int16)
+    lo, hi = (0, 256) if g == 4 else (-255, 256)
+    l4, pixels, nbs = 3, ROWS + 1, (prod.max_nb, 1)
+    xp = rng.integers(lo, hi, 4096).astype(dt)
+    offs = rng.integers(0, 2048 // xp.itemsize, pixels).astype(np.int64) * xp.itemsize
+    roff = np.array([0, 4 * l4 + 8], np.int64)  # two segments, not adjacent
+    groups = l4 * roff.size
+    npad = lanes * sum(nbs)
+    chunk_w = [rng.integers(-128, 128, (groups, lanes * nb, g)).astype(wdt) for nb in nbs]
+    chunks = np.array([(0, nbs[0], 0), (lanes * nbs[0], nbs[1], chunk_w[0].nbytes)], np.int64)
+    init = rng.integers(-1000, 1000, npad).astype(np.int32)
+    out = np.empty((pixels, npad), np.int32)
+    globals()[f"conv_{prod.name}"](xp, offs, roff, l4, np.concatenate([c.ravel() for c in chunk_w]), chunks, init,
+                                   out)
+    # reference: u[p, k] read as the product reads it (4 * l4 bytes per segment); w[k, n] unpacked
+    raw = xp.view(np.uint8)
+    u = np.stack([np.concatenate([raw[o + r:o + r + 4 * l4].view(dt) for r in roff]) for o in offs])
+    w = np.concatenate([c.transpose(0, 2, 1).reshape(groups * g, -1) for c in chunk_w], axis=1)
+    want = u.astype(np.int64) @ w.astype(np.int64) + init
+    return bool(np.array_equal(out, want))

@@ -452,12 +452,13 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
 
 def _int_product():  # type: ignore[no-untyped-def]
     """(the compiled module :mod:`pymli.kernels._jit_conv`, the product conv2d takes) or None: JIT off,
-    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them)."""
+    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them) that
+    passes its self-test (:func:`pymli.kernels._jit_conv.checked`)."""
     mod = _jit.compiled("_jit_conv")
     if mod is None or not mod.PRODUCTS:
         return None
     for prod in mod.PRODUCTS:
-        if INT_PRODUCT is None or prod.name == INT_PRODUCT:
+        if (INT_PRODUCT is None or prod.name == INT_PRODUCT) and mod.checked(prod):
             return mod, prod
     return None
 
