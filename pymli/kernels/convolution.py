@@ -423,7 +423,10 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     bound = k * x_bound * w_bound
     dt = _work_dtype(k, x_bound, w_bound)
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
-    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
+    # A float GEMM's padded input is held as int16 when that is exact (one third of float32's padding
+    # time): the im2col copy converts it (measured 32x32x32 3x3: pad + im2col 38 us against 48 us).
+    narrow = dt.kind == "f" and x_bound < 1 << 15 and groups == 1
+    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, np.dtype(np.int16) if narrow else dt, x_offset)
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     ng = nout // groups
     if groups == 1:
@@ -439,7 +442,11 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         p = lead[0] * lead[1] * lead[2]
         # im2col: the one copy of the windows, a fresh array (measured no slower than a scratch
         # buffer: the allocator hands the same memory back call after call)
-        if groups == 1:
+        if narrow:
+            cols = np.empty((p, k), dt)
+            np.copyto(cols.reshape(v.shape), v, casting="unsafe")  # int16 -> float: exact
+            r = (cols @ wm).reshape(*lead, nout)
+        elif groups == 1:
             r = (v.reshape(p, k) @ wm).reshape(*lead, nout)
         else:
             cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)

@@ -248,7 +248,7 @@ def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @needs_vnni
-def test_self_test_guards_the_path(lanes: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_self_test_guards_the_path(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each product here passes its self-test; a product that computes wrong sums fails it, and conv2d
     then leaves it for the next product or NumPy (and still computes the NumPy path's values)."""
     mod = _jit.compiled("_jit_conv")
@@ -267,11 +267,7 @@ def test_self_test_guards_the_path(lanes: str, monkeypatch: pytest.MonkeyPatch) 
     w = np.ones((3, 3, 8, 16), np.int8)
     q, _ = _quant(np.random.default_rng(15), 16, 1)
     geo = {"pad": (1, 1), "out_hw": (4, 4), "bounds": (-128, 127)}
-    prev = _jit.set_enabled(True)
-    try:
-        found = K._int_applies(x[None], w, 1, 1)
-        assert found is None or found[1].name != lanes
-        got = K.conv2d_hwcn(x, w, np.zeros(16, np.int32), q, **geo)
-    finally:
-        _jit.set_enabled(prev)
+    found = K._int_applies(x[None], w, 1, 1)
+    assert found is None or found[1].name != lanes
+    got = K.conv2d_hwcn(x, w, np.zeros(16, np.int32), q, **geo)
     assert np.array_equal(got, numpy_path(K.conv2d_hwcn, x, w, np.zeros(16, np.int32), q, **geo))
