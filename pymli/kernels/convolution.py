@@ -1084,9 +1084,18 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
     if not b:
         kh, kw = w.shape[:2]
         xd = _zero_inserted(xc, stride)
-        out, _ = _conv_blocks(xd, w[::-1, ::-1], stride=(1, 1), dilation=(1, 1), pad=(kh - 1 - pad[0], kw - 1 - pad[1]),
-                              out_hw=out_hw, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w),
-                              post=_OutputStage(bias, q, bounds), wide=_wide(q))
+        post = _OutputStage(bias, q, bounds)
+
+        def mirrored() -> np.ndarray:
+            # a copy as read-only as ``w``: only a constant one is memoised again by _conv_blocks (a
+            # fresh view of ``w`` per call would add a memo entry per call)
+            m = np.ascontiguousarray(w[::-1, ::-1])
+            m.flags.writeable = w.flags.writeable
+            return m
+
+        out, _ = _conv_blocks(xd, _const_weights(w, post, ("mirrored",), mirrored), stride=(1, 1), dilation=(1, 1),
+                              pad=(kh - 1 - pad[0], kw - 1 - pad[1]), out_hw=out_hw, groups=1,
+                              x_bound=_max_abs(xd), w_bound=_max_abs(w), post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     kh, kw, cg, n = w.shape

@@ -271,3 +271,25 @@ def test_self_test_guards_the_path(lanes: str, jit_on: None, monkeypatch: pytest
     assert found is None or found[1].name != lanes
     got = K.conv2d_hwcn(x, w, np.zeros(16, np.int32), q, **geo)
     assert np.array_equal(got, numpy_path(K.conv2d_hwcn, x, w, np.zeros(16, np.int32), q, **geo))
+
+
+@pytest.mark.parametrize("writeable", [True, False])
+def test_transpose_weights_memo_stays_bounded(writeable: bool) -> None:
+    """Repeated transpose convolutions with the same (read-only: memoised) weights add no memo entry
+    per call, and compute what a fresh call with fresh parameters computes."""
+    rng = np.random.default_rng(16)
+    x = rng.integers(-128, 128, (4, 4, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 3, 8, 4)).astype(np.int8)
+
+    def quant() -> K.Sa8Quant:
+        return K.Sa8Quant(1, 16384, 20, 0, np.full(4, 20000), np.full(4, 20), 3, 16384, 16)
+
+    geo = {"stride": (2, 2), "pad": (1, 1), "out_hw": (7, 7), "bounds": (-128, 127)}
+    want = K.transpose_conv2d_hwcn(x, w.copy(), np.arange(4, dtype=np.int32), quant(), **geo)
+    w.flags.writeable = writeable
+    q = quant()
+    sizes = []
+    for _ in range(4):
+        assert np.array_equal(K.transpose_conv2d_hwcn(x, w, np.arange(4, dtype=np.int32), q, **geo), want)
+        sizes.append(len(q.memo))
+    assert sizes[1:] == sizes[:-1]
