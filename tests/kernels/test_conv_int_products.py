@@ -1,11 +1,13 @@
-"""The int8 conv2d through AVX-512 VNNI (``kernels/_jit_conv.py``, ``convolution._conv_vnni``) against the
-NumPy path (JIT off) and the element-by-element oracle: whole outputs compared bit for bit on random
-shapes (channels and filters not multiples of 4 / 16, more than 64 filters), strides, dilations,
-paddings (also beyond the kernel), batches, zero points at the int8 limits, extreme values, and all
-rounding platforms; the row blocks on one and two threads; and the calls the path must leave to NumPy.
+"""The int8 conv2d through the compiled integer products (``kernels/_jit_conv.py``: VNNI on 512 and 256
+bits, AVX2; ``convolution._conv_int``) against the NumPy path (JIT off) and the element-by-element
+oracle: whole outputs compared bit for bit on random shapes (channels and filters not multiples of 4 /
+16, more than 64 filters), strides, dilations, paddings (also beyond the kernel), batches, strided
+inputs, zero points at the int8 limits, extreme values, sums at the int32 lanes' limit, and all
+rounding platforms; the row blocks on one and two threads; the products' self-test; and the calls the
+path must leave to NumPy. Also: the transpose convolution's weights memo stays bounded.
 
-Skipped with a reason without numba or on a CPU without AVX-512 VNNI (the NumPy path, which the other
-conv tests cover, is then the only one); the test of the calls it leaves runs either way.
+Each product this CPU lacks is skipped with a reason (all of them without numba: the NumPy path, which
+the other conv tests cover, is then the only one); the test of the calls left to NumPy runs either way.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def _products_here() -> list[str]:
 
 
 HERE = _products_here()
-needs_vnni = pytest.mark.skipif(not HERE, reason="numba missing, or an x86 CPU with neither VNNI nor AVX2: "
+needs_products = pytest.mark.skipif(not HERE, reason="numba missing, or an x86 CPU with neither VNNI nor AVX2: "
                                                  "the integer conv2d products cannot run here")
 
 
@@ -48,7 +50,7 @@ def jit_on() -> Iterator[None]:
 
 
 @pytest.fixture(params=["u8x16", "u8x8", "s16x8"])
-def lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+def product(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each integer product this CPU has (the others are skipped with a reason)."""
     if request.param not in HERE:
         pytest.skip(f"no {request.param} product on this CPU")
@@ -57,7 +59,7 @@ def lanes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
 
 
 class _Taken:
-    """Counts the calls of the compiled VNNI product (when the JIT module can be loaded)."""
+    """Counts the calls of the compiled integer products (when the JIT module can be loaded)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
@@ -122,9 +124,9 @@ def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) 
     return x, wt, b.astype(np.int32), q, p, geo
 
 
-@needs_vnni
+@needs_products
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
-def test_vnni_matches_numpy_path(plat: Platform, lanes: str, jit_on: None,
+def test_int_matches_numpy_path(plat: Platform, product: str, jit_on: None,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
@@ -138,12 +140,13 @@ def test_vnni_matches_numpy_path(plat: Platform, lanes: str, jit_on: None,
             want = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
         assert got.shape == want.shape
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
-    assert taken.calls >= cases  # every case ran the VNNI product
+    assert taken.calls >= cases  # every case ran the integer product
 
 
-@needs_vnni
+@needs_products
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_matches_oracle(plat: Platform, lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_int_matches_oracle(plat: Platform, product: str, jit_on: None,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i in range(8):
@@ -157,8 +160,8 @@ def test_vnni_matches_oracle(plat: Platform, lanes: str, jit_on: None, monkeypat
     assert taken.calls >= 8
 
 
-@needs_vnni
-def test_vnni_widest_sums(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+@needs_products
+def test_int_widest_sums(product: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """K at the uint8 lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the
     initial value and the running sums both reach ``K * 32640``, and one tap more leaves the path
     (``s16x8``: sums up to ``2**31`` stay, beyond leave)."""
@@ -177,7 +180,7 @@ def test_vnni_widest_sums(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPa
     def applies(k: int, zp: int) -> bool:
         return K._int_applies(np.zeros((1, 1, 1, k), np.int8), np.zeros((1, 1, k, 1), np.int8), 1, zp) is not None
 
-    if lanes == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
+    if product == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
         assert applies(65793, 127) and not applies(65794, 127) and applies(65794, 0)
         assert applies(1, -32767 + 127) and not applies(1, -32768 + 127) and not applies(1, 32768)  # int16
         q = K.Sa8Quant(-32640, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 18)
@@ -190,9 +193,9 @@ def test_vnni_widest_sums(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPa
         assert applies(c, 0) and not applies(c + 4, 0)
 
 
-@needs_vnni
+@needs_products
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
-def test_vnni_bench_shape_threads(plat: Platform, lanes: str, jit_on: None,
+def test_int_bench_shape_threads(plat: Platform, product: str, jit_on: None,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's shape (32x32x32 3x3 -> 64, same), and a batch of 3: one thread, the pool as
     chosen, and the pool forced (row blocks on two threads)."""
@@ -247,20 +250,20 @@ def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> N
         _jit.set_enabled(prev)
 
 
-@needs_vnni
-def test_self_test_guards_the_path(lanes: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+@needs_products
+def test_self_test_guards_the_path(product: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each product here passes its self-test; a product that computes wrong sums fails it, and conv2d
     then leaves it for the next product or NumPy (and still computes the NumPy path's values)."""
     mod = _jit.compiled("_jit_conv")
-    prod = next(p for p in mod.PRODUCTS if p.name == lanes)
+    prod = next(p for p in mod.PRODUCTS if p.name == product)
     assert mod._self_test(prod)
-    real = getattr(mod, f"conv_{lanes}")
+    real = getattr(mod, f"conv_{product}")
 
     def off_by_one(*a):  # type: ignore[no-untyped-def]
         real(*a)
         a[-1][0, 0] += 1
 
-    monkeypatch.setattr(mod, f"conv_{lanes}", off_by_one)
+    monkeypatch.setattr(mod, f"conv_{product}", off_by_one)
     monkeypatch.setattr(mod, "_CHECKED", {})
     assert not mod.checked(prod)
     x = np.ones((4, 4, 8), np.int8)
@@ -268,7 +271,7 @@ def test_self_test_guards_the_path(lanes: str, jit_on: None, monkeypatch: pytest
     q, _ = _quant(np.random.default_rng(15), 16, 1)
     geo = {"pad": (1, 1), "out_hw": (4, 4), "bounds": (-128, 127)}
     found = K._int_applies(x[None], w, 1, 1)
-    assert found is None or found[1].name != lanes
+    assert found is None or found[1].name != product
     got = K.conv2d_hwcn(x, w, np.zeros(16, np.int32), q, **geo)
     assert np.array_equal(got, numpy_path(K.conv2d_hwcn, x, w, np.zeros(16, np.int32), q, **geo))
 
