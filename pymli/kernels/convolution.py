@@ -479,75 +479,83 @@ VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
 
 
 def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> tuple | None:
-    """(module, product) of :func:`_conv_int` for a conv2d, or None: it takes int8 input and weights,
-    one group, the JIT on and a CPU with a product; for the uint8 products an input offset in
-    -128..127 (the padding byte ``x_offset + 128`` is a uint8) and ``K`` at most :data:`VNNI_MAX_K`;
-    for ``s16x8`` ``|x - x_offset|`` within int16 and every sum below 2**31."""
-    kh, kw, c, _ = w.shape
-    if groups != 1 or x.dtype != np.int8 or w.dtype != np.int8 or kh * kw * c == 0:
+    """(module, product) of :func:`_conv_int` for a conv2d / group conv2d, or None: it takes int8 input
+    and weights, the JIT on and a CPU with a product; for the uint8 products an input offset in
+    -128..127 (the padding byte ``x_offset + 128`` is a uint8) and ``K`` (per group, channels padded)
+    at most :data:`VNNI_MAX_K`; for ``s16x8`` ``|x - x_offset|`` within int16 and every sum below 2**31."""
+    kh, kw, cg, _ = w.shape
+    if x.dtype != np.int8 or w.dtype != np.int8 or kh * kw * cg == 0 or groups < 1:
         return None
     found = _int_product()
     if found is None:
         return None
     if found[1].per_group == 4:
-        ok = -128 <= x_offset <= 127 and kh * kw * (-(-c // 4) * 4) <= VNNI_MAX_K
+        ok = -128 <= x_offset <= 127 and kh * kw * (-(-cg // 4) * 4) <= VNNI_MAX_K
     else:
         xb = container_bound(x, x_offset)
-        ok = xb < 1 << 15 and kh * kw * c * xb * 128 < 1 << 31
+        ok = xb < 1 << 15 and kh * kw * cg * xb * 128 < 1 << 31
     return found if ok else None
 
 
-def _int_weights(w: np.ndarray, x_offset: int,
-                 prod) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # type: ignore[no-untyped-def]
-    """HWCN int8 weights packed for the product ``prod`` of :mod:`pymli.kernels._jit_conv`: (packed
-    values, chunks, initial values). Input channels are padded to a multiple of the values per group
-    and output channels to a multiple of the lanes, with zero weights. The uint8 products start from
-    ``-(x_offset + 128) * sum_k w[k, n]`` (see :func:`_conv_int`), ``s16x8`` from 0 (int16 weights)."""
-    kh, kw, c, n = w.shape
-    g, lanes = prod.per_group, prod.lanes
-    cp, npad = -(-c // g) * g, -(-n // lanes) * lanes
-    k = kh * kw * cp
-    wq = np.zeros((kh, kw, cp, npad), np.int8 if g == 4 else np.int16)
-    wq[:, :, :c, :n] = w
-    wk = wq.reshape(k, npad)
-    packed, chunks, off = [], [], 0
-    for c0 in range(0, npad, lanes * prod.max_nb):
-        nb = min(prod.max_nb, (npad - c0) // lanes)
-        # (K / g, lanes * nb, g): the g weights of a lane for g consecutive taps side by side
-        cols = wk[:, c0:c0 + lanes * nb]
-        packed.append(np.ascontiguousarray(cols.reshape(k // g, g, lanes * nb).transpose(0, 2, 1)).ravel())
-        chunks.append((c0, nb, off))
-        off += packed[-1].nbytes
-    if g == 4:
-        init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
-    else:
-        init = np.zeros(npad, np.int32)
-    return np.concatenate(packed), np.array(chunks, dtype=I64), init
+def _int_weights(w: np.ndarray, x_offset: int, prod,  # type: ignore[no-untyped-def]
+                 groups: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """HWCN int8 weights packed for the product ``prod`` of :mod:`pymli.kernels._jit_conv`, per group:
+    (packed values, chunks, initial values). A group's input channels are padded to a multiple of the
+    values per 4-byte group and its output channels to a multiple of the lanes, with zero weights.
+    The uint8 products start from ``-(x_offset + 128) * sum_k w[k, n]`` (see :func:`_conv_int`),
+    ``s16x8`` from 0 (int16 weights)."""
+    kh, kw, cg, n = w.shape
+    ng = n // groups
+    per, lanes = prod.per_group, prod.lanes
+    cgp, npad = -(-cg // per) * per, -(-ng // lanes) * lanes
+    k = kh * kw * cgp
+    res = []
+    for g in range(groups):
+        wq = np.zeros((kh, kw, cgp, npad), np.int8 if per == 4 else np.int16)
+        wq[:, :, :cg, :ng] = w[..., g * ng:(g + 1) * ng]
+        wk = wq.reshape(k, npad)
+        packed, chunks, off = [], [], 0
+        for c0 in range(0, npad, lanes * prod.max_nb):
+            nb = min(prod.max_nb, (npad - c0) // lanes)
+            # (K / per, lanes * nb, per): the weights of a lane for `per` consecutive taps side by side
+            cols = wk[:, c0:c0 + lanes * nb]
+            packed.append(np.ascontiguousarray(cols.reshape(k // per, per, lanes * nb).transpose(0, 2, 1)).ravel())
+            chunks.append((c0, nb, off))
+            off += packed[-1].nbytes
+        if per == 4:
+            init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
+        else:
+            init = np.zeros(npad, np.int32)
+        res.append((np.concatenate(packed), np.array(chunks, dtype=I64), init))
+    return res
 
 
 @functools.lru_cache(maxsize=64)
-def _int_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, cp: int, size: int, kh: int, kw: int, sh: int,
-                  sw: int, dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(pixel byte offsets (nb, ho, wo), segment byte offsets, 4-byte groups per segment) of the padded
-    (nb, hp, wp, cp) input of ``size``-byte values: one segment per kernel row (``kw * cp`` values) for
-    an undilated kernel width, else one per tap (``cp`` values)."""
-    row = cp * size  # bytes per padded pixel
+def _int_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, groups: int, cgp: int, size: int, kh: int, kw: int,
+                  sh: int, sw: int, dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(pixel byte offsets (nb, ho, wo), segment byte offsets (groups, S), 4-byte groups per segment) of
+    the padded (nb, hp, wp, groups * cgp) input of ``size``-byte values: one segment per kernel row
+    (``kw * cgp`` values) for one group and an undilated kernel width, else one per tap (``cgp``
+    values of the group)."""
+    row = groups * cgp * size  # bytes per padded pixel
     offs = ((np.arange(nb)[:, None, None] * hp + np.arange(ho)[None, :, None] * sh) * wp
             + np.arange(wo)[None, None, :] * sw) * row
-    if dw == 1 or kw == 1:
-        roff, l4 = np.arange(kh) * (dh * wp * row), kw * row // 4
+    if groups == 1 and (dw == 1 or kw == 1):
+        roff, l4 = (np.arange(kh) * (dh * wp * row))[None], kw * row // 4
     else:
-        roff, l4 = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * row).ravel(), row // 4
+        taps = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * row).ravel()
+        roff, l4 = taps[None, :] + (np.arange(groups) * (cgp * size))[:, None], cgp * size // 4
     offs, roff = offs.astype(I64), np.ascontiguousarray(roff, dtype=I64)
     offs.flags.writeable = roff.flags.writeable = False
     return offs, roff, l4
 
 
 def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, int], dilation: tuple[int, int],
-              pad: tuple[int, int], out_hw: tuple[int, int], x_offset: int, post: _OutputStage) -> np.ndarray:
-    """conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by ``post``: the
-    exact sums from an integer product of :mod:`pymli.kernels._jit_conv` (``found``: the module and
-    the product, from :func:`_int_applies`), no im2col copy.
+              pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_offset: int,
+              post: _OutputStage) -> np.ndarray:
+    """conv2d / group conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by
+    ``post``: the exact sums from an integer product of :mod:`pymli.kernels._jit_conv` (``found``: the
+    module and the product, from :func:`_int_applies`), no im2col copy; one product per group.
 
     ``vpdpbusd`` (the uint8 products) multiplies unsigned with signed bytes, so the input is stored as
     ``u = x + 128`` (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``:
@@ -561,39 +569,49 @@ def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, 
     """
     mod, prod = found
     product = getattr(mod, f"conv_{prod.name}")
-    kh, kw, c, n = w.shape
+    kh, kw, cg, n = w.shape
+    ng = n // groups
     nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
     u8 = prod.per_group == 4
-    cp, npad = -(-c // prod.per_group) * prod.per_group, -(-n // prod.lanes) * prod.lanes
+    cgp, npad = -(-cg // prod.per_group) * prod.per_group, -(-ng // prod.lanes) * prod.lanes
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
     dt = np.dtype(np.uint8 if u8 else np.int16)
-    xp = _scratch(("int product", (nb, hp, wp, cp), dt))
+    xp = _scratch(("int product", (nb, hp, wp, groups, cgp), dt))
     top, left = pad
     h, wd = x.shape[1:3]
     r0, c0 = max(top, 0), max(left, 0)
     r1, c1 = min(top + h, hp), min(left + wd, wp)
-    xp.fill(x_offset + 128 if u8 else 0)  # the padding (and the channels beyond c, whose weights are 0)
+    xp.fill(x_offset + 128 if u8 else 0)  # the padding (and the channels beyond cg, whose weights are 0)
     if r0 < r1 and c0 < c1:
-        src, dst = x[:, r0 - top:r1 - top, c0 - left:c1 - left], xp[:, r0:r1, c0:c1, :c]
+        src = x[:, r0 - top:r1 - top, c0 - left:c1 - left]
+        src, dst = src.reshape(*src.shape[:3], groups, cg), xp[:, r0:r1, c0:c1, :, :cg]
         if u8:
             np.bitwise_xor(src.view(np.uint8), np.uint8(0x80), out=dst)
         else:
             np.subtract(src, np.int16(x_offset), out=dst, dtype=np.int16)
-    wpk, chunks, init = _const_weights(w, post, ("int product", x_offset, prod.name),
-                                       lambda: _int_weights(w, x_offset, prod))
-    offs, roff, l4 = _int_geometry(nb, ho, wo, hp, wp, cp, dt.itemsize, kh, kw, stride[0], stride[1], dilation[0],
-                                   dilation[1])
-    bound = kh * kw * c * container_bound(x, x_offset) * container_bound(w)
+    packs = _const_weights(w, post, ("int product", x_offset, prod.name, groups),
+                           lambda: _int_weights(w, x_offset, prod, groups))
+    offs, roff, l4 = _int_geometry(nb, ho, wo, hp, wp, groups, cgp, dt.itemsize, kh, kw, stride[0], stride[1],
+                                   dilation[0], dilation[1])
+    bound = kh * kw * cg * container_bound(x, x_offset) * container_bound(w)
 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
         n0, n1, r0, r1 = blk
         o = np.ascontiguousarray(offs[n0:n1, r0:r1]).reshape(-1)
         acc = np.empty((o.size, npad), np.int32)
-        product(xp, o, roff, l4, wpk, chunks, init, acc)
-        return (acc if npad == n else acc[:, :n]).reshape(n1 - n0, r1 - r0, wo, n)
+        if groups == 1:
+            product(xp, o, roff[0], l4, *packs[0], acc)
+            r = acc if npad == n else acc[:, :n]
+        else:
+            r = np.empty((o.size, n), np.int32)
+            for g, pack in enumerate(packs):
+                product(xp, o, roff[g], l4, *pack, acc)
+                r[:, g * ng:(g + 1) * ng] = acc[:, :ng]
+        return r.reshape(n1 - n0, r1 - r0, wo, n)
 
     # the products run 2-4x the float32 GEMM's multiply-adds per second: sized as such for the threads
-    return _run_blocks(block, nb, ho, wo, n, nb * ho * wo * kh * kw * c * n // 4, False, xp, post, bound, blas=False)
+    return _run_blocks(block, nb, ho, wo, n, nb * ho * wo * kh * kw * cg * ng // 4, False, xp, post, bound,
+                       blas=False)
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -991,7 +1009,7 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
         post = _OutputStage(bias, q, bounds)
         found = _int_applies(xb, w, groups, a)
         if found is not None:
-            return _unbatch(_conv_int(xb, w, found, **geo, x_offset=a, post=post), x.ndim)
+            return _unbatch(_conv_int(xb, w, found, **geo, groups=groups, x_offset=a, post=post), x.ndim)
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
                               x_offset=a, post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)

@@ -108,19 +108,23 @@ def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) 
     w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), max(top, ekw - pad[1] - pad_b[1] + 1)))
     ho = K.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
     wo = K.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
-    c = int(rng.choice([1, 3, 4, 5, 8, 17, 32]))
-    n = int(rng.choice([1, 5, 16, 17, 48, 64, 65, 130])) if not small else int(rng.choice([1, 7, 16, 17]))
+    groups = int(rng.choice([1, 1, 2, 3]))  # group conv2d: C and N split in equal groups
+    cg = int(rng.choice([1, 3, 4, 5, 8, 17, 32] if groups == 1 else [1, 3, 4, 6, 8]))
+    ng = int(rng.choice([1, 5, 16, 17, 48, 64, 65, 130] if groups == 1 else [1, 5, 16, 17]))
+    if small:
+        ng = int(rng.choice([1, 7, 16, 17])) if groups == 1 else int(rng.choice([1, 5, 16]))
+    c, n = groups * cg, groups * ng
     batch = None if small else [None, 1, 3][int(rng.integers(3))]
     in_zp = int(rng.choice([-128, 127, 0, int(rng.integers(-128, 128))]))
     q, p = _quant(rng, n, in_zp)
     x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), extreme)
-    wt = _values(rng, (kh, kw, c, n), extreme)
+    wt = _values(rng, (kh, kw, cg, n), extreme)
     if extreme:  # the int32 limits: the saturating bias add saturates
         b = rng.choice(np.array([-(1 << 31), (1 << 31) - 1, -(1 << 30), 0]), n)
     else:
         b = rng.integers(-20000, 20000, n)
     bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"], frac_bits=p["out_frac"])
-    geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+    geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd, "groups": groups}
     return x, wt, b.astype(np.int32), q, p, geo
 
 
@@ -154,7 +158,7 @@ def test_int_matches_oracle(plat: Platform, product: str, jit_on: None,
         with use_platform(plat):
             got = K.conv2d_hwcn(x, wt, b, q, **geo)
         want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
-                             out_hw=geo["out_hw"], groups=1, depthwise=False, bounds=geo["bounds"],
+                             out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
                              up=plat.round_up, full=plat.full_accu)
         np.testing.assert_array_equal(got, want)
     assert taken.calls >= 8
@@ -219,9 +223,10 @@ def test_int_bench_shape_threads(plat: Platform, product: str, jit_on: None,
 
 @pytest.mark.parametrize("product", ["u8x16", "u8x8", "s16x8"])
 def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A weights zero point, groups, int16 inputs, an input zero point outside int8 (for the uint8
-    products: their padding byte is no uint8), and the JIT off: no integer product is called, the
-    results are the NumPy path's. Runs whatever the CPU (where it has no product, nothing is taken)."""
+    """A weights zero point (conv2d and group conv2d), int16 inputs, an input zero point outside int8
+    (for the uint8 products: their padding byte is no uint8), and the JIT off: no integer product is
+    called, the results are the NumPy path's. Runs whatever the CPU (where it has none, nothing is
+    taken)."""
     taken = _Taken(monkeypatch)
     monkeypatch.setattr(K, "INT_PRODUCT", product)
     prev = _jit.set_enabled(True)
@@ -234,7 +239,7 @@ def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> N
         q_wide, _ = _quant(rng, 4, 200)
         q_wzp = K.Sa8Quant(3, 16384, 20, 2, np.array([16384]), np.array([20]), 0, 16384, 14)
         q, _ = _quant(rng, 4, 3)
-        calls = [(K.conv2d_hwcn, (x, w, b, q_wzp), geo), (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q), geo),
+        calls = [(K.conv2d_hwcn, (x, w, b, q_wzp), geo), (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q_wzp), geo),
                  (K.conv2d_hwcn, (x.astype(np.int16), w, b, q), geo)]
         if product != "s16x8":  # s16x8 reads x - 200 as int16
             calls.append((K.conv2d_hwcn, (x, w, b, q_wide), geo))
