@@ -739,11 +739,12 @@ def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
     return _unbatch(r, np.ndim(x)), bound
 
 
-def _zero_inserted(x: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
-    """(..., H, W, C) -> (..., (H - 1) * sh + 1, (W - 1) * sw + 1, C) with zeros between the pixels."""
+def _zero_inserted(x: np.ndarray, stride: tuple[int, int], fill: int = 0) -> np.ndarray:
+    """(..., H, W, C) -> (..., (H - 1) * sh + 1, (W - 1) * sw + 1, C) with ``fill`` (the centred zero)
+    between the pixels."""
     h, wd, c = x.shape[-3:]
     sh, sw = stride
-    xd = np.zeros((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
+    xd = np.full((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, c), fill, dtype=x.dtype)
     xd[..., ::sh, ::sw, :] = x
     return xd
 
@@ -1098,23 +1099,30 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch (dtype as :func:`conv2d_hwcn`).
     """
     x = np.asarray(x)
-    xc, a, b, _ = _centre(_batch(x), q)
+    a, b = _offsets(q)
     if not b:
         kh, kw = w.shape[:2]
-        xd = _zero_inserted(xc, stride)
         post = _OutputStage(bias, q, bounds)
 
         def mirrored() -> np.ndarray:
-            # a copy as read-only as ``w``: only a constant one is memoised again by _conv_blocks (a
+            # a copy as read-only as ``w``: only a constant one is memoised again by the kernels (a
             # fresh view of ``w`` per call would add a memo entry per call)
             m = np.ascontiguousarray(w[::-1, ::-1])
             m.flags.writeable = w.flags.writeable
             return m
 
-        out, _ = _conv_blocks(xd, _const_weights(w, post, ("mirrored",), mirrored), stride=(1, 1), dilation=(1, 1),
-                              pad=(kh - 1 - pad[0], kw - 1 - pad[1]), out_hw=out_hw, groups=1,
-                              x_bound=_max_abs(xd), w_bound=_max_abs(w), post=post, wide=_wide(q))
+        wm = _const_weights(w, post, ("mirrored",), mirrored)
+        geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (kh - 1 - pad[0], kw - 1 - pad[1]), "out_hw": out_hw}
+        xb = _batch(x)
+        found = _int_applies(xb, w, 1, a) if -128 <= a <= 127 else None
+        if found is not None:  # the raw input, the zero point (a centred 0) between its pixels
+            return _unbatch(_conv_int(_zero_inserted(xb, stride, a), wm, found, **geo, groups=1, x_offset=a,
+                                      post=post), x.ndim)
+        xd = _zero_inserted(_centre(xb, q)[0], stride)
+        out, _ = _conv_blocks(xd, wm, **geo, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w), post=post,
+                              wide=_wide(q))
         return _unbatch(out, x.ndim)
+    xc = _centre(_batch(x), q)[0]
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     kh, kw, cg, n = w.shape
     mask = np.zeros(xd.shape[-3:-1], dtype=I64)

@@ -148,6 +148,40 @@ def test_int_matches_numpy_path(plat: Platform, product: str, jit_on: None,
 
 
 @needs_products
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_int_transpose_matches_numpy_path(plat: Platform, product: str, jit_on: None,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """transpose_conv2d: the zero-inserted raw input (the zero point between the pixels) through the
+    integer product, against the NumPy path (the centred, zero-inserted input's float GEMM)."""
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng([17, PLATFORMS.index(plat)])
+    cases = 24
+    for i in range(cases):
+        kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+        pad = (int(rng.integers(0, kh)), int(rng.integers(0, kw)))
+        h, wd = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        out_hw = (K.transpose_out_size(h, kh, s[0], pad[0], int(rng.integers(0, kh))),
+                  K.transpose_out_size(wd, kw, s[1], pad[1], int(rng.integers(0, kw))))
+        c, n = int(rng.choice([1, 3, 8, 17])), int(rng.choice([1, 16, 17, 40]))
+        if min(out_hw) < 1:
+            continue
+        q, p = _quant(rng, n, int(rng.choice([-128, 127, int(rng.integers(-128, 128))])))
+        batch = () if rng.integers(2) else (2,)
+        x = _values(rng, (*batch, h, wd, c), i % 4 == 3)
+        w = _values(rng, (kh, kw, c, n), i % 4 == 3)
+        b = rng.integers(-20000, 20000, n).astype(np.int32)
+        bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"],
+                          frac_bits=p["out_frac"])
+        geo = {"stride": s, "pad": pad, "out_hw": out_hw, "bounds": bnd}
+        with use_platform(plat):
+            got = K.transpose_conv2d_hwcn(x, w, b, q, **geo)
+            want = numpy_path(K.transpose_conv2d_hwcn, x, w, b, q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, w.shape, geo)
+    assert taken.calls > 0
+
+
+@needs_products
 @pytest.mark.parametrize("plat", [VPX, EM], ids=lambda p: p.name)
 def test_int_matches_oracle(plat: Platform, product: str, jit_on: None,
                             monkeypatch: pytest.MonkeyPatch) -> None:
