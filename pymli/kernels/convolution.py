@@ -531,15 +531,14 @@ def _int_weights(w: np.ndarray, x_offset: int, prod,  # type: ignore[no-untyped-
 
 
 @functools.lru_cache(maxsize=64)
-def _int_geometry(nb: int, ho: int, wo: int, hp: int, wp: int, groups: int, cgp: int, size: int, kh: int, kw: int,
-                  sh: int, sw: int, dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(pixel byte offsets (nb, ho, wo), segment byte offsets (groups, S), 4-byte groups per segment) of
-    the padded (nb, hp, wp, groups * cgp) input of ``size``-byte values: one segment per kernel row
-    (``kw * cgp`` values) for one group and an undilated kernel width, else one per tap (``cgp``
+def _int_geometry(ho: int, wo: int, wp: int, groups: int, cgp: int, size: int, kh: int, kw: int, sh: int, sw: int,
+                  dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(pixel byte offsets (ho, wo) in one image, segment byte offsets (groups, S), 4-byte groups per
+    segment) of a padded (hp, wp, groups * cgp) image of ``size``-byte values: one segment per kernel
+    row (``kw * cgp`` values) for one group and an undilated kernel width, else one per tap (``cgp``
     values of the group)."""
     row = groups * cgp * size  # bytes per padded pixel
-    offs = ((np.arange(nb)[:, None, None] * hp + np.arange(ho)[None, :, None] * sh) * wp
-            + np.arange(wo)[None, None, :] * sw) * row
+    offs = (np.arange(ho)[:, None] * (sh * wp) + np.arange(wo)[None, :] * sw) * row
     if groups == 1 and (dw == 1 or kw == 1):
         roff, l4 = (np.arange(kh) * (dh * wp * row))[None], kw * row // 4
     else:
@@ -591,13 +590,16 @@ def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, 
             np.subtract(src, np.int16(x_offset), out=dst, dtype=np.int16)
     packs = _const_weights(w, post, ("int product", x_offset, prod.name, groups),
                            lambda: _int_weights(w, x_offset, prod, groups))
-    offs, roff, l4 = _int_geometry(nb, ho, wo, hp, wp, groups, cgp, dt.itemsize, kh, kw, stride[0], stride[1],
-                                   dilation[0], dilation[1])
+    offs, roff, l4 = _int_geometry(ho, wo, wp, groups, cgp, dt.itemsize, kh, kw, stride[0], stride[1], dilation[0],
+                                   dilation[1])
+    image = hp * wp * groups * cgp * dt.itemsize  # bytes per padded image
     bound = kh * kw * cg * container_bound(x, x_offset) * container_bound(w)
 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
         n0, n1, r0, r1 = blk
-        o = np.ascontiguousarray(offs[n0:n1, r0:r1]).reshape(-1)
+        o = offs[r0:r1].reshape(-1)  # contiguous rows of the image's table
+        if n1 - n0 > 1 or n0:
+            o = (o[None, :] + np.arange(n0, n1, dtype=I64)[:, None] * image).reshape(-1)
         acc = np.empty((o.size, npad), np.int32)
         if groups == 1:
             product(xp, o, roff[0], l4, *packs[0], acc)
