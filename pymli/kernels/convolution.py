@@ -323,14 +323,22 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     return r if ndim == 4 else r[0]
 
 
+_WEIGHTS_MEMO: dict = {}
+_WEIGHTS_MEMO_MAX = 32  # entries of _WEIGHTS_MEMO (all are dropped beyond)
+
+
 def _const_weights(w: np.ndarray, post: _OutputStage | None, tag: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
-    """``make()``, a working copy of the weights ``w``, memoised in the call's ``Sa8Quant.memo`` when
-    ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights to float32 on
-    every call costs ~100 us). Writeable weights, and calls without a :class:`Sa8Quant`, convert
-    every time."""
-    memo = getattr(post.q, "memo", None) if post is not None else None
-    if memo is None or w.flags.writeable:
+    """``make()``, a working copy of the weights ``w`` (``tag`` names everything else it depends on),
+    memoised when ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights
+    to float32 on every call costs ~100 us): in the call's ``Sa8Quant.memo``, or for MLI_FX
+    parameters (no memo) in a small module-level one. Writeable weights convert every time."""
+    if w.flags.writeable:
         return make()
+    memo = getattr(post.q, "memo", None) if post is not None else None
+    if memo is None:
+        memo = _WEIGHTS_MEMO
+        if len(memo) >= _WEIGHTS_MEMO_MAX:
+            memo.clear()
     key = (*tag, id(w))
     hit = memo.get(key)
     if hit is None or hit[0] is not w:  # the entry keeps ``w`` alive: its id is not reused meanwhile
@@ -457,15 +465,16 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
 
 
-def _int_product():  # type: ignore[no-untyped-def]
+def _int_product(int16: bool = False):  # type: ignore[no-untyped-def]
     """(the compiled module :mod:`pymli.kernels._jit_conv`, the product conv2d takes) or None: JIT off,
-    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them) that
-    passes its self-test (:func:`pymli.kernels._jit_conv.checked`)."""
+    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them; ``int16``:
+    one of int16 inputs) that passes its self-test (:func:`pymli.kernels._jit_conv.checked`)."""
     mod = _jit.compiled("_jit_conv")
     if mod is None or not mod.PRODUCTS:
         return None
     for prod in mod.PRODUCTS:
-        if (INT_PRODUCT is None or prod.name == INT_PRODUCT) and mod.checked(prod):
+        if ((INT_PRODUCT is None or prod.name == INT_PRODUCT) and (not int16 or prod.per_group == 2)
+                and mod.checked(prod)):
             return mod, prod
     return None
 
@@ -475,26 +484,39 @@ INT_PRODUCT: str | None = None
 this CPU has, or a name (``u8x16``, ``u8x8``, ``s16x8``; another one's name: none), for the tests."""
 
 VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
-"""Most taps x (padded) channels of the uint8 products: their int32 lanes then hold every partial sum."""
+"""Most taps x (padded) channels of the uint8 products whose int32 lanes hold every partial sum exactly
+(needed only without a wrapping 32-bit accumulator)."""
 
 
-def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int) -> tuple | None:
-    """(module, product) of :func:`_conv_int` for a conv2d / group conv2d, or None: it takes int8 input
-    and weights, the JIT on and a CPU with a product; for the uint8 products an input offset in
-    -128..127 (the padding byte ``x_offset + 128`` is a uint8) and ``K`` (per group, channels padded)
-    at most :data:`VNNI_MAX_K`; for ``s16x8`` ``|x - x_offset|`` within int16 and every sum below 2**31."""
+def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int, acc_bits: int = 32) -> tuple | None:
+    """(module, product, split) of :func:`_conv_int` for a conv2d / group conv2d, or None. It takes, with
+    the JIT on and a CPU with a product that passes its self-test, int8 or int16 inputs with
+    ``x - x_offset`` within int16 and:
+
+    * int8 weights: with a 32-bit accumulator (``acc_bits``: sa8, fx16 x fx8) the int32 lanes wrap
+      exactly as it does, whatever ``K``; else every sum must stay below 2**31. The uint8 products
+      take int8 inputs with an offset in -128..127 (the padding byte ``x_offset + 128`` is a uint8),
+      ``s16x8`` any of them.
+    * int16 weights (fx16, 40-bit accumulator): ``s16x8`` with ``split``: each weight is
+      ``256 * hi + lo`` with ``lo`` in -128..127 and ``hi`` in -128..128, two products whose sums stay
+      below 2**31 (``K * 32768 * 128``: ``K`` below 512), added in int64: the exact sum.
+    """
     kh, kw, cg, _ = w.shape
-    if x.dtype != np.int8 or w.dtype != np.int8 or kh * kw * cg == 0 or groups < 1:
+    if kh * kw * cg == 0 or groups < 1 or x.dtype not in (np.int8, np.int16) or w.dtype not in (np.int8, np.int16):
         return None
-    found = _int_product()
+    info = np.iinfo(x.dtype)
+    if not -(1 << 15) <= int(info.min) - x_offset <= int(info.max) - x_offset < 1 << 15:
+        return None  # x - x_offset beyond int16
+    split = w.dtype == np.int16
+    found = _int_product(int16=x.dtype == np.int16 or split)
     if found is None:
         return None
-    if found[1].per_group == 4:
-        ok = -128 <= x_offset <= 127 and kh * kw * (-(-cg // 4) * 4) <= VNNI_MAX_K
-    else:
-        xb = container_bound(x, x_offset)
-        ok = xb < 1 << 15 and kh * kw * cg * xb * 128 < 1 << 31
-    return found if ok else None
+    k, xb = kh * kw * cg, container_bound(x, x_offset)
+    if found[1].per_group == 4 and not -128 <= x_offset <= 127:
+        return None
+    # the uint8 products' partial sums also hold the initial value: 2 * K * 255 * 128 (VNNI_MAX_K)
+    exact = kh * kw * (-(-cg // 4) * 4) <= VNNI_MAX_K if found[1].per_group == 4 else k * xb * 128 < 1 << 31
+    return (*found, split) if exact or (acc_bits == 32 and not split) else None
 
 
 def _int_weights(w: np.ndarray, x_offset: int, prod,  # type: ignore[no-untyped-def]
@@ -549,27 +571,40 @@ def _int_geometry(ho: int, wo: int, wp: int, groups: int, cgp: int, size: int, k
     return offs, roff, l4
 
 
+def _split16(w: np.ndarray, groups: int) -> np.ndarray:
+    """int16 HWCN weights as ``256 * hi + lo`` (``lo`` in -128..127, ``hi`` in -128..128): (Kh, Kw, C, 2N)
+    int16, each group's ``lo`` columns followed by its ``hi`` columns."""
+    kh, kw, cg, n = w.shape
+    v = w.astype(np.int32).reshape(kh, kw, cg, groups, n // groups)
+    lo = (v + 128) % 256 - 128
+    return np.concatenate([lo, (v - lo) >> 8], axis=-1).astype(np.int16).reshape(kh, kw, cg, 2 * n)
+
+
 def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, int], dilation: tuple[int, int],
-              pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_offset: int,
-              post: _OutputStage) -> np.ndarray:
-    """conv2d / group conv2d of int8 ``x - x_offset`` (N, H, W, C) with int8 HWCN weights, finished by
+              pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_offset: int, post: _OutputStage,
+              wide: bool = False) -> np.ndarray:
+    """conv2d / group conv2d of integer ``x - x_offset`` (N, H, W, C) with HWCN weights, finished by
     ``post``: the exact sums from an integer product of :mod:`pymli.kernels._jit_conv` (``found``: the
-    module and the product, from :func:`_int_applies`), no im2col copy; one product per group.
+    module, the product and whether the weights are split, from :func:`_int_applies`), no im2col copy;
+    one product per group. ``wide``: the output stage works in int64 (sizes the blocks).
 
     ``vpdpbusd`` (the uint8 products) multiplies unsigned with signed bytes, so the input is stored as
     ``u = x + 128`` (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``:
     every tap then reads ``u - (x_offset + 128) = x - x_offset`` on input pixels and 0 on padding, and
     ``sum_k (u_k - x_offset - 128) * w_k = sum_k u_k * w_k - (x_offset + 128) * sum_k w_k``, whose last
-    term starts each accumulator (:func:`_int_weights`). Every partial sum is bounded by
-    ``2 * K * 255 * 128 < 2**31`` (:data:`VNNI_MAX_K`). ``s16x8`` reads ``x - x_offset`` as int16 with
-    zero padding, its partial sums bounded by the sums' bound (< 2**31). Either way the int32 lanes
-    never wrap and the sums equal the float / integer paths' bit for bit. Rows are cut into blocks as
-    in :func:`_conv_blocks`.
+    term starts each accumulator (:func:`_int_weights`). ``s16x8`` reads ``x - x_offset`` as int16 with
+    zero padding. No instruction saturates (``vpdpbusd``; ``vpmaddwd``'s pairs of products of int8-range
+    weights stay below 2**24), so each int32 lane holds its sum modulo 2**32: the exact sum when every
+    partial sum is provably below 2**31 (:func:`_int_applies`), else exactly what the C 32-bit
+    accumulator wraps to. Split int16 weights (:func:`_split16`) give two sums per output, each below
+    2**31, combined as ``256 * hi_sum + lo_sum`` in int64. Rows are cut into blocks as in
+    :func:`_conv_blocks`.
     """
-    mod, prod = found
+    mod, prod, split = found
     product = getattr(mod, f"conv_{prod.name}")
     kh, kw, cg, n = w.shape
-    ng = n // groups
+    nw = 2 * n if split else n  # the product's output columns
+    ng = nw // groups
     nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
     u8 = prod.per_group == 4
     cgp, npad = -(-cg // prod.per_group) * prod.per_group, -(-ng // prod.lanes) * prod.lanes
@@ -589,7 +624,7 @@ def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, 
         else:
             np.subtract(src, np.int16(x_offset), out=dst, dtype=np.int16)
     packs = _const_weights(w, post, ("int product", x_offset, prod.name, groups),
-                           lambda: _int_weights(w, x_offset, prod, groups))
+                           lambda: _int_weights(_split16(w, groups) if split else w, x_offset, prod, groups))
     offs, roff, l4 = _int_geometry(ho, wo, wp, groups, cgp, dt.itemsize, kh, kw, stride[0], stride[1], dilation[0],
                                    dilation[1])
     image = hp * wp * groups * cgp * dt.itemsize  # bytes per padded image
@@ -603,17 +638,21 @@ def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, 
         acc = np.empty((o.size, npad), np.int32)
         if groups == 1:
             product(xp, o, roff[0], l4, *packs[0], acc)
-            r = acc if npad == n else acc[:, :n]
+            r = acc if npad == nw else acc[:, :nw]
         else:
-            r = np.empty((o.size, n), np.int32)
+            r = np.empty((o.size, nw), np.int32)
             for g, pack in enumerate(packs):
                 product(xp, o, roff[g], l4, *pack, acc)
                 r[:, g * ng:(g + 1) * ng] = acc[:, :ng]
+        if split:  # per group: lo sums, then hi sums
+            r = r.reshape(o.size, groups, 2, ng // 2)
+            r = (r[:, :, 1].astype(I64) << 8) + r[:, :, 0]
         return r.reshape(n1 - n0, r1 - r0, wo, n)
 
-    # the products run 2-4x the float32 GEMM's multiply-adds per second: sized as such for the threads
-    return _run_blocks(block, nb, ho, wo, n, nb * ho * wo * kh * kw * cg * ng // 4, False, xp, post, bound,
-                       blas=False)
+    # the products run 2-4x the float32 GEMM's multiply-adds per second (split: half that): sized as
+    # such for the threads
+    work = nb * ho * wo * kh * kw * cg * ng // (2 if split else 4)
+    return _run_blocks(block, nb, ho, wo, n, work, wide or bound >= 1 << 31, xp, post, bound, blas=False)
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -1010,9 +1049,10 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     a, b = _offsets(q)
     if not b:
         post = _OutputStage(bias, q, bounds)
-        found = _int_applies(xb, w, groups, a)
+        found = _int_applies(xb, w, groups, a, q.acc_bits)
         if found is not None:
-            return _unbatch(_conv_int(xb, w, found, **geo, groups=groups, x_offset=a, post=post), x.ndim)
+            return _unbatch(_conv_int(xb, w, found, **geo, groups=groups, x_offset=a, post=post, wide=_wide(q)),
+                            x.ndim)
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
                               x_offset=a, post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)
@@ -1116,10 +1156,10 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         wm = _const_weights(w, post, ("mirrored",), mirrored)
         geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (kh - 1 - pad[0], kw - 1 - pad[1]), "out_hw": out_hw}
         xb = _batch(x)
-        found = _int_applies(xb, w, 1, a) if -128 <= a <= 127 else None
+        found = _int_applies(xb, w, 1, a, q.acc_bits) if -128 <= a <= 127 else None
         if found is not None:  # the raw input, the zero point (a centred 0) between its pixels
             return _unbatch(_conv_int(_zero_inserted(xb, stride, a), wm, found, **geo, groups=1, x_offset=a,
-                                      post=post), x.ndim)
+                                      post=post, wide=_wide(q)), x.ndim)
         xd = _zero_inserted(_centre(xb, q)[0], stride)
         out, _ = _conv_blocks(xd, wm, **geo, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w), post=post,
                               wide=_wide(q))

@@ -147,6 +147,71 @@ def test_int_matches_numpy_path(plat: Platform, product: str, jit_on: None,
     assert taken.calls >= cases  # every case ran the integer product
 
 
+def _fx(rng: np.random.Generator, case: tuple, kind: str) -> tuple:
+    """``case`` (from :func:`_case`) with MLI_FX operands: int16 inputs, int8 (fx16 x fx8: 32-bit
+    accumulator) or int16 (fx16: 40-bit) weights and bias, outputs spread over the range."""
+    x, wt, _, _, _, geo = case
+    wbits = 16 if kind == "fx16" else 8
+    in_frac, w_frac = int(rng.integers(8, 16)), int(rng.integers(wbits // 2, wbits))
+    b_frac = int(rng.integers(0, in_frac + w_frac + 1))
+    lo_e = 12 if kind == "fx16" else 5
+    out_frac = max(0, in_frac + w_frac - int(rng.integers(lo_e, lo_e + 9)))
+    acc_bits = 40 if kind == "fx16" else 32
+    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac,
+         "acc_bits": acc_bits, "out_bits": 16}
+    wt_t = np.int16 if kind == "fx16" else np.int8
+    extreme = bool(rng.integers(4) == 0)
+    if extreme:  # the container limits only
+        xi = rng.choice(np.array([-32768, 32767, 0, -32767]), x.shape).astype(np.int16)
+        info = np.iinfo(wt_t)
+        wi = rng.choice(np.array([info.min, info.max, 0, info.min + 1]), wt.shape).astype(wt_t)
+    else:
+        xi = rng.integers(-32768, 32768, x.shape).astype(np.int16)
+        wi = rng.integers(np.iinfo(wt_t).min, np.iinfo(wt_t).max + 1, wt.shape).astype(wt_t)
+    b = rng.integers(np.iinfo(wt_t).min, np.iinfo(wt_t).max + 1, wt.shape[3]).astype(wt_t)
+    q = K.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16)
+    geo = {**geo, "bounds": relu_bounds(int(rng.integers(4)), 16, frac_bits=out_frac)}
+    return xi, wi, b, q, p, geo
+
+
+@needs_products
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+@pytest.mark.parametrize("kind", ["fx16", "fx16_fx8_fx8"])
+def test_int_fx_matches_numpy_path(kind: str, plat: Platform, product: str, jit_on: None,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLI_FX conv2d / group conv2d through ``s16x8`` (fx16: split weights, K below 512; fx16 x fx8:
+    the 32-bit accumulator's wrap in the lanes) against the NumPy path; the uint8 products take none."""
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng([18, PLATFORMS.index(plat), kind == "fx16"])
+    expect = 0
+    for i in range(30):
+        x, wt, b, q, _, geo = _fx(rng, _case(rng), kind)
+        kh, kw, cg, _ = wt.shape
+        expect += product == "s16x8" and (kind != "fx16" or kh * kw * cg < 512)
+        with use_platform(plat):
+            got = K.conv2d_hwcn(x, wt, b, q, **geo)
+            want = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
+        assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
+    assert (taken.calls > 0) == (expect > 0) and (product != "s16x8" or expect > 0)
+
+
+@needs_products
+@pytest.mark.parametrize("kind", ["fx16", "fx16_fx8_fx8"])
+def test_int_fx_matches_oracle(kind: str, product: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng([19, kind == "fx16"])
+    for plat in (VPX, EM):
+        for _ in range(4):
+            x, wt, b, q, p, geo = _fx(rng, _case(rng, small=True), kind)
+            with use_platform(plat):
+                got = K.conv2d_hwcn(x, wt, b, q, **geo)
+            want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
+                                 out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
+                                 up=plat.round_up, full=plat.full_accu)
+            np.testing.assert_array_equal(got, want)
+    assert (taken.calls > 0) == (product == "s16x8")
+
+
 @needs_products
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 def test_int_transpose_matches_numpy_path(plat: Platform, product: str, jit_on: None,
@@ -200,35 +265,40 @@ def test_int_matches_oracle(plat: Platform, product: str, jit_on: None,
 
 @needs_products
 def test_int_widest_sums(product: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """K at the uint8 lanes' limit (:data:`VNNI_MAX_K`), every product +-255 * 128 of one sign: the
-    initial value and the running sums both reach ``K * 32640``, and one tap more leaves the path
-    (``s16x8``: sums up to ``2**31`` stay, beyond leave)."""
+    """Every product +-255 * 128 of one sign: K at the uint8 lanes' exact limit (:data:`VNNI_MAX_K`:
+    the initial value and the running sums both reach ``K * 32640``), and K beyond 2**31 / 32640, where
+    the int32 lanes wrap as the C 32-bit accumulator does (then left to NumPy without one)."""
     taken = _Taken(monkeypatch)
-    c = K.VNNI_MAX_K // 4 * 4
-    for zp, xv in ((-128, 127), (127, -128)):
-        q = K.Sa8Quant(zp, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
-        x = np.full((2, 1, c), xv, np.int8)
-        w = np.full((1, 1, c, 2), -128, np.int8)
-        w[..., 1] = 127
-        geo = {"out_hw": (2, 1), "bounds": (-128, 127)}
-        got = K.conv2d_hwcn(x, w, np.array([5, -5], np.int32), q, **geo)
-        want = numpy_path(K.conv2d_hwcn, x, w, np.array([5, -5], np.int32), q, **geo)
-        assert np.array_equal(got.astype(np.int64), want.astype(np.int64))
-    assert taken.calls == 2
-    def applies(k: int, zp: int) -> bool:
-        return K._int_applies(np.zeros((1, 1, 1, k), np.int8), np.zeros((1, 1, k, 1), np.int8), 1, zp) is not None
+    for c in (K.VNNI_MAX_K // 4 * 4, 65800):
+        for zp, xv in ((-128, 127), (127, -128)):
+            q = K.Sa8Quant(zp, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 2)
+            x = np.full((2, 1, c), xv, np.int8)
+            x[1, 0, ::3] = 0
+            w = np.full((1, 1, c, 2), -128, np.int8)
+            w[..., 1] = 127
+            geo = {"out_hw": (2, 1), "bounds": (-128, 127)}
+            got = K.conv2d_hwcn(x, w, np.array([5, -5], np.int32), q, **geo)
+            want = numpy_path(K.conv2d_hwcn, x, w, np.array([5, -5], np.int32), q, **geo)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (c, zp)
+    assert taken.calls == 4
 
+    def applies(k: int, zp: int, acc_bits: int = 32) -> bool:
+        return K._int_applies(np.zeros((1, 1, 1, k), np.int8), np.zeros((1, 1, k, 1), np.int8), 1, zp,
+                              acc_bits) is not None
+
+    c = K.VNNI_MAX_K // 4 * 4
+    assert applies(65800, 0) and applies(65800, 127)  # a wrapping 32-bit accumulator: any K
     if product == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
-        assert applies(65793, 127) and not applies(65794, 127) and applies(65794, 0)
+        assert applies(65793, 127, 40) and not applies(65794, 127, 40) and applies(65794, 0, 40)
         assert applies(1, -32767 + 127) and not applies(1, -32768 + 127) and not applies(1, 32768)  # int16
         q = K.Sa8Quant(-32640, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 18)
         x, w = np.array([[[-128, 127, 0]]], np.int8), np.array([[[[-128], [127], [-128]]]], np.int8)
         geo = {"out_hw": (1, 1), "bounds": (-128, 127)}
         got = K.conv2d_hwcn(x, w, np.array([0], np.int32), q, **geo)  # |x - zp| up to 32767
         assert np.array_equal(got, numpy_path(K.conv2d_hwcn, x, w, np.array([0], np.int32), q, **geo))
-        assert taken.calls == 3
+        assert taken.calls == 5
     else:
-        assert applies(c, 0) and not applies(c + 4, 0)
+        assert applies(c, 0, 40) and not applies(c + 4, 0, 40)
 
 
 @needs_products
