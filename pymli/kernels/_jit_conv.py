@@ -10,8 +10,9 @@ integers and adds neighbouring products into 32-bit lanes:
 * ``u8x16``: VNNI ``vpdpbusd`` on 512-bit vectors (AVX-512 VNNI and BW): unsigned 8-bit inputs x
   signed 8-bit weights, four products per lane and instruction.
 * ``u8x8``: the same on 256-bit vectors (AVX-VNNI, or AVX-512 VNNI and VL; 16 vector registers do).
-* ``s16x8``: AVX2 ``vpmaddwd`` + ``vpaddd`` on 256-bit vectors: signed 16-bit inputs x weights, two
-  products per lane (about half the rate of ``u8x8``; for CPUs without VNNI).
+* ``s16x16``: AVX-512 BW ``vpmaddwd`` + ``vpaddd`` on 512-bit vectors: signed 16-bit inputs x
+  weights, two products per lane (about half the rate of ``u8x16``; also the int16 inputs' product).
+* ``s16x8``: the same on 256-bit vectors (AVX2; for CPUs without VNNI or AVX-512).
 
 :data:`PRODUCTS` lists those numba can compile for this CPU, fastest first; nothing else in this
 module may be called (LLVM cannot lower an instruction the target lacks: it is never compiled there).
@@ -41,7 +42,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["PRODUCTS", "ROWS", "Product", "checked", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
+__all__ = ["PRODUCTS", "ROWS", "Product", "checked", "conv_s16x16", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -54,7 +55,7 @@ class Product:
     """One of the products (see the module docstring).
 
     Attributes:
-        name: ``u8x16``, ``u8x8`` or ``s16x8``.
+        name: ``u8x16``, ``u8x8``, ``s16x16`` or ``s16x8``.
         lanes: 32-bit lanes per vector.
         max_nb: most vectors of output channels per tile (the accumulators and weights fill the registers).
         per_group: input values per 4-byte group (4 uint8, or 2 int16).
@@ -84,6 +85,8 @@ def _products() -> tuple[Product, ...]:
         found.append(Product("u8x16", 16, 4, 4))
     if has("avxvnni") or has("avx512f", "avx512vl", "avx512vnni"):
         found.append(Product("u8x8", 8, 2, 4))
+    if has("avx512f", "avx512bw"):
+        found.append(Product("s16x16", 16, 4, 2))
     if has("avx2"):
         found.append(Product("s16x8", 8, 2, 2))
     return tuple(found)
@@ -98,7 +101,7 @@ _I32 = ir.IntType(32)
 
 def _tile(rows: int, nb: int, lanes: int, signed16: bool = False):  # type: ignore[no-untyped-def]
     """An intrinsic computing one tile: ``rows`` output pixels x ``nb`` vectors of ``lanes`` channels,
-    with ``vpdpbusd`` (uint8 inputs), or ``signed16``: ``vpmaddwd`` + ``vpaddd`` (int16 inputs, 8 lanes).
+    with ``vpdpbusd`` (uint8 inputs), or ``signed16``: ``vpmaddwd`` + ``vpaddd`` (int16 inputs).
 
     Arguments (all int64 addresses or counts): the padded input's address, the address of the
     tile's ``rows`` pixel offsets (int64), the address of the ``S`` segment offsets (int64), ``S``,
@@ -117,7 +120,7 @@ def _tile(rows: int, nb: int, lanes: int, signed16: bool = False):  # type: igno
             vb = 4 * lanes  # bytes per vector
             if signed16:
                 half = ir.VectorType(ir.IntType(16), 2 * lanes)
-                name = "llvm.x86.avx2.pmadd.wd"
+                name = "llvm.x86.avx2.pmadd.wd" if lanes == 8 else "llvm.x86.avx512.pmaddw.d.512"
                 fnty = ir.FunctionType(vec, [half, half])
             else:
                 name = f"llvm.x86.avx512.vpdpbusd.{32 * lanes}"
@@ -216,6 +219,8 @@ _H1, _H2 = (_tile(ROWS, nb, 8) for nb in (1, 2))
 _G1, _G2 = (_tile(1, nb, 8) for nb in (1, 2))
 _W1, _W2 = (_tile(ROWS, nb, 8, True) for nb in (1, 2))
 _V1, _V2 = (_tile(1, nb, 8, True) for nb in (1, 2))
+_X1, _X2, _X3, _X4 = (_tile(ROWS, nb, 16, True) for nb in (1, 2, 3, 4))
+_Y1, _Y2, _Y3, _Y4 = (_tile(1, nb, 16, True) for nb in (1, 2, 3, 4))
 
 
 @numba.njit(**_JIT)
@@ -269,17 +274,39 @@ def _tile_s16x8(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pr
 
 
 @numba.njit(**_JIT)
+def _tile_s16x16(rows, nb, a, offs, roff, nseg, l4, w, init, out, ostride):  # pragma: no cover - compiled
+    """One ``s16x16`` tile of ``rows`` (:data:`ROWS` or 1) pixels x ``nb`` (1-4) vectors."""
+    if rows == ROWS:
+        if nb == 4:
+            _X4(a, offs, roff, nseg, l4, w, init, out, ostride)
+        elif nb == 3:
+            _X3(a, offs, roff, nseg, l4, w, init, out, ostride)
+        elif nb == 2:
+            _X2(a, offs, roff, nseg, l4, w, init, out, ostride)
+        else:
+            _X1(a, offs, roff, nseg, l4, w, init, out, ostride)
+    elif nb == 4:
+        _Y4(a, offs, roff, nseg, l4, w, init, out, ostride)
+    elif nb == 3:
+        _Y3(a, offs, roff, nseg, l4, w, init, out, ostride)
+    elif nb == 2:
+        _Y2(a, offs, roff, nseg, l4, w, init, out, ostride)
+    else:
+        _Y1(a, offs, roff, nseg, l4, w, init, out, ostride)
+
+
+@numba.njit(**_JIT)
 def conv_u8x16(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
     """``out[p, n] = init[n] + sum_k u[p, k] * w[k, n]`` (see the module docstring) with the ``u8x16``
     product, int32 lanes that the caller proves never wrap.
 
     Args:
-        xp: the padded input, C-contiguous (uint8; int16 for ``s16x8``), read at the bytes
+        xp: the padded input, C-contiguous (uint8; int16 for ``s16x16`` / ``s16x8``), read at the bytes
             ``offs[p] + roff[s] + 0 .. 4 * l4 - 1``.
         offs: (P,) int64 byte offset of each output pixel's first segment.
         roff: (S,) int64 byte offsets of the segments from a pixel's offset.
         l4: 4-byte groups per segment.
-        wpk: packed weights of every chunk (int8; int16 for ``s16x8``; see the module docstring).
+        wpk: packed weights of every chunk (int8; int16 for the s16 products; see the module docstring).
         chunks: (M, 3) int64: per chunk its first output channel (a multiple of the lanes), its
             vectors ``nb`` (1 to ``max_nb``) and the byte offset of its packed weights in ``wpk``.
         init: (Np,) int32 initial values (Np = the output's columns, a multiple of the lanes).
@@ -314,6 +341,23 @@ def conv_u8x8(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover -
             p += ROWS
         while p < p_all:
             _tile_u8x8(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            p += 1
+
+
+@numba.njit(**_JIT)
+def conv_s16x16(xp, offs, roff, l4, wpk, chunks, init, out):  # pragma: no cover - compiled
+    """:func:`conv_u8x16` with the ``s16x16`` product (int16 input and weights)."""
+    p_all = offs.shape[0]
+    a, ob, ost, ro, nseg = xp.ctypes.data, out.ctypes.data, np.int64(out.strides[0]), roff.ctypes.data, roff.shape[0]
+    for c in range(chunks.shape[0]):
+        col, nb = chunks[c, 0], chunks[c, 1]
+        w, ini = wpk.ctypes.data + chunks[c, 2], init.ctypes.data + 4 * col
+        p = 0
+        while p + ROWS <= p_all:
+            _tile_s16x16(ROWS, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
+            p += ROWS
+        while p < p_all:
+            _tile_s16x16(1, nb, a, offs.ctypes.data + 8 * p, ro, nseg, l4, w, ini, ob + ost * p + 4 * col, ost)
             p += 1
 
 

@@ -49,7 +49,7 @@ def jit_on() -> Iterator[None]:
     _jit.set_enabled(prev)
 
 
-@pytest.fixture(params=["u8x16", "u8x8", "s16x8"])
+@pytest.fixture(params=["u8x16", "u8x8", "s16x16", "s16x8"])
 def product(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each integer product this CPU has (the others are skipped with a reason)."""
     if request.param not in HERE:
@@ -65,7 +65,7 @@ class _Taken:
         self.calls = 0
         mod = _jit.compiled("_jit_conv") if _jit.available() else None
         if mod is not None:
-            for name in ("conv_u8x16", "conv_u8x8", "conv_s16x8"):
+            for name in ("conv_u8x16", "conv_u8x8", "conv_s16x16", "conv_s16x8"):
                 monkeypatch.setattr(mod, name, self._counted(getattr(mod, name)))
 
     def _counted(self, real):  # type: ignore[no-untyped-def]
@@ -179,20 +179,20 @@ def _fx(rng: np.random.Generator, case: tuple, kind: str) -> tuple:
 @pytest.mark.parametrize("kind", ["fx16", "fx16_fx8_fx8"])
 def test_int_fx_matches_numpy_path(kind: str, plat: Platform, product: str, jit_on: None,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """MLI_FX conv2d / group conv2d through ``s16x8`` (fx16: split weights, K below 512; fx16 x fx8:
-    the 32-bit accumulator's wrap in the lanes) against the NumPy path; the uint8 products take none."""
+    """MLI_FX conv2d / group conv2d through the s16 products (fx16: split weights, K below 512; fx16 x
+    fx8: the 32-bit accumulator's wrap in the lanes) against the NumPy path; the uint8 ones take none."""
     taken = _Taken(monkeypatch)
     rng = np.random.default_rng([18, PLATFORMS.index(plat), kind == "fx16"])
     expect = 0
     for i in range(30):
         x, wt, b, q, _, geo = _fx(rng, _case(rng), kind)
         kh, kw, cg, _ = wt.shape
-        expect += product == "s16x8" and (kind != "fx16" or kh * kw * cg < 512)
+        expect += product.startswith("s16") and (kind != "fx16" or kh * kw * cg < 512)
         with use_platform(plat):
             got = K.conv2d_hwcn(x, wt, b, q, **geo)
             want = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
-    assert (taken.calls > 0) == (expect > 0) and (product != "s16x8" or expect > 0)
+    assert (taken.calls > 0) == (expect > 0) and (not product.startswith("s16") or expect > 0)
 
 
 @needs_products
@@ -209,7 +209,7 @@ def test_int_fx_matches_oracle(kind: str, product: str, jit_on: None, monkeypatc
                                  out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
                                  up=plat.round_up, full=plat.full_accu)
             np.testing.assert_array_equal(got, want)
-    assert (taken.calls > 0) == (product == "s16x8")
+    assert (taken.calls > 0) == product.startswith("s16")
 
 
 @needs_products
@@ -288,7 +288,7 @@ def test_int_widest_sums(product: str, jit_on: None, monkeypatch: pytest.MonkeyP
 
     c = K.VNNI_MAX_K // 4 * 4
     assert applies(65800, 0) and applies(65800, 127)  # a wrapping 32-bit accumulator: any K
-    if product == "s16x8":  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
+    if product.startswith("s16"):  # bound K * |x - zp| * 128: 65793 * 255 * 128 < 2**31 <= 65794 * 255 * 128
         assert applies(65793, 127, 40) and not applies(65794, 127, 40) and applies(65794, 0, 40)
         assert applies(1, -32767 + 127) and not applies(1, -32768 + 127) and not applies(1, 32768)  # int16
         q = K.Sa8Quant(-32640, 16384, 30, 0, np.array([16384]), np.array([30]), 0, 16384, 18)
@@ -325,7 +325,7 @@ def test_int_bench_shape_threads(plat: Platform, product: str, jit_on: None,
     assert taken.calls >= 6
 
 
-@pytest.mark.parametrize("product", ["u8x16", "u8x8", "s16x8"])
+@pytest.mark.parametrize("product", ["u8x16", "u8x8", "s16x16", "s16x8"])
 def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A weights zero point (conv2d and group conv2d), int16 inputs, an input zero point outside int8
     (for the uint8 products: their padding byte is no uint8), and the JIT off: no integer product is
@@ -345,7 +345,7 @@ def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> N
         q, _ = _quant(rng, 4, 3)
         calls = [(K.conv2d_hwcn, (x, w, b, q_wzp), geo), (K.group_conv2d_hwcn, (x, w[:, :, :4], b, q_wzp), geo),
                  (K.conv2d_hwcn, (x.astype(np.int16), w, b, q), geo)]
-        if product != "s16x8":  # s16x8 reads x - 200 as int16
+        if not product.startswith("s16"):  # the s16 products read x - 200 as int16
             calls.append((K.conv2d_hwcn, (x, w, b, q_wide), geo))
         for fn, args, kw in calls:
             got = fn(*args, **kw)
