@@ -10,10 +10,11 @@ bias). Every output is the C reference's value bit for bit:
 * Dot products are computed as an im2col matrix product in float32 or float64 when the bound
   ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
-* With the optional JIT on an x86 CPU with VNNI or AVX2, conv2d of int8 inputs and weights (sa8)
-  takes the exact int32 products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd`` or
-  ``vpmaddwd`` straight from the padded input, no im2col copy; VNNI ~4x the float32 GEMM's rate),
-  see :func:`_conv_int`.
+* With the optional JIT on an x86 CPU with VNNI, AVX-512 or AVX2, conv2d, group conv2d and
+  transpose conv2d take the integer products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd``
+  or ``vpmaddwd`` straight from the padded input, no im2col copy; sa8 with VNNI at ~4x the float32
+  GEMM's rate; fx16 x fx8, and fx16 with its weights split into bytes), see :func:`_int_applies`
+  and :func:`_conv_int`.
 * The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
   and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
 * Every kernel also takes a batch, x of shape (B, H, W, C): one padded array and one pass for all
