@@ -232,7 +232,8 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
             m.append((f"{k}[-1] += 1 in place", lambda t, k=k: getattr(t, k).__setitem__(-1, getattr(t, k)[-1] + 1)))
             m.append((f"{k} shortened", lambda t, k=k: _set(t, k, getattr(t, k)[:1].copy())))
             m.append((f"{k} as list", lambda t, k=k: _set(t, k, getattr(t, k).tolist())))
-            m.append((f"{k} reshaped in place", lambda t, k=k: setattr(getattr(t, k), "shape", (1, getattr(t, k).size))))
+            m.append((f"{k} reshaped in place",
+                      lambda t, k=k: setattr(getattr(t, k), "shape", (1, getattr(t, k).size))))
             m.append((f"{k} dtype unsigned in place", lambda t, k=k: setattr(getattr(t, k), "dtype",
                                                                            np.dtype(f"u{getattr(t, k).itemsize}"))))
             m.append((f"{k} dtype float / bytes in place", lambda t, k=k: setattr(
