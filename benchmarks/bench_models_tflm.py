@@ -17,7 +17,8 @@ except pymli's parallel row blocks of large convolutions, whose CPU time is coun
 timed on every side (inputs set beforehand); pymli's time includes its input checks.
 
 ``--profile NAME`` prints pymli's time per operator of one model (each prepared step alone, on the values of
-a captured run), with its MACs and MAC rate: where the time goes.
+a captured run) beside LiteRT's (each operator alone as a one-operator model), with MACs and MAC rates:
+where the time goes and where LiteRT wins.
 """
 
 from __future__ import annotations
@@ -171,8 +172,34 @@ def print_rows(rows: list[dict], header: bool = True) -> None:
               f"{r(x, 'pymli', 'litert'):>19s}", flush=True)
 
 
+def litert_op_models(data: bytes) -> list[bytes] | None:
+    """One single-operator model per operator of ``data`` (its constants kept, its activation inputs the
+    sub-model's inputs, its outputs the sub-model's outputs), for LiteRT's time per operator; None without
+    ai_edge_litert. LiteRT has no per-operator profiler in its Python API: each sub-model's invoke adds
+    LiteRT's fixed cost per invoke (~1 us, the time of a RESHAPE alone) to its operator's time."""
+    try:
+        from ai_edge_litert.tools import flatbuffer_utils as fu  # optional dependency
+    except Exception:  # noqa: BLE001 - any import problem: no column
+        return None
+    base = fu.read_model_from_bytearray(bytearray(data))
+    sg = base.subgraphs[0]
+    ops, outs = sg.operators, sg.outputs
+    consts = {i for i, t in enumerate(sg.tensors) if t.buffer and base.buffers[t.buffer].data is not None
+              and len(base.buffers[t.buffer].data)}
+    subs = []
+    for op in ops:
+        sg.operators = [op]
+        sg.inputs = [i for i in op.inputs if i >= 0 and i not in consts]
+        sg.outputs = [i for i in op.outputs if i >= 0]
+        subs.append(bytes(fu.convert_object_to_bytearray(base)))
+    sg.operators, sg.outputs = ops, outs
+    return subs
+
+
 def profile(name: str, repeat: int = 10) -> None:
-    """pymli's time per operator of one model (each prepared step alone on a captured run's values)."""
+    """pymli's time per operator of one model (each prepared step alone on a captured run's values), beside
+    LiteRT's (the operator alone as a one-operator model, one thread; :func:`litert_op_models`): best of
+    ``repeat`` wall times, the two sides taking turns."""
     from pymli.tflite.tflm_model import _macs
 
     hits = [(n, b) for n, b in models() if name in n]
@@ -185,23 +212,43 @@ def profile(name: str, repeat: int = 10) -> None:
     xs = random_inputs(m)
     _, run_ = m.run(*xs, capture=True)
     g = m.graph
-    total = 0.0
+    subs = litert_op_models(data)
+    tot = {"pymli": 0.0, "litert": 0.0}
     by_kind: dict[str, list] = {}
-    print(f"{n}: per operator (best of {repeat})")
-    for s in m.steps:
+    print(f"{n}: per operator (best of {repeat}); LiteRT: the operator alone as a model, one thread")
+    print(f"  {'op':>3s} {'type':28s} {'output':20s} {'pymli':>10s} {'LiteRT':>10s} {'ratio':>7s} {'MACs':>11s} "
+          f"{'pymli GMAC/s':>12s} {'LiteRT':>7s}")
+    for k, s in enumerate(m.steps):
         args = [None if i < 0 else m.tensor_values(run_, i) for i in s.op.inputs]
-        sec = best_of(lambda s=s, args=args: m.run_step(s, args), repeat)
-        total += sec
+        fns: dict = {"pymli": lambda s=s, args=args: m.run_step(s, args), "litert": None}
+        if subs is not None:
+            try:
+                fns["litert"] = litert_invoke(subs[k], [a for a, i in zip(args, s.op.inputs)
+                                                        if i >= 0 and g.tensors[i].data is None])
+            except Exception as e:  # noqa: BLE001 - an operator LiteRT cannot run alone: no figure
+                print(f"  (operator {k}: LiteRT cannot run it alone: {type(e).__name__})", file=sys.stderr)
+        t = _interleaved(fns, repeat)
         macs = _macs(g, s.op)
-        k = by_kind.setdefault(s.op.name, [0, 0.0, 0])
-        k[0], k[1], k[2] = k[0] + 1, k[1] + sec, k[2] + macs
-        rate = f"{macs / sec / 1e9:6.2f} GMAC/s" if macs else ""
+        kind = by_kind.setdefault(s.op.name, [0, 0.0, 0.0, 0])
+        kind[0] += 1
+        kind[3] += macs
+        for j, key in ((1, "pymli"), (2, "litert")):
+            if t.get(key):
+                kind[j] += t[key]
+                tot[key] += t[key]
+
+        def rate(sec: float | None) -> str:
+            return f"{macs / sec / 1e9:.1f}" if macs and sec else ""
+        ratio = f"{t['pymli'] / t['litert']:.1f}x" if t.get("litert") else "-"
         shape = g.tensors[s.op.outputs[0]].shape if s.op.outputs else ()
-        print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(sec):>10s} {macs:>11,d} {rate}")
-    print(f"  sum {fmt_time(total)}")
-    print("per operator type: count, time, share, MACs")
-    for name, (cnt, sec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / total:6.1%} {macs:>12,d}")
+        print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(t['pymli']):>10s} "
+              f"{fmt_time(t['litert']) if t.get('litert') else '-':>10s} {ratio:>7s} {macs:>11,d} "
+              f"{rate(t['pymli']):>12s} {rate(t.get('litert')):>7s}")
+    print(f"  sum: pymli {fmt_time(tot['pymli'])}, LiteRT {fmt_time(tot['litert']) if tot['litert'] else '-'}")
+    print("per operator type: count, pymli time, share, LiteRT time, ratio, MACs")
+    for name, (cnt, sec, lsec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        lr = f"{fmt_time(lsec):>10s} {sec / lsec:6.1f}x" if lsec else f"{'-':>10s} {'-':>7s}"
+        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / tot['pymli']:6.1%} {lr} {macs:>12,d}")
 
 
 def main() -> None:
