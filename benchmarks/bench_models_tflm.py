@@ -227,7 +227,8 @@ def profile(name: str, repeat: int = 10) -> None:
                                                         if i >= 0 and g.tensors[i].data is None])
             except Exception as e:  # noqa: BLE001 - an operator LiteRT cannot run alone: no figure
                 print(f"  (operator {k}: LiteRT cannot run it alone: {type(e).__name__})", file=sys.stderr)
-        t = _interleaved(fns, repeat)
+        with m._blas():  # BLAS pinned to one thread once, as a run does (not around every product)
+            t = _interleaved(fns, repeat)
         macs = _macs(g, s.op)
         kind = by_kind.setdefault(s.op.name, [0, 0.0, 0.0, 0])
         kind[0] += 1

@@ -17,6 +17,7 @@ output container (:func:`pymli.kernels._jit.finish`, the convolutions' output st
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +29,7 @@ from ..config import Platform, get_platform
 from ..formats import RoundMode
 from . import _jit
 from ._blas import SMALL_PRODUCT, blas_single_thread
+from ._parallel import PARALLEL_WORK, get_threads, pool_pays, record_time, run_parts
 from .convolution import (
     FxQuant,
     Sa8Quant,
@@ -300,16 +302,12 @@ class PreparedFc:
         big = -(-SMALL_PRODUCT // max(m, 1))
         enabled, numpy_stage = _jit.enabled, None
 
-        def run(x: np.ndarray) -> np.ndarray:
-            nonlocal numpy_stage
-            if not enabled():  # the JIT was switched off since: the NumPy stage of this platform
-                numpy_stage = numpy_stage or self._stage(p, x.dtype, jit=False)
-                return numpy_stage(x)
-            # np.dot of an N-d array does not reach BLAS's matrix product: rows
-            x2 = x if x.ndim == 2 else x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
-            macs = x.size * m
+        def rows(x2: np.ndarray) -> np.ndarray:
+            """Product and stage of rows ``x2`` into a fresh array (a block of :func:`run_parts` may be
+            abandoned on a worker and finish later: it writes nothing shared)."""
+            macs = x2.size * m
             ws = w32 if macs >= f32_from else w64
-            if x.size >= big:
+            if x2.size >= big:
                 with blas_single_thread(macs):
                     y = np.dot(x2, ws)
             else:
@@ -317,6 +315,32 @@ class PreparedFc:
             out = np.empty(y.shape, odt)
             if out.size:
                 kernel(y, chan, par, out)
+            return out
+
+        def run(x: np.ndarray) -> np.ndarray:
+            nonlocal numpy_stage
+            if not enabled():  # the JIT was switched off since: the NumPy stage of this platform
+                numpy_stage = numpy_stage or self._stage(p, x.dtype, jit=False)
+                return numpy_stage(x)
+            # np.dot of an N-d array does not reach BLAS's matrix product: rows
+            x2 = x if x.ndim == 2 else x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+            n = x2.shape[0]
+            threads = get_threads() if x.size * m >= PARALLEL_WORK and n >= 2 else 1
+            if threads == 1:
+                out = rows(x2)
+            else:
+                # one block of rows per thread (each one BLAS product and its stage, GIL released in
+                # both), or this thread alone, whichever has been the faster for this shape lately
+                site = ("fc-jit", id(chan), n)
+                pooled = pool_pays(site)
+                t0 = time.perf_counter()
+                if pooled:
+                    parts = min(n, threads)
+                    cuts = [n * i // parts for i in range(parts + 1)]
+                    out = np.concatenate(run_parts(lambda i: rows(x2[cuts[i]:cuts[i + 1]]), parts, threads=parts))
+                else:
+                    out = rows(x2)
+                record_time(site, pooled, time.perf_counter() - t0)
             return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
         return run
 
