@@ -93,6 +93,11 @@ _TILE_MAX = 1 << 16
 """Outputs of the largest block of rows whose per-channel constants are tiled to its shape (two
 float64 arrays of up to 512 KB per layer and block size); larger products go by blocks of rows."""
 _MAX_TILES = 8
+_GEMM_ONE_THREAD = 1 << 18
+"""Matrix products (two or more rows and columns) of fewer multiply-adds than this run on one OpenBLAS
+thread whatever its setting (``interface/gemm.c``: one thread below ``65536 * GEMM_MULTITHREAD_THRESHOLD``,
+4 by default): the JIT path takes no thread pin around them (entering and leaving it costs ~1.5 us, a
+tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:`SMALL_PRODUCT` on."""
 _F32_PRODUCT = 1 << 15
 """Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
 ~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
@@ -307,7 +312,7 @@ class PreparedFc:
             abandoned on a worker and finish later: it writes nothing shared)."""
             macs = x2.size * m
             ws = w32 if macs >= f32_from else w64
-            if x2.size >= big:
+            if x2.size >= big and (macs >= _GEMM_ONE_THREAD or x2.shape[0] < 2 or m < 2):
                 with blas_single_thread(macs):
                     y = np.dot(x2, ws)
             else:
