@@ -16,8 +16,8 @@ brackets) of the process CPU times, which a loaded machine disturbs less (every 
 except pymli's parallel row blocks of large convolutions, whose CPU time is counted whole). Only the invoke is
 timed on every side (inputs set beforehand); pymli's time includes its input checks.
 
-``--profile NAME`` prints pymli's time per operator of one model (each prepared step alone, on the values of
-a captured run) beside LiteRT's (each operator alone as a one-operator model), with MACs and MAC rates:
+``--profile NAME`` prints pymli's time per operator of one model (each step alone as a run calls it, on the
+values of a captured run) beside LiteRT's (each operator alone as a one-operator model), with MACs and MAC rates:
 where the time goes and where LiteRT wins.
 """
 
@@ -197,8 +197,8 @@ def litert_op_models(data: bytes) -> list[bytes] | None:
 
 
 def profile(name: str, repeat: int = 10) -> None:
-    """pymli's time per operator of one model (each prepared step alone on a captured run's values), beside
-    LiteRT's (the operator alone as a one-operator model, one thread; :func:`litert_op_models`): best of
+    """pymli's time per operator of one model (each step alone on a captured run's values, called as a
+    single-sample run calls it: no platform context, BLAS pinned once), beside LiteRT's (the operator alone as a one-operator model, one thread; :func:`litert_op_models`): best of
     ``repeat`` wall times, the two sides taking turns."""
     from pymli.tflite.tflm_model import _macs
 
@@ -211,6 +211,8 @@ def profile(name: str, repeat: int = 10) -> None:
         m = load(data)
     xs = random_inputs(m)
     _, run_ = m.run(*xs, capture=True)
+    for _ in range(WARMUP):
+        m.run(*xs)  # a run's calls: each offloaded step's kernel called directly once its first Invoke is done
     g = m.graph
     subs = litert_op_models(data)
     tot = {"pymli": 0.0, "litert": 0.0}
@@ -220,7 +222,8 @@ def profile(name: str, repeat: int = 10) -> None:
           f"{'pymli GMAC/s':>12s} {'LiteRT':>7s}")
     for k, s in enumerate(m.steps):
         args = [None if i < 0 else m.tensor_values(run_, i) for i in s.op.inputs]
-        fns: dict = {"pymli": lambda s=s, args=args: m.run_step(s, args), "litert": None}
+        call = (lambda args, s=s: m.run_step(s, args)) if not m.batchable else m._calls[k]  # state: run_step
+        fns: dict = {"pymli": lambda call=call, args=args: call(args), "litert": None}
         if subs is not None:
             try:
                 fns["litert"] = litert_invoke(subs[k], [a for a, i in zip(args, s.op.inputs)
