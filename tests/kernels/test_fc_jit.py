@@ -97,3 +97,26 @@ def test_jit_pointwise_equals_the_convolution_kernel(seed: int) -> None:
             for i in range(2):
                 want = K.conv2d_hwcn(x[i], w, b, q, stride=(1, 1), pad=(0, 0), out_hw=(h, wd), bounds=bounds)
                 assert np.array_equal(got[i], want.astype(np.int8)), (plat, i)
+
+
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16"])
+def test_jit_row_blocks_on_the_pool(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Products of >= PARALLEL_WORK multiply-adds in row blocks on the pool (forced: ADAPT off, two
+    threads) and on one thread equal the plain kernel, for row counts that do not split evenly."""
+    from pymli.kernels import _parallel
+
+    monkeypatch.setattr(_parallel, "ADAPT", False)
+    rng = np.random.default_rng(21)
+    w, b, q, bounds, xt = _layer(rng, kind, 128, 64)
+    q = _ordinary(q, np.iinfo(w.dtype).bits)
+    prep = prepare_fc(w, b, q, bounds, np.int64)
+    for rows in (_parallel.PARALLEL_WORK // (128 * 64) + 1, 513):
+        x = _inputs(rng, (rows, 128), xt, False)
+        if kind.startswith("sa8"):
+            x = (x // 4).astype(xt)  # keep |x @ w| < 2**31 for the stage's wrap
+        want = fully_connected(x, w, b, q, bounds)
+        with _parallel.threads_limit(2):
+            assert np.array_equal(prep(x), want), rows
+            assert "_jit_stage" in _stage_name(prep)
+        with _parallel.threads_limit(1):
+            assert np.array_equal(prep(x), want), rows
