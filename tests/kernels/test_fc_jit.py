@@ -67,8 +67,6 @@ def test_jit_stage_taken_and_switchable() -> None:
         q = _ordinary(q, np.iinfo(w.dtype).bits)
         prep = prepare_fc(w, b, q, bounds, np.int64)
         x = _inputs(rng, (5, 64), xt, False)
-        if kind.startswith("sa8"):
-            x = (x // 4).astype(xt)  # keep |x @ w| < 2**31 for the stage's wrap
         want = fully_connected(x, w, b, q, bounds)
         assert np.array_equal(prep(x), want)
         assert "_jit_stage" in _stage_name(prep), kind
@@ -112,9 +110,8 @@ def test_jit_row_blocks_on_the_pool(kind: str, monkeypatch: pytest.MonkeyPatch) 
     prep = prepare_fc(w, b, q, bounds, np.int64)
     for rows in (_parallel.PARALLEL_WORK // (128 * 64) + 1, 513):
         x = _inputs(rng, (rows, 128), xt, False)
-        if kind.startswith("sa8"):
-            x = (x // 4).astype(xt)  # keep |x @ w| < 2**31 for the stage's wrap
         want = fully_connected(x, w, b, q, bounds)
+        assert np.unique(want).size > 8  # outputs spread: a misplaced block shows
         with _parallel.threads_limit(2):
             assert np.array_equal(prep(x), want), rows
             assert "_jit_stage" in _stage_name(prep)
