@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..kernels import _jit
 from . import fixedpoint as fp
 from . import quant_util as qu
 from .common import require_int8, tflite_round
@@ -113,13 +114,22 @@ def _softmax_int8_row(x: np.ndarray, input_multiplier: int, input_left_shift: in
     multiple of ``2**k`` before an arithmetic shift adds ``lo`` after it), and below ``diff_min`` the
     exponential table holds 0 there (:func:`_softmax_exp_tables_masked`): ``prod = 0``, and
     ``(2**(k-1) + lo * 2**k) >> k = lo``, the minimum output, as the element-wise form sets it
-    (``k >= 8``, see :func:`softmax_int8`).
+    (``k >= 8``, see :func:`softmax_int8`). With the JIT, both passes are compiled
+    (:mod:`pymli.kernels._jit_lut`: the same int64 arithmetic, every value below 2**62).
     """
     e_masked, e12_table = _softmax_exp_tables_masked(input_multiplier, input_left_shift, diff_min)
+    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    lut = _jit.compiled("_jit_lut")
+    if lut is not None:  # the same two passes compiled (the row's maximum and sum; its table and gather)
+        row = x.reshape(-1)
+        mx, total = lut.softmax_row_sum(row, e12_table)
+        scale, nbou = _reciprocal(int(total))
+        out = np.empty(x.shape, od)
+        lut.softmax_row_apply(row, mx, e_masked, scale, nbou + 31 - od.itemsize * 8, lo, hi, out.reshape(-1))
+        return out
     neg = np.subtract(int(x.max()), x, dtype=np.int16)  # -diff, in [0, 255]
     scale, nbou = _reciprocal(int(np.take(e12_table, neg).sum()))
     k = nbou + 31 - od.itemsize * 8
-    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
     t = np.multiply(e_masked, scale)  # scale < 2**31, e < 2**31: below 2**62
     t += 1 << 30
     t >>= 31
