@@ -54,7 +54,7 @@ def softmax_row_sum(x, e12):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def softmax_row_apply(x, mx, e, scale, k, lo, hi, out):  # pragma: no cover - compiled
-    """``out[i] = min(((scale * e[d] + 2**30) >> 31) + 2**(k-1) + lo * 2**k) >> k, hi)`` with
+    """``out[i] = min((((scale * e[d] + 2**30) >> 31) + 2**(k-1) + lo * 2**k) >> k, hi)`` with
     ``d = mx - x[i]``: the row's table of its 256 outputs, then the gather.
 
     Args:
