@@ -225,8 +225,9 @@ def litert_op_models(data: bytes) -> list[bytes] | None:
 
 def profile(name: str, repeat: int = 10) -> None:
     """pymli's time per operator of one model (each step alone on a captured run's values, called as a
-    single-sample run calls it: no platform context, BLAS pinned once), beside LiteRT's (the operator alone as a one-operator model, one thread; :func:`litert_op_models`): best of
-    ``repeat`` wall times, the two sides taking turns."""
+    single-sample run calls it: no platform context, BLAS pinned once), beside LiteRT's (the operator
+    alone as a one-operator model, one thread; :func:`litert_op_models`): best of ``repeat`` wall times,
+    the two sides taking turns."""
     from pymli.tflite.tflm_model import _macs
 
     hits = [(n, b) for n, b in models() if name in n]
@@ -289,7 +290,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated name fragments (golden: the golden models)")
     ap.add_argument("--profile", default="", help="per-operator times of the first model named like this")
     ap.add_argument("--blocks", action="store_true",
-                    help="time each side in blocks of consecutive calls (steady state) instead of call by call in turns")
+                    help="time each side in blocks of consecutive calls (steady state), not call by call in turns")
     a = ap.parse_args()
     if a.profile:
         profile(a.profile, a.repeat)
