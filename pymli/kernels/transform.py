@@ -32,6 +32,7 @@ from ..arith.lut import (
     code_table,
     fx_activation_codes,
     fx_exp_codes,
+    asr_rnd_int32,
     lut_interpolate,
     sa8_lut_in_frac_bits,
     sa8_to_lut_input,
@@ -538,16 +539,20 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         The output values in the container dtype (int8 / int16; written into ``out`` on the
         scaling path), or None.
     """
-    if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
-        c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
-    elif xa.dtype == np.int16 and in_zp is None:
-        c = xa
-    else:
+    if not (xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639
+            or xa.dtype == np.int16 and in_zp is None):
         return None
-    red = _reduce_axes(c.ndim, axis)
-    n = int(np.prod([c.shape[a] for a in red])) if c.ndim else 1
-    if c.size == 0 or c.ndim == 0 or n > _L2_FAST_SLICE_MAX:
+    red = _reduce_axes(xa.ndim, axis)
+    n = int(np.prod([xa.shape[a] for a in red])) if xa.ndim else 1
+    if xa.size == 0 or xa.ndim == 0 or n > _L2_FAST_SLICE_MAX:
         return None
+    if (axis < 0 or axis == xa.ndim - 1) and xa.flags.c_contiguous and (xa.dtype == np.int16 or xa.size > 256):
+        dest = out if out is not None and out.shape == xa.shape else None
+        done = _l2_rows(xa.reshape(-1, n), lut, bits=bits, out_shift=out_shift, zp=int(in_zp or 0), out=dest)
+        if done is not None:
+            return done.reshape(xa.shape)
+    # |x - zp| < 2**15: no 16-bit saturation
+    c = xa if in_zp is None else np.subtract(xa, np.int16(in_zp), dtype=np.int16)
     inv, shift = _l2_factors(_sum_squares(c, axis), lut, out_shift)
     if np.min(inv) < -(1 << 15) or np.max(inv) >= (1 << 15) or np.min(shift) < 1:
         return None
@@ -557,6 +562,164 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
     return scale_round_sat(c, inv, shift, 0, bits, out=out)
+
+
+# Sums of squares of sa8 codes (``|x - zp| <= 255``: squares below 2**16) in float32 blocks of at
+# most this many: every partial sum an integer below 2**24, exact in any order.
+_L2_F32_BLOCK = 256
+
+# Float rounding constants: ``v + 1.5 * 2**52`` is ``rint(v)`` plus that constant, exactly, for
+# ``|v| < 2**51``, and its int64 bit pattern is the constant's plus ``rint(v)``.
+_RINT_F64 = 1.5 * 2.0 ** 52
+
+
+def _l2_row_sums(c: np.ndarray) -> np.ndarray | int | None:
+    """Exact sums of squares of the rows of 2-D ``c``: float64 ``(rows,)`` (integers), an int for
+    int32 ``c``, or None.
+
+    No BLAS (a threaded OpenBLAS product waits for busy cores): ``einsum``'s sums of products, or
+    integer additions. ``c`` is float32 holding sa8 values (``|c| <= 255``): blocks of at most
+    :data:`_L2_F32_BLOCK` squares (below 2**16 each) have every partial sum an integer below 2**24,
+    exact in float32 in any order; the block sums are added in float64 (integers below 2**53).
+    ``c`` is float64 holding int16 values: squares at most 2**30, rows of at most
+    :data:`_L2_FAST_SLICE_MAX`, every partial sum an integer below 2**53. ``c`` is int32 holding
+    int16 values (one row): the int32 squares (at most 2**30) are added as two halves in uint32
+    (each pair below 2**31), then in uint64. None for float32 rows longer than a block that do
+    not split into whole blocks.
+    """
+    rows, n = c.shape
+    if c.dtype == np.int32:
+        u = (c * c).reshape(-1).view(np.uint32)
+        h = n // 2
+        pairs = np.add(u[:h], u[h:2 * h])
+        return int(pairs.sum(dtype=np.uint64)) + int(u[2 * h:].sum(dtype=np.uint64))
+    if c.dtype == np.float32 and n > _L2_F32_BLOCK:
+        if n % _L2_F32_BLOCK:
+            return None
+        w = c.reshape(-1, _L2_F32_BLOCK)
+        return np.einsum("ij,ij->i", w, w).reshape(rows, -1).sum(axis=1, dtype=np.float64)
+    return np.einsum("ij,ij->i", c, c).astype(np.float64, copy=False)
+
+
+def _l2_inv_table_f64(lut: Lut) -> np.ndarray:
+    """:func:`_l2_inv_table` as float64 (cached likewise)."""
+    return code_table(lut, ("l2 inv f64",), lambda: _l2_inv_table(lut).astype(np.float64))
+
+
+def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int, tiny_zero: bool) -> np.ndarray | None:
+    """Per-row ``inv * 2**-shift`` of :func:`_l2_factors` from float64 sums of squares (integers below
+    2**53), as float64: exact (``|inv| < 2**15``, shifts from 1 to 30); 0 where the shift is 31 or
+    more (C's result is 0 there), and with ``tiny_zero`` also where ``cmax * |scale| < 1/2`` (every
+    value of the row rounds to 0 in both modes). None where ``inv`` or the shift is out of those
+    bounds (the factors are :func:`_l2_factors`' float64 steps, with the shift
+    ``base + (norm_shift + 8) // 2 = base + 4 + norm_shift // 2`` for an even ``norm_shift``).
+    """
+    e = np.frexp(total)[1]
+    ns = e - 15
+    ns += ns & 1
+    inv = np.take(_l2_inv_table_f64(lut), _round_sat16_f64(np.ldexp(total, -ns)).astype(np.intp))
+    shift = ns >> 1
+    shift += int(lut.out_frac_bits) - int(out_shift) + 4
+    if total.min() == 0:  # a zero row gives zeros: its factor does not matter
+        zero = total == 0
+        inv[zero] = 0.0
+        shift[zero] = 31
+    if inv.min() < -(1 << 15) or inv.max() >= 1 << 15 or shift.min() < 1:
+        return None
+    s = np.ldexp(inv, -shift)
+    if shift.max() > 30:
+        s[shift > 30] = 0.0
+    if tiny_zero:
+        mag = np.abs(s) * cmax
+        if mag.min() < 0.5:
+            s[mag < 0.5] = 0.0
+    return s
+
+
+def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
+             out: np.ndarray | None = None) -> np.ndarray | None:
+    """:func:`l2_normalize` of every row of the C-contiguous 2-D ``x2`` (the whole tensor: one row),
+    for int16 values without a zero point or int8 values with ``-128 <= zp <= 127``; None otherwise
+    or where the bounds of :func:`_l2_normalize_fast` fail.
+
+    The sums of squares are exact (:func:`_l2_row_sums`), the factors :func:`_l2_factors`' (as
+    scales, :func:`_l2_scales`). The scaling is C's ``asr_rnd(c * inv, shift, 32)`` with
+    ``|c * inv| <= 2**30`` (``|inv| < 2**15``, shifts from 1 to 30; 31 and more give 0, as in
+    :func:`pymli.arith.lut.scale_round_sat`):
+
+    - one row of int16: in int32 (``c * inv`` plus the rounding half stays below 2**31);
+    - int8: in float32, ``y = c * (inv * 2**-shift)`` exact (``|c * inv| < 2**23``; a row with
+      ``max|c| * |inv| < 2**(shift - 1)`` rounds to 0 in both modes and is zeroed), then
+      ``floor(y + 1/2)`` (ROUND_UP; ``y + 1/2`` exact: at most ``2 * max|c| * |inv| < 2**24`` in
+      units of ``2**-shift``) or ``rint(y)`` (half to even, ROUND_CONVERGENT);
+    - several rows of int16: in float64, ``y`` exact as above; ROUND_CONVERGENT adds
+      :data:`_RINT_F64` (``rint``); ROUND_UP first adds ``2**-31`` (exact: ``y + 2**-31`` has at
+      most 47 significant bits): ``y`` is a multiple of ``2**-shift`` with ``shift <= 30``, so
+      ``floor(y + 1/2) = rint(y + 2**-31)`` with no tie.
+
+    The saturation to the output type is a clip of the rounded values, skipped when
+    ``max|c| * max|inv * 2**-shift|`` is below ``hi + 1/2`` (no value can round beyond the type).
+
+    Returns:
+        The values in the container dtype: written into ``out`` (after every input is read) when
+        given (``x2``'s size), else a new 2-D array; or None.
+    """
+    rows, n = x2.shape
+    if x2.dtype == np.int8 and -128 <= zp <= 127:
+        c = np.subtract(x2, np.float32(zp), dtype=np.float32)
+    elif x2.dtype == np.int16 and zp == 0:
+        c = x2.astype(np.int32 if rows == 1 else np.float64)
+    else:
+        return None
+    total = _l2_row_sums(c)
+    if total is None:
+        return None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    cmax = max(abs(int(x2.min()) - zp), abs(int(x2.max()) - zp))
+    out_dt = np.int8 if bits == 8 else np.int16
+    up = round_mode() is RoundMode.UP
+    if c.dtype == np.int32:
+        inv, shift = _l2_factors(np.full((1, 1), total, dtype=np.int64), lut, out_shift)
+        if total == 0:
+            inv, shift = 0, 31
+        if not -(1 << 15) <= inv < 1 << 15 or shift < 1:
+            return None
+        r, n_sh = (0, 30) if shift >= 31 else (int(inv), int(shift))
+        c *= np.int32(r)
+        c = asr_rnd_int32(c, n_sh)
+        if cmax * abs(r) + (1 << (n_sh - 1)) >= (hi + 1) << n_sh:
+            np.clip(c, lo, hi, out=c)
+        return _l2_store(c, out_dt, out)
+    s = _l2_scales(total, lut, out_shift, cmax, c.dtype == np.float32)
+    if s is None:
+        return None
+    big = cmax * float(np.abs(s).max()) >= hi + 0.5
+    s = s.astype(c.dtype, copy=False)
+    c *= s if rows == 1 else np.repeat(s, n).reshape(rows, n)
+    if c.dtype == np.float32:
+        if up:
+            c += np.float32(0.5)
+            np.floor(c, out=c)
+        else:
+            np.rint(c, out=c)
+        if big:
+            np.clip(c, lo, hi, out=c)
+        return _l2_store(c, out_dt, out)
+    if up:
+        c += 2.0 ** -31
+    c += _RINT_F64
+    if big:
+        np.clip(c, _RINT_F64 + lo, _RINT_F64 + hi, out=c)
+    # The int64 patterns are the constant's plus the results: their low bits, cast, are the results.
+    return _l2_store(c.view(np.int64), out_dt, out)
+
+
+def _l2_store(v: np.ndarray, dtype: type, out: np.ndarray | None) -> np.ndarray:
+    """``v`` (2-D rows) cast (wrapping) to ``dtype`` into ``out`` when given, else a new array of its shape."""
+    if out is None:
+        return v.astype(dtype)
+    out[...] = v.reshape(out.shape)
+    return out
 
 
 def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,

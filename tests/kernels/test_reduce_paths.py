@@ -128,3 +128,39 @@ def test_l2_factors_float64_equal_integer_path(platform) -> None:
         inv, shift = T._l2_factors(tot, lut, 15)
         ref_inv, ref_shift = T._l2_factors(wide, lut, 15)
     assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
+@pytest.mark.parametrize("seed", range(12))
+def test_l2_rows_path_equals_reference(platform, seed) -> None:
+    """``transform._l2_rows`` (the contiguous last-axis / whole-tensor path: int32 for one int16 row,
+    float64 for several, float32 for int8) is taken and equals the plain reference, with rows of one
+    value (saturation), zero rows, tiny rows, rows of very different magnitudes and extreme codes."""
+    rng = np.random.default_rng(seed)
+    lut = create_lut("l2_normalize")
+    shape = [(64, 64, 32), (7, 512), (1, 3), (300, 5), (2, 768), (4099,), (1, 1)][seed % 7]
+    taken = 0
+    for bits in (8, 16):
+        lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+        x = rng.integers(lo, hi, shape)
+        flat = x.reshape(-1, shape[-1])
+        kind = rng.integers(0, 4, flat.shape[0])
+        flat[kind == 1] = 0                                   # zero rows
+        flat[kind == 2, 1:] = 0                               # one value: output saturates
+        flat[kind == 3] >>= rng.integers(0, bits - 1)         # tiny / varied rows
+        if seed % 3 == 0:
+            flat[: flat.shape[0] // 2] = rng.choice([lo, hi - 1], flat[: flat.shape[0] // 2].shape)
+        x = x.astype(np.int8 if bits == 8 else np.int16)
+        zp = int(rng.choice([-128, -7, 0, 5, 127]))
+        kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15, in_zp=None)
+        for axis in (-1, x.ndim - 1):
+            with use_platform(platform):
+                n = x.size if axis < 0 else x.shape[-1]
+                got = T._l2_rows(x.reshape(-1, n), lut, bits=bits, out_shift=kw["out_shift"], zp=zp if bits == 8 else 0)
+                want = T.l2_normalize_reference(x, lut, axis=axis, **kw)
+                full = T.l2_normalize(x, lut, axis=axis, out=np.empty_like(x), **kw)
+            if got is not None:
+                taken += 1
+                assert np.array_equal(got.reshape(x.shape), want)
+            assert np.array_equal(full, want)
+    assert taken >= 2  # the saturating, zero and varied rows keep the path's bounds (not the tiny ones)
