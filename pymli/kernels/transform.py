@@ -542,9 +542,10 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
     if not (xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639
             or xa.dtype == np.int16 and in_zp is None):
         return None
-    red = _reduce_axes(xa.ndim, axis)
-    n = int(np.prod([xa.shape[a] for a in red])) if xa.ndim else 1
-    if xa.size == 0 or xa.ndim == 0 or n > _L2_FAST_SLICE_MAX:
+    if xa.size == 0 or xa.ndim == 0:
+        return None
+    n = xa.size if axis < 0 else xa.shape[axis]
+    if n > _L2_FAST_SLICE_MAX:
         return None
     if (axis < 0 or axis == xa.ndim - 1) and xa.flags.c_contiguous and (xa.dtype == np.int16 or xa.size > 256):
         dest = out if out is not None and out.shape == xa.shape else None
@@ -599,6 +600,29 @@ def _l2_row_sums(c: np.ndarray) -> np.ndarray | int | None:
         w = c.reshape(-1, _L2_F32_BLOCK)
         return np.einsum("ij,ij->i", w, w).reshape(rows, -1).sum(axis=1, dtype=np.float64)
     return np.einsum("ij,ij->i", c, c).astype(np.float64, copy=False)
+
+
+def _l2_factor_int(total: int, lut: Lut, out_shift: int, up: bool) -> tuple[int, int]:
+    """:func:`_l2_factors` of one sum of squares on Python ints: ``(inv, shift)``; ``(0, 31)`` for a
+    zero sum (whose row is all zeros: any factor gives 0).
+
+    ``norm_shift = 48 - norm64(t)`` is ``bitlength(t) - 15``, made even upwards; ``asr_rnd(t,
+    norm_shift, 64)`` is a left shift for ``norm_shift <= 0`` (below 2**15, exact), else ``t`` plus
+    half shifted (ROUND_UP) or the tie to the even neighbour (ROUND_CONVERGENT), saturated to 32767.
+    """
+    if total == 0:
+        return 0, 31
+    ns = total.bit_length() - 15
+    ns += ns & 1
+    if ns <= 0:
+        v = total << -ns
+    elif up:
+        v = (total + (1 << (ns - 1))) >> ns
+    else:
+        v, rem, half = total >> ns, total & ((1 << ns) - 1), 1 << (ns - 1)
+        v += rem > half or (rem == half and v & 1)
+    inv = int(_l2_inv_table(lut)[min(v, 32767)])
+    return inv, int(lut.out_frac_bits) - int(out_shift) + 4 + (ns >> 1)
 
 
 def _l2_inv_table_f64(lut: Lut) -> np.ndarray:
@@ -658,7 +682,8 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
       ``floor(y + 1/2) = rint(y + 2**-31)`` with no tie.
 
     The saturation to the output type is a clip of the rounded values, skipped when
-    ``max|c| * max|inv * 2**-shift|`` is below ``hi + 1/2`` (no value can round beyond the type).
+    ``max|c| * max|inv * 2**-shift|`` is below ``hi + 1/2`` (no value can round beyond the type;
+    ``max|c|`` bounded by the type first, read from the values only when that bound is too large).
 
     Returns:
         The values in the container dtype: written into ``out`` (after every input is read) when
@@ -675,25 +700,26 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
     if total is None:
         return None
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    cmax = max(abs(int(x2.min()) - zp), abs(int(x2.max()) - zp))
+    # A bound of |c| from the type (255 for int8, see above), the actual one only where it matters.
+    cmax = (1 << (8 * x2.itemsize - 1)) + abs(zp)
     out_dt = np.int8 if bits == 8 else np.int16
     up = round_mode() is RoundMode.UP
     if c.dtype == np.int32:
-        inv, shift = _l2_factors(np.full((1, 1), total, dtype=np.int64), lut, out_shift)
-        if total == 0:
-            inv, shift = 0, 31
+        inv, shift = _l2_factor_int(total, lut, out_shift, up)
         if not -(1 << 15) <= inv < 1 << 15 or shift < 1:
             return None
-        r, n_sh = (0, 30) if shift >= 31 else (int(inv), int(shift))
+        r, n_sh = (0, 30) if shift >= 31 else (inv, shift)
         c *= np.int32(r)
         c = asr_rnd_int32(c, n_sh)
-        if cmax * abs(r) + (1 << (n_sh - 1)) >= (hi + 1) << n_sh:
+        top = (hi + 1 << n_sh) - (1 << (n_sh - 1))  # |c * r| below this: no result beyond the type
+        if cmax * abs(r) >= top and _l2_cmax(x2, zp) * abs(r) >= top:
             np.clip(c, lo, hi, out=c)
         return _l2_store(c, out_dt, out)
     s = _l2_scales(total, lut, out_shift, cmax, c.dtype == np.float32)
     if s is None:
         return None
-    big = cmax * float(np.abs(s).max()) >= hi + 0.5
+    smax = float(np.abs(s).max())
+    big = cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5
     s = s.astype(c.dtype, copy=False)
     c *= s if rows == 1 else np.repeat(s, n).reshape(rows, n)
     if c.dtype == np.float32:
@@ -712,6 +738,11 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
         np.clip(c, _RINT_F64 + lo, _RINT_F64 + hi, out=c)
     # The int64 patterns are the constant's plus the results: their low bits, cast, are the results.
     return _l2_store(c.view(np.int64), out_dt, out)
+
+
+def _l2_cmax(x2: np.ndarray, zp: int) -> int:
+    """``max|x - zp|`` over ``x2``."""
+    return max(abs(int(x2.min()) - zp), abs(int(x2.max()) - zp))
 
 
 def _l2_store(v: np.ndarray, dtype: type, out: np.ndarray | None) -> np.ndarray:
