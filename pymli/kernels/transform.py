@@ -626,33 +626,51 @@ def _l2_factor_int(total: int, lut: Lut, out_shift: int, up: bool) -> tuple[int,
 
 
 def _l2_inv_table_f64(lut: Lut) -> np.ndarray:
-    """:func:`_l2_inv_table` as float64 (cached likewise)."""
-    return code_table(lut, ("l2 inv f64",), lambda: _l2_inv_table(lut).astype(np.float64))
+    """:func:`_l2_inv_table` as float64 (cached likewise), and one more entry: 1.0 when every entry
+    lies in ``[-2**15, 2**15)`` (the bound of :func:`_l2_scales`), else 0.0."""
+    def build() -> np.ndarray:
+        t = _l2_inv_table(lut)
+        ok = int(t.min()) >= -(1 << 15) and int(t.max()) < 1 << 15
+        return np.append(t.astype(np.float64), 1.0 if ok else 0.0)
+
+    return code_table(lut, ("l2 inv f64",), build)
 
 
 def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int, tiny_zero: bool) -> np.ndarray | None:
     """Per-row ``inv * 2**-shift`` of :func:`_l2_factors` from float64 sums of squares (integers below
     2**53), as float64: exact (``|inv| < 2**15``, shifts from 1 to 30); 0 where the shift is 31 or
-    more (C's result is 0 there), and with ``tiny_zero`` also where ``cmax * |scale| < 1/2`` (every
-    value of the row rounds to 0 in both modes). None where ``inv`` or the shift is out of those
-    bounds (the factors are :func:`_l2_factors`' float64 steps, with the shift
-    ``base + (norm_shift + 8) // 2 = base + 4 + norm_shift // 2`` for an even ``norm_shift``).
+    more (C's result is 0 there) or the sum is 0, and with ``tiny_zero`` also where
+    ``cmax * |scale| < 1/2`` (``cmax`` bounding ``|c|``: every value of the row rounds to 0 in both
+    modes). None where ``inv`` or the shift is out of those bounds.
+
+    The factors are :func:`_l2_factors`' float64 steps; the shift ``base + (norm_shift + 8) // 2``
+    is ``base + 4 + norm_shift // 2`` for an even ``norm_shift``, and does not decrease with the
+    sum, so its bounds are those of the smallest (non-zero) and largest sums.
     """
-    e = np.frexp(total)[1]
-    ns = e - 15
-    ns += ns & 1
-    inv = np.take(_l2_inv_table_f64(lut), _round_sat16_f64(np.ldexp(total, -ns)).astype(np.intp))
-    shift = ns >> 1
-    shift += int(lut.out_frac_bits) - int(out_shift) + 4
-    if total.min() == 0:  # a zero row gives zeros: its factor does not matter
-        zero = total == 0
-        inv[zero] = 0.0
-        shift[zero] = 31
-    if inv.min() < -(1 << 15) or inv.max() >= 1 << 15 or shift.min() < 1:
+    table = _l2_inv_table_f64(lut)
+    if table[-1] != 1.0:
         return None
-    s = np.ldexp(inv, -shift)
-    if shift.max() > 30:
-        s[shift > 30] = 0.0
+    base = int(lut.out_frac_bits) - int(out_shift) + 4
+    lowest = float(total.min())
+    zero = None
+    if lowest == 0.0:  # a zero row gives zeros: its factor does not matter
+        zero = total == 0
+        if zero.all():
+            return np.zeros_like(total)
+        lowest = float(total[~zero].min())
+    if base + ((int(lowest).bit_length() - 14) >> 1) < 1:  # the shift of the smallest sum
+        return None
+    e = np.frexp(total)[1]
+    e -= 15
+    e += e & 1  # norm_shift
+    s = np.take(table, _round_sat16_f64(np.ldexp(total, -e)).astype(np.intp))
+    e >>= 1
+    e += base  # the shift
+    np.ldexp(s, -e, out=s)
+    if base + ((int(total.max()).bit_length() - 14) >> 1) > 30:
+        s[e > 30] = 0.0
+    if zero is not None:
+        s[zero] = 0.0
     if tiny_zero:
         mag = np.abs(s) * cmax
         if mag.min() < 0.5:
