@@ -536,11 +536,73 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, okall
 
 
+def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest values of every column from the ``k`` blocks with the largest maxima.
+
+    With blocks of :data:`_SCREEN_BLOCK` rows (``n`` a multiple, more than ``k`` blocks): where the
+    ``k``-th largest block maximum ``K`` is above the next one, every element outside those ``k``
+    blocks is below ``K``, itself at most the ``k``-th largest value, so the ``k + 1`` largest
+    values of the ``k`` blocks are those of the column as far as the rule of :func:`_sorted_top`
+    goes: where they are strictly decreasing, the ``k`` largest are distinct and alone at the top,
+    and MLI's heap outputs them largest first whatever its history.
+
+    Returns:
+        ``(idx, ok)``: per column the positions of the ``k`` largest values (largest first;
+        meaningful where ``ok``), and whether the column is such a column.
+    """
+    n, s = cols.shape
+    b = _SCREEN_BLOCK
+    nb = n // b
+    bmax = _block_max(cols, b)
+    part = np.argpartition(bmax, (nb - k - 1, nb - k), axis=0)
+    r = np.arange(s)
+    ok = bmax[part[nb - k - 1], r] < bmax[part[nb - k], r]
+    top_blocks = part[nb - k:].T  # (s, k)
+    vals = cols.reshape(nb, b, s)[top_blocks.T, :, r]  # (k, s, b)
+    # One sort of unique keys value * 2**16 + rank (int32: values of 8 / 16 bits, k * b < 2**16
+    # candidates): the k + 1 largest values, and the candidate each comes from.
+    keys = vals.transpose(1, 0, 2).astype(np.int32).reshape(s, k * b) << 16
+    keys |= np.arange(k * b, dtype=np.int32)
+    keys.sort(axis=1)
+    top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
+    tv = top >> 16
+    ok &= np.all(tv[:, 1:] < tv[:, :-1], axis=1)
+    j = top[:, :k] & 0xFFFF
+    return (np.take_along_axis(top_blocks, j // b, axis=1) * b + j % b).astype(np.int64), ok
+
+
+def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
+    """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
+    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over the screen of :func:`_screen`, computed
+    along the rows (contiguous loops): exact over the first ``k`` blocks (:func:`_enters`), then
+    every element not below the ``k``-th largest maximum of the blocks before its own.
+
+    Returns:
+        ``(slices, k)`` positions, largest value first, in MLI's order.
+    """
+    h, n = t.shape
+    b = _SCREEN_BLOCK
+    blocks = t.reshape(h, n // b, b)
+    km = _prefix_kth(blocks.max(axis=2).T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
+    flags = blocks >= km[:-1].T[:, :, None]
+    head = k * b
+    flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
+    sl, pos = np.divmod(np.flatnonzero(flags), n)  # (np.nonzero of a 2-D mask is several times slower)
+    vals = t[sl, pos].tolist()
+    bounds = np.searchsorted(sl, np.arange(h + 1)).tolist()
+    pos_l = pos.tolist()
+    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], vals[bounds[j]:bounds[j + 1]], k)
+                     for j in range(h)], dtype=np.int64).reshape(h, k)
+
+
 def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
 
     For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
-    through :func:`_top3_of_max` first. The other slices take the exact screen (:func:`_screen`):
+    through :func:`_top3_of_max` first. Several slices whose ``k`` largest values are distinct and
+    alone at the top are found from their block maxima (:func:`_topk_of_blocks`); when few others
+    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
+    Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
     (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
     """
@@ -552,6 +614,16 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         if ok3.all():
             return idx
         rest = np.flatnonzero(~ok3)
+    if rest.size > 1 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k:
+        sub = cols if rest.size == s else cols[:, rest]
+        top_idx, ok = _topk_of_blocks(sub, k)
+        idx[rest[ok]] = top_idx[ok]
+        rest = rest[~ok]
+        if rest.size == 0:
+            return idx
+        if rest.size * 4 <= s:
+            idx[rest] = _topk_replay_rows(np.ascontiguousarray(cols[:, rest].T), k)
+            return idx
     sub = cols if rest.size == s else cols[:, rest]
     mask, final = _screen(sub, k)
     pos, sl, vals = _candidates(sub, mask)

@@ -164,3 +164,29 @@ def test_l2_rows_path_equals_reference(platform, seed) -> None:
                 assert np.array_equal(got.reshape(x.shape), want)
             assert np.array_equal(full, want)
     assert taken >= 2  # the saturating, zero and varied rows keep the path's bounds (not the tiny ones)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_argmax_block_rule_and_row_replays_equal_heap_replay(seed: int) -> None:
+    """Many long slices (a multiple of the block length): the slices whose top values are distinct
+    come from the block maxima (``_topk_of_blocks``), the few others are replayed along rows
+    (``_topk_replay_rows``); ties injected at the top, at the ``k``-th value, among the seeds."""
+    rng = np.random.default_rng(200 + seed)
+    n, s = 32 * int(rng.integers(6, 40)), int(rng.integers(8, 40))
+    x = rng.integers(-32768, 32768, (n, s)).astype(np.int16)
+    k = int(rng.choice([2, 3, 4, 5]))
+    hard = rng.choice(s, max(1, s // 5), replace=False)
+    for c in hard:
+        col = x[:, c]
+        order = np.argsort(col)[::-1]
+        j = int(rng.integers(0, k))
+        col[order[j + 1]] = col[order[j]]  # a tie among the k largest, or of the k-th and the next
+        if rng.random() < 0.3:
+            col[int(rng.integers(0, k))] = col[order[0]]  # and one among the seeds
+    idx, ok = K._topk_of_blocks(x, k)
+    assert ok.any() and not ok[hard].any()
+    ref = K.argmax_reference(x, 1, k)  # offsets: position * s + slice
+    assert np.array_equal((idx * s + np.arange(s)[:, None])[ok], ref[ok])
+    rows = K._topk_replay_rows(np.ascontiguousarray(x[:, hard].T), k)
+    assert np.array_equal(rows * s + hard[:, None], ref[hard])
+    assert np.array_equal(K.argmax(x, 1, k), ref)
