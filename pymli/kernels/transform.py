@@ -764,10 +764,11 @@ def _l2_cmax(x2: np.ndarray, zp: int) -> int:
 
 
 def _l2_store(v: np.ndarray, dtype: type, out: np.ndarray | None) -> np.ndarray:
-    """``v`` (2-D rows) cast (wrapping) to ``dtype`` into ``out`` when given, else a new array of its shape."""
+    """``v`` (2-D rows) cast (wrapping) to ``dtype``: into ``out`` when given (any shape of the same
+    size; through a ``dtype`` copy unless ``out`` has that dtype), else a new array of ``v``'s shape."""
     if out is None:
         return v.astype(dtype)
-    out[...] = v.reshape(out.shape)
+    out[...] = (v if out.dtype == dtype else v.astype(dtype)).reshape(out.shape)
     return out
 
 

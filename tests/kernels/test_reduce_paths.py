@@ -190,3 +190,18 @@ def test_argmax_block_rule_and_row_replays_equal_heap_replay(seed: int) -> None:
     rows = K._topk_replay_rows(np.ascontiguousarray(x[:, hard].T), k)
     assert np.array_equal(rows * s + hard[:, None], ref[hard])
     assert np.array_equal(K.argmax(x, 1, k), ref)
+
+
+@pytest.mark.parametrize("out_dtype", [np.int16, np.int32, np.int64])
+def test_l2_rows_path_into_wider_out(out_dtype) -> None:
+    """The rows path writes the values (not the float64 patterns it rounds with) into an ``out`` of
+    any integer dtype, and into ``x`` itself."""
+    rng = np.random.default_rng(5)
+    lut = create_lut("l2_normalize")
+    x = rng.integers(-32768, 32768, (50, 32)).astype(np.int16)
+    want = T.l2_normalize_reference(x, lut, bits=16, out_shift=15, axis=1)
+    out = np.zeros(x.shape, dtype=out_dtype)
+    assert np.array_equal(T.l2_normalize(x, lut, bits=16, out_shift=15, axis=1, out=out), want)
+    assert np.array_equal(out, want)
+    same = x.copy()
+    assert np.array_equal(T.l2_normalize(same, lut, bits=16, out_shift=15, axis=1, out=same), want)
