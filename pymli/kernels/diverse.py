@@ -536,39 +536,61 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, okall
 
 
-def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` largest values of every column from the ``k`` blocks with the largest maxima.
+def _group_max(cols: np.ndarray, groups: int) -> np.ndarray:
+    """Maxima of the row groups ``{g, g + groups, g + 2 * groups, ...}`` of ``cols`` (rows a multiple
+    of ``groups``, their quotient a power of two): ``(groups, slices)``, by halving the rows (each
+    step one elementwise maximum of two contiguous halves, whatever the slices)."""
+    m = cols
+    while m.shape[0] > groups:
+        half = m.shape[0] // 2
+        m = np.maximum(m[:half], m[half:])
+    return m
 
-    With blocks of :data:`_SCREEN_BLOCK` rows (``n`` a multiple, more than ``k`` blocks): where the
-    ``k``-th largest block maximum ``K`` is above the next one, every element outside those ``k``
-    blocks is below ``K``, itself at most the ``k``-th largest value, so the ``k + 1`` largest
-    values of the ``k`` blocks are those of the column as far as the rule of :func:`_sorted_top`
+
+def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest values of every column from the ``k`` row groups with the largest maxima.
+
+    Rows are grouped by their index modulo ``G`` (``n / G`` a power of two, ``G > k``). Where the
+    ``k``-th largest group maximum ``K`` is above the next one, every element outside those ``k``
+    groups is below ``K``, itself at most the ``k``-th largest value, so the ``k + 1`` largest
+    values of the ``k`` groups are those of the column as far as the rule of :func:`_sorted_top`
     goes: where they are strictly decreasing, the ``k`` largest are distinct and alone at the top,
     and MLI's heap outputs them largest first whatever its history.
+
+    Args:
+        cols: (elements, slices) int8 / int16 values, C-contiguous, ``n = G * 2**j`` rows.
+        k: the number of values per slice.
 
     Returns:
         ``(idx, ok)``: per column the positions of the ``k`` largest values (largest first;
         meaningful where ``ok``), and whether the column is such a column.
     """
     n, s = cols.shape
-    b = _SCREEN_BLOCK
-    nb = n // b
-    bmax = _block_max(cols, b)
-    part = np.argpartition(bmax, (nb - k - 1, nb - k), axis=0)
-    r = np.arange(s)
-    ok = bmax[part[nb - k - 1], r] < bmax[part[nb - k], r]
-    top_blocks = part[nb - k:].T  # (s, k)
-    vals = cols.reshape(nb, b, s)[top_blocks.T, :, r]  # (k, s, b)
-    # One sort of unique keys value * 2**16 + rank (int32: values of 8 / 16 bits, k * b < 2**16
-    # candidates): the k + 1 largest values, and the candidate each comes from.
-    keys = vals.transpose(1, 0, 2).astype(np.int32).reshape(s, k * b) << 16
-    keys |= np.arange(k * b, dtype=np.int32)
+    g = _group_count(n, k)
+    r = np.arange(s, dtype=np.int32)
+    # Unique int32 keys value * 2**16 + index (values of 8 / 16 bits, indices below 2**16): one
+    # sort gives the k + 1 largest values and where each is.
+    gkeys = (_group_max(cols, g).T.astype(np.int32) << 16) | np.arange(g, dtype=np.int32)
+    gkeys.sort(axis=1)
+    ok = (gkeys[:, -k - 1] >> 16) < (gkeys[:, -k] >> 16)
+    # The rows of the k groups, per column: (s, k * n / G).
+    pos = ((gkeys[:, -k:] & 0xFFFF)[:, :, None] + np.arange(0, n, g, dtype=np.int32)).reshape(s, -1)
+    keys = np.take(cols.reshape(-1), pos * s + r[:, None]).astype(np.int32) << 16
+    keys |= np.arange(pos.shape[1], dtype=np.int32)
     keys.sort(axis=1)
     top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
     tv = top >> 16
-    ok &= np.all(tv[:, 1:] < tv[:, :-1], axis=1)
-    j = top[:, :k] & 0xFFFF
-    return (np.take_along_axis(top_blocks, j // b, axis=1) * b + j % b).astype(np.int64), ok
+    ok &= (tv[:, 1:] < tv[:, :-1]).all(axis=1)
+    return np.take_along_axis(pos, top[:, :k] & 0xFFFF, axis=1).astype(np.int64), ok
+
+
+def _group_count(n: int, k: int) -> int:
+    """The row groups of :func:`_topk_of_blocks` for ``n`` rows: ``n / 2**j`` for the largest ``j``
+    leaving at least ``max(4 * k, 128)`` groups with at most 2**15 values in ``k`` of them (0: none)."""
+    g = n
+    while g % 2 == 0 and g // 2 >= max(4 * k, 128):
+        g //= 2
+    return g if g > k and k * (n // g) < 1 << 15 and g < 1 << 15 else 0
 
 
 def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
@@ -583,12 +605,14 @@ def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     h, n = t.shape
     b = _SCREEN_BLOCK
     blocks = t.reshape(h, n // b, b)
-    km = _prefix_kth(blocks.max(axis=2).T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
+    bmax = np.maximum.reduceat(t.reshape(-1), np.arange(0, h * n, b)).reshape(h, n // b)
+    km = _prefix_kth(bmax.T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
     flags = blocks >= km[:-1].T[:, :, None]
     head = k * b
     flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
-    sl, pos = np.divmod(np.flatnonzero(flags), n)  # (np.nonzero of a 2-D mask is several times slower)
-    vals = t[sl, pos].tolist()
+    flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
+    vals = t.reshape(-1)[flat].tolist()
+    sl, pos = np.divmod(flat, n)
     bounds = np.searchsorted(sl, np.arange(h + 1)).tolist()
     pos_l = pos.tolist()
     return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], vals[bounds[j]:bounds[j + 1]], k)
@@ -614,8 +638,8 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         if ok3.all():
             return idx
         rest = np.flatnonzero(~ok3)
-    if rest.size > 1 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k:
-        sub = cols if rest.size == s else cols[:, rest]
+    if rest.size > 1 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k and _group_count(n, k):
+        sub = np.ascontiguousarray(cols if rest.size == s else cols[:, rest])
         top_idx, ok = _topk_of_blocks(sub, k)
         idx[rest[ok]] = top_idx[ok]
         rest = rest[~ok]
