@@ -45,6 +45,7 @@ from ..formats import RoundMode
 from ..tensor import Lut
 from . import _jit
 from ._blas import blas_single_thread
+from ._scratch import scratch
 from .diverse import permute
 
 __all__ = [
@@ -590,7 +591,7 @@ def _l2_row_sums(c: np.ndarray) -> np.ndarray | int | None:
     """
     rows, n = c.shape
     if c.dtype == np.int32:
-        u = (c * c).reshape(-1).view(np.uint32)
+        u = np.multiply(c, c, out=scratch("l2 squares", c.shape, np.int32)).reshape(-1).view(np.uint32)
         h = n // 2
         pairs = np.add(u[:h], u[h:2 * h])
         return int(pairs.sum(dtype=np.uint64)) + int(u[2 * h:].sum(dtype=np.uint64))
@@ -699,6 +700,8 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
       most 47 significant bits): ``y`` is a multiple of ``2**-shift`` with ``shift <= 30``, so
       ``floor(y + 1/2) = rint(y + 2**-31)`` with no tie.
 
+    The float / int32 temporaries are per-thread scratch buffers (:mod:`pymli.kernels._scratch`).
+
     The saturation to the output type is a clip of the rounded values, skipped when
     ``max|c| * max|inv * 2**-shift|`` is below ``hi + 1/2`` (no value can round beyond the type;
     ``max|c|`` bounded by the type first, read from the values only when that bound is too large).
@@ -709,9 +712,10 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
     """
     rows, n = x2.shape
     if x2.dtype == np.int8 and -128 <= zp <= 127:
-        c = np.subtract(x2, np.float32(zp), dtype=np.float32)
+        c = np.subtract(x2, np.float32(zp), out=scratch("l2 c", x2.shape, np.float32))
     elif x2.dtype == np.int16 and zp == 0:
-        c = x2.astype(np.int32 if rows == 1 else np.float64)
+        c = scratch("l2 c", x2.shape, np.int32 if rows == 1 else np.float64)
+        c[...] = x2
     else:
         return None
     total = _l2_row_sums(c)
@@ -739,7 +743,12 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
     smax = float(np.abs(s).max())
     big = cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5
     s = s.astype(c.dtype, copy=False)
-    c *= s if rows == 1 else np.repeat(s, n).reshape(rows, n)
+    if rows == 1:
+        c *= s
+    else:
+        rep = scratch("l2 scale", x2.shape, c.dtype)
+        rep[...] = s[:, None]
+        c *= rep
     if c.dtype == np.float32:
         if up:
             c += np.float32(0.5)
