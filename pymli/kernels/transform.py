@@ -637,12 +637,14 @@ def _l2_inv_table_f64(lut: Lut) -> np.ndarray:
     return code_table(lut, ("l2 inv f64",), build)
 
 
-def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int, tiny_zero: bool) -> np.ndarray | None:
+def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int,
+               tiny_zero: bool) -> tuple[np.ndarray, int] | None:
     """Per-row ``inv * 2**-shift`` of :func:`_l2_factors` from float64 sums of squares (integers below
     2**53), as float64: exact (``|inv| < 2**15``, shifts from 1 to 30); 0 where the shift is 31 or
     more (C's result is 0 there) or the sum is 0, and with ``tiny_zero`` also where
     ``cmax * |scale| < 1/2`` (``cmax`` bounding ``|c|``: every value of the row rounds to 0 in both
-    modes). None where ``inv`` or the shift is out of those bounds.
+    modes). Returns ``(scales, top)`` with ``top`` the largest shift (at most 30) of a row whose
+    scale is not 0 (0 if none), or None where ``inv`` or the shift is out of those bounds.
 
     The factors are :func:`_l2_factors`' float64 steps; the shift ``base + (norm_shift + 8) // 2``
     is ``base + 4 + norm_shift // 2`` for an even ``norm_shift``, and does not decrease with the
@@ -657,7 +659,7 @@ def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int, tiny_zero
     if lowest == 0.0:  # a zero row gives zeros: its factor does not matter
         zero = total == 0
         if zero.all():
-            return np.zeros_like(total)
+            return np.zeros_like(total), 0
         lowest = float(total[~zero].min())
     if base + ((int(lowest).bit_length() - 14) >> 1) < 1:  # the shift of the smallest sum
         return None
@@ -676,7 +678,8 @@ def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int, tiny_zero
         mag = np.abs(s) * cmax
         if mag.min() < 0.5:
             s[mag < 0.5] = 0.0
-    return s
+    live = s != 0.0
+    return s, int(e[live].max()) if live.any() else 0
 
 
 def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
@@ -737,10 +740,27 @@ def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
         if cmax * abs(r) >= top and _l2_cmax(x2, zp) * abs(r) >= top:
             np.clip(c, lo, hi, out=c)
         return _l2_store(c, out_dt, out)
-    s = _l2_scales(total, lut, out_shift, cmax, c.dtype == np.float32)
-    if s is None:
+    scales = _l2_scales(total, lut, out_shift, cmax, c.dtype == np.float32)
+    if scales is None:
         return None
+    s, top = scales
     smax = float(np.abs(s).max())
+    if c.dtype == np.float64 and top:
+        # One shift for every row: the factors inv * 2**(top - shift) (integers), when every
+        # |c| * |factor| + 2**(top - 1) stays below 2**31 (the same rational per row, so the same
+        # rounding; int32 arithmetic as in the one-row case).
+        fold = np.ldexp(s, top)
+        limit = (1 << 31) - (1 << (top - 1))
+        if cmax * smax * 2.0 ** top < limit or _l2_cmax(x2, zp) * smax * 2.0 ** top < limit:
+            xi = scratch("l2 c32", x2.shape, np.int32)
+            xi[...] = x2
+            rep = scratch("l2 scale32", x2.shape, np.int32)
+            rep[...] = fold.astype(np.int32)[:, None]
+            xi *= rep
+            xi = asr_rnd_int32(xi, top)
+            if cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5:
+                np.clip(xi, lo, hi, out=xi)
+            return _l2_store(xi, out_dt, out)
     big = cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5
     s = s.astype(c.dtype, copy=False)
     if rows == 1:

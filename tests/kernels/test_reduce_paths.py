@@ -205,3 +205,24 @@ def test_l2_rows_path_into_wider_out(out_dtype) -> None:
     assert np.array_equal(out, want)
     same = x.copy()
     assert np.array_equal(T.l2_normalize(same, lut, bits=16, out_shift=15, axis=1, out=same), want)
+
+
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
+def test_l2_rows_one_shift_int32_and_float64_paths(platform, monkeypatch) -> None:
+    """Rows of similar magnitude (shifts one apart) take the int32 path with one folded shift; rows
+    of very different magnitudes the float64 path; both equal the reference, ties included."""
+    calls = []
+    real = T.asr_rnd_int32
+    monkeypatch.setattr(T, "asr_rnd_int32", lambda *a, **k: calls.append(1) or real(*a, **k))
+    lut = create_lut("l2_normalize")
+    rng = np.random.default_rng(9)
+    similar = rng.integers(-32768, 32768, (700, 32)).astype(np.int16)
+    similar[::7] = rng.choice([-32768, -16384, -8192, 8192, 16384, 24576], (100, 32))  # many ties
+    varied = (similar.astype(np.int64) >> rng.integers(0, 15, (700, 1))).astype(np.int16)
+    for x, int_path in ((similar, True), (varied, False)):
+        calls.clear()
+        with use_platform(platform):
+            got = T.l2_normalize(x, lut, bits=16, out_shift=15, axis=1)
+            want = T.l2_normalize_reference(x, lut, bits=16, out_shift=15, axis=1)
+        assert bool(calls) == int_path
+        assert np.array_equal(got, want)
