@@ -638,7 +638,8 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         if ok3.all():
             return idx
         rest = np.flatnonzero(~ok3)
-    if rest.size > 1 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k and _group_count(n, k):
+    if (rest.size > 1 and cols.dtype.itemsize <= 2 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k
+            and _group_count(n, k)):
         sub = np.ascontiguousarray(cols if rest.size == s else cols[:, rest])
         top_idx, ok = _topk_of_blocks(sub, k)
         idx[rest[ok]] = top_idx[ok]

@@ -226,3 +226,11 @@ def test_l2_rows_one_shift_int32_and_float64_paths(platform, monkeypatch) -> Non
             want = T.l2_normalize_reference(x, lut, bits=16, out_shift=15, axis=1)
         assert bool(calls) == int_path
         assert np.array_equal(got, want)
+
+
+def test_argmax_wide_values_skip_the_block_rule() -> None:
+    """int32 values (wider than the block rule's keys) still give the heap's positions."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-(2 ** 31), 2 ** 31, (512, 9)).astype(np.int32)
+    x[rng.integers(0, 512, 9), np.arange(9)] = 2 ** 31 - 1
+    assert np.array_equal(K.argmax(x, 1, 3), K.argmax_reference(x, 1, 3))
