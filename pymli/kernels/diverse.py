@@ -4,9 +4,10 @@ Pure functions over NumPy arrays. :func:`argmax` reproduces the C library's sele
 ties included: MLI keeps a min-heap of ``topk`` candidates per slice (an element equal to the
 heap's minimum replaces it) and heap-sorts it at the end, so the order among equal values depends
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
-depend on that history, reads the history of a heap of three off the records and ties before the
-slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
-order, for the other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+depend on that history (slices whose largest values are distinct, found from block maxima), reads
+the history of a heap of three off the records and ties before the slice maximum
+(:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C order, for the
+other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
 ``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
 (:mod:`pymli.kernels._jit_reduce`): the same positions.
 """

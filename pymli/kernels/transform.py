@@ -8,9 +8,11 @@ output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli
 Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
 of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
 rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
-run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). With the optional
-JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize` runs its per-slice steps compiled
-(:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). :func:`l2_normalize`
+of contiguous rows (the last axis, or the whole tensor) sums the squares exactly without BLAS and
+scales every row by an exact float factor, rounding in int32, float32 or float64 as the bounds allow
+(:func:`_l2_rows`). With the optional JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize`
+runs its per-slice steps compiled (:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
