@@ -16,6 +16,7 @@ from pymli.arith import activation as act
 from pymli.arith.lut import create_lut
 from pymli.kernels import activation as KA
 from pymli.kernels import diverse as K
+from pymli.kernels import _jit
 from pymli.kernels import transform as T
 
 
@@ -130,6 +131,16 @@ def test_l2_factors_float64_equal_integer_path(platform) -> None:
     assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
 
 
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.fixture
+def numpy_only():
+    """The optional JIT switched off for the test (the NumPy paths under test)."""
+    prev = _jit.set_enabled(False)
+    yield
+    _jit.set_enabled(prev)
+
+@pytest.mark.usefixtures("numpy_only")
 @pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
 @pytest.mark.parametrize("seed", range(12))
 def test_l2_rows_path_equals_reference(platform, seed) -> None:
@@ -166,6 +177,7 @@ def test_l2_rows_path_equals_reference(platform, seed) -> None:
     assert taken >= 2  # the saturating, zero and varied rows keep the path's bounds (not the tiny ones)
 
 
+@pytest.mark.usefixtures("numpy_only")
 @pytest.mark.parametrize("seed", range(8))
 def test_argmax_block_rule_and_row_replays_equal_heap_replay(seed: int) -> None:
     """Many long slices (a multiple of the block length): the slices whose top values are distinct
@@ -192,6 +204,7 @@ def test_argmax_block_rule_and_row_replays_equal_heap_replay(seed: int) -> None:
     assert np.array_equal(K.argmax(x, 1, k), ref)
 
 
+@pytest.mark.usefixtures("numpy_only")
 @pytest.mark.parametrize("out_dtype", [np.int16, np.int32, np.int64])
 def test_l2_rows_path_into_wider_out(out_dtype) -> None:
     """The rows path writes the values (not the float64 patterns it rounds with) into an ``out`` of
@@ -207,6 +220,7 @@ def test_l2_rows_path_into_wider_out(out_dtype) -> None:
     assert np.array_equal(T.l2_normalize(same, lut, bits=16, out_shift=15, axis=1, out=same), want)
 
 
+@pytest.mark.usefixtures("numpy_only")
 @pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
 def test_l2_rows_one_shift_int32_and_float64_paths(platform, monkeypatch) -> None:
     """Rows of similar magnitude (shifts one apart) take the int32 path with one folded shift; rows
@@ -228,6 +242,7 @@ def test_l2_rows_one_shift_int32_and_float64_paths(platform, monkeypatch) -> Non
         assert np.array_equal(got, want)
 
 
+@pytest.mark.usefixtures("numpy_only")
 def test_argmax_wide_values_skip_the_block_rule() -> None:
     """int32 values (wider than the block rule's keys) still give the heap's positions."""
     rng = np.random.default_rng(3)
