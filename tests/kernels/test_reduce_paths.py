@@ -132,7 +132,6 @@ def test_l2_factors_float64_equal_integer_path(platform) -> None:
 
 
 
-@pytest.mark.usefixtures("numpy_only")
 @pytest.fixture
 def numpy_only():
     """The optional JIT switched off for the test (the NumPy paths under test)."""
