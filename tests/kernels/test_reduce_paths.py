@@ -131,13 +131,13 @@ def test_l2_factors_float64_equal_integer_path(platform) -> None:
     assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
 
 
-
 @pytest.fixture
 def numpy_only():
     """The optional JIT switched off for the test (the NumPy paths under test)."""
     prev = _jit.set_enabled(False)
     yield
     _jit.set_enabled(prev)
+
 
 @pytest.mark.usefixtures("numpy_only")
 @pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
