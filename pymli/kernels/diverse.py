@@ -425,7 +425,7 @@ def _sorted_top(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, final: np.nda
 
 
 def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MLI's heap of 3 on the slices whose maximum occurs 3 times or more, after the seeds.
+    """MLI's heap of 3 on the slices whose maximum occurs 3 times or more.
 
     The heap (root = minimum, slots 1 and 2 = the two largest values seen so far, ``M1 >= M2``)
     evolves so: an element ``v > M2`` goes to the slot holding ``M2`` (slot 1 when both slots
@@ -436,76 +436,65 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     smaller value; the second ``t2`` in the other slot; the third at the root, where every later
     occurrence replaces it. Heap-sorting three equal values outputs slot 1, slot 2, root, so the
     result is ``[t1, t2, last]`` or ``[t2, t1, last]``, decided by the state before ``t1``:
-    the seeds' heap, the last tie and the parity of the records after it.
+    the seeds' heap, the last tie and the parity of the records after it (a maximum among the
+    seeds stays in the slot heapify gives it).
 
-    Elements below the second largest of the prefix never change that state, so only elements
-    not below the second largest block maximum before their block are looked at
-    (:func:`_prefix_kth`).
+    The occurrences of the maxima come from one scan of the whole array. The state depends only on
+    ``M1`` and on whether it occurred once, so only the seeds and the elements before ``t1`` not
+    below a lower bound of ``M1`` are looked at, along the rows of a transposed copy of the prefix
+    before the last ``t1``.
 
     Args:
-        cols: (elements, slices) values, the C visiting order along axis 0 (at least two blocks).
+        cols: (elements, slices) values, the C visiting order along axis 0 (at least 3 elements).
 
     Returns:
         ``(idx, ok)``: ``idx[slice]`` the three positions (meaningful where ``ok``) and ``ok``,
-        the slices this applies to (the maximum at least three times, none among the seeds).
+        the slices this applies to (the maximum at least three times, not all three seeds).
     """
     n, s = cols.shape
-    b = _SCREEN_BLOCK
-    nb = n // b
-    r = np.arange(s)
-    blocks = cols[: nb * b].reshape(nb, b, s)
-    bmax = _block_max(cols, b)
-    top = bmax.max(axis=0)
-    tail = cols[nb * b:]
-    if tail.shape[0]:
-        top = np.maximum(top, tail.max(axis=0))
-    # The blocks holding the maximum: the first two and the last (looked at element by element).
-    hit = bmax == top
-    nhit = hit.sum(axis=0)
-    bl = nb - 1 - hit[::-1].argmax(axis=0)
-    b1 = hit.argmax(axis=0)
-    hit[b1, r] = False
-    b2 = hit.argmax(axis=0)
-    e1, e2, el = blocks[np.stack((b1, b2, bl)), :, r] == top[:, None]  # (s, b) each
-    c1, c2 = e1.sum(axis=1), np.where(nhit >= 2, e2.sum(axis=1), 0)
-    tail_eq = tail.T == top[:, None]
-    ok = (nhit >= 1) & (c1 + c2 + (nhit >= 3) + tail_eq.sum(axis=1) >= 3) & (c1 + c2 >= 2)
-    p1 = e1.argmax(axis=1)
-    t1 = b1 * b + p1
-    e1[r, p1] = False
-    t2 = np.where(c1 >= 2, b1 * b + e1.argmax(axis=1), b2 * b + e2.argmax(axis=1))
-    last = bl * b + b - 1 - el[:, ::-1].argmax(axis=1)
-    if tail.shape[0]:
-        last = np.where(tail_eq.any(axis=1), n - 1 - tail_eq[:, ::-1].argmax(axis=1), last)
-    idx = np.stack([t1, t2, last], axis=1).astype(np.int64)
+    top = _rows_max(cols)
+    row, col = np.divmod(np.flatnonzero(_rows_equal(cols, top)), s)  # every maximum, row-major
+    order = np.argsort(col, kind="stable")  # slice-major, rows ascending
+    row = row[order]
+    end = np.cumsum(np.bincount(col, minlength=s))
+    begin = end - np.bincount(col, minlength=s)
+    t1 = row[begin]
+    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1).astype(np.int64)
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
     small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
-    ok &= (v0 != top) | (v1 != top) | (v2 != top)  # (three maxima among the seeds: not this rule)
+    ok = (end - begin >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
     idx[swap, :2] = idx[swap, 1::-1]
-    ok_events = ok & ~seeded
-    if not ok_events.any():
+    okr = np.flatnonzero(ok & ~seeded)
+    if okr.size == 0:
         return idx, ok
-    ok, okall = ok_events, ok
-    # The elements before t1 that can change the state (the first three are the seeds): in the
-    # blocks up to t1's whose maximum reaches the bound.
-    used = int(b1[ok].max()) + 1
-    lowest, highest = _limits(cols.dtype)
-    km = _prefix_kth(bmax[:used], 2, lowest)
-    sel = (np.arange(used)[:, None] <= b1) & (bmax[:used] >= km[:-1]) & ok
-    sl, blk = np.nonzero(sel.T)  # slice-major, blocks ascending
-    g = blocks[blk, :, sl]
-    pos = blk[:, None] * b + np.arange(b)
-    cm = (g >= km[blk, sl][:, None]) & (pos < t1[sl][:, None])
-    flat = np.flatnonzero(cm)
-    vals = g.reshape(-1)[flat].astype(np.int64)
-    pos = pos.reshape(-1)[flat]
-    sl = sl[flat // b]
-    # Running largest / second largest before each element, per slice: encoded as
+    # Records and ties depend on the running maximum M1 and on whether it occurred once (every
+    # occurrence of M1 is kept): elements below a lower bound of M1 never matter. The seeds and the
+    # later elements before t1 not below the maximum of the seeds, then from position q = 32, 256,
+    # 2048, ... not below the maximum of the first q elements. Slice-major, positions ascending
+    # (the first of every slice is position 0).
+    span = int(t1[okr].max())
+    pre = np.ascontiguousarray(cols[:span, okr].T)
+    bound = np.empty(pre.shape, dtype=pre.dtype)
+    bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
+    q = 32
+    while q < span:
+        bound[:, q:8 * q] = pre[:, :q].max(axis=1)[:, None]
+        q *= 8
+    keep = pre >= bound
+    keep[:, :3] = True
+    flat = np.flatnonzero(keep)
+    sl, pos = np.divmod(flat, span)
+    before = pos < t1[okr][sl]
+    flat, sl, pos = flat[before], sl[before], pos[before]
+    vals = pre.reshape(-1)[flat].astype(np.int64)
+    # Running largest / second largest of the kept elements before each element (the second is
+    # below the largest exactly when M1 occurred once), per slice: encoded as
     # slice * span + (value - lowest + 1) so that one running maximum restarts at every slice.
+    lowest, highest = _limits(cols.dtype)
     base = sl * (highest - lowest + 2)
     enc = base + (vals - lowest + 1)
     first = pos == 0
@@ -518,13 +507,12 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     after_seeds = pos >= 3
     record = after_seeds & (enc > m1x)
     tie = after_seeds & (enc == m1x) & (enc > m2x)
-    seg = np.flatnonzero(first)  # one segment per ok slice, in slice order
+    seg = np.flatnonzero(first)  # one segment per slice of okr, in order
     last_tie = np.maximum.reduceat(np.where(tie, np.arange(pos.size), -1), seg)
     csum = np.zeros(pos.size + 1, dtype=np.int64)
     np.cumsum(record, out=csum[1:])
     records = csum[np.append(seg[1:], pos.size)] - csum[np.where(last_tie >= 0, last_tie + 1, seg)]
     # Which of slots 1 / 2 is larger after the seeds.
-    okr = sl[seg]
     v0, v1, v2, sm = v0[okr], v1[okr], v2[okr], small[okr]
     left = np.where(sm == 1, v0, v1)  # slot 1 after heapify's swap
     right = np.where(sm == 2, v0, v2)  # slot 2
@@ -532,9 +520,29 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     state[last_tie >= 0] = 0
     odd = (records & 1) == 1
     state = np.where(state == 0, np.where(records == 0, 0, 2 - odd), np.where(odd, 3 - state, state))
-    swap = state == 1  # slot 1 holds the larger value: t1 goes to slot 2
-    idx[okr[swap], :2] = idx[okr[swap], 1::-1]
-    return idx, okall
+    swap = okr[state == 1]  # slot 1 holds the larger value: t1 goes to slot 2
+    idx[swap, :2] = idx[swap, 1::-1]
+    return idx, ok
+
+def _rows_max(cols: np.ndarray) -> np.ndarray:
+    """``cols.max(axis=0)``, halving the rows while their count is even (each step one elementwise
+    maximum of two contiguous halves: long loops, where a reduction over the rows of a few columns
+    runs one short loop per row)."""
+    m = cols
+    while m.shape[0] > 1 and m.shape[0] % 2 == 0:
+        half = m.shape[0] // 2
+        m = np.maximum(m[:half], m[half:])
+    return m.max(axis=0)
+
+
+def _rows_equal(cols: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``cols == row`` (a row per column) of a C-contiguous ``cols``, compared along long rows of
+    several rows at once (``row`` tiled) where the rows are short."""
+    n, s = cols.shape
+    reps = 1
+    while reps * s < 1024 and n % (2 * reps) == 0:
+        reps *= 2
+    return (cols.reshape(n // reps, reps * s) == np.tile(row, reps)).reshape(n, s)
 
 
 def _group_max(cols: np.ndarray, groups: int) -> np.ndarray:

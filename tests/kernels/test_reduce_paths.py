@@ -248,3 +248,22 @@ def test_argmax_wide_values_skip_the_block_rule() -> None:
     x = rng.integers(-(2 ** 31), 2 ** 31, (512, 9)).astype(np.int32)
     x[rng.integers(0, 512, 9), np.arange(9)] = 2 ** 31 - 1
     assert np.array_equal(K.argmax(x, 1, 3), K.argmax_reference(x, 1, 3))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_top3_rule_random_prefixes_equal_heap_replay(seed: int) -> None:
+    """The heap-of-3 rule against the replay: maxima first reached early or late (long prefixes
+    with records and ties before them), among the seeds or not, int8 and int16 values."""
+    rng = np.random.default_rng(300 + seed)
+    n, s = int(rng.choice([64, 300, 2048, 4096])), int(rng.integers(2, 40))
+    hi = int(rng.choice([3, 20, 127]))
+    x = rng.integers(-hi, hi, (n, s))  # the maximum hi is placed below
+    for c in range(s):
+        first = int(rng.integers(0, n - 3)) if rng.random() < 0.8 else int(rng.integers(0, 3))
+        at = np.unique(np.concatenate([[first], rng.integers(first, n, int(rng.integers(2, 6)))]))
+        x[at, c] = hi
+    x = x.astype(np.int8 if seed % 2 else np.int16)
+    idx, ok = K._top3_of_max(x)
+    ref = K.argmax_reference(x, 1, 3)
+    assert ok.sum() >= s // 2
+    assert np.array_equal((idx * s + np.arange(s)[:, None])[ok], ref[ok])
