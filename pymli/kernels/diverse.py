@@ -525,11 +525,11 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, ok
 
 def _rows_max(cols: np.ndarray) -> np.ndarray:
-    """``cols.max(axis=0)``, halving the rows while their count is even (each step one elementwise
+    """``cols.max(axis=0)``, halving the rows while more than 64 and even (each step one elementwise
     maximum of two contiguous halves: long loops, where a reduction over the rows of a few columns
     runs one short loop per row)."""
     m = cols
-    while m.shape[0] > 1 and m.shape[0] % 2 == 0:
+    while m.shape[0] > 64 and m.shape[0] % 2 == 0:
         half = m.shape[0] // 2
         m = np.maximum(m[:half], m[half:])
     return m.max(axis=0)
