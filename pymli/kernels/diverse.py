@@ -456,14 +456,15 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     row, col = np.divmod(np.flatnonzero(_rows_equal(cols, top)), s)  # every maximum, row-major
     order = np.argsort(col, kind="stable")  # slice-major, rows ascending
     row = row[order]
-    end = np.cumsum(np.bincount(col, minlength=s))
-    begin = end - np.bincount(col, minlength=s)
+    count = np.bincount(col, minlength=s)
+    end = np.cumsum(count)
+    begin = end - count
     t1 = row[begin]
     idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1).astype(np.int64)
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
     small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
-    ok = (end - begin >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
+    ok = (count >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
@@ -524,6 +525,7 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
 
+
 def _rows_max(cols: np.ndarray) -> np.ndarray:
     """``cols.max(axis=0)``, halving the rows while more than 64 and even (each step one elementwise
     maximum of two contiguous halves: long loops, where a reduction over the rows of a few columns
@@ -536,8 +538,8 @@ def _rows_max(cols: np.ndarray) -> np.ndarray:
 
 
 def _rows_equal(cols: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """``cols == row`` (a row per column) of a C-contiguous ``cols``, compared along long rows of
-    several rows at once (``row`` tiled) where the rows are short."""
+    """``cols == row`` (a value per column), compared along long rows of several rows of ``cols`` at
+    once (``row`` tiled) where its rows are short."""
     n, s = cols.shape
     reps = 1
     while reps * s < 1024 and n % (2 * reps) == 0:
