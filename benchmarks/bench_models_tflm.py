@@ -2,7 +2,8 @@
 """Whole models through ``pymli.tflite.load`` (TFLM + arc_mli mapping): pymli against the TFLite Micro
 interpreter and LiteRT, per inference.
 
-usage: python benchmarks/bench_models_tflm.py [--repeat 10] [--batch 64] [--only mobilenet,golden] [--profile NAME]
+usage: python benchmarks/bench_models_tflm.py [--repeat 10] [--batch 64] [--only mobilenet,golden] [--blocks]
+       [--profile NAME]
 
 Models: MobileNet v1 0.5 128x128, MobileNet v2 0.35 96x96 (residual ADDs), MobileNet v1 0.25 96x96 (random
 weights, calibrated by pymli.tflite.examples.GraphMaker; builders in bench_eval.py), a three-FULLY_CONNECTED
@@ -14,10 +15,13 @@ package; its reference kernels), LiteRT's ``invoke`` on one thread (``ai_edge_li
 empty when the package is absent), and the ratios TFLM / pymli and pymli / LiteRT, of the wall times and (in
 brackets) of the process CPU times, which a loaded machine disturbs less (every side runs on one thread,
 except pymli's parallel row blocks of large convolutions, whose CPU time is counted whole). Only the invoke is
-timed on every side (inputs set beforehand); pymli's time includes its input checks.
+timed on every side (inputs set beforehand); pymli's time includes its input checks. The sides take turns call
+by call (a TFLM invoke of tens of ms then evicts the others' caches before each of their calls); ``--blocks``
+times each side in blocks of consecutive calls instead (a dataset's steady state), the blocks taking turns.
 
-``--profile NAME`` prints pymli's time per operator of one model (each prepared step alone, on the values of
-a captured run), with its MACs and MAC rate: where the time goes.
+``--profile NAME`` prints pymli's time per operator of one model (each step alone as a run calls it, on the
+values of a captured run) beside LiteRT's (each operator alone as a one-operator model), with MACs and MAC rates:
+where the time goes and where LiteRT wins.
 """
 
 from __future__ import annotations
@@ -125,9 +129,33 @@ def _interleaved(fns: dict, repeat: int) -> dict:
     return {k: best.get(k) for k in fns} | {k + "_cpu": cpu.get(k) for k in fns}
 
 
-def run(repeat: int = 10, batch: int = 64, only: str = "") -> list[dict]:
+ROUNDS = 3
+"""Rounds of :func:`_in_blocks`: each side's calls run in a block of ``repeat // ROUNDS`` per round."""
+
+
+def _in_blocks(fns: dict, repeat: int) -> dict:
+    """:func:`_interleaved`'s figures with each callable timed in blocks of consecutive calls (its steady
+    state over a dataset: its caches stay warm from call to call), the blocks taking turns over
+    :data:`ROUNDS` rounds (a changing load slows them alike)."""
+    best = {k: float("inf") for k, f in fns.items() if f is not None}
+    cpu = dict(best)
+    for _ in range(ROUNDS):
+        for k in best:
+            for _ in range(WARMUP):
+                fns[k]()
+            for _ in range(max(repeat // ROUNDS, 1)):
+                c0, t0 = time.process_time(), time.perf_counter()
+                fns[k]()
+                t1, c1 = time.perf_counter(), time.process_time()
+                best[k] = min(best[k], t1 - t0)
+                cpu[k] = min(cpu[k], c1 - c0)
+    return {k: best.get(k) for k in fns} | {k + "_cpu": cpu.get(k) for k in fns}
+
+
+def run(repeat: int = 10, batch: int = 64, only: str = "", blocks: bool = False) -> list[dict]:
     """Time every model; returns one dict per model (name, macs, ops, and seconds per inference for pymli,
-    pymli in a batch, tflm, litert). The single-sample columns are timed in turns (:func:`_interleaved`)."""
+    pymli in a batch, tflm, litert). The single-sample columns are timed in turns (:func:`_interleaved`),
+    or with ``blocks`` in blocks of consecutive calls (:func:`_in_blocks`)."""
     rows = []
     for name, data in models(only):
         with warnings.catch_warnings():
@@ -143,7 +171,7 @@ def run(repeat: int = 10, batch: int = 64, only: str = "") -> list[dict]:
                 print(f"({name}: {key} cannot run it: {type(e).__name__}: {str(e).splitlines()[0][:80]})",
                       file=sys.stderr)
                 fns[key] = None
-        row.update(_interleaved(fns, repeat))
+        row.update((_in_blocks if blocks else _interleaved)(fns, repeat))
         if batch > 1 and m.inputs and all(t.shape and t.shape[0] == 1 for t in m.inputs):
             xb = random_inputs(m, batch, seed=1)
             row["batch"] = best_of(lambda: m.run(*xb), max(3, repeat // 3)) / batch
@@ -171,8 +199,35 @@ def print_rows(rows: list[dict], header: bool = True) -> None:
               f"{r(x, 'pymli', 'litert'):>19s}", flush=True)
 
 
+def litert_op_models(data: bytes) -> list[bytes] | None:
+    """One single-operator model per operator of ``data`` (its constants kept, its activation inputs the
+    sub-model's inputs, its outputs the sub-model's outputs), for LiteRT's time per operator; None without
+    ai_edge_litert. LiteRT has no per-operator profiler in its Python API: each sub-model's invoke adds
+    LiteRT's fixed cost per invoke (~1 us, the time of a RESHAPE alone) to its operator's time."""
+    try:
+        from ai_edge_litert.tools import flatbuffer_utils as fu  # optional dependency
+    except Exception:  # noqa: BLE001 - any import problem: no column
+        return None
+    base = fu.read_model_from_bytearray(bytearray(data))
+    sg = base.subgraphs[0]
+    ops, outs = sg.operators, sg.outputs
+    consts = {i for i, t in enumerate(sg.tensors) if t.buffer and base.buffers[t.buffer].data is not None
+              and len(base.buffers[t.buffer].data)}
+    subs = []
+    for op in ops:
+        sg.operators = [op]
+        sg.inputs = [i for i in op.inputs if i >= 0 and i not in consts]
+        sg.outputs = [i for i in op.outputs if i >= 0]
+        subs.append(bytes(fu.convert_object_to_bytearray(base)))
+    sg.operators, sg.outputs = ops, outs
+    return subs
+
+
 def profile(name: str, repeat: int = 10) -> None:
-    """pymli's time per operator of one model (each prepared step alone on a captured run's values)."""
+    """pymli's time per operator of one model (each step alone on a captured run's values, called as a
+    single-sample run calls it: no platform context, BLAS pinned once), beside LiteRT's (the operator
+    alone as a one-operator model, one thread; :func:`litert_op_models`): best of ``repeat`` wall times,
+    the two sides taking turns."""
     from pymli.tflite.tflm_model import _macs
 
     hits = [(n, b) for n, b in models() if name in n]
@@ -184,24 +239,48 @@ def profile(name: str, repeat: int = 10) -> None:
         m = load(data)
     xs = random_inputs(m)
     _, run_ = m.run(*xs, capture=True)
+    for _ in range(WARMUP):
+        m.run(*xs)  # a run's calls: each offloaded step's kernel called directly once its first Invoke is done
     g = m.graph
-    total = 0.0
+    subs = litert_op_models(data)
+    tot = {"pymli": 0.0, "litert": 0.0}
     by_kind: dict[str, list] = {}
-    print(f"{n}: per operator (best of {repeat})")
-    for s in m.steps:
+    print(f"{n}: per operator (best of {repeat}); LiteRT: the operator alone as a model, one thread")
+    print(f"  {'op':>3s} {'type':28s} {'output':20s} {'pymli':>10s} {'LiteRT':>10s} {'ratio':>7s} {'MACs':>11s} "
+          f"{'pymli GMAC/s':>12s} {'LiteRT':>7s}")
+    for k, s in enumerate(m.steps):
         args = [None if i < 0 else m.tensor_values(run_, i) for i in s.op.inputs]
-        sec = best_of(lambda s=s, args=args: m.run_step(s, args), repeat)
-        total += sec
+        call = (lambda args, s=s: m.run_step(s, args)) if not m.batchable else m._calls[k]  # state: run_step
+        fns: dict = {"pymli": lambda call=call, args=args: call(args), "litert": None}
+        if subs is not None:
+            try:
+                fns["litert"] = litert_invoke(subs[k], [a for a, i in zip(args, s.op.inputs)
+                                                        if i >= 0 and g.tensors[i].data is None])
+            except Exception as e:  # noqa: BLE001 - an operator LiteRT cannot run alone: no figure
+                print(f"  (operator {k}: LiteRT cannot run it alone: {type(e).__name__})", file=sys.stderr)
+        with m._blas():  # BLAS pinned to one thread once, as a run does (not around every product)
+            t = _interleaved(fns, repeat)
         macs = _macs(g, s.op)
-        k = by_kind.setdefault(s.op.name, [0, 0.0, 0])
-        k[0], k[1], k[2] = k[0] + 1, k[1] + sec, k[2] + macs
-        rate = f"{macs / sec / 1e9:6.2f} GMAC/s" if macs else ""
+        kind = by_kind.setdefault(s.op.name, [0, 0.0, 0.0, 0])
+        kind[0] += 1
+        kind[3] += macs
+        for j, key in ((1, "pymli"), (2, "litert")):
+            if t.get(key):
+                kind[j] += t[key]
+                tot[key] += t[key]
+
+        def rate(sec: float | None) -> str:
+            return f"{macs / sec / 1e9:.1f}" if macs and sec else ""
+        ratio = f"{t['pymli'] / t['litert']:.1f}x" if t.get("litert") else "-"
         shape = g.tensors[s.op.outputs[0]].shape if s.op.outputs else ()
-        print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(sec):>10s} {macs:>11,d} {rate}")
-    print(f"  sum {fmt_time(total)}")
-    print("per operator type: count, time, share, MACs")
-    for name, (cnt, sec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
-        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / total:6.1%} {macs:>12,d}")
+        print(f"  {s.op.index:3d} {s.op.name:28s} {str(shape):20s} {fmt_time(t['pymli']):>10s} "
+              f"{fmt_time(t['litert']) if t.get('litert') else '-':>10s} {ratio:>7s} {macs:>11,d} "
+              f"{rate(t['pymli']):>12s} {rate(t.get('litert')):>7s}")
+    print(f"  sum: pymli {fmt_time(tot['pymli'])}, LiteRT {fmt_time(tot['litert']) if tot['litert'] else '-'}")
+    print("per operator type: count, pymli time, share, LiteRT time, ratio, MACs")
+    for name, (cnt, sec, lsec, macs) in sorted(by_kind.items(), key=lambda kv: -kv[1][1]):
+        lr = f"{fmt_time(lsec):>10s} {sec / lsec:6.1f}x" if lsec else f"{'-':>10s} {'-':>7s}"
+        print(f"  {name:28s} {cnt:4d} {fmt_time(sec):>10s} {sec / tot['pymli']:6.1%} {lr} {macs:>12,d}")
 
 
 def main() -> None:
@@ -210,11 +289,13 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--only", default="", help="comma-separated name fragments (golden: the golden models)")
     ap.add_argument("--profile", default="", help="per-operator times of the first model named like this")
+    ap.add_argument("--blocks", action="store_true",
+                    help="time each side in blocks of consecutive calls (steady state), not call by call in turns")
     a = ap.parse_args()
     if a.profile:
         profile(a.profile, a.repeat)
     else:
-        run(a.repeat, a.batch, a.only)
+        run(a.repeat, a.batch, a.only, a.blocks)
 
 
 if __name__ == "__main__":

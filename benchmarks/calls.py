@@ -5,7 +5,9 @@ Per case, best-of-N time per call of:
 * ``capi``: the public function as users call it (argument memo on: a repeated call with unchanged
   arguments skips the normaliser, the checks and the parameter derivation);
 * ``no memo``: the same call with the memo switched off (:func:`pymli.checks.entry.memo_enabled`):
-  fast-path argument predicates, every check and derivation on every call (the path before the memo);
+  fast-path argument predicates, every check and derivation on every call (the path before the memo),
+  on copies of the tensors (own data arrays and lists): the plain path of a move writes its
+  destination's struct fields anew, which would make the next ``capi`` call miss the memo;
 * ``run``: what remains of a call after its plan: views, the kernel and the output writes;
 * ``facade``: the cost of the entry guard itself on a repeated call (timed with the plan's ``run``
   replaced by a no-op, so that kernel noise does not enter it); ``capi`` ~ ``facade`` + ``run``.
@@ -19,6 +21,7 @@ Run: python benchmarks/calls.py [--repeat N] [--number N]
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -112,7 +115,17 @@ def _rounds(fns: list[Callable[[], object]], repeat: int, number: int) -> list[f
     return best
 
 
+def _own(a: object) -> object:
+    """``a``, or for a tensor a copy with its own data array and lists (the same field values)."""
+    if isinstance(a, Tensor):
+        return dataclasses.replace(a, data=None if a.data is None else a.data.copy(), shape=list(a.shape),
+                                   mem_stride=list(a.mem_stride))
+    return a
+
+
 def _memo_off(fn: Callable[..., object], args: tuple) -> Callable[[], object]:
+    args = tuple(map(_own, args))
+
     def call() -> object:
         was = entry.memo_enabled(False)
         try:

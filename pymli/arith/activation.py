@@ -50,16 +50,13 @@ I64 = np.int64
 c_div = trunc_div
 """C integer division (truncates toward zero): :func:`pymli.arith.rounding.trunc_div`."""
 
-CLAMP_UFUNC_MAX = 512
-"""Arrays up to this size are clamped with two ufunc calls, larger ones with NumPy's clip ufunc."""
-
 
 def clamp(x: np.ndarray, lo: np.generic, hi: np.generic, out: np.ndarray | None = None) -> np.ndarray:
     """``min(max(x, lo), hi)`` (so ``hi`` wherever ``lo > hi``), as :func:`numpy.clip` computes it.
 
-    Small arrays take ``np.maximum`` then ``np.minimum``: ``np.clip``'s fixed cost (~3 us) is
-    most of a small call; large ones ``np.clip``, whose loop is several times faster than
-    ``np.maximum`` with a scalar on 8-bit data.
+    One call of NumPy's clip ufunc at every size: with bounds of ``x``'s dtype it costs less than
+    ``np.maximum`` then ``np.minimum`` from one element on (0.7 against 1.1 us at 8 to 64 elements,
+    0.9 against 6.7 us at 4096 int8 elements; int8 to int64 and float64 alike).
 
     Args:
         x: integer array; lo, hi: bounds as scalars of ``x``'s dtype (NumPy's fast same-type loop).
@@ -68,10 +65,7 @@ def clamp(x: np.ndarray, lo: np.generic, hi: np.generic, out: np.ndarray | None 
     Returns:
         The clamped array (``out`` when given).
     """
-    if x.size > CLAMP_UFUNC_MAX:
-        return _clip(x, lo, hi, out=out)
-    r = np.maximum(x, lo, out=out)
-    return np.minimum(r, hi, out=r)
+    return _clip(x, lo, hi, out=out)
 
 
 @functools.lru_cache(maxsize=1024)  # a pure function of its integer arguments (no rounding)

@@ -622,7 +622,6 @@ MEMO_SIZE = 32
 """Snapshots kept per function (the oldest half is dropped when full)."""
 
 _memo_on: list[bool] = [True]
-_TGET = operator.itemgetter("shape", "mem_stride", "data", "zero_point", "scale", "scale_frac_bits")
 _LFIELDS = operator.itemgetter("type", "capacity", "length", "in_frac_bits", "out_frac_bits", "input_offset",
                                "output_offset", "data")
 _same = operator.is_
@@ -665,11 +664,14 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
 # (``Tensor._version``, tensor.py) stands for every field object: a counter seen before is that
 # tensor with the very field objects it had then (data array included). What the counter cannot see
 # is compared: the lists' entries (see _snapshot_fn), the data array's dtype (identity), shape,
-# strides and writeability, per-axis arrays' dtype, shape and content.
+# strides and writeability, per-axis arrays' shape and content. Per-axis arrays of other dtypes than
+# int16 / int16 / int8 (and mixed ints and arrays) are refused by the fast path: such a tensor takes
+# the plain path without a snapshot. The fields are read as attributes (a deleted field gives a new
+# counter, so no entry matches it).
 _TENSOR_SNAP = """
     if type({t}) is not Tensor:
         raise _NoMemo
-    sh, ms, data, zp, sc, sfb = _TGET({t}.__dict__)
+    sh, ms, data, zp, sc, sfb = {t}.shape, {t}.mem_stride, {t}.data, {t}.zero_point, {t}.scale, {t}.scale_frac_bits
     lists += (sh, ms)
     if data is None:
         vals.append({t}._version)
@@ -677,21 +679,11 @@ _TENSOR_SNAP = """
         ident.append(data.dtype)
         vals += ({t}._version, data.shape, data.strides, data.flags.writeable)
     if type(zp) is not int or type(sc) is not int or type(sfb) is not int:
-        if type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY:
-            ident += (zp.dtype, sc.dtype, sfb.dtype)
-            vals += (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
-        else:
-            _snap_quant(zp, sc, sfb, ident, vals)
-"""
-
-
-def _snap_quant(zp: Any, sc: Any, sfb: Any, ident: list[Any], vals: list[Any]) -> None:
-    for q in (zp, sc, sfb):
-        if type(q) is _NDARRAY:
-            ident.append(q.dtype)
-            vals += (q.shape, q.tobytes())
-        elif type(q) is not int:
+        if not (type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY
+                and zp.dtype is _DT16 and sc.dtype is _DT16 and sfb.dtype is _DT8):
             raise _NoMemo
+        vals += (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
+"""
 
 
 def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:

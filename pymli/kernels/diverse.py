@@ -4,9 +4,10 @@ Pure functions over NumPy arrays. :func:`argmax` reproduces the C library's sele
 ties included: MLI keeps a min-heap of ``topk`` candidates per slice (an element equal to the
 heap's minimum replaces it) and heap-sorts it at the end, so the order among equal values depends
 on the history of the heap. :func:`argmax` takes vectorised shortcuts where the answer cannot
-depend on that history, reads the history of a heap of three off the records and ties before the
-slice maximum (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C
-order, for the other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+depend on that history (slices whose largest values are distinct, found from block maxima), reads
+the history of a heap of three off the records and ties before the slice maximum
+(:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C order, for the
+other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
 ``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
 (:mod:`pymli.kernels._jit_reduce`): the same positions.
 """
@@ -424,7 +425,7 @@ def _sorted_top(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, final: np.nda
 
 
 def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MLI's heap of 3 on the slices whose maximum occurs 3 times or more, after the seeds.
+    """MLI's heap of 3 on the slices whose maximum occurs 3 times or more.
 
     The heap (root = minimum, slots 1 and 2 = the two largest values seen so far, ``M1 >= M2``)
     evolves so: an element ``v > M2`` goes to the slot holding ``M2`` (slot 1 when both slots
@@ -435,76 +436,66 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     smaller value; the second ``t2`` in the other slot; the third at the root, where every later
     occurrence replaces it. Heap-sorting three equal values outputs slot 1, slot 2, root, so the
     result is ``[t1, t2, last]`` or ``[t2, t1, last]``, decided by the state before ``t1``:
-    the seeds' heap, the last tie and the parity of the records after it.
+    the seeds' heap, the last tie and the parity of the records after it (a maximum among the
+    seeds stays in the slot heapify gives it).
 
-    Elements below the second largest of the prefix never change that state, so only elements
-    not below the second largest block maximum before their block are looked at
-    (:func:`_prefix_kth`).
+    The occurrences of the maxima come from one scan of the whole array. The state depends only on
+    ``M1`` and on whether it occurred once, so only the seeds and the elements before ``t1`` not
+    below a lower bound of ``M1`` are looked at, along the rows of a transposed copy of the prefix
+    before the last ``t1``.
 
     Args:
-        cols: (elements, slices) values, the C visiting order along axis 0 (at least two blocks).
+        cols: (elements, slices) values, the C visiting order along axis 0 (at least 3 elements).
 
     Returns:
         ``(idx, ok)``: ``idx[slice]`` the three positions (meaningful where ``ok``) and ``ok``,
-        the slices this applies to (the maximum at least three times, none among the seeds).
+        the slices this applies to (the maximum at least three times, not all three seeds).
     """
     n, s = cols.shape
-    b = _SCREEN_BLOCK
-    nb = n // b
-    r = np.arange(s)
-    blocks = cols[: nb * b].reshape(nb, b, s)
-    bmax = _block_max(cols, b)
-    top = bmax.max(axis=0)
-    tail = cols[nb * b:]
-    if tail.shape[0]:
-        top = np.maximum(top, tail.max(axis=0))
-    # The blocks holding the maximum: the first two and the last (looked at element by element).
-    hit = bmax == top
-    nhit = hit.sum(axis=0)
-    bl = nb - 1 - hit[::-1].argmax(axis=0)
-    b1 = hit.argmax(axis=0)
-    hit[b1, r] = False
-    b2 = hit.argmax(axis=0)
-    e1, e2, el = blocks[np.stack((b1, b2, bl)), :, r] == top[:, None]  # (s, b) each
-    c1, c2 = e1.sum(axis=1), np.where(nhit >= 2, e2.sum(axis=1), 0)
-    tail_eq = tail.T == top[:, None]
-    ok = (nhit >= 1) & (c1 + c2 + (nhit >= 3) + tail_eq.sum(axis=1) >= 3) & (c1 + c2 >= 2)
-    p1 = e1.argmax(axis=1)
-    t1 = b1 * b + p1
-    e1[r, p1] = False
-    t2 = np.where(c1 >= 2, b1 * b + e1.argmax(axis=1), b2 * b + e2.argmax(axis=1))
-    last = bl * b + b - 1 - el[:, ::-1].argmax(axis=1)
-    if tail.shape[0]:
-        last = np.where(tail_eq.any(axis=1), n - 1 - tail_eq[:, ::-1].argmax(axis=1), last)
-    idx = np.stack([t1, t2, last], axis=1).astype(np.int64)
+    top = _rows_max(cols)
+    row, col = np.divmod(np.flatnonzero(_rows_equal(cols, top)), s)  # every maximum, row-major
+    order = np.argsort(col, kind="stable")  # slice-major, rows ascending
+    row = row[order]
+    count = np.bincount(col, minlength=s)
+    end = np.cumsum(count)
+    begin = end - count
+    t1 = row[begin]
+    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1).astype(np.int64)
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
     small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
-    ok &= (v0 != top) | (v1 != top) | (v2 != top)  # (three maxima among the seeds: not this rule)
+    ok = (count >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
     idx[swap, :2] = idx[swap, 1::-1]
-    ok_events = ok & ~seeded
-    if not ok_events.any():
+    okr = np.flatnonzero(ok & ~seeded)
+    if okr.size == 0:
         return idx, ok
-    ok, okall = ok_events, ok
-    # The elements before t1 that can change the state (the first three are the seeds): in the
-    # blocks up to t1's whose maximum reaches the bound.
-    used = int(b1[ok].max()) + 1
-    lowest, highest = _limits(cols.dtype)
-    km = _prefix_kth(bmax[:used], 2, lowest)
-    sel = (np.arange(used)[:, None] <= b1) & (bmax[:used] >= km[:-1]) & ok
-    sl, blk = np.nonzero(sel.T)  # slice-major, blocks ascending
-    g = blocks[blk, :, sl]
-    pos = blk[:, None] * b + np.arange(b)
-    cm = (g >= km[blk, sl][:, None]) & (pos < t1[sl][:, None])
-    flat = np.flatnonzero(cm)
-    vals = g.reshape(-1)[flat].astype(np.int64)
-    pos = pos.reshape(-1)[flat]
-    sl = sl[flat // b]
-    # Running largest / second largest before each element, per slice: encoded as
+    # Records and ties depend on the running maximum M1 and on whether it occurred once (every
+    # occurrence of M1 is kept): elements below a lower bound of M1 never matter. The seeds and the
+    # later elements before t1 not below the maximum of the seeds, then from position q = 32, 256,
+    # 2048, ... not below the maximum of the first q elements. Slice-major, positions ascending
+    # (the first of every slice is position 0).
+    span = int(t1[okr].max())
+    pre = np.ascontiguousarray(cols[:span, okr].T)
+    bound = np.empty(pre.shape, dtype=pre.dtype)
+    bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
+    q = 32
+    while q < span:
+        bound[:, q:8 * q] = pre[:, :q].max(axis=1)[:, None]
+        q *= 8
+    keep = pre >= bound
+    keep[:, :3] = True
+    flat = np.flatnonzero(keep)
+    sl, pos = np.divmod(flat, span)
+    before = pos < t1[okr][sl]
+    flat, sl, pos = flat[before], sl[before], pos[before]
+    vals = pre.reshape(-1)[flat].astype(np.int64)
+    # Running largest / second largest of the kept elements before each element (the second is
+    # below the largest exactly when M1 occurred once), per slice: encoded as
     # slice * span + (value - lowest + 1) so that one running maximum restarts at every slice.
+    lowest, highest = _limits(cols.dtype)
     base = sl * (highest - lowest + 2)
     enc = base + (vals - lowest + 1)
     first = pos == 0
@@ -517,13 +508,12 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     after_seeds = pos >= 3
     record = after_seeds & (enc > m1x)
     tie = after_seeds & (enc == m1x) & (enc > m2x)
-    seg = np.flatnonzero(first)  # one segment per ok slice, in slice order
+    seg = np.flatnonzero(first)  # one segment per slice of okr, in order
     last_tie = np.maximum.reduceat(np.where(tie, np.arange(pos.size), -1), seg)
     csum = np.zeros(pos.size + 1, dtype=np.int64)
     np.cumsum(record, out=csum[1:])
     records = csum[np.append(seg[1:], pos.size)] - csum[np.where(last_tie >= 0, last_tie + 1, seg)]
     # Which of slots 1 / 2 is larger after the seeds.
-    okr = sl[seg]
     v0, v1, v2, sm = v0[okr], v1[okr], v2[okr], small[okr]
     left = np.where(sm == 1, v0, v1)  # slot 1 after heapify's swap
     right = np.where(sm == 2, v0, v2)  # slot 2
@@ -531,16 +521,123 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     state[last_tie >= 0] = 0
     odd = (records & 1) == 1
     state = np.where(state == 0, np.where(records == 0, 0, 2 - odd), np.where(odd, 3 - state, state))
-    swap = state == 1  # slot 1 holds the larger value: t1 goes to slot 2
-    idx[okr[swap], :2] = idx[okr[swap], 1::-1]
-    return idx, okall
+    swap = okr[state == 1]  # slot 1 holds the larger value: t1 goes to slot 2
+    idx[swap, :2] = idx[swap, 1::-1]
+    return idx, ok
+
+
+def _rows_max(cols: np.ndarray) -> np.ndarray:
+    """``cols.max(axis=0)``, halving the rows while more than 64 and even (each step one elementwise
+    maximum of two contiguous halves: long loops, where a reduction over the rows of a few columns
+    runs one short loop per row)."""
+    m = cols
+    while m.shape[0] > 64 and m.shape[0] % 2 == 0:
+        half = m.shape[0] // 2
+        m = np.maximum(m[:half], m[half:])
+    return m.max(axis=0)
+
+
+def _rows_equal(cols: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``cols == row`` (a value per column), compared along long rows of several rows of ``cols`` at
+    once (``row`` tiled) where its rows are short."""
+    n, s = cols.shape
+    reps = 1
+    while reps * s < 1024 and n % (2 * reps) == 0:
+        reps *= 2
+    return (cols.reshape(n // reps, reps * s) == np.tile(row, reps)).reshape(n, s)
+
+
+def _group_max(cols: np.ndarray, groups: int) -> np.ndarray:
+    """Maxima of the row groups ``{g, g + groups, g + 2 * groups, ...}`` of ``cols`` (rows a multiple
+    of ``groups``, their quotient a power of two): ``(groups, slices)``, by halving the rows (each
+    step one elementwise maximum of two contiguous halves, whatever the slices)."""
+    m = cols
+    while m.shape[0] > groups:
+        half = m.shape[0] // 2
+        m = np.maximum(m[:half], m[half:])
+    return m
+
+
+def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest values of every column from the ``k`` row groups with the largest maxima.
+
+    Rows are grouped by their index modulo ``G`` (``n / G`` a power of two, ``G > k``). Where the
+    ``k``-th largest group maximum ``K`` is above the next one, every element outside those ``k``
+    groups is below ``K``, itself at most the ``k``-th largest value, so the ``k + 1`` largest
+    values of the ``k`` groups are those of the column as far as the rule of :func:`_sorted_top`
+    goes: where they are strictly decreasing, the ``k`` largest are distinct and alone at the top,
+    and MLI's heap outputs them largest first whatever its history.
+
+    Args:
+        cols: (elements, slices) int8 / int16 values, C-contiguous, ``n = G * 2**j`` rows.
+        k: the number of values per slice.
+
+    Returns:
+        ``(idx, ok)``: per column the positions of the ``k`` largest values (largest first;
+        meaningful where ``ok``), and whether the column is such a column.
+    """
+    n, s = cols.shape
+    g = _group_count(n, k)
+    r = np.arange(s, dtype=np.int32)
+    # Unique int32 keys value * 2**16 + index (values of 8 / 16 bits, indices below 2**16): one
+    # sort gives the k + 1 largest values and where each is.
+    gkeys = (_group_max(cols, g).T.astype(np.int32) << 16) | np.arange(g, dtype=np.int32)
+    gkeys.sort(axis=1)
+    ok = (gkeys[:, -k - 1] >> 16) < (gkeys[:, -k] >> 16)
+    # The rows of the k groups, per column: (s, k * n / G).
+    pos = ((gkeys[:, -k:] & 0xFFFF)[:, :, None] + np.arange(0, n, g, dtype=np.int32)).reshape(s, -1)
+    keys = np.take(cols.reshape(-1), pos * s + r[:, None]).astype(np.int32) << 16
+    keys |= np.arange(pos.shape[1], dtype=np.int32)
+    keys.sort(axis=1)
+    top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
+    tv = top >> 16
+    ok &= (tv[:, 1:] < tv[:, :-1]).all(axis=1)
+    return np.take_along_axis(pos, top[:, :k] & 0xFFFF, axis=1).astype(np.int64), ok
+
+
+def _group_count(n: int, k: int) -> int:
+    """The row groups of :func:`_topk_of_blocks` for ``n`` rows: ``n / 2**j`` for the largest ``j``
+    leaving at least ``max(4 * k, 128)`` groups with at most 2**15 values in ``k`` of them (0: none)."""
+    g = n
+    while g % 2 == 0 and g // 2 >= max(4 * k, 128):
+        g //= 2
+    return g if g > k and k * (n // g) < 1 << 15 and g < 1 << 15 else 0
+
+
+def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
+    """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
+    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over the screen of :func:`_screen`, computed
+    along the rows (contiguous loops): exact over the first ``k`` blocks (:func:`_enters`), then
+    every element not below the ``k``-th largest maximum of the blocks before its own.
+
+    Returns:
+        ``(slices, k)`` positions, largest value first, in MLI's order.
+    """
+    h, n = t.shape
+    b = _SCREEN_BLOCK
+    blocks = t.reshape(h, n // b, b)
+    bmax = np.maximum.reduceat(t.reshape(-1), np.arange(0, h * n, b)).reshape(h, n // b)
+    km = _prefix_kth(bmax.T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
+    flags = blocks >= km[:-1].T[:, :, None]
+    head = k * b
+    flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
+    flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
+    vals = t.reshape(-1)[flat].tolist()
+    sl, pos = np.divmod(flat, n)
+    bounds = np.searchsorted(sl, np.arange(h + 1)).tolist()
+    pos_l = pos.tolist()
+    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], vals[bounds[j]:bounds[j + 1]], k)
+                     for j in range(h)], dtype=np.int64).reshape(h, k)
 
 
 def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
 
     For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
-    through :func:`_top3_of_max` first. The other slices take the exact screen (:func:`_screen`):
+    through :func:`_top3_of_max` first. Several slices whose ``k`` largest values are distinct and
+    alone at the top are found from their block maxima (:func:`_topk_of_blocks`); when few others
+    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
+    Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
     (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
     """
@@ -552,6 +649,17 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         if ok3.all():
             return idx
         rest = np.flatnonzero(~ok3)
+    if (rest.size > 1 and cols.dtype.itemsize <= 2 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k
+            and _group_count(n, k)):
+        sub = np.ascontiguousarray(cols if rest.size == s else cols[:, rest])
+        top_idx, ok = _topk_of_blocks(sub, k)
+        idx[rest[ok]] = top_idx[ok]
+        rest = rest[~ok]
+        if rest.size == 0:
+            return idx
+        if rest.size * 4 <= s:
+            idx[rest] = _topk_replay_rows(np.ascontiguousarray(cols[:, rest].T), k)
+            return idx
     sub = cols if rest.size == s else cols[:, rest]
     mask, final = _screen(sub, k)
     pos, sl, vals = _candidates(sub, mask)

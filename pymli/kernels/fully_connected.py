@@ -9,12 +9,15 @@ accumulator with saturation.
 :func:`prepare_fc` fixes the weights, bias and parameters of one layer and returns a callable of the
 input (:class:`PreparedFc`): the per-call work is one exact float matrix product and a handful of
 ufuncs, with the zero-point correction folded into the bias and the requantisation constants
-prepared once per platform (the rounding of the platform in force at each call).
+prepared once per platform (the rounding of the platform in force at each call). With the optional
+JIT (:mod:`pymli.kernels._jit`) the ufuncs after the product are one compiled pass straight into the
+output container (:func:`pymli.kernels._jit.finish`, the convolutions' output stage).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -24,7 +27,9 @@ from ..arith.rounding import clip_ufunc as _clip
 from ..arith.rounding import limits
 from ..config import Platform, get_platform
 from ..formats import RoundMode
+from . import _jit
 from ._blas import SMALL_PRODUCT, blas_single_thread
+from ._parallel import PARALLEL_WORK, get_threads, pool_pays, record_time, run_parts
 from .convolution import (
     FxQuant,
     Sa8Quant,
@@ -88,6 +93,11 @@ _TILE_MAX = 1 << 16
 """Outputs of the largest block of rows whose per-channel constants are tiled to its shape (two
 float64 arrays of up to 512 KB per layer and block size); larger products go by blocks of rows."""
 _MAX_TILES = 8
+_GEMM_ONE_THREAD = 1 << 18
+"""Matrix products (two or more rows and columns) of fewer multiply-adds than this run on one OpenBLAS
+thread whatever its setting (``interface/gemm.c``: one thread below ``65536 * GEMM_MULTITHREAD_THRESHOLD``,
+4 by default): the JIT path takes no thread pin around them (entering and leaving it costs ~1.5 us, a
+tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:`SMALL_PRODUCT` on."""
 _F32_PRODUCT = 1 << 15
 """Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
 ~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
@@ -161,8 +171,9 @@ class PreparedFc:
     def _plain(self, x: np.ndarray) -> np.ndarray:
         return fully_connected(x, self._w, self._bias, self._q, self._bounds)
 
-    def _stage(self, p: Platform, xdt: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
-        """The computation for inputs of dtype ``xdt`` under platform ``p`` (in force)."""
+    def _stage(self, p: Platform, xdt: np.dtype, jit: bool = True) -> Callable[[np.ndarray], np.ndarray]:
+        """The computation for inputs of dtype ``xdt`` under platform ``p`` (in force); ``jit=False``: the
+        NumPy one even where the JIT's output stage would run (:meth:`_jit_stage`)."""
         if xdt.kind not in "iu" or self._w.dtype.kind not in "iu" or self._bias.dtype.kind not in "iu":
             return self._plain
         q = self._q
@@ -175,6 +186,9 @@ class PreparedFc:
             acc_b = container_bound(np.empty(0, xdt), a) * self._l1  # per channel, on |sum((x - a) * w)|
             if b or (acc_b.size and int(acc_b.max()) >= 1 << 31):
                 return self._plain  # weights zero points, or an accumulator that may wrap
+            compiled = self._jit_stage(xb, q, a, p) if jit and _jit.enabled() else None
+            if compiled is not None:
+                return compiled
             bias_r, _ = sa8_bias_bound(self._bias, p.full_accu)
             acc_b = acc_b + np.abs(bias_r)  # bound on |acc + bias| per channel
             mul, shift = sa8_out_params(q.in_scale, q.in_frac, q.out_scale, q.out_frac, q.w_scales, q.w_fracs,
@@ -224,6 +238,9 @@ class PreparedFc:
                                      float(zp), merge, (lo_f, hi_f), ints)
         # FX: accumulator of 32 bits (wraps) or 40 bits (int64 in C)
         acc_b = xb * self._l1
+        compiled = self._jit_stage(xb, q, 0, p) if jit and _jit.enabled() else None
+        if compiled is not None:
+            return compiled
         fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
         s = int(q.out_shift)
         tot_b = int((acc_b + np.abs(fb)).max()) if m else 0
@@ -238,6 +255,99 @@ class PreparedFc:
             # sat32(acc + bias), then ROUND_UP's rounding add saturating at INT32_MAX
             sat = (-(1 << 31), _I32_MAX - (1 << s >> 1) if up else _I32_MAX)
         return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, False, (lo_f, hi_f))
+
+    def _jit_stage(self, xb: int, q: FxQuant | Sa8Quant, a: int, p: Platform
+                   ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer as an exact float product and the JIT's compiled output stage, or None (the product
+        cannot be exact, the stage leaves the shifts to NumPy).
+
+        Why it computes what :func:`fully_connected` computes: the product ``x @ w`` of the raw input
+        (|partial sums| <= ``xb * max_o sum_i |w[i, o]|``, checked below 2**24 for float32, 2**53 for
+        float64, and for sa8 and 32-bit MLI_FX below 2**31: the stage's 32-bit wrap of the sum is then
+        the identity) is exact.
+        sa8: ``acc = sum((x - a) * w) = x @ w - a * colsum`` (the caller checked ``|acc| < 2**31``: C's
+        accumulator does not wrap), so the stage's first step ``sat32(x @ w + (bias' - a * colsum))``,
+        with ``bias'`` the bias after its precision reduction (:func:`sa8_bias_bound`, as the stage
+        derives it), is C's ``add_bias(acc, bias')``; then the stage's own sa8 result cast and clamp.
+        FX (``a = 0``): the stage of :func:`finish` on the exact sum.
+
+        Args:
+            xb: bound on ``|x|`` (the input container). q: the parameters. a: the sa8 input offset
+                (0 for FX). p: the platform (in force).
+
+        Returns:
+            the computation ``x -> outputs`` in the stage's container, or None.
+        """
+        bound = xb * self._l1max
+        # the stage wraps sa8 and 32-bit MLI_FX sums to 32 bits (C's accumulator; here the identity)
+        if bound >= (_F64_EXACT if isinstance(q, FxQuant) and q.acc_bits > 32 else 1 << 31):
+            return None
+        if isinstance(q, Sa8Quant):
+            mul, shift = sa8_out_params(q.in_scale, q.in_frac, q.out_scale, q.out_frac, q.w_scales, q.w_fracs,
+                                        p.full_accu)
+            st = _jit.sa8_stage(self._bias, mul, shift, int(q.out_zp), self._bounds)
+            if st is not None and a:
+                chan = st.chan.copy()  # the stage is memoised by value: a copy with the offset's correction
+                chan[0] -= a * self._colsum
+                st = _jit.DepthwiseStage(st.sa8, chan, st.par, st.out_dtype)
+        else:
+            st = _jit.fx_stage(self._bias, q.bias_shift, q.out_shift, q.acc_bits, q.out_bits, self._bounds)
+        mod = _jit.compiled("_jit_numba")
+        if st is None or mod is None:
+            return None
+        # the compiled stage of _jit.finish, called directly (its checks hold for every call here: float
+        # sums of the stage's channel count, no 40-bit sum near 2**62) without its ~2 us of Python
+        kernel = mod.finish_sa8 if st.sa8 else mod.finish_fx
+        chan, par, odt = st.chan, st.par, st.out_dtype
+        w32 = self._w.astype(np.float32) if bound < _F32_EXACT else None
+        # large weights in float32 only (exact); small ones also in float64 for small calls (no conversion)
+        w64 = None if w32 is not None and self._w.size >= _F32_MIN else self._w.astype(np.float64)
+        f32_from = 0 if w64 is None else _F32_PRODUCT if w32 is not None else math.inf
+        m = self._w.shape[1]
+        big = -(-SMALL_PRODUCT // max(m, 1))
+        enabled, numpy_stage = _jit.enabled, None
+
+        def rows(x2: np.ndarray) -> np.ndarray:
+            """Product and stage of rows ``x2`` into a fresh array (a block of :func:`run_parts` may be
+            abandoned on a worker and finish later: it writes nothing shared)."""
+            macs = x2.size * m
+            ws = w32 if macs >= f32_from else w64
+            if x2.size >= big and (macs >= _GEMM_ONE_THREAD or x2.shape[0] < 2 or m < 2):
+                with blas_single_thread(macs):
+                    y = np.dot(x2, ws)
+            else:
+                y = np.dot(x2, ws)
+            out = np.empty(y.shape, odt)
+            if out.size:
+                kernel(y, chan, par, out)
+            return out
+
+        def run(x: np.ndarray) -> np.ndarray:
+            nonlocal numpy_stage
+            if not enabled():  # the JIT was switched off since: the NumPy stage of this platform
+                numpy_stage = numpy_stage or self._stage(p, x.dtype, jit=False)
+                return numpy_stage(x)
+            # np.dot of an N-d array does not reach BLAS's matrix product: rows
+            x2 = x if x.ndim == 2 else x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
+            n = x2.shape[0]
+            threads = get_threads() if x.size * m >= PARALLEL_WORK and n >= 2 else 1
+            if threads == 1:
+                out = rows(x2)
+            else:
+                # one block of rows per thread (each one BLAS product and its stage, GIL released in
+                # both), or this thread alone, whichever has been the faster for this shape lately
+                site = ("fc-jit", id(chan), n)
+                pooled = pool_pays(site)
+                t0 = time.perf_counter()
+                if pooled:
+                    parts = min(n, threads)
+                    cuts = [n * i // parts for i in range(parts + 1)]
+                    out = np.concatenate(run_parts(lambda i: rows(x2[cuts[i]:cuts[i + 1]]), parts, threads=parts))
+                else:
+                    out = rows(x2)
+                record_time(site, pooled, time.perf_counter() - t0)
+            return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
+        return run
 
     @staticmethod
     def _sat16_redundant(mul: np.ndarray, sh: np.ndarray, zp: int, lo: int, hi: int) -> bool:

@@ -8,9 +8,11 @@ output quantisation. All arithmetic is in :mod:`pymli.arith.lut` and :mod:`pymli
 Speed: a result that depends on one 8- or 16-bit code (an activation of the input, the exponential
 of ``x - max``) is computed once per possible code into a table cached per LUT contents, format and
 rounding mode (:func:`pymli.arith.lut.code_table`), then gathered; the remaining per-element steps
-run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). With the optional
-JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize` runs its per-slice steps compiled
-(:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
+run in int32 where the bounds allow (:func:`pymli.arith.lut.scale_round_sat`). :func:`l2_normalize`
+of contiguous rows (the last axis, or the whole tensor) sums the squares exactly without BLAS and
+scales every row by an exact float factor, rounding in int32, float32 or float64 as the bounds allow
+(:func:`_l2_rows`). With the optional JIT (:mod:`pymli.kernels._jit`, numba), :func:`l2_normalize`
+runs its per-slice steps compiled (:mod:`pymli.kernels._jit_reduce`), with the same bounds and values.
 
 Axis convention (``mli_softmax_cfg`` / ``mli_l2_normalize_cfg``): ``axis >= 0`` normalises every
 1-D slice along that dimension independently; ``axis < 0`` normalises the whole tensor at once.
@@ -29,6 +31,7 @@ from ..arith.lut import (
     MAX_FRAC_BITS_FX16,
     activation_fx,
     activation_sa8,
+    asr_rnd_int32,
     code_table,
     fx_activation_codes,
     fx_exp_codes,
@@ -44,6 +47,7 @@ from ..formats import RoundMode
 from ..tensor import Lut
 from . import _jit
 from ._blas import blas_single_thread
+from ._scratch import scratch
 from .diverse import permute
 
 __all__ = [
@@ -538,16 +542,21 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         The output values in the container dtype (int8 / int16; written into ``out`` on the
         scaling path), or None.
     """
-    if xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639:
-        c = np.subtract(xa, np.int16(in_zp), dtype=np.int16)  # |x - zp| < 2**15: no 16-bit saturation
-    elif xa.dtype == np.int16 and in_zp is None:
-        c = xa
-    else:
+    if not (xa.dtype == np.int8 and in_zp is not None and -32640 <= int(in_zp) <= 32639
+            or xa.dtype == np.int16 and in_zp is None):
         return None
-    red = _reduce_axes(c.ndim, axis)
-    n = int(np.prod([c.shape[a] for a in red])) if c.ndim else 1
-    if c.size == 0 or c.ndim == 0 or n > _L2_FAST_SLICE_MAX:
+    if xa.size == 0 or xa.ndim == 0:
         return None
+    n = xa.size if axis < 0 else xa.shape[axis]
+    if n > _L2_FAST_SLICE_MAX:
+        return None
+    if (axis < 0 or axis == xa.ndim - 1) and xa.flags.c_contiguous and (xa.dtype == np.int16 or xa.size > 256):
+        dest = out if out is not None and out.shape == xa.shape else None
+        done = _l2_rows(xa.reshape(-1, n), lut, bits=bits, out_shift=out_shift, zp=int(in_zp or 0), out=dest)
+        if done is not None:
+            return done.reshape(xa.shape)
+    # |x - zp| < 2**15: no 16-bit saturation
+    c = xa if in_zp is None else np.subtract(xa, np.int16(in_zp), dtype=np.int16)
     inv, shift = _l2_factors(_sum_squares(c, axis), lut, out_shift)
     if np.min(inv) < -(1 << 15) or np.max(inv) >= (1 << 15) or np.min(shift) < 1:
         return None
@@ -557,6 +566,241 @@ def _l2_normalize_fast(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, i
         table = scale_round_sat(np.subtract(codes, np.int16(in_zp), dtype=np.int16), inv, shift, 0, 8)
         return take_codes8(table, xa)
     return scale_round_sat(c, inv, shift, 0, bits, out=out)
+
+
+# Sums of squares of sa8 codes (``|x - zp| <= 255``: squares below 2**16) in float32 blocks of at
+# most this many: every partial sum an integer below 2**24, exact in any order.
+_L2_F32_BLOCK = 256
+
+# Float rounding constants: ``v + 1.5 * 2**52`` is ``rint(v)`` plus that constant, exactly, for
+# ``|v| < 2**51``, and its int64 bit pattern is the constant's plus ``rint(v)``.
+_RINT_F64 = 1.5 * 2.0 ** 52
+
+
+def _l2_row_sums(c: np.ndarray) -> np.ndarray | int | None:
+    """Exact sums of squares of the rows of 2-D ``c``: float64 ``(rows,)`` (integers), an int for
+    int32 ``c``, or None.
+
+    No BLAS (a threaded OpenBLAS product waits for busy cores): ``einsum``'s sums of products, or
+    integer additions. ``c`` is float32 holding sa8 values (``|c| <= 255``): blocks of at most
+    :data:`_L2_F32_BLOCK` squares (below 2**16 each) have every partial sum an integer below 2**24,
+    exact in float32 in any order; the block sums are added in float64 (integers below 2**53).
+    ``c`` is float64 holding int16 values: squares at most 2**30, rows of at most
+    :data:`_L2_FAST_SLICE_MAX`, every partial sum an integer below 2**53. ``c`` is int32 holding
+    int16 values (one row): the int32 squares (at most 2**30) are added as two halves in uint32
+    (each pair below 2**31), then in uint64. None for float32 rows longer than a block that do
+    not split into whole blocks.
+    """
+    rows, n = c.shape
+    if c.dtype == np.int32:
+        u = np.multiply(c, c, out=scratch("l2 squares", c.shape, np.int32)).reshape(-1).view(np.uint32)
+        h = n // 2
+        pairs = np.add(u[:h], u[h:2 * h])
+        return int(pairs.sum(dtype=np.uint64)) + int(u[2 * h:].sum(dtype=np.uint64))
+    if c.dtype == np.float32 and n > _L2_F32_BLOCK:
+        if n % _L2_F32_BLOCK:
+            return None
+        w = c.reshape(-1, _L2_F32_BLOCK)
+        return np.einsum("ij,ij->i", w, w).reshape(rows, -1).sum(axis=1, dtype=np.float64)
+    return np.einsum("ij,ij->i", c, c).astype(np.float64, copy=False)
+
+
+def _l2_factor_int(total: int, lut: Lut, out_shift: int, up: bool) -> tuple[int, int]:
+    """:func:`_l2_factors` of one sum of squares on Python ints: ``(inv, shift)``; ``(0, 31)`` for a
+    zero sum (whose row is all zeros: any factor gives 0).
+
+    ``norm_shift = 48 - norm64(t)`` is ``bitlength(t) - 15``, made even upwards; ``asr_rnd(t,
+    norm_shift, 64)`` is a left shift for ``norm_shift <= 0`` (below 2**15, exact), else ``t`` plus
+    half shifted (ROUND_UP) or the tie to the even neighbour (ROUND_CONVERGENT), saturated to 32767.
+    """
+    if total == 0:
+        return 0, 31
+    ns = total.bit_length() - 15
+    ns += ns & 1
+    if ns <= 0:
+        v = total << -ns
+    elif up:
+        v = (total + (1 << (ns - 1))) >> ns
+    else:
+        v, rem, half = total >> ns, total & ((1 << ns) - 1), 1 << (ns - 1)
+        v += rem > half or (rem == half and v & 1)
+    inv = int(_l2_inv_table(lut)[min(v, 32767)])
+    return inv, int(lut.out_frac_bits) - int(out_shift) + 4 + (ns >> 1)
+
+
+def _l2_inv_table_f64(lut: Lut) -> np.ndarray:
+    """:func:`_l2_inv_table` as float64 (cached likewise), and one more entry: 1.0 when every entry
+    lies in ``[-2**15, 2**15)`` (the bound of :func:`_l2_scales`), else 0.0."""
+    def build() -> np.ndarray:
+        t = _l2_inv_table(lut)
+        ok = int(t.min()) >= -(1 << 15) and int(t.max()) < 1 << 15
+        return np.append(t.astype(np.float64), 1.0 if ok else 0.0)
+
+    return code_table(lut, ("l2 inv f64",), build)
+
+
+def _l2_scales(total: np.ndarray, lut: Lut, out_shift: int, cmax: int,
+               tiny_zero: bool) -> tuple[np.ndarray, int] | None:
+    """Per-row ``inv * 2**-shift`` of :func:`_l2_factors` from float64 sums of squares (integers below
+    2**53), as float64: exact (``|inv| < 2**15``, shifts from 1 to 30); 0 where the shift is 31 or
+    more (C's result is 0 there) or the sum is 0, and with ``tiny_zero`` also where
+    ``cmax * |scale| < 1/2`` (``cmax`` bounding ``|c|``: every value of the row rounds to 0 in both
+    modes). Returns ``(scales, top)`` with ``top`` the largest shift (at most 30) of a row whose
+    scale is not 0 (0 if none), or None where ``inv`` or the shift is out of those bounds.
+
+    The factors are :func:`_l2_factors`' float64 steps; the shift ``base + (norm_shift + 8) // 2``
+    is ``base + 4 + norm_shift // 2`` for an even ``norm_shift``, and does not decrease with the
+    sum, so its bounds are those of the smallest (non-zero) and largest sums.
+    """
+    table = _l2_inv_table_f64(lut)
+    if table[-1] != 1.0:
+        return None
+    base = int(lut.out_frac_bits) - int(out_shift) + 4
+    lowest = float(total.min())
+    zero = None
+    if lowest == 0.0:  # a zero row gives zeros: its factor does not matter
+        zero = total == 0
+        if zero.all():
+            return np.zeros_like(total), 0
+        lowest = float(total[~zero].min())
+    if base + ((int(lowest).bit_length() - 14) >> 1) < 1:  # the shift of the smallest sum
+        return None
+    e = np.frexp(total)[1]
+    e -= 15
+    e += e & 1  # norm_shift
+    s = np.take(table, _round_sat16_f64(np.ldexp(total, -e)).astype(np.intp))
+    e >>= 1
+    e += base  # the shift
+    np.ldexp(s, -e, out=s)
+    if base + ((int(total.max()).bit_length() - 14) >> 1) > 30:
+        s[e > 30] = 0.0
+    if zero is not None:
+        s[zero] = 0.0
+    if tiny_zero:
+        mag = np.abs(s) * cmax
+        if mag.min() < 0.5:
+            s[mag < 0.5] = 0.0
+    live = s != 0.0
+    return s, int(e[live].max()) if live.any() else 0
+
+
+def _l2_rows(x2: np.ndarray, lut: Lut, *, bits: int, out_shift: int, zp: int,
+             out: np.ndarray | None = None) -> np.ndarray | None:
+    """:func:`l2_normalize` of every row of the C-contiguous 2-D ``x2`` (the whole tensor: one row),
+    for int16 values without a zero point or int8 values with ``-128 <= zp <= 127``; None otherwise
+    or where the bounds of :func:`_l2_normalize_fast` fail.
+
+    The sums of squares are exact (:func:`_l2_row_sums`), the factors :func:`_l2_factors`' (as
+    scales, :func:`_l2_scales`). The scaling is C's ``asr_rnd(c * inv, shift, 32)`` with
+    ``|c * inv| <= 2**30`` (``|inv| < 2**15``, shifts from 1 to 30; 31 and more give 0, as in
+    :func:`pymli.arith.lut.scale_round_sat`):
+
+    - one row of int16: in int32 (``c * inv`` plus the rounding half stays below 2**31);
+    - int8: in float32, ``y = c * (inv * 2**-shift)`` exact (``|c * inv| < 2**23``; a row with
+      ``max|c| * |inv| < 2**(shift - 1)`` rounds to 0 in both modes and is zeroed), then
+      ``floor(y + 1/2)`` (ROUND_UP; ``y + 1/2`` exact: at most ``2 * max|c| * |inv| < 2**24`` in
+      units of ``2**-shift``) or ``rint(y)`` (half to even, ROUND_CONVERGENT);
+    - several rows of int16: in float64, ``y`` exact as above; ROUND_CONVERGENT adds
+      :data:`_RINT_F64` (``rint``); ROUND_UP first adds ``2**-31`` (exact: ``y + 2**-31`` has at
+      most 47 significant bits): ``y`` is a multiple of ``2**-shift`` with ``shift <= 30``, so
+      ``floor(y + 1/2) = rint(y + 2**-31)`` with no tie.
+
+    The float / int32 temporaries are per-thread scratch buffers (:mod:`pymli.kernels._scratch`).
+
+    The saturation to the output type is a clip of the rounded values, skipped when
+    ``max|c| * max|inv * 2**-shift|`` is below ``hi + 1/2`` (no value can round beyond the type;
+    ``max|c|`` bounded by the type first, read from the values only when that bound is too large).
+
+    Returns:
+        The values in the container dtype: written into ``out`` (after every input is read) when
+        given (``x2``'s size), else a new 2-D array; or None.
+    """
+    rows, n = x2.shape
+    if x2.dtype == np.int8 and -128 <= zp <= 127:
+        c = np.subtract(x2, np.float32(zp), out=scratch("l2 c", x2.shape, np.float32))
+    elif x2.dtype == np.int16 and zp == 0:
+        c = scratch("l2 c", x2.shape, np.int32 if rows == 1 else np.float64)
+        c[...] = x2
+    else:
+        return None
+    total = _l2_row_sums(c)
+    if total is None:
+        return None
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    # A bound of |c| from the type (255 for int8, see above), the actual one only where it matters.
+    cmax = (1 << (8 * x2.itemsize - 1)) + abs(zp)
+    out_dt = np.int8 if bits == 8 else np.int16
+    up = round_mode() is RoundMode.UP
+    if c.dtype == np.int32:
+        inv, shift = _l2_factor_int(total, lut, out_shift, up)
+        if not -(1 << 15) <= inv < 1 << 15 or shift < 1:
+            return None
+        r, n_sh = (0, 30) if shift >= 31 else (inv, shift)
+        c *= np.int32(r)
+        c = asr_rnd_int32(c, n_sh)
+        top = (hi + 1 << n_sh) - (1 << (n_sh - 1))  # |c * r| below this: no result beyond the type
+        if cmax * abs(r) >= top and _l2_cmax(x2, zp) * abs(r) >= top:
+            np.clip(c, lo, hi, out=c)
+        return _l2_store(c, out_dt, out)
+    scales = _l2_scales(total, lut, out_shift, cmax, c.dtype == np.float32)
+    if scales is None:
+        return None
+    s, top = scales
+    smax = float(np.abs(s).max())
+    if c.dtype == np.float64 and top:
+        # One shift for every row: the factors inv * 2**(top - shift) (integers), when every
+        # |c| * |factor| + 2**(top - 1) stays below 2**31 (the same rational per row, so the same
+        # rounding; int32 arithmetic as in the one-row case).
+        fold = np.ldexp(s, top)
+        limit = (1 << 31) - (1 << (top - 1))
+        if cmax * smax * 2.0 ** top < limit or _l2_cmax(x2, zp) * smax * 2.0 ** top < limit:
+            xi = scratch("l2 c32", x2.shape, np.int32)
+            xi[...] = x2
+            rep = scratch("l2 scale32", x2.shape, np.int32)
+            rep[...] = fold.astype(np.int32)[:, None]
+            xi *= rep
+            xi = asr_rnd_int32(xi, top)
+            if cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5:
+                np.clip(xi, lo, hi, out=xi)
+            return _l2_store(xi, out_dt, out)
+    big = cmax * smax >= hi + 0.5 and _l2_cmax(x2, zp) * smax >= hi + 0.5
+    s = s.astype(c.dtype, copy=False)
+    if rows == 1:
+        c *= s
+    else:
+        rep = scratch("l2 scale", x2.shape, c.dtype)
+        rep[...] = s[:, None]
+        c *= rep
+    if c.dtype == np.float32:
+        if up:
+            c += np.float32(0.5)
+            np.floor(c, out=c)
+        else:
+            np.rint(c, out=c)
+        if big:
+            np.clip(c, lo, hi, out=c)
+        return _l2_store(c, out_dt, out)
+    if up:
+        c += 2.0 ** -31
+    c += _RINT_F64
+    if big:
+        np.clip(c, _RINT_F64 + lo, _RINT_F64 + hi, out=c)
+    # The int64 patterns are the constant's plus the results: their low bits, cast, are the results.
+    return _l2_store(c.view(np.int64), out_dt, out)
+
+
+def _l2_cmax(x2: np.ndarray, zp: int) -> int:
+    """``max|x - zp|`` over ``x2``."""
+    return max(abs(int(x2.min()) - zp), abs(int(x2.max()) - zp))
+
+
+def _l2_store(v: np.ndarray, dtype: type, out: np.ndarray | None) -> np.ndarray:
+    """``v`` (2-D rows) cast (wrapping) to ``dtype``: into ``out`` when given (any shape of the same
+    size; through a ``dtype`` copy unless ``out`` has that dtype), else a new array of ``v``'s shape."""
+    if out is None:
+        return v.astype(dtype)
+    out[...] = (v if out.dtype == dtype else v.astype(dtype)).reshape(out.shape)
+    return out
 
 
 def _l2_normalize_jit(xa: np.ndarray, lut: Lut, *, bits: int, out_shift: int, in_zp: int | None,

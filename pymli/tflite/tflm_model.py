@@ -36,6 +36,7 @@ from ..arith.pool import requant_params
 from ..capi import convolution as capi_conv
 from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
+from ..kernels import _jit
 from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from ..kernels.conv_prepared import prepare_conv
@@ -423,6 +424,11 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
                 v = np.arange(256, dtype=np.uint8).view(np.int8)
                 t = tables[plat] = eltwise_sa8(EltOp.ADD, np.repeat(v, 256), np.tile(v, 256), q1=q1, q2=q2,
                                                qo=qo).astype(np.int8, copy=False)
+            lut = _jit.compiled("_jit_lut")
+            if lut is not None:  # the same gather in one compiled pass
+                r = np.empty(x.shape, np.int8)
+                lut.gather_pairs(t, x.reshape(-1), y.reshape(-1), r.reshape(-1))
+                return r
             return np.take(t, (x.view(np.uint8).astype(np.uint16) << 8) | y.view(np.uint8))
         return add
     if c.kind == "fc":

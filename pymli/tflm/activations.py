@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..kernels import _jit
 from . import fixedpoint as fp
 from . import quant_util as qu
 from .common import require_int8, tflite_round
@@ -65,6 +66,8 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     """
     require_int8(x, "softmax_int8")
     od = np.dtype(out_dtype)
+    if x.ndim and x.size == x.shape[-1] > 256:  # one wide row (a classifier's output): Python scalars
+        return _softmax_int8_row(x, int(input_multiplier), int(input_left_shift), int(diff_min), od)
     xi = x.astype(np.int64)
     neg = xi.max(axis=-1, keepdims=True) - xi  # -diff, in [0, 255]
     e_table, e12_table = _softmax_exp_tables(int(input_multiplier), int(input_left_shift), int(diff_min))
@@ -99,6 +102,50 @@ def softmax_int8(x: np.ndarray, *, input_multiplier: int, input_left_shift: int,
     unsat = qu.rounding_divide_by_pot(fp.mul(scale, e_table[neg]), exponent)  # e: Q0.31
     out = np.clip(unsat + lo, lo, hi)
     return np.where(neg <= -diff_min, out, lo).astype(od)
+
+
+def _softmax_int8_row(x: np.ndarray, input_multiplier: int, input_left_shift: int, diff_min: int,
+                      od: np.dtype) -> np.ndarray:
+    """:func:`softmax_int8` of one row wider than 256 values: the row's table of its 256 possible outputs
+    (over ``-diff``), then one gather, with the row's sum, reciprocal and exponent as Python ints.
+
+    The same values as the table of :func:`softmax_int8`'s wide rows: ``min(((scale * e + 2**30) >> 31
+    + 2**(k-1) + lo * 2**k) >> k, hi)`` is ``min(RoundingDivideByPOT(prod, k) + lo, hi)`` (adding a
+    multiple of ``2**k`` before an arithmetic shift adds ``lo`` after it), and below ``diff_min`` the
+    exponential table holds 0 there (:func:`_softmax_exp_tables_masked`): ``prod = 0``, and
+    ``(2**(k-1) + lo * 2**k) >> k = lo``, the minimum output, as the element-wise form sets it
+    (``k >= 8``, see :func:`softmax_int8`). With the JIT, both passes are compiled
+    (:mod:`pymli.kernels._jit_lut`: the same int64 arithmetic, every value below 2**62).
+    """
+    e_masked, e12_table = _softmax_exp_tables_masked(input_multiplier, input_left_shift, diff_min)
+    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    lut = _jit.compiled("_jit_lut")
+    if lut is not None:  # the same two passes compiled (the row's maximum and sum; its table and gather)
+        row = x.reshape(-1)
+        mx, total = lut.softmax_row_sum(row, e12_table)
+        scale, nbou = _reciprocal(int(total))
+        out = np.empty(x.shape, od)
+        lut.softmax_row_apply(row, mx, e_masked, scale, nbou + 31 - od.itemsize * 8, lo, hi, out.reshape(-1))
+        return out
+    neg = np.subtract(int(x.max()), x, dtype=np.int16)  # -diff, in [0, 255]
+    scale, nbou = _reciprocal(int(np.take(e12_table, neg).sum()))
+    k = nbou + 31 - od.itemsize * 8
+    t = np.multiply(e_masked, scale)  # scale < 2**31, e < 2**31: below 2**62
+    t += 1 << 30
+    t >>= 31
+    t += (1 << (k - 1)) + (lo << k)
+    t >>= k
+    return np.take(np.minimum(t, hi, out=np.empty(256, od), casting="unsafe"), neg)
+
+
+@functools.lru_cache(maxsize=64)
+def _softmax_exp_tables_masked(input_multiplier: int, input_left_shift: int, diff_min: int
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_softmax_exp_tables` with the Q0.31 exponentials below ``diff_min`` set to 0."""
+    e, e12 = _softmax_exp_tables(input_multiplier, input_left_shift, diff_min)
+    em = np.where(_softmax_valid(diff_min), e, 0)
+    em.flags.writeable = False
+    return em, e12
 
 
 _SCALAR_ROWS = 32

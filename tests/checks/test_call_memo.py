@@ -212,7 +212,17 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
         ("data an object whose attributes raise", lambda t: _set(t, "data", _Odd())),
         ("shape[0] = a strided array (no buffer for marshal)",
          lambda t: t.shape.__setitem__(0, np.arange(2 * t.shape[0])[::2])),
+        ("shape[0] = np.int64 in place", lambda t: t.shape.__setitem__(0, np.int64(t.shape[0]))),
+        ("shape[-1] = True in place", lambda t: t.shape.__setitem__(-1, True)),
+        ("shape = tuple", lambda t: _set(t, "shape", tuple(t.shape))),
+        ("mem_stride[0] = np.int32 in place", lambda t: t.mem_stride.__setitem__(0, np.int32(t.mem_stride[0]))),
+        ("mem_stride[-1] = -1 in place", lambda t: t.mem_stride.__setitem__(-1, -1)),
+        ("mem_stride cleared in place", lambda t: t.mem_stride.clear()),
+        ("shape reversed in place", lambda t: t.shape.reverse()),
         ("field deleted", lambda t: delattr(t, "frac_bits")),
+        ("data deleted (the class default None)", lambda t: delattr(t, "data")),
+        ("shape deleted", lambda t: delattr(t, "shape")),
+        ("data's elements written", lambda t: t.data.__setitem__(Ellipsis, 5) if t.data is not None else None),
         ("fields written around __setattr__, then touched", lambda t: (vars(t).update(rank=t.rank - 1), touch(t))),
     ]
     for k in ("zero_point", "scale", "scale_frac_bits"):
@@ -222,6 +232,17 @@ def _tensor_mutations(t: Tensor) -> list[tuple[str, Callable[[Tensor], None]]]:
             m.append((f"{k}[-1] += 1 in place", lambda t, k=k: getattr(t, k).__setitem__(-1, getattr(t, k)[-1] + 1)))
             m.append((f"{k} shortened", lambda t, k=k: _set(t, k, getattr(t, k)[:1].copy())))
             m.append((f"{k} as list", lambda t, k=k: _set(t, k, getattr(t, k).tolist())))
+            m.append((f"{k} reshaped in place",
+                      lambda t, k=k: setattr(getattr(t, k), "shape", (1, getattr(t, k).size))))
+            m.append((f"{k} dtype unsigned in place", lambda t, k=k: setattr(getattr(t, k), "dtype",
+                                                                           np.dtype(f"u{getattr(t, k).itemsize}"))))
+            m.append((f"{k} dtype float / bytes in place", lambda t, k=k: setattr(
+                getattr(t, k), "dtype", np.dtype("e" if getattr(t, k).itemsize == 2 else "S1"))))
+            m.append((f"{k} stride 0 in place", lambda t, k=k: _set_strides(getattr(t, k))))
+            m.append((f"{k} read-only", lambda t, k=k: getattr(t, k).setflags(write=False)))
+            m.append((f"{k} = strided view", lambda t, k=k: _set(t, k, np.repeat(getattr(t, k), 2)[::2])))
+            m.append((f"{k} as int32", lambda t, k=k: _set(t, k, getattr(t, k).astype(np.int32))))
+            m.append((f"{k} as int", lambda t, k=k: _set(t, k, int(getattr(t, k)[0]))))
         else:
             m.append((f"{k} + 1", lambda t, k=k: _set(t, k, getattr(t, k) + 1)))
             m.append((f"{k} = 0", lambda t, k=k: _set(t, k, 0)))
@@ -311,6 +332,15 @@ def _mutations(args: Args) -> list[tuple[str, Callable[[Args], None]]]:
                         lambda args, i=i: args[i].sub_sample_step.__setitem__(1, 2)))
             out.append((f"arg {i}: dst_mem_stride appended", lambda args, i=i: args[i].dst_mem_stride.append(0)))
             out.append((f"arg {i}: padding_post popped", lambda args, i=i: args[i].padding_post.pop()))
+            out.append((f"arg {i}: dst_offset[0] = np.int64(0) in place",
+                        lambda args, i=i: args[i].dst_offset.__setitem__(0, np.int64(0))))
+            out.append((f"arg {i}: perm_dim[0] = np.uint8 in place",
+                        lambda args, i=i: args[i].perm_dim.__setitem__(0, np.uint8(args[i].perm_dim[0]))))
+            out.append((f"arg {i}: perm_dim reversed in place", lambda args, i=i: args[i].perm_dim.reverse()))
+            out.append((f"arg {i}: dst_mem_stride[0] = -1 in place",
+                        lambda args, i=i: args[i].dst_mem_stride.__setitem__(0, -1)))
+            out.append((f"arg {i}: size appended", lambda args, i=i: args[i].size.append(1)))
+            out.append((f"arg {i}: offset[0] = 1 in place", lambda args, i=i: args[i].offset.__setitem__(0, 1)))
     out.append(("in place: out is in", lambda args: args.__setitem__(len(args) - 1, args[0])))
     out.append(("first argument repeated", lambda args: args.__setitem__(1, args[0])
                 if isinstance(args[1], Tensor) else None))

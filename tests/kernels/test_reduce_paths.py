@@ -16,6 +16,7 @@ from pymli.arith import activation as act
 from pymli.arith.lut import create_lut
 from pymli.kernels import activation as KA
 from pymli.kernels import diverse as K
+from pymli.kernels import _jit
 from pymli.kernels import transform as T
 
 
@@ -128,3 +129,141 @@ def test_l2_factors_float64_equal_integer_path(platform) -> None:
         inv, shift = T._l2_factors(tot, lut, 15)
         ref_inv, ref_shift = T._l2_factors(wide, lut, 15)
     assert np.array_equal(inv, ref_inv[:-1]) and np.array_equal(shift, ref_shift[:-1])
+
+
+@pytest.fixture
+def numpy_only():
+    """The optional JIT switched off for the test (the NumPy paths under test)."""
+    prev = _jit.set_enabled(False)
+    yield
+    _jit.set_enabled(prev)
+
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
+@pytest.mark.parametrize("seed", range(12))
+def test_l2_rows_path_equals_reference(platform, seed) -> None:
+    """``transform._l2_rows`` (the contiguous last-axis / whole-tensor path: int32 for one int16 row,
+    float64 for several, float32 for int8) is taken and equals the plain reference, with rows of one
+    value (saturation), zero rows, tiny rows, rows of very different magnitudes and extreme codes."""
+    rng = np.random.default_rng(seed)
+    lut = create_lut("l2_normalize")
+    shape = [(64, 64, 32), (7, 512), (1, 3), (300, 5), (2, 768), (4099,), (1, 1)][seed % 7]
+    taken = 0
+    for bits in (8, 16):
+        lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+        x = rng.integers(lo, hi, shape)
+        flat = x.reshape(-1, shape[-1])
+        kind = rng.integers(0, 4, flat.shape[0])
+        flat[kind == 1] = 0                                   # zero rows
+        flat[kind == 2, 1:] = 0                               # one value: output saturates
+        flat[kind == 3] >>= rng.integers(0, bits - 1)         # tiny / varied rows
+        if seed % 3 == 0:
+            flat[: flat.shape[0] // 2] = rng.choice([lo, hi - 1], flat[: flat.shape[0] // 2].shape)
+        x = x.astype(np.int8 if bits == 8 else np.int16)
+        zp = int(rng.choice([-128, -7, 0, 5, 127]))
+        kw = dict(bits=8, out_shift=7, in_zp=zp) if bits == 8 else dict(bits=16, out_shift=15, in_zp=None)
+        for axis in (-1, x.ndim - 1):
+            with use_platform(platform):
+                n = x.size if axis < 0 else x.shape[-1]
+                got = T._l2_rows(x.reshape(-1, n), lut, bits=bits, out_shift=kw["out_shift"], zp=zp if bits == 8 else 0)
+                want = T.l2_normalize_reference(x, lut, axis=axis, **kw)
+                full = T.l2_normalize(x, lut, axis=axis, out=np.empty_like(x), **kw)
+            if got is not None:
+                taken += 1
+                assert np.array_equal(got.reshape(x.shape), want)
+            assert np.array_equal(full, want)
+    assert taken >= 2  # the saturating, zero and varied rows keep the path's bounds (not the tiny ones)
+
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.mark.parametrize("seed", range(8))
+def test_argmax_block_rule_and_row_replays_equal_heap_replay(seed: int) -> None:
+    """Many long slices (a multiple of the block length): the slices whose top values are distinct
+    come from the block maxima (``_topk_of_blocks``), the few others are replayed along rows
+    (``_topk_replay_rows``); ties injected at the top, at the ``k``-th value, among the seeds."""
+    rng = np.random.default_rng(200 + seed)
+    n, s = 32 * int(rng.integers(6, 40)), int(rng.integers(8, 40))
+    x = rng.integers(-32768, 32768, (n, s)).astype(np.int16)
+    k = int(rng.choice([2, 3, 4, 5]))
+    hard = rng.choice(s, max(1, s // 5), replace=False)
+    for c in hard:
+        col = x[:, c]
+        order = np.argsort(col)[::-1]
+        j = int(rng.integers(0, k))
+        col[order[j + 1]] = col[order[j]]  # a tie among the k largest, or of the k-th and the next
+        if rng.random() < 0.3:
+            col[int(rng.integers(0, k))] = col[order[0]]  # and one among the seeds
+    idx, ok = K._topk_of_blocks(x, k)
+    assert ok.any() and not ok[hard].any()
+    ref = K.argmax_reference(x, 1, k)  # offsets: position * s + slice
+    assert np.array_equal((idx * s + np.arange(s)[:, None])[ok], ref[ok])
+    rows = K._topk_replay_rows(np.ascontiguousarray(x[:, hard].T), k)
+    assert np.array_equal(rows * s + hard[:, None], ref[hard])
+    assert np.array_equal(K.argmax(x, 1, k), ref)
+
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.mark.parametrize("out_dtype", [np.int16, np.int32, np.int64])
+def test_l2_rows_path_into_wider_out(out_dtype) -> None:
+    """The rows path writes the values (not the float64 patterns it rounds with) into an ``out`` of
+    any integer dtype, and into ``x`` itself."""
+    rng = np.random.default_rng(5)
+    lut = create_lut("l2_normalize")
+    x = rng.integers(-32768, 32768, (50, 32)).astype(np.int16)
+    want = T.l2_normalize_reference(x, lut, bits=16, out_shift=15, axis=1)
+    out = np.zeros(x.shape, dtype=out_dtype)
+    assert np.array_equal(T.l2_normalize(x, lut, bits=16, out_shift=15, axis=1, out=out), want)
+    assert np.array_equal(out, want)
+    same = x.copy()
+    assert np.array_equal(T.l2_normalize(same, lut, bits=16, out_shift=15, axis=1, out=same), want)
+
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.mark.parametrize("platform", [VPX, EM], ids=["round_up", "convergent"])
+def test_l2_rows_one_shift_int32_and_float64_paths(platform, monkeypatch) -> None:
+    """Rows of similar magnitude (shifts one apart) take the int32 path with one folded shift; rows
+    of very different magnitudes the float64 path; both equal the reference, ties included."""
+    calls = []
+    real = T.asr_rnd_int32
+    monkeypatch.setattr(T, "asr_rnd_int32", lambda *a, **k: calls.append(1) or real(*a, **k))
+    lut = create_lut("l2_normalize")
+    rng = np.random.default_rng(9)
+    similar = rng.integers(-32768, 32768, (700, 32)).astype(np.int16)
+    similar[::7] = rng.choice([-32768, -16384, -8192, 8192, 16384, 24576], (100, 32))  # many ties
+    varied = (similar.astype(np.int64) >> rng.integers(0, 15, (700, 1))).astype(np.int16)
+    for x, int_path in ((similar, True), (varied, False)):
+        calls.clear()
+        with use_platform(platform):
+            got = T.l2_normalize(x, lut, bits=16, out_shift=15, axis=1)
+            want = T.l2_normalize_reference(x, lut, bits=16, out_shift=15, axis=1)
+        assert bool(calls) == int_path
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.usefixtures("numpy_only")
+def test_argmax_wide_values_skip_the_block_rule() -> None:
+    """int32 values (wider than the block rule's keys) still give the heap's positions."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-(2 ** 31), 2 ** 31, (512, 9)).astype(np.int32)
+    x[rng.integers(0, 512, 9), np.arange(9)] = 2 ** 31 - 1
+    assert np.array_equal(K.argmax(x, 1, 3), K.argmax_reference(x, 1, 3))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_top3_rule_random_prefixes_equal_heap_replay(seed: int) -> None:
+    """The heap-of-3 rule against the replay: maxima first reached early or late (long prefixes
+    with records and ties before them), among the seeds or not, int8 and int16 values."""
+    rng = np.random.default_rng(300 + seed)
+    n, s = int(rng.choice([64, 300, 2048, 4096])), int(rng.integers(2, 40))
+    hi = int(rng.choice([3, 20, 127]))
+    x = rng.integers(-hi, hi, (n, s))  # the maximum hi is placed below
+    for c in range(s):
+        first = int(rng.integers(0, n - 3)) if rng.random() < 0.8 else int(rng.integers(0, 3))
+        at = np.unique(np.concatenate([[first], rng.integers(first, n, int(rng.integers(2, 6)))]))
+        x[at, c] = hi
+    x = x.astype(np.int8 if seed % 2 else np.int16)
+    idx, ok = K._top3_of_max(x)
+    ref = K.argmax_reference(x, 1, 3)
+    assert ok.sum() >= s // 2
+    assert np.array_equal((idx * s + np.arange(s)[:, None])[ok], ref[ok])

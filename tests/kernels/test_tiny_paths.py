@@ -208,7 +208,7 @@ def test_pool_plan_matches_plain_kernel_and_oracle(platform: Platform, el: ElTyp
         done += 1
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, A.CLAMP_UFUNC_MAX, A.CLAMP_UFUNC_MAX + 1, 3000])
+@pytest.mark.parametrize("n", [0, 1, 7, 512, 513, 3000])
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.float64])
 def test_clamp_is_clip(n: int, dtype: type) -> None:
     rng = np.random.default_rng(n)

@@ -13,6 +13,7 @@ import pytest
 
 from pymli.config import use_platform
 from pymli.errors import MliError
+from pymli.kernels import _jit
 from pymli.testing import tflm_models as tm
 from pymli.tflite import load
 from pymli.tflite.errors import TfliteError, TfliteInputError, TfliteUnsupported, TfliteWarning
@@ -285,3 +286,33 @@ def test_direct_kernel_calls_after_first_invoke(platform: str) -> None:
         assert y.dtype == want.dtype and np.array_equal(y, want), k
     direct = [c is not s.invoke for c, s in zip(m._calls, m.steps)]
     assert direct == [s.mli is not None for s in m.steps]
+
+
+@pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
+def test_add_table_gather_jit_equals_numpy() -> None:
+    """The compiled gather of the prepared sa8 ADD (``_jit_lut.gather_pairs``) equals NumPy's on random and
+    extreme pairs, and a model's ADD steps give the same tensors with the JIT on and off, alone and batched."""
+    prev = _jit.set_enabled(True)
+    try:
+        lut = _jit.compiled("_jit_lut")
+        rng = np.random.default_rng(5)
+        table = rng.integers(-128, 128, 65536).astype(np.int8)
+        x = np.concatenate([rng.integers(-128, 128, 3000), [-128, 127, 0, -1, 1, -128, 127]]).astype(np.int8)
+        y = np.concatenate([rng.integers(-128, 128, 3000), [127, -128, 0, 1, -1, -128, 127]]).astype(np.int8)
+        for a, b in ((x, y), (x[::-1].copy(), y), (x[:1], y[:1]), (x[:0], y[:0])):
+            out = np.empty(a.shape, np.int8)
+            lut.gather_pairs(table, a, b, out)
+            assert np.array_equal(out, np.take(table, (a.view(np.uint8).astype(np.uint16) << 8) | b.view(np.uint8)))
+        g = GraphMaker((12, 10, 4), 9)
+        g.conv(4, 3, act="NONE").eltwise("ADD", branch="conv", act="RELU6").eltwise("ADD", branch="relu")
+        m = _load(g.finish())
+        xs = random_inputs(m, rng)
+        xb = [np.stack([random_inputs(m, rng)[0][0] for _ in range(5)])]
+        for platform in PLATFORMS:
+            on = (m.run(*xs, platform=platform), m.run(*xb, platform=platform))
+            _jit.set_enabled(False)
+            off = (m.run(*xs, platform=platform), m.run(*xb, platform=platform))
+            _jit.set_enabled(True)
+            assert all(np.array_equal(a, b) for a, b in zip(on, off)), platform
+    finally:
+        _jit.set_enabled(prev)
