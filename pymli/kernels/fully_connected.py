@@ -34,7 +34,10 @@ from .convolution import (
     FxQuant,
     Sa8Quant,
     _eff_offset,
+    _int_product,
+    _int_weights,
     _max_abs,
+    _scratch,
     container_bound,
     exact_matmul,
     finish,
@@ -98,6 +101,9 @@ _GEMM_ONE_THREAD = 1 << 18
 thread whatever its setting (``interface/gemm.c``: one thread below ``65536 * GEMM_MULTITHREAD_THRESHOLD``,
 4 by default): the JIT path takes no thread pin around them (entering and leaving it costs ~1.5 us, a
 tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:`SMALL_PRODUCT` on."""
+_INT_MIN_MACS = 1 << 14
+"""Calls of this many multiply-adds or more take the integer product when there is one (below, the
+float product's fewer Python steps win)."""
 _F32_PRODUCT = 1 << 15
 """Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
 ~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
@@ -132,6 +138,8 @@ class PreparedFc:
         self._l1 = np.abs(w64).sum(axis=0)
         self._l1max = int(self._l1.max()) if self._l1.size else 0
         self._stages: dict[tuple[int, str], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
+        self._w8: np.ndarray | None = None  # the weights as int8 (for the integer products), when they fit
+        self._packs: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # packed per product name
         # (platform, input dtype, stage) of the last call: a repeated call skips the key and the dict
         self._last: tuple[Platform | None, np.dtype | None, Callable[[np.ndarray], np.ndarray] | None] = (None, None, None)
 
@@ -186,7 +194,7 @@ class PreparedFc:
             acc_b = container_bound(np.empty(0, xdt), a) * self._l1  # per channel, on |sum((x - a) * w)|
             if b or (acc_b.size and int(acc_b.max()) >= 1 << 31):
                 return self._plain  # weights zero points, or an accumulator that may wrap
-            compiled = self._jit_stage(xb, q, a, p) if jit and _jit.enabled() else None
+            compiled = self._jit_stage(xb, q, a, p, xdt) if jit and _jit.enabled() else None
             if compiled is not None:
                 return compiled
             bias_r, _ = sa8_bias_bound(self._bias, p.full_accu)
@@ -238,7 +246,7 @@ class PreparedFc:
                                      float(zp), merge, (lo_f, hi_f), ints)
         # FX: accumulator of 32 bits (wraps) or 40 bits (int64 in C)
         acc_b = xb * self._l1
-        compiled = self._jit_stage(xb, q, 0, p) if jit and _jit.enabled() else None
+        compiled = self._jit_stage(xb, q, 0, p, xdt) if jit and _jit.enabled() else None
         if compiled is not None:
             return compiled
         fb = fx_bias(self._bias, q.bias_shift, q.acc_bits)
@@ -256,10 +264,12 @@ class PreparedFc:
             sat = (-(1 << 31), _I32_MAX - (1 << s >> 1) if up else _I32_MAX)
         return self._float_stage(xb, np.full(m, s, I64), fb, up, sat, False, None, 0.0, False, (lo_f, hi_f))
 
-    def _jit_stage(self, xb: int, q: FxQuant | Sa8Quant, a: int, p: Platform
+    def _jit_stage(self, xb: int, q: FxQuant | Sa8Quant, a: int, p: Platform, xdt: np.dtype
                    ) -> Callable[[np.ndarray], np.ndarray] | None:
-        """The layer as an exact float product and the JIT's compiled output stage, or None (the product
-        cannot be exact, the stage leaves the shifts to NumPy).
+        """The layer as an exact product and the JIT's compiled output stage, or None (the product
+        cannot be exact, the stage leaves the shifts to NumPy). The product is float (BLAS), or for int8
+        inputs and int8-range weights from :data:`_INT_MIN_MACS` multiply-adds on, the integer product
+        of :mod:`pymli.kernels._jit_conv` (:meth:`_int_rows`: the same exact ``x @ w`` in int32).
 
         Why it computes what :func:`fully_connected` computes: the product ``x @ w`` of the raw input
         (|partial sums| <= ``xb * max_o sum_i |w[i, o]|``, checked below 2**24 for float32, 2**53 for
@@ -273,7 +283,7 @@ class PreparedFc:
 
         Args:
             xb: bound on ``|x|`` (the input container). q: the parameters. a: the sa8 input offset
-                (0 for FX). p: the platform (in force).
+                (0 for FX). p: the platform (in force). xdt: the input dtype.
 
         Returns:
             the computation ``x -> outputs`` in the stage's container, or None.
@@ -306,11 +316,19 @@ class PreparedFc:
         m = self._w.shape[1]
         big = -(-SMALL_PRODUCT // max(m, 1))
         enabled, numpy_stage = _jit.enabled, None
+        # the exact sums x @ w in int32 (|x @ w| <= bound < 2**31, checked above)
+        int_rows = self._int_rows(xdt, bound) if bound < 1 << 31 else None
 
         def rows(x2: np.ndarray) -> np.ndarray:
             """Product and stage of rows ``x2`` into a fresh array (a block of :func:`run_parts` may be
             abandoned on a worker and finish later: it writes nothing shared)."""
             macs = x2.size * m
+            if int_rows is not None and macs >= _INT_MIN_MACS:
+                out = np.empty((x2.shape[0], m), odt)
+                if out.size:
+                    y = int_rows(x2)
+                    kernel(y, chan, par, out)  # int32 sums, the very values of the float product below
+                return out
             ws = w32 if macs >= f32_from else w64
             if x2.size >= big and (macs >= _GEMM_ONE_THREAD or x2.shape[0] < 2 or m < 2):
                 with blas_single_thread(macs):
@@ -348,6 +366,62 @@ class PreparedFc:
                 record_time(site, pooled, time.perf_counter() - t0)
             return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
         return run
+
+    def _int_rows(self, xdt: np.dtype, bound: int) -> Callable[[np.ndarray], np.ndarray] | None:
+        """``x2 -> x2 @ w`` (int32, (n, M) view of a scratch buffer of this thread) through the integer
+        product of :mod:`pymli.kernels._jit_conv` that conv2d takes (:func:`_int_product`, chosen when
+        the stage is derived), or None: the JIT has none here, inputs other than int8, weights beyond
+        int8, or sums that may reach 2**31 (``bound``).
+
+        The layer is a 1x1 convolution of ``n`` pixels: pixel ``i``'s row at byte ``i * row`` of a
+        (n, Kp) buffer (``Kp``: ``K`` padded to the product's values per 4-byte group), one segment of
+        ``Kp`` values. The weights are packed once per product (:func:`_int_weights`, kept on the layer).
+        uint8 products: the buffer holds ``u = x ^ 0x80 = x + 128`` and each sum starts from
+        ``-128 * sum_k w[k, n]`` (:func:`_int_weights` with offset 0): ``sum_k u_k w_k - 128 sum_k w_k
+        = x @ w``. int16 products: the buffer holds ``x`` widened, sums start from 0. The padded
+        columns ``K..Kp`` meet zero weights (their values, left uninitialised, add 0). Every instruction
+        adds modulo 2**32 (``vpdpbusd`` does not saturate; ``vpmaddwd``'s pairs of int8-range products
+        stay far below its saturation), so each int32 lane holds ``x @ w`` modulo 2**32: the exact sum,
+        as ``|x @ w| <= bound < 2**31``.
+        """
+        if xdt != np.int8 or bound >= 1 << 31 or self._w.dtype.kind not in "iu" or not self._w.size:
+            return None
+        if self._w8 is None:
+            w8 = self._w
+            if int(w8.min()) < -128 or int(w8.max()) > 127:
+                return None
+            self._w8 = w8.astype(np.int8, copy=False)
+        found = _int_product()
+        if found is None:
+            return None
+        mod, prod = found
+        k, m = self._w8.shape
+        pack = self._packs.get(prod.name)
+        if pack is None:
+            pack = self._packs[prod.name] = _int_weights(self._w8.reshape(1, 1, k, m), 0, prod, 1)[0]
+        product = getattr(mod, f"conv_{prod.name}")
+        u8 = prod.per_group == 4
+        dt = np.dtype(np.uint8 if u8 else np.int16)
+        kp = -(-k // prod.per_group) * prod.per_group
+        npad = pack[2].shape[0]
+        row = kp * dt.itemsize
+        roff, l4, flip = np.zeros(1, I64), row // 4, np.uint8(0x80)
+        offs_all = np.zeros(0, I64)  # row offsets of the largest call so far (replaced, never written)
+
+        def int_rows(x2: np.ndarray) -> np.ndarray:
+            nonlocal offs_all
+            n = x2.shape[0]
+            if n > offs_all.shape[0]:
+                offs_all = np.arange(max(n, 2 * offs_all.shape[0]), dtype=I64) * row
+            xs = _scratch(("fc int product", (n, kp), dt))
+            if u8:
+                np.bitwise_xor(x2.view(np.uint8), flip, out=xs[:, :k])
+            else:
+                xs[:, :k] = x2
+            acc = _scratch(("fc int sums", (n, npad), np.int32))
+            product(xs, offs_all[:n], roff, l4, *pack, acc)
+            return acc if npad == m else acc[:, :m]
+        return int_rows
 
     @staticmethod
     def _sat16_redundant(mul: np.ndarray, sh: np.ndarray, zp: int, lo: int, hi: int) -> bool:
