@@ -410,16 +410,16 @@ class PreparedFc:
 
         def int_rows(x2: np.ndarray) -> np.ndarray:
             nonlocal offs_all
-            n = x2.shape[0]
-            if n > offs_all.shape[0]:
-                offs_all = np.arange(max(n, 2 * offs_all.shape[0]), dtype=I64) * row
+            n, offs = x2.shape[0], offs_all  # one read: blocks on other threads may replace it meanwhile
+            if n > offs.shape[0]:
+                offs = offs_all = np.arange(max(n, 2 * offs.shape[0]), dtype=I64) * row
             xs = _scratch(("fc int product", (n, kp), dt))
             if u8:
                 np.bitwise_xor(x2.view(np.uint8), flip, out=xs[:, :k])
             else:
                 xs[:, :k] = x2
             acc = _scratch(("fc int sums", (n, npad), np.int32))
-            product(xs, offs_all[:n], roff, l4, *pack, acc)
+            product(xs, offs[:n], roff, l4, *pack, acc)
             return acc if npad == m else acc[:, :m]
         return int_rows
 
