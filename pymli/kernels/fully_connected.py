@@ -11,7 +11,10 @@ input (:class:`PreparedFc`): the per-call work is one exact float matrix product
 ufuncs, with the zero-point correction folded into the bias and the requantisation constants
 prepared once per platform (the rounding of the platform in force at each call). With the optional
 JIT (:mod:`pymli.kernels._jit`) the ufuncs after the product are one compiled pass straight into the
-output container (:func:`pymli.kernels._jit.finish`, the convolutions' output stage).
+output container (:func:`pymli.kernels._jit.finish`, the convolutions' output stage), and int8 x int8
+products (sa8, fx8) of int32 sums are the convolutions' compiled integer products
+(:mod:`pymli.kernels._jit_conv`: AVX-512 / AVX VNNI, or int16 on AVX-512 BW / AVX2) on the weights
+packed once per layer (:meth:`PreparedFc._int_rows`).
 """
 
 from __future__ import annotations
@@ -120,7 +123,10 @@ class PreparedFc:
     change of :func:`pymli.config.use_platform` takes effect on the next call.
 
     The fast path is one exact float matrix product and a few ufuncs in float64 (see
-    :meth:`_float_stage` for why every step is exact). Where its preconditions fail (an accumulator
+    :meth:`_float_stage` for why every step is exact); with the JIT, the product and the compiled
+    output stage (:meth:`_jit_stage`), the product in int32 through an integer product of
+    :mod:`pymli.kernels._jit_conv` for int8 inputs and weights (:meth:`_int_rows`; the product is
+    chosen when the stage is derived: ``convolution.INT_PRODUCT``). Where its preconditions fail (an accumulator
     that can wrap, weights zero points, shifts outside the exact range, FULL_ACCU products beyond
     2**53) the call goes through :func:`fully_connected`.
     """
