@@ -20,6 +20,7 @@ packed once per layer (:meth:`PreparedFc._int_rows`).
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable
 
@@ -107,6 +108,9 @@ tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:
 _INT_MIN_MACS = 1 << 14
 """Calls of this many multiply-adds or more take the integer product when there is one (below, the
 float product's fewer Python steps win)."""
+_KEEP_BYTES = 1 << 16
+"""Integer products whose buffers take at most this many bytes keep them per layer and thread (at most
+:data:`_MAX_TILES` row counts): a small layer's call skips three scratch lookups (~1 us)."""
 _F32_PRODUCT = 1 << 15
 """Calls of this many multiply-adds or more take the float32 product when it is exact (sgemm runs
 ~1.3-2x faster than dgemm from there on; below, the conversion of the result to float64 costs more
@@ -413,23 +417,43 @@ class PreparedFc:
         row = kp * dt.itemsize
         roff, l4, flip = np.zeros(1, I64), row // 4, np.uint8(0x80)
         offs_all = np.zeros(0, I64)  # row offsets of the largest call so far (replaced, never written)
+        local = threading.local()  # per thread: row count -> its buffers, for small calls
 
-        def int_rows(x2: np.ndarray) -> np.ndarray:
+        def buffers(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+            """(input columns to write, input buffer, row offsets, padded sums, contiguous sums or None)
+            of ``n`` rows: this thread's scratch buffers."""
             nonlocal offs_all
-            n, offs = x2.shape[0], offs_all  # one read: blocks on other threads may replace it meanwhile
+            offs = offs_all  # one read: blocks on other threads may replace it meanwhile
             if n > offs.shape[0]:
                 offs = offs_all = np.arange(max(n, 2 * offs.shape[0]), dtype=I64) * row
             xs = _scratch(("fc int product", (n, kp), dt))
-            if u8:
-                np.bitwise_xor(x2.view(np.uint8), flip, out=xs[:, :k])
-            else:
-                xs[:, :k] = x2
             acc = _scratch(("fc int sums", (n, npad), np.int32))
-            product(xs, offs[:n], roff, l4, *pack, acc)
-            if npad == m:
-                return acc
             # the compiled stage runs ~4x slower on a strided view: the sums of the m outputs side by side
-            sums = _scratch(("fc int sums m", (n, m), np.int32))
+            sums = None if npad == m else _scratch(("fc int sums m", (n, m), np.int32))
+            return xs[:, :k], xs, offs[:n], acc, sums
+
+        def int_rows(x2: np.ndarray) -> np.ndarray:
+            n = x2.shape[0]
+            kept = getattr(local, "bufs", None)
+            if kept is None:
+                kept = local.bufs = {}
+            bufs = kept.get(n)
+            if bufs is None:
+                bufs = buffers(n)
+                # small calls keep their buffers (no per-call lookups; a few row counts); large ones
+                # take them from the scratch (shared by the layers) on every call
+                if n * (kp * dt.itemsize + 8 * npad) <= _KEEP_BYTES:
+                    if len(kept) >= _MAX_TILES:
+                        kept.clear()
+                    kept[n] = bufs
+            cols, xs, offs, acc, sums = bufs
+            if u8:
+                np.bitwise_xor(x2.view(np.uint8), flip, out=cols)
+            else:
+                cols[...] = x2
+            product(xs, offs, roff, l4, *pack, acc)
+            if sums is None:
+                return acc
             np.copyto(sums, acc[:, :m])
             return sums
         return int_rows
