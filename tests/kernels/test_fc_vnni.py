@@ -233,3 +233,17 @@ def test_calls_left_to_the_float_product(monkeypatch: pytest.MonkeyPatch) -> Non
         prep = prepare_fc(w, b, q, bounds, np.int64)
         assert np.array_equal(prep(x), fully_connected(x, w, b, q, bounds))
     assert counted.calls == 0
+
+
+def test_kept_buffers_across_calls(product: _Counted) -> None:
+    """One layer called with new inputs of more row counts than it keeps buffers for, each twice, in
+    turns: every call equals the plain kernel (no stale rows from a kept buffer)."""
+    rng = np.random.default_rng(11)
+    w, b, q, bounds, _ = _layer(rng, "sa8", 90, 21)
+    q = _ordinary(q)
+    prep = prepare_fc(w, b, q, bounds, np.int8)
+    counts = [int(c) for c in rng.permutation(np.arange(9, 9 + 3 * (F._MAX_TILES + 3), 3))]
+    for rows in counts + counts[::-1]:
+        x = _x(rng, (rows, 90), False)
+        _check(prep, x, w, b, q, bounds, np.int8, rows)
+    assert product.calls == 2 * len(counts)
