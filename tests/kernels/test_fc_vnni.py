@@ -87,7 +87,8 @@ def _x(rng: np.random.Generator, shape: tuple[int, ...], extreme: bool) -> np.nd
     return rng.integers(-128, 128, size=shape).astype(np.int8)
 
 
-def _check(prep: F.PreparedFc, x: np.ndarray, w: np.ndarray, b: np.ndarray, q, bounds, dtype, msg) -> None:  # type: ignore[no-untyped-def]
+def _check(prep: F.PreparedFc, x: np.ndarray, w: np.ndarray, b: np.ndarray, q: K.Sa8Quant | K.FxQuant,
+           bounds: tuple[int, int], dtype: type, msg: object) -> None:
     want = fully_connected(x, w, b, q, bounds).astype(dtype)
     got = prep(x)
     assert got.dtype == np.dtype(dtype) and got.shape == want.shape, msg
