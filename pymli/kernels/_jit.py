@@ -18,8 +18,9 @@ functions (``sa8_out_params``, ``sa8_bias_bound`` and its result-cast plan, ``fx
 step that :func:`~pymli.arith.requant.sa8_result_cast` / ``fx_result_cast`` / ``add_bias`` applies
 is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shifts for which those
 functions take their general saturating path (outside 0..62) are left to NumPy. A 3x3 MLI_FX call
-with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
-and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
+with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums of weights and bias
+scaled by the output shift's power of two (they vectorise), and that stage as a floating-point
+rounding (:func:`_fx3_operands`). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
@@ -239,7 +240,15 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
     """
     if not enabled():
         return None
-    run = _rows_runner(x.shape, x.dtype, w, x_offset, stage, stride, dilation, pad, out_hw)
+    # the runner of these operands (stages are memoised by value: equal constants, the same object)
+    key = (x.shape, x.dtype, w.shape, w.dtype, w.tobytes(), int(x_offset), stage, tuple(stride), tuple(dilation),
+           tuple(pad), tuple(out_hw))
+    run = _RUNNERS.get(key, False)
+    if run is False:
+        run = _rows_runner(x.shape, x.dtype, w, x_offset, stage, stride, dilation, pad, out_hw)
+        if len(_RUNNERS) >= 32:  # a few layers of a network at most: keep memory bounded
+            _RUNNERS.clear()
+        _RUNNERS[key] = run
     if run is None:
         return None
     x = np.ascontiguousarray(x)
@@ -270,6 +279,8 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
 
 _RowsRunner = Callable[[np.ndarray, int, int], np.ndarray]
 _Plan = tuple[int, tuple[int, ...], _RowsRunner]
+_RUNNERS: dict[tuple, _RowsRunner | None] = {}
+""":func:`depthwise`'s runners by operands (see there)."""
 
 
 def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
@@ -300,15 +311,14 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     wk = np.ascontiguousarray(w).reshape(kh, kw, c)
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     chan, par, odt = stage.chan, stage.par, stage.out_dtype
-    fx40 = None if stage.sa8 or kh != 3 or kw != 3 else _fx40_par(stage)
-    if fx40 is not None:
-        # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
-        # below 9 * 2**31 < 2**53, so integer-valued and exact
-        wf, fx3 = wk.astype(np.float64), mod.depthwise_fx3_rows
+    fx3 = None if stage.sa8 or kh != 3 or kw != 3 else _fx3_operands(stage, wk, xb, wb)
+    if fx3 is not None:
+        wf, bf, fpar = fx3
+        rows_fx3 = mod.depthwise_fx3_rows
 
         def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            fx3(x, wf, np.empty(c), out, r0, ho, geo, chan, fx40)
+            rows_fx3(x, wf, bf, out, r0, ho, geo, fpar)
             return out
         return run_fx3
     # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
@@ -440,16 +450,29 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     return out
 
 
-def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:
-    """The scalars of ``depthwise_fx3_rows`` (s, add, odd, lo, hi) for an MLI_FX stage without wrap and
-    saturation (40-bit accumulator), else None: the stage of ``depthwise_fx_rows`` in closed form."""
+def _fx3_operands(stage: DepthwiseStage, wk: np.ndarray, xb: int,
+                  wb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The scaled float64 operands of ``depthwise_fx3_rows`` (weights, bias, (up, lo, hi)) for an MLI_FX
+    stage without wrap and saturation (40-bit accumulator) whose sums stay exact in float64, else None
+    (``depthwise_fx_rows`` takes the call).
+
+    Args:
+        stage: the MLI_FX stage; wk: (3, 3, C) weights; xb, wb: bounds on ``|x|`` and ``|w|``.
+    """
     narrow, sat_lo, sat_hi, rnd_lim, s, half, up, c_lo, c_hi, lo, hi = (int(v) for v in stage.par)
     if narrow or (sat_lo, sat_hi, rnd_lim) != (_I64_MIN, _I64_MAX, _I64_MAX):
         return None
-    add, odd = (half, 0) if up or s == 0 else (half - 1, 1)
+    add = half if up else 0  # ROUND_UP's rounding half goes into the bias: floor((acc + b + half) / 2**s)
+    bias = stage.chan
+    # every partial sum of the loop nest is (an integer below this bound) * 2**-s: exact in float64
+    if 9 * xb * wb + (max(-int(bias.min()), int(bias.max())) if bias.size else 0) + add >= 1 << 53:
+        return None
+    scale = 2.0 ** -s  # 0 <= s <= 62 (fx_stage): a power of two, scaling integers below 2**53 exactly
+    wf = wk.astype(np.float64) * scale
+    bf = (bias + add).astype(np.float64) * scale
     # clip(clip(v, c_lo, c_hi), lo, hi) = clip(v, low, high): its values at -inf and +inf
     low, high = min(max(c_lo, lo), hi), min(max(c_hi, lo), hi)
-    return np.array([s, add, odd, low, high], dtype=I64)
+    return wf, bf, np.array([float(up), low, high])
 
 
 @functools.lru_cache(maxsize=64)

@@ -5,9 +5,10 @@ Every function is ``nopython``, ``nogil`` (the blocks of one call may run on the
 :mod:`pymli.kernels._parallel`), ``cache=True`` (compiled once per machine and argument types, kept in
 ``__pycache__``) and without ``fastmath``: all arithmetic is on integers, in int64 (wrapping exactly
 like NumPy's int64, which no step here reaches) or in the int32 accumulator the caller proves exact,
-except the 3x3 MLI_FX sums of :func:`depthwise_fx3_rows`: integer-valued float64 products and sums
-that the caller proves below 2**53 (every step exact, so contracting a multiply and an add into one
-FMA, its only fast-math flag, rounds nothing either).
+except the 3x3 MLI_FX sums of :func:`depthwise_fx3_rows`: float64 products and sums that are integers
+times a power of two, below 2**53 times it (the caller proves the bound), so every step is exact in
+any order, and contracting a multiply and an add into one FMA, its only fast-math flag, rounds
+nothing either.
 """
 
 from __future__ import annotations
@@ -195,99 +196,120 @@ def depthwise_sa8_rows(x, w, x_off, acc, out, row0, ho, geo, chan, par):  # prag
 
 
 @numba.njit(**_JIT)
-def _fx40_out(v, s, add, odd, lo, hi):  # pragma: no cover - compiled
-    """The output stage of :func:`depthwise_fx3_rows` of one biased sum ``v``."""
-    return min(max((v + add + ((v >> s) & odd)) >> s, lo), hi)
+def _fx40_round(v, up, lo, hi):  # pragma: no cover - compiled
+    """The output stage of :func:`depthwise_fx3_rows` of one scaled sum ``v``: ``floor`` for ROUND_UP
+    (the rounding half is in the scaled bias), round half to even (``rint``: the IEEE default rounding
+    mode, which NumPy does not change) for ROUND_CONVERGENT, then the clip to ``[lo, hi]`` (integers:
+    rounding and clipping commute)."""
+    r = np.floor(v) if up else np.rint(v)
+    return min(max(r, lo), hi)
 
 
 @numba.njit(**_JIT_FMA)
-def depthwise_fx3_rows(x, wf, acc, out, row0, ho, geo, bias, par):  # pragma: no cover - compiled
-    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator with the sums in float64:
-    integer-valued, exact while ``9 * max|x| * max|w| < 2**53`` (the caller checks it: 9 * 2**30 for
-    fx16), so that the products vectorise over the channels (int64 products do not) and each output is
-    finished in the channel loop.
+def _fill_row(x, n, iy, ring, slot, pl):  # pragma: no cover - compiled
+    """Input row ``iy`` of sample ``n`` as float64 into the ring row ``slot`` from column ``pl`` on."""
+    wdt, c = x.shape[2], x.shape[3]
+    for ix in range(wdt):
+        for ch in range(c):
+            ring[slot, pl + ix, ch] = np.float64(x[n, iy, ix, ch])
 
-    Output stage of a sum ``v`` (int64, no wrap, no saturation: see :func:`depthwise_fx_rows`'s
-    ``simple`` case) with ``par`` = (s, add, odd, lo, hi): ``v += bias[c]``; ``v = (v + add + ((v >> s)
-    & odd)) >> s``, i.e. ``(v + half) >> s`` for ROUND_UP (``add = half``, ``odd = 0``) and round half
-    to even for ROUND_CONVERGENT (``add = half - 1``, ``odd = 1``: a tie rounds up exactly when the
-    truncated quotient is odd; ``s = 0``: ``add = odd = 0``); ``out = clip(v, lo, hi)`` (the container
-    and ReLU clips in one: a composition of clips is a clip).
 
-    The pixels whose nine taps all fall on input pixels take one loop over the channels with the nine
-    products written out, two adjacent pixels at a time when the stride and dilation along the width
-    are 1 (they share two of their three input columns and the weights); the others add their valid
-    taps in ``acc``.
+@numba.njit(**_JIT_FMA)
+def depthwise_fx3_rows(x, wf, bf, out, row0, ho, geo, par):  # pragma: no cover - compiled
+    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator (no wrap, no saturation: its
+    ``simple`` case) with the sums in float64, so that the products vectorise over the channels (int64
+    products do not), and the output stage in floating point too.
+
+    The weights and the bias come scaled by ``2**-s`` (``s``: the output shift): ``wf = w * 2**-s``,
+    ``bf = (bias + half) * 2**-s`` for ROUND_UP (``half = 2**(s-1)``, 0 for ``s == 0``), ``bias * 2**-s``
+    for ROUND_CONVERGENT. The caller checks ``9 * max|x| * max|w| + max|bias| + half < 2**53``: every
+    product and partial sum is then an integer multiple of ``2**-s`` below ``2**(53-s)``, exact in
+    float64 (scaling by a power of two rounds nothing without underflow, and ``s <= 62``), in any
+    order and with fused multiply-adds (the ``contract`` flag: the only fast-math flag; a fused
+    multiply-add rounds once, here nothing). A sum ``v`` is thus exactly ``(acc + bias [+ half]) /
+    2**s``, and :func:`_fx40_round` gives ``(acc + bias + half) >> s`` (ROUND_UP) or the shift with
+    round half to even (ROUND_CONVERGENT), clipped to the container and ReLU bounds.
+
+    The input rows are converted to float64 once each (a ring of ``2 * dil_h + 1`` rows, each padded
+    with zero columns on both sides, and a zero row for the padding rows), so that every output
+    pixel takes the same nine products; with stride and dilation 1 along the width, four adjacent
+    pixels share one loop over the channels (their six input columns and the weights loaded once).
 
     Args:
-        x: (N, H, W, C) int8 / int16 input; wf: (3, 3, C) float64 weights (integer values).
-        acc: (C,) float64 scratch.
-        out, row0, ho, geo, bias: as :func:`depthwise_fx_rows`; par: int64 scalars above.
+        x: (N, H, W, C) int8 / int16 input; wf: (3, 3, C) scaled float64 weights; bf: (C,) scaled bias.
+        out: (rows, Wo, C) output rows (written); row0: first output row (rows of all samples,
+            numbered ``sample * ho + oy``); ho: output rows per sample.
+        geo: int64 (stride_h, stride_w, dil_h, dil_w, pad_t, pad_l).
+        par: float64 (up, lo, hi): 1.0 for ROUND_UP, the output clip bounds.
     """
-    s, add, odd, lo, hi = par[0], par[1], par[2], par[3], par[4]
     _, h, wdt, c = x.shape
     wo = out.shape[1]
-    stride_h, stride_w, dil_h, dil_w, pad_t, pad_l = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
-    pairs = stride_w == 1 and dil_w == 1
+    sh, sw, dh, dw, pt, pl = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
+    up, lo, hi = par[0] != 0.0, par[1], par[2]
+    nr = 2 * dh + 1  # rows y, y + dh, y + 2 * dh fall on distinct slots (row % nr)
+    wp = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)
+    ring = np.empty((nr + 1, wp, c))
+    ring[nr] = 0.0  # the zero row
+    for slot in range(nr):
+        ring[slot, :pl] = 0.0
+        ring[slot, pl + wdt:] = 0.0
+    tags = np.full(nr, -1, dtype=np.int64)  # n * h + iy of the row in each slot
     for r in range(out.shape[0]):
         n, oy = (row0 + r) // ho, (row0 + r) % ho
-        y0 = oy * stride_h - pad_t
-        y1, y2 = y0 + dil_h, y0 + 2 * dil_h
-        # interior outputs: ox * stride_w - pad_l >= 0 and ox * stride_w - pad_l + 2 * dil_w < W
-        oxa = oxb = 0
-        if y0 >= 0 and y2 < h:
-            oxa = (pad_l + stride_w - 1) // stride_w
-            oxb = max(oxa, min(wo, (wdt - 1 - 2 * dil_w + pad_l) // stride_w + 1))
+        s0 = s1 = s2 = nr
+        for ky in range(3):
+            iy = oy * sh - pt + ky * dh
+            if 0 <= iy < h:
+                slot = iy % nr
+                if tags[slot] != n * h + iy:
+                    tags[slot] = n * h + iy
+                    _fill_row(x, n, iy, ring, slot, pl)
+                if ky == 0:
+                    s0 = slot
+                elif ky == 1:
+                    s1 = slot
+                else:
+                    s2 = slot
+        r0, r1, r2 = ring[s0], ring[s1], ring[s2]
         ox = 0
-        while ox < wo:
-            a0 = ox * stride_w - pad_l
-            a1, a2 = a0 + dil_w, a0 + 2 * dil_w
-            if pairs and oxa <= ox and ox + 2 <= oxb:
+        if sw == 1 and dw == 1:
+            while ox + 4 <= wo:
                 for ch in range(c):
-                    x0, x1 = np.float64(x[n, y0, a0, ch]), np.float64(x[n, y0, a0 + 1, ch])
-                    x2, x3 = np.float64(x[n, y0, a0 + 2, ch]), np.float64(x[n, y0, a0 + 3, ch])
+                    b = bf[ch]
                     w0, w1, w2 = wf[0, 0, ch], wf[0, 1, ch], wf[0, 2, ch]
-                    v0 = x0 * w0 + x1 * w1 + x2 * w2
-                    v1 = x1 * w0 + x2 * w1 + x3 * w2
-                    x0, x1 = np.float64(x[n, y1, a0, ch]), np.float64(x[n, y1, a0 + 1, ch])
-                    x2, x3 = np.float64(x[n, y1, a0 + 2, ch]), np.float64(x[n, y1, a0 + 3, ch])
+                    x0, x1, x2 = r0[ox, ch], r0[ox + 1, ch], r0[ox + 2, ch]
+                    x3, x4, x5 = r0[ox + 3, ch], r0[ox + 4, ch], r0[ox + 5, ch]
+                    a0 = b + x0 * w0 + x1 * w1 + x2 * w2
+                    a1 = b + x1 * w0 + x2 * w1 + x3 * w2
+                    a2 = b + x2 * w0 + x3 * w1 + x4 * w2
+                    a3 = b + x3 * w0 + x4 * w1 + x5 * w2
                     w0, w1, w2 = wf[1, 0, ch], wf[1, 1, ch], wf[1, 2, ch]
-                    v0 += x0 * w0 + x1 * w1 + x2 * w2
-                    v1 += x1 * w0 + x2 * w1 + x3 * w2
-                    x0, x1 = np.float64(x[n, y2, a0, ch]), np.float64(x[n, y2, a0 + 1, ch])
-                    x2, x3 = np.float64(x[n, y2, a0 + 2, ch]), np.float64(x[n, y2, a0 + 3, ch])
+                    x0, x1, x2 = r1[ox, ch], r1[ox + 1, ch], r1[ox + 2, ch]
+                    x3, x4, x5 = r1[ox + 3, ch], r1[ox + 4, ch], r1[ox + 5, ch]
+                    a0 = a0 + x0 * w0 + x1 * w1 + x2 * w2
+                    a1 = a1 + x1 * w0 + x2 * w1 + x3 * w2
+                    a2 = a2 + x2 * w0 + x3 * w1 + x4 * w2
+                    a3 = a3 + x3 * w0 + x4 * w1 + x5 * w2
                     w0, w1, w2 = wf[2, 0, ch], wf[2, 1, ch], wf[2, 2, ch]
-                    v0 += x0 * w0 + x1 * w1 + x2 * w2
-                    v1 += x1 * w0 + x2 * w1 + x3 * w2
-                    b = bias[ch]
-                    out[r, ox, ch] = _fx40_out(np.int64(v0) + b, s, add, odd, lo, hi)
-                    out[r, ox + 1, ch] = _fx40_out(np.int64(v1) + b, s, add, odd, lo, hi)
-                ox += 2
-                continue
-            if oxa <= ox < oxb:
-                for ch in range(c):
-                    v = np.float64(x[n, y0, a0, ch]) * wf[0, 0, ch] + np.float64(x[n, y0, a1, ch]) * wf[0, 1, ch] \
-                        + np.float64(x[n, y0, a2, ch]) * wf[0, 2, ch]
-                    v += np.float64(x[n, y1, a0, ch]) * wf[1, 0, ch] + np.float64(x[n, y1, a1, ch]) * wf[1, 1, ch] \
-                        + np.float64(x[n, y1, a2, ch]) * wf[1, 2, ch]
-                    v += np.float64(x[n, y2, a0, ch]) * wf[2, 0, ch] + np.float64(x[n, y2, a1, ch]) * wf[2, 1, ch] \
-                        + np.float64(x[n, y2, a2, ch]) * wf[2, 2, ch]
-                    out[r, ox, ch] = _fx40_out(np.int64(v) + bias[ch], s, add, odd, lo, hi)
-                ox += 1
-                continue
-            acc[:] = 0.0
-            for ky in range(3):
-                iy = y0 + ky * dil_h
-                if iy < 0 or iy >= h:
-                    continue
-                for kx in range(3):
-                    ix = a0 + kx * dil_w
-                    if ix < 0 or ix >= wdt:
-                        continue
-                    for ch in range(c):
-                        acc[ch] += np.float64(x[n, iy, ix, ch]) * wf[ky, kx, ch]
+                    x0, x1, x2 = r2[ox, ch], r2[ox + 1, ch], r2[ox + 2, ch]
+                    x3, x4, x5 = r2[ox + 3, ch], r2[ox + 4, ch], r2[ox + 5, ch]
+                    a0 = a0 + x0 * w0 + x1 * w1 + x2 * w2
+                    a1 = a1 + x1 * w0 + x2 * w1 + x3 * w2
+                    a2 = a2 + x2 * w0 + x3 * w1 + x4 * w2
+                    a3 = a3 + x3 * w0 + x4 * w1 + x5 * w2
+                    out[r, ox, ch] = _fx40_round(a0, up, lo, hi)
+                    out[r, ox + 1, ch] = _fx40_round(a1, up, lo, hi)
+                    out[r, ox + 2, ch] = _fx40_round(a2, up, lo, hi)
+                    out[r, ox + 3, ch] = _fx40_round(a3, up, lo, hi)
+                ox += 4
+        while ox < wo:
+            j0 = ox * sw
+            j1, j2 = j0 + dw, j0 + 2 * dw
             for ch in range(c):
-                out[r, ox, ch] = _fx40_out(np.int64(acc[ch]) + bias[ch], s, add, odd, lo, hi)
+                v = bf[ch] + r0[j0, ch] * wf[0, 0, ch] + r0[j1, ch] * wf[0, 1, ch] + r0[j2, ch] * wf[0, 2, ch]
+                v = v + r1[j0, ch] * wf[1, 0, ch] + r1[j1, ch] * wf[1, 1, ch] + r1[j2, ch] * wf[1, 2, ch]
+                v = v + r2[j0, ch] * wf[2, 0, ch] + r2[j1, ch] * wf[2, 1, ch] + r2[j2, ch] * wf[2, 2, ch]
+                out[r, ox, ch] = _fx40_round(v, up, lo, hi)
             ox += 1
 
 
