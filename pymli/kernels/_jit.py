@@ -60,15 +60,85 @@ _STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0
 
 
 def _module() -> ModuleType | None:
-    """The compiled kernels (:mod:`pymli.kernels._jit_numba`), or None when numba cannot be imported."""
+    """The compiled kernels (:mod:`pymli.kernels._jit_numba`), or None when numba cannot be imported.
+
+    An import cut short by anything else (e.g. ``KeyboardInterrupt`` while numba loads) propagates
+    and is tried again on the next call: only a missing numba turns the JIT off for the process.
+    """
     if not _STATE["tried"]:
-        _STATE["tried"] = True
         try:
             # optional dependency: numba (and the module that needs it) only when a kernel asks
-            _STATE["module"] = importlib.import_module("pymli.kernels._jit_numba")
+            mod = importlib.import_module("pymli.kernels._jit_numba")
         except ImportError:
-            _STATE["module"] = None
+            mod = None
+        _STATE["module"], _STATE["tried"] = mod, True
     return _STATE["module"]  # type: ignore[return-value]
+
+
+_COMPILE_CUT = "no compiled object yet"
+"""numba's message when a first compile was interrupted (a signal while LLVM hands the object code to
+numba's cache hook: the exception is lost in the ctypes callback and the compile then fails to save
+its result). numba has registered the compiled function by then, or compiles it again on the next
+call: only that call fails."""
+
+
+def _compile_cut(err: RuntimeError) -> bool:
+    """Whether ``err`` is numba's failure of an interrupted first compile (see :data:`_COMPILE_CUT`);
+    counted in ``_STATE["cut"]``."""
+    if _COMPILE_CUT not in str(err):
+        return False
+    _STATE["cut"] = int(_STATE.get("cut", 0)) + 1  # type: ignore[call-overload]
+    return True
+
+
+def _ran(fn: Callable[..., object], *args: object) -> bool:
+    """Call the compiled ``fn`` (its results are written into its array arguments).
+
+    Returns:
+        True when it ran; False when its compile was cut short (:data:`_COMPILE_CUT`): the caller
+        takes the NumPy path for this call, and the next call tries the JIT again.
+
+    Raises:
+        RuntimeError: any other failure of the call.
+    """
+    try:
+        fn(*args)
+    except RuntimeError as err:
+        if not _compile_cut(err):
+            raise
+        return False
+    return True
+
+
+class _Guarded:
+    """A compiled-kernel module as :func:`compiled` hands it out: its functions called through a guard
+    that calls once more when the first compile was cut short (:data:`_COMPILE_CUT`; the second call
+    finds the function compiled or compiles it again: its callers write results into arrays and
+    cannot take another path halfway). Other attributes are the module's."""
+
+    def __init__(self, module: ModuleType) -> None:
+        """Args:
+            module: the compiled-kernel module."""
+        self._module = module
+
+    def __getattr__(self, name: str) -> object:
+        """The module's attribute ``name``, a function guarded (kept on the proxy: looked up once)."""
+        value = getattr(self._module, name)
+        if callable(value) and not isinstance(value, type):
+            fn = value
+
+            def guarded(*args: object) -> object:
+                try:
+                    return fn(*args)
+                except RuntimeError as err:
+                    if not _compile_cut(err):
+                        raise
+                    return fn(*args)
+            guarded.__name__ = guarded.__qualname__ = name
+            guarded.__doc__ = getattr(fn, "__doc__", None)
+            value = guarded
+        setattr(self, name, value)
+        return value
 
 
 def available() -> bool:
@@ -92,19 +162,21 @@ def enabled() -> bool:
 
 def compiled(name: str) -> ModuleType | None:
     """Another compiled-kernel module of :mod:`pymli.kernels` (e.g. ``"_jit_reduce"``), imported the
-    first time it is asked for, when the JIT is :func:`enabled`.
+    first time it is asked for, when the JIT is :func:`enabled`; its functions guarded against an
+    interrupted first compile (see :class:`_Guarded`).
 
     Args:
         name: the module's name within ``pymli.kernels``.
 
     Returns:
-        The module, or None when the JIT is off or numba is missing.
+        The module (a guarded view of it, the same object on every call), or None when the JIT is
+        off or numba is missing.
     """
     if not enabled():
         return None
     mods = _STATE.setdefault("modules", {})
     if name not in mods:  # type: ignore[operator]
-        mods[name] = importlib.import_module(f"pymli.kernels.{name}")  # type: ignore[index]
+        mods[name] = _Guarded(importlib.import_module(f"pymli.kernels.{name}"))  # type: ignore[index]
     return mods[name]  # type: ignore[index]
 
 
@@ -235,8 +307,8 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
 
     Returns:
         (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the JIT does not take
-        the call (off, numba missing, other dtypes, empty shapes, products beyond int32): the
-        caller runs NumPy.
+        the call (off, numba missing, other dtypes, empty shapes, products beyond int32, a first
+        compile cut short: see :func:`_ran`): the caller runs NumPy.
     """
     if not enabled():
         return None
@@ -262,7 +334,8 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
     threads = get_threads()
     macs = rows * wo * c * kh * kw
     if threads <= 1 or rows < 2 or macs < JIT_PARALLEL_WORK:
-        return run(x, 0, rows).reshape(nb, ho, wo, c)
+        out = run(x, 0, rows)
+        return None if out is None else out.reshape(nb, ho, wo, c)
     site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)  # type: ignore[union-attr]
     pooled = pool_pays(site)
     t0 = time.perf_counter()
@@ -270,14 +343,17 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
         parts = min(rows, threads * PARTS_PER_THREAD)
         cuts = [rows * i // parts for i in range(parts + 1)]
         # each block writes a fresh array (run_parts may abandon a block still running on a worker)
-        out = np.concatenate(run_parts(lambda i: run(x, cuts[i], cuts[i + 1]), parts))
+        blocks = run_parts(lambda i: run(x, cuts[i], cuts[i + 1]), parts)
+        out = None if any(b is None for b in blocks) else np.concatenate(blocks)
     else:
         out = run(x, 0, rows)
+    if out is None:
+        return None
     record_time(site, pooled, time.perf_counter() - t0)
     return out.reshape(nb, ho, wo, c)
 
 
-_RowsRunner = Callable[[np.ndarray, int, int], np.ndarray]
+_RowsRunner = Callable[[np.ndarray, int, int], np.ndarray | None]
 _Plan = tuple[int, tuple[int, ...], _RowsRunner]
 _RUNNERS: dict[tuple, _RowsRunner | None] = {}
 """:func:`depthwise`'s runners by operands (see there)."""
@@ -288,7 +364,8 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
                  pad: tuple[int, int], out_hw: tuple[int, int]) -> _RowsRunner | None:
     """The compiled loop nest of :func:`depthwise` for inputs of this shape and dtype, its operands
     derived once: ``run(x, r0, r1)`` returns the output rows ``r0 .. r1 - 1`` (rows of all samples,
-    numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array.
+    numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array
+    (None when the loop nest's first compile was cut short: :func:`_ran`).
 
     Returns:
         The runner, or None when the JIT does not take such calls (see :func:`depthwise`).
@@ -314,30 +391,25 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     fx3 = None if stage.sa8 or kh != 3 or kw != 3 else _fx3_operands(stage, wk, xb, wb)
     if fx3 is not None:
         wf, bf, fpar = fx3
-        rows_fx3 = mod.depthwise_fx3_rows
 
-        def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            rows_fx3(x, wf, bf, out, r0, ho, geo, fpar)
-            return out
+            return out if _ran(mod.depthwise_fx3_rows, x, wf, bf, out, r0, ho, geo, fpar) else None
         return run_fx3
     # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
     # below 2**31
     acc_dt = np.dtype(np.int32 if kh * kw * xb * wb < (1 << 31) else I64)
     if stage.sa8:
-        sa8 = mod.depthwise_sa8_rows
-
-        def run_sa8(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        def run_sa8(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            sa8(x, wk, x_off, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
-            return out
+            acc = np.empty((wo, c), dtype=acc_dt)
+            return out if _ran(mod.depthwise_sa8_rows, x, wk, x_off, acc, out, r0, ho, geo, chan, par) else None
         return run_sa8
-    fx = mod.depthwise_fx_rows
 
-    def run_fx(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+    def run_fx(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
         out = np.empty((r1 - r0, wo, c), dtype=odt)
-        fx(x, wk, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
-        return out
+        acc = np.empty((wo, c), dtype=acc_dt)
+        return out if _ran(mod.depthwise_fx_rows, x, wk, acc, out, r0, ho, geo, chan, par) else None
     return run_fx
 
 
@@ -392,7 +464,8 @@ class PreparedDepthwise:
         rows, out_shape, run = plan
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        return run(x if x.ndim == 4 else x[None], 0, rows).reshape(out_shape)
+        out = run(x if x.ndim == 4 else x[None], 0, rows)
+        return None if out is None else out.reshape(out_shape)
 
     def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
         """(output rows, output shape, runner) for inputs like ``x`` under platform
@@ -431,7 +504,7 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     Returns:
         The outputs, shape of ``acc``, in the stage's container dtype; or None when the JIT does not
         take the call (off, numba missing, other dtypes, channel mismatch, a 40-bit sum whose biased
-        value may leave int64): the caller runs NumPy.
+        value may leave int64, a first compile cut short: :func:`_ran`): the caller runs NumPy.
     """
     if stage is None or acc.dtype not in _SUM_TYPES or not enabled() or acc.ndim == 0:
         return None
@@ -443,10 +516,9 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     out = np.empty(acc.shape, dtype=stage.out_dtype)
     if out.size:
         a2, o2 = acc.reshape(-1, c), out.reshape(-1, c)
-        if stage.sa8:
-            _module().finish_sa8(a2, stage.chan, stage.par, o2)
-        else:
-            _module().finish_fx(a2, stage.chan, stage.par, o2)
+        mod = _module()
+        if not _ran(mod.finish_sa8 if stage.sa8 else mod.finish_fx, a2, stage.chan, stage.par, o2):  # type: ignore[union-attr]
+            return None
     return out
 
 
