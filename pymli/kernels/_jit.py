@@ -46,7 +46,7 @@ from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
 __all__ = ["DepthwiseStage", "PreparedDepthwise", "available", "compiled", "depthwise", "enabled", "finish",
-           "fx_stage", "sa8_stage", "set_enabled"]
+           "fx_stage", "sa8_stage", "set_enabled", "warm_up"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
@@ -122,20 +122,21 @@ class _Guarded:
         self._module = module
 
     def __getattr__(self, name: str) -> object:
-        """The module's attribute ``name``, a function guarded (kept on the proxy: looked up once)."""
+        """The module's attribute ``name``, a function guarded (the guard is kept on the proxy; it
+        looks the function up in the module at each call)."""
         value = getattr(self._module, name)
         if callable(value) and not isinstance(value, type):
-            fn = value
+            module = self._module
 
             def guarded(*args: object) -> object:
                 try:
-                    return fn(*args)
+                    return getattr(module, name)(*args)
                 except RuntimeError as err:
                     if not _compile_cut(err):
                         raise
-                    return fn(*args)
+                    return getattr(module, name)(*args)
             guarded.__name__ = guarded.__qualname__ = name
-            guarded.__doc__ = getattr(fn, "__doc__", None)
+            guarded.__doc__ = getattr(value, "__doc__", None)
             value = guarded
         setattr(self, name, value)
         return value
@@ -552,3 +553,68 @@ def _container_bound(char: str, offset: int) -> int:
     """Bound on ``|x - offset|`` for values of the integer container ``char``."""
     info = np.iinfo(np.dtype(char))
     return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
+
+
+# (x, w, acc, out) containers of depthwise_sa8_rows / depthwise_fx_rows as _rows_runner picks them
+# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows, and the
+# sums of the convolutions' row blocks that finish takes
+_WARM_SA8 = (("b", "b", "i", "b"),)
+_WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
+_WARM_FX3 = (("h", "h"), ("b", "b"))
+_WARM_SUMS = ("f", "d", "i", "q")
+
+
+def _warm_numba(mod: ModuleType) -> None:
+    """Call every loop nest of :mod:`pymli.kernels._jit_numba` once on tiny operands of each argument
+    type combination the glue above passes (compiled, or loaded from numba's cache)."""
+    geo = np.ones(6, dtype=I64)
+    chan7, chan1 = np.zeros((7, 2), dtype=I64), np.zeros(2, dtype=I64)
+    par_sa8, par_fx = np.zeros(5, dtype=I64), np.zeros(11, dtype=I64)
+    for xd, wd, ad, od in _WARM_SA8:
+        mod.depthwise_sa8_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), 0, np.zeros((3, 2), ad),
+                               np.empty((3, 3, 2), od), 0, 3, geo, chan7, par_sa8)
+    for xd, wd, ad, od in _WARM_FX:
+        mod.depthwise_fx_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), np.zeros((3, 2), ad),
+                              np.empty((3, 3, 2), od), 0, 3, geo, chan1, par_fx)
+    for xd, od in _WARM_FX3:
+        mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
+                               0, 3, geo, np.zeros(3))
+    for sd in _WARM_SUMS:
+        mod.finish_sa8(np.zeros((1, 2), sd), chan7, par_sa8, np.empty((1, 2), np.int8))
+        for od in ("b", "h"):
+            mod.finish_fx(np.zeros((1, 2), sd), chan1, par_fx, np.empty((1, 2), od))
+
+
+def warm_up() -> dict[str, float]:
+    """Compile every JIT kernel once (or load it from numba's cache), e.g. when installing, so that no
+    later call waits for a compile: the loop nests of :mod:`pymli.kernels._jit_numba` on each argument
+    type combination the kernels pass, and every other ``pymli/kernels/_jit_*.py`` module through its
+    own ``warm_up()`` function (a module without one is listed with ``nan``).
+
+    Returns:
+        Seconds per compiled-kernel module (empty when numba is not installed).
+    """
+    mod = _module()
+    if mod is None:
+        return {}
+    t0 = time.perf_counter()
+    _warm_numba(mod)
+    done = {mod.__name__: time.perf_counter() - t0}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(f[:-3] for f in os.listdir(here) if f.startswith("_jit_") and f.endswith(".py")):
+        other = importlib.import_module(f"pymli.kernels.{name}")
+        if other is mod:
+            continue
+        t0 = time.perf_counter()
+        hook = getattr(other, "warm_up", None)
+        if hook is None:
+            done[other.__name__] = float("nan")
+            continue
+        hook()
+        done[other.__name__] = time.perf_counter() - t0
+    return done
+
+
+if __name__ == "__main__":  # python -m pymli.kernels._jit: warm up, one line per module
+    print("\n".join(f"{k}: " + ("no warm_up()" if v != v else f"{v:.1f} s") for k, v in warm_up().items())
+          or "numba is not installed: nothing to compile")
