@@ -539,8 +539,8 @@ def test_output_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.Mon
 @needs_numba
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``depthwise_fx3_rows`` (scaled float64 sums, floor / rint stage, four-pixel blocks and their
-    remainders, the ring's row slots for vertical dilations 1-3, batches) against the NumPy path: every
+    """``depthwise_fx3_rows`` (scaled float64 sums, floor / rint stage, four-row blocks and the rows
+    left over, the ring's row slots for vertical dilations 1-3, batches) against the NumPy path: every
     output shift from 0 to 24, so that ties of the rounding shift are common (small shifts, small
     values), also with the largest products and biases, and row blocks starting mid-sample."""
     mod = _jit._module()
