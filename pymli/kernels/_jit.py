@@ -397,6 +397,14 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
             out = np.empty((r1 - r0, wo, c), dtype=odt)
             return out if _ran(mod.depthwise_fx3_rows, x, wf, bf, out, r0, ho, geo, fpar) else None
         return run_fx3
+    if stage.sa8 and kh == 3 and kw == 3 and 9 * xb * wb < 1 << 24:
+        # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
+        wf32 = wk.astype(np.float32)
+
+        def run_sa8_3(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_sa8_3_rows, x, x_off, wf32, out, r0, ho, geo, chan, par) else None
+        return run_sa8_3
     # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
     # below 2**31
     acc_dt = np.dtype(np.int32 if kh * kw * xb * wb < (1 << 31) else I64)
@@ -556,11 +564,12 @@ def _container_bound(char: str, offset: int) -> int:
 
 
 # (x, w, acc, out) containers of depthwise_sa8_rows / depthwise_fx_rows as _rows_runner picks them
-# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows, and the
-# sums of the convolutions' row blocks that finish takes
+# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows, the x
+# containers of depthwise_sa8_3_rows, and the sums of the convolutions' row blocks that finish takes
 _WARM_SA8 = (("b", "b", "i", "b"),)
 _WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
 _WARM_FX3 = (("h", "h"), ("b", "b"))
+_WARM_SA8_3 = ("b",)
 _WARM_SUMS = ("f", "d", "i", "q")
 
 
@@ -576,6 +585,9 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd, wd, ad, od in _WARM_FX:
         mod.depthwise_fx_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), np.zeros((3, 2), ad),
                               np.empty((3, 3, 2), od), 0, 3, geo, chan1, par_fx)
+    for xd in _WARM_SA8_3:
+        mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
+                                 np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))

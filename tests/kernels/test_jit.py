@@ -580,6 +580,40 @@ def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch:
 
 
 @needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``depthwise_sa8_3_rows`` (float32 sums of ``x - zero point`` on the ring, four-row blocks and the
+    rows left over, strides, dilations, paddings, batches, extremes) against the NumPy path, and row
+    blocks starting mid-sample."""
+    mod = _jit._module()
+    taken = []
+    real = mod.depthwise_sa8_3_rows
+    monkeypatch.setattr(mod, "depthwise_sa8_3_rows", lambda *a: taken.append(1) or real(*a))
+    rng = np.random.default_rng([13, PLATFORMS.index(plat)])
+    cases = 24
+    for i in range(cases):
+        x, wt, b, q, p, geo = _case(rng, "sa8", extreme=i % 4 == 3)
+        wt = _values(rng, (3, 3, 1, x.shape[-1]), np.int8, i % 4 == 3)
+        s, d, pad = (1, 1) if i % 2 else geo["stride"], (1, 1) if i % 3 else geo["dilation"], geo["pad"]
+        h, w = x.shape[-3:-1]
+        ho, wo = K.out_size(h, 3, s[0], pad[0], 0, d[0]), K.out_size(w, 3, s[1], pad[1], 0, d[1])
+        if ho < 1 or wo < 1:
+            continue
+        geo = {**geo, "stride": s, "dilation": d, "out_hw": (ho, wo)}
+        with use_platform(plat):
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, geo)
+            xb = x if x.ndim == 4 else x[None]
+            run = _jit._rows_runner(xb.shape, xb.dtype, wt, K._offsets(q)[0], K._jit_stage(b, q, geo["bounds"]), s, d,
+                                    pad, (ho, wo))
+            rows = xb.shape[0] * ho
+            r0 = int(rng.integers(0, rows))
+            assert np.array_equal(run(np.ascontiguousarray(xb), r0, rows), want.reshape(rows, wo, -1)[r0:])
+    assert len(taken) > cases
+
+
+@needs_numba
 def test_fx3_operands_bound(jit_on: None) -> None:
     """Sums that may leave float64's exact integers (a bias near 2**53) take the int64 loop nest."""
     wk = np.ones((3, 3, 2), dtype=np.int16)
