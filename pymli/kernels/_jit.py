@@ -20,7 +20,8 @@ is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shift
 functions take their general saturating path (outside 0..62) are left to NumPy. A 3x3 MLI_FX call
 with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums of weights and bias
 scaled by the output shift's power of two (they vectorise), and that stage as a floating-point
-rounding (:func:`_fx3_operands`). :func:`finish` runs the same stages on the exact
+rounding (:func:`_fx3_operands`); a 3x3 s8asym call ``depthwise_sa8_3_rows``: exact float32 sums,
+then the int64 stage. :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is

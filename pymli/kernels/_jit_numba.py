@@ -5,10 +5,13 @@ Every function is ``nopython``, ``nogil`` (the blocks of one call may run on the
 :mod:`pymli.kernels._parallel`), ``cache=True`` (compiled once per machine and argument types, kept in
 ``__pycache__``) and without ``fastmath``: all arithmetic is on integers, in int64 (wrapping exactly
 like NumPy's int64, which no step here reaches) or in the int32 accumulator the caller proves exact,
-except the 3x3 MLI_FX sums of :func:`depthwise_fx3_rows`: float64 products and sums that are integers
-times a power of two, below 2**53 times it (the caller proves the bound), so every step is exact in
-any order, and contracting a multiply and an add into one FMA, its only fast-math flag, rounds
-nothing either.
+except the sums of the 3x3 loop nests: float64 products and sums of :func:`depthwise_fx3_rows` that are
+integers times a power of two, below 2**53 times it, and float32 integer products and sums of
+:func:`depthwise_sa8_3_rows` below 2**24 (the caller proves the bounds), so every step is exact in
+any order, and contracting a multiply and an add into one FMA, their only fast-math flag, rounds
+nothing either. Floats because they vectorise over the channels: 8 / 16 lanes of AVX-512 fused
+multiply-adds, where int64 products do not vectorise well and int32 sums of fx16 products (up to
+9 * 2**30) would overflow.
 """
 
 from __future__ import annotations
