@@ -387,7 +387,7 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     mod = _module()
     if mod is None:
         return None
-    wk = np.ascontiguousarray(w).reshape(kh, kw, c)
+    wk = np.array(w, order="C").reshape(kh, kw, c)  # a copy: depthwise keeps runners by the weights' values
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     chan, par, odt = stage.chan, stage.par, stage.out_dtype
     fx3 = None if stage.sa8 or kh != 3 or kw != 3 else _fx3_operands(stage, wk, xb, wb)

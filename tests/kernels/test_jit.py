@@ -815,3 +815,23 @@ def test_warm_up_covers_the_kernels(jit_on: None) -> None:
     after = [len(f.signatures) for f in funcs]
     new = {f.__name__: f.signatures[n:] for f, n in zip(funcs, before) if len(f.signatures) > n}
     assert after == before, f"compiled after the warm-up: {new}"
+
+
+@needs_numba
+def test_kept_runner_owns_its_weights(jit_on: None) -> None:
+    """:func:`_jit.depthwise` keeps runners by the weights' values: rewriting the array of an earlier
+    call's weights does not change what a later call with those values computes."""
+    rng = np.random.default_rng(17)
+    x = rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 3, 1, 8)).astype(np.int8)
+    b = rng.integers(-5000, 5000, 8)
+    q = K.Sa8Quant(3, 16384, 20, 0, rng.integers(8192, 32767, 8), np.full(8, 20), 5, 20000, 14)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (6, 6)}
+    for kh in (3, 2):  # the float32 loop nest and the int32 one
+        wk = w[:kh, :kh].copy()
+        stage = K._jit_stage(b, q, (-128, 127))
+        first = _jit.depthwise(x, wk, 3, stage, **geo)
+        same = wk.copy()
+        wk[...] = 0  # the first call's array rewritten
+        again = _jit.depthwise(x, same, 3, stage, **geo)
+        assert first is not None and np.array_equal(again, first)
