@@ -527,7 +527,8 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     if out.size:
         a2, o2 = acc.reshape(-1, c), out.reshape(-1, c)
         mod = _module()
-        if not _ran(mod.finish_sa8 if stage.sa8 else mod.finish_fx, a2, stage.chan, stage.par, o2):  # type: ignore[union-attr]
+        fn = mod.finish_sa8 if stage.sa8 else mod.finish_fx  # type: ignore[union-attr]
+        if not _ran(fn, a2, stage.chan, stage.par, o2):
             return None
     return out
 

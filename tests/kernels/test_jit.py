@@ -8,6 +8,7 @@ other kernel tests cover it); the switch tests at the end run either way.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -749,11 +750,7 @@ def test_interrupted_import_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(KeyboardInterrupt):
         _jit.available()
     assert _jit._STATE["tried"] is False
-    try:
-        import numba  # noqa: F401
-        has_numba = True
-    except ImportError:
-        has_numba = False
+    has_numba = importlib.util.find_spec("numba") is not None
     assert _jit.available() is has_numba and _jit._STATE["tried"] is True
 
 
