@@ -8,6 +8,7 @@ other kernel tests cover it); the switch tests at the end run either way.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -22,6 +23,7 @@ from pymli.arith.requant import relu_bounds
 from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
+from pymli.kernels.diverse import argmax
 
 from ..oracles import convolution as oracle
 from ._shared import TakenCounter, numpy_path
@@ -722,9 +724,8 @@ def test_guarded_module_calls_again(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_compiled_module_is_guarded(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """``compiled("_jit_reduce")`` hands out the guarded module (one object): argmax with a cut first
     compile gives the positions of the NumPy path."""
-    from pymli.kernels import _jit_reduce
-    from pymli.kernels.diverse import argmax
     mod = _jit.compiled("_jit_reduce")
+    _jit_reduce = importlib.import_module("pymli.kernels._jit_reduce")  # needs numba: not at the top
     assert isinstance(mod, _jit._Guarded) and _jit.compiled("_jit_reduce") is mod
     x = np.random.default_rng(5).integers(-100, 100, (40, 3)).astype(np.int16)
     calls = _cut_once(monkeypatch, _jit_reduce, "argmax_heaps")
