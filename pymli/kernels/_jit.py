@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class _Guarded:
             module: the compiled-kernel module."""
         self._module = module
 
-    def __getattr__(self, name: str) -> object:
+    def __getattr__(self, name: str) -> Any:
         """The module's attribute ``name``, a function guarded (the guard is kept on the proxy; it
         looks the function up in the module at each call)."""
         value = getattr(self._module, name)
@@ -162,7 +163,7 @@ def enabled() -> bool:
     return bool(_STATE["on"]) and available()
 
 
-def compiled(name: str) -> ModuleType | None:
+def compiled(name: str) -> _Guarded | None:
     """Another compiled-kernel module of :mod:`pymli.kernels` (e.g. ``"_jit_reduce"``), imported the
     first time it is asked for, when the JIT is :func:`enabled`; its functions guarded against an
     interrupted first compile (see :class:`_Guarded`).
