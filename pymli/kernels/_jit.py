@@ -330,16 +330,31 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
     nb, _, _, c = x.shape
     kh, kw = w.shape[:2]
     ho, wo = out_hw
-    rows = nb * ho
-    # calls of at least JIT_PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the
-    # loop nests release the GIL), or on this thread alone, whichever has been the faster lately for
-    # this shape (pool_pays: the other cores may be busy)
+    out = _run_rows(run, x, nb * ho, _site(stage, x.dtype, w, nb * ho, wo, c))  # type: ignore[arg-type]
+    return None if out is None else out.reshape(nb, ho, wo, c)
+
+
+def _site(stage: DepthwiseStage, x_dtype: np.dtype, w: np.ndarray, rows: int, wo: int, c: int) -> tuple | None:
+    """The :func:`pool_pays` site of a call of ``rows`` output rows, or None below
+    :data:`JIT_PARALLEL_WORK` multiply-adds (one thread)."""
+    kh, kw = w.shape[:2]
+    if rows * wo * c * kh * kw < JIT_PARALLEL_WORK:
+        return None
+    return ("jit-depthwise", stage.sa8, x_dtype.char, w.dtype.char, rows, wo, c, kh, kw)
+
+
+def _run_rows(run: _RowsRunner, x: np.ndarray, rows: int, site: tuple | None) -> np.ndarray | None:
+    """All ``rows`` output rows of a runner: calls of at least :data:`JIT_PARALLEL_WORK` multiply-adds
+    (a ``site``) as row blocks on the threads of :mod:`pymli.kernels._parallel` (the loop nests
+    release the GIL), or on this thread alone, whichever has been the faster lately for this shape
+    (``pool_pays``: the other cores may be busy).
+
+    Returns:
+        (rows, Wo, C) outputs, or None when a loop nest's first compile was cut short (:func:`_ran`).
+    """
     threads = get_threads()
-    macs = rows * wo * c * kh * kw
-    if threads <= 1 or rows < 2 or macs < JIT_PARALLEL_WORK:
-        out = run(x, 0, rows)
-        return None if out is None else out.reshape(nb, ho, wo, c)
-    site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)  # type: ignore[union-attr]
+    if threads <= 1 or rows < 2 or site is None:
+        return run(x, 0, rows)
     pooled = pool_pays(site)
     t0 = time.perf_counter()
     if pooled:
@@ -350,14 +365,13 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
         out = None if any(b is None for b in blocks) else np.concatenate(blocks)
     else:
         out = run(x, 0, rows)
-    if out is None:
-        return None
-    record_time(site, pooled, time.perf_counter() - t0)
-    return out.reshape(nb, ho, wo, c)
+    if out is not None:
+        record_time(site, pooled, time.perf_counter() - t0)
+    return out
 
 
 _RowsRunner = Callable[[np.ndarray, int, int], np.ndarray | None]
-_Plan = tuple[int, tuple[int, ...], _RowsRunner]
+_Plan = tuple[int, tuple[int, ...], _RowsRunner, tuple | None]
 _RUNNERS: dict[tuple, _RowsRunner | None] = {}
 """:func:`depthwise`'s runners by operands (see there)."""
 
@@ -429,11 +443,9 @@ class PreparedDepthwise:
     loop nest: ``prepared(x)`` equals :func:`depthwise` on ``x`` (batched or not), with everything
     that depends only on the layer, the input's shape and dtype and the platform (weights layout,
     geometry and stage constants, accumulator dtype, the loop nest) derived on the first call with
-    that key and kept, so that a call allocates its output and makes one compiled call.
-
-    Calls of at least :data:`JIT_PARALLEL_WORK` multiply-adds are not taken (None): the plain kernel
-    cuts them into row blocks over the threads. Calls may overlap on several threads (every call
-    writes fresh arrays).
+    that key and kept, so that a call allocates its output and makes one compiled call (calls of at
+    least :data:`JIT_PARALLEL_WORK` multiply-adds: row blocks over the threads, as :func:`depthwise`).
+    Calls may overlap on several threads (every call writes fresh arrays).
     """
 
     def __init__(self, w: np.ndarray, x_offset: int, stage: Callable[[], DepthwiseStage | None], *,
@@ -459,8 +471,7 @@ class PreparedDepthwise:
 
         Returns:
             (Ho, Wo, C) or (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the
-            JIT does not take the call (off, or as :func:`depthwise`; also large calls, see above):
-            the caller runs the plain kernel.
+            JIT does not take the call (off, or as :func:`depthwise`): the caller runs the plain kernel.
         """
         if not _STATE["on"]:
             return None
@@ -472,27 +483,29 @@ class PreparedDepthwise:
             plan = self._plan(p, x)
         if plan is None:
             return None
-        rows, out_shape, run = plan
+        rows, out_shape, run, site = plan
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        out = run(x if x.ndim == 4 else x[None], 0, rows)
+        out = _run_rows(run, x if x.ndim == 4 else x[None], rows, site)
         return None if out is None else out.reshape(out_shape)
 
     def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
-        """(output rows, output shape, runner) for inputs like ``x`` under platform
-        ``p``, or None (not for the JIT)."""
+        """(output rows, output shape, runner, thread site) for inputs like ``x`` under platform ``p``,
+        or None (not for the JIT)."""
         key = (p, x.shape, x.dtype)  # the dtype, not its char: byte order
         plan = self._plans.get(key, False)
         if plan is False:
             plan = None
-            (kh, kw), c = self._w.shape[:2], self._w.shape[-1]
+            c = self._w.shape[-1]
             stride, dilation, pad, (ho, wo) = self._geo
             shape4 = x.shape if x.ndim == 4 else (1, *x.shape)
-            if x.ndim in (3, 4) and shape4[0] * ho * wo * c * kh * kw < JIT_PARALLEL_WORK:
-                run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, self._stage(), stride, dilation, pad,
-                                   (ho, wo))
+            stage = self._stage()
+            if x.ndim in (3, 4):
+                run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, stage, stride, dilation, pad, (ho, wo))
                 if run is not None:
-                    plan = (shape4[0] * ho, (*x.shape[:-3], ho, wo, c), run)
+                    rows = shape4[0] * ho
+                    site = _site(stage, x.dtype, self._w, rows, wo, c)  # type: ignore[arg-type]
+                    plan = (rows, (*x.shape[:-3], ho, wo, c), run, site)
             if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
                 self._plans.clear()
             self._plans[key] = plan

@@ -280,10 +280,15 @@ def test_prepared_depthwise_matches_plain_kernel(kind: str, jit_on: None, monkey
 
 
 @needs_numba
-def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Calls of at least JIT_PARALLEL_WORK multiply-adds go through the plain kernel (its row blocks over
-    the threads), with the same values; a small input on the same layer still takes the plan."""
+def test_prepared_depthwise_large_call_takes_the_plan(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls of at least JIT_PARALLEL_WORK multiply-adds take the plan too (row blocks over the threads,
+    or one thread), with the same values, as a small input on the same layer does; the plain kernel's
+    JIT glue is not called."""
     counter = _Counter(monkeypatch)
+    blocks = []
+    real_parts = _jit.run_parts
+    monkeypatch.setattr(_jit, "run_parts", lambda fn, n: blocks.append(n) or real_parts(fn, n))
+    monkeypatch.setattr(_jit, "pool_pays", lambda site: True)
     rng = np.random.default_rng(41)
     x = rng.integers(-128, 128, (4, 24, 24, 64)).astype(np.int8)  # 4 * 24 * 24 * 64 * 9 >= 2**20
     w = rng.integers(-128, 128, (3, 3, 1, 64)).astype(np.int8)
@@ -292,12 +297,14 @@ def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatc
     geo = {"pad": (1, 1), "out_hw": (24, 24), "bounds": (-128, 127)}
     layer = prepare_conv(w, b, q, **geo, depthwise=True, out_dtype=np.int8)
     for plat in (VPX, EM):
-        with use_platform(plat):
-            for xi in (x, x[0]):
-                got = layer(xi)
-                want = numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
-                assert got.dtype == np.int8 and np.array_equal(got, want)
-    assert counter.taken == 2  # the batch of 4 only
+        for threads in (1, 2):
+            with use_platform(plat), _parallel.threads_limit(threads):
+                for xi in (x, x[0]):
+                    got = layer(xi)
+                    want = numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
+                    assert got.dtype == np.int8 and np.array_equal(got, want)
+    assert counter.taken == 0
+    assert len(blocks) == 2  # the batch of 4 on two threads, both platforms
 
 
 @needs_numba
