@@ -767,8 +767,12 @@ import numpy as np
 from numba.core.registry import cpu_target
 from pymli.kernels import _jit
 
-ee = cpu_target.target_context.codegen()._engine._ee
-notify = ee._object_cache_notify
+try:  # numba's execution engine and its object-cache hook (internals: checked by the test)
+    ee = cpu_target.target_context.codegen()._engine._ee
+    notify = ee._object_cache_notify
+except AttributeError:
+    print("no hook")
+    raise SystemExit(0)
 
 def interrupted(module, buf):
     # a signal while LLVM hands finish_fx's object code to numba's cache hook (a ctypes callback)
@@ -794,6 +798,8 @@ def test_real_interrupted_compile(tmp_path: object) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYMLI_JIT": "1"}
     r = subprocess.run([sys.executable, "-c", _REAL_CUT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    if r.stdout.strip() == "no hook":
+        pytest.skip("this numba has no ExecutionEngine._object_cache_notify hook to interrupt")
     # (100 + 3 + 8) >> 4 = 6, (-100 - 3 + 8) >> 4 = -6, (7 + 3 + 8) >> 4 = 1, (8 - 3 + 8) >> 4 = 0
     assert r.stdout.split("\n")[-2] == "True 1 [[6, -6], [1, 0]]", r.stdout + r.stderr[-3000:]
 
