@@ -21,7 +21,9 @@ functions take their general saturating path (outside 0..62) are left to NumPy. 
 with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums of weights and bias
 scaled by the output shift's power of two (they vectorise), and that stage as a floating-point
 rounding (:func:`_fx3_operands`); a 3x3 s8asym call ``depthwise_sa8_3_rows``: exact float32 sums,
-then the int64 stage. :func:`finish` runs the same stages on the exact
+then the int64 stage; both on a ring of input rows converted to floats once, where that pays
+(:func:`_ring_pays`; else ``depthwise_fx3_pairs``: float64 sums read from the input, and
+``depthwise_sa8_rows``). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
@@ -405,7 +407,8 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     wk = np.array(w, order="C").reshape(kh, kw, c)  # a copy: depthwise keeps runners by the weights' values
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     chan, par, odt = stage.chan, stage.par, stage.out_dtype
-    fx3 = None if stage.sa8 or kh != 3 or kw != 3 else _fx3_operands(stage, wk, xb, wb)
+    ring = kh == 3 and kw == 3 and _ring_pays(c, stride, dilation)
+    fx3 = None if stage.sa8 or not ring else _fx3_operands(stage, wk, xb, wb)
     if fx3 is not None:
         wf, bf, fpar = fx3
 
@@ -413,7 +416,17 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
             out = np.empty((r1 - r0, wo, c), dtype=odt)
             return out if _ran(mod.depthwise_fx3_rows, x, wf, bf, out, r0, ho, geo, fpar) else None
         return run_fx3
-    if stage.sa8 and kh == 3 and kw == 3 and 9 * xb * wb < 1 << 24:
+    fx40 = None if stage.sa8 or kh != 3 or kw != 3 or ring else _fx40_par(stage)
+    if fx40 is not None:
+        # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
+        # below 9 * 2**31 < 2**53, so integer-valued and exact
+        wf64 = wk.astype(np.float64)
+
+        def run_pairs(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_fx3_pairs, x, wf64, np.empty(c), out, r0, ho, geo, chan, fx40) else None
+        return run_pairs
+    if stage.sa8 and ring and 9 * xb * wb < 1 << 24:
         # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
         wf32 = wk.astype(np.float32)
 
@@ -547,6 +560,33 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     return out
 
 
+RING_CHANNELS = 128
+"""Most channels of the row-ring loop nests (``depthwise_fx3_rows``, ``depthwise_sa8_3_rows``): six float
+rows of more channels and the weights no longer stay in the first-level cache (measured fx16, one
+thread: 56x56x128 ~245 us against ~440 us reading the input directly, 28x28x256 about even,
+14x14x512 ~2x slower)."""
+
+
+def _ring_pays(c: int, stride: tuple[int, int], dilation: tuple[int, int]) -> bool:
+    """Whether a 3x3 call takes the row-ring loop nests: blocks of four output rows (stride and dilation
+    1 along the height: a stride of 2 shares too few input rows, measured 28x28x256 ~1.3x slower) and
+    at most :data:`RING_CHANNELS` channels. The others read the input directly (``depthwise_fx3_pairs``,
+    ``depthwise_sa8_rows``)."""
+    return c <= RING_CHANNELS and stride[0] == 1 and dilation[0] == 1
+
+
+def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:
+    """The scalars of ``depthwise_fx3_pairs`` (s, add, odd, lo, hi) for an MLI_FX stage without wrap
+    and saturation (40-bit accumulator), else None: the stage of ``depthwise_fx_rows`` in closed form."""
+    narrow, sat_lo, sat_hi, rnd_lim, s, half, up, c_lo, c_hi, lo, hi = (int(v) for v in stage.par)
+    if narrow or (sat_lo, sat_hi, rnd_lim) != (_I64_MIN, _I64_MAX, _I64_MAX):
+        return None
+    add, odd = (half, 0) if up or s == 0 else (half - 1, 1)
+    # clip(clip(v, c_lo, c_hi), lo, hi) = clip(v, low, high): its values at -inf and +inf
+    low, high = min(max(c_lo, lo), hi), min(max(c_hi, lo), hi)
+    return np.array([s, add, odd, low, high], dtype=I64)
+
+
 def _fx3_operands(stage: DepthwiseStage, wk: np.ndarray, xb: int,
                   wb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The scaled float64 operands of ``depthwise_fx3_rows`` (weights, bias, (up, lo, hi)) for an MLI_FX
@@ -580,12 +620,14 @@ def _container_bound(char: str, offset: int) -> int:
 
 
 # (x, w, acc, out) containers of depthwise_sa8_rows / depthwise_fx_rows as _rows_runner picks them
-# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows, the x
-# containers of depthwise_sa8_3_rows, and the sums of the convolutions' row blocks that finish takes
+# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows and
+# depthwise_fx3_pairs, the x containers of depthwise_sa8_3_rows, and the sums of the convolutions' row
+# blocks that finish takes
 _WARM_SA8 = (("b", "b", "i", "b"),)
 _WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
 _WARM_FX3 = (("h", "h"), ("b", "b"))
 _WARM_SA8_3 = ("b",)
+_WARM_PAIRS = (("h", "h"), ("b", "b"))
 _WARM_SUMS = ("f", "d", "i", "q")
 
 
@@ -601,6 +643,9 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd, wd, ad, od in _WARM_FX:
         mod.depthwise_fx_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), np.zeros((3, 2), ad),
                               np.empty((3, 3, 2), od), 0, 3, geo, chan1, par_fx)
+    for xd, od in _WARM_PAIRS:
+        mod.depthwise_fx3_pairs(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
+                                0, 3, geo, chan1, np.zeros(5, dtype=I64))
     for xd in _WARM_SA8_3:
         mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
                                  np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)

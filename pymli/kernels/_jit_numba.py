@@ -19,8 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_3_rows", "depthwise_sa8_rows", "finish_fx",
-           "finish_sa8"]
+__all__ = ["depthwise_fx3_pairs", "depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_3_rows",
+           "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 _JIT_FMA = {**_JIT, "fastmath": {"contract"}}
@@ -439,6 +439,104 @@ def depthwise_sa8_3_rows(x, x_off, wf, out, row0, ho, geo, chan, par):  # pragma
                 for ch in range(c):
                     out[r + i, ox, ch] = _sa8_out(np.int64(acc[i, ox, ch]), chan, ch, up, pre_lo, pre_hi, zp, lo, hi)
         r += k
+
+
+@numba.njit(**_JIT)
+def _fx40_out(v, s, add, odd, lo, hi):  # pragma: no cover - compiled
+    """The output stage of :func:`depthwise_fx3_pairs` of one biased sum ``v``."""
+    return min(max((v + add + ((v >> s) & odd)) >> s, lo), hi)
+
+
+@numba.njit(**_JIT_FMA)
+def depthwise_fx3_pairs(x, wf, acc, out, row0, ho, geo, bias, par):  # pragma: no cover - compiled
+    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator with the sums in float64 read
+    from the input directly (the calls :func:`depthwise_fx3_rows` does not take: see ``_jit._ring_pays``):
+    integer-valued, exact while ``9 * max|x| * max|w| < 2**53`` (the caller checks it: 9 * 2**30 for
+    fx16), so that the products vectorise over the channels (int64 products do not) and each output is
+    finished in the channel loop.
+
+    Output stage of a sum ``v`` (int64, no wrap, no saturation: see :func:`depthwise_fx_rows`'s
+    ``simple`` case) with ``par`` = (s, add, odd, lo, hi): ``v += bias[c]``; ``v = (v + add + ((v >> s)
+    & odd)) >> s``, i.e. ``(v + half) >> s`` for ROUND_UP (``add = half``, ``odd = 0``) and round half
+    to even for ROUND_CONVERGENT (``add = half - 1``, ``odd = 1``: a tie rounds up exactly when the
+    truncated quotient is odd; ``s = 0``: ``add = odd = 0``); ``out = clip(v, lo, hi)`` (the container
+    and ReLU clips in one: a composition of clips is a clip).
+
+    The pixels whose nine taps all fall on input pixels take one loop over the channels with the nine
+    products written out, two adjacent pixels at a time when the stride and dilation along the width
+    are 1 (they share two of their three input columns and the weights); the others add their valid
+    taps in ``acc``.
+
+    Args:
+        x: (N, H, W, C) int8 / int16 input; wf: (3, 3, C) float64 weights (integer values).
+        acc: (C,) float64 scratch.
+        out, row0, ho, geo, bias: as :func:`depthwise_fx_rows`; par: int64 scalars above.
+    """
+    s, add, odd, lo, hi = par[0], par[1], par[2], par[3], par[4]
+    _, h, wdt, c = x.shape
+    wo = out.shape[1]
+    stride_h, stride_w, dil_h, dil_w, pad_t, pad_l = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
+    pairs = stride_w == 1 and dil_w == 1
+    for r in range(out.shape[0]):
+        n, oy = (row0 + r) // ho, (row0 + r) % ho
+        y0 = oy * stride_h - pad_t
+        y1, y2 = y0 + dil_h, y0 + 2 * dil_h
+        # interior outputs: ox * stride_w - pad_l >= 0 and ox * stride_w - pad_l + 2 * dil_w < W
+        oxa = oxb = 0
+        if y0 >= 0 and y2 < h:
+            oxa = (pad_l + stride_w - 1) // stride_w
+            oxb = max(oxa, min(wo, (wdt - 1 - 2 * dil_w + pad_l) // stride_w + 1))
+        ox = 0
+        while ox < wo:
+            a0 = ox * stride_w - pad_l
+            a1, a2 = a0 + dil_w, a0 + 2 * dil_w
+            if pairs and oxa <= ox and ox + 2 <= oxb:
+                for ch in range(c):
+                    x0, x1 = np.float64(x[n, y0, a0, ch]), np.float64(x[n, y0, a0 + 1, ch])
+                    x2, x3 = np.float64(x[n, y0, a0 + 2, ch]), np.float64(x[n, y0, a0 + 3, ch])
+                    w0, w1, w2 = wf[0, 0, ch], wf[0, 1, ch], wf[0, 2, ch]
+                    v0 = x0 * w0 + x1 * w1 + x2 * w2
+                    v1 = x1 * w0 + x2 * w1 + x3 * w2
+                    x0, x1 = np.float64(x[n, y1, a0, ch]), np.float64(x[n, y1, a0 + 1, ch])
+                    x2, x3 = np.float64(x[n, y1, a0 + 2, ch]), np.float64(x[n, y1, a0 + 3, ch])
+                    w0, w1, w2 = wf[1, 0, ch], wf[1, 1, ch], wf[1, 2, ch]
+                    v0 += x0 * w0 + x1 * w1 + x2 * w2
+                    v1 += x1 * w0 + x2 * w1 + x3 * w2
+                    x0, x1 = np.float64(x[n, y2, a0, ch]), np.float64(x[n, y2, a0 + 1, ch])
+                    x2, x3 = np.float64(x[n, y2, a0 + 2, ch]), np.float64(x[n, y2, a0 + 3, ch])
+                    w0, w1, w2 = wf[2, 0, ch], wf[2, 1, ch], wf[2, 2, ch]
+                    v0 += x0 * w0 + x1 * w1 + x2 * w2
+                    v1 += x1 * w0 + x2 * w1 + x3 * w2
+                    b = bias[ch]
+                    out[r, ox, ch] = _fx40_out(np.int64(v0) + b, s, add, odd, lo, hi)
+                    out[r, ox + 1, ch] = _fx40_out(np.int64(v1) + b, s, add, odd, lo, hi)
+                ox += 2
+                continue
+            if oxa <= ox < oxb:
+                for ch in range(c):
+                    v = np.float64(x[n, y0, a0, ch]) * wf[0, 0, ch] + np.float64(x[n, y0, a1, ch]) * wf[0, 1, ch] \
+                        + np.float64(x[n, y0, a2, ch]) * wf[0, 2, ch]
+                    v += np.float64(x[n, y1, a0, ch]) * wf[1, 0, ch] + np.float64(x[n, y1, a1, ch]) * wf[1, 1, ch] \
+                        + np.float64(x[n, y1, a2, ch]) * wf[1, 2, ch]
+                    v += np.float64(x[n, y2, a0, ch]) * wf[2, 0, ch] + np.float64(x[n, y2, a1, ch]) * wf[2, 1, ch] \
+                        + np.float64(x[n, y2, a2, ch]) * wf[2, 2, ch]
+                    out[r, ox, ch] = _fx40_out(np.int64(v) + bias[ch], s, add, odd, lo, hi)
+                ox += 1
+                continue
+            acc[:] = 0.0
+            for ky in range(3):
+                iy = y0 + ky * dil_h
+                if iy < 0 or iy >= h:
+                    continue
+                for kx in range(3):
+                    ix = a0 + kx * dil_w
+                    if ix < 0 or ix >= wdt:
+                        continue
+                    for ch in range(c):
+                        acc[ch] += np.float64(x[n, iy, ix, ch]) * wf[ky, kx, ch]
+            for ch in range(c):
+                out[r, ox, ch] = _fx40_out(np.int64(acc[ch]) + bias[ch], s, add, odd, lo, hi)
+            ox += 1
 
 
 @numba.njit(**_JIT)

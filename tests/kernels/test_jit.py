@@ -415,9 +415,10 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
     pixels, border pixels) against the NumPy path: random strides, dilations, paddings, widths (odd
     and even interior runs), batches, channel counts, extremes, shifts from 0 (no rounding) up."""
     mod = _jit._module()
-    taken = []
-    real = mod.depthwise_fx3_rows
-    monkeypatch.setattr(mod, "depthwise_fx3_rows", lambda *a: taken.append(1) or real(*a))
+    taken: list[str] = []
+    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
     cases = 48
     for i in range(cases):
@@ -429,7 +430,7 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
         wo = K.out_size(w, 3, s[1], pad[1], int(rng.integers(0, 2 * d[1] + 1)), d[1])
         if ho < 1 or wo < 1:
             continue
-        c = int(rng.choice([1, 3, 8, 17, 64]))
+        c = int(rng.choice([1, 3, 8, 17, 64, 130]))  # 130: beyond RING_CHANNELS
         batch = [None, 2][int(rng.integers(2))]
         extreme = i % 4 == 3
         in_frac, w_frac = int(rng.integers(0, 16)), int(rng.integers(0, 16))
@@ -444,7 +445,7 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
             want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
-    assert len(taken) > cases // 2
+    assert len(taken) > cases // 2 and set(taken) == {"depthwise_fx3_rows", "depthwise_fx3_pairs"}
 
 
 def _FinishCounter(monkeypatch: pytest.MonkeyPatch) -> TakenCounter:
@@ -550,13 +551,14 @@ def test_output_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.Mon
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """``depthwise_fx3_rows`` (scaled float64 sums, floor / rint stage, four-row blocks and the rows
-    left over, the ring's row slots for vertical dilations 1-3, batches) against the NumPy path: every
+    left over, batches; vertical dilations 2-3: ``depthwise_fx3_pairs``) against the NumPy path: every
     output shift from 0 to 24, so that ties of the rounding shift are common (small shifts, small
     values), also with the largest products and biases, and row blocks starting mid-sample."""
     mod = _jit._module()
-    taken = []
-    real = mod.depthwise_fx3_rows
-    monkeypatch.setattr(mod, "depthwise_fx3_rows", lambda *a: taken.append(1) or real(*a))
+    taken: list[str] = []
+    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i, s_out in enumerate(range(25)):
         dh = 1 + i % 3
@@ -586,21 +588,22 @@ def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch:
             r0 = int(rng.integers(0, rows))
             part = run(np.ascontiguousarray(x), r0, rows)
             assert np.array_equal(part, want.reshape(rows, wo, c)[r0:])
-    assert len(taken) == 2 * 25
+    # the ring without vertical dilation (2 calls a case), the pairs with it (_jit._ring_pays)
+    assert taken.count("depthwise_fx3_rows") == 2 * 9 and taken.count("depthwise_fx3_pairs") == 2 * 16
 
 
 @needs_numba
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """``depthwise_sa8_3_rows`` (float32 sums of ``x - zero point`` on the ring, four-row blocks and the
-    rows left over, strides, dilations, paddings, batches, extremes) against the NumPy path, and row
-    blocks starting mid-sample."""
+    rows left over, strides, dilations, paddings, batches, extremes; vertical strides and dilations
+    above 1: ``depthwise_sa8_rows``) against the NumPy path, and row blocks starting mid-sample."""
     mod = _jit._module()
     taken = []
     real = mod.depthwise_sa8_3_rows
     monkeypatch.setattr(mod, "depthwise_sa8_3_rows", lambda *a: taken.append(1) or real(*a))
     rng = np.random.default_rng([13, PLATFORMS.index(plat)])
-    cases = 24
+    cases, ring = 24, 0
     for i in range(cases):
         x, wt, b, q, p, geo = _case(rng, "sa8", extreme=i % 4 == 3)
         wt = _values(rng, (3, 3, 1, x.shape[-1]), np.int8, i % 4 == 3)
@@ -610,6 +613,7 @@ def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.
         if ho < 1 or wo < 1:
             continue
         geo = {**geo, "stride": s, "dilation": d, "out_hw": (ho, wo)}
+        ring += 2 * (s[0] == 1 and d[0] == 1)
         with use_platform(plat):
             want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
@@ -620,7 +624,7 @@ def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.
             rows = xb.shape[0] * ho
             r0 = int(rng.integers(0, rows))
             assert np.array_equal(run(np.ascontiguousarray(xb), r0, rows), want.reshape(rows, wo, -1)[r0:])
-    assert len(taken) > cases
+    assert len(taken) == ring > cases // 2
 
 
 @needs_numba
