@@ -57,7 +57,7 @@ _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
 _I32_MIN, _I32_MAX = limits(32)
 
 JIT_PARALLEL_WORK = 1 << 20
-"""Compiled calls with fewer multiply-adds than this stay on one thread (the loop nests run ~8 per ns
+"""Compiled calls with fewer multiply-adds than this stay on one thread (the loop nests run ~8-15 per ns
 on one core here: a worker's ~20-30 us wake-up pays from about this size on)."""
 
 _STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0", "module": None, "tried": False}
