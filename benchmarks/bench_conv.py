@@ -5,7 +5,8 @@ and, in square brackets, the MLI C library (x86, -O2) reference times. The convo
 with 1 and 2 threads of the kernels' pool (``pymli/kernels/_parallel.py``), and a batch of 8
 inputs through the kernel's batch axis (one pass) against 8 single calls. The conv2d sa8 case is
 also timed as the default plan runs it (best and median), and while another process keeps one
-core busy: the stability the issue asks for.
+core busy: the stability the issue asks for; both with the optional JIT (with numba, on a CPU with
+VNNI: the int8 product of ``pymli/kernels/_jit_conv.py``) and without it (the NumPy float32 GEMM).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pymli.capi import (
     mli_krn_depthwise_conv2d_hwcn_sa8_sa8_sa32,
     mli_krn_fully_connected_sa8_sa8_sa32,
 )
-from pymli.kernels import _parallel
+from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 
 rng = np.random.default_rng(0)
@@ -91,10 +92,17 @@ def _spread(fn, repeat: int, busy: bool) -> tuple[float, float]:  # type: ignore
 
 
 def _stability(rows: list[Row], name: str, fn, repeat: int, **kw) -> None:  # type: ignore[no-untyped-def]
-    for busy in (False, True):
-        best, median = _spread(fn, repeat, busy)
-        rows.append(Row(f"{name} (default threads{', one core busy' if busy else ''})", best,
-                        extra=f"median {median * 1e3:.3f} ms", **kw))
+    for jit in (True, False):
+        if jit and not _jit.available():
+            continue
+        prev = _jit.set_enabled(jit)
+        try:
+            for busy in (False, True):
+                best, median = _spread(fn, repeat, busy)
+                how = f"{'JIT' if jit else 'NumPy'}, default threads{', one core busy' if busy else ''}"
+                rows.append(Row(f"{name} ({how})", best, extra=f"median {median * 1e3:.3f} ms", **kw))
+        finally:
+            _jit.set_enabled(prev)
 
 
 def run(repeat: int = 30) -> list[Row]:

@@ -10,6 +10,11 @@ bias). Every output is the C reference's value bit for bit:
 * Dot products are computed as an im2col matrix product in float32 or float64 when the bound
   ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
+* With the optional JIT on an x86 CPU with VNNI, AVX-512 or AVX2, conv2d, group conv2d and
+  transpose conv2d take the integer products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd``
+  or ``vpmaddwd`` straight from the padded input, no im2col copy; sa8 with VNNI at ~4x the float32
+  GEMM's rate; fx16 x fx8, and fx16 with its weights split into bytes), see :func:`_int_applies`
+  and :func:`_conv_int`.
 * The accumulator width of the C kernel (32-bit wrap for sa8 and fx16 x fx8, int64 for fx16)
   and the bias / requantisation steps come from :mod:`pymli.arith.requant`.
 * Every kernel also takes a batch, x of shape (B, H, W, C): one padded array and one pass for all
@@ -319,14 +324,22 @@ def _unbatch(r: np.ndarray, ndim: int) -> np.ndarray:
     return r if ndim == 4 else r[0]
 
 
+_WEIGHTS_MEMO: dict = {}
+_WEIGHTS_MEMO_MAX = 32  # entries of _WEIGHTS_MEMO (all are dropped beyond)
+
+
 def _const_weights(w: np.ndarray, post: _OutputStage | None, tag: tuple, make: Callable[[], np.ndarray]) -> np.ndarray:
-    """``make()``, a working copy of the weights ``w``, memoised in the call's ``Sa8Quant.memo`` when
-    ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights to float32 on
-    every call costs ~100 us). Writeable weights, and calls without a :class:`Sa8Quant`, convert
-    every time."""
-    memo = getattr(post.q, "memo", None) if post is not None else None
-    if memo is None or w.flags.writeable:
+    """``make()``, a working copy of the weights ``w`` (``tag`` names everything else it depends on),
+    memoised when ``w`` is read-only (a prepared step's constant weights: converting 512 x 512 weights
+    to float32 on every call costs ~100 us): in the call's ``Sa8Quant.memo``, or for MLI_FX
+    parameters (no memo) in a small module-level one. Writeable weights convert every time."""
+    if w.flags.writeable:
         return make()
+    memo = getattr(post.q, "memo", None) if post is not None else None
+    if memo is None:
+        memo = _WEIGHTS_MEMO
+        if len(memo) >= _WEIGHTS_MEMO_MAX:
+            memo.clear()
     key = (*tag, id(w))
     hit = memo.get(key)
     if hit is None or hit[0] is not w:  # the entry keeps ``w`` alive: its id is not reused meanwhile
@@ -419,7 +432,10 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     bound = k * x_bound * w_bound
     dt = _work_dtype(k, x_bound, w_bound)
     hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
-    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, dt, x_offset)
+    # A float GEMM's padded input is held as int16 when that is exact (one third of float32's padding
+    # time): the im2col copy converts it (measured 32x32x32 3x3: pad + im2col 38 us against 48 us).
+    narrow = dt.kind == "f" and x_bound < 1 << 15 and groups == 1
+    xp = _padded_scratch(x, pad[0], pad[1], hp, wp, np.dtype(np.int16) if narrow else dt, x_offset)
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     ng = nout // groups
     if groups == 1:
@@ -435,7 +451,11 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         p = lead[0] * lead[1] * lead[2]
         # im2col: the one copy of the windows, a fresh array (measured no slower than a scratch
         # buffer: the allocator hands the same memory back call after call)
-        if groups == 1:
+        if narrow:
+            cols = np.empty((p, k), dt)
+            np.copyto(cols.reshape(v.shape), v, casting="unsafe")  # int16 -> float: exact
+            r = (cols @ wm).reshape(*lead, nout)
+        elif groups == 1:
             r = (v.reshape(p, k) @ wm).reshape(*lead, nout)
         else:
             cols = np.moveaxis(v.reshape(*v.shape[:5], groups, cg), 5, 0).reshape(groups, p, k)
@@ -444,6 +464,196 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
 
     macs = nb * ho * wo * k * ng
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
+
+
+def _int_product(int16: bool = False):  # type: ignore[no-untyped-def]
+    """(the compiled module :mod:`pymli.kernels._jit_conv`, the product conv2d takes) or None: JIT off,
+    numba missing, or a CPU with none of the products (:data:`INT_PRODUCT` chooses among them; ``int16``:
+    one of int16 inputs) that passes its self-test (:func:`pymli.kernels._jit_conv.checked`)."""
+    mod = _jit.compiled("_jit_conv")
+    if mod is None or not mod.PRODUCTS:
+        return None
+    for prod in mod.PRODUCTS:
+        if ((INT_PRODUCT is None or prod.name == INT_PRODUCT) and (not int16 or prod.per_group == 2)
+                and mod.checked(prod)):
+            return mod, prod
+    return None
+
+
+INT_PRODUCT: str | None = None
+"""The integer product conv2d takes (:data:`pymli.kernels._jit_conv.PRODUCTS`): None for the fastest
+this CPU has, or a name (``u8x16``, ``u8x8``, ``s16x8``; another one's name: none), for the tests."""
+
+VNNI_MAX_K = ((1 << 31) - 1) // (2 * 255 * 128)
+"""Most taps x (padded) channels of the uint8 products whose int32 lanes hold every partial sum exactly
+(needed only without a wrapping 32-bit accumulator)."""
+
+
+def _int_applies(x: np.ndarray, w: np.ndarray, groups: int, x_offset: int, acc_bits: int = 32) -> tuple | None:
+    """(module, product, split) of :func:`_conv_int` for a conv2d / group conv2d, or None. It takes, with
+    the JIT on and a CPU with a product that passes its self-test, int8 or int16 inputs with
+    ``x - x_offset`` within int16 and:
+
+    * int8 weights: with a 32-bit accumulator (``acc_bits``: sa8, fx16 x fx8) the int32 lanes wrap
+      exactly as it does, whatever ``K``; else every sum must stay below 2**31. The uint8 products
+      take int8 inputs with an offset in -128..127 (the padding byte ``x_offset + 128`` is a uint8),
+      ``s16x8`` any of them.
+    * int16 weights (fx16, 40-bit accumulator): ``s16x8`` with ``split``: each weight is
+      ``256 * hi + lo`` with ``lo`` in -128..127 and ``hi`` in -128..128, two products whose sums stay
+      below 2**31 (``K * 32768 * 128``: ``K`` below 512), added in int64: the exact sum.
+    """
+    kh, kw, cg, _ = w.shape
+    if kh * kw * cg == 0 or groups < 1 or x.dtype not in (np.int8, np.int16) or w.dtype not in (np.int8, np.int16):
+        return None
+    info = np.iinfo(x.dtype)
+    if not -(1 << 15) <= int(info.min) - x_offset <= int(info.max) - x_offset < 1 << 15:
+        return None  # x - x_offset beyond int16
+    split = w.dtype == np.int16
+    found = _int_product(int16=x.dtype == np.int16 or split)
+    if found is None:
+        return None
+    k, xb = kh * kw * cg, container_bound(x, x_offset)
+    if found[1].per_group == 4 and not -128 <= x_offset <= 127:
+        return None
+    # the uint8 products' partial sums also hold the initial value: 2 * K * 255 * 128 (VNNI_MAX_K)
+    exact = kh * kw * (-(-cg // 4) * 4) <= VNNI_MAX_K if found[1].per_group == 4 else k * xb * 128 < 1 << 31
+    return (*found, split) if exact or (acc_bits == 32 and not split) else None
+
+
+def _int_weights(w: np.ndarray, x_offset: int, prod,  # type: ignore[no-untyped-def]
+                 groups: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """HWCN int8 weights packed for the product ``prod`` of :mod:`pymli.kernels._jit_conv`, per group:
+    (packed values, chunks, initial values). A group's input channels are padded to a multiple of the
+    values per 4-byte group and its output channels to a multiple of the lanes, with zero weights.
+    The uint8 products start from ``-(x_offset + 128) * sum_k w[k, n]`` (see :func:`_conv_int`),
+    ``s16x8`` from 0 (int16 weights)."""
+    kh, kw, cg, n = w.shape
+    ng = n // groups
+    per, lanes = prod.per_group, prod.lanes
+    cgp, npad = -(-cg // per) * per, -(-ng // lanes) * lanes
+    k = kh * kw * cgp
+    res = []
+    for g in range(groups):
+        wq = np.zeros((kh, kw, cgp, npad), np.int8 if per == 4 else np.int16)
+        wq[:, :, :cg, :ng] = w[..., g * ng:(g + 1) * ng]
+        wk = wq.reshape(k, npad)
+        packed, chunks, off = [], [], 0
+        for c0 in range(0, npad, lanes * prod.max_nb):
+            nb = min(prod.max_nb, (npad - c0) // lanes)
+            # (K / per, lanes * nb, per): the weights of a lane for `per` consecutive taps side by side
+            cols = wk[:, c0:c0 + lanes * nb]
+            packed.append(np.ascontiguousarray(cols.reshape(k // per, per, lanes * nb).transpose(0, 2, 1)).ravel())
+            chunks.append((c0, nb, off))
+            off += packed[-1].nbytes
+        if per == 4:
+            init = (-(x_offset + 128) * wk.sum(axis=0, dtype=I64)).astype(np.int32)
+        else:
+            init = np.zeros(npad, np.int32)
+        res.append((np.concatenate(packed), np.array(chunks, dtype=I64), init))
+    return res
+
+
+@functools.lru_cache(maxsize=64)
+def _int_geometry(ho: int, wo: int, wp: int, groups: int, cgp: int, size: int, kh: int, kw: int, sh: int, sw: int,
+                  dh: int, dw: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(pixel byte offsets (ho, wo) in one image, segment byte offsets (groups, S), 4-byte groups per
+    segment) of a padded (hp, wp, groups * cgp) image of ``size``-byte values: one segment per kernel
+    row (``kw * cgp`` values) for one group and an undilated kernel width, else one per tap (``cgp``
+    values of the group)."""
+    row = groups * cgp * size  # bytes per padded pixel
+    offs = (np.arange(ho)[:, None] * (sh * wp) + np.arange(wo)[None, :] * sw) * row
+    if groups == 1 and (dw == 1 or kw == 1):
+        roff, l4 = (np.arange(kh) * (dh * wp * row))[None], kw * row // 4
+    else:
+        taps = ((np.arange(kh)[:, None] * (dh * wp) + np.arange(kw)[None, :] * dw) * row).ravel()
+        roff, l4 = taps[None, :] + (np.arange(groups) * (cgp * size))[:, None], cgp * size // 4
+    offs, roff = offs.astype(I64), np.ascontiguousarray(roff, dtype=I64)
+    offs.flags.writeable = roff.flags.writeable = False
+    return offs, roff, l4
+
+
+def _split16(w: np.ndarray, groups: int) -> np.ndarray:
+    """int16 HWCN weights as ``256 * hi + lo`` (``lo`` in -128..127, ``hi`` in -128..128): (Kh, Kw, C, 2N)
+    int16, each group's ``lo`` columns followed by its ``hi`` columns."""
+    kh, kw, cg, n = w.shape
+    v = w.astype(np.int32).reshape(kh, kw, cg, groups, n // groups)
+    lo = (v + 128) % 256 - 128
+    return np.concatenate([lo, (v - lo) >> 8], axis=-1).astype(np.int16).reshape(kh, kw, cg, 2 * n)
+
+
+def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, int], dilation: tuple[int, int],
+              pad: tuple[int, int], out_hw: tuple[int, int], groups: int, x_offset: int, post: _OutputStage,
+              wide: bool = False) -> np.ndarray:
+    """conv2d / group conv2d of integer ``x - x_offset`` (N, H, W, C) with HWCN weights, finished by
+    ``post``: the exact sums from an integer product of :mod:`pymli.kernels._jit_conv` (``found``: the
+    module, the product and whether the weights are split, from :func:`_int_applies`), no im2col copy;
+    one product per group. ``wide``: the output stage works in int64 (sizes the blocks).
+
+    ``vpdpbusd`` (the uint8 products) multiplies unsigned with signed bytes, so the input is stored as
+    ``u = x + 128`` (``x ^ 0x80`` as uint8) in a padded buffer whose padding holds ``x_offset + 128``:
+    every tap then reads ``u - (x_offset + 128) = x - x_offset`` on input pixels and 0 on padding, and
+    ``sum_k (u_k - x_offset - 128) * w_k = sum_k u_k * w_k - (x_offset + 128) * sum_k w_k``, whose last
+    term starts each accumulator (:func:`_int_weights`). ``s16x8`` reads ``x - x_offset`` as int16 with
+    zero padding. No instruction saturates (``vpdpbusd``; ``vpmaddwd``'s pairs of products of int8-range
+    weights stay below 2**24), so each int32 lane holds its sum modulo 2**32: the exact sum when every
+    partial sum is provably below 2**31 (:func:`_int_applies`), else exactly what the C 32-bit
+    accumulator wraps to. Split int16 weights (:func:`_split16`) give two sums per output, each below
+    2**31, combined as ``256 * hi_sum + lo_sum`` in int64. Rows are cut into blocks as in
+    :func:`_conv_blocks`.
+    """
+    mod, prod, split = found
+    product = getattr(mod, f"conv_{prod.name}")
+    kh, kw, cg, n = w.shape
+    nw = 2 * n if split else n  # the product's output columns
+    ng = nw // groups
+    nb, ho, wo = x.shape[0], out_hw[0], out_hw[1]
+    u8 = prod.per_group == 4
+    cgp, npad = -(-cg // prod.per_group) * prod.per_group, -(-ng // prod.lanes) * prod.lanes
+    hp, wp = _geometry((kh, kw), stride, dilation, out_hw)
+    dt = np.dtype(np.uint8 if u8 else np.int16)
+    xp = _scratch(("int product", (nb, hp, wp, groups, cgp), dt))
+    top, left = pad
+    h, wd = x.shape[1:3]
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + h, hp), min(left + wd, wp)
+    xp.fill(x_offset + 128 if u8 else 0)  # the padding (and the channels beyond cg, whose weights are 0)
+    if r0 < r1 and c0 < c1:
+        src = x[:, r0 - top:r1 - top, c0 - left:c1 - left]
+        src, dst = src.reshape(*src.shape[:3], groups, cg), xp[:, r0:r1, c0:c1, :, :cg]
+        if u8:
+            np.bitwise_xor(src.view(np.uint8), np.uint8(0x80), out=dst)
+        else:
+            np.subtract(src, np.int16(x_offset), out=dst, dtype=np.int16)
+    packs = _const_weights(w, post, ("int product", x_offset, prod.name, groups),
+                           lambda: _int_weights(_split16(w, groups) if split else w, x_offset, prod, groups))
+    offs, roff, l4 = _int_geometry(ho, wo, wp, groups, cgp, dt.itemsize, kh, kw, stride[0], stride[1], dilation[0],
+                                   dilation[1])
+    image = hp * wp * groups * cgp * dt.itemsize  # bytes per padded image
+    bound = kh * kw * cg * container_bound(x, x_offset) * container_bound(w)
+
+    def block(blk: tuple[int, int, int, int]) -> np.ndarray:
+        n0, n1, r0, r1 = blk
+        o = offs[r0:r1].reshape(-1)  # contiguous rows of the image's table
+        if n1 - n0 != 1 or n0:  # other samples than the first alone (none: an empty batch)
+            o = (o[None, :] + np.arange(n0, n1, dtype=I64)[:, None] * image).reshape(-1)
+        acc = np.empty((o.size, npad), np.int32)
+        if groups == 1:
+            product(xp, o, roff[0], l4, *packs[0], acc)
+            r = acc if npad == nw else acc[:, :nw]
+        else:
+            r = np.empty((o.size, nw), np.int32)
+            for g, pack in enumerate(packs):
+                product(xp, o, roff[g], l4, *pack, acc)
+                r[:, g * ng:(g + 1) * ng] = acc[:, :ng]
+        if split:  # per group: lo sums, then hi sums
+            r = r.reshape(o.size, groups, 2, ng // 2)
+            r = (r[:, :, 1].astype(I64) << 8) + r[:, :, 0]
+        return r.reshape(n1 - n0, r1 - r0, wo, n)
+
+    # the products run 2-4x the float32 GEMM's multiply-adds per second (split: half that): sized as
+    # such for the threads
+    work = nb * ho * wo * kh * kw * cg * ng // (2 if split else 4)
+    return _run_blocks(block, nb, ho, wo, n, work, wide or bound >= 1 << 31, xp, post, bound, blas=False)
 
 
 def conv_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int] = (1, 1),
@@ -571,11 +781,12 @@ def depthwise_accumulate(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int
     return _unbatch(r, np.ndim(x)), bound
 
 
-def _zero_inserted(x: np.ndarray, stride: tuple[int, int]) -> np.ndarray:
-    """(..., H, W, C) -> (..., (H - 1) * sh + 1, (W - 1) * sw + 1, C) with zeros between the pixels."""
+def _zero_inserted(x: np.ndarray, stride: tuple[int, int], fill: int = 0) -> np.ndarray:
+    """(..., H, W, C) -> (..., (H - 1) * sh + 1, (W - 1) * sw + 1, C) with ``fill`` (the centred zero)
+    between the pixels."""
     h, wd, c = x.shape[-3:]
     sh, sw = stride
-    xd = np.zeros((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, c), dtype=x.dtype)
+    xd = np.full((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, c), fill, dtype=x.dtype)
     xd[..., ::sh, ::sw, :] = x
     return xd
 
@@ -838,8 +1049,13 @@ def conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Quant, *, str
     geo = {"stride": stride, "dilation": dilation, "pad": pad, "out_hw": out_hw}
     a, b = _offsets(q)
     if not b:
+        post = _OutputStage(bias, q, bounds)
+        found = _int_applies(xb, w, groups, a, q.acc_bits)
+        if found is not None:
+            return _unbatch(_conv_int(xb, w, found, **geo, groups=groups, x_offset=a, post=post, wide=_wide(q)),
+                            x.ndim)
         out, _ = _conv_blocks(xb, w, **geo, groups=groups, x_bound=container_bound(x, a), w_bound=container_bound(w),
-                              x_offset=a, post=_OutputStage(bias, q, bounds), wide=_wide(q))
+                              x_offset=a, post=post, wide=_wide(q))
         return _unbatch(out, x.ndim)
     xc, a, b, xbnd = _centre(xb, q)
     acc, bound = _conv_blocks(xc, w, **geo, groups=groups, x_bound=xbnd, w_bound=container_bound(w))
@@ -926,14 +1142,30 @@ def transpose_conv2d_hwcn(x: np.ndarray, w: np.ndarray, bias: np.ndarray, q: Qua
         (Ho, Wo, N) output values, or (B, Ho, Wo, N) for a batch (dtype as :func:`conv2d_hwcn`).
     """
     x = np.asarray(x)
-    xc, a, b, _ = _centre(_batch(x), q)
+    a, b = _offsets(q)
     if not b:
         kh, kw = w.shape[:2]
-        xd = _zero_inserted(xc, stride)
-        out, _ = _conv_blocks(xd, w[::-1, ::-1], stride=(1, 1), dilation=(1, 1), pad=(kh - 1 - pad[0], kw - 1 - pad[1]),
-                              out_hw=out_hw, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w),
-                              post=_OutputStage(bias, q, bounds), wide=_wide(q))
+        post = _OutputStage(bias, q, bounds)
+
+        def mirrored() -> np.ndarray:
+            # a copy as read-only as ``w``: only a constant one is memoised again by the kernels (a
+            # fresh view of ``w`` per call would add a memo entry per call)
+            m = np.ascontiguousarray(w[::-1, ::-1])
+            m.flags.writeable = w.flags.writeable
+            return m
+
+        wm = _const_weights(w, post, ("mirrored",), mirrored)
+        geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (kh - 1 - pad[0], kw - 1 - pad[1]), "out_hw": out_hw}
+        xb = _batch(x)
+        found = _int_applies(xb, w, 1, a, q.acc_bits) if -128 <= a <= 127 else None
+        if found is not None:  # the raw input, the zero point (a centred 0) between its pixels
+            return _unbatch(_conv_int(_zero_inserted(xb, stride, a), wm, found, **geo, groups=1, x_offset=a,
+                                      post=post, wide=_wide(q)), x.ndim)
+        xd = _zero_inserted(_centre(xb, q)[0], stride)
+        out, _ = _conv_blocks(xd, wm, **geo, groups=1, x_bound=_max_abs(xd), w_bound=_max_abs(w), post=post,
+                              wide=_wide(q))
         return _unbatch(out, x.ndim)
+    xc = _centre(_batch(x), q)[0]
     acc, bound, xd, pads = transpose_accumulate(xc, w, stride=stride, pad=pad, out_hw=out_hw)
     kh, kw, cg, n = w.shape
     mask = np.zeros(xd.shape[-3:-1], dtype=I64)
