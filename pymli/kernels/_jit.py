@@ -18,8 +18,12 @@ functions (``sa8_out_params``, ``sa8_bias_bound`` and its result-cast plan, ``fx
 step that :func:`~pymli.arith.requant.sa8_result_cast` / ``fx_result_cast`` / ``add_bias`` applies
 is applied here too, in int64 (see :func:`_sa8_stage`, :func:`_fx_stage`); shifts for which those
 functions take their general saturating path (outside 0..62) are left to NumPy. A 3x3 MLI_FX call
-with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums (they vectorise)
-and that stage in closed form (:func:`_fx40_par`). :func:`finish` runs the same stages on the exact
+with a 40-bit accumulator (fx16) takes ``depthwise_fx3_rows``: exact float64 sums of weights and bias
+scaled by the output shift's power of two (they vectorise), and that stage as a floating-point
+rounding (:func:`_fx3_operands`); a 3x3 s8asym call ``depthwise_sa8_3_rows``: exact float32 sums,
+then the int64 stage; both on a ring of input rows converted to floats once, where that pays
+(:func:`_ring_pays`; else ``depthwise_fx3_pairs``: float64 sums read from the input, and
+``depthwise_sa8_rows``). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
@@ -35,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -45,29 +50,100 @@ from ..formats import RoundMode
 from ._parallel import PARTS_PER_THREAD, get_threads, pool_pays, record_time, run_parts
 
 __all__ = ["DepthwiseStage", "PreparedDepthwise", "available", "compiled", "depthwise", "enabled", "finish",
-           "fx_stage", "sa8_stage", "set_enabled"]
+           "fx_stage", "sa8_stage", "set_enabled", "warm_up"]
 
 I64 = np.int64
 _I64_MIN, _I64_MAX = int(np.iinfo(I64).min), int(np.iinfo(I64).max)
 _I32_MIN, _I32_MAX = limits(32)
 
 JIT_PARALLEL_WORK = 1 << 20
-"""Compiled calls with fewer multiply-adds than this stay on one thread (the loop nests run ~8 per ns
+"""Compiled calls with fewer multiply-adds than this stay on one thread (the loop nests run ~8-15 per ns
 on one core here: a worker's ~20-30 us wake-up pays from about this size on)."""
 
 _STATE: dict[str, object] = {"on": os.environ.get("PYMLI_JIT", "").strip() != "0", "module": None, "tried": False}
 
 
 def _module() -> ModuleType | None:
-    """The compiled kernels (:mod:`pymli.kernels._jit_numba`), or None when numba cannot be imported."""
+    """The compiled kernels (:mod:`pymli.kernels._jit_numba`), or None when numba cannot be imported.
+
+    An import cut short by anything else (e.g. ``KeyboardInterrupt`` while numba loads) propagates
+    and is tried again on the next call: only a missing numba turns the JIT off for the process.
+    """
     if not _STATE["tried"]:
-        _STATE["tried"] = True
         try:
             # optional dependency: numba (and the module that needs it) only when a kernel asks
-            _STATE["module"] = importlib.import_module("pymli.kernels._jit_numba")
+            mod = importlib.import_module("pymli.kernels._jit_numba")
         except ImportError:
-            _STATE["module"] = None
+            mod = None
+        _STATE["module"], _STATE["tried"] = mod, True
     return _STATE["module"]  # type: ignore[return-value]
+
+
+_COMPILE_CUT = "no compiled object yet"
+"""numba's message when a first compile was interrupted (a signal while LLVM hands the object code to
+numba's cache hook: the exception is lost in the ctypes callback and the compile then fails to save
+its result). numba has registered the compiled function by then, or compiles it again on the next
+call: only that call fails."""
+
+
+def _compile_cut(err: RuntimeError) -> bool:
+    """Whether ``err`` is numba's failure of an interrupted first compile (see :data:`_COMPILE_CUT`);
+    counted in ``_STATE["cut"]``."""
+    if _COMPILE_CUT not in str(err):
+        return False
+    _STATE["cut"] = int(_STATE.get("cut", 0)) + 1  # type: ignore[call-overload]
+    return True
+
+
+def _ran(fn: Callable[..., object], *args: object) -> bool:
+    """Call the compiled ``fn`` (its results are written into its array arguments).
+
+    Returns:
+        True when it ran; False when its compile was cut short (:data:`_COMPILE_CUT`): the caller
+        takes the NumPy path for this call, and the next call tries the JIT again.
+
+    Raises:
+        RuntimeError: any other failure of the call.
+    """
+    try:
+        fn(*args)
+    except RuntimeError as err:
+        if not _compile_cut(err):
+            raise
+        return False
+    return True
+
+
+class _Guarded:
+    """A compiled-kernel module as :func:`compiled` hands it out: its functions called through a guard
+    that calls once more when the first compile was cut short (:data:`_COMPILE_CUT`; the second call
+    finds the function compiled or compiles it again: its callers write results into arrays and
+    cannot take another path halfway). Other attributes are the module's."""
+
+    def __init__(self, module: ModuleType) -> None:
+        """Args:
+            module: the compiled-kernel module."""
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        """The module's attribute ``name``, a function guarded (the guard is kept on the proxy; it
+        looks the function up in the module at each call)."""
+        value = getattr(self._module, name)
+        if callable(value) and not isinstance(value, type):
+            module = self._module
+
+            def guarded(*args: object) -> object:
+                try:
+                    return getattr(module, name)(*args)
+                except RuntimeError as err:
+                    if not _compile_cut(err):
+                        raise
+                    return getattr(module, name)(*args)
+            guarded.__name__ = guarded.__qualname__ = name
+            guarded.__doc__ = getattr(value, "__doc__", None)
+            value = guarded
+        setattr(self, name, value)
+        return value
 
 
 def available() -> bool:
@@ -89,21 +165,23 @@ def enabled() -> bool:
     return bool(_STATE["on"]) and available()
 
 
-def compiled(name: str) -> ModuleType | None:
+def compiled(name: str) -> _Guarded | None:
     """Another compiled-kernel module of :mod:`pymli.kernels` (e.g. ``"_jit_reduce"``), imported the
-    first time it is asked for, when the JIT is :func:`enabled`.
+    first time it is asked for, when the JIT is :func:`enabled`; its functions guarded against an
+    interrupted first compile (see :class:`_Guarded`).
 
     Args:
         name: the module's name within ``pymli.kernels``.
 
     Returns:
-        The module, or None when the JIT is off or numba is missing.
+        The module (a guarded view of it, the same object on every call), or None when the JIT is
+        off or numba is missing.
     """
     if not enabled():
         return None
     mods = _STATE.setdefault("modules", {})
     if name not in mods:  # type: ignore[operator]
-        mods[name] = importlib.import_module(f"pymli.kernels.{name}")  # type: ignore[index]
+        mods[name] = _Guarded(importlib.import_module(f"pymli.kernels.{name}"))  # type: ignore[index]
     return mods[name]  # type: ignore[index]
 
 
@@ -234,42 +312,70 @@ def depthwise(x: np.ndarray, w: np.ndarray, x_offset: int, stage: DepthwiseStage
 
     Returns:
         (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the JIT does not take
-        the call (off, numba missing, other dtypes, empty shapes, products beyond int32): the
-        caller runs NumPy.
+        the call (off, numba missing, other dtypes, empty shapes, products beyond int32, a first
+        compile cut short: see :func:`_ran`): the caller runs NumPy.
     """
     if not enabled():
         return None
-    run = _rows_runner(x.shape, x.dtype, w, x_offset, stage, stride, dilation, pad, out_hw)
+    # the runner of these operands (stages are memoised by value: equal constants, the same object)
+    key = (x.shape, x.dtype, w.shape, w.dtype, w.tobytes(), int(x_offset), stage, tuple(stride), tuple(dilation),
+           tuple(pad), tuple(out_hw))
+    run = _RUNNERS.get(key, False)
+    if run is False:
+        run = _rows_runner(x.shape, x.dtype, w, x_offset, stage, stride, dilation, pad, out_hw)
+        if len(_RUNNERS) >= 32:  # a few layers of a network at most: keep memory bounded
+            _RUNNERS.clear()
+        _RUNNERS[key] = run
     if run is None:
         return None
     x = np.ascontiguousarray(x)
     nb, _, _, c = x.shape
     kh, kw = w.shape[:2]
     ho, wo = out_hw
-    rows = nb * ho
-    # calls of at least JIT_PARALLEL_WORK multiply-adds: row blocks on the threads of _parallel (the
-    # loop nests release the GIL), or on this thread alone, whichever has been the faster lately for
-    # this shape (pool_pays: the other cores may be busy)
+    out = _run_rows(run, x, nb * ho, _site(stage, x.dtype, w, nb * ho, wo, c))  # type: ignore[arg-type]
+    return None if out is None else out.reshape(nb, ho, wo, c)
+
+
+def _site(stage: DepthwiseStage, x_dtype: np.dtype, w: np.ndarray, rows: int, wo: int, c: int) -> tuple | None:
+    """The :func:`pool_pays` site of a call of ``rows`` output rows, or None below
+    :data:`JIT_PARALLEL_WORK` multiply-adds (one thread)."""
+    kh, kw = w.shape[:2]
+    if rows * wo * c * kh * kw < JIT_PARALLEL_WORK:
+        return None
+    return ("jit-depthwise", stage.sa8, x_dtype.char, w.dtype.char, rows, wo, c, kh, kw)
+
+
+def _run_rows(run: _RowsRunner, x: np.ndarray, rows: int, site: tuple | None) -> np.ndarray | None:
+    """All ``rows`` output rows of a runner: calls of at least :data:`JIT_PARALLEL_WORK` multiply-adds
+    (a ``site``) as row blocks on the threads of :mod:`pymli.kernels._parallel` (the loop nests
+    release the GIL), or on this thread alone, whichever has been the faster lately for this shape
+    (``pool_pays``: the other cores may be busy).
+
+    Returns:
+        (rows, Wo, C) outputs, or None when a loop nest's first compile was cut short (:func:`_ran`).
+    """
     threads = get_threads()
-    macs = rows * wo * c * kh * kw
-    if threads <= 1 or rows < 2 or macs < JIT_PARALLEL_WORK:
-        return run(x, 0, rows).reshape(nb, ho, wo, c)
-    site = ("jit-depthwise", stage.sa8, x.dtype.char, w.dtype.char, rows, wo, c, kh, kw)  # type: ignore[union-attr]
+    if threads <= 1 or rows < 2 or site is None:
+        return run(x, 0, rows)
     pooled = pool_pays(site)
     t0 = time.perf_counter()
     if pooled:
         parts = min(rows, threads * PARTS_PER_THREAD)
         cuts = [rows * i // parts for i in range(parts + 1)]
         # each block writes a fresh array (run_parts may abandon a block still running on a worker)
-        out = np.concatenate(run_parts(lambda i: run(x, cuts[i], cuts[i + 1]), parts))
+        blocks = run_parts(lambda i: run(x, cuts[i], cuts[i + 1]), parts)
+        out = None if any(b is None for b in blocks) else np.concatenate(blocks)
     else:
         out = run(x, 0, rows)
-    record_time(site, pooled, time.perf_counter() - t0)
-    return out.reshape(nb, ho, wo, c)
+    if out is not None:
+        record_time(site, pooled, time.perf_counter() - t0)
+    return out
 
 
-_RowsRunner = Callable[[np.ndarray, int, int], np.ndarray]
-_Plan = tuple[int, tuple[int, ...], _RowsRunner]
+_RowsRunner = Callable[[np.ndarray, int, int], np.ndarray | None]
+_Plan = tuple[int, tuple[int, ...], _RowsRunner, tuple | None]
+_RUNNERS: dict[tuple, _RowsRunner | None] = {}
+""":func:`depthwise`'s runners by operands (see there)."""
 
 
 def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
@@ -277,7 +383,8 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
                  pad: tuple[int, int], out_hw: tuple[int, int]) -> _RowsRunner | None:
     """The compiled loop nest of :func:`depthwise` for inputs of this shape and dtype, its operands
     derived once: ``run(x, r0, r1)`` returns the output rows ``r0 .. r1 - 1`` (rows of all samples,
-    numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array.
+    numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array
+    (None when the loop nest's first compile was cut short: :func:`_ran`).
 
     Returns:
         The runner, or None when the JIT does not take such calls (see :func:`depthwise`).
@@ -297,37 +404,50 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     mod = _module()
     if mod is None:
         return None
-    wk = np.ascontiguousarray(w).reshape(kh, kw, c)
+    wk = np.array(w, order="C").reshape(kh, kw, c)  # a copy: depthwise keeps runners by the weights' values
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
     chan, par, odt = stage.chan, stage.par, stage.out_dtype
-    fx40 = None if stage.sa8 or kh != 3 or kw != 3 else _fx40_par(stage)
+    ring = kh == 3 and kw == 3 and _ring_pays(c, stride, dilation)
+    fx3 = None if stage.sa8 or not ring else _fx3_operands(stage, wk, xb, wb)
+    if fx3 is not None:
+        wf, bf, fpar = fx3
+
+        def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_fx3_rows, x, wf, bf, out, r0, ho, geo, fpar) else None
+        return run_fx3
+    fx40 = None if stage.sa8 or kh != 3 or kw != 3 or ring else _fx40_par(stage)
     if fx40 is not None:
         # float64 sums: nine products of at most xb * wb < 2**31 (checked above), every partial sum
         # below 9 * 2**31 < 2**53, so integer-valued and exact
-        wf, fx3 = wk.astype(np.float64), mod.depthwise_fx3_rows
+        wf64 = wk.astype(np.float64)
 
-        def run_fx3(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        def run_pairs(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            fx3(x, wf, np.empty(c), out, r0, ho, geo, chan, fx40)
-            return out
-        return run_fx3
+            return out if _ran(mod.depthwise_fx3_pairs, x, wf64, np.empty(c), out, r0, ho, geo, chan, fx40) else None
+        return run_pairs
+    if stage.sa8 and ring and 9 * xb * wb < 1 << 24:
+        # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
+        wf32 = wk.astype(np.float32)
+
+        def run_sa8_3(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_sa8_3_rows, x, x_off, wf32, out, r0, ho, geo, chan, par) else None
+        return run_sa8_3
     # every partial sum is bounded by taps * max|x - offset| * max|w|: int32 accumulators are exact
     # below 2**31
     acc_dt = np.dtype(np.int32 if kh * kw * xb * wb < (1 << 31) else I64)
     if stage.sa8:
-        sa8 = mod.depthwise_sa8_rows
-
-        def run_sa8(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+        def run_sa8(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            sa8(x, wk, x_off, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
-            return out
+            acc = np.empty((wo, c), dtype=acc_dt)
+            return out if _ran(mod.depthwise_sa8_rows, x, wk, x_off, acc, out, r0, ho, geo, chan, par) else None
         return run_sa8
-    fx = mod.depthwise_fx_rows
 
-    def run_fx(x: np.ndarray, r0: int, r1: int) -> np.ndarray:
+    def run_fx(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
         out = np.empty((r1 - r0, wo, c), dtype=odt)
-        fx(x, wk, np.empty((wo, c), dtype=acc_dt), out, r0, ho, geo, chan, par)
-        return out
+        acc = np.empty((wo, c), dtype=acc_dt)
+        return out if _ran(mod.depthwise_fx_rows, x, wk, acc, out, r0, ho, geo, chan, par) else None
     return run_fx
 
 
@@ -336,11 +456,9 @@ class PreparedDepthwise:
     loop nest: ``prepared(x)`` equals :func:`depthwise` on ``x`` (batched or not), with everything
     that depends only on the layer, the input's shape and dtype and the platform (weights layout,
     geometry and stage constants, accumulator dtype, the loop nest) derived on the first call with
-    that key and kept, so that a call allocates its output and makes one compiled call.
-
-    Calls of at least :data:`JIT_PARALLEL_WORK` multiply-adds are not taken (None): the plain kernel
-    cuts them into row blocks over the threads. Calls may overlap on several threads (every call
-    writes fresh arrays).
+    that key and kept, so that a call allocates its output and makes one compiled call (calls of at
+    least :data:`JIT_PARALLEL_WORK` multiply-adds: row blocks over the threads, as :func:`depthwise`).
+    Calls may overlap on several threads (every call writes fresh arrays).
     """
 
     def __init__(self, w: np.ndarray, x_offset: int, stage: Callable[[], DepthwiseStage | None], *,
@@ -366,8 +484,7 @@ class PreparedDepthwise:
 
         Returns:
             (Ho, Wo, C) or (N, Ho, Wo, C) outputs in the stage's container dtype, or None when the
-            JIT does not take the call (off, or as :func:`depthwise`; also large calls, see above):
-            the caller runs the plain kernel.
+            JIT does not take the call (off, or as :func:`depthwise`): the caller runs the plain kernel.
         """
         if not _STATE["on"]:
             return None
@@ -379,26 +496,29 @@ class PreparedDepthwise:
             plan = self._plan(p, x)
         if plan is None:
             return None
-        rows, out_shape, run = plan
+        rows, out_shape, run, site = plan
         if not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        return run(x if x.ndim == 4 else x[None], 0, rows).reshape(out_shape)
+        out = _run_rows(run, x if x.ndim == 4 else x[None], rows, site)
+        return None if out is None else out.reshape(out_shape)
 
     def _plan(self, p: object, x: np.ndarray) -> _Plan | None:
-        """(output rows, output shape, runner) for inputs like ``x`` under platform
-        ``p``, or None (not for the JIT)."""
+        """(output rows, output shape, runner, thread site) for inputs like ``x`` under platform ``p``,
+        or None (not for the JIT)."""
         key = (p, x.shape, x.dtype)  # the dtype, not its char: byte order
         plan = self._plans.get(key, False)
         if plan is False:
             plan = None
-            (kh, kw), c = self._w.shape[:2], self._w.shape[-1]
+            c = self._w.shape[-1]
             stride, dilation, pad, (ho, wo) = self._geo
             shape4 = x.shape if x.ndim == 4 else (1, *x.shape)
-            if x.ndim in (3, 4) and shape4[0] * ho * wo * c * kh * kw < JIT_PARALLEL_WORK:
-                run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, self._stage(), stride, dilation, pad,
-                                   (ho, wo))
+            stage = self._stage()
+            if x.ndim in (3, 4):
+                run = _rows_runner(shape4, x.dtype, self._w, self._x_offset, stage, stride, dilation, pad, (ho, wo))
                 if run is not None:
-                    plan = (shape4[0] * ho, (*x.shape[:-3], ho, wo, c), run)
+                    rows = shape4[0] * ho
+                    site = _site(stage, x.dtype, self._w, rows, wo, c)  # type: ignore[arg-type]
+                    plan = (rows, (*x.shape[:-3], ho, wo, c), run, site)
             if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
                 self._plans.clear()
             self._plans[key] = plan
@@ -421,7 +541,7 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     Returns:
         The outputs, shape of ``acc``, in the stage's container dtype; or None when the JIT does not
         take the call (off, numba missing, other dtypes, channel mismatch, a 40-bit sum whose biased
-        value may leave int64): the caller runs NumPy.
+        value may leave int64, a first compile cut short: :func:`_ran`): the caller runs NumPy.
     """
     if stage is None or acc.dtype not in _SUM_TYPES or not enabled() or acc.ndim == 0:
         return None
@@ -433,16 +553,31 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     out = np.empty(acc.shape, dtype=stage.out_dtype)
     if out.size:
         a2, o2 = acc.reshape(-1, c), out.reshape(-1, c)
-        if stage.sa8:
-            _module().finish_sa8(a2, stage.chan, stage.par, o2)
-        else:
-            _module().finish_fx(a2, stage.chan, stage.par, o2)
+        mod = _module()
+        fn = mod.finish_sa8 if stage.sa8 else mod.finish_fx  # type: ignore[union-attr]
+        if not _ran(fn, a2, stage.chan, stage.par, o2):
+            return None
     return out
 
 
+RING_CHANNELS = 128
+"""Most channels of the row-ring loop nests (``depthwise_fx3_rows``, ``depthwise_sa8_3_rows``): six float
+rows of more channels and the weights no longer stay in the first-level cache (measured fx16, one
+thread: 56x56x128 ~245 us against ~440 us reading the input directly, 28x28x256 about even,
+14x14x512 ~2x slower)."""
+
+
+def _ring_pays(c: int, stride: tuple[int, int], dilation: tuple[int, int]) -> bool:
+    """Whether a 3x3 call takes the row-ring loop nests: blocks of four output rows (stride and dilation
+    1 along the height: a stride of 2 shares too few input rows, measured 28x28x256 ~1.3x slower) and
+    at most :data:`RING_CHANNELS` channels. The others read the input directly (``depthwise_fx3_pairs``,
+    ``depthwise_sa8_rows``)."""
+    return c <= RING_CHANNELS and stride[0] == 1 and dilation[0] == 1
+
+
 def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:
-    """The scalars of ``depthwise_fx3_rows`` (s, add, odd, lo, hi) for an MLI_FX stage without wrap and
-    saturation (40-bit accumulator), else None: the stage of ``depthwise_fx_rows`` in closed form."""
+    """The scalars of ``depthwise_fx3_pairs`` (s, add, odd, lo, hi) for an MLI_FX stage without wrap
+    and saturation (40-bit accumulator), else None: the stage of ``depthwise_fx_rows`` in closed form."""
     narrow, sat_lo, sat_hi, rnd_lim, s, half, up, c_lo, c_hi, lo, hi = (int(v) for v in stage.par)
     if narrow or (sat_lo, sat_hi, rnd_lim) != (_I64_MIN, _I64_MAX, _I64_MAX):
         return None
@@ -452,8 +587,107 @@ def _fx40_par(stage: DepthwiseStage) -> np.ndarray | None:
     return np.array([s, add, odd, low, high], dtype=I64)
 
 
+def _fx3_operands(stage: DepthwiseStage, wk: np.ndarray, xb: int,
+                  wb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The scaled float64 operands of ``depthwise_fx3_rows`` (weights, bias, (up, lo, hi)) for an MLI_FX
+    stage without wrap and saturation (40-bit accumulator) whose sums stay exact in float64, else None
+    (``depthwise_fx_rows`` takes the call).
+
+    Args:
+        stage: the MLI_FX stage; wk: (3, 3, C) weights; xb, wb: bounds on ``|x|`` and ``|w|``.
+    """
+    narrow, sat_lo, sat_hi, rnd_lim, s, half, up, c_lo, c_hi, lo, hi = (int(v) for v in stage.par)
+    if narrow or (sat_lo, sat_hi, rnd_lim) != (_I64_MIN, _I64_MAX, _I64_MAX):
+        return None
+    add = half if up else 0  # ROUND_UP's rounding half goes into the bias: floor((acc + b + half) / 2**s)
+    bias = stage.chan
+    # every partial sum of the loop nest is (an integer below this bound) * 2**-s: exact in float64
+    if 9 * xb * wb + (max(-int(bias.min()), int(bias.max())) if bias.size else 0) + add >= 1 << 53:
+        return None
+    scale = 2.0 ** -s  # 0 <= s <= 62 (fx_stage): a power of two, scaling integers below 2**53 exactly
+    wf = wk.astype(np.float64) * scale
+    bf = (bias + add).astype(np.float64) * scale
+    # clip(clip(v, c_lo, c_hi), lo, hi) = clip(v, low, high): its values at -inf and +inf
+    low, high = min(max(c_lo, lo), hi), min(max(c_hi, lo), hi)
+    return wf, bf, np.array([float(up), low, high])
+
+
 @functools.lru_cache(maxsize=64)
 def _container_bound(char: str, offset: int) -> int:
     """Bound on ``|x - offset|`` for values of the integer container ``char``."""
     info = np.iinfo(np.dtype(char))
     return max(abs(int(info.min) - offset), abs(int(info.max) - offset))
+
+
+# (x, w, acc, out) containers of depthwise_sa8_rows / depthwise_fx_rows as _rows_runner picks them
+# (int32 sums unless int64 is needed: fx16), the (x, out) containers of depthwise_fx3_rows and
+# depthwise_fx3_pairs, the x containers of depthwise_sa8_3_rows, and the sums of the convolutions' row
+# blocks that finish takes
+_WARM_SA8 = (("b", "b", "i", "b"),)
+_WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
+_WARM_FX3 = (("h", "h"), ("b", "b"))
+_WARM_SA8_3 = ("b",)
+_WARM_PAIRS = (("h", "h"), ("b", "b"))
+_WARM_SUMS = ("f", "d", "i", "q")
+
+
+def _warm_numba(mod: ModuleType) -> None:
+    """Call every loop nest of :mod:`pymli.kernels._jit_numba` once on tiny operands of each argument
+    type combination the glue above passes (compiled, or loaded from numba's cache)."""
+    geo = np.ones(6, dtype=I64)
+    chan7, chan1 = np.zeros((7, 2), dtype=I64), np.zeros(2, dtype=I64)
+    par_sa8, par_fx = np.zeros(5, dtype=I64), np.zeros(11, dtype=I64)
+    for xd, wd, ad, od in _WARM_SA8:
+        mod.depthwise_sa8_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), 0, np.zeros((3, 2), ad),
+                               np.empty((3, 3, 2), od), 0, 3, geo, chan7, par_sa8)
+    for xd, wd, ad, od in _WARM_FX:
+        mod.depthwise_fx_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2), wd), np.zeros((3, 2), ad),
+                              np.empty((3, 3, 2), od), 0, 3, geo, chan1, par_fx)
+    for xd, od in _WARM_PAIRS:
+        mod.depthwise_fx3_pairs(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
+                                0, 3, geo, chan1, np.zeros(5, dtype=I64))
+    for xd in _WARM_SA8_3:
+        mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
+                                 np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)
+    for xd, od in _WARM_FX3:
+        mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
+                               0, 3, geo, np.zeros(3))
+    for sd in _WARM_SUMS:
+        mod.finish_sa8(np.zeros((1, 2), sd), chan7, par_sa8, np.empty((1, 2), np.int8))
+        for od in ("b", "h"):
+            mod.finish_fx(np.zeros((1, 2), sd), chan1, par_fx, np.empty((1, 2), od))
+
+
+def warm_up() -> dict[str, float]:
+    """Compile every JIT kernel once (or load it from numba's cache), e.g. when installing, so that no
+    later call waits for a compile: the loop nests of :mod:`pymli.kernels._jit_numba` on each argument
+    type combination the kernels pass, and every other ``pymli/kernels/_jit_*.py`` module through its
+    own ``warm_up()`` function (a module without one is listed with ``nan``).
+
+    Returns:
+        Seconds per compiled-kernel module (empty when numba is not installed).
+    """
+    mod = _module()
+    if mod is None:
+        return {}
+    t0 = time.perf_counter()
+    _warm_numba(mod)
+    done = {mod.__name__: time.perf_counter() - t0}
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(f[:-3] for f in os.listdir(here) if f.startswith("_jit_") and f.endswith(".py")):
+        other = importlib.import_module(f"pymli.kernels.{name}")
+        if other is mod:
+            continue
+        t0 = time.perf_counter()
+        hook = getattr(other, "warm_up", None)
+        if hook is None:
+            done[other.__name__] = float("nan")
+            continue
+        hook()
+        done[other.__name__] = time.perf_counter() - t0
+    return done
+
+
+if __name__ == "__main__":  # python -m pymli.kernels._jit: warm up, one line per module
+    print("\n".join(f"{k}: " + ("no warm_up()" if v != v else f"{v:.1f} s") for k, v in warm_up().items())
+          or "numba is not installed: nothing to compile")

@@ -42,7 +42,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["PRODUCTS", "ROWS", "Product", "checked", "conv_s16x16", "conv_s16x8", "conv_u8x16", "conv_u8x8"]
+__all__ = ["PRODUCTS", "ROWS", "Product", "checked", "conv_s16x16", "conv_s16x8", "conv_u8x16", "conv_u8x8",
+           "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -425,3 +426,10 @@ def _self_test(prod: Product) -> bool:
     w = np.concatenate([c.transpose(0, 2, 1).reshape(groups * g, -1) for c in chunk_w], axis=1)
     want = u.astype(np.int64) @ w.astype(np.int64) + init
     return bool(np.array_equal(out, want))
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) and self-test every product of :data:`PRODUCTS`, as
+    :func:`pymli.kernels._jit.warm_up` asks of each compiled-kernel module."""
+    for prod in PRODUCTS:
+        checked(prod)

@@ -5,9 +5,13 @@ Every function is ``nopython``, ``nogil`` (the blocks of one call may run on the
 :mod:`pymli.kernels._parallel`), ``cache=True`` (compiled once per machine and argument types, kept in
 ``__pycache__``) and without ``fastmath``: all arithmetic is on integers, in int64 (wrapping exactly
 like NumPy's int64, which no step here reaches) or in the int32 accumulator the caller proves exact,
-except the 3x3 MLI_FX sums of :func:`depthwise_fx3_rows`: integer-valued float64 products and sums
-that the caller proves below 2**53 (every step exact, so contracting a multiply and an add into one
-FMA, its only fast-math flag, rounds nothing either).
+except the sums of the 3x3 loop nests: float64 products and sums of :func:`depthwise_fx3_rows` that are
+integers times a power of two, below 2**53 times it, and float32 integer products and sums of
+:func:`depthwise_sa8_3_rows` below 2**24 (the caller proves the bounds), so every step is exact in
+any order, and contracting a multiply and an add into one FMA, their only fast-math flag, rounds
+nothing either. Floats because they vectorise over the channels: 8 / 16 lanes of AVX-512 fused
+multiply-adds, where int64 products do not vectorise well and int32 sums of fx16 products (up to
+9 * 2**30) would overflow.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
+__all__ = ["depthwise_fx3_pairs", "depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_3_rows",
+           "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 _JIT_FMA = {**_JIT, "fastmath": {"contract"}}
@@ -195,14 +200,257 @@ def depthwise_sa8_rows(x, w, x_off, acc, out, row0, ho, geo, chan, par):  # prag
 
 
 @numba.njit(**_JIT)
+def _fx40_round(v, up, lo, hi):  # pragma: no cover - compiled
+    """The output stage of :func:`depthwise_fx3_rows` of one scaled sum ``v``: ``floor`` for ROUND_UP
+    (the rounding half is in the scaled bias), round half to even (``rint``: the IEEE default rounding
+    mode, which NumPy does not change) for ROUND_CONVERGENT, then the clip to ``[lo, hi]`` (integers:
+    rounding and clipping commute)."""
+    r = np.floor(v) if up else np.rint(v)
+    return min(max(r, lo), hi)
+
+
+@numba.njit(**_JIT_FMA)
+def _ring_slot(x, off, n, iy, ring, tags):  # pragma: no cover - compiled
+    """The ring row holding input row ``iy`` of sample ``n`` minus ``off`` in the ring's float dtype
+    (converted into slot ``iy % slots`` unless there already; the zero row, the last, for rows outside
+    the input): see :func:`_new_ring`."""
+    h, wdt, c = x.shape[1], x.shape[2], x.shape[3]
+    nr = tags.shape[0] - 1  # tags[nr]: the right padding columns
+    if iy < 0 or iy >= h:
+        return nr
+    slot = iy % nr
+    if tags[slot] != n * h + iy:
+        tags[slot] = n * h + iy
+        pl = ring.shape[1] - wdt - tags[nr]  # the left padding columns
+        for ix in range(wdt):
+            for ch in range(c):
+                ring[slot, pl + ix, ch] = np.int64(x[n, iy, ix, ch]) - off
+    return slot
+
+
+@numba.njit(**_JIT_FMA)
+def _new_ring(x, wo, geo, block, like):  # pragma: no cover - compiled
+    """The ring of input rows of the 3x3 loop nests (:func:`depthwise_fx3_rows`, :func:`depthwise_sa8_3_rows`):
+    float rows (``like``'s dtype) padded with zero columns on both sides so that every output pixel
+    reads three real columns, in slots ``row % slots`` (six for blocks of four output rows, else
+    ``2 * dil_h + 1``: the rows one output row or block reads fall on distinct slots), and a last,
+    zero row standing for the padding rows. Returns (ring, tags): ``tags[slot]`` the ``n * H + row``
+    held (-1: none), ``tags[-1]`` the right padding's width."""
+    wdt, c = x.shape[2], x.shape[3]
+    sw, dh, dw, pl = geo[1], geo[2], geo[3], geo[5]
+    nr = 6 if block else 2 * dh + 1
+    wp = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)
+    ring = np.empty((nr + 1, wp, c), dtype=like.dtype)
+    ring[nr] = 0.0
+    for slot in range(nr):
+        ring[slot, :pl] = 0.0
+        ring[slot, pl + wdt:] = 0.0
+    tags = np.full(nr + 1, -1, dtype=np.int64)
+    tags[nr] = wp - pl - wdt
+    return ring, tags
+
+
+@numba.njit(inline="always", **_JIT_FMA)
+def _rows4(q0, q1, q2, q3, q4, q5, wf, bf, out, r, ox, j0, j1, j2, up, lo, hi):  # pragma: no cover
+    """Output pixel ``ox`` of the four output rows ``r .. r + 3`` of :func:`depthwise_fx3_rows` from the
+    ring rows ``q0 .. q5`` (their columns ``j0, j1, j2``)."""
+    for ch in range(out.shape[2]):
+        w00, w01, w02 = wf[0, 0, ch], wf[0, 1, ch], wf[0, 2, ch]
+        w10, w11, w12 = wf[1, 0, ch], wf[1, 1, ch], wf[1, 2, ch]
+        w20, w21, w22 = wf[2, 0, ch], wf[2, 1, ch], wf[2, 2, ch]
+        b = bf[ch]
+        x0, x1, x2 = q0[j0, ch], q0[j1, ch], q0[j2, ch]
+        a0 = b + x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q1[j0, ch], q1[j1, ch], q1[j2, ch]
+        a0 = a0 + x0 * w10 + x1 * w11 + x2 * w12
+        a1 = b + x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q2[j0, ch], q2[j1, ch], q2[j2, ch]
+        a0 = a0 + x0 * w20 + x1 * w21 + x2 * w22
+        a1 = a1 + x0 * w10 + x1 * w11 + x2 * w12
+        a2 = b + x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q3[j0, ch], q3[j1, ch], q3[j2, ch]
+        a1 = a1 + x0 * w20 + x1 * w21 + x2 * w22
+        a2 = a2 + x0 * w10 + x1 * w11 + x2 * w12
+        a3 = b + x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q4[j0, ch], q4[j1, ch], q4[j2, ch]
+        a2 = a2 + x0 * w20 + x1 * w21 + x2 * w22
+        a3 = a3 + x0 * w10 + x1 * w11 + x2 * w12
+        x0, x1, x2 = q5[j0, ch], q5[j1, ch], q5[j2, ch]
+        a3 = a3 + x0 * w20 + x1 * w21 + x2 * w22
+        out[r, ox, ch] = _fx40_round(a0, up, lo, hi)
+        out[r + 1, ox, ch] = _fx40_round(a1, up, lo, hi)
+        out[r + 2, ox, ch] = _fx40_round(a2, up, lo, hi)
+        out[r + 3, ox, ch] = _fx40_round(a3, up, lo, hi)
+
+
+@numba.njit(**_JIT_FMA)
+def depthwise_fx3_rows(x, wf, bf, out, row0, ho, geo, par):  # pragma: no cover - compiled
+    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator (no wrap, no saturation: its
+    ``simple`` case) with the sums in float64, so that the products vectorise over the channels (int64
+    products do not), and the output stage in floating point too.
+
+    The weights and the bias come scaled by ``2**-s`` (``s``: the output shift): ``wf = w * 2**-s``,
+    ``bf = (bias + half) * 2**-s`` for ROUND_UP (``half = 2**(s-1)``, 0 for ``s == 0``), ``bias * 2**-s``
+    for ROUND_CONVERGENT. The caller checks ``9 * max|x| * max|w| + max|bias| + half < 2**53``: every
+    product and partial sum is then an integer multiple of ``2**-s`` below ``2**(53-s)``, exact in
+    float64 (scaling by a power of two rounds nothing without underflow, and ``s <= 62``), in any
+    order and with fused multiply-adds (the ``contract`` flag: the only fast-math flag; a fused
+    multiply-add rounds once, here nothing). A sum ``v`` is thus exactly ``(acc + bias [+ half]) /
+    2**s``, and :func:`_fx40_round` gives ``(acc + bias + half) >> s`` (ROUND_UP) or the shift with
+    round half to even (ROUND_CONVERGENT), clipped to the container and ReLU bounds.
+
+    The input rows are converted to float64 once each, into a ring of rows padded with zero columns
+    on both sides (slot ``row % slots``: six slots, or ``2 * dil_h + 1``, so that the rows one
+    output row or block reads fall on distinct slots) and a zero row standing for the padding rows:
+    every output pixel takes the same nine products. With stride and dilation 1 along the height, four
+    output rows of a sample at a time share one loop over the channels per pixel (:func:`_rows4`):
+    their six input rows' three columns and the weights are loaded once (measured 56x56x64 fx16:
+    ~115 us, ring included, against ~190 us a row at a time with four pixels per loop; blocks of
+    five rows or more, or of two pixels and more, were not vectorised by LLVM and ran ~2x slower).
+
+    Args:
+        x: (N, H, W, C) int8 / int16 input; wf: (3, 3, C) scaled float64 weights; bf: (C,) scaled bias.
+        out: (rows, Wo, C) output rows (written); row0: first output row (rows of all samples,
+            numbered ``sample * ho + oy``); ho: output rows per sample.
+        geo: int64 (stride_h, stride_w, dil_h, dil_w, pad_t, pad_l).
+        par: float64 (up, lo, hi): 1.0 for ROUND_UP, the output clip bounds.
+    """
+    c = x.shape[3]
+    rows, wo = out.shape[0], out.shape[1]
+    sh, sw, dh, dw, pt = geo[0], geo[1], geo[2], geo[3], geo[4]
+    up, lo, hi = par[0] != 0.0, par[1], par[2]
+    block = sh == 1 and dh == 1
+    ring, tags = _new_ring(x, wo, geo, block, wf)
+    r = 0
+    while r < rows:
+        n, oy = (row0 + r) // ho, (row0 + r) % ho
+        if block and r + 4 <= rows and oy + 4 <= ho:
+            y = oy - pt
+            q0, q1 = ring[_ring_slot(x, 0, n, y, ring, tags)], ring[_ring_slot(x, 0, n, y + 1, ring, tags)]
+            q2, q3 = ring[_ring_slot(x, 0, n, y + 2, ring, tags)], ring[_ring_slot(x, 0, n, y + 3, ring, tags)]
+            q4, q5 = ring[_ring_slot(x, 0, n, y + 4, ring, tags)], ring[_ring_slot(x, 0, n, y + 5, ring, tags)]
+            if sw == 1 and dw == 1:  # (unit steps: the columns' offsets known, measured ~1.5x faster)
+                for ox in range(wo):
+                    _rows4(q0, q1, q2, q3, q4, q5, wf, bf, out, r, ox, ox, ox + 1, ox + 2, up, lo, hi)
+            else:
+                for ox in range(wo):
+                    _rows4(q0, q1, q2, q3, q4, q5, wf, bf, out, r, ox, ox * sw, ox * sw + dw, ox * sw + 2 * dw, up, lo,
+                           hi)
+            r += 4
+            continue
+        y = oy * sh - pt
+        q0 = ring[_ring_slot(x, 0, n, y, ring, tags)]
+        q1 = ring[_ring_slot(x, 0, n, y + dh, ring, tags)]
+        q2 = ring[_ring_slot(x, 0, n, y + 2 * dh, ring, tags)]
+        for ox in range(wo):
+            j0 = ox * sw
+            j1, j2 = j0 + dw, j0 + 2 * dw
+            for ch in range(c):
+                v = bf[ch] + q0[j0, ch] * wf[0, 0, ch] + q0[j1, ch] * wf[0, 1, ch] + q0[j2, ch] * wf[0, 2, ch]
+                v = v + q1[j0, ch] * wf[1, 0, ch] + q1[j1, ch] * wf[1, 1, ch] + q1[j2, ch] * wf[1, 2, ch]
+                v = v + q2[j0, ch] * wf[2, 0, ch] + q2[j1, ch] * wf[2, 1, ch] + q2[j2, ch] * wf[2, 2, ch]
+                out[r, ox, ch] = _fx40_round(v, up, lo, hi)
+        r += 1
+
+
+@numba.njit(inline="always", **_JIT_FMA)
+def _sums4(q0, q1, q2, q3, q4, q5, wf, acc, ox, j0, j1, j2):  # pragma: no cover - compiled
+    """The sums of output pixel ``ox`` of four output rows into ``acc[0..3, ox]`` (see :func:`_rows4`)."""
+    for ch in range(acc.shape[2]):
+        w00, w01, w02 = wf[0, 0, ch], wf[0, 1, ch], wf[0, 2, ch]
+        w10, w11, w12 = wf[1, 0, ch], wf[1, 1, ch], wf[1, 2, ch]
+        w20, w21, w22 = wf[2, 0, ch], wf[2, 1, ch], wf[2, 2, ch]
+        x0, x1, x2 = q0[j0, ch], q0[j1, ch], q0[j2, ch]
+        a0 = x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q1[j0, ch], q1[j1, ch], q1[j2, ch]
+        a0 = a0 + x0 * w10 + x1 * w11 + x2 * w12
+        a1 = x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q2[j0, ch], q2[j1, ch], q2[j2, ch]
+        a0 = a0 + x0 * w20 + x1 * w21 + x2 * w22
+        a1 = a1 + x0 * w10 + x1 * w11 + x2 * w12
+        a2 = x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q3[j0, ch], q3[j1, ch], q3[j2, ch]
+        a1 = a1 + x0 * w20 + x1 * w21 + x2 * w22
+        a2 = a2 + x0 * w10 + x1 * w11 + x2 * w12
+        a3 = x0 * w00 + x1 * w01 + x2 * w02
+        x0, x1, x2 = q4[j0, ch], q4[j1, ch], q4[j2, ch]
+        a2 = a2 + x0 * w20 + x1 * w21 + x2 * w22
+        a3 = a3 + x0 * w10 + x1 * w11 + x2 * w12
+        x0, x1, x2 = q5[j0, ch], q5[j1, ch], q5[j2, ch]
+        a3 = a3 + x0 * w20 + x1 * w21 + x2 * w22
+        acc[0, ox, ch] = a0
+        acc[1, ox, ch] = a1
+        acc[2, ox, ch] = a2
+        acc[3, ox, ch] = a3
+
+
+@numba.njit(**_JIT_FMA)
+def depthwise_sa8_3_rows(x, x_off, wf, out, row0, ho, geo, chan, par):  # pragma: no cover - compiled
+    """:func:`depthwise_sa8_rows` of a 3x3 kernel with the sums of ``x - x_off`` in float32 (16 lanes):
+    integer-valued and exact while ``9 * max|x - x_off| * max|w| < 2**24`` (the caller checks it:
+    every product and partial sum is then an integer float32 holds; in any order, fused multiply-adds
+    included: the ``contract`` flag rounds nothing), on the ring of input rows of :func:`_new_ring`,
+    four output rows at a time as :func:`depthwise_fx3_rows`; then the s8asym output stage of
+    :func:`_sa8_out` on the integer sums, a block of rows at a time.
+
+    Args:
+        x: (N, H, W, C) int8 / int16 input; x_off: the input offset; wf: (3, 3, C) float32 weights.
+        out, row0, ho, geo, chan, par: as :func:`depthwise_sa8_rows`.
+    """
+    c = x.shape[3]
+    rows, wo = out.shape[0], out.shape[1]
+    sh, sw, dh, dw, pt = geo[0], geo[1], geo[2], geo[3], geo[4]
+    up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
+    pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
+    block = sh == 1 and dh == 1
+    ring, tags = _new_ring(x, wo, geo, block, wf)
+    acc = np.empty((4, wo, c), dtype=wf.dtype)
+    r = 0
+    while r < rows:
+        n, oy = (row0 + r) // ho, (row0 + r) % ho
+        if block and r + 4 <= rows and oy + 4 <= ho:
+            y = oy - pt
+            q0, q1 = ring[_ring_slot(x, x_off, n, y, ring, tags)], ring[_ring_slot(x, x_off, n, y + 1, ring, tags)]
+            q2, q3 = ring[_ring_slot(x, x_off, n, y + 2, ring, tags)], ring[_ring_slot(x, x_off, n, y + 3, ring, tags)]
+            q4, q5 = ring[_ring_slot(x, x_off, n, y + 4, ring, tags)], ring[_ring_slot(x, x_off, n, y + 5, ring, tags)]
+            if sw == 1 and dw == 1:  # (unit steps: see depthwise_fx3_rows)
+                for ox in range(wo):
+                    _sums4(q0, q1, q2, q3, q4, q5, wf, acc, ox, ox, ox + 1, ox + 2)
+            else:
+                for ox in range(wo):
+                    _sums4(q0, q1, q2, q3, q4, q5, wf, acc, ox, ox * sw, ox * sw + dw, ox * sw + 2 * dw)
+            k = 4
+        else:
+            y = oy * sh - pt
+            q0 = ring[_ring_slot(x, x_off, n, y, ring, tags)]
+            q1 = ring[_ring_slot(x, x_off, n, y + dh, ring, tags)]
+            q2 = ring[_ring_slot(x, x_off, n, y + 2 * dh, ring, tags)]
+            for ox in range(wo):
+                j0 = ox * sw
+                j1, j2 = j0 + dw, j0 + 2 * dw
+                for ch in range(c):
+                    v = q0[j0, ch] * wf[0, 0, ch] + q0[j1, ch] * wf[0, 1, ch] + q0[j2, ch] * wf[0, 2, ch]
+                    v = v + q1[j0, ch] * wf[1, 0, ch] + q1[j1, ch] * wf[1, 1, ch] + q1[j2, ch] * wf[1, 2, ch]
+                    v = v + q2[j0, ch] * wf[2, 0, ch] + q2[j1, ch] * wf[2, 1, ch] + q2[j2, ch] * wf[2, 2, ch]
+                    acc[0, ox, ch] = v
+            k = 1
+        for i in range(k):
+            for ox in range(wo):
+                for ch in range(c):
+                    out[r + i, ox, ch] = _sa8_out(np.int64(acc[i, ox, ch]), chan, ch, up, pre_lo, pre_hi, zp, lo, hi)
+        r += k
+
+
+@numba.njit(**_JIT)
 def _fx40_out(v, s, add, odd, lo, hi):  # pragma: no cover - compiled
-    """The output stage of :func:`depthwise_fx3_rows` of one biased sum ``v``."""
+    """The output stage of :func:`depthwise_fx3_pairs` of one biased sum ``v``."""
     return min(max((v + add + ((v >> s) & odd)) >> s, lo), hi)
 
 
 @numba.njit(**_JIT_FMA)
-def depthwise_fx3_rows(x, wf, acc, out, row0, ho, geo, bias, par):  # pragma: no cover - compiled
-    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator with the sums in float64:
+def depthwise_fx3_pairs(x, wf, acc, out, row0, ho, geo, bias, par):  # pragma: no cover - compiled
+    """:func:`depthwise_fx_rows` of a 3x3 kernel and a 40-bit accumulator with the sums in float64 read
+    from the input directly (the calls :func:`depthwise_fx3_rows` does not take: see ``_jit._ring_pays``):
     integer-valued, exact while ``9 * max|x| * max|w| < 2**53`` (the caller checks it: 9 * 2**30 for
     fx16), so that the products vectorise over the channels (int64 products do not) and each output is
     finished in the channel loop.

@@ -634,7 +634,7 @@ def _conv_int(x: np.ndarray, w: np.ndarray, found: tuple, *, stride: tuple[int, 
     def block(blk: tuple[int, int, int, int]) -> np.ndarray:
         n0, n1, r0, r1 = blk
         o = offs[r0:r1].reshape(-1)  # contiguous rows of the image's table
-        if n1 - n0 > 1 or n0:
+        if n1 - n0 != 1 or n0:  # other samples than the first alone (none: an empty batch)
             o = (o[None, :] + np.arange(n0, n1, dtype=I64)[:, None] * image).reshape(-1)
         acc = np.empty((o.size, npad), np.int32)
         if groups == 1:

@@ -12,6 +12,7 @@ the other conv tests cover, is then the only one); the test of the calls left to
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 
 import numpy as np
@@ -328,6 +329,19 @@ def test_int_bench_shape_threads(plat: Platform, product: str, jit_on: None,
     assert taken.calls >= 6
 
 
+@needs_products
+def test_int_empty_batch_and_outputs(product: str, jit_on: None) -> None:
+    """An empty batch, and outputs of no rows or columns: the NumPy path's (empty) results."""
+    q = K.Sa8Quant(1, 16384, 20, 0, np.full(4, 16384), np.full(4, 20), 0, 16384, 14)
+    w = np.ones((3, 3, 8, 4), np.int8)
+    for shape, out_hw in (((0, 5, 5, 8), (5, 5)), ((1, 5, 5, 8), (0, 5)), ((5, 5, 8), (5, 0)), ((2, 0, 5, 8), (0, 5))):
+        x = np.zeros(shape, np.int8)
+        geo = {"pad": (1, 1), "out_hw": out_hw, "bounds": (-128, 127)}
+        got = K.conv2d_hwcn(x, w, np.zeros(4, np.int32), q, **geo)
+        want = numpy_path(K.conv2d_hwcn, x, w, np.zeros(4, np.int32), q, **geo)
+        assert got.shape == want.shape and got.size == 0
+
+
 @pytest.mark.parametrize("product", ["u8x16", "u8x8", "s16x16", "s16x8"])
 def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A weights zero point (conv2d and group conv2d), int16 inputs, an input zero point outside int8
@@ -366,7 +380,8 @@ def test_calls_left_to_numpy(product: str, monkeypatch: pytest.MonkeyPatch) -> N
 def test_self_test_guards_the_path(product: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each product here passes its self-test; a product that computes wrong sums fails it, and conv2d
     then leaves it for the next product or NumPy (and still computes the NumPy path's values)."""
-    mod = _jit.compiled("_jit_conv")
+    # the module itself, not compiled()'s guarded proxy: checked() reads the module's own globals
+    mod = importlib.import_module("pymli.kernels._jit_conv")
     prod = next(p for p in mod.PRODUCTS if p.name == product)
     assert mod._self_test(prod)
     real = getattr(mod, f"conv_{product}")

@@ -8,6 +8,8 @@ other kernel tests cover it); the switch tests at the end run either way.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from pymli.arith.requant import relu_bounds
 from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_conv
+from pymli.kernels.diverse import argmax
 
 from ..oracles import convolution as oracle
 from ._shared import TakenCounter, numpy_path
@@ -277,10 +280,15 @@ def test_prepared_depthwise_matches_plain_kernel(kind: str, jit_on: None, monkey
 
 
 @needs_numba
-def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Calls of at least JIT_PARALLEL_WORK multiply-adds go through the plain kernel (its row blocks over
-    the threads), with the same values; a small input on the same layer still takes the plan."""
+def test_prepared_depthwise_large_call_takes_the_plan(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calls of at least JIT_PARALLEL_WORK multiply-adds take the plan too (row blocks over the threads,
+    or one thread), with the same values, as a small input on the same layer does; the plain kernel's
+    JIT glue is not called."""
     counter = _Counter(monkeypatch)
+    blocks = []
+    real_parts = _jit.run_parts
+    monkeypatch.setattr(_jit, "run_parts", lambda fn, n: blocks.append(n) or real_parts(fn, n))
+    monkeypatch.setattr(_jit, "pool_pays", lambda site: True)
     rng = np.random.default_rng(41)
     x = rng.integers(-128, 128, (4, 24, 24, 64)).astype(np.int8)  # 4 * 24 * 24 * 64 * 9 >= 2**20
     w = rng.integers(-128, 128, (3, 3, 1, 64)).astype(np.int8)
@@ -289,12 +297,14 @@ def test_prepared_depthwise_large_call_takes_the_kernel(jit_on: None, monkeypatc
     geo = {"pad": (1, 1), "out_hw": (24, 24), "bounds": (-128, 127)}
     layer = prepare_conv(w, b, q, **geo, depthwise=True, out_dtype=np.int8)
     for plat in (VPX, EM):
-        with use_platform(plat):
-            for xi in (x, x[0]):
-                got = layer(xi)
-                want = numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
-                assert got.dtype == np.int8 and np.array_equal(got, want)
-    assert counter.taken == 2  # the batch of 4 only
+        for threads in (1, 2):
+            with use_platform(plat), _parallel.threads_limit(threads):
+                for xi in (x, x[0]):
+                    got = layer(xi)
+                    want = numpy_path(K.depthwise_conv2d_hwcn, xi, w, b, q, **geo)
+                    assert got.dtype == np.int8 and np.array_equal(got, want)
+    assert counter.taken == 0
+    assert len(blocks) == 2  # the batch of 4 on two threads, both platforms
 
 
 @needs_numba
@@ -405,9 +415,10 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
     pixels, border pixels) against the NumPy path: random strides, dilations, paddings, widths (odd
     and even interior runs), batches, channel counts, extremes, shifts from 0 (no rounding) up."""
     mod = _jit._module()
-    taken = []
-    real = mod.depthwise_fx3_rows
-    monkeypatch.setattr(mod, "depthwise_fx3_rows", lambda *a: taken.append(1) or real(*a))
+    taken: list[str] = []
+    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
     cases = 48
     for i in range(cases):
@@ -419,7 +430,7 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
         wo = K.out_size(w, 3, s[1], pad[1], int(rng.integers(0, 2 * d[1] + 1)), d[1])
         if ho < 1 or wo < 1:
             continue
-        c = int(rng.choice([1, 3, 8, 17, 64]))
+        c = int(rng.choice([1, 3, 8, 17, 64, 130]))  # 130: beyond RING_CHANNELS
         batch = [None, 2][int(rng.integers(2))]
         extreme = i % 4 == 3
         in_frac, w_frac = int(rng.integers(0, 16)), int(rng.integers(0, 16))
@@ -434,7 +445,7 @@ def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.M
             got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
             want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
-    assert len(taken) > cases // 2
+    assert len(taken) > cases // 2 and set(taken) == {"depthwise_fx3_rows", "depthwise_fx3_pairs"}
 
 
 def _FinishCounter(monkeypatch: pytest.MonkeyPatch) -> TakenCounter:
@@ -533,3 +544,309 @@ def test_output_stage_follows_the_platform(jit_on: None, monkeypatch: pytest.Mon
                 want = K.finish(acc.astype(np.int64), b, q, post.bounds, 1 << 22)
             assert np.array_equal(got.astype(np.int64), np.asarray(want, np.int64)), (kind, plat)
     assert counter.taken == 2 * len(PLATFORMS) * len(KINDS)
+
+
+# ------------------------------------------------------------------ fx16 3x3: the float64 row ring
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``depthwise_fx3_rows`` (scaled float64 sums, floor / rint stage, four-row blocks and the rows
+    left over, batches; vertical dilations 2-3: ``depthwise_fx3_pairs``) against the NumPy path: every
+    output shift from 0 to 24, so that ties of the rounding shift are common (small shifts, small
+    values), also with the largest products and biases, and row blocks starting mid-sample."""
+    mod = _jit._module()
+    taken: list[str] = []
+    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
+    rng = np.random.default_rng([12, PLATFORMS.index(plat)])
+    for i, s_out in enumerate(range(25)):
+        dh = 1 + i % 3
+        w_, c = 1 + i % 11, int(rng.choice([1, 5, 8, 16, 24]))
+        h, batch = 2 * dh + 1 + i % 4, 1 + i % 2
+        small = i % 3 == 0  # small values: many ties
+        lim = 8 if small else 32768
+        x = rng.integers(-lim, lim, (batch, h, w_, c)).astype(np.int16)
+        wt = rng.integers(-lim, lim, (3, 3, 1, c)).astype(np.int16)
+        if i % 5 == 4:
+            x[...], wt[...] = -32768, -32768  # the largest sums
+        b = rng.integers(-32768, 32768, c).astype(np.int16)
+        in_frac, w_frac = 15, 15
+        q = K.FxQuant(in_frac, w_frac, int(rng.integers(0, 31)), in_frac + w_frac - s_out)
+        pad = (dh, 1)
+        ho, wo = K.out_size(h, 3, 1, dh, dh, dh), K.out_size(w_, 3, 1, 1, 1, 1)
+        bnd = relu_bounds(int(rng.integers(4)), 16, frac_bits=q.out_frac)
+        geo = {"stride": (1, 1), "dilation": (dh, 1), "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+        with use_platform(plat):
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, q, geo)
+            # row blocks as the threads run them: rows of all samples from any first row on
+            stage = K._jit_stage(b, q, bnd)
+            run = _jit._rows_runner(x.shape, x.dtype, wt, 0, stage, (1, 1), (dh, 1), pad, (ho, wo))
+            rows = batch * ho
+            r0 = int(rng.integers(0, rows))
+            part = run(np.ascontiguousarray(x), r0, rows)
+            assert np.array_equal(part, want.reshape(rows, wo, c)[r0:])
+    # the ring without vertical dilation (2 calls a case), the pairs with it (_jit._ring_pays)
+    assert taken.count("depthwise_fx3_rows") == 2 * 9 and taken.count("depthwise_fx3_pairs") == 2 * 16
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``depthwise_sa8_3_rows`` (float32 sums of ``x - zero point`` on the ring, four-row blocks and the
+    rows left over, strides, dilations, paddings, batches, extremes; vertical strides and dilations
+    above 1: ``depthwise_sa8_rows``) against the NumPy path, and row blocks starting mid-sample."""
+    mod = _jit._module()
+    taken = []
+    real = mod.depthwise_sa8_3_rows
+    monkeypatch.setattr(mod, "depthwise_sa8_3_rows", lambda *a: taken.append(1) or real(*a))
+    rng = np.random.default_rng([13, PLATFORMS.index(plat)])
+    cases, ring = 24, 0
+    for i in range(cases):
+        x, wt, b, q, p, geo = _case(rng, "sa8", extreme=i % 4 == 3)
+        wt = _values(rng, (3, 3, 1, x.shape[-1]), np.int8, i % 4 == 3)
+        s, d, pad = (1, 1) if i % 2 else geo["stride"], (1, 1) if i % 3 else geo["dilation"], geo["pad"]
+        h, w = x.shape[-3:-1]
+        ho, wo = K.out_size(h, 3, s[0], pad[0], 0, d[0]), K.out_size(w, 3, s[1], pad[1], 0, d[1])
+        if ho < 1 or wo < 1:
+            continue
+        geo = {**geo, "stride": s, "dilation": d, "out_hw": (ho, wo)}
+        ring += 2 * (s[0] == 1 and d[0] == 1)
+        with use_platform(plat):
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, geo)
+            xb = x if x.ndim == 4 else x[None]
+            run = _jit._rows_runner(xb.shape, xb.dtype, wt, K._offsets(q)[0], K._jit_stage(b, q, geo["bounds"]), s, d,
+                                    pad, (ho, wo))
+            rows = xb.shape[0] * ho
+            r0 = int(rng.integers(0, rows))
+            assert np.array_equal(run(np.ascontiguousarray(xb), r0, rows), want.reshape(rows, wo, -1)[r0:])
+    assert len(taken) == ring > cases // 2
+
+
+@needs_numba
+def test_fx3_operands_bound(jit_on: None) -> None:
+    """Sums that may leave float64's exact integers (a bias near 2**53) take the int64 loop nest."""
+    wk = np.ones((3, 3, 2), dtype=np.int16)
+    with use_platform(VPX):  # ROUND_UP
+        small = _jit.fx_stage(np.array([5, -5]), 0, 10, 40, 16, (-32768, 32767))
+    big = (1 << 53) - (1 << 33)  # with 9 * 2**30 (the largest sums) beyond 2**53
+    huge = _jit.DepthwiseStage(sa8=False, chan=np.array([big, -big]), par=small.par, out_dtype=small.out_dtype)
+    assert _jit._fx3_operands(small, wk, 32768, 32768) is not None
+    assert _jit._fx3_operands(huge, wk, 32768, 32768) is None
+    x = np.full((1, 4, 4, 2), 3, dtype=np.int16)
+    x[0, 1, 2] = -7
+    w = np.ones((3, 3, 1, 2), dtype=np.int16)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (4, 4)}
+    sums = K.depthwise_accumulate(x, w, **geo)[0].astype(np.int64)
+    assert _jit._fx3_operands(huge, wk, 3, 1) is not None  # small inputs: exact
+    for stage, bias in ((huge, [big, -big]), (small, [5, -5])):
+        want = np.clip((sums + np.array(bias) + 512) >> 10, -32768, 32767)
+        out = _jit.depthwise(x, w, 0, stage, **geo)
+        assert out is not None and np.array_equal(out.astype(np.int64), want)
+
+
+# ------------------------------------------------------------------ an interrupted first compile
+_CUT = RuntimeError("no compiled object yet for <Library 'depthwise_fx3_rows' at 0x0>")
+
+
+def _cut_once(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """Replace ``module.name`` by a function whose first call fails as numba's interrupted first
+    compile does, later calls run the real one; returns the list of calls (0: cut, 1: ran)."""
+    real = getattr(module, name)
+    calls: list[int] = []
+
+    def cut(*args: object) -> object:
+        if not calls:
+            calls.append(0)
+            raise _CUT
+        calls.append(1)
+        return real(*args)
+    monkeypatch.setattr(module, name, cut)
+    return calls
+
+
+@needs_numba
+def test_compile_cut_takes_numpy_then_retries(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A depthwise call whose loop nest's first compile is cut short gives the NumPy path's values; the
+    next call takes the JIT. The same for the conv output stage (:func:`_jit.finish`) and a prepared
+    depthwise layer (None: its caller runs the plain kernel)."""
+    rng = np.random.default_rng(41)
+    cut0 = int(_jit._STATE.get("cut", 0))
+    x = rng.integers(-32768, 32768, (6, 7, 8)).astype(np.int16)
+    w = rng.integers(-32768, 32768, (3, 3, 1, 8)).astype(np.int16)
+    b = rng.integers(-32768, 32768, 8).astype(np.int16)
+    q = K.FxQuant(12, 15, 14, 10)
+    geo = {"pad": (1, 1), "out_hw": (6, 7), "bounds": (-32768, 32767)}
+    want = numpy_path(K.depthwise_conv2d_hwcn, x, w, b, q, **geo)
+    calls = _cut_once(monkeypatch, _jit._module(), "depthwise_fx3_rows")
+    for n in (1, 2):
+        assert np.array_equal(K.depthwise_conv2d_hwcn(x, w, b, q, **geo), want)
+        assert calls == [0, 1][:n]
+    assert _jit._STATE["cut"] == cut0 + 1
+
+    stage = K._jit_stage(b, q, (-32768, 32767))
+    acc = rng.integers(-(1 << 30), 1 << 30, (5, 8)).astype(np.int64)
+    calls = _cut_once(monkeypatch, _jit._module(), "finish_fx")
+    assert _jit.finish(acc, 1 << 30, stage) is None
+    assert np.array_equal(_jit.finish(acc, 1 << 30, stage), K.finish(acc, b, q, (-32768, 32767), None))
+    assert calls == [0, 1]
+
+    layer = _jit.PreparedDepthwise(w, 0, lambda: stage, stride=(1, 1), dilation=(1, 1), pad=(1, 1), out_hw=(6, 7))
+    calls = _cut_once(monkeypatch, _jit._module(), "depthwise_fx3_rows")
+    assert layer(x) is None
+    assert np.array_equal(layer(x), want) and calls == [0, 1]
+
+
+class _FakeKernels:
+    """A compiled-kernel module stand-in for :class:`_jit._Guarded`."""
+
+    __all__ = ["add_into"]
+    size = 3
+
+    @staticmethod
+    def add_into(a: np.ndarray, out: np.ndarray) -> int:
+        out += a
+        return int(out.sum())
+
+
+def test_guarded_module_calls_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The modules of :func:`_jit.compiled`: a call whose first compile was cut short is made once
+    more (its result returned); other errors propagate; other attributes are the module's."""
+    fake = _FakeKernels()
+    guarded = _jit._Guarded(fake)  # type: ignore[arg-type]
+    calls = _cut_once(monkeypatch, fake, "add_into")
+    out = np.zeros(3, dtype=np.int64)
+    assert guarded.add_into(np.arange(3), out) == 3 and calls == [0, 1]
+    assert np.array_equal(out, [0, 1, 2])
+    assert guarded.size == 3 and guarded.__all__ == ["add_into"]
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("something else")
+    monkeypatch.setattr(fake, "add_into", broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        guarded.add_into(np.arange(3), out)
+
+
+@needs_numba
+def test_compiled_module_is_guarded(jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compiled("_jit_reduce")`` hands out the guarded module (one object): argmax with a cut first
+    compile gives the positions of the NumPy path."""
+    mod = _jit.compiled("_jit_reduce")
+    _jit_reduce = importlib.import_module("pymli.kernels._jit_reduce")  # needs numba: not at the top
+    assert isinstance(mod, _jit._Guarded) and _jit.compiled("_jit_reduce") is mod
+    x = np.random.default_rng(5).integers(-100, 100, (40, 3)).astype(np.int16)
+    calls = _cut_once(monkeypatch, _jit_reduce, "argmax_heaps")
+    got = argmax(x, 1, 4)  # three slices of 40
+    want = numpy_path(argmax, x, 1, 4)
+    assert np.array_equal(got, want) and calls == [0, 1]
+
+
+def test_interrupted_import_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt while numba loads propagates and leaves the JIT to be loaded on the next call (only
+    an ImportError turns it off for the process)."""
+    monkeypatch.setitem(_jit._STATE, "tried", False)
+    monkeypatch.setitem(_jit._STATE, "module", None)
+    real = _jit.importlib.import_module
+    seen = []
+
+    def interrupted(name: str) -> object:
+        if not seen:
+            seen.append(name)
+            raise KeyboardInterrupt
+        return real(name)
+    monkeypatch.setattr(_jit.importlib, "import_module", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _jit.available()
+    assert _jit._STATE["tried"] is False
+    has_numba = importlib.util.find_spec("numba") is not None
+    assert _jit.available() is has_numba and _jit._STATE["tried"] is True
+
+
+_REAL_CUT = r"""
+import numpy as np
+from numba.core.registry import cpu_target
+from pymli.kernels import _jit
+
+try:  # numba's execution engine and its object-cache hook (internals: checked by the test)
+    ee = cpu_target.target_context.codegen()._engine._ee
+    notify = ee._object_cache_notify
+except AttributeError:
+    print("no hook")
+    raise SystemExit(0)
+
+def interrupted(module, buf):
+    # a signal while LLVM hands finish_fx's object code to numba's cache hook (a ctypes callback)
+    if module.name == "finish_fx" and not getattr(interrupted, "done", False):
+        interrupted.done = True
+        raise KeyboardInterrupt
+    return notify(module, buf)
+
+ee._object_cache_notify = interrupted
+stage = _jit.fx_stage(np.array([3, -3]), 0, 4, 40, 16, (-32768, 32767))
+acc = np.array([[100, -100], [7, 8]], dtype=np.int64)
+first = _jit.finish(acc, 100, stage)
+second = _jit.finish(acc, 100, stage)
+print(first is None, _jit._STATE.get("cut"), second.tolist())
+"""
+
+
+@needs_numba
+def test_real_interrupted_compile(tmp_path: object) -> None:
+    """numba itself: an interrupt in its object-cache hook during the first compile (fresh cache) cuts
+    that compile short ("no compiled object yet"); the glue takes the NumPy path for that call, the
+    next call runs the compiled function."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYMLI_JIT": "1"}
+    r = subprocess.run([sys.executable, "-c", _REAL_CUT], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    if r.stdout.strip() == "no hook":
+        pytest.skip("this numba has no ExecutionEngine._object_cache_notify hook to interrupt")
+    # (100 + 3 + 8) >> 4 = 6, (-100 - 3 + 8) >> 4 = -6, (7 + 3 + 8) >> 4 = 1, (8 - 3 + 8) >> 4 = 0
+    assert r.stdout.split("\n")[-2] == "True 1 [[6, -6], [1, 0]]", r.stdout + r.stderr[-3000:]
+
+
+# ------------------------------------------------------------------ warm-up
+@needs_numba
+def test_warm_up_covers_the_kernels(jit_on: None) -> None:
+    """After :func:`_jit.warm_up`, depthwise calls of every kind (3x3 and 5x5, batches) and the conv
+    output stage of every kind compile nothing new: the warm-up has every argument type combination."""
+    done = _jit.warm_up()
+    assert "pymli.kernels._jit_numba" in done
+    mod = _jit._module()
+    funcs = [getattr(mod, n) for n in mod.__all__]
+    before = [len(f.signatures) for f in funcs]
+    rng = np.random.default_rng(8)
+    for kind in KINDS:
+        for k in (3, 5):
+            x, wt, b, q, _, geo = _case(rng, kind)
+            wt = _values(rng, (k, k, 1, x.shape[-1]), wt.dtype.type, False)
+            geo = {**geo, "stride": (1, 1), "dilation": (1, 1), "pad": (k // 2, k // 2), "out_hw": x.shape[-3:-1]}
+            K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            wc = _values(rng, (k, k, x.shape[-1], x.shape[-1]), wt.dtype.type, False)
+            K.conv2d_hwcn(x, wc, b, q, **geo)
+    after = [len(f.signatures) for f in funcs]
+    new = {f.__name__: f.signatures[n:] for f, n in zip(funcs, before) if len(f.signatures) > n}
+    assert after == before, f"compiled after the warm-up: {new}"
+
+
+@needs_numba
+def test_kept_runner_owns_its_weights(jit_on: None) -> None:
+    """:func:`_jit.depthwise` keeps runners by the weights' values: rewriting the array of an earlier
+    call's weights does not change what a later call with those values computes."""
+    rng = np.random.default_rng(17)
+    x = rng.integers(-128, 128, (1, 6, 6, 8)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 3, 1, 8)).astype(np.int8)
+    b = rng.integers(-5000, 5000, 8)
+    q = K.Sa8Quant(3, 16384, 20, 0, rng.integers(8192, 32767, 8), np.full(8, 20), 5, 20000, 14)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (6, 6)}
+    for kh in (3, 2):  # the float32 loop nest and the int32 one
+        wk = w[:kh, :kh].copy()
+        stage = K._jit_stage(b, q, (-128, 127))
+        first = _jit.depthwise(x, wk, 3, stage, **geo)
+        same = wk.copy()
+        wk[...] = 0  # the first call's array rewritten
+        again = _jit.depthwise(x, same, 3, stage, **geo)
+        assert first is not None and np.array_equal(again, first)
