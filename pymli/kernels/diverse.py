@@ -526,6 +526,115 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return idx, ok
 
 
+def _top3_events(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, s: int) -> np.ndarray:
+    """MLI's heap of 3 on every slice, from its candidates, in closed form (no replay).
+
+    The heap's root holds the third largest value ``M3`` of the elements visited so far and its
+    slots 1 and 2 the two largest ``M1 >= M2``; let ``L`` be the slot holding the strictly larger
+    value (0 when they are equal). An element ``v >= M3`` enters: if ``v > M2`` it goes to the
+    slot holding ``M2`` (slot 1 when ``L == 0``, else ``3 - L``) and that slot's element moves to
+    the root; otherwise it replaces the root. ``L`` changes only at a *record* ``v > M1`` (to
+    the slot ``v`` went to) and at a *tie* ``v == M1 > M2`` (to 0). So with ``M1..M3`` before
+    every element (running order statistics) and ``L`` from the records since the last tie, the
+    slot each element goes to is known at once: each slot ends with the last element sent to it,
+    the root with the last entering element, or, if that one went to a slot, with the one sent
+    to that slot before it. The heap sort outputs the larger slot (slot 1 when equal), the other
+    slot, the root.
+
+    Args:
+        pos, sl, vals: the candidates (:func:`_candidates`): slice-major, positions ascending, the
+            three seeds ``0, 1, 2`` of every slice included, with every element that can enter
+            the heap (an element below the running ``M3`` may be included or not).
+        s: the number of slices (every slice has candidates).
+
+    Returns:
+        ``(s, 3)`` positions, largest value first, in MLI's order.
+    """
+    n = pos.size
+    seg = np.searchsorted(sl, np.arange(s))  # first candidate (seed 0) of every slice
+    v0, v1, v2 = vals[seg], vals[seg + 1], vals[seg + 2]
+    # The seeds' heapify (strict comparisons): the first smallest goes to the root.
+    small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
+    left = np.where(small == 1, v0, v1)  # slot 1
+    right = np.where(small == 2, v0, v2)  # slot 2
+    l0 = np.where(left == right, 0, np.where(left > right, 1, 2))
+    # Running M1 >= M2 >= M3 before every element, per slice: values encoded as
+    # slice * w + (value - lowest + 1) so that one running maximum restarts at every slice (the
+    # code of "nothing yet", slice * w, is above every code of the slices before).
+    lowest = int(vals.min())
+    w = int(vals.max()) - lowest + 2
+    base = sl * w
+    enc = base + (vals - lowest + 1)
+    first = np.zeros(n, dtype=bool)
+    first[seg] = True
+    run = []
+    prev = enc
+    for _ in range(3):
+        m = np.maximum.accumulate(prev)
+        m[1:] = m[:-1]
+        np.copyto(m, base, where=first)
+        run.append(m)
+        prev = np.minimum(enc, m)
+    m1, m2, m3 = run
+    j = np.arange(n)
+    seg_of = seg[sl]
+    enters = (pos >= 3) & (enc >= m3)
+    to_slot = enters & (enc > m2)
+    record = to_slot & (enc > m1)
+    tie = to_slot & (enc == m1) & (m1 > m2)
+    # L before every element: from the last tie before it (L = 0 there; the seeds' L before
+    # any) and the parity of the records since then (a record moves L to the slot of M2).
+    tie_before = np.maximum.accumulate(np.where(tie, j, -1))
+    tie_before[1:] = tie_before[:-1]
+    tied = tie_before >= seg_of
+    rec_ex = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(record, out=rec_ex[1:])
+    since = np.where(tied, tie_before + 1, seg_of)
+    r = rec_ex[j] - rec_ex[since]
+    lb = np.where(tied, 0, l0[sl])
+    lr = np.where(lb == 0, 2, lb)  # from "equal" the first record goes to slot 1, as from L = 2
+    lnow = np.where(r == 0, lb, np.where(r & 1 == 1, 3 - lr, lr))
+    target = np.where(lnow == 0, 1, 3 - lnow)
+    # The last element sent to each slot, the last entering element, the one before it in its slot.
+    last1 = np.maximum.reduceat(np.where(to_slot & (target == 1), j, -1), seg)
+    last2 = np.maximum.reduceat(np.where(to_slot & (target == 2), j, -1), seg)
+    last = np.maximum.reduceat(np.where(enters, j, -1), seg)
+    seed_pos = np.stack([small, np.where(small == 1, 0, 1), np.where(small == 2, 0, 2)], axis=1)
+    slot1 = np.where(last1 >= 0, pos[last1], seed_pos[:, 1])
+    slot2 = np.where(last2 >= 0, pos[last2], seed_pos[:, 2])
+    lt = np.where(last >= 0, target[last], 0)
+    went = (last >= 0) & to_slot[last]
+    before = np.maximum.reduceat(np.where(to_slot & (target == lt[sl]) & (j < last[sl]), j, -1), seg)
+    displaced = np.where(before >= 0, pos[before], np.take_along_axis(seed_pos, lt[:, None], axis=1)[:, 0])
+    root = np.where(last < 0, seed_pos[:, 0], np.where(went, displaced, pos[last]))
+    # L after the last element: a tie at the end sets 0, otherwise the last element's L moved by
+    # a record.
+    lend = np.where(last >= 0, np.where(tie[last], 0, np.where(record[last], target[last], lnow[last])), l0)
+    return np.where((lend == 2)[:, None], np.stack([slot2, slot1, root], axis=1),
+                    np.stack([slot1, slot2, root], axis=1))
+
+
+# Candidates from which the heap of 3 is read in closed form (:func:`_top3_events`, a fixed cost of
+# some 60 NumPy calls) rather than replayed in Python (well under a microsecond per candidate).
+_EVENTS_MIN = 1024
+
+
+def _replay_slices(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, s: int, k: int) -> np.ndarray:
+    """MLI's heap of ``k`` on every slice from its candidates (as :func:`_top3_events` takes them,
+    slices numbered ``0 .. s-1``): :func:`_top3_events` for ``k == 3`` and many candidates, else
+    :func:`_replay` slice by slice.
+
+    Returns:
+        ``(s, k)`` positions, largest value first, in MLI's order.
+    """
+    if k == 3 and pos.size >= _EVENTS_MIN:
+        return _top3_events(pos, sl, vals.astype(np.int64), s)
+    bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+    pos_l, val_l = pos.tolist(), vals.tolist()
+    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], val_l[bounds[j]:bounds[j + 1]], k)
+                     for j in range(s)], dtype=np.int64).reshape(s, k)
+
+
 def _rows_max(cols: np.ndarray) -> np.ndarray:
     """``cols.max(axis=0)``, halving the rows while more than 64 and even (each step one elementwise
     maximum of two contiguous halves: long loops, where a reduction over the rows of a few columns
@@ -622,12 +731,8 @@ def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     head = k * b
     flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
     flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
-    vals = t.reshape(-1)[flat].tolist()
     sl, pos = np.divmod(flat, n)
-    bounds = np.searchsorted(sl, np.arange(h + 1)).tolist()
-    pos_l = pos.tolist()
-    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], vals[bounds[j]:bounds[j + 1]], k)
-                     for j in range(h)], dtype=np.int64).reshape(h, k)
+    return _replay_slices(pos, sl, t.reshape(-1)[flat], h, k)
 
 
 def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
@@ -665,10 +770,9 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     pos, sl, vals = _candidates(sub, mask)
     top_idx, ok = _sorted_top(pos, sl, vals, final, k)
     if not ok.all():
-        bounds = np.searchsorted(sl, np.arange(sub.shape[1] + 1)).tolist()
-        pos_l, val_l = pos.tolist(), vals.tolist()
-        for r in np.flatnonzero(~ok).tolist():
-            top_idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+        bad = np.flatnonzero(~ok)
+        keep = ~ok[sl]
+        top_idx[bad] = _replay_slices(pos[keep], np.searchsorted(bad, sl[keep]), vals[keep], bad.size, k)
     idx[rest] = top_idx
     return idx
 
