@@ -236,6 +236,8 @@ def _columns(x: np.ndarray, axis: int) -> np.ndarray:
     """(elements, slices): the transpose of :func:`_slices`, a view when ``axis`` is the last one."""
     if axis < 0:
         return x.reshape(-1, 1)
+    if axis == x.ndim - 1:
+        return x.reshape(-1, x.shape[axis])  # (np.moveaxis costs a few microseconds of Python)
     return np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
 
 
@@ -440,7 +442,7 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     seeds stays in the slot heapify gives it).
 
     The occurrences of the maxima come from one scan of the whole array. The state depends only on
-    ``M1`` and on whether it occurred once, so only the seeds and the elements before ``t1`` not
+    the running ``M1`` (see below), so only the seeds and the elements before ``t1`` not
     below a lower bound of ``M1`` are looked at, along the rows of a transposed copy of the prefix
     before the last ``t1``.
 
@@ -460,11 +462,13 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     end = np.cumsum(count)
     begin = end - count
     t1 = row[begin]
-    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1).astype(np.int64)
+    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1)
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
-    small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
-    ok = (count >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
+    low = np.minimum(v0, v1)
+    small = np.where(v2 < low, 2, np.where(v1 < v0, 1, 0))
+    ok = (count >= 3) & (np.minimum(low, v2) != top)
+    larger1 = np.where(small == 1, v0, v1) > np.where(small == 2, v0, v2)  # slot 1 > slot 2 after heapify
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
@@ -472,12 +476,13 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     okr = np.flatnonzero(ok & ~seeded)
     if okr.size == 0:
         return idx, ok
-    # Records and ties depend on the running maximum M1 and on whether it occurred once (every
-    # occurrence of M1 is kept): elements below a lower bound of M1 never matter. The seeds and the
-    # later elements before t1 not below the maximum of the seeds, then from position q = 32, 256,
-    # 2048, ... not below the maximum of the first q elements. Slice-major, positions ascending
-    # (the first of every slice is position 0).
-    span = int(t1[okr].max())
+    # Records and ties depend only on the running maximum M1 (every occurrence of M1 is kept):
+    # elements below a lower bound of M1 never matter. The seeds and the later elements before t1
+    # not below the maximum of the seeds, then from position q = 32, 256, 2048, ... not below the
+    # maximum of the first q elements. Slice-major, positions ascending (the first of every slice
+    # is position 0).
+    t1r = t1[okr]
+    span = int(t1r.max())
     pre = np.ascontiguousarray(cols[:span, okr].T)
     bound = np.empty(pre.shape, dtype=pre.dtype)
     bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
@@ -489,39 +494,28 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep[:, :3] = True
     flat = np.flatnonzero(keep)
     sl, pos = np.divmod(flat, span)
-    before = pos < t1[okr][sl]
+    before = pos < t1r[sl]
     flat, sl, pos = flat[before], sl[before], pos[before]
-    vals = pre.reshape(-1)[flat].astype(np.int64)
-    # Running largest / second largest of the kept elements before each element (the second is
-    # below the largest exactly when M1 occurred once), per slice: encoded as
-    # slice * span + (value - lowest + 1) so that one running maximum restarts at every slice.
+    vals = pre.reshape(-1)[flat]
+    # Only the running maximum M1 before each element matters: a record v > M1 flips which slot is
+    # larger (from "equal" to slot 1); after any v == M1 both slots are equal (a tie when M1
+    # occurred once; they were equal already otherwise). Per slice: the last such v, and the parity
+    # of the records after it. Values encoded as slice * w + value, so that one running maximum
+    # serves every slice (the seeds of a slice lift it above the codes of the slices before).
     lowest, highest = _limits(cols.dtype)
-    base = sl * (highest - lowest + 2)
-    enc = base + (vals - lowest + 1)
-    first = pos == 0
+    enc = sl * (highest - lowest + 1) + vals
     m1x = np.maximum.accumulate(enc)
     m1x[1:] = m1x[:-1]
-    np.copyto(m1x, base, where=first)  # before the element (base: nothing yet)
-    m2x = np.maximum.accumulate(np.minimum(enc, m1x))
-    m2x[1:] = m2x[:-1]
-    np.copyto(m2x, base, where=first)
     after_seeds = pos >= 3
     record = after_seeds & (enc > m1x)
-    tie = after_seeds & (enc == m1x) & (enc > m2x)
-    seg = np.flatnonzero(first)  # one segment per slice of okr, in order
-    last_tie = np.maximum.reduceat(np.where(tie, np.arange(pos.size), -1), seg)
-    csum = np.zeros(pos.size + 1, dtype=np.int64)
-    np.cumsum(record, out=csum[1:])
-    records = csum[np.append(seg[1:], pos.size)] - csum[np.where(last_tie >= 0, last_tie + 1, seg)]
-    # Which of slots 1 / 2 is larger after the seeds.
-    v0, v1, v2, sm = v0[okr], v1[okr], v2[okr], small[okr]
-    left = np.where(sm == 1, v0, v1)  # slot 1 after heapify's swap
-    right = np.where(sm == 2, v0, v2)  # slot 2
-    state = np.where(left == right, 0, np.where(left > right, 1, 2))  # 0: equal, else the larger slot
-    state[last_tie >= 0] = 0
-    odd = (records & 1) == 1
-    state = np.where(state == 0, np.where(records == 0, 0, 2 - odd), np.where(odd, 3 - state, state))
-    swap = okr[state == 1]  # slot 1 holds the larger value: t1 goes to slot 2
+    tie = after_seeds & (enc == m1x)
+    seg = np.flatnonzero(pos == 0)  # one segment per slice of okr, in order
+    j = np.arange(pos.size)
+    last_tie = np.maximum.reduceat(np.where(tie, j, -1), seg)
+    odd = np.logical_xor.reduceat(record & (j > last_tie[sl]), seg)  # parity of the records after it
+    # Slot 1 ends larger (t1 goes to slot 2) from "equal" or slot 2 after an odd number of
+    # records, from slot 1 (the seeds' state, no tie) after an even number.
+    swap = okr[odd != (larger1[okr] & (last_tie < 0))]
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
 
