@@ -472,9 +472,9 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
-    idx[swap, :2] = idx[swap, 1::-1]
     okr = np.flatnonzero(ok & ~seeded)
     if okr.size == 0:
+        idx[swap, :2] = idx[swap, 1::-1]
         return idx, ok
     # Records and ties depend only on the running maximum M1 (every occurrence of M1 is kept):
     # elements below a lower bound of M1 never matter. The seeds and the later elements before t1
@@ -494,8 +494,6 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep[:, :3] = True
     flat = np.flatnonzero(keep)
     sl, pos = np.divmod(flat, span)
-    before = pos < t1r[sl]
-    flat, sl, pos = flat[before], sl[before], pos[before]
     vals = pre.reshape(-1)[flat]
     # Only the running maximum M1 before each element matters: a record v > M1 flips which slot is
     # larger (from "equal" to slot 1); after any v == M1 both slots are equal (a tie when M1
@@ -506,16 +504,16 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     enc = sl * (highest - lowest + 1) + vals
     m1x = np.maximum.accumulate(enc)
     m1x[1:] = m1x[:-1]
-    after_seeds = pos >= 3
-    record = after_seeds & (enc > m1x)
-    tie = after_seeds & (enc == m1x)
+    live = (pos >= 3) & (pos < t1r[sl])  # after the seeds, before t1
+    record = live & (enc > m1x)
+    tie = live & (enc == m1x)
     seg = np.flatnonzero(pos == 0)  # one segment per slice of okr, in order
     j = np.arange(pos.size)
     last_tie = np.maximum.reduceat(np.where(tie, j, -1), seg)
     odd = np.logical_xor.reduceat(record & (j > last_tie[sl]), seg)  # parity of the records after it
     # Slot 1 ends larger (t1 goes to slot 2) from "equal" or slot 2 after an odd number of
     # records, from slot 1 (the seeds' state, no tie) after an even number.
-    swap = okr[odd != (larger1[okr] & (last_tie < 0))]
+    swap[okr] = odd != (larger1[okr] & (last_tie < 0))
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
 
