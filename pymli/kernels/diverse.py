@@ -7,9 +7,10 @@ on the history of the heap. :func:`argmax` takes vectorised shortcuts where the 
 depend on that history (slices whose largest values are distinct, found from block maxima), reads
 the history of a heap of three off the records and ties before the slice maximum
 (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C order, for the
-other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
-``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
-(:mod:`pymli.kernels._jit_reduce`): the same positions.
+other slices (a heap of three over many candidates: in closed form, :func:`_top3_events`). With
+the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of ``topk >= 2`` over int8 / int16
+values run compiled instead, element by element in the C order (:mod:`pymli.kernels._jit_reduce`):
+the same positions.
 """
 
 from __future__ import annotations
@@ -736,7 +737,7 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
     Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
-    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
+    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay_slices`).
     """
     n, s = cols.shape
     idx = np.zeros((s, k), dtype=np.int64)
