@@ -7,9 +7,10 @@ on the history of the heap. :func:`argmax` takes vectorised shortcuts where the 
 depend on that history (slices whose largest values are distinct, found from block maxima), reads
 the history of a heap of three off the records and ties before the slice maximum
 (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C order, for the
-other slices. With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
-``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
-(:mod:`pymli.kernels._jit_reduce`): the same positions.
+other slices (a heap of three over many candidates: in closed form, :func:`_top3_events`). With
+the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of ``topk >= 2`` over int8 / int16
+values run compiled instead, element by element in the C order (:mod:`pymli.kernels._jit_reduce`):
+the same positions.
 """
 
 from __future__ import annotations
@@ -236,6 +237,8 @@ def _columns(x: np.ndarray, axis: int) -> np.ndarray:
     """(elements, slices): the transpose of :func:`_slices`, a view when ``axis`` is the last one."""
     if axis < 0:
         return x.reshape(-1, 1)
+    if axis == x.ndim - 1:
+        return x.reshape(-1, x.shape[axis])  # (np.moveaxis costs a few microseconds of Python)
     return np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
 
 
@@ -440,7 +443,7 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     seeds stays in the slot heapify gives it).
 
     The occurrences of the maxima come from one scan of the whole array. The state depends only on
-    ``M1`` and on whether it occurred once, so only the seeds and the elements before ``t1`` not
+    the running ``M1`` (see below), so only the seeds and the elements before ``t1`` not
     below a lower bound of ``M1`` are looked at, along the rows of a transposed copy of the prefix
     before the last ``t1``.
 
@@ -460,24 +463,27 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     end = np.cumsum(count)
     begin = end - count
     t1 = row[begin]
-    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1).astype(np.int64)
+    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1)
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
-    small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
-    ok = (count >= 3) & ((v0 != top) | (v1 != top) | (v2 != top))
+    low = np.minimum(v0, v1)
+    small = np.where(v2 < low, 2, np.where(v1 < v0, 1, 0))
+    ok = (count >= 3) & (np.minimum(low, v2) != top)
+    larger1 = np.where(small == 1, v0, v1) > np.where(small == 2, v0, v2)  # slot 1 > slot 2 after heapify
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
-    idx[swap, :2] = idx[swap, 1::-1]
     okr = np.flatnonzero(ok & ~seeded)
     if okr.size == 0:
+        idx[swap, :2] = idx[swap, 1::-1]
         return idx, ok
-    # Records and ties depend on the running maximum M1 and on whether it occurred once (every
-    # occurrence of M1 is kept): elements below a lower bound of M1 never matter. The seeds and the
-    # later elements before t1 not below the maximum of the seeds, then from position q = 32, 256,
-    # 2048, ... not below the maximum of the first q elements. Slice-major, positions ascending
-    # (the first of every slice is position 0).
-    span = int(t1[okr].max())
+    # Records and ties depend only on the running maximum M1 (every occurrence of M1 is kept):
+    # elements below a lower bound of M1 never matter. The seeds and the later elements before t1
+    # not below the maximum of the seeds, then from position q = 32, 256, 2048, ... not below the
+    # maximum of the first q elements. Slice-major, positions ascending (the first of every slice
+    # is position 0).
+    t1r = t1[okr]
+    span = int(t1r.max())
     pre = np.ascontiguousarray(cols[:span, okr].T)
     bound = np.empty(pre.shape, dtype=pre.dtype)
     bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
@@ -489,41 +495,137 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep[:, :3] = True
     flat = np.flatnonzero(keep)
     sl, pos = np.divmod(flat, span)
-    before = pos < t1[okr][sl]
-    flat, sl, pos = flat[before], sl[before], pos[before]
-    vals = pre.reshape(-1)[flat].astype(np.int64)
-    # Running largest / second largest of the kept elements before each element (the second is
-    # below the largest exactly when M1 occurred once), per slice: encoded as
-    # slice * span + (value - lowest + 1) so that one running maximum restarts at every slice.
+    vals = pre.reshape(-1)[flat]
+    # Only the running maximum M1 before each element matters: a record v > M1 flips which slot is
+    # larger (from "equal" to slot 1); after any v == M1 both slots are equal (a tie when M1
+    # occurred once; they were equal already otherwise). Per slice: the last such v, and the parity
+    # of the records after it. Values encoded as slice * w + value, so that one running maximum
+    # serves every slice (the seeds of a slice lift it above the codes of the slices before).
     lowest, highest = _limits(cols.dtype)
-    base = sl * (highest - lowest + 2)
-    enc = base + (vals - lowest + 1)
-    first = pos == 0
+    enc = sl * (highest - lowest + 1) + vals
     m1x = np.maximum.accumulate(enc)
     m1x[1:] = m1x[:-1]
-    np.copyto(m1x, base, where=first)  # before the element (base: nothing yet)
-    m2x = np.maximum.accumulate(np.minimum(enc, m1x))
-    m2x[1:] = m2x[:-1]
-    np.copyto(m2x, base, where=first)
-    after_seeds = pos >= 3
-    record = after_seeds & (enc > m1x)
-    tie = after_seeds & (enc == m1x) & (enc > m2x)
-    seg = np.flatnonzero(first)  # one segment per slice of okr, in order
-    last_tie = np.maximum.reduceat(np.where(tie, np.arange(pos.size), -1), seg)
-    csum = np.zeros(pos.size + 1, dtype=np.int64)
-    np.cumsum(record, out=csum[1:])
-    records = csum[np.append(seg[1:], pos.size)] - csum[np.where(last_tie >= 0, last_tie + 1, seg)]
-    # Which of slots 1 / 2 is larger after the seeds.
-    v0, v1, v2, sm = v0[okr], v1[okr], v2[okr], small[okr]
-    left = np.where(sm == 1, v0, v1)  # slot 1 after heapify's swap
-    right = np.where(sm == 2, v0, v2)  # slot 2
-    state = np.where(left == right, 0, np.where(left > right, 1, 2))  # 0: equal, else the larger slot
-    state[last_tie >= 0] = 0
-    odd = (records & 1) == 1
-    state = np.where(state == 0, np.where(records == 0, 0, 2 - odd), np.where(odd, 3 - state, state))
-    swap = okr[state == 1]  # slot 1 holds the larger value: t1 goes to slot 2
+    live = (pos >= 3) & (pos < t1r[sl])  # after the seeds, before t1
+    record = live & (enc > m1x)
+    tie = live & (enc == m1x)
+    seg = np.flatnonzero(pos == 0)  # one segment per slice of okr, in order
+    j = np.arange(pos.size)
+    last_tie = np.maximum.reduceat(np.where(tie, j, -1), seg)
+    odd = np.logical_xor.reduceat(record & (j > last_tie[sl]), seg)  # parity of the records after it
+    # Slot 1 ends larger (t1 goes to slot 2) from "equal" or slot 2 after an odd number of
+    # records, from slot 1 (the seeds' state, no tie) after an even number.
+    swap[okr] = odd != (larger1[okr] & (last_tie < 0))
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
+
+
+def _top3_events(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, s: int) -> np.ndarray:
+    """MLI's heap of 3 on every slice, from its candidates, in closed form (no replay).
+
+    The heap's root holds the third largest value ``M3`` of the elements visited so far and its
+    slots 1 and 2 the two largest ``M1 >= M2``; let ``L`` be the slot holding the strictly larger
+    value (0 when they are equal). An element ``v >= M3`` enters: if ``v > M2`` it goes to the
+    slot holding ``M2`` (slot 1 when ``L == 0``, else ``3 - L``) and that slot's element moves to
+    the root; otherwise it replaces the root. ``L`` changes only at a *record* ``v > M1`` (to
+    the slot ``v`` went to) and at a *tie* ``v == M1 > M2`` (to 0). So with ``M1..M3`` before
+    every element (running order statistics) and ``L`` from the records since the last tie, the
+    slot each element goes to is known at once: each slot ends with the last element sent to it,
+    the root with the last entering element, or, if that one went to a slot, with the one sent
+    to that slot before it. The heap sort outputs the larger slot (slot 1 when equal), the other
+    slot, the root.
+
+    Args:
+        pos, sl, vals: the candidates (:func:`_candidates`): slice-major, positions ascending, the
+            three seeds ``0, 1, 2`` of every slice included, with every element that can enter
+            the heap (an element below the running ``M3`` may be included or not).
+        s: the number of slices (every slice has candidates).
+
+    Returns:
+        ``(s, 3)`` positions, largest value first, in MLI's order.
+    """
+    n = pos.size
+    seg = np.searchsorted(sl, np.arange(s))  # first candidate (seed 0) of every slice
+    v0, v1, v2 = vals[seg], vals[seg + 1], vals[seg + 2]
+    # The seeds' heapify (strict comparisons): the first smallest goes to the root.
+    small = np.where(v2 < np.minimum(v0, v1), 2, np.where(v1 < v0, 1, 0))
+    left = np.where(small == 1, v0, v1)  # slot 1
+    right = np.where(small == 2, v0, v2)  # slot 2
+    l0 = np.where(left == right, 0, np.where(left > right, 1, 2))
+    # Running M1 >= M2 >= M3 before every element, per slice: values encoded as
+    # slice * w + (value - lowest + 1) so that one running maximum restarts at every slice (the
+    # code of "nothing yet", slice * w, is above every code of the slices before).
+    lowest = int(vals.min())
+    w = int(vals.max()) - lowest + 2
+    base = sl * w
+    enc = base + (vals - lowest + 1)
+    first = np.zeros(n, dtype=bool)
+    first[seg] = True
+    run = []
+    prev = enc
+    for _ in range(3):
+        m = np.maximum.accumulate(prev)
+        m[1:] = m[:-1]
+        np.copyto(m, base, where=first)
+        run.append(m)
+        prev = np.minimum(enc, m)
+    m1, m2, m3 = run
+    j = np.arange(n)
+    seg_of = seg[sl]
+    enters = (pos >= 3) & (enc >= m3)
+    to_slot = enters & (enc > m2)
+    record = to_slot & (enc > m1)
+    tie = to_slot & (enc == m1) & (m1 > m2)
+    # L before every element: from the last tie before it (L = 0 there; the seeds' L before
+    # any) and the parity of the records since then (a record moves L to the slot of M2).
+    tie_before = np.maximum.accumulate(np.where(tie, j, -1))
+    tie_before[1:] = tie_before[:-1]
+    tied = tie_before >= seg_of
+    rec_ex = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(record, out=rec_ex[1:])
+    since = np.where(tied, tie_before + 1, seg_of)
+    r = rec_ex[j] - rec_ex[since]
+    lb = np.where(tied, 0, l0[sl])
+    lr = np.where(lb == 0, 2, lb)  # from "equal" the first record goes to slot 1, as from L = 2
+    lnow = np.where(r == 0, lb, np.where(r & 1 == 1, 3 - lr, lr))
+    target = np.where(lnow == 0, 1, 3 - lnow)
+    # The last element sent to each slot, the last entering element, the one before it in its slot.
+    last1 = np.maximum.reduceat(np.where(to_slot & (target == 1), j, -1), seg)
+    last2 = np.maximum.reduceat(np.where(to_slot & (target == 2), j, -1), seg)
+    last = np.maximum.reduceat(np.where(enters, j, -1), seg)
+    seed_pos = np.stack([small, np.where(small == 1, 0, 1), np.where(small == 2, 0, 2)], axis=1)
+    slot1 = np.where(last1 >= 0, pos[last1], seed_pos[:, 1])
+    slot2 = np.where(last2 >= 0, pos[last2], seed_pos[:, 2])
+    lt = np.where(last >= 0, target[last], 0)
+    went = (last >= 0) & to_slot[last]
+    before = np.maximum.reduceat(np.where(to_slot & (target == lt[sl]) & (j < last[sl]), j, -1), seg)
+    displaced = np.where(before >= 0, pos[before], np.take_along_axis(seed_pos, lt[:, None], axis=1)[:, 0])
+    root = np.where(last < 0, seed_pos[:, 0], np.where(went, displaced, pos[last]))
+    # L after the last element: a tie at the end sets 0, otherwise the last element's L moved by
+    # a record.
+    lend = np.where(last >= 0, np.where(tie[last], 0, np.where(record[last], target[last], lnow[last])), l0)
+    return np.where((lend == 2)[:, None], np.stack([slot2, slot1, root], axis=1),
+                    np.stack([slot1, slot2, root], axis=1))
+
+
+# Candidates from which the heap of 3 is read in closed form (:func:`_top3_events`, a fixed cost of
+# some 60 NumPy calls) rather than replayed in Python (well under a microsecond per candidate).
+_EVENTS_MIN = 1024
+
+
+def _replay_slices(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, s: int, k: int) -> np.ndarray:
+    """MLI's heap of ``k`` on every slice from its candidates (as :func:`_top3_events` takes them,
+    slices numbered ``0 .. s-1``): :func:`_top3_events` for ``k == 3`` and many candidates, else
+    :func:`_replay` slice by slice.
+
+    Returns:
+        ``(s, k)`` positions, largest value first, in MLI's order.
+    """
+    if k == 3 and pos.size >= _EVENTS_MIN:
+        return _top3_events(pos, sl, vals.astype(np.int64), s)
+    bounds = np.searchsorted(sl, np.arange(s + 1)).tolist()
+    pos_l, val_l = pos.tolist(), vals.tolist()
+    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], val_l[bounds[j]:bounds[j + 1]], k)
+                     for j in range(s)], dtype=np.int64).reshape(s, k)
 
 
 def _rows_max(cols: np.ndarray) -> np.ndarray:
@@ -622,12 +724,8 @@ def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     head = k * b
     flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
     flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
-    vals = t.reshape(-1)[flat].tolist()
     sl, pos = np.divmod(flat, n)
-    bounds = np.searchsorted(sl, np.arange(h + 1)).tolist()
-    pos_l = pos.tolist()
-    return np.array([_replay(pos_l[bounds[j]:bounds[j + 1]], vals[bounds[j]:bounds[j + 1]], k)
-                     for j in range(h)], dtype=np.int64).reshape(h, k)
+    return _replay_slices(pos, sl, t.reshape(-1)[flat], h, k)
 
 
 def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
@@ -639,7 +737,7 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
     Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
-    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay`).
+    (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay_slices`).
     """
     n, s = cols.shape
     idx = np.zeros((s, k), dtype=np.int64)
@@ -665,10 +763,9 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     pos, sl, vals = _candidates(sub, mask)
     top_idx, ok = _sorted_top(pos, sl, vals, final, k)
     if not ok.all():
-        bounds = np.searchsorted(sl, np.arange(sub.shape[1] + 1)).tolist()
-        pos_l, val_l = pos.tolist(), vals.tolist()
-        for r in np.flatnonzero(~ok).tolist():
-            top_idx[r] = _replay(pos_l[bounds[r]:bounds[r + 1]], val_l[bounds[r]:bounds[r + 1]], k)
+        bad = np.flatnonzero(~ok)
+        keep = ~ok[sl]
+        top_idx[bad] = _replay_slices(pos[keep], np.searchsorted(bad, sl[keep]), vals[keep], bad.size, k)
     idx[rest] = top_idx
     return idx
 

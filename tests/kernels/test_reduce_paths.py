@@ -1,7 +1,8 @@
 """Fast paths of the memory-bound kernels against their plain models (seeded, many ties).
 
 argmax over long slices (the heap-of-3 rule of ``_top3_of_max`` and the exact screen with the
-heap replay for the other slices) against the element-by-element heap replay; the int32 fx16 leaky ReLU against
+heap replay for the other slices, the closed form of the heap of 3 ``_top3_events``) against the
+element-by-element heap replay; the int32 fx16 leaky ReLU against
 the int64 arithmetic of :mod:`pymli.arith.activation`; softmax's float64 reciprocal and
 l2_normalize's float64 factors against the integer paths.
 """
@@ -267,3 +268,66 @@ def test_top3_rule_random_prefixes_equal_heap_replay(seed: int) -> None:
     ref = K.argmax_reference(x, 1, 3)
     assert ok.sum() >= s // 2
     assert np.array_equal((idx * s + np.arange(s)[:, None])[ok], ref[ok])
+
+
+def _levels(rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """Values of ``dtype`` drawn from 1-4 distinct levels (extremes included now and then): heavy ties."""
+    info = np.iinfo(dtype)
+    pool = np.array([info.min, info.max, 0, -1, 1], dtype=np.int64)
+    levels = np.where(rng.random(4) < 0.3, rng.choice(pool, 4), rng.integers(info.min, int(info.max) + 1, 4))
+    return rng.choice(levels[: int(rng.integers(1, 5))], shape).astype(dtype)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_top3_events_equal_heap_replay(seed: int) -> None:
+    """The closed form of the heap of 3 against the replay, slice by slice: every element a
+    candidate, and only the seeds plus a random superset of the elements not below the running
+    third largest (the candidates a screen may give); 2-4 levels, int8 / int16 / int32, short and
+    long slices (seeds only, n = 3)."""
+    rng = np.random.default_rng(400 + seed)
+    for _ in range(30):
+        n, s = int(rng.choice([3, 4, 5, 7, 16, 61, 300])), int(rng.integers(1, 12))
+        dtype = [np.int8, np.int16, np.int32][seed % 3]
+        x = _levels(rng, (s, n), dtype) if rng.random() < 0.8 else rng.integers(-3, 3, (s, n)).astype(dtype)
+        ref = K.argmax_reference(x, 0, 3) if s == 1 else np.concatenate(
+            [K.argmax_reference(x[i], -1, 3) for i in range(s)])
+        vals = x.astype(np.int64)
+        kth = np.full((s, n), np.iinfo(np.int64).min)
+        for i in range(s):  # the running third largest before every element
+            for p in range(3, n):
+                kth[i, p] = np.sort(vals[i, :p])[-3]
+        must = (vals >= kth) | (np.arange(n) < 3)
+        for mask in (np.ones((s, n), bool), must | (rng.random((s, n)) < 0.2)):
+            sl, pos = np.nonzero(mask)
+            got = K._top3_events(pos, sl, vals[sl, pos], s)
+            assert np.array_equal(got, ref)
+
+
+@pytest.mark.usefixtures("numpy_only")
+@pytest.mark.parametrize("seed", range(6))
+def test_argmax_top3_closed_form_paths(seed: int, monkeypatch) -> None:
+    """``argmax`` with the closed form of the heap of 3 taken however few the candidates (both the
+    row replays and the exact screen's fallback), against the replay: heavy ties, both axes, the
+    whole tensor, strides, every k of a short slice."""
+    monkeypatch.setattr(K, "_EVENTS_MIN", 0)
+    calls = []
+    real = K._top3_events
+    monkeypatch.setattr(K, "_top3_events", lambda *a: calls.append(1) or real(*a))
+    rng = np.random.default_rng(500 + seed)
+    dtype = [np.int8, np.int16, np.int32][seed % 3]
+    for _ in range(6):
+        n, s = 32 * int(rng.integers(4, 20)), int(rng.integers(3, 24))
+        x = _levels(rng, (n, s), dtype)
+        if rng.random() < 0.5:  # a few slices of distinct values among tied ones
+            x[:, rng.integers(0, s, 2)] = rng.integers(-100, 100, (n, 2))
+        for axis in (0, 1, -1):
+            assert np.array_equal(K.argmax(x, axis, 3), K.argmax_reference(x, axis, 3))
+        big = np.zeros((n, 2 * s), dtype=dtype)[:, ::2]
+        big[...] = x
+        st = [2 * s, 2]
+        assert np.array_equal(K.argmax(big, 1, 3, st), K.argmax_reference(big, 1, 3, st))
+    x = _levels(rng, (6, 5), dtype)
+    for k in range(1, 6):  # every k of the 5-element slices
+        assert np.array_equal(K.argmax(x, 0, k), K.argmax_reference(x, 0, k))
+        assert np.array_equal(K.argmax(x.T, 1, k), K.argmax_reference(x.T, 1, k))
+    assert calls
