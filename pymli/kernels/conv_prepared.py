@@ -56,6 +56,14 @@ _floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
 
 
+def _bound(v: float) -> np.ndarray:
+    """``v`` as a read-only 0-d float64 array: a ufunc takes it without converting a Python scalar
+    (about half the cost of ``clip`` / ``add`` on a tiny array)."""
+    a = np.array(float(v))
+    a.flags.writeable = False
+    return a
+
+
 def _ones_tail_loader(n: int, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
     """A function that copies an input of ``shape`` (``n`` values) into a float64 vector ending in 1.
 
@@ -209,10 +217,11 @@ class FusedLayer:
         n = self._n
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
+        lo_a, hi_a = _bound(lo_f), _bound(hi_f)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             y = load(x).dot(w1)
-            _clip(y, lo_f, hi_f, out=y)
+            _clip(y, lo_a, hi_a, out=y)
             rnd(y, out=y)  # clip, then round: the bounds are integers
             out[...] = y.reshape(out.shape) if out.ndim != 1 else y
         return run
@@ -278,17 +287,18 @@ class FusedLayer:
         lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
-        zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
+        zf, lz, hz = _bound(zp), _bound(lo_f - zp), _bound(hi_f - zp)
+        lo_a, hi_a, lo16, hi16 = _bound(lo_f), _bound(hi_f), _bound(-32768), _bound(32767)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             y = load(x).dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
             if clip16:  # the ones columns stay 1
-                _clip(y, -32768.0, 32767.0, out=y)
+                _clip(y, lo16, hi16, out=y)
             z = y.dot(w2)
             if up:
-                _clip(z, lo_f, hi_f, out=z)
+                _clip(z, lo_a, hi_a, out=z)
                 _floor(z, out=z)
             else:
                 _rint(z, out=z)
