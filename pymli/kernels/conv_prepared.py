@@ -10,9 +10,11 @@ A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which im
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -54,6 +56,54 @@ _I32_MAX = (1 << 31) - 1
 _MAX_STAGES = 16
 _floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
+
+
+_JIT_STATE = _jit._STATE  # read per call: the JIT switched off at run time (set_enabled) is seen at once
+
+
+def _compiled(name: str, xdt: np.dtype, xs: tuple[int], os: tuple[int], mats: tuple[np.ndarray, ...],
+              consts: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], bool] | None:
+    """A FusedLayer form's compiled twin (:mod:`pymli.kernels._jit_fused`), or None for a byte-swapped input.
+
+    Args:
+        name: the compiled function; xdt: the input dtype; xs, os: the flat input and output shapes it
+            takes; mats: the constant matrices; consts: the scalar parameters (passed as one float64 array).
+
+    Returns:
+        ``call(x, out)``: True when the compiled function wrote the layer on ``x`` into ``out``; False,
+        nothing written, when the JIT is switched off now (read on every call; numba is imported on the
+        first call with it on, as :func:`pymli.kernels._jit.enabled` does), numba is missing, ``x`` or
+        ``out`` is not of the flat shape, or numba does not take the argument types (e.g. a byte-swapped
+        output): in those two cases the compiled form is dropped for good.
+    """
+    if not xdt.isnative:
+        return None
+    k = np.array(consts, dtype=np.float64)
+    w1, w2 = mats if len(mats) == 2 else (mats[0], None)
+    fn: list[Any] = [None, None]  # the compiled function and what it raises for types it does not take
+    failed = [False]
+
+    def call(x: np.ndarray, out: np.ndarray) -> bool:
+        if failed[0] or not _JIT_STATE["on"] or x.shape != xs or out.shape != os:
+            return False
+        f = fn[0]
+        if f is None:
+            if not _jit.enabled():  # numba missing
+                failed[0] = True
+                return False
+            module = importlib.import_module("pymli.kernels._jit_fused")
+            f = fn[0] = getattr(module, name)
+            fn[1] = module.UNTYPED
+        a = (x, w1, out, k) if w2 is None else (x, w1, w2, out, k)
+        try:
+            f(*a)
+        except fn[1]:
+            failed[0] = True
+            return False
+        except RuntimeError:  # a first compile cut short (see pymli.kernels._jit.compiled): once more, or raise
+            f(*a)
+        return True
+    return call
 
 
 def _bound(v: float) -> np.ndarray:
@@ -218,8 +268,11 @@ class FusedLayer:
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
         lo_a, hi_a = _bound(lo_f), _bound(hi_f)
+        jit = _compiled("fused_fx", xdt, (n,), (w1.shape[1],), (w1,), (up, lo_f, hi_f))
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
+            if jit is not None and jit(x, out):
+                return
             y = load(x).dot(w1)
             _clip(y, lo_a, hi_a, out=y)
             rnd(y, out=y)  # clip, then round: the bounds are integers
@@ -289,8 +342,12 @@ class FusedLayer:
         rnd = _floor if up else _rint
         zf, lz, hz = _bound(zp), _bound(lo_f - zp), _bound(hi_f - zp)
         lo_a, hi_a, lo16, hi16 = _bound(lo_f), _bound(hi_f), _bound(-32768), _bound(32767)
+        jit = _compiled("fused_sa8", xdt, (n,), (w2.shape[1],), (w1, w2),
+                        (rnd1, up, clip16, lo_f, hi_f, lo_f - zp, hi_f - zp, zp))
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
+            if jit is not None and jit(x, out):
+                return
             y = load(x).dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
