@@ -61,49 +61,50 @@ _get_ident = threading.get_ident
 _JIT_STATE = _jit._STATE  # read per call: the JIT switched off at run time (set_enabled) is seen at once
 
 
-def _compiled(name: str, xdt: np.dtype, xs: tuple[int], os: tuple[int], mats: tuple[np.ndarray, ...],
-              consts: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], bool] | None:
-    """A FusedLayer form's compiled twin (:mod:`pymli.kernels._jit_fused`), or None for a byte-swapped input.
+def _compiled(plain: Callable[[np.ndarray, np.ndarray], None], name: str, xdt: np.dtype, xs: tuple[int],
+              os: tuple[int], mats: tuple[np.ndarray, ...], consts: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], None]:
+    """A FusedLayer form ``plain(x, out)`` with its compiled twin (:mod:`pymli.kernels._jit_fused`) in front.
 
     Args:
-        name: the compiled function; xdt: the input dtype; xs, os: the flat input and output shapes it
-            takes; mats: the constant matrices; consts: the scalar parameters (passed as one float64 array).
+        plain: the NumPy form; name: the compiled function; xdt: the input dtype; xs, os: the flat
+            input and output shapes the compiled function takes; mats: the constant matrices; consts:
+            the scalar parameters (passed as one float64 array: fewer arguments for numba to type).
 
     Returns:
-        ``call(x, out)``: True when the compiled function wrote the layer on ``x`` into ``out``; False,
-        nothing written, when the JIT is switched off now (read on every call; numba is imported on the
-        first call with it on, as :func:`pymli.kernels._jit.enabled` does), numba is missing, ``x`` or
-        ``out`` is not of the flat shape, or numba does not take the argument types (e.g. a byte-swapped
-        output): in those two cases the compiled form is dropped for good.
+        ``run(x, out)``: the compiled function, or ``plain`` when the JIT is switched off now (read on
+        every call; numba is imported on the first call with it on, as :func:`pymli.kernels._jit.enabled`
+        does), numba is missing, ``x`` or ``out`` is not of the flat shape, or numba does not take the
+        argument types (e.g. a byte-swapped output): in those two cases the compiled form is dropped
+        for good. ``plain`` itself for a byte-swapped input.
     """
     if not xdt.isnative:
-        return None
+        return plain
     k = np.array(consts, dtype=np.float64)
     w1, w2 = mats if len(mats) == 2 else (mats[0], None)
-    fn: list[Any] = [None, None]  # the compiled function and what it raises for types it does not take
-    failed = [False]
+    fn: list[Any] = [None, None, False]  # the compiled function, what it raises for types it does not take, dropped
 
-    def call(x: np.ndarray, out: np.ndarray) -> bool:
-        if failed[0] or not _JIT_STATE["on"] or x.shape != xs or out.shape != os:
-            return False
+    def run(x: np.ndarray, out: np.ndarray) -> None:
+        if fn[2] or not _JIT_STATE["on"] or x.shape != xs or out.shape != os:
+            plain(x, out)
+            return
         f = fn[0]
         if f is None:
             if not _jit.enabled():  # numba missing
-                failed[0] = True
-                return False
+                fn[2] = True
+                plain(x, out)
+                return
             module = importlib.import_module("pymli.kernels._jit_fused")
             f = fn[0] = getattr(module, name)
             fn[1] = module.UNTYPED
         a = (x, w1, out, k) if w2 is None else (x, w1, w2, out, k)
         try:
             f(*a)
-        except fn[1]:
-            failed[0] = True
-            return False
+        except fn[1]:  # raised while typing the arguments: nothing written
+            fn[2] = True
+            plain(x, out)
         except RuntimeError:  # a first compile cut short (see pymli.kernels._jit.compiled): once more, or raise
             f(*a)
-        return True
-    return call
+    return run
 
 
 def _bound(v: float) -> np.ndarray:
@@ -141,7 +142,9 @@ class FusedLayer:
     ending in a one, then ``dot``, a rounding (and the 16-bit saturation where it can matter), ``dot``, a
     clip, the last rounding and the store into the output container; MLI_FX: ``dot`` (bias and rounding
     half through the one, the output shift in the weights), clip, rounding, store (see
-    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost.
+    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost: with the JIT on (numba
+    installed), a flat input into a flat output takes the same operations as one compiled call
+    (:mod:`pymli.kernels._jit_fused`; the same exact sums, roundings and clamps).
 
     ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)
     and writes the (P, N) results into ``out`` (an integer array of P*N elements, 1-D or (P, N) or
@@ -268,16 +271,13 @@ class FusedLayer:
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
         lo_a, hi_a = _bound(lo_f), _bound(hi_f)
-        jit = _compiled("fused_fx", xdt, (n,), (w1.shape[1],), (w1,), (up, lo_f, hi_f))
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
-            if jit is not None and jit(x, out):
-                return
             y = load(x).dot(w1)
             _clip(y, lo_a, hi_a, out=y)
             rnd(y, out=y)  # clip, then round: the bounds are integers
             out[...] = y.reshape(out.shape) if out.ndim != 1 else y
-        return run
+        return _compiled(run, "fused_fx", xdt, (n,), (w1.shape[1],), (w1,), (up, lo_f, hi_f))
 
     def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
         q, (lo, hi) = self._q, self._bounds
@@ -342,12 +342,8 @@ class FusedLayer:
         rnd = _floor if up else _rint
         zf, lz, hz = _bound(zp), _bound(lo_f - zp), _bound(hi_f - zp)
         lo_a, hi_a, lo16, hi16 = _bound(lo_f), _bound(hi_f), _bound(-32768), _bound(32767)
-        jit = _compiled("fused_sa8", xdt, (n,), (w2.shape[1],), (w1, w2),
-                        (rnd1, up, clip16, lo_f, hi_f, lo_f - zp, hi_f - zp, zp))
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
-            if jit is not None and jit(x, out):
-                return
             y = load(x).dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
@@ -362,7 +358,8 @@ class FusedLayer:
                 _clip(z, lz, hz, out=z)
                 _add(z, zf, out=z)
             out[...] = z.reshape(out.shape) if out.ndim != 1 else z  # integral values in the container's range
-        return run
+        return _compiled(run, "fused_sa8", xdt, (n,), (w2.shape[1],), (w1, w2),
+                         (rnd1, up, clip16, lo_f, hi_f, lo_f - zp, hi_f - zp, zp))
 
 
 class PreparedConv:
