@@ -71,11 +71,12 @@ def _compiled(plain: Callable[[np.ndarray, np.ndarray], None], name: str, xdt: n
             the scalar parameters (passed as one float64 array: fewer arguments for numba to type).
 
     Returns:
-        ``run(x, out)``: the compiled function, or ``plain`` when the JIT is switched off now (read on
-        every call; numba is imported on the first call with it on, as :func:`pymli.kernels._jit.enabled`
-        does), numba is missing, ``x`` or ``out`` is not of the flat shape, or numba does not take the
-        argument types (e.g. a byte-swapped output): in those two cases the compiled form is dropped
-        for good. ``plain`` itself for a byte-swapped input.
+        ``run(x, out)``: the compiled function (on ``x`` and ``out`` made flat: ``out`` must then be
+        in C order), or ``plain`` when the JIT is switched off now (read on every call; numba is
+        imported on the first call with it on, as :func:`pymli.kernels._jit.enabled` does), numba is
+        missing, ``out`` is not in C order, or numba does not take the argument types (e.g. a
+        byte-swapped output): in those two cases the compiled form is dropped for good. ``plain``
+        itself for a byte-swapped input.
     """
     if not xdt.isnative:
         return plain
@@ -84,9 +85,15 @@ def _compiled(plain: Callable[[np.ndarray, np.ndarray], None], name: str, xdt: n
     fn: list[Any] = [None, None, False]  # the compiled function, what it raises for types it does not take, dropped
 
     def run(x: np.ndarray, out: np.ndarray) -> None:
-        if fn[2] or not _JIT_STATE["on"] or x.shape != xs or out.shape != os:
+        if fn[2] or not _JIT_STATE["on"]:
             plain(x, out)
             return
+        if x.shape != xs or out.shape != os:
+            # other shapes of the same sizes: flat (a view of out in C order, or the NumPy form)
+            if x.size != xs[0] or out.size != os[0] or not out.flags.c_contiguous:
+                plain(x, out)
+                return
+            x, out = x.reshape(-1), out.reshape(-1)
         f = fn[0]
         if f is None:
             if not _jit.enabled():  # numba missing
@@ -143,7 +150,7 @@ class FusedLayer:
     clip, the last rounding and the store into the output container; MLI_FX: ``dot`` (bias and rounding
     half through the one, the output shift in the weights), clip, rounding, store (see
     :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost: with the JIT on (numba
-    installed), a flat input into a flat output takes the same operations as one compiled call
+    installed), an output in C order takes the same operations as one compiled call
     (:mod:`pymli.kernels._jit_fused`; the same exact sums, roundings and clamps).
 
     ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)

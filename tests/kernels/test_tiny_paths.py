@@ -338,6 +338,8 @@ def test_fused_layer_compiled_form_equals_numpy_form(platform: Platform, monkeyp
                 assert fused(x.reshape(-1), got) == ran, seed
                 if ran:
                     assert np.array_equal(got, ref) and np.array_equal(got, want), seed
+                    out3 = np.full(geo["out_hw"] + (wt.shape[3],), 99, np.int8)  # (Ho, Wo, N), the input (H, W, C)
+                    assert fused(x, out3) and np.array_equal(out3.reshape(-1), want), seed
             rng = np.random.default_rng(500 + seed)
             k, m = int(rng.integers(1, 40)), int(rng.integers(1, 20))
             xf = rng.integers(-32768, 32768, k).astype(np.int16)
@@ -356,12 +358,12 @@ def test_fused_layer_compiled_form_equals_numpy_form(platform: Platform, monkeyp
                     assert np.array_equal(got, KF.fully_connected(xf, wf, bf, qf, (-32768, 32767)).astype(np.int16)), seed
     finally:
         _jit.set_enabled(was)
-    assert calls[0] >= 40 and fx_calls[0] >= 20  # the compiled forms ran, not only the NumPy ones
+    assert calls[0] >= 80 and fx_calls[0] >= 20  # the compiled forms ran, not only the NumPy ones
 
 
 def test_fused_layer_compiled_form_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Outputs the compiled form does not take (byte-swapped, not flat) and the JIT switched off after the
-    form was built: the NumPy form writes the same values."""
+    """Outputs the compiled form does not take (byte-swapped, not in C order) and the JIT switched off
+    after the form was built: the NumPy form writes the same values."""
     calls = _counting(monkeypatch, "fused_sa8")
     x, wt, bias, q, geo = _tiny_conv_case(3)
     fused = prepare_conv(wt, bias, q, **geo, out_dtype=np.int8).fused(x.shape)
@@ -371,13 +373,19 @@ def test_fused_layer_compiled_form_falls_back(monkeypatch: pytest.MonkeyPatch) -
     assert fused(x.reshape(-1), swapped) and np.array_equal(swapped, want.reshape(-1))
     out3 = np.zeros(want.shape, np.int8)
     assert fused(x, out3) and np.array_equal(out3, want)
+    strided = np.zeros(want.shape[:2] + (2 * want.shape[2],), np.int8)[:, :, ::2]  # not in C order
+    assert fused(x, strided) and np.array_equal(strided, want)
     was = _jit.set_enabled(False)
     try:
         flat = np.zeros(want.size, np.int8)
         assert fused(x.reshape(-1), flat) and np.array_equal(flat, want.reshape(-1))
     finally:
         _jit.set_enabled(was)
-    assert calls[0] == 1  # the byte-swapped output only (then the compiled form is dropped)
+    # the byte-swapped output (its form, of flat inputs, is then dropped) and the (H, W, C) input's form
+    # into out3 (a form of its own); not the strided output, nor with the JIT off
+    assert calls[0] == 2
     good = np.zeros(want.size, np.int8)
     assert fused(x.reshape(-1), good) and np.array_equal(good, want.reshape(-1))
-    assert calls[0] == 1
+    assert calls[0] == 2  # dropped
+    assert fused(x, good) and np.array_equal(good, want.reshape(-1))
+    assert calls[0] == 3
