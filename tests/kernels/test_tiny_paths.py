@@ -365,6 +365,15 @@ def test_fused_layer_compiled_form_falls_back(monkeypatch: pytest.MonkeyPatch) -
     """Outputs the compiled form does not take (byte-swapped, not in C order) and the JIT switched off
     after the form was built: the NumPy form writes the same values."""
     calls = _counting(monkeypatch, "fused_sa8")
+    was = _jit.set_enabled(True)
+    try:
+        _falls_back(calls)
+    finally:
+        _jit.set_enabled(was)
+
+
+def _falls_back(calls: list[int]) -> None:
+    """The body of :func:`test_fused_layer_compiled_form_falls_back`, with the JIT switched on."""
     x, wt, bias, q, geo = _tiny_conv_case(3)
     fused = prepare_conv(wt, bias, q, **geo, out_dtype=np.int8).fused(x.shape)
     assert fused is not None
@@ -375,12 +384,10 @@ def test_fused_layer_compiled_form_falls_back(monkeypatch: pytest.MonkeyPatch) -
     assert fused(x, out3) and np.array_equal(out3, want)
     strided = np.zeros(want.shape[:2] + (2 * want.shape[2],), np.int8)[:, :, ::2]  # not in C order
     assert fused(x, strided) and np.array_equal(strided, want)
-    was = _jit.set_enabled(False)
-    try:
-        flat = np.zeros(want.size, np.int8)
-        assert fused(x.reshape(-1), flat) and np.array_equal(flat, want.reshape(-1))
-    finally:
-        _jit.set_enabled(was)
+    _jit.set_enabled(False)
+    flat = np.zeros(want.size, np.int8)
+    assert fused(x.reshape(-1), flat) and np.array_equal(flat, want.reshape(-1))
+    _jit.set_enabled(True)
     # the byte-swapped output (its form, of flat inputs, is then dropped) and the (H, W, C) input's form
     # into out3 (a form of its own); not the strided output, nor with the JIT off
     assert calls[0] == 2
