@@ -777,9 +777,10 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...
     argument no snapshot describes.
 
     The list fields (tensors' shape and mem_stride, cfg arrays) are gathered (the inlined tensors'
-    by name, the others in a list after them), then serialised at once with :mod:`marshal` (format 2: no back-references) into the last value: the bytes hold each
-    list's length and every entry's type and value (``3``, ``3.0``, ``True`` and ``np.int64(3)``
-    differ; an object marshal cannot write raises ValueError).
+    by name, the others in a list after them), then serialised at once with :mod:`marshal` (format 2:
+    no back-references) into the last value: the bytes hold each list's length and every entry's type
+    and value (``3``, ``3.0``, ``True`` and ``np.int64(3)`` differ; an object marshal cannot write
+    raises ValueError).
     """
     names: dict[str, Any] = {"get_platform": get_platform, "get_memory_budget": get_memory_budget}
     body = []

@@ -61,8 +61,11 @@ _get_ident = threading.get_ident
 _JIT_STATE = _jit._STATE  # read per call: the JIT switched off at run time (set_enabled) is seen at once
 
 
-def _compiled(plain: Callable[[np.ndarray, np.ndarray], None], name: str, xdt: np.dtype, xs: tuple[int],
-              os: tuple[int], mats: tuple[np.ndarray, ...], consts: tuple[float, ...]) -> Callable[[np.ndarray, np.ndarray], None]:
+_Run = Callable[[np.ndarray, np.ndarray], None]
+
+
+def _compiled(plain: _Run, name: str, xdt: np.dtype, xs: tuple[int], os: tuple[int], mats: tuple[np.ndarray, ...],
+              consts: tuple[float, ...]) -> _Run:
     """A FusedLayer form ``plain(x, out)`` with its compiled twin (:mod:`pymli.kernels._jit_fused`) in front.
 
     Args:

@@ -343,7 +343,8 @@ def test_fused_layer_compiled_form_equals_numpy_form(platform: Platform, monkeyp
             rng = np.random.default_rng(500 + seed)
             k, m = int(rng.integers(1, 40)), int(rng.integers(1, 20))
             xf = rng.integers(-32768, 32768, k).astype(np.int16)
-            wf, bf = rng.integers(-32768, 32768, (k, m)).astype(np.int16), rng.integers(-32768, 32768, m).astype(np.int16)
+            wf = rng.integers(-32768, 32768, (k, m)).astype(np.int16)
+            bf = rng.integers(-32768, 32768, m).astype(np.int16)
             qf = KC.FxQuant(*(int(v) for v in rng.integers(0, 16, 4)), 40, 16)
             with use_platform(platform):
                 layer = FusedLayer(wf, bf, qf, (-32768, 32767))
@@ -355,7 +356,8 @@ def test_fused_layer_compiled_form_equals_numpy_form(platform: Platform, monkeyp
                 assert layer(xf, got) == ran, seed
                 if ran:
                     assert np.array_equal(got, ref), seed
-                    assert np.array_equal(got, KF.fully_connected(xf, wf, bf, qf, (-32768, 32767)).astype(np.int16)), seed
+                    plain = KF.fully_connected(xf, wf, bf, qf, (-32768, 32767)).astype(np.int16)
+                    assert np.array_equal(got, plain), seed
     finally:
         _jit.set_enabled(was)
     assert calls[0] >= 80 and fx_calls[0] >= 20  # the compiled forms ran, not only the NumPy ones
