@@ -16,6 +16,9 @@ The variants are timed in interleaved rounds, in CPU time of this thread (``time
 loaded machine that deschedules the process does not count; caches shared with other processes still
 do, so compare rows of one run).
 
+The tiny fully connected and conv2d rows run :class:`pymli.kernels.conv_prepared.FusedLayer`'s compiled
+twin when numba is installed (the JIT on); ``PYMLI_JIT=0`` times its NumPy form.
+
 Run: python benchmarks/calls.py [--repeat N] [--number N]
 """
 

@@ -671,19 +671,22 @@ def _snap_data(data: Any, ident: list[Any], vals: list[Any], refs: list[Any]) ->
 _TENSOR_SNAP = """
     if type({t}) is not Tensor:
         raise _NoMemo
-    sh, ms, data, zp, sc, sfb = {t}.shape, {t}.mem_stride, {t}.data, {t}.zero_point, {t}.scale, {t}.scale_frac_bits
-    lists += (sh, ms)
+    {sh}, {ms}, data, zp, sc, sfb = {t}.shape, {t}.mem_stride, {t}.data, {t}.zero_point, {t}.scale, {t}.scale_frac_bits
     if data is None:
-        vals.append({t}._version)
+        {d}, {v} = None, {t}._version
     else:  # an ndarray: any other object is refused by the fast path, so its counter is in no entry
-        ident.append(data.dtype)
-        vals += ({t}._version, data.shape, data.strides, data.flags.writeable)
-    if type(zp) is not int or type(sc) is not int or type(sfb) is not int:
+        {d}, {v} = data.dtype, ({t}._version, data.shape, data.strides, data.flags.writeable)
+    if type(zp) is int and type(sc) is int and type(sfb) is int:
+        {p} = None
+    else:
         if not (type(zp) is _NDARRAY and type(sc) is _NDARRAY and type(sfb) is _NDARRAY
                 and zp.dtype is _DT16 and sc.dtype is _DT16 and sfb.dtype is _DT8):
             raise _NoMemo
-        vals += (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
+        {p} = (zp.shape, sc.shape, sfb.shape, zp.tobytes(), sc.tobytes(), sfb.tobytes())
 """
+"""The snapshot of one tensor: its list fields in ``{sh}`` and ``{ms}``, its data array's dtype (compared
+by identity) in ``{d}``, and the values compared by equality in ``{v}`` and ``{p}`` (local names: the
+compiled snapshot gathers them once at its end)."""
 
 
 def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:
@@ -693,8 +696,9 @@ def _compile(src: str, name: str, names: dict[str, Any]) -> Callable[..., Any]:
     return ns[name]
 
 
-_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs, lists):" + _TENSOR_SNAP.format(t="t"), "_snap_tensor",
-                        {})
+_snap_tensor = _compile("def _snap_tensor(t, ident, vals, refs, lists):"
+                        + _TENSOR_SNAP.format(t="t", sh="sh", ms="ms", d="d", v="v", p="p")
+                        + "    ident.append(d)\n    vals += (v, p)\n    lists += (sh, ms)\n", "_snap_tensor", {})
 
 
 @functools.lru_cache(maxsize=None)
@@ -772,27 +776,37 @@ def _snapshot_fn(kinds: list[str]) -> Callable[[tuple[Any, ...]], tuple[Any, ...
     AttributeError, ValueError from marshal, or whatever an odd object's attribute raises) for an
     argument no snapshot describes.
 
-    The list fields (tensors' shape and mem_stride, cfg arrays) are gathered, then serialised at
-    once with :mod:`marshal` (format 2: no back-references) into the last value: the bytes hold each
-    list's length and every entry's type and value (``3``, ``3.0``, ``True`` and ``np.int64(3)``
-    differ; an object marshal cannot write raises ValueError).
+    The list fields (tensors' shape and mem_stride, cfg arrays) are gathered (the inlined tensors'
+    by name, the others in a list after them), then serialised at once with :mod:`marshal` (format 2:
+    no back-references) into the last value: the bytes hold each list's length and every entry's type
+    and value (``3``, ``3.0``, ``True`` and ``np.int64(3)`` differ; an object marshal cannot write
+    raises ValueError).
     """
     names: dict[str, Any] = {"get_platform": get_platform, "get_memory_budget": get_memory_budget}
     body = []
+    # the inlined tensors' locals, gathered once at the end (before what the other arguments add)
+    inline: dict[str, list[str]] = {"lists": [], "ident": [], "vals": []}
     for i, kind in enumerate(kinds):
         a = f"a{i}"
         if kind == "tensor":
-            body.append(_TENSOR_SNAP.format(t=a))
+            body.append(_TENSOR_SNAP.format(t=a, sh=f"sh{i}", ms=f"ms{i}", d=f"d{i}", v=f"v{i}", p=f"p{i}"))
+            inline["lists"] += (f"sh{i}", f"ms{i}")
+            inline["ident"].append(f"d{i}")
+            inline["vals"] += (f"v{i}", f"p{i}")
         elif kind.startswith("cfg:"):
             names[f"c{i}"] = _CfgClasses(kind[4:])
             body.append(_CFG_SNAP.format(a=a, classes=f"c{i}"))
         else:
             names[f"s{i}"] = _snapper(kind)
             body.append(f"    s{i}({a}, ident, vals, refs, lists)\n")
+    def items(k: str) -> str:
+        return "".join(f"{v}, " for v in inline[k])
     src = (f"def snapshot(args):\n    {', '.join(f'a{i}' for i in range(len(kinds)))}, = args\n"
-           "    ident = [get_platform(), get_memory_budget()]\n    vals = []\n    refs = []\n    lists = []\n"
-           + "".join(body) + "    vals.append(_marshal(lists, 2))\n"
-           f"    return ident, vals, refs, ({''.join(f'id(a{i}), ' for i in range(len(kinds)))})\n")
+           "    ident = []\n    vals = []\n    refs = []\n    lists = []\n"
+           + "".join(body)
+           + f"    return ([get_platform(), get_memory_budget(), {items('ident')}*ident], "
+           f"[{items('vals')}*vals, _marshal([{items('lists')}lists], 2)], refs, "
+           f"({''.join(f'id(a{i}), ' for i in range(len(kinds)))}))\n")
     return _compile(src, "snapshot", names)
 
 

@@ -10,9 +10,11 @@ A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which im
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +58,73 @@ _floor, _rint, _add = np.floor, np.rint, np.add
 _get_ident = threading.get_ident
 
 
+_JIT_STATE = _jit._STATE  # read per call: the JIT switched off at run time (set_enabled) is seen at once
+
+
+_Run = Callable[[np.ndarray, np.ndarray], None]
+
+
+def _compiled(plain: _Run, name: str, xdt: np.dtype, xs: tuple[int], os: tuple[int], mats: tuple[np.ndarray, ...],
+              consts: tuple[float, ...]) -> _Run:
+    """A FusedLayer form ``plain(x, out)`` with its compiled twin (:mod:`pymli.kernels._jit_fused`) in front.
+
+    Args:
+        plain: the NumPy form; name: the compiled function; xdt: the input dtype; xs, os: the flat
+            input and output shapes the compiled function takes; mats: the constant matrices; consts:
+            the scalar parameters (passed as one float64 array: fewer arguments for numba to type).
+
+    Returns:
+        ``run(x, out)``: the compiled function (on ``x`` and ``out`` made flat: ``out`` must then be
+        in C order), or ``plain`` when the JIT is switched off now (read on every call; numba is
+        imported on the first call with it on, as :func:`pymli.kernels._jit.enabled` does), numba is
+        missing, ``out`` is not in C order, or numba does not take the argument types (e.g. a
+        byte-swapped output): in those two cases the compiled form is dropped for good. ``plain``
+        itself for a byte-swapped input.
+    """
+    if not xdt.isnative:
+        return plain
+    k = np.array(consts, dtype=np.float64)
+    w1, w2 = mats if len(mats) == 2 else (mats[0], None)
+    fn: list[Any] = [None, None, False]  # the compiled function, what it raises for types it does not take, dropped
+
+    def run(x: np.ndarray, out: np.ndarray) -> None:
+        if fn[2] or not _JIT_STATE["on"]:
+            plain(x, out)
+            return
+        if x.shape != xs or out.shape != os:
+            # other shapes of the same sizes: flat (a view of out in C order, or the NumPy form)
+            if x.size != xs[0] or out.size != os[0] or not out.flags.c_contiguous:
+                plain(x, out)
+                return
+            x, out = x.reshape(-1), out.reshape(-1)
+        f = fn[0]
+        if f is None:
+            if not _jit.enabled():  # numba missing
+                fn[2] = True
+                plain(x, out)
+                return
+            module = importlib.import_module("pymli.kernels._jit_fused")
+            f = fn[0] = getattr(module, name)
+            fn[1] = module.UNTYPED
+        a = (x, w1, out, k) if w2 is None else (x, w1, w2, out, k)
+        try:
+            f(*a)
+        except fn[1]:  # raised while typing the arguments: nothing written
+            fn[2] = True
+            plain(x, out)
+        except RuntimeError:  # a first compile cut short (see pymli.kernels._jit.compiled): once more, or raise
+            f(*a)
+    return run
+
+
+def _bound(v: float) -> np.ndarray:
+    """``v`` as a read-only 0-d float64 array: a ufunc takes it without converting a Python scalar
+    (about half the cost of ``clip`` / ``add`` on a tiny array)."""
+    a = np.array(float(v))
+    a.flags.writeable = False
+    return a
+
+
 def _ones_tail_loader(n: int, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
     """A function that copies an input of ``shape`` (``n`` values) into a float64 vector ending in 1.
 
@@ -83,7 +152,9 @@ class FusedLayer:
     ending in a one, then ``dot``, a rounding (and the 16-bit saturation where it can matter), ``dot``, a
     clip, the last rounding and the store into the output container; MLI_FX: ``dot`` (bias and rounding
     half through the one, the output shift in the weights), clip, rounding, store (see
-    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost.
+    :meth:`_build_fx`). For tiny arrays each NumPy call is most of the cost: with the JIT on (numba
+    installed), an output in C order takes the same operations as one compiled call
+    (:mod:`pymli.kernels._jit_fused`; the same exact sums, roundings and clamps).
 
     ``fused(x, out)`` reads the ``n_in`` input values ``x`` (container integers, any shape, C order)
     and writes the (P, N) results into ``out`` (an integer array of P*N elements, 1-D or (P, N) or
@@ -209,13 +280,14 @@ class FusedLayer:
         n = self._n
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
+        lo_a, hi_a = _bound(lo_f), _bound(hi_f)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             y = load(x).dot(w1)
-            _clip(y, lo_f, hi_f, out=y)
+            _clip(y, lo_a, hi_a, out=y)
             rnd(y, out=y)  # clip, then round: the bounds are integers
             out[...] = y.reshape(out.shape) if out.ndim != 1 else y
-        return run
+        return _compiled(run, "fused_fx", xdt, (n,), (w1.shape[1],), (w1,), (up, lo_f, hi_f))
 
     def _build(self, p: Platform, xdt: np.dtype, shape: tuple[int, ...]) -> Callable[[np.ndarray, np.ndarray], None] | None:
         q, (lo, hi) = self._q, self._bounds
@@ -278,24 +350,26 @@ class FusedLayer:
         lo_f, hi_f = float(min(max(zp - (1 << 15), olo), ohi)), float(min(max(zp + (1 << 15) - 1, olo), ohi))
         load = _ones_tail_loader(n, shape)
         rnd = _floor if up else _rint
-        zf, lz, hz = float(zp), lo_f - zp, hi_f - zp
+        zf, lz, hz = _bound(zp), _bound(lo_f - zp), _bound(hi_f - zp)
+        lo_a, hi_a, lo16, hi16 = _bound(lo_f), _bound(hi_f), _bound(-32768), _bound(32767)
 
         def run(x: np.ndarray, out: np.ndarray) -> None:
             y = load(x).dot(w1)  # the method: less dispatch than np.dot
             if rnd1:
                 rnd(y, out=y)
             if clip16:  # the ones columns stay 1
-                _clip(y, -32768.0, 32767.0, out=y)
+                _clip(y, lo16, hi16, out=y)
             z = y.dot(w2)
             if up:
-                _clip(z, lo_f, hi_f, out=z)
+                _clip(z, lo_a, hi_a, out=z)
                 _floor(z, out=z)
             else:
                 _rint(z, out=z)
                 _clip(z, lz, hz, out=z)
                 _add(z, zf, out=z)
             out[...] = z.reshape(out.shape) if out.ndim != 1 else z  # integral values in the container's range
-        return run
+        return _compiled(run, "fused_sa8", xdt, (n,), (w2.shape[1],), (w1, w2),
+                         (rnd1, up, clip16, lo_f, hi_f, lo_f - zp, hi_f - zp, zp))
 
 
 class PreparedConv:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from pymli import EM, VPX, ElType, Lut, Tensor, capi, use_platform
+from pymli import EM, VPX, ElType, Lut, RoundMode, Tensor, capi, use_platform
 from pymli.arith import activation as A
 from pymli.arith import lut as L
 from pymli.arith.pool import requant_params
@@ -22,13 +22,18 @@ from pymli.capi.types import PoolCfg, ReluCfg, ReluType
 from pymli.checks import entry
 from pymli.config import Platform
 from pymli.errors import Status
+from pymli.kernels import _jit
 from pymli.kernels import activation as KA
+from pymli.kernels import convolution as KC
 from pymli.kernels import eltwise as KE
+from pymli.kernels import fully_connected as KF
 from pymli.kernels import pooling as KP
 from pymli.kernels import transform as KT
+from pymli.kernels.conv_prepared import FusedLayer, prepare_conv
 
 from ..oracles import activation as OA
 from ..oracles import pooling as OP
+from .test_tiny_fused import _conv_case as _tiny_conv_case
 
 PLATFORMS = [VPX, EM]
 OPS = ["add", "sub", "mul", "max", "min"]
@@ -293,3 +298,103 @@ def test_l2_normalize_into_out_equals_new_array(platform: Platform, el: ElType, 
             if res is not y:
                 y[...] = res
             assert np.array_equal(y, want)
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Wrap the compiled tiny-layer function ``name`` (taken by layers built from now on) with a call counter."""
+    jf = pytest.importorskip("pymli.kernels._jit_fused", reason="numba (the optional JIT) is not installed")
+    calls = [0]
+    inner = getattr(jf, name)
+
+    def counted(*args: object) -> None:
+        calls[0] += 1
+        inner(*args)
+    monkeypatch.setattr(jf, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("platform", [VPX, EM, Platform(RoundMode.UP, True, False, "vpx-fa"),
+                                      Platform(RoundMode.CONVERGENT, True, False, "em-fa")], ids=lambda p: p.name)
+def test_fused_layer_compiled_form_equals_numpy_form(platform: Platform, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FusedLayer's compiled form (:mod:`pymli.kernels._jit_fused`, flat input and output) writes the
+    NumPy form's values, and both the plain kernel's: seeded sa8 conv2d (paddings, strides, dilations,
+    extreme values, 16-bit saturation cases, ReLU bounds) and sa8 / MLI_FX fully connected layers."""
+    calls = _counting(monkeypatch, "fused_sa8")
+    fx_calls = _counting(monkeypatch, "fused_fx")
+    was = _jit.set_enabled(True)
+    try:
+        for seed in range(80):
+            x, wt, bias, q, geo = _tiny_conv_case(seed)
+            with use_platform(platform):
+                want = KC.conv2d_hwcn(x, wt, bias, q, **geo).astype(np.int8).reshape(-1)
+                fused = prepare_conv(wt, bias, q, **geo, out_dtype=np.int8).fused(x.shape)
+                if fused is None:
+                    continue
+                got = np.full(want.size, 99, np.int8)
+                _jit.set_enabled(False)
+                ref = np.full(want.size, 99, np.int8)
+                ran = fused(x.reshape(-1), ref)
+                _jit.set_enabled(True)
+                assert fused(x.reshape(-1), got) == ran, seed
+                if ran:
+                    assert np.array_equal(got, ref) and np.array_equal(got, want), seed
+                    out3 = np.full(geo["out_hw"] + (wt.shape[3],), 99, np.int8)  # (Ho, Wo, N), the input (H, W, C)
+                    assert fused(x, out3) and np.array_equal(out3.reshape(-1), want), seed
+            rng = np.random.default_rng(500 + seed)
+            k, m = int(rng.integers(1, 40)), int(rng.integers(1, 20))
+            xf = rng.integers(-32768, 32768, k).astype(np.int16)
+            wf = rng.integers(-32768, 32768, (k, m)).astype(np.int16)
+            bf = rng.integers(-32768, 32768, m).astype(np.int16)
+            qf = KC.FxQuant(*(int(v) for v in rng.integers(0, 16, 4)), 40, 16)
+            with use_platform(platform):
+                layer = FusedLayer(wf, bf, qf, (-32768, 32767))
+                _jit.set_enabled(False)
+                ref = np.full(m, 99, np.int16)
+                ran = layer(xf, ref)
+                _jit.set_enabled(True)
+                got = np.full(m, 99, np.int16)
+                assert layer(xf, got) == ran, seed
+                if ran:
+                    assert np.array_equal(got, ref), seed
+                    plain = KF.fully_connected(xf, wf, bf, qf, (-32768, 32767)).astype(np.int16)
+                    assert np.array_equal(got, plain), seed
+    finally:
+        _jit.set_enabled(was)
+    assert calls[0] >= 80 and fx_calls[0] >= 20  # the compiled forms ran, not only the NumPy ones
+
+
+def test_fused_layer_compiled_form_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outputs the compiled form does not take (byte-swapped, not in C order) and the JIT switched off
+    after the form was built: the NumPy form writes the same values."""
+    calls = _counting(monkeypatch, "fused_sa8")
+    was = _jit.set_enabled(True)
+    try:
+        _falls_back(calls)
+    finally:
+        _jit.set_enabled(was)
+
+
+def _falls_back(calls: list[int]) -> None:
+    """The body of :func:`test_fused_layer_compiled_form_falls_back`, with the JIT switched on."""
+    x, wt, bias, q, geo = _tiny_conv_case(3)
+    fused = prepare_conv(wt, bias, q, **geo, out_dtype=np.int8).fused(x.shape)
+    assert fused is not None
+    want = KC.conv2d_hwcn(x, wt, bias, q, **geo).astype(np.int8)
+    swapped = np.zeros(want.size, np.dtype(np.int16).newbyteorder())
+    assert fused(x.reshape(-1), swapped) and np.array_equal(swapped, want.reshape(-1))
+    out3 = np.zeros(want.shape, np.int8)
+    assert fused(x, out3) and np.array_equal(out3, want)
+    strided = np.zeros(want.shape[:2] + (2 * want.shape[2],), np.int8)[:, :, ::2]  # not in C order
+    assert fused(x, strided) and np.array_equal(strided, want)
+    _jit.set_enabled(False)
+    flat = np.zeros(want.size, np.int8)
+    assert fused(x.reshape(-1), flat) and np.array_equal(flat, want.reshape(-1))
+    _jit.set_enabled(True)
+    # the byte-swapped output (its form, of flat inputs, is then dropped) and the (H, W, C) input's form
+    # into out3 (a form of its own); not the strided output, nor with the JIT off
+    assert calls[0] == 2
+    good = np.zeros(want.size, np.int8)
+    assert fused(x.reshape(-1), good) and np.array_equal(good, want.reshape(-1))
+    assert calls[0] == 2  # dropped
+    assert fused(x, good) and np.array_equal(good, want.reshape(-1))
+    assert calls[0] == 3
