@@ -653,9 +653,12 @@ def _warm_numba(mod: ModuleType) -> None:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))
     for sd in _WARM_SUMS:
-        mod.finish_sa8(np.zeros((1, 2), sd), chan7, par_sa8, np.empty((1, 2), np.int8))
-        for od in ("b", "h"):
-            mod.finish_fx(np.zeros((1, 2), sd), chan1, par_fx, np.empty((1, 2), od))
+        # contiguous sums, and int32 column slices of a wider product's accumulators (conv2d's integer products)
+        sums = [np.zeros((2, 2), sd)] + ([np.zeros((2, 4), sd)[:, :2]] if sd == "i" else [])
+        for s in sums:
+            mod.finish_sa8(s, chan7, par_sa8, np.empty((2, 2), np.int8))
+            for od in ("b", "h"):
+                mod.finish_fx(s, chan1, par_fx, np.empty((2, 2), od))
 
 
 def warm_up() -> dict[str, float]:
