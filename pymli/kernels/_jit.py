@@ -146,6 +146,41 @@ class _Guarded:
         return value
 
 
+def is_on() -> bool:
+    """Whether the JIT is switched on (``PYMLI_JIT`` / :func:`set_enabled`), without asking whether numba
+    imports: for a caller that already holds a compiled function (cheaper than :func:`enabled`).
+
+    Returns:
+        the switch.
+    """
+    return bool(_STATE["on"])
+
+
+def entry(module: _Guarded, name: str, *args: object) -> Callable[..., object]:
+    """Run the compiled function ``name`` of ``module`` (a :func:`compiled` module) on ``args`` once,
+    through its guard, and return the native entry of its compiled version for exactly these argument
+    types: calling it skips numba's type dispatch (~0.2 us) and the guard's frame. Only for arguments of
+    the very same types, layouts and dimensions on every later call (numba's native wrapper unboxes
+    them without checking against its signature): a caller's own buffers.
+
+    Args:
+        module: the guarded module. name: the function's name. args: its arguments (written as by the
+            function: this call is a real one).
+
+    Returns:
+        the entry, or the guarded function when numba has no compiled version of exactly these types
+        (it chose a compatible one).
+    """
+    guarded = getattr(module, name)
+    guarded(*args)
+    disp = getattr(module._module, name)
+    try:
+        sig = tuple(disp.typeof_pyval(a) for a in args)
+        return disp.overloads[sig].entry_point  # type: ignore[no-any-return]
+    except (KeyError, AttributeError):  # another numba's internals, or another signature chosen
+        return guarded  # type: ignore[no-any-return]
+
+
 def available() -> bool:
     """Whether numba can be imported (imports it on the first call).
 
