@@ -560,6 +560,39 @@ class PreparedDepthwise:
         self._last = (p, x.shape, x.dtype, plan)
         return plan
 
+    def single(self, shape: tuple[int, ...], dtype: np.dtype, other: Callable[[np.ndarray], np.ndarray]
+               ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on inputs of one shape and dtype under the current platform (a
+        model's step): ``f(x)`` calls the compiled loop nest of this key straight away (one Python frame
+        less per check this call skips: the key, the thread site). Calls on other inputs, under another
+        platform, with the JIT off, or whose loop nest's first compile was cut short go to ``other``.
+
+        Args:
+            shape: (H, W, C) or (N, H, W, C) of the input. dtype: its dtype.
+            other: the layer's general call (e.g. the prepared convolution), for every other call.
+
+        Returns:
+            ``f`` (outputs in the stage's container dtype), or None where the JIT does not take such
+            inputs or a call may go over the threads.
+        """
+        p = get_platform()
+        if not _STATE["on"] or len(shape) not in (3, 4):
+            return None
+        plan = self._plan(p, np.empty(shape, dtype))
+        if plan is None or plan[3] is not None:
+            return None
+        rows, out_shape, run, _ = plan
+        shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
+        shape, state = tuple(shape), _STATE
+
+        def f(x: np.ndarray) -> np.ndarray:
+            if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
+                    or not x.flags.c_contiguous:
+                return other(x)
+            out = run(x.reshape(shape4), 0, rows)
+            return other(x) if out is None else out.reshape(out_shape)
+        return f
+
 
 _SUM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 

@@ -366,6 +366,25 @@ class PreparedConv:
         out[...] = r.reshape(out.shape)
         return out
 
+    def single(self, shape: tuple[int, ...], dtype: np.dtype | type) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on inputs of one shape and dtype (a model's step): ``f(x)``
+        returns what ``self(x)`` returns; for a depthwise layer the compiled loop nest called without
+        this layer's per-call dispatch (:meth:`pymli.kernels._jit.PreparedDepthwise.single`; any other
+        call goes to ``self``).
+
+        Args:
+            shape: the input's shape. dtype: its dtype.
+
+        Returns:
+            ``f``, or None where there is no such form (conv2d, the JIT off, large calls).
+        """
+        if self._post is None:
+            return None
+        stage = self._post.jit_stage()
+        if stage is None or stage.out_dtype != self._dtype:
+            return None
+        return self._jit_dw.single(tuple(shape), np.dtype(dtype), self)
+
     def fused(self, shape: tuple[int, ...]) -> FusedLayer | None:
         """The :class:`FusedLayer` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
         directly, falling back to the layer when it returns False), or None: no tiny path for them.

@@ -176,7 +176,8 @@ class PreparedFc:
         out[...] = y
         return out
 
-    def single(self, shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+    def single(self, shape: tuple[int, ...], dtype: np.dtype | type = np.int8
+               ) -> Callable[[np.ndarray], np.ndarray] | None:
         """The layer for repeated calls on int8 inputs of one shape (a model's step): ``f(x)`` returns what
         ``self(x)`` returns, with the per-call work of a small layer in one Python frame (the input's
         conversion, the integer product and the compiled output stage on buffers of its own; see
@@ -184,12 +185,15 @@ class PreparedFc:
         or on other inputs are passed on to ``self``.
 
         Args:
-            shape: the input's shape (..., N_in).
+            shape: the input's shape (..., N_in). dtype: its dtype.
 
         Returns:
-            ``f``, or None where the layer takes no integer product on such inputs, or may split the call
-            over threads (large calls, whose fixed cost does not matter).
+            ``f``, or None where the layer takes no integer product on such inputs (inputs other than
+            int8 among them), or may split the call over threads (large calls, whose fixed cost does not
+            matter).
         """
+        if np.dtype(dtype) != np.int8:
+            return None
         stage = self._lookup(get_platform(), np.dtype(np.int8))
         make = getattr(stage, "single", None)
         return None if make is None else make(tuple(int(v) for v in shape))
