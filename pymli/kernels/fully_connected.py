@@ -410,7 +410,8 @@ class PreparedFc:
         run.single = single  # type: ignore[attr-defined]
         return run
 
-    def _int_rows(self, xdt: np.dtype, bound: int) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[..., Any]] | None:
+    def _int_rows(self, xdt: np.dtype, bound: int
+                  ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[..., Any]] | None:
         """(``x2 -> x2 @ w`` (int32, (n, M) scratch buffer of this thread), its fused form with an output
         stage for calls of one fixed shape (``fuse``, see there)) through the integer
         product of :mod:`pymli.kernels._jit_conv` that conv2d takes (:func:`_int_product`, chosen when
