@@ -720,10 +720,11 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))
-    for sd in _WARM_SUMS:
-        mod.finish_sa8(np.zeros((1, 2), sd), chan7, par_sa8, np.empty((1, 2), np.int8))
+    # the sums as arrays, and the integer products' int32 sums as a view of their padded columns
+    for sums in [np.zeros((2, 2), sd) for sd in _WARM_SUMS] + [np.zeros((2, 4), np.int32)[:, :2]]:
+        mod.finish_sa8(sums, chan7, par_sa8, np.empty((2, 2), np.int8))
         for od in ("b", "h"):
-            mod.finish_fx(np.zeros((1, 2), sd), chan1, par_fx, np.empty((1, 2), od))
+            mod.finish_fx(sums, chan1, par_fx, np.empty((2, 2), od))
 
 
 def warm_up() -> dict[str, float]:
