@@ -146,6 +146,41 @@ class _Guarded:
         return value
 
 
+def is_on() -> bool:
+    """Whether the JIT is switched on (``PYMLI_JIT`` / :func:`set_enabled`), without asking whether numba
+    imports: for a caller that already holds a compiled function (cheaper than :func:`enabled`).
+
+    Returns:
+        the switch.
+    """
+    return bool(_STATE["on"])
+
+
+def entry(module: _Guarded, name: str, *args: object) -> Callable[..., object]:
+    """Run the compiled function ``name`` of ``module`` (a :func:`compiled` module) on ``args`` once,
+    through its guard, and return the native entry of its compiled version for exactly these argument
+    types: calling it skips numba's type dispatch (~0.2 us) and the guard's frame. Only for arguments of
+    the very same types, layouts and dimensions on every later call (numba's native wrapper unboxes
+    them without checking against its signature): a caller's own buffers.
+
+    Args:
+        module: the guarded module. name: the function's name. args: its arguments (written as by the
+            function: this call is a real one).
+
+    Returns:
+        the entry, or the guarded function when numba has no compiled version of exactly these types
+        (it chose a compatible one).
+    """
+    guarded = getattr(module, name)
+    guarded(*args)
+    disp = getattr(module._module, name)
+    try:
+        sig = tuple(disp.typeof_pyval(a) for a in args)
+        return disp.overloads[sig].entry_point  # type: ignore[no-any-return]
+    except (KeyError, AttributeError):  # another numba's internals, or another signature chosen
+        return guarded  # type: ignore[no-any-return]
+
+
 def available() -> bool:
     """Whether numba can be imported (imports it on the first call).
 
@@ -525,6 +560,39 @@ class PreparedDepthwise:
         self._last = (p, x.shape, x.dtype, plan)
         return plan
 
+    def single(self, shape: tuple[int, ...], dtype: np.dtype, other: Callable[[np.ndarray], np.ndarray]
+               ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on inputs of one shape and dtype under the current platform (a
+        model's step): ``f(x)`` calls the compiled loop nest of this key straight away (one Python frame
+        less per check this call skips: the key, the thread site). Calls on other inputs, under another
+        platform, with the JIT off, or whose loop nest's first compile was cut short go to ``other``.
+
+        Args:
+            shape: (H, W, C) or (N, H, W, C) of the input. dtype: its dtype.
+            other: the layer's general call (e.g. the prepared convolution), for every other call.
+
+        Returns:
+            ``f`` (outputs in the stage's container dtype), or None where the JIT does not take such
+            inputs or a call may go over the threads.
+        """
+        p = get_platform()
+        if not _STATE["on"] or len(shape) not in (3, 4):
+            return None
+        plan = self._plan(p, np.empty(shape, dtype))
+        if plan is None or plan[3] is not None:
+            return None
+        rows, out_shape, run, _ = plan
+        shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
+        shape, state = tuple(shape), _STATE
+
+        def f(x: np.ndarray) -> np.ndarray:
+            if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
+                    or not x.flags.c_contiguous:
+                return other(x)
+            out = run(x.reshape(shape4), 0, rows)
+            return other(x) if out is None else out.reshape(out_shape)
+        return f
+
 
 _SUM_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 
@@ -652,13 +720,11 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))
-    for sd in _WARM_SUMS:
-        # contiguous sums, and int32 column slices of a wider product's accumulators (conv2d's integer products)
-        sums = [np.zeros((2, 2), sd)] + ([np.zeros((2, 4), sd)[:, :2]] if sd == "i" else [])
-        for s in sums:
-            mod.finish_sa8(s, chan7, par_sa8, np.empty((2, 2), np.int8))
-            for od in ("b", "h"):
-                mod.finish_fx(s, chan1, par_fx, np.empty((2, 2), od))
+    # the sums as arrays, and the integer products' int32 sums as a view of their padded columns
+    for sums in [np.zeros((2, 2), sd) for sd in _WARM_SUMS] + [np.zeros((2, 4), np.int32)[:, :2]]:
+        mod.finish_sa8(sums, chan7, par_sa8, np.empty((2, 2), np.int8))
+        for od in ("b", "h"):
+            mod.finish_fx(sums, chan1, par_fx, np.empty((2, 2), od))
 
 
 def warm_up() -> dict[str, float]:

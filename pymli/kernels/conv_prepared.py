@@ -440,6 +440,25 @@ class PreparedConv:
         out[...] = r.reshape(out.shape)
         return out
 
+    def single(self, shape: tuple[int, ...], dtype: np.dtype | type) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on inputs of one shape and dtype (a model's step): ``f(x)``
+        returns what ``self(x)`` returns; for a depthwise layer the compiled loop nest called without
+        this layer's per-call dispatch (:meth:`pymli.kernels._jit.PreparedDepthwise.single`; any other
+        call goes to ``self``).
+
+        Args:
+            shape: the input's shape. dtype: its dtype.
+
+        Returns:
+            ``f``, or None where there is no such form (conv2d, the JIT off, large calls).
+        """
+        if self._post is None:
+            return None
+        stage = self._post.jit_stage()
+        if stage is None or stage.out_dtype != self._dtype:
+            return None
+        return self._jit_dw.single(tuple(shape), np.dtype(dtype), self)
+
     def fused(self, shape: tuple[int, ...]) -> FusedLayer | None:
         """The :class:`FusedLayer` this layer runs on (H, W, C) inputs of ``shape`` (a caller may call it
         directly, falling back to the layer when it returns False), or None: no tiny path for them.
@@ -507,8 +526,7 @@ class PreparedConv:
             return r.astype(self._dtype, copy=False)
         kh, kw = self._w.shape[:2]
         (sh, sw), (dh, dw) = self._geo["stride"], self._geo["dilation"]
-        win = _windows(xp, kh, kw, sh, sw, dh, dw, ho, wo)
-        cols = win.reshape(xp.shape[0] * ho * wo, -1)  # im2col: the one copy of the windows
+        cols = _im2col(xp, kh, kw, sh, sw, dh, dw, ho, wo)
         r = self._fc(cols).reshape(xp.shape[0], ho, wo, -1)
         return r if x.ndim == 4 else r[0]
 
@@ -570,6 +588,25 @@ class PreparedConv:
             dt = np.dtype(np.float32) if bound < _F32_EXACT else _depthwise_dtype(bound)
             hit = self._dw[xdt.char] = (dt, self._w.reshape(kh, kw, c).astype(dt), bound)
         return hit
+
+
+def _im2col(xp: np.ndarray, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int, wo: int) -> np.ndarray:
+    """The (N * ho * wo, kh * kw * C) matrix of the windows of a C-contiguous padded (N, Hp, Wp, C) array
+    (a copy; row ``(n, oy, ox)`` holds the window's taps in (ky, kx, c) order).
+
+    Without dilation along the width a window row's ``kw * C`` values are one contiguous run of ``xp``:
+    they are copied as one opaque item each (``numpy.void`` of the run's bytes), ``kh`` items per output
+    pixel, instead of element by element (~1.5x faster for the 3 channels of an image stem)."""
+    n, c = xp.shape[0], xp.shape[3]
+    if (dw != 1 and kw > 1) or not c or not xp.flags.c_contiguous:
+        return _windows(xp, kh, kw, sh, sw, dh, dw, ho, wo).reshape(n * ho * wo, -1)
+    run = np.dtype((np.void, kw * c * xp.itemsize))
+    s0, s1, s2 = xp.strides[:3]
+    # bounds-checked against the buffer by the ndarray constructor, as _windows
+    src = np.ndarray((n, ho, wo, kh), run, buffer=xp, strides=(s0, sh * s1, sw * s2, dh * s1))
+    cols = np.empty((n * ho * wo, kh * kw * c), xp.dtype)
+    cols.view(run).reshape(n, ho, wo, kh)[...] = src
+    return cols
 
 
 def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),

@@ -23,6 +23,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -174,6 +175,28 @@ class PreparedFc:
             return y.astype(self._dtype, copy=False)
         out[...] = y
         return out
+
+    def single(self, shape: tuple[int, ...], dtype: np.dtype | type = np.int8
+               ) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on int8 inputs of one shape (a model's step): ``f(x)`` returns what
+        ``self(x)`` returns, with the per-call work of a small layer in one Python frame (the input's
+        conversion, the integer product and the compiled output stage on buffers of its own; see
+        :meth:`_int_rows`). Calls under another platform than the current one, with the JIT switched off,
+        or on other inputs are passed on to ``self``.
+
+        Args:
+            shape: the input's shape (..., N_in). dtype: its dtype.
+
+        Returns:
+            ``f``, or None where the layer takes no integer product on such inputs (inputs other than
+            int8 among them), or may split the call over threads (large calls, whose fixed cost does not
+            matter).
+        """
+        if np.dtype(dtype) != np.int8:
+            return None
+        stage = self._lookup(get_platform(), np.dtype(np.int8))
+        make = getattr(stage, "single", None)
+        return None if make is None else make(tuple(int(v) for v in shape))
 
     def _lookup(self, p: Platform, xdt: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
         """The stage of platform ``p`` and input dtype ``xdt`` (derived on first use), kept as the last one."""
@@ -327,7 +350,8 @@ class PreparedFc:
         big = -(-SMALL_PRODUCT // max(m, 1))
         enabled, numpy_stage = _jit.enabled, None
         # the exact sums x @ w in int32 (|x @ w| <= bound < 2**31, checked above)
-        int_rows = self._int_rows(xdt, bound) if bound < 1 << 31 else None
+        found = self._int_rows(xdt, bound) if bound < 1 << 31 else None
+        int_rows, fuse = (None, None) if found is None else found
 
         def rows(x2: np.ndarray) -> np.ndarray:
             """Product and stage of rows ``x2`` into a fresh array (a block of :func:`run_parts` may be
@@ -375,10 +399,21 @@ class PreparedFc:
                     out = rows(x2)
                 record_time(site, pooled, time.perf_counter() - t0)
             return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
+
+        def single(shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
+            """:meth:`PreparedFc.single` under this stage's platform."""
+            n, k = math.prod(shape[:-1]), self._w.shape[0]
+            macs = n * k * m
+            if fuse is None or odt != self._dtype or shape[-1] != k or not _INT_MIN_MACS <= macs < PARALLEL_WORK:
+                return None  # no integer product, or a call that run() may split over threads
+            return fuse(shape, "finish_sa8" if st.sa8 else "finish_fx", chan, par, odt, p, self)
+        run.single = single  # type: ignore[attr-defined]
         return run
 
-    def _int_rows(self, xdt: np.dtype, bound: int) -> Callable[[np.ndarray], np.ndarray] | None:
-        """``x2 -> x2 @ w`` (int32, (n, M) scratch buffer of this thread) through the integer
+    def _int_rows(self, xdt: np.dtype, bound: int
+                  ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[..., Any]] | None:
+        """(``x2 -> x2 @ w`` (int32, (n, M) scratch buffer of this thread), its fused form with an output
+        stage for calls of one fixed shape (``fuse``, see there)) through the integer
         product of :mod:`pymli.kernels._jit_conv` that conv2d takes (:func:`_int_product`, chosen when
         the stage is derived), or None: the JIT has none here, inputs other than int8, weights beyond
         int8, or sums that may reach 2**31 (``bound``).
@@ -456,7 +491,52 @@ class PreparedFc:
                 return acc
             np.copyto(sums, acc[:, :m])
             return sums
-        return int_rows
+
+        def fuse(shape: tuple[int, ...], stage: str, chan: np.ndarray, par: np.ndarray, odt: np.dtype,
+                 p: Platform, other: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+            """``x -> stage(x @ w)`` for int8 ``x`` of exactly ``shape`` (``n`` rows) under platform ``p``:
+            :func:`int_rows` and the output stage (``stage``: its name in :mod:`pymli.kernels._jit_numba`;
+            constants ``chan``, ``par``; container ``odt``) in one Python frame, on buffers of its own,
+            the compiled functions called through their native entries (:func:`_jit.entry`: every
+            argument but the fresh output is one of these buffers, whose types never change). A call on
+            another shape or dtype, under another platform, with the JIT off, or overlapping another
+            call on another thread goes to ``other``."""
+            n = math.prod(shape[:-1])
+            xs = np.zeros((n, kp), dt)  # the padded columns stay 0 (they meet zero weights)
+            acc = np.empty((n, npad), np.int32)
+            sums = acc if npad == m else np.empty((n, m), np.int32)
+            wide = acc[:, :m]
+            cols = xs[:, :k].reshape(shape)  # a view: only the leading axis is split
+            offs = np.arange(n, dtype=I64) * row
+            w0, w1, w2 = pack
+            prod_ep = _jit.entry(mod, f"conv_{prod.name}", xs, offs, roff, l4, w0, w1, w2, acc)
+            stage_mod = _jit.compiled("_jit_numba")
+            if stage_mod is None:
+                return other
+            stage_ep = _jit.entry(stage_mod, stage, sums, chan, par, np.empty((n, m), odt))
+            out_shape = shape[:-1] + (m,)
+            lock, i8, u8v = threading.Lock(), np.dtype(np.int8), np.dtype(np.uint8)
+            xor, copyto, empty, platform, on = np.bitwise_xor, np.copyto, np.empty, get_platform, _jit.is_on
+
+            def fused(x: np.ndarray) -> np.ndarray:
+                if x.shape != shape or x.dtype != i8 or platform() is not p or not on() \
+                        or not lock.acquire(False):
+                    return other(x)
+                try:
+                    if u8:
+                        xor(x.view(u8v), flip, out=cols)
+                    else:
+                        cols[...] = x
+                    prod_ep(xs, offs, roff, l4, w0, w1, w2, acc)
+                    if sums is not acc:
+                        copyto(sums, wide)
+                    out = empty((n, m), odt)
+                    stage_ep(sums, chan, par, out)
+                finally:
+                    lock.release()
+                return out.reshape(out_shape)
+            return fused
+        return int_rows, fuse
 
     @staticmethod
     def _sat16_redundant(mul: np.ndarray, sh: np.ndarray, zp: int, lo: int, hi: int) -> bool:

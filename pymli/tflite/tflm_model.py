@@ -485,12 +485,15 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
                 if x.shape[-3:-1] == (ho, wo) and x.dtype.kind in "iu":
                     return pw(x)  # 1x1: the input pixels are the product's rows, whatever the size
                 return K.conv2d_hwcn(x, wt, bias, qc, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
+            # for _OffloadedStep._direct: the form of one input shape
+            pointwise.single = pw.single  # type: ignore[attr-defined]
             return pointwise
         layer = prepare_conv(wt, bias, qc, **geo, depthwise="depthwise" in fn,  # type: ignore[arg-type]
                              out_dtype=np.int8)
 
         def conv(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
             return layer(x)  # a leading batch axis: each image computed exactly as alone
+        conv.single = layer.single  # type: ignore[attr-defined]  # for _OffloadedStep._direct
         return conv
     kern = K.group_conv2d_hwcn
 
@@ -551,6 +554,13 @@ class _OffloadedStep:
             def add(ins: list) -> list:
                 return [fast(ins[0].reshape(-1), ins[1].reshape(-1)).reshape(shape)]
             return add
+        make = getattr(fast, "single", None)  # a convolution's form for one input shape
+        t = self.g.tensors[self.op.inputs[0]]
+        single = None if make is None else make(tuple(t.shape), np.dtype(t.dtype))
+        if single is not None:
+            def one_shape(ins: list) -> list:
+                return [single(ins[0])]  # the input in its TFLite shape: the step's output shape
+            return one_shape
 
         def kernel(ins: list) -> list:
             x = ins[0]

@@ -12,6 +12,7 @@ left to the float product runs whenever numba is installed.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import numpy as np
@@ -248,3 +249,76 @@ def test_kept_buffers_across_calls(product: _Counted) -> None:
         x = _x(rng, (rows, 90), False)
         _check(prep, x, w, b, q, bounds, np.int8, rows)
     assert product.calls == 2 * len(counts)
+
+
+@pytest.mark.parametrize("kind", INT8_KINDS)
+@pytest.mark.parametrize("seed", range(3))
+def test_single_shape_calls(product: _Counted, kind: str, seed: int) -> None:
+    """``PreparedFc.single`` (one input shape, fused product and stage on its own buffers) equals the plain
+    kernel: inputs of several shapes (rows not a multiple of the tiles, K not a multiple of 4, outputs
+    not a multiple of 16), strided inputs, extreme values; calls under another platform, with the JIT
+    off, on another shape or dtype go to the layer itself; overlapping calls on two threads."""
+    rng = np.random.default_rng((INT8_KINDS.index(kind), seed, 7))
+    n, m = int(rng.integers(5, 150)) | 1, int(rng.integers(3, 120))
+    w, b, q, bounds, _ = _layer(rng, kind, n, m, seed == 0)
+    if seed % 2:
+        q = _ordinary(q)
+    made = 0
+    for plat in PLATFORMS:
+        with use_platform(plat):
+            prep = prepare_fc(w, b, q, bounds, np.int8)
+            assert prepare_fc(w, b, q, bounds, np.int64).single((200, n)) is None  # another container
+            for shape in ((200, n), (1, 7, 9, n), (3, 300, n)):
+                f = prep.single(shape)
+                if int(np.prod(shape[:-1])) * n * m >= _parallel.PARALLEL_WORK:
+                    assert f is None, shape  # a call that may go over threads
+                if f is None:
+                    continue
+                made += 1
+                for _ in range(3):
+                    x = _x(rng, shape, seed == 0)
+                    want = fully_connected(x, w, b, q, bounds).astype(np.int8)
+                    got = f(x)
+                    assert got.shape == want.shape and got.dtype == np.int8 and np.array_equal(got, want), shape
+                xs = _x(rng, shape[:-1] + (2 * n,), False)[..., ::2]  # strided
+                assert np.array_equal(f(xs), fully_connected(xs, w, b, q, bounds).astype(np.int8))
+                other = _x(rng, (5, n), True)  # another shape: the layer itself
+                assert np.array_equal(f(other), fully_connected(other, w, b, q, bounds).astype(np.int8))
+                x16 = x.astype(np.int16)  # another dtype: the layer itself
+                assert np.array_equal(f(x16), fully_connected(x16, w, b, q, bounds).astype(np.int8))
+                for p2 in PLATFORMS:  # another platform: its own stage
+                    with use_platform(p2):
+                        assert np.array_equal(f(x), fully_connected(x, w, b, q, bounds).astype(np.int8)), p2
+                _jit.set_enabled(False)
+                try:
+                    assert np.array_equal(f(x), want)
+                finally:
+                    _jit.set_enabled(True)
+    assert made, "no single-shape layer was made"
+
+
+def test_single_on_two_threads(product: _Counted) -> None:
+    """Calls of one ``single`` layer overlapping on two threads (the second one takes the layer itself
+    while the first holds the buffers) each return their own input's values."""
+    rng = np.random.default_rng(41)
+    w, b, q, bounds, _ = _layer(rng, "sa8_axis", 96, 40)
+    q = _ordinary(q)
+    prep = prepare_fc(w, b, q, bounds, np.int8)
+    f = prep.single((36, 96))
+    assert f is not None
+    xs = [_x(rng, (36, 96), False) for _ in range(8)]
+    wants = [fully_connected(x, w, b, q, bounds).astype(np.int8) for x in xs]
+    bad: list[int] = []
+
+    def work(k: int) -> None:
+        for r in range(300):
+            j = (k + r) % len(xs)
+            if not np.array_equal(f(xs[j]), wants[j]):
+                bad.append(j)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad

@@ -850,3 +850,47 @@ def test_kept_runner_owns_its_weights(jit_on: None) -> None:
         wk[...] = 0  # the first call's array rewritten
         again = _jit.depthwise(x, same, 3, stage, **geo)
         assert first is not None and np.array_equal(again, first)
+
+
+@needs_numba
+@pytest.mark.parametrize("kind", KINDS)
+def test_prepared_depthwise_single_shape(kind: str, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PreparedConv.single`` of a depthwise layer (the compiled plan of one input shape, a model's step)
+    equals the plain kernel on its shape; other shapes, a non-contiguous input, another platform and the
+    JIT switched off go to the layer itself, with the same values."""
+    rng = np.random.default_rng([53, KINDS.index(kind)])
+    made = 0
+    for i in range(10):
+        x, wt, b, q, _, geo = _case(rng, kind, extreme=i % 4 == 3)
+        for out_dtype in (np.int8 if kind == "sa8" else np.int16, np.int64):
+            layer = prepare_conv(wt, b, q, **geo, depthwise=True, out_dtype=out_dtype)
+            with use_platform(VPX):
+                f = layer.single(x.shape, x.dtype)
+            if out_dtype is np.int64:
+                assert f is None  # the stage's container is not the layer's dtype
+                continue
+            if f is None:
+                continue
+            made += 1
+            xb = x if x.ndim == 4 else x[None]
+            strided = np.concatenate([xb, xb], axis=-1)[..., ::2]
+            for plat in (VPX, EM, VPX_FULL_ACCU):
+                for xi in (x, xb, strided):
+                    with use_platform(plat):
+                        got = f(xi)
+                        want = K.depthwise_conv2d_hwcn(xi, wt, b, q, **geo).astype(out_dtype)
+                    assert got.dtype == want.dtype and np.array_equal(got, want), (i, plat, xi.shape)
+            _jit.set_enabled(False)
+            try:
+                with use_platform(VPX):
+                    assert np.array_equal(f(x), K.depthwise_conv2d_hwcn(x, wt, b, q, **geo).astype(out_dtype))
+            finally:
+                _jit.set_enabled(True)
+    assert made, "no single-shape depthwise layer was made"
+    with _parallel.threads_limit(2):
+        big = np.zeros((4, 24, 24, 64), np.int8)  # a call of >= JIT_PARALLEL_WORK: may go over threads
+        w = np.ones((3, 3, 1, 64), np.int8)
+        q = K.Sa8Quant(7, 16384, 20, 0, np.full(64, 16384), np.full(64, 20), 5, 20000, 14)
+        layer = prepare_conv(w, np.zeros(64, np.int32), q, pad=(1, 1), out_hw=(24, 24), bounds=(-128, 127),
+                             depthwise=True, out_dtype=np.int8)
+        assert layer.single(big.shape, big.dtype) is None
