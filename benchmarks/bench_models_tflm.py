@@ -121,11 +121,22 @@ def _interleaved(fns: dict, repeat: int) -> dict:
             fns[k]()
     for _ in range(max(repeat, 1)):
         for k in best:
-            c0, t0 = time.process_time(), time.perf_counter()
-            fns[k]()
-            t1, c1 = time.perf_counter(), time.process_time()
-            best[k] = min(best[k], t1 - t0)
-            cpu[k] = min(cpu[k], c1 - c0)
+            _time_call(fns[k], k, best, cpu)
+    return _figures(fns, best, cpu)
+
+
+def _time_call(fn, key, best: dict, cpu: dict) -> None:  # type: ignore[no-untyped-def]
+    """One timed call of ``fn``: keeps its wall and process CPU time in ``best`` / ``cpu`` under ``key``
+    where they are the lowest so far."""
+    c0, t0 = time.process_time(), time.perf_counter()
+    fn()
+    t1, c1 = time.perf_counter(), time.process_time()
+    best[key] = min(best[key], t1 - t0)
+    cpu[key] = min(cpu[key], c1 - c0)
+
+
+def _figures(fns: dict, best: dict, cpu: dict) -> dict:
+    """The timing functions' result: best wall time per key, best CPU time per key + ``"_cpu"``."""
     return {k: best.get(k) for k in fns} | {k + "_cpu": cpu.get(k) for k in fns}
 
 
@@ -144,12 +155,8 @@ def _in_blocks(fns: dict, repeat: int) -> dict:
             for _ in range(WARMUP):
                 fns[k]()
             for _ in range(max(repeat // ROUNDS, 1)):
-                c0, t0 = time.process_time(), time.perf_counter()
-                fns[k]()
-                t1, c1 = time.perf_counter(), time.process_time()
-                best[k] = min(best[k], t1 - t0)
-                cpu[k] = min(cpu[k], c1 - c0)
-    return {k: best.get(k) for k in fns} | {k + "_cpu": cpu.get(k) for k in fns}
+                _time_call(fns[k], k, best, cpu)
+    return _figures(fns, best, cpu)
 
 
 def run(repeat: int = 10, batch: int = 64, only: str = "", blocks: bool = False) -> list[dict]:

@@ -13,6 +13,7 @@ from pymli.arith.pool import requant_params
 from pymli.checks import entry
 from pymli.config import Platform, use_platform
 from pymli.kernels import _jit
+from pymli.kernels import convolution as KC
 from pymli.kernels import diverse as KD
 from pymli.kernels import transform as KT
 
@@ -114,3 +115,49 @@ class TakenCounter:
             return r
 
         monkeypatch.setattr(module, name, counted)
+
+
+def fx_quant(rng: np.random.Generator, kind: str) -> tuple:
+    """Random MLI_FX convolution parameters for ``kind`` ``"fx16"`` (int16 weights, 40-bit accumulator)
+    or ``"fx16_fx8_fx8"`` (int8 weights, 32-bit), outputs spread over the range: (pymli ``FxQuant``,
+    the oracle's dict, dtypes of x / w / bias)."""
+    wbits = 16 if kind == "fx16" else 8
+    in_frac = int(rng.integers(8, 16))
+    w_frac = int(rng.integers(wbits // 2, wbits))
+    b_frac = int(rng.integers(0, in_frac + w_frac + 1))
+    lo_e = 12 if kind == "fx16" else 5
+    out_frac = max(0, in_frac + w_frac - int(rng.integers(lo_e, lo_e + 9)))
+    acc_bits = 40 if kind == "fx16" else 32
+    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac,
+         "acc_bits": acc_bits, "out_bits": 16}
+    wt = np.int16 if kind == "fx16" else np.int8
+    return KC.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16), p, (np.int16, wt, wt)
+
+
+def pointwise_sa8_case(rng: np.random.Generator, seed: int, min_hw: int = 1) -> tuple:
+    """A random sa8 1x1 convolution: (h, w, cin, quant, weights (1, 1, cin, cout), bias, bounds);
+    per-axis weights for odd seeds, a ReLU lower bound for seeds divisible by 3."""
+    cin, cout = int(rng.integers(1, 140)), int(rng.integers(1, 140))
+    h, wd = int(rng.integers(min_hw, 30)), int(rng.integers(min_hw, 30))
+    nw = cout if seed % 2 else 1
+    q = KC.Sa8Quant(int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 20, 0, rng.integers(1, 32768, nw),
+                    20 + rng.integers(0, 3, nw), int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 18)
+    w = rng.integers(-128, 128, (1, 1, cin, cout)).astype(np.int8)
+    b = rng.integers(-(1 << 16), 1 << 16, cout).astype(np.int32)
+    bounds = (-128, 127) if seed % 3 else (int(q.out_zp), 127)
+    return h, wd, cin, q, w, b, bounds
+
+
+def assert_pointwise_equals_conv(prepare: Callable, x: np.ndarray, w: np.ndarray, b: np.ndarray, q: Any,
+                                 bounds: tuple[int, int], platforms: Iterable[Platform]) -> None:
+    """``prepare(w, b, q, bounds, np.int8)`` (a prepared pointwise layer) on the batch ``x`` equals
+    :func:`pymli.kernels.convolution.conv2d_hwcn` per image on every platform."""
+    h, wd = x.shape[1:3]
+    for plat in platforms:
+        with use_platform(plat):
+            pw = prepare(w, b, q, bounds, np.int8)
+            assert pw is not None
+            got = pw(x)
+            for i in range(x.shape[0]):
+                want = KC.conv2d_hwcn(x[i], w, b, q, stride=(1, 1), pad=(0, 0), out_hw=(h, wd), bounds=bounds)
+                assert np.array_equal(got[i], want.astype(np.int8)), (plat, i)

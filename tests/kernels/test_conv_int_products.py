@@ -24,7 +24,7 @@ from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 
 from ..oracles import convolution as oracle
-from ._shared import numpy_path
+from ._shared import fx_quant, numpy_path
 
 PLATFORMS = [VPX, VPX_FULL_ACCU, EM, Platform(RoundMode.CONVERGENT, True)]
 
@@ -155,15 +155,7 @@ def _fx(rng: np.random.Generator, case: tuple, kind: str) -> tuple:
     """``case`` (from :func:`_case`) with MLI_FX operands: int16 inputs, int8 (fx16 x fx8: 32-bit
     accumulator) or int16 (fx16: 40-bit) weights and bias, outputs spread over the range."""
     x, wt, _, _, _, geo = case
-    wbits = 16 if kind == "fx16" else 8
-    in_frac, w_frac = int(rng.integers(8, 16)), int(rng.integers(wbits // 2, wbits))
-    b_frac = int(rng.integers(0, in_frac + w_frac + 1))
-    lo_e = 12 if kind == "fx16" else 5
-    out_frac = max(0, in_frac + w_frac - int(rng.integers(lo_e, lo_e + 9)))
-    acc_bits = 40 if kind == "fx16" else 32
-    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac,
-         "acc_bits": acc_bits, "out_bits": 16}
-    wt_t = np.int16 if kind == "fx16" else np.int8
+    q, p, (_, wt_t, _) = fx_quant(rng, kind)
     extreme = bool(rng.integers(4) == 0)
     if extreme:  # the container limits only
         xi = rng.choice(np.array([-32768, 32767, 0, -32767]), x.shape).astype(np.int16)
@@ -173,8 +165,7 @@ def _fx(rng: np.random.Generator, case: tuple, kind: str) -> tuple:
         xi = rng.integers(-32768, 32768, x.shape).astype(np.int16)
         wi = rng.integers(np.iinfo(wt_t).min, np.iinfo(wt_t).max + 1, wt.shape).astype(wt_t)
     b = rng.integers(np.iinfo(wt_t).min, np.iinfo(wt_t).max + 1, wt.shape[3]).astype(wt_t)
-    q = K.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16)
-    geo = {**geo, "bounds": relu_bounds(int(rng.integers(4)), 16, frac_bits=out_frac)}
+    geo = {**geo, "bounds": relu_bounds(int(rng.integers(4)), 16, frac_bits=p["out_frac"])}
     return xi, wi, b, q, p, geo
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from pymli import use_platform
 from pymli.kernels import _jit
-from pymli.kernels import convolution as K
 from pymli.kernels.fully_connected import fully_connected, prepare_fc, prepare_pointwise
 
+from ._shared import assert_pointwise_equals_conv, pointwise_sa8_case
 from .test_fc_paths import KINDS, PLATFORMS, _layer, _ordinary
 
 pytestmark = pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
@@ -79,22 +79,9 @@ def test_jit_stage_taken_and_switchable() -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_jit_pointwise_equals_the_convolution_kernel(seed: int) -> None:
     rng = np.random.default_rng(seed + 100)
-    cin, cout = int(rng.integers(1, 140)), int(rng.integers(1, 140))
-    h, wd = int(rng.integers(1, 30)), int(rng.integers(1, 30))
-    nw = cout if seed % 2 else 1
-    q = K.Sa8Quant(int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 20, 0, rng.integers(1, 32768, nw),
-                   20 + rng.integers(0, 3, nw), int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 18)
-    w = rng.integers(-128, 128, (1, 1, cin, cout)).astype(np.int8)
-    b = rng.integers(-(1 << 16), 1 << 16, cout).astype(np.int32)
-    bounds = (-128, 127) if seed % 3 else (int(q.out_zp), 127)
+    h, wd, cin, q, w, b, bounds = pointwise_sa8_case(rng, seed, min_hw=1)
     x = _inputs(rng, (2, h, wd, cin), np.int8, seed == 0)
-    for plat in PLATFORMS:
-        with use_platform(plat):
-            pw = prepare_pointwise(w, b, q, bounds, np.int8)
-            got = pw(x)
-            for i in range(2):
-                want = K.conv2d_hwcn(x[i], w, b, q, stride=(1, 1), pad=(0, 0), out_hw=(h, wd), bounds=bounds)
-                assert np.array_equal(got[i], want.astype(np.int8)), (plat, i)
+    assert_pointwise_equals_conv(prepare_pointwise, x, w, b, q, bounds, PLATFORMS)
 
 
 @pytest.mark.parametrize("kind", ["sa8", "sa8_axis", "fx16"])

@@ -24,6 +24,7 @@ from pymli.kernels import convolution as K
 from pymli.kernels import fully_connected as F
 from pymli.kernels.fully_connected import fully_connected, prepare_fc, prepare_pointwise
 
+from ._shared import assert_pointwise_equals_conv, pointwise_sa8_case
 from .test_fc_paths import PLATFORMS, _layer, _ordinary
 
 pytestmark = pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
@@ -171,24 +172,10 @@ def test_jit_switch_and_the_float_path(product: _Counted) -> None:
 @pytest.mark.parametrize("seed", range(4))
 def test_pointwise_equals_the_convolution_kernel(product: _Counted, seed: int) -> None:
     rng = np.random.default_rng(seed + 300)
-    cin, cout = int(rng.integers(1, 140)), int(rng.integers(1, 140))
-    h, wd = int(rng.integers(3, 30)), int(rng.integers(3, 30))
-    nw = cout if seed % 2 else 1
-    q = K.Sa8Quant(int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 20, 0, rng.integers(1, 32768, nw),
-                   20 + rng.integers(0, 3, nw), int(rng.integers(-128, 128)), int(rng.integers(1, 32768)), 18)
-    w = rng.integers(-128, 128, (1, 1, cin, cout)).astype(np.int8)
-    b = rng.integers(-(1 << 16), 1 << 16, cout).astype(np.int32)
-    bounds = (-128, 127) if seed % 3 else (int(q.out_zp), 127)
+    h, wd, cin, q, w, b, bounds = pointwise_sa8_case(rng, seed, min_hw=3)
     x = _x(rng, (2, h, wd, cin), seed == 0)
-    for plat in PLATFORMS:
-        with use_platform(plat):
-            pw = prepare_pointwise(w, b, q, bounds, np.int8)
-            assert pw is not None
-            got = pw(x)
-            for i in range(2):
-                want = K.conv2d_hwcn(x[i], w, b, q, stride=(1, 1), pad=(0, 0), out_hw=(h, wd), bounds=bounds)
-                assert np.array_equal(got[i], want.astype(np.int8)), (plat, i)
-    if 2 * h * wd * cin * cout >= F._INT_MIN_MACS:
+    assert_pointwise_equals_conv(prepare_pointwise, x, w, b, q, bounds, PLATFORMS)
+    if 2 * h * wd * cin * w.shape[3] >= F._INT_MIN_MACS:
         assert product.calls
 
 

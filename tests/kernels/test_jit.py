@@ -26,7 +26,7 @@ from pymli.kernels.conv_prepared import prepare_conv
 from pymli.kernels.diverse import argmax
 
 from ..oracles import convolution as oracle
-from ._shared import TakenCounter, numpy_path
+from ._shared import TakenCounter, fx_quant, numpy_path
 
 needs_numba = pytest.mark.skipif(not _jit.available(),
                                  reason="numba is not installed: the optional JIT (pip install '.[jit]') is not tested")
@@ -62,17 +62,7 @@ def _params(rng: np.random.Generator, kind: str, c: int) -> tuple[K.FxQuant | K.
         p["out_frac"] = max(-128, min(127, in_frac + int(wf[0]) - int(rng.integers(14, 28))))
         q = K.Sa8Quant(p["in_zp"], p["in_scale"], p["in_frac"], 0, ws, wf, p["out_zp"], p["out_scale"], p["out_frac"])
         return q, p, (np.int8, np.int8, np.int32)
-    wbits = 16 if kind == "fx16" else 8
-    in_frac = int(rng.integers(8, 16))
-    w_frac = int(rng.integers(wbits // 2, wbits))
-    b_frac = int(rng.integers(0, in_frac + w_frac + 1))
-    lo_e = 12 if kind == "fx16" else 5
-    out_frac = max(0, in_frac + w_frac - int(rng.integers(lo_e, lo_e + 9)))
-    acc_bits = 40 if kind == "fx16" else 32
-    p = {"kind": "fx", "in_frac": in_frac, "w_frac": w_frac, "b_frac": b_frac, "out_frac": out_frac,
-         "acc_bits": acc_bits, "out_bits": 16}
-    wt = np.int16 if kind == "fx16" else np.int8
-    return K.FxQuant(in_frac, w_frac, b_frac, out_frac, acc_bits, 16), p, (np.int16, wt, wt)
+    return fx_quant(rng, kind)
 
 
 def _values(rng: np.random.Generator, shape: tuple, dtype: type, extreme: bool) -> np.ndarray:
