@@ -161,3 +161,20 @@ def assert_pointwise_equals_conv(prepare: Callable, x: np.ndarray, w: np.ndarray
             for i in range(x.shape[0]):
                 want = KC.conv2d_hwcn(x[i], w, b, q, stride=(1, 1), pad=(0, 0), out_hw=(h, wd), bounds=bounds)
                 assert np.array_equal(got[i], want.astype(np.int8)), (plat, i)
+
+
+def conv_geometry(rng: np.random.Generator, top: int = 14) -> tuple:
+    """A random 2-D convolution geometry: kernel 1-5, strides and dilations 1-3, paddings up to beyond
+    the kernel, an input of at least one window below ``top`` pixels a side: (kh, kw, stride, dilation,
+    pad (top, left), pad (bottom, right), h, w, ho, wo)."""
+    kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    d = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    ekh, ekw = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
+    pad = (int(rng.integers(0, ekh + 2)), int(rng.integers(0, ekw + 2)))  # also beyond the kernel
+    pad_b = (int(rng.integers(0, ekh)), int(rng.integers(0, ekw)))
+    h = int(rng.integers(max(1, ekh - pad[0] - pad_b[0]), max(top, ekh - pad[0] - pad_b[0] + 1)))
+    w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), max(top, ekw - pad[1] - pad_b[1] + 1)))
+    ho = KC.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
+    wo = KC.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
+    return kh, kw, s, d, pad, pad_b, h, w, ho, wo

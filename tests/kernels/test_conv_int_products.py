@@ -24,7 +24,7 @@ from pymli.kernels import _jit, _parallel
 from pymli.kernels import convolution as K
 
 from ..oracles import convolution as oracle
-from ._shared import fx_quant, numpy_path
+from ._shared import conv_geometry, fx_quant, numpy_path
 
 PLATFORMS = [VPX, VPX_FULL_ACCU, EM, Platform(RoundMode.CONVERGENT, True)]
 
@@ -101,17 +101,7 @@ def _values(rng: np.random.Generator, shape: tuple, extreme: bool) -> np.ndarray
 
 
 def _case(rng: np.random.Generator, extreme: bool = False, small: bool = False) -> tuple:
-    kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
-    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    d = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    ekh, ekw = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
-    pad = (int(rng.integers(0, ekh + 2)), int(rng.integers(0, ekw + 2)))  # also beyond the kernel
-    pad_b = (int(rng.integers(0, ekh)), int(rng.integers(0, ekw)))
-    top = 6 if small else 14
-    h = int(rng.integers(max(1, ekh - pad[0] - pad_b[0]), max(top, ekh - pad[0] - pad_b[0] + 1)))
-    w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), max(top, ekw - pad[1] - pad_b[1] + 1)))
-    ho = K.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
-    wo = K.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
+    kh, kw, s, d, pad, pad_b, h, w, ho, wo = conv_geometry(rng, 6 if small else 14)
     groups = int(rng.choice([1, 1, 2, 3]))  # group conv2d: C and N split in equal groups
     cg = int(rng.choice([1, 3, 4, 5, 8, 17, 32] if groups == 1 else [1, 3, 4, 6, 8]))
     ng = int(rng.choice([1, 5, 16, 17, 48, 64, 65, 130] if groups == 1 else [1, 5, 16, 17]))
@@ -149,6 +139,17 @@ def test_int_matches_numpy_path(plat: Platform, product: str, jit_on: None,
         assert got.shape == want.shape
         assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, wt.shape, geo)
     assert taken.calls >= cases  # every case ran the integer product
+
+
+def _assert_oracle(x: np.ndarray, wt: np.ndarray, b: np.ndarray, q: object, p: dict, geo: dict,
+                   plat: Platform) -> None:
+    """conv2d_hwcn on ``plat`` equals the scalar oracle."""
+    with use_platform(plat):
+        got = K.conv2d_hwcn(x, wt, b, q, **geo)
+    want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
+                         out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
+                         up=plat.round_up, full=plat.full_accu)
+    np.testing.assert_array_equal(got, want)
 
 
 def _fx(rng: np.random.Generator, case: tuple, kind: str) -> tuple:
@@ -198,12 +199,7 @@ def test_int_fx_matches_oracle(kind: str, product: str, jit_on: None, monkeypatc
     for plat in (VPX, EM):
         for _ in range(4):
             x, wt, b, q, p, geo = _fx(rng, _case(rng, small=True), kind)
-            with use_platform(plat):
-                got = K.conv2d_hwcn(x, wt, b, q, **geo)
-            want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
-                                 out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
-                                 up=plat.round_up, full=plat.full_accu)
-            np.testing.assert_array_equal(got, want)
+            _assert_oracle(x, wt, b, q, p, geo, plat)
     assert (taken.calls > 0) == product.startswith("s16")
 
 
@@ -249,12 +245,7 @@ def test_int_matches_oracle(plat: Platform, product: str, jit_on: None,
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i in range(8):
         x, wt, b, q, p, geo = _case(rng, extreme=i == 7, small=True)
-        with use_platform(plat):
-            got = K.conv2d_hwcn(x, wt, b, q, **geo)
-        want = oracle.conv2d(x, wt, b, p, stride=geo["stride"], dilation=geo["dilation"], pad=geo["pad"],
-                             out_hw=geo["out_hw"], groups=geo["groups"], depthwise=False, bounds=geo["bounds"],
-                             up=plat.round_up, full=plat.full_accu)
-        np.testing.assert_array_equal(got, want)
+        _assert_oracle(x, wt, b, q, p, geo, plat)
     assert taken.calls >= 8
 
 

@@ -26,7 +26,7 @@ from pymli.kernels.conv_prepared import prepare_conv
 from pymli.kernels.diverse import argmax
 
 from ..oracles import convolution as oracle
-from ._shared import TakenCounter, fx_quant, numpy_path
+from ._shared import TakenCounter, conv_geometry, fx_quant, numpy_path
 
 needs_numba = pytest.mark.skipif(not _jit.available(),
                                  reason="numba is not installed: the optional JIT (pip install '.[jit]') is not tested")
@@ -73,16 +73,7 @@ def _values(rng: np.random.Generator, shape: tuple, dtype: type, extreme: bool) 
 
 
 def _case(rng: np.random.Generator, kind: str, extreme: bool = False) -> tuple:
-    kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
-    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    d = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
-    ekh, ekw = (kh - 1) * d[0] + 1, (kw - 1) * d[1] + 1
-    pad = (int(rng.integers(0, ekh + 2)), int(rng.integers(0, ekw + 2)))  # also beyond the kernel
-    pad_b = (int(rng.integers(0, ekh)), int(rng.integers(0, ekw)))
-    h = int(rng.integers(max(1, ekh - pad[0] - pad_b[0]), 14))
-    w = int(rng.integers(max(1, ekw - pad[1] - pad_b[1]), 14))
-    ho = K.out_size(h, kh, s[0], pad[0], pad_b[0], d[0])
-    wo = K.out_size(w, kw, s[1], pad[1], pad_b[1], d[1])
+    kh, kw, s, d, pad, pad_b, h, w, ho, wo = conv_geometry(rng)
     c = int(rng.choice([1, 2, 3, 7, 8, 16, 17, 33, 64]))
     batch = [None, 1, 3][int(rng.integers(3))]
     q, p, (tx, tw, tb) = _params(rng, kind, c)
