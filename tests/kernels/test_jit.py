@@ -389,17 +389,24 @@ def test_set_enabled_returns_the_previous_setting() -> None:
         _jit.set_enabled(prev)
 
 
+def _record_fx3_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the fx16 3x3 loop nests called from now on (``depthwise_fx3_rows`` /
+    ``depthwise_fx3_pairs``), one entry per call, in the list returned."""
+    mod = _jit._module()
+    taken: list[str] = []
+    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
+        real = getattr(mod, name)
+        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
+    return taken
+
+
 @needs_numba
 @pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
 def test_fx16_3x3_float_sums(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """fx16 3x3 (the float64 sums of ``depthwise_fx3_rows``: interior pixel pairs, single interior
     pixels, border pixels) against the NumPy path: random strides, dilations, paddings, widths (odd
     and even interior runs), batches, channel counts, extremes, shifts from 0 (no rounding) up."""
-    mod = _jit._module()
-    taken: list[str] = []
-    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
-        real = getattr(mod, name)
-        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
+    taken = _record_fx3_calls(monkeypatch)
     rng = np.random.default_rng([11, PLATFORMS.index(plat)])
     cases = 48
     for i in range(cases):
@@ -535,11 +542,7 @@ def test_fx3_ring_rounding_and_blocks(plat: Platform, jit_on: None, monkeypatch:
     left over, batches; vertical dilations 2-3: ``depthwise_fx3_pairs``) against the NumPy path: every
     output shift from 0 to 24, so that ties of the rounding shift are common (small shifts, small
     values), also with the largest products and biases, and row blocks starting mid-sample."""
-    mod = _jit._module()
-    taken: list[str] = []
-    for name in ("depthwise_fx3_rows", "depthwise_fx3_pairs"):
-        real = getattr(mod, name)
-        monkeypatch.setattr(mod, name, lambda *a, real=real, name=name: taken.append(name) or real(*a))
+    taken = _record_fx3_calls(monkeypatch)
     rng = np.random.default_rng([12, PLATFORMS.index(plat)])
     for i, s_out in enumerate(range(25)):
         dh = 1 + i % 3
