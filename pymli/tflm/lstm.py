@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MliError, Status
+from ..kernels import _jit
 from . import quant_util as qu
 from ._tables import SIGMOID_Q16
 from .quant_util import quantize_multiplier
@@ -132,7 +133,8 @@ class LstmParams:
 @dataclass(frozen=True)
 class _Fused:
     """The four gates side by side (columns in :data:`GATES` order): weights transposed for ``x @ w``,
-    biases (0 where a gate has none), multipliers and shifts per column."""
+    biases (0 where a gate has none), multipliers and shifts per column; for the compiled time loop the
+    recurrent weights also as int32 (C-contiguous) and the largest column sum of their magnitudes."""
 
     w_in: np.ndarray
     w_rec: np.ndarray
@@ -141,6 +143,8 @@ class _Fused:
     s_in: np.ndarray
     m_rec: np.ndarray
     s_rec: np.ndarray
+    w_rec32: np.ndarray
+    rec_abs: int
 
 
 #: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
@@ -157,8 +161,9 @@ def _fuse(gates: dict) -> _Fused:
 
     def per_col(name: str) -> np.ndarray:
         return np.concatenate([np.full(q.w_in.shape[0], getattr(q, name), np.int64) for q in cols])
+    w_rec = np.ascontiguousarray(w_rec)
     return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
-                  per_col("rec_shift"))
+                  per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)))
 
 
 def _dot(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -261,8 +266,24 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     acc = _dot(seq.reshape(nt * nb, -1).astype(np.int64) - p.input_zp, fz.w_in) + fz.bias
     gin = _requant16(acc, fz.m_in, fz.s_in, wide).reshape(nt, nb, 4 * ns)
     sh = 15 + p.cell_scale_power - 3
+    ctanh = (3, -sh) if sh < 0 else (0, sh)  # the cell state's tanh: its input scale
+    jit = _jit.compiled("_jit_lstm")
+    if jit is not None:
+        out, h, c = _steps_jit(jit, gin, h, c, p, fz, wide, ctanh, hlo, hhi)
+    else:
+        out, h, c = _steps(gin, h, c, p, fz, wide, ctanh, hlo, hhi)
+    out = out.astype(x.dtype)
+    if not time_major:
+        out = np.swapaxes(out, 0, 1)
+    return out, h.astype(x.dtype).reshape(hidden.shape), c.astype(np.int16).reshape(cell.shape)
+
+
+def _steps(gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
+           ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The recurrence in NumPy, one step at a time: ``(outputs (T, B, U), last hidden, last cell)``, int64."""
+    ns = fz.w_rec.shape[0]
     outs = []
-    for t in range(nt):  # the recurrence is sequential
+    for t in range(gin.shape[0]):  # the recurrence is sequential
         rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
         gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
         sig = _lut16(gates, False).astype(np.int64)
@@ -272,10 +293,24 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
         c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
         if p.cell_clip > 0:
             c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
-        tc = _lut16(c.astype(np.int16), True, *((3, -sh) if sh < 0 else (0, sh))).astype(np.int64)
+        tc = _lut16(c.astype(np.int16), True, *ctanh).astype(np.int64)
         h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
-        outs.append(h.astype(x.dtype))
-    out = np.stack(outs, 0)
-    if not time_major:
-        out = np.swapaxes(out, 0, 1)
-    return out, h.astype(x.dtype).reshape(hidden.shape), c.astype(np.int16).reshape(cell.shape)
+        outs.append(h)
+    return np.stack(outs, 0), h, c
+
+
+def _steps_jit(jit: object, gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
+               ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_steps` as one compiled call (:func:`pymli.kernels._jit_lstm.lstm_steps`): int32 products
+    and accumulators when every column's sum is bounded below ``2**31`` (``|h - zp| * sum |w|``), else int64."""
+    nt, nb, n4 = gin.shape
+    bound = max(hhi - p.hidden_zp, p.hidden_zp - hlo) * fz.rec_abs
+    w = fz.w_rec32 if bound < (1 << 31) else fz.w_rec
+    h, c = np.array(h, np.int64), np.array(c, np.int64)  # own, C-contiguous: written in place
+    out = np.empty((nt, nb, n4 // 4), np.int64)
+    k = np.array([*p.forget_cell, *p.input_cell, *p.output_hidden, hlo, hhi,
+                  p.quantized_cell_clip if p.cell_clip > 0 else 0], np.int64)
+    jit.lstm_steps(np.ascontiguousarray(gin), h, c, w, np.empty(n4, w.dtype), fz.m_rec, fz.s_rec, wide,
+                   p.hidden_zp, _int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh),
+                   p.cell_tanh, k, out)
+    return out, h, c
