@@ -7,7 +7,7 @@ has bounded every column's sum below ``2**31``, else int64), its requantisation 
 the input part (requantised for every step beforehand, by NumPy), the int16 sigmoid / tanh as lookups in
 their 65536-entry tables, the cell update and the hidden state, with the scalar arithmetic of
 :mod:`pymli.tflm.quant_util` (``MultiplyByQuantizedMultiplier`` for int32 and int64, gemmlowp's
-``SaturatingRoundingDoublingHighMul`` and ``RoundingDivideByPOT`` including exponents of 32..63) written
+``SaturatingRoundingDoublingHighMul`` and ``RoundingDivideByPOT``, exponents up to 31) written
 out element by element in int64. The NumPy loop computes the same values (tests/tflm/test_lstm_fast.py).
 """
 
@@ -20,9 +20,6 @@ __all__ = ["lstm_steps", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
-_I32_MIN = -(1 << 31)
-
-
 @numba.njit(**_JIT, inline="always")
 def _wrap32(x):  # pragma: no cover - compiled
     return ((x + np.int64(1 << 31)) & np.int64(0xFFFFFFFF)) - np.int64(1 << 31)
@@ -30,18 +27,15 @@ def _wrap32(x):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT, inline="always")
 def _mbqm32(x, m, s):  # pragma: no cover - compiled
-    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`)."""
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`)
+    for shifts of at least -31 (``QuantizeMultiplier`` flushes smaller factors to ``(0, 0)``) and non-negative
+    multipliers (positive scales: SRDHM's saturating case, both operands ``-2**31``, does not arise)."""
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
     a = _wrap32(x << left)
-    if a == _I32_MIN and m == _I32_MIN:
-        p = np.int64((1 << 31) - 1)
-    else:
-        p = (a * m + np.int64(1 << 30)) >> np.int64(31)
+    p = (a * m + np.int64(1 << 30)) >> np.int64(31)
     if right == 0:
         return p
-    if right >= 32:
-        return (p >> (right & np.int64(31))) + (np.int64(1) if p >= 0 else np.int64(0))
     return (p + ((np.int64(1) << (right - 1)) - (np.int64(1) if p < 0 else np.int64(0)))) >> right
 
 

@@ -1,0 +1,107 @@
+"""The compiled LSTM time loop (:mod:`pymli.kernels._jit_lstm`) against the NumPy loop of
+:func:`pymli.tflm.lstm.unidirectional_sequence_lstm`, bit for bit: seeded random weights, biases, zero
+points, scales (down to multipliers with right shifts beyond 31), shapes, layouts, int8 and int16,
+cell clips and extreme values, on both rounding platforms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pymli import EM, VPX, use_platform
+from pymli.kernels import _jit
+from pymli.tflm import lstm
+
+needs_jit = pytest.mark.skipif(not _jit.available(), reason="numba is not installed: no compiled LSTM loop")
+
+
+def _case(rng: np.random.Generator, dt: type, nb: int, nt: int, ni: int, ns: int, *, extreme: bool = False,
+          tiny: bool = False) -> tuple:
+    """A random LSTM: ``(x (batch, time, input), params, hidden, cell)``."""
+    info = np.iinfo(dt)
+    if extreme:
+        weights = {g: (rng.choice(np.array([-128, 127], np.int8), (ns, ni)),
+                       rng.choice(np.array([-128, 127], np.int8), (ns, ns))) for g in lstm.GATES}
+        x = rng.choice(np.array([info.min, info.max], dt), (nb, nt, ni))
+    else:
+        weights = {g: (rng.integers(-128, 128, (ns, ni)).astype(np.int8),
+                       rng.integers(-128, 128, (ns, ns)).astype(np.int8)) for g in lstm.GATES}
+        x = rng.integers(info.min, int(info.max) + 1, (nb, nt, ni)).astype(dt)
+    bias_dt = np.int64 if dt == np.int16 else np.int32
+    bias = {g: None if rng.random() < 0.25 else rng.integers(-(1 << 20), 1 << 20, ns).astype(bias_dt)
+            for g in lstm.GATES}
+    zp = 0 if dt == np.int16 else int(rng.integers(-128, 128))
+    hzp = 0 if dt == np.int16 else int(rng.integers(-128, 128))
+    lo = -40 if tiny else -14
+    p = lstm.lstm_params(
+        input_scale=float(np.float32(2.0 ** rng.uniform(lo, -2))), input_zp=zp,
+        hidden_scale=float(np.float32(2.0 ** rng.uniform(-14, -2))), hidden_zp=hzp,
+        cell_scale=2.0 ** int(rng.integers(-15, -8)), weights=weights, bias=bias,
+        w_in_scale={g: float(np.float32(2.0 ** rng.uniform(lo, -3))) for g in lstm.GATES},
+        w_rec_scale={g: float(np.float32(2.0 ** rng.uniform(lo, -3))) for g in lstm.GATES},
+        cell_clip=float(rng.choice([0.0, 0.5, 3.0])), cell_tanh=bool(rng.random() < 0.8))
+    hidden = rng.integers(info.min, int(info.max) + 1, (nb, ns)).astype(dt)
+    cell = rng.integers(-32768, 32768, (nb, ns)).astype(np.int16)
+    return x, p, hidden, cell
+
+
+def _both(x: np.ndarray, p: lstm.LstmParams, hidden: np.ndarray, cell: np.ndarray, time_major: bool) -> None:
+    """The compiled and the NumPy loop give the same output, hidden and cell state."""
+    prev = _jit.set_enabled(False)
+    try:
+        plain = lstm.unidirectional_sequence_lstm(x, p, hidden, cell, time_major=time_major)
+    finally:
+        _jit.set_enabled(prev)
+    fast = lstm.unidirectional_sequence_lstm(x, p, hidden, cell, time_major=time_major)
+    for a, b in zip(plain, fast):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a, b)
+
+
+@needs_jit
+@pytest.mark.parametrize("platform", [VPX, EM])
+@pytest.mark.parametrize("dt", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_loop_equals_numpy(seed: int, dt: type, platform: object) -> None:
+    rng = np.random.default_rng(seed * 7 + (dt == np.int16))
+    nb, nt, ni, ns = (int(v) for v in rng.integers(1, [4, 7, 10, 9]))
+    x, p, hidden, cell = _case(rng, dt, nb, nt, ni, ns, extreme=seed % 4 == 3, tiny=seed % 4 == 2)
+    time_major = bool(seed % 2)
+    if time_major:
+        x = np.ascontiguousarray(np.swapaxes(x, 0, 1))
+    with use_platform(platform):
+        _both(x, p, hidden, cell, time_major)
+
+
+@needs_jit
+@pytest.mark.parametrize("dt", [np.int8, np.int16])
+def test_compiled_loop_strided_input(dt: type) -> None:
+    rng = np.random.default_rng(99)
+    x, p, hidden, cell = _case(rng, dt, 2, 10, 7, 6)
+    _both(x[:, ::2], p, hidden, cell, False)  # a non-contiguous view
+    _both(np.swapaxes(x, 0, 1), p, hidden, cell, True)
+    _both(x, p, hidden[:, ::-1], cell[:, ::-1], False)
+
+
+@needs_jit
+def test_compiled_loop_int64_accumulators() -> None:
+    """int16 hidden states over 520 units: column sums up to 32768 * 128 * 520 > 2**31, the int64 weights."""
+    rng = np.random.default_rng(5)
+    x, p, hidden, cell = _case(rng, np.int16, 1, 3, 4, 520, extreme=True)
+    fz = p.fused
+    assert 32768 * fz.rec_abs >= 1 << 31
+    _both(x, p, hidden, cell, False)
+
+
+def test_numpy_loop_without_numba_matches_golden_shape() -> None:
+    """The NumPy loop alone (JIT off) keeps the documented shapes and dtypes."""
+    rng = np.random.default_rng(3)
+    x, p, hidden, cell = _case(rng, np.int8, 2, 4, 3, 5)
+    prev = _jit.set_enabled(False)
+    try:
+        y, h, c = lstm.unidirectional_sequence_lstm(x, p, hidden, cell)
+    finally:
+        _jit.set_enabled(prev)
+    assert y.shape == (2, 4, 5) and y.dtype == np.int8
+    assert h.shape == hidden.shape and c.dtype == np.int16
+    assert np.array_equal(y[:, -1], h)
