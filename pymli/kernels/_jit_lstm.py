@@ -4,7 +4,8 @@ loaded through :func:`pymli.kernels._jit.compiled` (only when numba is installed
 Like :mod:`pymli.kernels._jit_numba`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. Every step
 of the recurrence in one call: the recurrent product (exact integers: int32 accumulators when the caller
 has bounded every column's sum below ``2**31``, else int64), its requantisation per gate column, the sum with
-the input part (requantised for every step beforehand, by NumPy), the int16 sigmoid / tanh as lookups in
+the input part (its products computed for every step beforehand by one BLAS call; bias and requantisation
+here), the int16 sigmoid / tanh as lookups in
 their 65536-entry tables, the cell update and the hidden state, with the scalar arithmetic of
 :mod:`pymli.tflm.quant_util` (``MultiplyByQuantizedMultiplier`` for int32 and int64, gemmlowp's
 ``SaturatingRoundingDoublingHighMul`` and ``RoundingDivideByPOT``, exponents up to 31) written
@@ -53,13 +54,14 @@ def _clamp(x, lo, hi):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def lstm_steps(gin, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_t, cell_tanh, k,
+def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_t, cell_tanh, k,
                out):  # pragma: no cover - compiled
     """Every step of the recurrence (time-major), writing each step's hidden state to ``out``.
 
     Args:
-        gin: (T, B, 4U) int64, the input part of the gates (requantised, saturated to int16), columns in
-            ``GATES`` order (input, forget, cell, output).
+        xin: (T, B, 4U) the input products of the gates without bias (exact integer values: float32,
+            float64 or int64), columns in ``GATES`` order (input, forget, cell, output); bias: (4U,) int64;
+            m_in, s_in: (4U,) int64 multipliers and shifts of the input part.
         h: (B, U) int64 hidden state, c: (B, U) int64 cell state: both updated in place.
         w: (U, 4U) recurrent weights (int32 or int64, the accumulator type); acc: (4U,) scratch of w's type.
         m_rec, s_rec: (4U,) int64 multipliers and shifts of the recurrent products.
@@ -71,7 +73,7 @@ def lstm_steps(gin, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_
             state's minimum and maximum, the quantised cell clip (0: none).
         out: (T, B, U) int64, written.
     """
-    nt, nb, n4 = gin.shape
+    nt, nb, n4 = xin.shape
     ns = n4 // 4
     fm, fs, im, is_, om, os_ = k[0], k[1], k[2], k[3], k[4], k[5]
     hlo, hhi, clip = k[6], k[7], k[8]
@@ -91,12 +93,15 @@ def lstm_steps(gin, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_
                 for gate in range(4):
                     j = gate * ns + u
                     a = np.int64(acc[j])
+                    a_in = np.int64(xin[t, b, j]) + bias[j]
                     if wide:
                         r = _mbqm64(a, m_rec[j], s_rec[j])
+                        r_in = _mbqm64(a_in, m_in[j], s_in[j])
                     else:
                         r = _mbqm32(_wrap32(a), m_rec[j], s_rec[j])
-                    v = _clamp(gin[t, b, j] + _clamp(r, np.int64(-32768), np.int64(32767)),
-                               np.int64(-32768), np.int64(32767))
+                        r_in = _mbqm32(_wrap32(a_in), m_in[j], s_in[j])
+                    v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
+                               + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
                     if gate == 0:
                         gi = np.int64(sig_t[v & 0xFFFF])
                     elif gate == 1:
@@ -118,12 +123,13 @@ def lstm_steps(gin, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.lstm` passes: int32 and
-    int64 recurrent weights, 8x8 and 16x8."""
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.lstm` passes: float32,
+    float64 and int64 input products, int32 and int64 recurrent weights (8x8 and 16x8 alike)."""
     tab = np.zeros(1 << 16, np.int16)
     k = np.array([1 << 30, 0, 1 << 30, 0, 1 << 30, 0, -128, 127, 0], np.int64)
-    for wdt in (np.int32, np.int64):
-        for wide in (False, True):
-            lstm_steps(np.zeros((1, 1, 4), np.int64), np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
-                       np.zeros((1, 4), wdt), np.zeros(4, wdt), np.full(4, 1 << 30, np.int64), np.zeros(4, np.int64),
-                       wide, 0, tab, tab, tab, True, k, np.zeros((1, 1, 1), np.int64))
+    m, s = np.full(4, 1 << 30, np.int64), np.zeros(4, np.int64)
+    for xdt in (np.float32, np.float64, np.int64):
+        for wdt in (np.int32, np.int64):
+            lstm_steps(np.zeros((1, 1, 4), xdt), s, m, s, np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
+                       np.zeros((1, 4), wdt), np.zeros(4, wdt), m, s, False, 0, tab, tab, tab, True, k,
+                       np.zeros((1, 1, 1), np.int64))

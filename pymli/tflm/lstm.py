@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import MliError, Status
 from ..kernels import _jit
+from ..kernels._blas import blas_single_thread
 from . import quant_util as qu
 from ._tables import SIGMOID_Q16
 from .quant_util import quantize_multiplier
@@ -133,8 +134,9 @@ class LstmParams:
 @dataclass(frozen=True)
 class _Fused:
     """The four gates side by side (columns in :data:`GATES` order): weights transposed for ``x @ w``,
-    biases (0 where a gate has none), multipliers and shifts per column; for the compiled time loop the
-    recurrent weights also as int32 (C-contiguous) and the largest column sum of their magnitudes."""
+    biases (0 where a gate has none), multipliers and shifts per column; the input weights also as float32
+    and float64 and the largest column sum of their magnitudes (:func:`_input_products`); for the compiled
+    time loop the recurrent weights also as int32 (C-contiguous) and the largest column sum of theirs."""
 
     w_in: np.ndarray
     w_rec: np.ndarray
@@ -145,6 +147,9 @@ class _Fused:
     s_rec: np.ndarray
     w_rec32: np.ndarray
     rec_abs: int
+    w_in_f32: np.ndarray
+    w_in_f64: np.ndarray
+    in_abs: int
 
 
 #: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
@@ -163,7 +168,26 @@ def _fuse(gates: dict) -> _Fused:
         return np.concatenate([np.full(q.w_in.shape[0], getattr(q, name), np.int64) for q in cols])
     w_rec = np.ascontiguousarray(w_rec)
     return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
-                  per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)))
+                  per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)),
+                  w_in.astype(np.float32), w_in.astype(np.float64), int(np.abs(w_in).sum(0).max(initial=0)))
+
+
+#: float32 sums are exact while every partial sum is an integer below 2**24 in magnitude.
+_F32_EXACT = 1 << 24
+
+
+def _input_products(xs: np.ndarray, zp: int, fz: _Fused) -> np.ndarray:
+    """The input FCs of every step at once, ``(xs - zp) @ w_in`` without the bias: exact integer values in
+    float32 when ``max |x - zp| * max_col sum |w|`` bounds every partial sum below :data:`_F32_EXACT`, else
+    in float64 (:data:`_F64_DEPTH`), else int64; on one BLAS thread."""
+    info = np.iinfo(xs.dtype)
+    bound = max(int(info.max) - zp, zp - int(info.min)) * fz.in_abs
+    with blas_single_thread(xs.shape[0] * fz.w_in.size):
+        if bound < _F32_EXACT:
+            return np.subtract(xs, np.float32(zp), dtype=np.float32) @ fz.w_in_f32
+        if fz.w_in.shape[0] < _F64_DEPTH:
+            return np.subtract(xs, np.float64(zp), dtype=np.float64) @ fz.w_in_f64
+        return np.subtract(xs, zp, dtype=np.int64) @ fz.w_in
 
 
 def _dot(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -263,14 +287,14 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     wide = x.dtype == np.int16
     hlo, hhi = int(np.iinfo(x.dtype).min), int(np.iinfo(x.dtype).max)
     # the input FCs of every step at once (they do not depend on the recurrence)
-    acc = _dot(seq.reshape(nt * nb, -1).astype(np.int64) - p.input_zp, fz.w_in) + fz.bias
-    gin = _requant16(acc, fz.m_in, fz.s_in, wide).reshape(nt, nb, 4 * ns)
+    xin = _input_products(seq.reshape(nt * nb, -1), p.input_zp, fz).reshape(nt, nb, 4 * ns)
     sh = 15 + p.cell_scale_power - 3
     ctanh = (3, -sh) if sh < 0 else (0, sh)  # the cell state's tanh: its input scale
     jit = _jit.compiled("_jit_lstm")
     if jit is not None:
-        out, h, c = _steps_jit(jit, gin, h, c, p, fz, wide, ctanh, hlo, hhi)
+        out, h, c = _steps_jit(jit, xin, h, c, p, fz, wide, ctanh, hlo, hhi)
     else:
+        gin = _requant16(xin.astype(np.int64) + fz.bias, fz.m_in, fz.s_in, wide)
         out, h, c = _steps(gin, h, c, p, fz, wide, ctanh, hlo, hhi)
     out = out.astype(x.dtype)
     if not time_major:
@@ -299,18 +323,20 @@ def _steps(gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fu
     return np.stack(outs, 0), h, c
 
 
-def _steps_jit(jit: object, gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
+def _steps_jit(jit: object, xin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
                ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_steps` as one compiled call (:func:`pymli.kernels._jit_lstm.lstm_steps`): int32 products
-    and accumulators when every column's sum is bounded below ``2**31`` (``|h - zp| * sum |w|``), else int64."""
-    nt, nb, n4 = gin.shape
+    """The input part's bias and requantisation and :func:`_steps` as one compiled call
+    (:func:`pymli.kernels._jit_lstm.lstm_steps`) on the products of :func:`_input_products`: int32 recurrent
+    products and accumulators when every column's sum is bounded below ``2**31`` (``|h - zp| * sum |w|``),
+    else int64."""
+    nt, nb, n4 = xin.shape
     bound = max(hhi - p.hidden_zp, p.hidden_zp - hlo) * fz.rec_abs
     w = fz.w_rec32 if bound < (1 << 31) else fz.w_rec
     h, c = np.array(h, np.int64), np.array(c, np.int64)  # own, C-contiguous: written in place
     out = np.empty((nt, nb, n4 // 4), np.int64)
     k = np.array([*p.forget_cell, *p.input_cell, *p.output_hidden, hlo, hhi,
                   p.quantized_cell_clip if p.cell_clip > 0 else 0], np.int64)
-    jit.lstm_steps(np.ascontiguousarray(gin), h, c, w, np.empty(n4, w.dtype), fz.m_rec, fz.s_rec, wide,
+    jit.lstm_steps(xin, fz.bias, fz.m_in, fz.s_in, h, c, w, np.empty(n4, w.dtype), fz.m_rec, fz.s_rec, wide,
                    p.hidden_zp, _int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh),
                    p.cell_tanh, k, out)
     return out, h, c

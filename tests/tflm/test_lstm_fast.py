@@ -105,3 +105,22 @@ def test_numpy_loop_without_numba_matches_golden_shape() -> None:
     assert y.shape == (2, 4, 5) and y.dtype == np.int8
     assert h.shape == hidden.shape and c.dtype == np.int16
     assert np.array_equal(y[:, -1], h)
+
+
+@pytest.mark.parametrize("dt, ni", [(np.int8, 514), (np.int8, 600), (np.int16, 3), (np.int16, 5)])
+def test_input_products_exact(dt: type, ni: int) -> None:
+    """float32 up to the largest exact depth (int8, -128 zero point, all weights -128: 255 * 128 * 514 <
+    2**24; int16: 32768 * 128 * 3), float64 beyond: the same values as the int64 product."""
+    rng = np.random.default_rng(ni)
+    info = np.iinfo(dt)
+    w = np.full((ni, 8), -128, np.int64)
+    w[:, 4:] = rng.integers(-128, 128, (ni, 4))
+    gates = {g: lstm.LstmGate(w[:, 2 * k:2 * k + 2].T.astype(np.int8), np.zeros((2, 2), np.int8), None, 1 << 30,
+                              0, 1 << 30, 0) for k, g in enumerate(lstm.GATES)}
+    fz = lstm._fuse(gates)
+    zp = -128 if dt == np.int8 else 0
+    xs = np.full((5, ni), info.max, dt)
+    xs[3:] = rng.integers(info.min, int(info.max) + 1, (2, ni))
+    got = lstm._input_products(xs, zp, fz)
+    assert got.dtype == (np.float32 if (dt, ni) in ((np.int8, 514), (np.int16, 3)) else np.float64)
+    assert np.array_equal(got.astype(np.int64), (xs.astype(np.int64) - zp) @ fz.w_in)
