@@ -124,3 +124,18 @@ def test_input_products_exact(dt: type, ni: int) -> None:
     got = lstm._input_products(xs, zp, fz)
     assert got.dtype == (np.float32 if (dt, ni) in ((np.int8, 514), (np.int16, 3)) else np.float64)
     assert np.array_equal(got.astype(np.int64), (xs.astype(np.int64) - zp) @ fz.w_in)
+
+
+@needs_jit
+def test_warm_up_covers_the_calls() -> None:
+    """After the module's ``warm_up``, int8 and int16 LSTMs (float32 and float64 input products, int32 and
+    int64 recurrent accumulators) compile nothing new."""
+    from pymli.kernels import _jit_lstm
+
+    _jit_lstm.warm_up()
+    before = len(_jit_lstm.lstm_steps.signatures)
+    rng = np.random.default_rng(11)
+    for dt, ni, ns in ((np.int8, 5, 4), (np.int16, 9, 3), (np.int8, 700, 2), (np.int16, 2, 520)):
+        x, p, hidden, cell = _case(rng, dt, 1, 2, ni, ns)
+        _both(x, p, hidden, cell, False)
+    assert len(_jit_lstm.lstm_steps.signatures) == before
