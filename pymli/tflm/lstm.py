@@ -135,8 +135,9 @@ class LstmParams:
 class _Fused:
     """The four gates side by side (columns in :data:`GATES` order): weights transposed for ``x @ w``,
     biases (0 where a gate has none), multipliers and shifts per column; the input weights also as float32
-    and float64 and the largest column sum of their magnitudes (:func:`_input_products`); for the compiled
-    time loop the recurrent weights also as int32 (C-contiguous) and the largest column sum of theirs."""
+    and float64 and the largest column sum of their magnitudes (:func:`_input_products`); the recurrent
+    weights also as float64 (:func:`_steps`) and, for the compiled time loop, as int32 (C-contiguous) with
+    the largest column sum of their magnitudes."""
 
     w_in: np.ndarray
     w_rec: np.ndarray
@@ -150,6 +151,7 @@ class _Fused:
     w_in_f32: np.ndarray
     w_in_f64: np.ndarray
     in_abs: int
+    w_rec_f64: np.ndarray
 
 
 #: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
@@ -169,7 +171,8 @@ def _fuse(gates: dict) -> _Fused:
     w_rec = np.ascontiguousarray(w_rec)
     return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
                   per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)),
-                  w_in.astype(np.float32), w_in.astype(np.float64), int(np.abs(w_in).sum(0).max(initial=0)))
+                  w_in.astype(np.float32), w_in.astype(np.float64), int(np.abs(w_in).sum(0).max(initial=0)),
+                  w_rec.astype(np.float64))
 
 
 #: float32 sums are exact while every partial sum is an integer below 2**24 in magnitude.
@@ -190,10 +193,11 @@ def _input_products(xs: np.ndarray, zp: int, fz: _Fused) -> np.ndarray:
         return np.subtract(xs, zp, dtype=np.int64) @ fz.w_in
 
 
-def _dot(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Exact int64 ``x @ w`` (float64 BLAS within the depth bound of :data:`_F64_DEPTH`)."""
+def _dot(x: np.ndarray, w: np.ndarray, w_f64: np.ndarray) -> np.ndarray:
+    """Exact int64 ``x @ w`` (float64 BLAS on ``w_f64``, the same weights, within the depth bound of
+    :data:`_F64_DEPTH`)."""
     if w.shape[0] < _F64_DEPTH:
-        return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
+        return (x.astype(np.float64) @ w_f64).astype(np.int64)
     return x.astype(np.int64) @ w
 
 
@@ -308,7 +312,7 @@ def _steps(gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fu
     ns = fz.w_rec.shape[0]
     outs = []
     for t in range(gin.shape[0]):  # the recurrence is sequential
-        rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
+        rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec, fz.w_rec_f64), fz.m_rec, fz.s_rec, wide)
         gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
         sig = _lut16(gates, False).astype(np.int64)
         i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
