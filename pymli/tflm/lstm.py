@@ -262,6 +262,57 @@ def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, 
     return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
 
 
+@dataclass(frozen=True)
+class _Rq:
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` planned once for :func:`_rq`: the multiplier(s), the
+    right shift(s), their half and where they are positive, whether some shift is to the left, whether the
+    plan holds (no right shift of 32 or more, no multiplier of ``-2**31``: else :func:`_rq` takes
+    :mod:`quant_util`'s general form)."""
+
+    m: np.ndarray | int
+    s: np.ndarray | int
+    right: np.ndarray | int
+    half: np.ndarray | int
+    rpos: np.ndarray | bool
+    left: bool
+    plain: bool
+
+
+def _rq_plan(m: np.ndarray | int, s: np.ndarray | int) -> _Rq:
+    ma, sa = np.asarray(m, np.int64), np.asarray(s, np.int64)
+    right = np.maximum(-sa, 0)
+    plain = not bool((right >= 32).any() or (ma == -(1 << 31)).any())
+    half = (np.int64(1) << np.minimum(right, 62)) >> 1
+    if ma.ndim == 0:
+        return _Rq(int(ma), int(sa), int(right), int(half), int(right) > 0, int(sa) > 0, plain)
+    return _Rq(ma, sa, right, half, right > 0, bool((sa > 0).any()), plain)
+
+
+def _rq(x: np.ndarray, q: _Rq, int32: bool) -> np.ndarray:
+    """``quant_util.multiply_by_quantized_multiplier(x, q.m, q.s)`` in fewer NumPy calls: with no left shift and
+    ``x`` already int32 values (``int32``) the wrap is the identity; SRDHM is ``(x * m + 2**30) >> 31`` for
+    multipliers other than ``-2**31``; ``RoundingDivideByPOT`` by shifts of 1..31 is
+    ``(x + half - [x < 0]) >> right`` (by 0: ``x``)."""
+    if not q.plain:
+        return qu.multiply_by_quantized_multiplier(x, q.m, q.s)
+    if q.left:
+        x = qu.wrap(x << np.maximum(q.s, 0), 32)
+    elif not int32:
+        x = qu.wrap(x, 32)
+    r = x * q.m
+    r += 1 << 30
+    r >>= 31
+    if q.rpos is False:
+        return r
+    neg = r < 0
+    if q.rpos is not True:
+        neg &= q.rpos
+    r += q.half
+    r -= neg
+    r >>= q.right
+    return r
+
+
 def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarray, cell: np.ndarray,
                                  *, time_major: bool = False
                                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -310,19 +361,27 @@ def _steps(gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fu
            ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The recurrence in NumPy, one step at a time: ``(outputs (T, B, U), last hidden, last cell)``, int64."""
     ns = fz.w_rec.shape[0]
+    rec_q, fc_q, ic_q, oh_q = (_rq_plan(fz.m_rec, fz.s_rec), _rq_plan(*p.forget_cell), _rq_plan(*p.input_cell),
+                               _rq_plan(*p.output_hidden))
+    rec32 = max(hhi - p.hidden_zp, p.hidden_zp - hlo) * fz.rec_abs < (1 << 31)  # no wrap of the products
     outs = []
     for t in range(gin.shape[0]):  # the recurrence is sequential
-        rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec, fz.w_rec_f64), fz.m_rec, fz.s_rec, wide)
-        gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
+        acc = _dot(h - p.hidden_zp, fz.w_rec, fz.w_rec_f64)
+        if wide:
+            rec = qu.multiply_by_quantized_multiplier_int64(acc, fz.m_rec, fz.s_rec)
+        else:
+            rec = _rq(acc, rec_q, rec32)
+        gates = _clamp(gin[t] + _clamp(rec, -32768, 32767), -32768, 32767).astype(np.int16)  # columns: i, f, g, o
         sig = _lut16(gates, False).astype(np.int64)
         i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
         g = _lut16(gates[:, 2 * ns:3 * ns], True).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
-        c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
-        c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
+        # int16 products: int32 values
+        c = _clamp(_rq(f * c, fc_q, True), -32768, 32767)
+        c = _clamp(c + _clamp(_rq(i * g, ic_q, True), -32768, 32767), -32768, 32767)
         if p.cell_clip > 0:
             c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
         tc = _lut16(c.astype(np.int16), True, *ctanh).astype(np.int64)
-        h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
+        h = _clamp(_rq(tc * o, oh_q, True) + p.hidden_zp, hlo, hhi)
         outs.append(h)
     return np.stack(outs, 0), h, c
 

@@ -139,3 +139,29 @@ def test_warm_up_covers_the_calls() -> None:
         x, p, hidden, cell = _case(rng, dt, 1, 2, ni, ns)
         _both(x, p, hidden, cell, False)
     assert len(_jit_lstm.lstm_steps.signatures) == before
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_planned_requantisation_equals_quant_util(seed: int) -> None:
+    """The NumPy loop's planned ``MultiplyByQuantizedMultiplier`` equals :mod:`pymli.tflm.quant_util`'s on int32
+    extremes and random values, per column and scalar, shifts -40..8 (beyond -31: the general form), with
+    and without the int32 promise, multipliers including 0 and ``-2**31``."""
+    from pymli.tflm import quant_util as qu
+
+    rng = np.random.default_rng(seed)
+    lo, hi = -(1 << 31), (1 << 31) - 1
+    x = np.concatenate([[lo, hi, 0, -1, 1, lo + 1], rng.integers(lo, hi + 1, 58)]).astype(np.int64)
+    wide = np.concatenate([x, rng.integers(-(1 << 40), 1 << 40, 64)])
+    m = rng.integers(0, 1 << 31, 64)
+    m[:3] = [0, (1 << 31) - 1, 1 << 30]
+    if seed == 5:
+        m[3] = lo
+    s = rng.integers(-40 if seed % 2 else -31, 9, 64)
+    s[:4] = [0, -31, 1, -1]
+    for mm, ss in ((m, s), (int(m[seed]), int(s[seed]))):
+        plan = lstm._rq_plan(mm, ss)
+        assert np.array_equal(lstm._rq(x.copy(), plan, True), qu.multiply_by_quantized_multiplier(x, mm, ss))
+        mw = mm if np.ndim(mm) == 0 else np.concatenate([mm, mm])
+        sw = ss if np.ndim(ss) == 0 else np.concatenate([ss, ss])
+        assert np.array_equal(lstm._rq(wide.copy(), lstm._rq_plan(mw, sw), False),
+                              qu.multiply_by_quantized_multiplier(qu.wrap(wide, 32), mw, sw))
