@@ -28,9 +28,10 @@ def _wrap32(x):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT, inline="always")
 def _mbqm32(x, m, s):  # pragma: no cover - compiled
-    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`)
-    for shifts of at least -31 (``QuantizeMultiplier`` flushes smaller factors to ``(0, 0)``) and non-negative
-    multipliers (positive scales: SRDHM's saturating case, both operands ``-2**31``, does not arise)."""
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)``
+    (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`) for shifts of at least -31
+    (``QuantizeMultiplier`` flushes smaller factors to ``(0, 0)``) and non-negative multipliers (positive
+    scales: SRDHM's saturating case, both operands ``-2**31``, does not arise; the caller checks both)."""
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
     a = _wrap32(x << left)
@@ -42,7 +43,8 @@ def _mbqm32(x, m, s):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT, inline="always")
 def _mbqm64(x, m, s):  # pragma: no cover - compiled
-    """``MultiplyByQuantizedMultiplier(int64 x, m, s)`` (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier_int64`)."""
+    """``MultiplyByQuantizedMultiplier(int64 x, m, s)``
+    (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier_int64`)."""
     red = (m + np.int64(1 << 15)) >> np.int64(16) if m < np.int64(0x7FFF0000) else np.int64(0x7FFF)
     total = np.int64(15) - s
     return _wrap32((x * red + (np.int64(1) << (total - 1))) >> total)

@@ -137,7 +137,7 @@ class _Fused:
     biases (0 where a gate has none), multipliers and shifts per column; the input weights also as float32
     and float64 and the largest column sum of their magnitudes (:func:`_input_products`); the recurrent
     weights also as float64 (:func:`_steps`) and, for the compiled time loop, as int32 (C-contiguous) with
-    the largest column sum of their magnitudes."""
+    the largest column sum of their magnitudes, and whether its multipliers and shifts suit that loop."""
 
     w_in: np.ndarray
     w_rec: np.ndarray
@@ -152,6 +152,7 @@ class _Fused:
     w_in_f64: np.ndarray
     in_abs: int
     w_rec_f64: np.ndarray
+    jit_ok: bool
 
 
 #: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
@@ -172,7 +173,14 @@ def _fuse(gates: dict) -> _Fused:
     return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
                   per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)),
                   w_in.astype(np.float32), w_in.astype(np.float64), int(np.abs(w_in).sum(0).max(initial=0)),
-                  w_rec.astype(np.float64))
+                  w_rec.astype(np.float64), _jit_ok(per_col("in_multiplier"), per_col("in_shift"))
+                  and _jit_ok(per_col("rec_multiplier"), per_col("rec_shift")))
+
+
+def _jit_ok(m: np.ndarray, s: np.ndarray) -> bool:
+    """Whether :mod:`pymli.kernels._jit_lstm` takes these multipliers and shifts: non-negative multipliers,
+    shifts of at least -31 (as ``QuantizeMultiplier`` makes them)."""
+    return bool((np.asarray(m) >= 0).all() and (np.asarray(s) >= -31).all())
 
 
 #: float32 sums are exact while every partial sum is an integer below 2**24 in magnitude.
@@ -255,11 +263,6 @@ def _requant16(acc: np.ndarray, m: np.ndarray, s: np.ndarray, wide: bool) -> np.
     else:
         r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), m, s)
     return _clamp(r, -32768, 32767)
-
-
-def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
-    p = np.multiply(a, b, dtype=np.int64)
-    return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,8 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     sh = 15 + p.cell_scale_power - 3
     ctanh = (3, -sh) if sh < 0 else (0, sh)  # the cell state's tanh: its input scale
     jit = _jit.compiled("_jit_lstm")
-    if jit is not None:
+    if jit is not None and fz.jit_ok and min(p.forget_cell[0], p.input_cell[0], p.output_hidden[0]) >= 0 \
+            and min(p.forget_cell[1], p.input_cell[1], p.output_hidden[1]) >= -31:  # as _jit_ok
         out, h, c = _steps_jit(jit, xin, h, c, p, fz, wide, ctanh, hlo, hhi)
     else:
         gin = _requant16(xin.astype(np.int64) + fz.bias, fz.m_in, fz.s_in, wide)

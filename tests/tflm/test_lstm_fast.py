@@ -1,9 +1,11 @@
 """The compiled LSTM time loop (:mod:`pymli.kernels._jit_lstm`) against the NumPy loop of
 :func:`pymli.tflm.lstm.unidirectional_sequence_lstm`, bit for bit: seeded random weights, biases, zero
-points, scales (down to multipliers with right shifts beyond 31), shapes, layouts, int8 and int16,
+points, scales (down to factors that QuantizeMultiplier flushes to zero), shapes, layouts, int8 and int16,
 cell clips and extreme values, on both rounding platforms."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -165,3 +167,16 @@ def test_planned_requantisation_equals_quant_util(seed: int) -> None:
         sw = ss if np.ndim(ss) == 0 else np.concatenate([ss, ss])
         assert np.array_equal(lstm._rq(wide.copy(), lstm._rq_plan(mw, sw), False),
                               qu.multiply_by_quantized_multiplier(qu.wrap(wide, 32), mw, sw))
+
+
+@needs_jit
+def test_out_of_plan_multipliers_take_the_numpy_loop() -> None:
+    """Hand-made parameters beyond ``QuantizeMultiplier``'s range (a right shift of 40) give the NumPy loop's
+    values with the JIT on as well."""
+    rng = np.random.default_rng(21)
+    x, p, hidden, cell = _case(rng, np.int8, 2, 3, 4, 3)
+    gates = {g: lstm.LstmGate(q.w_in, q.w_rec, q.bias, q.in_multiplier, q.in_shift, 1 << 30, -40)
+             for g, q in p.gates.items()}
+    fz = lstm._fuse(gates)
+    assert not fz.jit_ok
+    _both(x, replace(p, gates=gates, fused=fz), hidden, cell, False)
