@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import MliError, Status
 from ..kernels import _jit
-from ..kernels._blas import blas_single_thread
+from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from . import quant_util as qu
 from ._tables import SIGMOID_Q16
 from .quant_util import quantize_multiplier
@@ -186,19 +186,30 @@ def _jit_ok(m: np.ndarray, s: np.ndarray) -> bool:
 #: float32 sums are exact while every partial sum is an integer below 2**24 in magnitude.
 _F32_EXACT = 1 << 24
 
+#: The range of the LSTM's input / hidden types (a dict lookup: ``np.iinfo`` costs ~1 us a call).
+_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.int16): (-32768, 32767)}
+
 
 def _input_products(xs: np.ndarray, zp: int, fz: _Fused) -> np.ndarray:
     """The input FCs of every step at once, ``(xs - zp) @ w_in`` without the bias: exact integer values in
     float32 when ``max |x - zp| * max_col sum |w|`` bounds every partial sum below :data:`_F32_EXACT`, else
     in float64 (:data:`_F64_DEPTH`), else int64; on one BLAS thread."""
-    info = np.iinfo(xs.dtype)
-    bound = max(int(info.max) - zp, zp - int(info.min)) * fz.in_abs
-    with blas_single_thread(xs.shape[0] * fz.w_in.size):
-        if bound < _F32_EXACT:
-            return np.subtract(xs, np.float32(zp), dtype=np.float32) @ fz.w_in_f32
-        if fz.w_in.shape[0] < _F64_DEPTH:
-            return np.subtract(xs, np.float64(zp), dtype=np.float64) @ fz.w_in_f64
-        return np.subtract(xs, zp, dtype=np.int64) @ fz.w_in
+    lo, hi = _RANGE[xs.dtype]
+    bound = max(hi - zp, zp - lo) * fz.in_abs
+    macs = xs.shape[0] * fz.w_in.size
+    if macs < SMALL_PRODUCT:  # one thread anyway
+        return _products(xs, zp, fz, bound)
+    with blas_single_thread(macs):
+        return _products(xs, zp, fz, bound)
+
+
+def _products(xs: np.ndarray, zp: int, fz: _Fused, bound: int) -> np.ndarray:
+    """:func:`_input_products`' choice of type and its product."""
+    if bound < _F32_EXACT:
+        return np.subtract(xs, np.float32(zp), dtype=np.float32) @ fz.w_in_f32
+    if fz.w_in.shape[0] < _F64_DEPTH:
+        return np.subtract(xs, np.float64(zp), dtype=np.float64) @ fz.w_in_f64
+    return np.subtract(xs, zp, dtype=np.int64) @ fz.w_in
 
 
 def _dot(x: np.ndarray, w: np.ndarray, w_f64: np.ndarray) -> np.ndarray:
@@ -343,7 +354,7 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     h = hidden.reshape(nb, -1).astype(np.int64)
     c = cell.reshape(nb, -1).astype(np.int64)
     wide = x.dtype == np.int16
-    hlo, hhi = int(np.iinfo(x.dtype).min), int(np.iinfo(x.dtype).max)
+    hlo, hhi = _RANGE[x.dtype]
     # the input FCs of every step at once (they do not depend on the recurrence)
     xin = _input_products(seq.reshape(nt * nb, -1), p.input_zp, fz).reshape(nt, nb, 4 * ns)
     sh = 15 + p.cell_scale_power - 3
