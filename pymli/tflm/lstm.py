@@ -5,6 +5,11 @@ Per step and gate: ``FC(x) + FC(h)`` (int16, saturating), then the int16 sigmoid
 (int16, scale a power of two) is ``f * c + i * g`` with TFLM's ``MulElementwise`` requantisation and
 an optional clip; the hidden state is ``o * tanh(c)`` requantised to the hidden tensor. No peephole,
 projection or layer normalisation (TFLM micro rejects them).
+
+The input FCs of all steps are one exact BLAS product before the time loop (they do not depend on the
+state); the loop itself is one compiled call with the JIT (:mod:`pymli.kernels._jit_lstm`: the recurrent
+product, both requantisations, the gate tables, cell and hidden update), else NumPy per step with every
+constant prepared once (the same values: tests/tflm/test_lstm_fast.py).
 """
 
 from __future__ import annotations
