@@ -5,6 +5,11 @@ Per step and gate: ``FC(x) + FC(h)`` (int16, saturating), then the int16 sigmoid
 (int16, scale a power of two) is ``f * c + i * g`` with TFLM's ``MulElementwise`` requantisation and
 an optional clip; the hidden state is ``o * tanh(c)`` requantised to the hidden tensor. No peephole,
 projection or layer normalisation (TFLM micro rejects them).
+
+The input FCs of all steps are one exact BLAS product before the time loop (they do not depend on the
+state); the loop itself is one compiled call with the JIT (:mod:`pymli.kernels._jit_lstm`: the recurrent
+product, both requantisations, the gate tables, cell and hidden update), else NumPy per step with every
+constant prepared once (the same values: tests/tflm/test_lstm_fast.py).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import MliError, Status
+from ..kernels import _jit
+from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from . import quant_util as qu
 from ._tables import SIGMOID_Q16
 from .quant_util import quantize_multiplier
@@ -132,7 +139,10 @@ class LstmParams:
 @dataclass(frozen=True)
 class _Fused:
     """The four gates side by side (columns in :data:`GATES` order): weights transposed for ``x @ w``,
-    biases (0 where a gate has none), multipliers and shifts per column."""
+    biases (0 where a gate has none), multipliers and shifts per column; the input weights also as float32
+    and float64 and the largest column sum of their magnitudes (:func:`_input_products`); the recurrent
+    weights also as float64 (:func:`_steps`) and, for the compiled time loop, as int32 (C-contiguous) with
+    the largest column sum of their magnitudes, and whether its multipliers and shifts suit that loop."""
 
     w_in: np.ndarray
     w_rec: np.ndarray
@@ -141,6 +151,13 @@ class _Fused:
     s_in: np.ndarray
     m_rec: np.ndarray
     s_rec: np.ndarray
+    w_rec32: np.ndarray
+    rec_abs: int
+    w_in_f32: np.ndarray
+    w_in_f64: np.ndarray
+    in_abs: int
+    w_rec_f64: np.ndarray
+    jit_ok: bool
 
 
 #: Below this depth a float64 product of int16-range values and int8 weights is exact whatever the
@@ -157,14 +174,54 @@ def _fuse(gates: dict) -> _Fused:
 
     def per_col(name: str) -> np.ndarray:
         return np.concatenate([np.full(q.w_in.shape[0], getattr(q, name), np.int64) for q in cols])
+    w_rec = np.ascontiguousarray(w_rec)
     return _Fused(w_in, w_rec, bias, per_col("in_multiplier"), per_col("in_shift"), per_col("rec_multiplier"),
-                  per_col("rec_shift"))
+                  per_col("rec_shift"), w_rec.astype(np.int32), int(np.abs(w_rec).sum(0).max(initial=0)),
+                  w_in.astype(np.float32), w_in.astype(np.float64), int(np.abs(w_in).sum(0).max(initial=0)),
+                  w_rec.astype(np.float64), _jit_ok(per_col("in_multiplier"), per_col("in_shift"))
+                  and _jit_ok(per_col("rec_multiplier"), per_col("rec_shift")))
 
 
-def _dot(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Exact int64 ``x @ w`` (float64 BLAS within the depth bound of :data:`_F64_DEPTH`)."""
+def _jit_ok(m: np.ndarray, s: np.ndarray) -> bool:
+    """Whether :mod:`pymli.kernels._jit_lstm` takes these multipliers and shifts: non-negative multipliers,
+    shifts of at least -31 (as ``QuantizeMultiplier`` makes them)."""
+    return bool((np.asarray(m) >= 0).all() and (np.asarray(s) >= -31).all())
+
+
+#: float32 sums are exact while every partial sum is an integer below 2**24 in magnitude.
+_F32_EXACT = 1 << 24
+
+#: The range of the LSTM's input / hidden types (a dict lookup: ``np.iinfo`` costs ~1 us a call).
+_RANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.int16): (-32768, 32767)}
+
+
+def _input_products(xs: np.ndarray, zp: int, fz: _Fused) -> np.ndarray:
+    """The input FCs of every step at once, ``(xs - zp) @ w_in`` without the bias: exact integer values in
+    float32 when ``max |x - zp| * max_col sum |w|`` bounds every partial sum below :data:`_F32_EXACT`, else
+    in float64 (:data:`_F64_DEPTH`), else int64; on one BLAS thread."""
+    lo, hi = _RANGE[xs.dtype]
+    bound = max(hi - zp, zp - lo) * fz.in_abs
+    macs = xs.shape[0] * fz.w_in.size
+    if macs < SMALL_PRODUCT:  # one thread anyway
+        return _products(xs, zp, fz, bound)
+    with blas_single_thread(macs):
+        return _products(xs, zp, fz, bound)
+
+
+def _products(xs: np.ndarray, zp: int, fz: _Fused, bound: int) -> np.ndarray:
+    """:func:`_input_products`' choice of type and its product."""
+    if bound < _F32_EXACT:
+        return np.subtract(xs, np.float32(zp), dtype=np.float32) @ fz.w_in_f32
+    if fz.w_in.shape[0] < _F64_DEPTH:
+        return np.subtract(xs, np.float64(zp), dtype=np.float64) @ fz.w_in_f64
+    return np.subtract(xs, zp, dtype=np.int64) @ fz.w_in
+
+
+def _dot(x: np.ndarray, w: np.ndarray, w_f64: np.ndarray) -> np.ndarray:
+    """Exact int64 ``x @ w`` (float64 BLAS on ``w_f64``, the same weights, within the depth bound of
+    :data:`_F64_DEPTH`)."""
     if w.shape[0] < _F64_DEPTH:
-        return (x.astype(np.float64) @ w.astype(np.float64)).astype(np.int64)
+        return (x.astype(np.float64) @ w_f64).astype(np.int64)
     return x.astype(np.int64) @ w
 
 
@@ -224,9 +281,55 @@ def _requant16(acc: np.ndarray, m: np.ndarray, s: np.ndarray, wide: bool) -> np.
     return _clamp(r, -32768, 32767)
 
 
-def _mul(a: np.ndarray, b: np.ndarray, mult: tuple[int, int], zp: int, lo: int, hi: int) -> np.ndarray:
-    p = np.multiply(a, b, dtype=np.int64)
-    return _clamp(qu.multiply_by_quantized_multiplier(p, mult[0], mult[1]) + zp, lo, hi)
+@dataclass(frozen=True)
+class _Rq:
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` planned once for :func:`_rq`: the multiplier(s), the
+    right shift(s), their half and where they are positive, whether some shift is to the left, whether the
+    plan holds (no right shift of 32 or more, no multiplier of ``-2**31``: else :func:`_rq` takes
+    :mod:`quant_util`'s general form)."""
+
+    m: np.ndarray | int
+    s: np.ndarray | int
+    right: np.ndarray | int
+    half: np.ndarray | int
+    rpos: np.ndarray | bool
+    left: bool
+    plain: bool
+
+
+def _rq_plan(m: np.ndarray | int, s: np.ndarray | int) -> _Rq:
+    ma, sa = np.asarray(m, np.int64), np.asarray(s, np.int64)
+    right = np.maximum(-sa, 0)
+    plain = not bool((right >= 32).any() or (ma == -(1 << 31)).any())
+    half = (np.int64(1) << np.minimum(right, 62)) >> 1
+    if ma.ndim == 0:
+        return _Rq(int(ma), int(sa), int(right), int(half), int(right) > 0, int(sa) > 0, plain)
+    return _Rq(ma, sa, right, half, right > 0, bool((sa > 0).any()), plain)
+
+
+def _rq(x: np.ndarray, q: _Rq, int32: bool) -> np.ndarray:
+    """``quant_util.multiply_by_quantized_multiplier(x, q.m, q.s)`` in fewer NumPy calls: with no left shift and
+    ``x`` already int32 values (``int32``) the wrap is the identity; SRDHM is ``(x * m + 2**30) >> 31`` for
+    multipliers other than ``-2**31``; ``RoundingDivideByPOT`` by shifts of 1..31 is
+    ``(x + half - [x < 0]) >> right`` (by 0: ``x``)."""
+    if not q.plain:
+        return qu.multiply_by_quantized_multiplier(x, q.m, q.s)
+    if q.left:
+        x = qu.wrap(x << np.maximum(q.s, 0), 32)
+    elif not int32:
+        x = qu.wrap(x, 32)
+    r = x * q.m
+    r += 1 << 30
+    r >>= 31
+    if q.rpos is False:
+        return r
+    neg = r < 0
+    if q.rpos is not True:
+        neg &= q.rpos
+    r += q.half
+    r -= neg
+    r >>= q.right
+    return r
 
 
 def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarray, cell: np.ndarray,
@@ -256,26 +359,67 @@ def unidirectional_sequence_lstm(x: np.ndarray, p: LstmParams, hidden: np.ndarra
     h = hidden.reshape(nb, -1).astype(np.int64)
     c = cell.reshape(nb, -1).astype(np.int64)
     wide = x.dtype == np.int16
-    hlo, hhi = int(np.iinfo(x.dtype).min), int(np.iinfo(x.dtype).max)
+    hlo, hhi = _RANGE[x.dtype]
     # the input FCs of every step at once (they do not depend on the recurrence)
-    acc = _dot(seq.reshape(nt * nb, -1).astype(np.int64) - p.input_zp, fz.w_in) + fz.bias
-    gin = _requant16(acc, fz.m_in, fz.s_in, wide).reshape(nt, nb, 4 * ns)
+    xin = _input_products(seq.reshape(nt * nb, -1), p.input_zp, fz).reshape(nt, nb, 4 * ns)
     sh = 15 + p.cell_scale_power - 3
-    outs = []
-    for t in range(nt):  # the recurrence is sequential
-        rec = _requant16(_dot(h - p.hidden_zp, fz.w_rec), fz.m_rec, fz.s_rec, wide)
-        gates = _clamp(gin[t] + rec, -32768, 32767).astype(np.int16)  # columns: input, forget, cell, output
-        sig = _lut16(gates, False).astype(np.int64)
-        i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
-        g = _lut16(gates[:, 2 * ns:3 * ns], True).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
-        c = _mul(f, c, p.forget_cell, 0, -32768, 32767)
-        c = _clamp(c + _mul(i, g, p.input_cell, 0, -32768, 32767), -32768, 32767)
-        if p.cell_clip > 0:
-            c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
-        tc = _lut16(c.astype(np.int16), True, *((3, -sh) if sh < 0 else (0, sh))).astype(np.int64)
-        h = _mul(tc, o, p.output_hidden, p.hidden_zp, hlo, hhi)
-        outs.append(h.astype(x.dtype))
-    out = np.stack(outs, 0)
+    ctanh = (3, -sh) if sh < 0 else (0, sh)  # the cell state's tanh: its input scale
+    jit = _jit.compiled("_jit_lstm")
+    if jit is not None and fz.jit_ok and min(p.forget_cell[0], p.input_cell[0], p.output_hidden[0]) >= 0 \
+            and min(p.forget_cell[1], p.input_cell[1], p.output_hidden[1]) >= -31:  # as _jit_ok
+        out, h, c = _steps_jit(jit, xin, h, c, p, fz, wide, ctanh, hlo, hhi)
+    else:
+        gin = _requant16(xin.astype(np.int64) + fz.bias, fz.m_in, fz.s_in, wide)
+        out, h, c = _steps(gin, h, c, p, fz, wide, ctanh, hlo, hhi)
+    out = out.astype(x.dtype)
     if not time_major:
         out = np.swapaxes(out, 0, 1)
     return out, h.astype(x.dtype).reshape(hidden.shape), c.astype(np.int16).reshape(cell.shape)
+
+
+def _steps(gin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
+           ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The recurrence in NumPy, one step at a time: ``(outputs (T, B, U), last hidden, last cell)``, int64."""
+    ns = fz.w_rec.shape[0]
+    rec_q, fc_q, ic_q, oh_q = (_rq_plan(fz.m_rec, fz.s_rec), _rq_plan(*p.forget_cell), _rq_plan(*p.input_cell),
+                               _rq_plan(*p.output_hidden))
+    rec32 = max(hhi - p.hidden_zp, p.hidden_zp - hlo) * fz.rec_abs < (1 << 31)  # no wrap of the products
+    outs = []
+    for t in range(gin.shape[0]):  # the recurrence is sequential
+        acc = _dot(h - p.hidden_zp, fz.w_rec, fz.w_rec_f64)
+        if wide:
+            rec = qu.multiply_by_quantized_multiplier_int64(acc, fz.m_rec, fz.s_rec)
+        else:
+            rec = _rq(acc, rec_q, rec32)
+        gates = _clamp(gin[t] + _clamp(rec, -32768, 32767), -32768, 32767).astype(np.int16)  # columns: i, f, g, o
+        sig = _lut16(gates, False).astype(np.int64)
+        i, f, o = sig[:, :ns], sig[:, ns:2 * ns], sig[:, 3 * ns:]
+        g = _lut16(gates[:, 2 * ns:3 * ns], True).astype(np.int64) if p.cell_tanh else sig[:, 2 * ns:3 * ns]
+        # int16 products: int32 values
+        c = _clamp(_rq(f * c, fc_q, True), -32768, 32767)
+        c = _clamp(c + _clamp(_rq(i * g, ic_q, True), -32768, 32767), -32768, 32767)
+        if p.cell_clip > 0:
+            c = _clamp(c, -p.quantized_cell_clip, p.quantized_cell_clip)
+        tc = _lut16(c.astype(np.int16), True, *ctanh).astype(np.int64)
+        h = _clamp(_rq(tc * o, oh_q, True) + p.hidden_zp, hlo, hhi)
+        outs.append(h)
+    return np.stack(outs, 0), h, c
+
+
+def _steps_jit(jit: object, xin: np.ndarray, h: np.ndarray, c: np.ndarray, p: LstmParams, fz: _Fused, wide: bool,
+               ctanh: tuple[int, int], hlo: int, hhi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The input part's bias and requantisation and :func:`_steps` as one compiled call
+    (:func:`pymli.kernels._jit_lstm.lstm_steps`) on the products of :func:`_input_products`: int32 recurrent
+    products and accumulators when every column's sum is bounded below ``2**31`` (``|h - zp| * sum |w|``),
+    else int64."""
+    nt, nb, n4 = xin.shape
+    bound = max(hhi - p.hidden_zp, p.hidden_zp - hlo) * fz.rec_abs
+    w = fz.w_rec32 if bound < (1 << 31) else fz.w_rec
+    h, c = np.array(h, np.int64), np.array(c, np.int64)  # own, C-contiguous: written in place
+    out = np.empty((nt, nb, n4 // 4), np.int64)
+    k = np.array([*p.forget_cell, *p.input_cell, *p.output_hidden, hlo, hhi,
+                  p.quantized_cell_clip if p.cell_clip > 0 else 0], np.int64)
+    jit.lstm_steps(xin, fz.bias, fz.m_in, fz.s_in, h, c, w, np.empty(n4, w.dtype), fz.m_rec, fz.s_rec, wide,
+                   p.hidden_zp, _int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh),
+                   p.cell_tanh, k, out)
+    return out, h, c

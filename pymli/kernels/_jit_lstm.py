@@ -1,0 +1,137 @@
+"""numba-compiled time loop of TFLM's integer LSTM (:func:`pymli.tflm.lstm.unidirectional_sequence_lstm`),
+loaded through :func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency).
+
+Like :mod:`pymli.kernels._jit_numba`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. Every step
+of the recurrence in one call: the recurrent product (exact integers: int32 accumulators when the caller
+has bounded every column's sum below ``2**31``, else int64), its requantisation per gate column, the sum with
+the input part (its products computed for every step beforehand by one BLAS call; bias and requantisation
+here), the int16 sigmoid / tanh as lookups in
+their 65536-entry tables, the cell update and the hidden state, with the scalar arithmetic of
+:mod:`pymli.tflm.quant_util` (``MultiplyByQuantizedMultiplier`` for int32 and int64, gemmlowp's
+``SaturatingRoundingDoublingHighMul`` and ``RoundingDivideByPOT``, exponents up to 31) written
+out element by element in int64. The NumPy loop computes the same values (tests/tflm/test_lstm_fast.py).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["lstm_steps", "warm_up"]
+
+_JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
+
+@numba.njit(**_JIT, inline="always")
+def _wrap32(x):  # pragma: no cover - compiled
+    return ((x + np.int64(1 << 31)) & np.int64(0xFFFFFFFF)) - np.int64(1 << 31)
+
+
+@numba.njit(**_JIT, inline="always")
+def _mbqm32(x, m, s):  # pragma: no cover - compiled
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)``
+    (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`) for shifts of at least -31
+    (``QuantizeMultiplier`` flushes smaller factors to ``(0, 0)``) and non-negative multipliers (positive
+    scales: SRDHM's saturating case, both operands ``-2**31``, does not arise; the caller checks both)."""
+    left = s if s > 0 else np.int64(0)
+    right = -s if s < 0 else np.int64(0)
+    a = _wrap32(x << left)
+    p = (a * m + np.int64(1 << 30)) >> np.int64(31)
+    if right == 0:
+        return p
+    return (p + ((np.int64(1) << (right - 1)) - (np.int64(1) if p < 0 else np.int64(0)))) >> right
+
+
+@numba.njit(**_JIT, inline="always")
+def _mbqm64(x, m, s):  # pragma: no cover - compiled
+    """``MultiplyByQuantizedMultiplier(int64 x, m, s)``
+    (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier_int64`)."""
+    red = (m + np.int64(1 << 15)) >> np.int64(16) if m < np.int64(0x7FFF0000) else np.int64(0x7FFF)
+    total = np.int64(15) - s
+    return _wrap32((x * red + (np.int64(1) << (total - 1))) >> total)
+
+
+@numba.njit(**_JIT, inline="always")
+def _clamp(x, lo, hi):  # pragma: no cover - compiled
+    return lo if x < lo else (hi if x > hi else x)
+
+
+@numba.njit(**_JIT)
+def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_t, cell_tanh, k,
+               out):  # pragma: no cover - compiled
+    """Every step of the recurrence (time-major), writing each step's hidden state to ``out``.
+
+    Args:
+        xin: (T, B, 4U) the input products of the gates without bias (exact integer values: float32,
+            float64 or int64), columns in ``GATES`` order (input, forget, cell, output); bias: (4U,) int64;
+            m_in, s_in: (4U,) int64 multipliers and shifts of the input part.
+        h: (B, U) int64 hidden state, c: (B, U) int64 cell state: both updated in place.
+        w: (U, 4U) recurrent weights (int32 or int64, the accumulator type); acc: (4U,) scratch of w's type.
+        m_rec, s_rec: (4U,) int64 multipliers and shifts of the recurrent products.
+        wide: 16x8 (int64 ``MultiplyByQuantizedMultiplier``) rather than 8x8 (int32).
+        hzp: hidden zero point.
+        sig_t, tanh_t: (65536,) int16 sigmoid / tanh of every int16 (indexed by its uint16 bits);
+        ctanh_t: the same table of the cell state's tanh; cell_tanh: the cell gate takes tanh (else sigmoid).
+        k: (9,) int64: forget-cell, input-cell, output-hidden (multiplier, shift) pairs, the hidden
+            state's minimum and maximum, the quantised cell clip (0: none).
+        out: (T, B, U) int64, written.
+    """
+    nt, nb, n4 = xin.shape
+    ns = n4 // 4
+    fm, fs, im, is_, om, os_ = k[0], k[1], k[2], k[3], k[4], k[5]
+    hlo, hhi, clip = k[6], k[7], k[8]
+    for t in range(nt):
+        for b in range(nb):
+            for j in range(n4):
+                acc[j] = 0
+            for q in range(ns):
+                hv = h[b, q] - hzp
+                for j in range(n4):
+                    acc[j] += hv * w[q, j]
+            for u in range(ns):
+                gi = np.int64(0)
+                gf = np.int64(0)
+                gg = np.int64(0)
+                go = np.int64(0)
+                for gate in range(4):
+                    j = gate * ns + u
+                    a = np.int64(acc[j])
+                    a_in = np.int64(xin[t, b, j]) + bias[j]
+                    if wide:
+                        r = _mbqm64(a, m_rec[j], s_rec[j])
+                        r_in = _mbqm64(a_in, m_in[j], s_in[j])
+                    else:
+                        r = _mbqm32(_wrap32(a), m_rec[j], s_rec[j])
+                        r_in = _mbqm32(_wrap32(a_in), m_in[j], s_in[j])
+                    v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
+                               + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
+                    if gate == 0:
+                        gi = np.int64(sig_t[v & 0xFFFF])
+                    elif gate == 1:
+                        gf = np.int64(sig_t[v & 0xFFFF])
+                    elif gate == 2:
+                        gg = np.int64(tanh_t[v & 0xFFFF]) if cell_tanh else np.int64(sig_t[v & 0xFFFF])
+                    else:
+                        go = np.int64(sig_t[v & 0xFFFF])
+                cv = _clamp(_mbqm32(gf * c[b, u], fm, fs), np.int64(-32768), np.int64(32767))
+                cv = _clamp(cv + _clamp(_mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
+                            np.int64(-32768), np.int64(32767))
+                if clip > 0:
+                    cv = _clamp(cv, -clip, clip)
+                c[b, u] = cv
+                tc = np.int64(ctanh_t[cv & 0xFFFF])
+                out[t, b, u] = _clamp(_mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
+            for u in range(ns):
+                h[b, u] = out[t, b, u]
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.lstm` passes: float32,
+    float64 and int64 input products, int32 and int64 recurrent weights (8x8 and 16x8 alike)."""
+    tab = np.zeros(1 << 16, np.int16)
+    k = np.array([1 << 30, 0, 1 << 30, 0, 1 << 30, 0, -128, 127, 0], np.int64)
+    m, s = np.full(4, 1 << 30, np.int64), np.zeros(4, np.int64)
+    for xdt in (np.float32, np.float64, np.int64):
+        for wdt in (np.int32, np.int64):
+            lstm_steps(np.zeros((1, 1, 4), xdt), s, m, s, np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64),
+                       np.zeros((1, 4), wdt), np.zeros(4, wdt), m, s, False, 0, tab, tab, tab, True, k,
+                       np.zeros((1, 1, 1), np.int64))
