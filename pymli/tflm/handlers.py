@@ -102,21 +102,28 @@ _UNARY = frozenset({"QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "RELU", "RELU6
 
 
 def _int8_table(graph: Any, op: Any, invoke: Invoke) -> Invoke | None:
-    """An int8-input operator of :data:`_UNARY` as a lookup in the table of its 256 results (computed by
-    ``invoke`` itself), or None (another operator, or one that refuses some input value)."""
+    """An int8- or int16-input operator of :data:`_UNARY` as a lookup in the table of its 256 / 65536
+    results (computed by ``invoke`` itself, so the same values), or None (another operator, or one that
+    refuses some input value)."""
     T = graph.tensors
     ins = [i for i in op.inputs if i >= 0]
-    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].dtype != np.int8
-            or T[ins[0]].data is not None):
+    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].data is not None
+            or T[ins[0]].dtype not in _TABLE_INDEX):
         return None
+    dt = T[ins[0]].dtype
+    index = _TABLE_INDEX[dt]
     try:
-        table = np.asarray(invoke([np.arange(256, dtype=np.uint8).view(np.int8)])[0])
+        table = np.asarray(invoke([np.arange(1 << (8 * dt.itemsize), dtype=index).view(dt)])[0])
     except Exception:  # noqa: BLE001 - a value the operator refuses: keep computing element by element
         return None
-    if table.shape != (256,):
+    if table.shape != (1 << (8 * dt.itemsize),):
         return None
     table.flags.writeable = False
-    return lambda ins: [np.take(table, np.asarray(ins[0]).view(np.uint8))]
+    return lambda ins: [np.take(table, np.asarray(ins[0]).view(index))]
+
+
+#: The input dtypes :func:`_int8_table` tabulates, and the unsigned view that indexes the table.
+_TABLE_INDEX = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
 
 
 def batch_elementwise(graph: Any, op: Any) -> bool:
@@ -537,6 +544,15 @@ def _svdf(graph: Any, op: Any) -> Invoke:
         raise MliError(Status.NOT_SUPPORTED, f"SVDF {xt.dtype} input")
     p = svdf.svdf_params(xt.s, xt.zp, wft.s, stt.s, stt.zp, wtt.s, o.s, o.zp)
     rank, state_index = op.options.Rank(), op.inputs[4]
+    bt = T[op.inputs[3]] if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
+    if wft.data is not None and wtt.data is not None and (bt is None or bt.data is not None):
+        step = svdf.prepare_svdf_int8(wft.data, wtt.data, None if bt is None else bt.data, p, rank=rank)
+
+        def invoke_prepared(ins: list) -> list:
+            y, new = step(ins[0], ins[4])
+            _set_state(graph, state_index, new)
+            return [y.reshape(o.shape)]
+        return invoke_prepared
 
     def invoke(ins: list) -> list:
         x, wf, wt, b, st = ins[:5]
