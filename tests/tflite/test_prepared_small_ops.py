@@ -1,0 +1,95 @@
+"""Prepared steps of small TFLM reference operators against the unprepared computation they replace
+(seeded random data, odd shapes, extreme values, batches; both rounding platforms, switched between runs):
+the int16-input unary tables, the prepared SVDF, the small-row SOFTMAX."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pymli.config import use_platform
+from pymli.tflite.tgraph import TGraph, TOp, TTensor
+from pymli.tflm import svdf
+from pymli.tflm.handlers import HANDLERS, prepare_op
+
+PLATFORMS = ("vpx", "em")
+
+
+def _tensor(i: int, shape: tuple, dtype: type, scale: float, zp: int, data: np.ndarray | None = None) -> TTensor:
+    return TTensor(i, f"t{i}", tuple(shape), np.dtype(dtype), np.array([scale], np.float32),
+                   np.array([zp], np.int64), 0, data, False)
+
+
+def _graph(tensors: list[TTensor], name: str, options: object = None) -> tuple[TGraph, TOp]:
+    op = TOp(0, name, tuple(range(len(tensors) - 1)), (len(tensors) - 1,), options)
+    return TGraph(tensors, [op], [0], [len(tensors) - 1]), op
+
+
+def _extremes(rng: np.random.Generator, shape: tuple, dtype: type) -> np.ndarray:
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+    flat = x.reshape(-1)
+    flat[: min(2, flat.size)] = [info.min, info.max][: min(2, flat.size)]
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_int16_unary_tables_equal_handler(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in rng.integers(1, 6, size=int(rng.integers(1, 4))))
+    si, so = float(rng.uniform(1e-4, 0.05)), float(rng.uniform(1e-4, 0.05))
+    zi, zo = 0, int(rng.integers(-20, 20))
+    alpha = np.float32(rng.uniform(-1, 1))
+    cases = [("QUANTIZE", np.int8, None, zo), ("QUANTIZE", np.int16, None, 0), ("QUANTIZE", np.int32, None, zo),
+             ("LEAKY_RELU", np.int16, SimpleNamespace(Alpha=lambda: alpha), 0),
+             ("DEQUANTIZE", np.float32, None, 0)]
+    for name, od, opts, z in cases:
+        g, op = _graph([_tensor(0, shape, np.int16, si, zi), _tensor(1, shape, od, so, z)], name, opts)
+        inv = prepare_op(g, op)
+        for platform in PLATFORMS + PLATFORMS[::-1]:
+            with use_platform(platform):
+                for batch in ((), (3,)):
+                    x = _extremes(rng, batch + shape, np.int16)
+                    got, want = inv([x])[0], HANDLERS[name](g, op, [x])[0]
+                    assert got.dtype == want.dtype and np.array_equal(got, want), (name, od, platform)
+
+
+def _svdf_case(rng: np.random.Generator, sd: type) -> tuple:
+    rank = int(rng.integers(1, 4))
+    units = int(rng.integers(1, 6))
+    nf, n_in, nm = units * rank, int(rng.integers(1, 40)), int(rng.integers(2, 12))
+    p = svdf.svdf_params(rng.uniform(1e-3, 0.1), int(rng.integers(-128, 128)), rng.uniform(1e-4, 0.05),
+                         rng.uniform(1e-4, 0.05), int(rng.integers(-100, 100)) if rng.random() < 0.7 else 0,
+                         rng.uniform(1e-4, 0.05), rng.uniform(1e-3, 0.2), int(rng.integers(-128, 128)))
+    wf = _extremes(rng, (nf, n_in), np.int8)
+    wt = _extremes(rng, (nf, nm), sd)
+    bias = None if rng.random() < 0.3 else rng.integers(-(2**31), 2**31, size=units).astype(np.int32)
+    return p, wf, wt, bias, rank, nf, n_in, nm
+
+
+@pytest.mark.parametrize("sd", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(12))
+def test_prepared_svdf_equals_reference(seed: int, sd: type) -> None:
+    rng = np.random.default_rng(100 + seed)
+    p, wf, wt, bias, rank, nf, n_in, nm = _svdf_case(rng, sd)
+    step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
+    nb = int(rng.integers(1, 4))
+    state = _extremes(rng, (nb, nf * nm), sd)
+    st_ref = state.copy()
+    for k in range(5):  # several steps: the state carried, the platform switched between them
+        with use_platform(PLATFORMS[k % 2]):
+            x = _extremes(rng, (nb, n_in), np.int8)
+            y, state = step(x, state)
+            y_ref, st_ref = svdf.svdf_int8(x, wf, wt, bias, st_ref, p, rank=rank)
+        assert np.array_equal(y, y_ref) and y.dtype == y_ref.dtype
+        assert np.array_equal(state, st_ref) and state.dtype == st_ref.dtype
+
+
+def test_prepared_svdf_refuses_wrong_input() -> None:
+    rng = np.random.default_rng(7)
+    p, wf, wt, bias, rank, nf, n_in, nm = _svdf_case(rng, np.int16)
+    step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
+    with pytest.raises(Exception, match="SVDF"):
+        step(np.zeros((1, n_in + 1), np.int8), np.zeros((1, nf * nm), np.int16))
