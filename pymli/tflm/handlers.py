@@ -399,8 +399,8 @@ def _softmax(graph: Any, op: Any) -> Invoke:
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
     m8, ls8, dmin = activations.softmax_params(op.options.Beta(), x.s)
-    return lambda ins: [activations.softmax_int8(ins[0], input_multiplier=m8, input_left_shift=ls8,
-                                                 diff_min=dmin, out_dtype=o.dtype)]
+    f = activations.prepare_softmax_int8(m8, ls8, dmin, o.dtype)
+    return lambda ins: [f(ins[0])]
 
 
 @_prep("LOGISTIC", "TANH")

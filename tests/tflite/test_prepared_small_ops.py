@@ -11,6 +11,7 @@ import pytest
 
 from pymli.config import use_platform
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
+from pymli.tflm import activations as A
 from pymli.tflm import svdf
 from pymli.tflm.handlers import HANDLERS, prepare_op
 
@@ -93,3 +94,21 @@ def test_prepared_svdf_refuses_wrong_input() -> None:
     step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
     with pytest.raises(Exception, match="SVDF"):
         step(np.zeros((1, n_in + 1), np.int8), np.zeros((1, nf * nm), np.int16))
+
+
+@pytest.mark.parametrize("od", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(10))
+def test_prepared_softmax_equals_reference(seed: int, od: type) -> None:
+    rng = np.random.default_rng(200 + seed)
+    beta, scale = float(rng.choice([0.5, 1.0, 2.0])), float(10 ** rng.uniform(-4, 1))
+    m, ls, dmin = A.softmax_params(beta, scale)
+    f = A.prepare_softmax_int8(m, ls, dmin, od)
+    for k, shape in enumerate([(1, 2), (1, 3), (3, 5), (2, 1, 7), (4, 16), (1, 64), (2, 40), (1, 300), (6,)]):
+        with use_platform(PLATFORMS[k % 2]):
+            x = _extremes(rng, shape, np.int8)
+            if k % 3 == 0:
+                x[..., 0] = 127  # one dominant score: the others far below diff_min for small scales
+                x[..., -1] = -128
+            got = f(x)
+            want = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, beta, scale)
