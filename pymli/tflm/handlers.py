@@ -227,13 +227,47 @@ def _conv_options(graph: Any, op: Any) -> dict[str, Any]:
                 same=o.Padding() == 0, **conv_params(graph, op))
 
 
+def _prepared_mac(graph: Any, op: Any, xi: int, acc: Callable[[np.ndarray, np.ndarray], np.ndarray], kw: dict,
+                  invoke: Invoke) -> Invoke:
+    """``invoke`` of a CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV (activations input ``xi``, filter input 1,
+    bias the next input), or, with constant weights and bias, its :func:`pymli.tflm.conv.prepare_mac` form
+    for inputs of the graph's shape (``acc(xs, w)``: the kernel's exact sums), others going to ``invoke``."""
+    T = graph.tensors
+    x, wt = T[op.inputs[xi]], T[op.inputs[1]]
+    bi = 2 if xi == 0 else 3
+    bt = T[op.inputs[bi]] if len(op.inputs) > bi and op.inputs[bi] >= 0 else None
+    if wt.data is None or (bt is not None and bt.data is None) or x.dtype not in (np.int8, np.int16) \
+            or wt.dtype != np.int8 or not x.shape:
+        return invoke
+    b = None if bt is None else bt.data
+    wide = x.dtype == np.int16
+    if wide and b is not None and b.dtype == np.int16:
+        b = b.astype(np.int64)  # TRANSPOSE_CONV's int64 scratch (the convolutions refuse an int16 bias)
+    bits = 64 if wide and (b is None or b.dtype == np.int64) else 32
+    w = wt.data
+    mac = conv.prepare_mac(lambda xs: acc(xs, w), x.shape, x.dtype, input_zp=0 if wide else kw["input_zp"],
+                           bias=b, bits=bits, multiplier=kw["multiplier"], shift=kw["shift"],
+                           output_zp=0 if wide else kw["output_zp"], act_min=kw["act_min"], act_max=kw["act_max"])
+    if mac is None:
+        return invoke
+    shape = tuple(x.shape)
+
+    def prepared(ins: list) -> list:
+        xv = ins[xi]
+        if xv.shape != shape or xv.dtype != x.dtype:
+            return invoke(ins)
+        return [mac(xv)]
+    return prepared
+
+
 @_prep("CONV_2D")
 def _conv2d(graph: Any, op: Any) -> Invoke:
     kw = _conv_options(graph, op)
 
     def invoke(ins: list) -> list:
         return [conv.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
-    return invoke
+    return _prepared_mac(graph, op, 0, lambda xs, w: conv._conv2d_acc(xs, w, kw["stride"], kw["dilation"],
+                                                                      kw["same"]), kw, invoke)
 
 
 @_prep("DEPTHWISE_CONV_2D")
@@ -248,7 +282,8 @@ def _dwconv(graph: Any, op: Any) -> Invoke:
 
     def invoke(ins: list) -> list:
         return [conv.depthwise_conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
-    return invoke
+    return _prepared_mac(graph, op, 0, lambda xs, w: conv._depthwise_acc(
+        xs, w, kw["depth_multiplier"], kw["stride"], kw["dilation"], kw["same"]), kw, invoke)
 
 
 @_prep("TRANSPOSE_CONV")
@@ -273,7 +308,12 @@ def _tconv(graph: Any, op: Any) -> Invoke:
             b = b.astype(np.int64)
         oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
         return [conv.transpose_conv(xv, w, b, output_hw=oshape[1:3], **kw)]
-    return invoke
+    st = T[op.inputs[0]]
+    if st.data is None or (x.dtype == np.int16 and bt is not None and bt.dtype not in (np.int16, np.int64)):
+        return invoke
+    hw = tuple(int(v) for v in np.asarray(st.data).reshape(-1))[1:3]
+    return _prepared_mac(graph, op, 2, lambda xs, w: conv._transpose_acc(xs, w, hw, kw["stride"], kw["same"]),
+                         kw, invoke)
 
 
 def fc_params(graph: Any, op: Any) -> dict:

@@ -12,7 +12,9 @@ import pytest
 from pymli.config import use_platform
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
 from pymli.tflm import activations as A
+from pymli.tflm import conv as C
 from pymli.tflm import svdf
+from pymli.tflm.conv import conv_out_geometry
 from pymli.tflm.handlers import HANDLERS, prepare_op
 
 PLATFORMS = ("vpx", "em")
@@ -112,3 +114,96 @@ def test_prepared_softmax_equals_reference(seed: int, od: type) -> None:
             got = f(x)
             want = A.softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
         assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, beta, scale)
+
+
+def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | None) -> tuple:
+    """A random small CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV: the graph and its operator."""
+    h, w_, cin = int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3))) if kind != "TRANSPOSE_CONV" else (1, 1)
+    same = bool(rng.integers(0, 2))
+    act = int(rng.choice([0, 1, 3]))
+    if not same and kind != "TRANSPOSE_CONV":  # a VALID window inside the input
+        kh, kw = min(kh, h), min(kw, w_)
+        dil = (dil[0] if (kh - 1) * dil[0] < h else 1, dil[1] if (kw - 1) * dil[1] < w_ else 1)
+    izp, ozp = (int(rng.integers(-128, 128)), int(rng.integers(-128, 128))) if xd == np.int8 else (0, 0)
+    si, so = float(rng.uniform(1e-3, 0.1)), float(rng.uniform(1e-3, 0.5)) * (1 if rng.random() < 0.7 else 1e-4)
+    if kind == "CONV_2D":
+        cout = int(rng.integers(1, 6))
+        wshape = (cout, kh, kw, cin)
+    elif kind == "DEPTHWISE_CONV_2D":
+        dm = int(rng.integers(1, 3))
+        cout = cin * dm
+        wshape = (1, kh, kw, cout)
+    else:
+        cout = int(rng.integers(1, 5))
+        wshape = (cout, kh, kw, cin)
+    ws = rng.uniform(1e-3, 0.05, size=cout).astype(np.float32)
+    wt = TTensor(1, "w", wshape, np.dtype(np.int8), ws, np.zeros(cout, np.int64), 0 if kind != "DEPTHWISE_CONV_2D" else 3,
+                 _extremes(rng, wshape, np.int8), False)
+    bias = None
+    if bias_dtype is not None:
+        info = np.iinfo(bias_dtype)
+        big = min(info.max, 2**40)
+        bias = rng.integers(-big, big, size=cout).astype(bias_dtype)
+    if kind == "TRANSPOSE_CONV":
+        oh = (h - 1) * stride[0] + kh if not same else h * stride[0]
+        ow = (w_ - 1) * stride[1] + kw if not same else w_ * stride[1]
+        x = _tensor(2, (1, h, w_, cin), xd, si, izp)
+        tensors = [_tensor(0, (4,), np.int32, 0.0, 0, np.array([1, oh, ow, cout], np.int32)), wt, x]
+        opts = SimpleNamespace(StrideH=lambda: stride[0], StrideW=lambda: stride[1], Padding=lambda: 0 if same else 1,
+                               FusedActivationFunction=lambda: 0)
+        out_hw = (oh, ow)
+    else:
+        x = _tensor(0, (1, h, w_, cin), xd, si, izp)
+        tensors = [x, wt]
+        opts = SimpleNamespace(StrideH=lambda: stride[0], StrideW=lambda: stride[1], Padding=lambda: 0 if same else 1,
+                               DilationHFactor=lambda: dil[0], DilationWFactor=lambda: dil[1],
+                               FusedActivationFunction=lambda: act,
+                               DepthMultiplier=lambda: cout // cin)
+        out_hw = conv_out_geometry(same, (h, w_), (kh, kw), stride, dil)[0]
+    if bias is not None:
+        tensors.append(_tensor(len(tensors), (cout,), bias_dtype, si * float(ws[0]), 0, bias))
+    tensors.append(_tensor(len(tensors), (1,) + tuple(out_hw) + (cout,), xd, so, ozp))
+    g, op = _graph(tensors, kind, opts)
+    xi = 2 if kind == "TRANSPOSE_CONV" else 0
+    return g, op, xi
+
+
+@pytest.mark.parametrize("kind,xd,bias_dtype", [
+    ("CONV_2D", np.int8, np.int32), ("CONV_2D", np.int8, None), ("CONV_2D", np.int16, np.int64),
+    ("CONV_2D", np.int16, np.int32), ("CONV_2D", np.int16, None),
+    ("DEPTHWISE_CONV_2D", np.int8, np.int32), ("DEPTHWISE_CONV_2D", np.int16, np.int64),
+    ("TRANSPOSE_CONV", np.int8, np.int32), ("TRANSPOSE_CONV", np.int16, np.int64), ("TRANSPOSE_CONV", np.int16, np.int16),
+    ("TRANSPOSE_CONV", np.int16, None)])
+@pytest.mark.parametrize("seed", range(8))
+def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | None, seed: int) -> None:
+    rng = np.random.default_rng(300 + seed)
+    g, op, xi = _mac_case(rng, kind, xd, bias_dtype)
+    inv = prepare_op(g, op)
+    T = g.tensors
+    consts = [T[i].data for i in op.inputs]
+    for k in range(4):
+        with use_platform(PLATFORMS[k % 2]):
+            ins = list(consts)
+            ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
+            got = inv(ins)[0]
+            want = HANDLERS[kind](g, op, ins)[0]
+        assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
+
+
+def test_prepared_mac_takes_the_matrix_form() -> None:
+    """The prepared form is the matrix product (not the handler again): the kernel is not called."""
+    rng = np.random.default_rng(5)
+    g, op, xi = _mac_case(rng, "CONV_2D", np.int16, np.int64)
+    inv = prepare_op(g, op)
+    ins = [g.tensors[i].data for i in op.inputs]
+    ins[xi] = _extremes(rng, g.tensors[op.inputs[xi]].shape, np.int16)
+    orig = C.conv2d
+    try:
+        C.conv2d = None  # type: ignore[assignment]
+        got = inv(ins)[0]
+    finally:
+        C.conv2d = orig
+    assert np.array_equal(got, HANDLERS["CONV_2D"](g, op, ins)[0])
