@@ -372,14 +372,6 @@ MATRIX_MAX = 1 << 16
 """A prepared MAC operator (:func:`prepare_mac`) keeps its accumulator's matrix up to this many entries."""
 
 
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    """:func:`~pymli.tflm.quant_util.wrap` to 32 bits of an int64 array, in place."""
-    x += 1 << 31
-    x &= (1 << 32) - 1
-    x -= 1 << 31
-    return x
-
-
 def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_zp: int, act_min: int,
                   act_max: int, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
     """:func:`requantize_acc` (then the cast to ``dtype``) with its per-element constants derived once, in
@@ -400,7 +392,7 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
             acc *= red
             acc += rnd
             acc >>= total
-            return _wrap32(acc)
+            return qu.wrap32_inplace(acc)
     else:
         left, right = np.maximum(sh, 0), np.maximum(-sh, 0)
         if (right >= 32).any() or (m == -(1 << 31)).any():
@@ -412,7 +404,7 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
         def scale(acc: np.ndarray) -> np.ndarray:
             if any_left:
                 acc <<= left
-                _wrap32(acc)
+                qu.wrap32_inplace(acc)
             acc *= m  # SaturatingRoundingDoublingHighMul without its INT32_MIN * INT32_MIN case
             acc += 1 << 30
             acc >>= 31
@@ -492,5 +484,5 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
         n = x.shape[0]
         a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
         a += corr
-        return stage(_wrap32(a) if wrap else a).reshape((n,) + out_per)
+        return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)
     return mac

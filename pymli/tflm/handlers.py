@@ -525,14 +525,31 @@ def _pad(graph: Any, op: Any) -> Invoke:
     return invoke
 
 
-@_reg("STRIDED_SLICE")
-def _strided_slice(graph: Any, op: Any, ins: list) -> list:
+@_prep("STRIDED_SLICE")
+def _strided_slice(graph: Any, op: Any) -> Invoke:
     o = op.options
-    y = shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], begin_mask=o.BeginMask(),
-                                end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
-                                ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
-                                offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
-    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+    T = graph.tensors
+    oshape = T[op.outputs[0]].shape
+    kw = dict(begin_mask=o.BeginMask(), end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+              ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
+              offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
+
+    def invoke(ins: list) -> list:
+        return [shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], **kw).reshape(oshape)]
+    x = T[op.inputs[0]]
+    if any(T[i].data is None for i in op.inputs[1:4]) or not x.shape:
+        return invoke
+    # constant begin / end / strides: the slice's flat source indices, found by slicing the indices once
+    flat = np.arange(int(np.prod(x.shape)), dtype=np.intp).reshape(x.shape)
+    index = np.ascontiguousarray(invoke([flat] + [T[i].data for i in op.inputs[1:4]])[0])
+    index.flags.writeable = False
+
+    def prepared(ins: list) -> list:
+        xv = ins[0]
+        if xv.shape != x.shape:
+            return invoke(ins)
+        return [np.take(xv, index)]
+    return prepared
 
 
 @_reg("SLICE")
@@ -552,11 +569,24 @@ def _concat(graph: Any, op: Any, ins: list) -> list:
 
 @_prep("MEAN", "SUM")
 def _mean(graph: Any, op: Any) -> Invoke:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    x, o, at = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
     m, s = reduce.mean_sum_params(x.s, o.s)
     keep, total = bool(op.options.KeepDims()), op.name == "SUM"
-    return lambda ins: [reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
-                                           keep_dims=keep, compute_sum=total).reshape(o.shape)]
+
+    def invoke(ins: list) -> list:
+        return [reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                   keep_dims=keep, compute_sum=total).reshape(o.shape)]
+    if at.data is None or not x.shape or x.dtype not in (np.int8, np.int16):
+        return invoke
+    f = reduce.prepare_mean_or_sum(x.shape, x.dtype, at.data, input_zp=x.zp, output_zp=o.zp, multiplier=m,
+                                   shift=s, keep_dims=keep, compute_sum=total)
+
+    def prepared(ins: list) -> list:
+        xv = ins[0]
+        if xv.shape != x.shape or xv.dtype != x.dtype:
+            return invoke(ins)
+        return [f(xv).reshape(o.shape)]
+    return prepared
 
 
 @_prep("AVERAGE_POOL_2D", "MAX_POOL_2D")

@@ -99,36 +99,6 @@ def svdf_int8(x: np.ndarray, w_feature: np.ndarray, w_time: np.ndarray, bias: np
     return np.clip(out, -128, 127).astype(np.int8), new.astype(sd).reshape(state.shape)
 
 
-def _wrap32(x: np.ndarray) -> np.ndarray:
-    """:func:`~pymli.tflm.quant_util.wrap` to 32 bits of an int64 array, in place."""
-    x += 1 << 31
-    x &= (1 << 32) - 1
-    x -= 1 << 31
-    return x
-
-
-def _mbqm(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier` of int32 values (int64 array) by
-    one multiplier: the pre-shift product wrapped to int32, SRDHM as one shift (its saturating case
-    ``INT32_MIN * INT32_MIN`` only with that multiplier, left to the general function), RDBP as another.
-    Works in place on ``x`` where it can."""
-    left, right = max(shift, 0), max(-shift, 0)
-    if left:
-        x <<= left
-        _wrap32(x)
-    if multiplier == -(1 << 31):
-        return qu.multiply_by_quantized_multiplier(x, multiplier, -right)
-    x *= multiplier  # |x| <= 2**31, |multiplier| < 2**31: below 2**62
-    x += 1 << 30
-    x >>= 31
-    if right >= 32:
-        return qu.rounding_divide_by_pot_int32(x, right)
-    if right:
-        x += (1 << (right - 1)) - (x < 0)
-        x >>= right
-    return x
-
-
 def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarray | None, p: SvdfParams, *,
                       rank: int) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """:func:`svdf_int8` with constant weights and bias, prepared: the weights as int64 and their zero
@@ -181,7 +151,7 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
         nb = x.shape[0]
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
-        v = _mbqm(_wrap32(dot) if wrap_dot else dot, m1, s1)
+        v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)
         np.maximum(v, lo, out=v)
         np.minimum(v, hi, out=v)
         if szp:  # a C narrowing store of the column: the zero point can leave the state's range
@@ -199,7 +169,7 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
             acc = acc.reshape(nb, nf // rank, rank).sum(-1)
         if b is not None:
             acc += b
-        out = _mbqm(_wrap32(acc) if wrap_acc else acc, m2, s2)
+        out = qu.mbqm_inplace(qu.wrap32_inplace(acc) if wrap_acc else acc, m2, s2)
         out += ozp
         np.maximum(out, -128, out=out)
         np.minimum(out, 127, out=out)
