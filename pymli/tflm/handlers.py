@@ -408,7 +408,20 @@ def _add_sub(graph: Any, op: Any) -> Invoke:
     p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
                                    sub=sub)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
-    return lambda ins: [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+    f = None
+    if a.dtype == b.dtype == o.dtype and (a.data is None or b.data is None):
+        f = elementwise.prepare_add_sub(p, o.dtype, act_min=lo, act_max=hi, sub=sub, const1=a.data, const2=b.data)
+    if f is None:
+        return lambda ins: [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+    shapes = (a.shape, b.shape)
+
+    def invoke(ins: list) -> list:
+        x1, x2 = ins[0], ins[1]
+        if x1.dtype != a.dtype or x2.dtype != b.dtype or (a.data is not None and x1.shape != shapes[0]) \
+                or (b.data is not None and x2.shape != shapes[1]):
+            return [elementwise.add_sub(x1, x2, p, act_min=lo, act_max=hi, sub=sub)]
+        return [f(x1, x2)]
+    return invoke
 
 
 @_prep("MUL")

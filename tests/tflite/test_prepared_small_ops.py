@@ -13,11 +13,25 @@ from pymli.config import use_platform
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
 from pymli.tflm import activations as A
 from pymli.tflm import conv as C
-from pymli.tflm import shape_ops, svdf
+from pymli.tflm import elementwise, shape_ops, svdf
 from pymli.tflm.conv import conv_out_geometry
 from pymli.tflm.handlers import HANDLERS, prepare_op
 
 PLATFORMS = ("vpx", "em")
+
+
+def _unprepared(g: TGraph, op: TOp, ins: list) -> list:
+    """The operator's handler with every prepared form of this change turned off (the kernels' own path)."""
+    with pytest.MonkeyPatch.context() as mp:
+        for mod, name in ((C, "prepare_mac"), (elementwise, "prepare_add_sub")):
+            mp.setattr(mod, name, lambda *a, **k: None)
+        if op.name in ("STRIDED_SLICE", "MEAN", "SUM"):  # index inputs as if computed: nothing prepared
+            T = list(g.tensors)
+            for i in op.inputs[1:4]:
+                T[i] = TTensor(T[i].index, T[i].name, T[i].shape, T[i].dtype, T[i].scale, T[i].zero_point, 0, None,
+                               False)
+            g = TGraph(T, g.ops, g.inputs, g.outputs)
+        return HANDLERS[op.name](g, op, ins)
 
 
 def _tensor(i: int, shape: tuple, dtype: type, scale: float, zp: int, data: np.ndarray | None = None) -> TTensor:
@@ -189,7 +203,7 @@ def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | Non
             ins = list(consts)
             ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
             got = inv(ins)[0]
-            want = HANDLERS[kind](g, op, ins)[0]
+            want = _unprepared(g, op, ins)[0]
         assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
 
 
@@ -206,7 +220,7 @@ def test_prepared_mac_takes_the_matrix_form() -> None:
         got = inv(ins)[0]
     finally:
         C.conv2d = orig
-    assert np.array_equal(got, HANDLERS["CONV_2D"](g, op, ins)[0])
+    assert np.array_equal(got, _unprepared(g, op, ins)[0])
 
 
 @pytest.mark.parametrize("xd", [np.int8, np.int16])
@@ -233,7 +247,7 @@ def test_prepared_mean_sum_equals_handler(seed: int, xd: type) -> None:
                 x = _extremes(rng, shape, xd)
                 if k == 2:
                     x[...] = info.max if rng.random() < 0.5 else info.min
-                got, want = inv([x, axes])[0], HANDLERS[name](g, op, [x, axes])[0]
+                got, want = inv([x, axes])[0], _unprepared(g, op, [x, axes])[0]
             assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (name, k)
 
 
@@ -262,5 +276,32 @@ def test_prepared_strided_slice_equals_handler(seed: int) -> None:
     for dt in (np.int16, np.int8):
         x = _extremes(rng, shape, dt)
         ins = [x, begin, end, strides]
-        got, want = inv(ins)[0], HANDLERS["STRIDED_SLICE"](g, op, ins)[0]
+        got, want = inv(ins)[0], _unprepared(g, op, ins)[0]
         assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["ADD", "SUB"])
+@pytest.mark.parametrize("xd", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(8))
+def test_prepared_add_sub_equals_kernel(name: str, xd: type, seed: int) -> None:
+    rng = np.random.default_rng(600 + seed)
+    shape = tuple(int(n) for n in rng.integers(1, 6, size=int(rng.integers(1, 4))))
+    shape2 = shape if rng.random() < 0.4 else tuple(1 if rng.random() < 0.5 else n for n in shape)[-int(rng.integers(1, len(shape) + 1)):]
+    int8 = xd == np.int8
+    zps = [int(rng.integers(-128, 128)) if int8 else 0 for _ in range(3)]
+    sc = [float(10 ** rng.uniform(-4, -1)) for _ in range(3)]
+    act = int(rng.choice([0, 1, 3]))
+    const = int(rng.integers(0, 3))  # 0: none, 1: input 1, 2: input 2 constant
+    c1 = _extremes(rng, shape, xd) if const == 1 else None
+    c2 = _extremes(rng, shape2, xd) if const == 2 else None
+    oshape = np.broadcast_shapes(shape, shape2)
+    tensors = [_tensor(0, shape, xd, sc[0], zps[0], c1), _tensor(1, shape2, xd, sc[1], zps[1], c2),
+               _tensor(2, oshape, xd, sc[2], zps[2])]
+    g, op = _graph(tensors, name, SimpleNamespace(FusedActivationFunction=lambda: act))
+    inv = prepare_op(g, op)
+    for k in range(4):
+        with use_platform(PLATFORMS[k % 2]):
+            x1 = c1 if c1 is not None else _extremes(rng, shape, xd)
+            x2 = c2 if c2 is not None else _extremes(rng, shape2, xd)
+            got, want = inv([x1, x2])[0], _unprepared(g, op, [x1, x2])[0]
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (name, k)
