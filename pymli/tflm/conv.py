@@ -426,8 +426,8 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
     return stage
 
 
-def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype, *,
-                input_zp: int, bias: np.ndarray | None, bits: int, multiplier: npt.ArrayLike,
+def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype,
+                out_shape: tuple[int, ...], *, input_zp: int, bias: np.ndarray | None, bits: int, multiplier: npt.ArrayLike,
                 shift: npt.ArrayLike, output_zp: int, act_min: int, act_max: int
                 ) -> Callable[[np.ndarray], np.ndarray] | None:
     """A small convolution-like operator prepared as one matrix product: its accumulators are a linear map
@@ -443,6 +443,7 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     Args:
         acc: ``acc(xs) -> int64 accumulators`` of float64 inputs ``xs`` (N, ...) (the input minus its zero point).
         x_shape: the input's shape (its leading axis the batch). x_dtype: int8 or int16.
+        out_shape: the output's shape (the matrix's size is checked before the probe).
         input_zp: the zero point the kernel subtracts (0 on the 16x8 paths).
         bias: the constant bias (channel last) or None.
         bits: the accumulator's width (32 or 64).
@@ -455,7 +456,8 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     """
     per = tuple(x_shape[1:])
     n_in = int(np.prod(per, dtype=np.int64))
-    if not 0 < n_in <= MATRIX_MAX:
+    n_out = int(np.prod(out_shape[1:], dtype=np.int64))
+    if not 0 < n_in * n_out <= MATRIX_MAX:  # the probe's batch is n_in samples of n_out sums
         return None
     probe = acc(np.eye(n_in, dtype=np.float64).reshape((n_in,) + per))
     out_per = probe.shape[1:]

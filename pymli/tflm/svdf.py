@@ -134,13 +134,15 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     if b is not None and rank == 1:  # the bias joins each filter's sum
         time_zp = time_zp - b
         b = None
-    wt_old, wt_new = np.ascontiguousarray(wt[:, :-1]), wt[:, -1].copy()
     bits = 8 * sd.itemsize
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    # bounds of the exact sums (|x - zp| <= 255, |state - zp| <= 2**bits - 1): wrap only what can leave int32
-    wrap_dot = n_in * 255 * 128 >= 1 << 31
-    bound = rank * nm * ((1 << bits) - 1) * (1 << (bits - 1)) + (0 if bias is None else 1 << 31)
-    wrap_acc = bound >= 1 << 31
+    # bounds of the exact sums from the weights (|x - zp| <= 255, |state - zp| <= 2**bits - 1): wrap only
+    # what can leave the int32 range
+    wrap_dot = 255 * int(np.abs(w_feature.astype(np.int64)).sum(1).max(initial=0)) >= 1 << 31
+    unit = ((1 << bits) - 1) * np.abs(wt).sum(1).reshape(-1, rank).sum(1)
+    if bias is not None:
+        unit = unit + np.abs(bias.astype(np.int64))
+    wrap_acc = int(unit.max(initial=0)) + int(np.abs(time_zp).max(initial=0)) >= 1 << 31
     m1, s1, m2, s2 = p.scale_1_multiplier, p.scale_1_shift, p.scale_2_multiplier, p.scale_2_shift
     szp, ozp = p.state_zp, p.output_zp
 
@@ -161,9 +163,7 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
         new = np.empty((nb, nf, nm), sd)
         new[..., :-1] = state.reshape(nb, nf, nm)[..., 1:]
         new[..., -1] = v
-        acc = np.einsum("bfm,fm->bf", new[..., :-1], wt_old, dtype=np.int64)
-        v *= wt_new
-        acc += v
+        acc = np.einsum("bfm,fm->bf", new, wt, dtype=np.int64)
         acc -= time_zp
         if rank > 1:
             acc = acc.reshape(nb, nf // rank, rank).sum(-1)
