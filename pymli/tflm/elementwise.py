@@ -107,9 +107,10 @@ _INDEX = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
 def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, act_max: int, sub: bool = False,
                     const1: np.ndarray | None = None, const2: np.ndarray | None = None
                     ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """:func:`add_sub` prepared: each input's rescaling (element-wise) as a table over its 256 / 65536
-    values, or computed once for a constant input; a call gathers, adds, and applies the output
-    rescaling with its constants bound (the same values).
+    """:func:`add_sub` prepared: int8 as the table of its results over every pair of input values (one
+    gather a call); int16 with each input's rescaling (element-wise) as a table over its 65536 values, or
+    computed once for a constant input, a call gathering, adding, and applying the output rescaling with
+    its constants bound (the same values).
 
     Args:
         p: :func:`add_sub_params`. dtype: the inputs' dtype (int8 / int16).
@@ -117,10 +118,25 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
         const1: input 1 when constant. const2: input 2 when constant.
 
     Returns:
-        ``add_sub(x1, x2) -> array`` (a constant input's argument is ignored), or None (an output shift
-        above 0, which only the general function handles).
+        ``add_sub(x1, x2) -> array`` (a constant input's argument is ignored), or None (int16 with an
+        output shift above 0, which only the general function handles).
     """
     dt = np.dtype(dtype)
+    if dt == np.int8:  # every (x1, x2) pair: a 256 x 256 table of add_sub's own results, one gather a call
+        v = np.arange(256, dtype=np.uint8).view(np.int8)
+        table = add_sub(np.repeat(v, 256), np.tile(v, 256), p, act_min=act_min, act_max=act_max, sub=sub)
+        table.flags.writeable = False
+        hi1 = None if const1 is None else np.asarray(const1, dt).view(np.uint8).astype(np.intp) << 8
+        lo2 = None if const2 is None else np.asarray(const2, dt).view(np.uint8).astype(np.intp)
+
+        def add_sub8(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+            if hi1 is None:
+                i = x1.view(np.uint8).astype(np.intp)
+                i <<= 8
+            else:
+                i = hi1
+            return np.take(table, np.bitwise_or(i, x2.view(np.uint8) if lo2 is None else lo2))
+        return add_sub8
     if dt not in _INDEX or p.output_shift > 0:
         return None
     index = _INDEX[dt]
