@@ -485,7 +485,8 @@ def _leaky(graph: Any, op: Any) -> Invoke:
 def _quantize(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if x.dtype == np.float32:
-        return lambda ins: [quantize.affine_quantize(ins[0], scale=o.s, zero_point=o.zp, out_dtype=o.dtype)]
+        f = quantize.prepare_affine_quantize(scale=o.s, zero_point=o.zp, out_dtype=o.dtype)
+        return lambda ins: [f(ins[0])]
     m, s = quantize.requantize_params(x.s, o.s)
     return lambda ins: [quantize.requantize(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
                                             out_dtype=o.dtype)]
