@@ -427,7 +427,8 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
 
 
 def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype,
-                out_shape: tuple[int, ...], *, input_zp: int, bias: np.ndarray | None, bits: int, multiplier: npt.ArrayLike,
+                out_shape: tuple[int, ...], *, input_zp: int, bias: np.ndarray | None, bits: int,
+                multiplier: npt.ArrayLike,
                 shift: npt.ArrayLike, output_zp: int, act_min: int, act_max: int
                 ) -> Callable[[np.ndarray], np.ndarray] | None:
     """A small convolution-like operator prepared as one matrix product: its accumulators are a linear map

@@ -245,7 +245,8 @@ def _prepared_mac(graph: Any, op: Any, xi: int, acc: Callable[[np.ndarray, np.nd
         b = b.astype(np.int64)  # TRANSPOSE_CONV's int64 scratch (the convolutions refuse an int16 bias)
     bits = 64 if wide and (b is None or b.dtype == np.int64) else 32
     w = wt.data
-    mac = conv.prepare_mac(lambda xs: acc(xs, w), x.shape, x.dtype, T[op.outputs[0]].shape, input_zp=0 if wide else kw["input_zp"],
+    mac = conv.prepare_mac(lambda xs: acc(xs, w), x.shape, x.dtype, T[op.outputs[0]].shape,
+                           input_zp=0 if wide else kw["input_zp"],
                            bias=b, bits=bits, multiplier=kw["multiplier"], shift=kw["shift"],
                            output_zp=0 if wide else kw["output_zp"], act_min=kw["act_min"], act_max=kw["act_max"])
     if mac is None:
