@@ -10,6 +10,12 @@ importer's registry calls on the ``mapping="tflm"`` reference path.
 Prepared form (:func:`prepare_op`): ``prepare(graph, op) -> invoke``, ``invoke(inputs) -> outputs``.
 The operators of :data:`PREPARE` derive their parameters (multipliers, shifts, tables, LSTM weights)
 once in ``prepare``; their handler is ``prepare(graph, op)(inputs)``, so both forms compute the same.
+Small operators also get their per-call work derived once there (a run of a small model is mostly
+per-call overhead): int8 / int16 unary operators as a table of their results, CONV_2D /
+DEPTHWISE_CONV_2D / TRANSPOSE_CONV with constant weights as one matrix product
+(:func:`pymli.tflm.conv.prepare_mac`), SVDF's weights and zero-point corrections, ADD / SUB tables,
+MEAN / SUM counts and multipliers, STRIDED_SLICE's source indices, SOFTMAX's tables; an input of
+another shape than the graph's takes the kernel's general path.
 """
 
 from __future__ import annotations
