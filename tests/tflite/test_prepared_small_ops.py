@@ -1,6 +1,7 @@
 """Prepared steps of small TFLM reference operators against the unprepared computation they replace
 (seeded random data, odd shapes, extreme values, batches; both rounding platforms, switched between runs):
-the int16-input unary tables, the prepared SVDF, the small-row SOFTMAX."""
+the int16-input unary tables, the prepared SVDF, the small-row SOFTMAX, the convolutions as one matrix
+product, MEAN / SUM, STRIDED_SLICE, ADD / SUB tables, QUANTIZE from float32, the in-place MBQM."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from pymli.config import use_platform
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
 from pymli.tflm import activations as A
+from pymli.tflm import quant_util as qu
 from pymli.tflm import quantize as Q
 from pymli.tflm import conv as C
 from pymli.tflm import elementwise, shape_ops, svdf
@@ -330,3 +332,15 @@ def test_prepared_affine_quantize_equals_reference(seed: int, od: type) -> None:
             got = f(x)
             want = Q.affine_quantize(x, scale=scale, zero_point=zp, out_dtype=od)
         assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, scale)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mbqm_inplace_equals_general(seed: int) -> None:
+    rng = np.random.default_rng(800 + seed)
+    x = rng.integers(-(2**31), 2**31, size=300, dtype=np.int64)
+    x[:6] = [-(2**31), 2**31 - 1, -1, 0, 1, -(2**30)]
+    cases = [(int(rng.integers(2**30, 2**31)), int(rng.integers(-40, 8))) for _ in range(20)]
+    cases += [(-(2**31), -3), (2**30, 0), (0, 0), (-(2**30) - 7, 2), (2**31 - 1, -31), (2**31 - 1, -33)]
+    for m, s in cases:
+        got = qu.mbqm_inplace(x.copy(), m, s)
+        assert np.array_equal(got, qu.multiply_by_quantized_multiplier(x, m, s)), (m, s)
