@@ -345,6 +345,17 @@ def mbqm_inplace(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     if multiplier == -(1 << 31):
         return multiply_by_quantized_multiplier(x, multiplier, -right)
     x *= multiplier  # |x| <= 2**31, |multiplier| < 2**31: below 2**62
+    if (1 << 30) < multiplier and 0 < right < 32:
+        # SRDHM's floor then RDBP's as one shift: floor((x*m + 2**30 + (2**(e-1) - [srdhm < 0]) * 2**31)
+        # / 2**(31+e)) (an integer added inside a floor, floors of powers of two composed); with
+        # m > 2**30 the SRDHM result is negative exactly when x is (x = -1: -m + 2**30 < 0), and x*m has
+        # x's sign: [x < 0] * 2**31 is -(x*m >> 63) << 31. Every term stays below 2**63.
+        t = x >> 63
+        t <<= 31
+        x += t
+        x += (1 << 30) + (1 << (right - 1 + 31))
+        x >>= 31 + right
+        return x
     x += 1 << 30
     x >>= 31
     if right >= 32:
