@@ -400,12 +400,23 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
         any_left, all_right = bool(left.any()), bool((right > 0).all())
         half = (np.int64(1) << right) >> 1
         some_right = right > 0
+        # multipliers above 2**30 and right shifts: both roundings as one shift (see
+        # pymli.tflm.quant_util.mbqm_inplace): floor((x*m + 2**30 + (half - [x < 0]) * 2**31) / 2**(31+e))
+        fused = all_right and bool((m > (1 << 30)).all())
+        nudge, total = (np.int64(1) << 30) + (half << 31), 31 + right
 
         def scale(acc: np.ndarray) -> np.ndarray:
             if any_left:
                 acc <<= left
                 qu.wrap32_inplace(acc)
             acc *= m  # SaturatingRoundingDoublingHighMul without its INT32_MIN * INT32_MIN case
+            if fused:
+                t = acc >> 63
+                t <<= 31
+                acc += t
+                acc += nudge
+                acc >>= total
+                return acc
             acc += 1 << 30
             acc >>= 31
             neg = acc < 0  # RoundingDivideByPOT: ties away from zero

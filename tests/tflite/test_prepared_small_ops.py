@@ -344,3 +344,26 @@ def test_mbqm_inplace_equals_general(seed: int) -> None:
     for m, s in cases:
         got = qu.mbqm_inplace(x.copy(), m, s)
         assert np.array_equal(got, qu.multiply_by_quantized_multiplier(x, m, s)), (m, s)
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+def test_output_stage_ties_equal_requantize_acc(bits: int) -> None:
+    """Dense accumulators around zero with small right shifts: RoundingDivideByPOT's ties (negative ones
+    included) occur often, where the fused rounding could differ."""
+    rng = np.random.default_rng(900 + bits)
+    acc = np.arange(-5000, 5000, dtype=np.int64).reshape(-1, 4)  # 4 channels
+    for _ in range(6):
+        m = rng.integers(2**30, 2**31, size=4, dtype=np.int64)
+        m[0] = 2**30 + 1
+        sh = rng.integers(-5, 1 if bits == 32 else 8, size=4).astype(np.int64)
+        stage = C._output_stage(m, sh, bits, 3, -(2**15), 2**15 - 1, np.dtype(np.int16))
+        assert stage is not None
+        want = C.requantize_acc(acc.copy(), m, sh, output_zp=3, act_min=-(2**15), act_max=2**15 - 1, acc_bits=bits)
+        assert np.array_equal(stage(acc.copy()), want.astype(np.int16)), (m, sh)
+
+
+def test_mbqm_inplace_ties() -> None:
+    x = np.arange(-70000, 70000, dtype=np.int64)
+    for m in (2**30 + 1, 2**30 + 12345, 2**31 - 1, 2**30, 1234567):
+        for s in (-1, -2, -3, -5, 0, 2):
+            assert np.array_equal(qu.mbqm_inplace(x.copy(), m, s), qu.multiply_by_quantized_multiplier(x, m, s)), (m, s)
