@@ -1033,12 +1033,12 @@ class TflmModel:
         Args:
             step: one of :attr:`steps`.
             args: its input arrays (None for omitted inputs; constants included).
-            platform: the MLI platform.
+            platform: the MLI platform (None: the current one, no context entered).
 
         Returns:
             its output arrays.
         """
-        with use_platform(resolve_platform(platform)):
+        with use_platform(resolve_platform(platform)) if platform is not None else contextlib.nullcontext():
             self.graph.extra.pop("state", None)
             outs = step.invoke(args)  # type: ignore[misc]
             self.graph.extra.pop("state", None)

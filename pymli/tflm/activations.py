@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -18,7 +19,7 @@ __all__ = ["softmax_params", "softmax_int8", "logistic_int8_params", "logistic_i
            "tanh_int8", "int16_activation_params", "logistic_int16", "tanh_int16",
            "lut_populate_int16", "lut_lookup_int16", "softmax_int16_params", "softmax_int16",
            "leaky_relu_params", "leaky_relu", "calculate_input_radius", "log_softmax_params",
-           "log_softmax_int8"]
+           "log_softmax_int8", "prepare_softmax_int8"]
 
 
 def calculate_input_radius(input_integer_bits: int, input_left_shift: int,
@@ -159,6 +160,55 @@ def _reciprocal(sum_exps: int) -> tuple[int, int]:
     headroom = 32 - s.bit_length()
     shifted = ((s << headroom) & 0xFFFFFFFF) - (1 << 31)  # in the int32 range: no wrap needed
     return fp.one_over_one_plus_x_for_x_in_0_1_int(shifted), 12 - headroom
+
+
+SMALL_SOFTMAX = 64
+"""Prepared int8 softmax calls of up to this many values compute in Python ints (:func:`prepare_softmax_int8`)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _reciprocal_cached(sum_exps: int) -> tuple[int, int]:
+    """:func:`_reciprocal`, remembered: small rows' sums repeat from run to run."""
+    return _reciprocal(sum_exps)
+
+
+def prepare_softmax_int8(input_multiplier: int, input_left_shift: int, diff_min: int,
+                         out_dtype: np.dtype | type = np.int8) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`softmax_int8` with its parameters bound and its tables derived once; an input of up to
+    :data:`SMALL_SOFTMAX` values (a classifier's few scores) is computed in Python ints, where NumPy calls
+    on a few values cost more than the arithmetic.
+
+    The small path is the row formula of :func:`_softmax_int8_row` (the same values as element by element):
+    per row, ``-diff = max - x`` indexes the Q12 exponential table for the sum and the masked Q0.31 table
+    for ``min(((scale * e + 2**30) >> 31 + 2**(k-1) + lo * 2**k) >> k, hi)``.
+
+    Args:
+        input_multiplier: :func:`softmax_params`. input_left_shift: its shift. diff_min: its minimum difference.
+        out_dtype: int8 or int16.
+
+    Returns:
+        ``softmax(x) -> array`` of ``out_dtype`` in ``x``'s shape, over the last axis.
+    """
+    m, ls, dmin = int(input_multiplier), int(input_left_shift), int(diff_min)
+    od = np.dtype(out_dtype)
+    e_masked, e12 = _softmax_exp_tables_masked(m, ls, dmin)
+    em, e12l = e_masked.tolist(), e12.tolist()
+    lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
+    bits = od.itemsize * 8
+
+    def softmax(x: np.ndarray) -> np.ndarray:
+        if x.dtype != np.int8 or x.size > SMALL_SOFTMAX or not x.ndim or not x.shape[-1]:
+            return softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
+        out = []
+        for row in x.reshape(-1, x.shape[-1]).tolist():
+            mx = max(row)
+            negs = [mx - v for v in row]
+            scale, nbou = _reciprocal_cached(sum([e12l[n] for n in negs]))
+            k = nbou + 31 - bits
+            add = (1 << (k - 1)) + (lo << k)
+            out += [min((((scale * em[n] + (1 << 30)) >> 31) + add) >> k, hi) for n in negs]
+        return np.array(out, od).reshape(x.shape)
+    return softmax
 
 
 @functools.lru_cache(maxsize=64)

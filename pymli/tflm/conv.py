@@ -8,6 +8,8 @@ exactly (float64 BLAS: ``|x - zp| <= 2**16``, ``|w| <= 2**7``, so every partial 
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
@@ -24,6 +26,7 @@ __all__ = [
     "fully_connected",
     "transpose_conv",
     "batch_matmul",
+    "prepare_mac",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -151,9 +154,19 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: i
     groups = x.shape[3] // cin_g
     if cout % groups:
         raise MliError(Status.SHAPE_MISMATCH, f"{cout} filters for {groups} groups")
-    out_hw, pad = conv_out_geometry(same, x.shape[1:3], (kh, kw), stride, dilation)
-    win = _windows(x.astype(np.int64) - izp, (kh, kw), stride, dilation, out_hw, pad)
-    n = x.shape[0]
+    acc = _conv2d_acc(x.astype(np.int64) - izp, w, stride, dilation, same)
+    return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, ozp, act_min, act_max,
+                                x.dtype)
+
+
+def _conv2d_acc(xs: np.ndarray, w: np.ndarray, stride: tuple[int, int], dilation: tuple[int, int],
+                same: bool) -> np.ndarray:
+    """:func:`conv2d`'s exact int64 sums of ``xs`` (the input minus its zero point, NHWC) and ``w``."""
+    cout, kh, kw, cin_g = w.shape
+    groups = xs.shape[3] // cin_g
+    out_hw, pad = conv_out_geometry(same, xs.shape[1:3], (kh, kw), stride, dilation)
+    win = _windows(xs, (kh, kw), stride, dilation, out_hw, pad)
+    n = xs.shape[0]
     fpg = cout // groups
     acc = np.empty((n, out_hw[0], out_hw[1], cout), np.int64)
     wf = w.astype(np.float64)
@@ -161,8 +174,7 @@ def conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: i
         wg = win[..., g * cin_g:(g + 1) * cin_g].reshape(n, out_hw[0], out_hw[1], -1)
         acc[..., g * fpg:(g + 1) * fpg] = np.rint(
             wg @ wf[g * fpg:(g + 1) * fpg].reshape(fpg, -1).T).astype(np.int64)
-    return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, ozp, act_min, act_max,
-                                x.dtype)
+    return acc
 
 
 def depthwise_conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
@@ -203,13 +215,19 @@ def depthwise_conv2d(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, i
     wide = x.dtype == np.int16
     izp = 0 if wide else int(input_zp)
     ozp = 0 if wide else int(output_zp)
-    kh, kw = w.shape[1:3]
-    out_hw, pad = conv_out_geometry(same, x.shape[1:3], (kh, kw), stride, dilation)
-    win = _windows(x.astype(np.int64) - izp, (kh, kw), stride, dilation, out_hw, pad)
-    win = np.repeat(win, depth_multiplier, axis=-1)  # N, OH, OW, KH, KW, Cout
-    acc = np.rint(np.einsum("nhwabc,abc->nhwc", win, w[0].astype(np.float64))).astype(np.int64)
+    acc = _depthwise_acc(x.astype(np.int64) - izp, w, depth_multiplier, stride, dilation, same)
     return _add_bias_requantize(acc, bias, _acc_bits(x, bias), multiplier, shift, ozp, act_min, act_max,
                                 x.dtype)
+
+
+def _depthwise_acc(xs: np.ndarray, w: np.ndarray, depth_multiplier: int, stride: tuple[int, int],
+                   dilation: tuple[int, int], same: bool) -> np.ndarray:
+    """:func:`depthwise_conv2d`'s exact int64 sums of ``xs`` (the input minus its zero point) and ``w``."""
+    kh, kw = w.shape[1:3]
+    out_hw, pad = conv_out_geometry(same, xs.shape[1:3], (kh, kw), stride, dilation)
+    win = _windows(xs, (kh, kw), stride, dilation, out_hw, pad)
+    win = np.repeat(win, depth_multiplier, axis=-1)  # N, OH, OW, KH, KW, Cout
+    return np.rint(np.einsum("nhwabc,abc->nhwc", win, w[0].astype(np.float64))).astype(np.int64)
 
 
 def fully_connected(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, input_zp: int,
@@ -285,7 +303,20 @@ def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, out
     wide = x.dtype == np.int16
     izp = 0 if wide else int(input_zp)
     ozp = 0 if wide else int(output_zp)
-    n, h, wd, _ = x.shape
+    acc = _transpose_acc(x.astype(np.float64) - izp, w, output_hw, stride, same)
+    bits = 64 if wide and (bias is None or bias.dtype == np.int64) else 32
+    acc = qu.wrap(acc, bits)
+    if bias is not None:
+        acc = qu.wrap(acc + np.asarray(bias, np.int64), bits)
+    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
+                         acc_bits=bits)
+    return out.astype(x.dtype)
+
+
+def _transpose_acc(xs: np.ndarray, w: np.ndarray, output_hw: tuple[int, int], stride: tuple[int, int],
+                   same: bool) -> np.ndarray:
+    """:func:`transpose_conv`'s exact int64 sums of ``xs`` (float64 input minus its zero point) and ``w``."""
+    n, h, wd, _ = xs.shape
     cout, kh, kw, _ = w.shape
     oh, ow = output_hw
     # TFLM: padding from the output extent (as "input") and the input extent (as "output")
@@ -294,21 +325,13 @@ def transpose_conv(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, *, out
     fh = max((h - 1) * stride[0] + kh, ph + oh)
     fw = max((wd - 1) * stride[1] + kw, pw + ow)
     full = np.zeros((n, fh, fw, cout), np.int64)
-    xs = x.astype(np.float64) - izp
     wf = w.astype(np.float64)
     for a in range(kh):  # one matmul per filter tap
         for b in range(kw):
             contrib = np.rint(xs @ wf[:, a, b, :].T).astype(np.int64)  # N, H, W, Cout
             full[:, a:a + (h - 1) * stride[0] + 1:stride[0],
                  b:b + (wd - 1) * stride[1] + 1:stride[1], :] += contrib
-    acc = full[:, ph:ph + oh, pw:pw + ow, :]
-    bits = 64 if wide and (bias is None or bias.dtype == np.int64) else 32
-    acc = qu.wrap(acc, bits)
-    if bias is not None:
-        acc = qu.wrap(acc + np.asarray(bias, np.int64), bits)
-    out = requantize_acc(acc, multiplier, shift, output_zp=ozp, act_min=act_min, act_max=act_max,
-                         acc_bits=bits)
-    return out.astype(x.dtype)
+    return full[:, ph:ph + oh, pw:pw + ow, :]
 
 
 def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, *, adj_x: bool, adj_y: bool, lhs_zp: int,
@@ -343,3 +366,137 @@ def batch_matmul(lhs: np.ndarray, rhs: np.ndarray, *, adj_x: bool, adj_y: bool, 
         r = qu.multiply_by_quantized_multiplier(qu.wrap(acc, 32), multiplier, shift)
     info = np.iinfo(lhs.dtype)
     return np.clip(r + output_zp, info.min, info.max).astype(lhs.dtype)
+
+
+MATRIX_MAX = 1 << 16
+"""A prepared MAC operator (:func:`prepare_mac`) keeps its accumulator's matrix up to this many entries."""
+
+
+def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_zp: int, act_min: int,
+                  act_max: int, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+    """:func:`requantize_acc` (then the cast to ``dtype``) with its per-element constants derived once, in
+    place on the int64 accumulators (their last axis the constants' length); None where that function
+    takes a case this form leaves out (a shift of 32 or more, a multiplier of INT32_MIN, an int64 overload
+    shift above 14)."""
+    m = np.asarray(multiplier, np.int64)
+    sh = np.asarray(shift, np.int64)
+    lo, hi, ozp = int(act_min), int(act_max), int(output_zp)
+    if bits == 64:
+        red = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, np.int64(0x7FFF))
+        total = 15 - sh
+        if (total < 1).any():
+            return None
+        rnd = np.int64(1) << (total - 1)
+
+        def scale(acc: np.ndarray) -> np.ndarray:
+            acc *= red
+            acc += rnd
+            acc >>= total
+            return qu.wrap32_inplace(acc)
+    else:
+        left, right = np.maximum(sh, 0), np.maximum(-sh, 0)
+        if (right >= 32).any() or (m == -(1 << 31)).any():
+            return None
+        any_left, all_right = bool(left.any()), bool((right > 0).all())
+        half = (np.int64(1) << right) >> 1
+        some_right = right > 0
+        # multipliers above 2**30 and right shifts: both roundings as one shift (see
+        # pymli.tflm.quant_util.mbqm_inplace): floor((x*m + 2**30 + (half - [x < 0]) * 2**31) / 2**(31+e))
+        fused = all_right and bool((m > (1 << 30)).all())
+        nudge, total = (np.int64(1) << 30) + (half << 31), 31 + right
+
+        def scale(acc: np.ndarray) -> np.ndarray:
+            if any_left:
+                acc <<= left
+                qu.wrap32_inplace(acc)
+            acc *= m  # SaturatingRoundingDoublingHighMul without its INT32_MIN * INT32_MIN case
+            if fused:
+                t = acc >> 63
+                t <<= 31
+                acc += t
+                acc += nudge
+                acc >>= total
+                return acc
+            acc += 1 << 30
+            acc >>= 31
+            neg = acc < 0  # RoundingDivideByPOT: ties away from zero
+            if not all_right:
+                neg &= some_right
+            acc += half
+            acc -= neg
+            acc >>= right
+            return acc
+
+    def stage(acc: np.ndarray) -> np.ndarray:
+        acc = scale(acc)
+        if ozp:
+            acc += ozp
+        np.maximum(acc, lo, out=acc)
+        np.minimum(acc, hi, out=acc)
+        return acc.astype(dtype)
+    return stage
+
+
+def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype,
+                out_shape: tuple[int, ...], *, input_zp: int, bias: np.ndarray | None, bits: int,
+                multiplier: npt.ArrayLike,
+                shift: npt.ArrayLike, output_zp: int, act_min: int, act_max: int
+                ) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A small convolution-like operator prepared as one matrix product: its accumulators are a linear map
+    of the input minus its zero point, whose matrix is ``acc`` (the kernel's own exact sums) of the basis
+    vectors; the zero point and the bias become one correction per output element, the output stage's
+    constants are derived once (:func:`_output_stage`).
+
+    Exact: each matrix entry is one filter tap (``|w| <= 2**7``) or a sum of a few, and the products' sums
+    are checked below ``2**53`` here, so the float64 product is the integer sum; the int32 accumulator
+    wraps modulo 2**32 whatever the order of its terms (one wrap of the exact sum), skipped where the
+    sums' bound stays in the int32 range.
+
+    Args:
+        acc: ``acc(xs) -> int64 accumulators`` of float64 inputs ``xs`` (N, ...) (the input minus its zero point).
+        x_shape: the input's shape (its leading axis the batch). x_dtype: int8 or int16.
+        out_shape: the output's shape (the matrix's size is checked before the probe).
+        input_zp: the zero point the kernel subtracts (0 on the 16x8 paths).
+        bias: the constant bias (channel last) or None.
+        bits: the accumulator's width (32 or 64).
+        multiplier: per-channel multipliers. shift: per-channel shifts.
+        output_zp: the zero point added (0 on the 16x8 paths). act_min: clamp low. act_max: clamp high.
+
+    Returns:
+        ``mac(x) -> output`` for inputs of ``x_shape[1:]`` per sample (any batch), or None (a matrix over
+        :data:`MATRIX_MAX` entries, sums that could leave float64's exact range, an output stage case left out).
+    """
+    per = tuple(x_shape[1:])
+    n_in = int(np.prod(per, dtype=np.int64))
+    n_out = int(np.prod(out_shape[1:], dtype=np.int64))
+    if not 0 < n_in * n_out <= MATRIX_MAX:  # the probe's batch is n_in samples of n_out sums
+        return None
+    probe = acc(np.eye(n_in, dtype=np.float64).reshape((n_in,) + per))
+    out_per = probe.shape[1:]
+    mat = probe.reshape(n_in, -1)
+    if mat.size > MATRIX_MAX or not out_per or out_per[-1] != np.size(multiplier):
+        return None
+    col = np.abs(mat).sum(0)
+    x_max = (1 << (8 * np.dtype(x_dtype).itemsize - 1)) + abs(int(input_zp))
+    if mat.size and int(col.max()) * x_max >= 1 << 53:
+        return None
+    nch = out_per[-1]
+    reps = mat.shape[1] // nch
+    corr = -int(input_zp) * mat.sum(0)
+    if bias is not None:
+        corr = corr + np.tile(np.asarray(bias, np.int64).reshape(-1), reps)
+    wrap = bits == 32 and (int(col.max(initial=0)) * x_max + int(np.abs(corr).max(initial=0)) >= 1 << 31)
+    stage = _output_stage(np.tile(np.broadcast_to(multiplier, (nch,)), reps),
+                          np.tile(np.broadcast_to(shift, (nch,)), reps), bits, output_zp, act_min, act_max,
+                          np.dtype(x_dtype))
+    if stage is None:
+        return None
+    matf = mat.astype(np.float64)
+    matf.flags.writeable = False
+
+    def mac(x: np.ndarray) -> np.ndarray:
+        n = x.shape[0]
+        a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
+        a += corr
+        return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)
+    return mac

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from ..errors import MliError, Status
 from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
-__all__ = ["AddSubParams", "add_sub_params", "add_sub", "add_sub_int32", "mul_params", "mul",
+__all__ = ["AddSubParams", "add_sub_params", "add_sub", "prepare_add_sub", "add_sub_int32", "mul_params", "mul",
            "minimum_maximum", "sum_params", "add_n", "cumsum"]
 
 
@@ -86,14 +87,82 @@ def add_sub(x1: np.ndarray, x2: np.ndarray, p: AddSubParams, *, act_min: int, ac
     """
     if x1.dtype != x2.dtype or x1.dtype not in (np.int8, np.int16):
         raise MliError(Status.TYPE_MISMATCH, f"{x1.dtype} / {x2.dtype}")
-    a = qu.wrap((x1.astype(np.int64) + p.input1_offset) << p.left_shift, 32)
-    b = qu.wrap((x2.astype(np.int64) + p.input2_offset) << p.left_shift, 32)
-    a = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(a, p.input1_multiplier, p.input1_shift)
-    b = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(b, p.input2_multiplier, p.input2_shift)
+    a = _scaled_input(x1, p.input1_offset, p.left_shift, p.input1_multiplier, p.input1_shift)
+    b = _scaled_input(x2, p.input2_offset, p.left_shift, p.input2_multiplier, p.input2_shift)
     raw = qu.wrap(a - b if sub else a + b, 32)
     out = qu.multiply_by_quantized_multiplier_smaller_than_one_exp(
         raw, p.output_multiplier, p.output_shift) + p.output_offset
     return np.clip(out, act_min, act_max).astype(x1.dtype)
+
+
+def _scaled_input(x: np.ndarray, offset: int, left_shift: int, multiplier: int, shift: int) -> np.ndarray:
+    """One input of :func:`add_sub` rescaled to the common scale (int64 array of int32 values)."""
+    a = qu.wrap((x.astype(np.int64) + offset) << left_shift, 32)
+    return qu.multiply_by_quantized_multiplier_smaller_than_one_exp(a, multiplier, shift)
+
+
+_INDEX = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
+
+
+def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, act_max: int, sub: bool = False,
+                    const1: np.ndarray | None = None, const2: np.ndarray | None = None
+                    ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """:func:`add_sub` prepared: int8 as the table of its results over every pair of input values (one
+    gather a call); int16 with each input's rescaling (element-wise) as a table over its 65536 values, or
+    computed once for a constant input, a call gathering, adding, and applying the output rescaling with
+    its constants bound (the same values).
+
+    Args:
+        p: :func:`add_sub_params`. dtype: the inputs' dtype (int8 / int16).
+        act_min: clamp low. act_max: clamp high. sub: subtract.
+        const1: input 1 when constant. const2: input 2 when constant.
+
+    Returns:
+        ``add_sub(x1, x2) -> array`` (a constant input's argument is ignored), or None (int16 with an
+        output shift above 0, which only the general function handles).
+    """
+    dt = np.dtype(dtype)
+    if dt == np.int8:  # every (x1, x2) pair: a 256 x 256 table of add_sub's own results, one gather a call
+        v = np.arange(256, dtype=np.uint8).view(np.int8)
+        table = add_sub(np.repeat(v, 256), np.tile(v, 256), p, act_min=act_min, act_max=act_max, sub=sub)
+        table.flags.writeable = False
+        hi1 = None if const1 is None else np.asarray(const1, dt).view(np.uint8).astype(np.intp) << 8
+        lo2 = None if const2 is None else np.asarray(const2, dt).view(np.uint8).astype(np.intp)
+
+        def add_sub8(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+            if hi1 is None:
+                i = x1.view(np.uint8).astype(np.intp)
+                i <<= 8
+            else:
+                i = hi1
+            return np.take(table, np.bitwise_or(i, x2.view(np.uint8) if lo2 is None else lo2))
+        return add_sub8
+    if dt not in _INDEX or p.output_shift > 0:
+        return None
+    index = _INDEX[dt]
+    values = np.arange(1 << (8 * dt.itemsize), dtype=index).view(dt)
+
+    def side(offset: int, m: int, sh: int, const: np.ndarray | None) -> np.ndarray:
+        src = values if const is None else np.asarray(const, dt)
+        t = _scaled_input(src, offset, p.left_shift, m, sh)
+        t.flags.writeable = False
+        return t
+    t1 = side(p.input1_offset, p.input1_multiplier, p.input1_shift, const1)
+    t2 = side(p.input2_offset, p.input2_multiplier, p.input2_shift, const2)
+    wrap = int(np.abs(t1).max(initial=0)) + int(np.abs(t2).max(initial=0)) >= 1 << 31
+    mo, so, zo = p.output_multiplier, p.output_shift, p.output_offset
+    lo, hi = int(act_min), int(act_max)
+
+    def add_sub_(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+        a = t1 if const1 is not None else np.take(t1, x1.view(index))
+        b = t2 if const2 is not None else np.take(t2, x2.view(index))
+        raw = np.subtract(a, b) if sub else np.add(a, b)
+        r = qu.mbqm_inplace(qu.wrap32_inplace(raw) if wrap else raw, mo, so)
+        r += zo
+        np.maximum(r, lo, out=r)
+        np.minimum(r, hi, out=r)
+        return r.astype(dt)
+    return add_sub_
 
 
 def add_sub_int32(x1: np.ndarray, x2: np.ndarray, *, act_min: int = -(2**31),

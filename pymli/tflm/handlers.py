@@ -10,6 +10,12 @@ importer's registry calls on the ``mapping="tflm"`` reference path.
 Prepared form (:func:`prepare_op`): ``prepare(graph, op) -> invoke``, ``invoke(inputs) -> outputs``.
 The operators of :data:`PREPARE` derive their parameters (multipliers, shifts, tables, LSTM weights)
 once in ``prepare``; their handler is ``prepare(graph, op)(inputs)``, so both forms compute the same.
+Small operators also get their per-call work derived once there (a run of a small model is mostly
+per-call overhead): int8 / int16 unary operators as a table of their results, CONV_2D /
+DEPTHWISE_CONV_2D / TRANSPOSE_CONV with constant weights as one matrix product
+(:func:`pymli.tflm.conv.prepare_mac`), SVDF's weights and zero-point corrections, ADD / SUB tables,
+MEAN / SUM counts and multipliers, STRIDED_SLICE's source indices, SOFTMAX's tables; an input of
+another shape than the graph's takes the kernel's general path.
 """
 
 from __future__ import annotations
@@ -102,21 +108,28 @@ _UNARY = frozenset({"QUANTIZE", "DEQUANTIZE", "LOGISTIC", "TANH", "RELU", "RELU6
 
 
 def _int8_table(graph: Any, op: Any, invoke: Invoke) -> Invoke | None:
-    """An int8-input operator of :data:`_UNARY` as a lookup in the table of its 256 results (computed by
-    ``invoke`` itself), or None (another operator, or one that refuses some input value)."""
+    """An int8- or int16-input operator of :data:`_UNARY` as a lookup in the table of its 256 / 65536
+    results (computed by ``invoke`` itself, so the same values), or None (another operator, or one that
+    refuses some input value)."""
     T = graph.tensors
     ins = [i for i in op.inputs if i >= 0]
-    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].dtype != np.int8
-            or T[ins[0]].data is not None):
+    if (op.name not in _UNARY or len(ins) != 1 or len(op.outputs) != 1 or T[ins[0]].data is not None
+            or T[ins[0]].dtype not in _TABLE_INDEX):
         return None
+    dt = T[ins[0]].dtype
+    index = _TABLE_INDEX[dt]
     try:
-        table = np.asarray(invoke([np.arange(256, dtype=np.uint8).view(np.int8)])[0])
+        table = np.asarray(invoke([np.arange(1 << (8 * dt.itemsize), dtype=index).view(dt)])[0])
     except Exception:  # noqa: BLE001 - a value the operator refuses: keep computing element by element
         return None
-    if table.shape != (256,):
+    if table.shape != (1 << (8 * dt.itemsize),):
         return None
     table.flags.writeable = False
-    return lambda ins: [np.take(table, np.asarray(ins[0]).view(np.uint8))]
+    return lambda ins: [np.take(table, np.asarray(ins[0]).view(index))]
+
+
+#: The input dtypes :func:`_int8_table` tabulates, and the unsigned view that indexes the table.
+_TABLE_INDEX = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
 
 
 def batch_elementwise(graph: Any, op: Any) -> bool:
@@ -220,13 +233,48 @@ def _conv_options(graph: Any, op: Any) -> dict[str, Any]:
                 same=o.Padding() == 0, **conv_params(graph, op))
 
 
+def _prepared_mac(graph: Any, op: Any, xi: int, acc: Callable[[np.ndarray, np.ndarray], np.ndarray], kw: dict,
+                  invoke: Invoke) -> Invoke:
+    """``invoke`` of a CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV (activations input ``xi``, filter input 1,
+    bias the next input), or, with constant weights and bias, its :func:`pymli.tflm.conv.prepare_mac` form
+    for inputs of the graph's shape (``acc(xs, w)``: the kernel's exact sums), others going to ``invoke``."""
+    T = graph.tensors
+    x, wt = T[op.inputs[xi]], T[op.inputs[1]]
+    bi = 2 if xi == 0 else 3
+    bt = T[op.inputs[bi]] if len(op.inputs) > bi and op.inputs[bi] >= 0 else None
+    if wt.data is None or (bt is not None and bt.data is None) or x.dtype not in (np.int8, np.int16) \
+            or wt.dtype != np.int8 or not x.shape:
+        return invoke
+    b = None if bt is None else bt.data
+    wide = x.dtype == np.int16
+    if wide and b is not None and b.dtype == np.int16:
+        b = b.astype(np.int64)  # TRANSPOSE_CONV's int64 scratch (the convolutions refuse an int16 bias)
+    bits = 64 if wide and (b is None or b.dtype == np.int64) else 32
+    w = wt.data
+    mac = conv.prepare_mac(lambda xs: acc(xs, w), x.shape, x.dtype, T[op.outputs[0]].shape,
+                           input_zp=0 if wide else kw["input_zp"],
+                           bias=b, bits=bits, multiplier=kw["multiplier"], shift=kw["shift"],
+                           output_zp=0 if wide else kw["output_zp"], act_min=kw["act_min"], act_max=kw["act_max"])
+    if mac is None:
+        return invoke
+    shape = tuple(x.shape)
+
+    def prepared(ins: list) -> list:
+        xv = ins[xi]
+        if xv.shape != shape or xv.dtype != x.dtype:
+            return invoke(ins)
+        return [mac(xv)]
+    return prepared
+
+
 @_prep("CONV_2D")
 def _conv2d(graph: Any, op: Any) -> Invoke:
     kw = _conv_options(graph, op)
 
     def invoke(ins: list) -> list:
         return [conv.conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
-    return invoke
+    return _prepared_mac(graph, op, 0, lambda xs, w: conv._conv2d_acc(xs, w, kw["stride"], kw["dilation"],
+                                                                      kw["same"]), kw, invoke)
 
 
 @_prep("DEPTHWISE_CONV_2D")
@@ -241,7 +289,8 @@ def _dwconv(graph: Any, op: Any) -> Invoke:
 
     def invoke(ins: list) -> list:
         return [conv.depthwise_conv2d(ins[0], ins[1], ins[2] if len(ins) > 2 else None, **kw)]
-    return invoke
+    return _prepared_mac(graph, op, 0, lambda xs, w: conv._depthwise_acc(
+        xs, w, kw["depth_multiplier"], kw["stride"], kw["dilation"], kw["same"]), kw, invoke)
 
 
 @_prep("TRANSPOSE_CONV")
@@ -266,7 +315,12 @@ def _tconv(graph: Any, op: Any) -> Invoke:
             b = b.astype(np.int64)
         oshape = tuple(int(v) for v in np.asarray(shape).reshape(-1))
         return [conv.transpose_conv(xv, w, b, output_hw=oshape[1:3], **kw)]
-    return invoke
+    st = T[op.inputs[0]]
+    if st.data is None or (x.dtype == np.int16 and bt is not None and bt.dtype not in (np.int16, np.int64)):
+        return invoke
+    hw = tuple(int(v) for v in np.asarray(st.data).reshape(-1))[1:3]
+    return _prepared_mac(graph, op, 2, lambda xs, w: conv._transpose_acc(xs, w, hw, kw["stride"], kw["same"]),
+                         kw, invoke)
 
 
 def fc_params(graph: Any, op: Any) -> dict:
@@ -361,7 +415,20 @@ def _add_sub(graph: Any, op: Any) -> Invoke:
     p = elementwise.add_sub_params(a.s, a.zp, b.s, b.zp, o.s, o.zp, int16=o.dtype == np.int16,
                                    sub=sub)
     lo, hi = activation_range(_act(op), o.s, o.zp, o.dtype)
-    return lambda ins: [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+    f = None
+    if a.dtype == b.dtype == o.dtype and (a.data is None or b.data is None):
+        f = elementwise.prepare_add_sub(p, o.dtype, act_min=lo, act_max=hi, sub=sub, const1=a.data, const2=b.data)
+    if f is None:
+        return lambda ins: [elementwise.add_sub(ins[0], ins[1], p, act_min=lo, act_max=hi, sub=sub)]
+    shapes = (a.shape, b.shape)
+
+    def invoke(ins: list) -> list:
+        x1, x2 = ins[0], ins[1]
+        if x1.dtype != a.dtype or x2.dtype != b.dtype or (a.data is not None and x1.shape != shapes[0]) \
+                or (b.data is not None and x2.shape != shapes[1]):
+            return [elementwise.add_sub(x1, x2, p, act_min=lo, act_max=hi, sub=sub)]
+        return [f(x1, x2)]
+    return invoke
 
 
 @_prep("MUL")
@@ -392,8 +459,8 @@ def _softmax(graph: Any, op: Any) -> Invoke:
     if x.dtype != np.int8:
         raise MliError(Status.NOT_SUPPORTED, f"SOFTMAX {x.dtype} input")
     m8, ls8, dmin = activations.softmax_params(op.options.Beta(), x.s)
-    return lambda ins: [activations.softmax_int8(ins[0], input_multiplier=m8, input_left_shift=ls8,
-                                                 diff_min=dmin, out_dtype=o.dtype)]
+    f = activations.prepare_softmax_int8(m8, ls8, dmin, o.dtype)
+    return lambda ins: [f(ins[0])]
 
 
 @_prep("LOGISTIC", "TANH")
@@ -425,7 +492,8 @@ def _leaky(graph: Any, op: Any) -> Invoke:
 def _quantize(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if x.dtype == np.float32:
-        return lambda ins: [quantize.affine_quantize(ins[0], scale=o.s, zero_point=o.zp, out_dtype=o.dtype)]
+        f = quantize.prepare_affine_quantize(scale=o.s, zero_point=o.zp, out_dtype=o.dtype)
+        return lambda ins: [f(ins[0])]
     m, s = quantize.requantize_params(x.s, o.s)
     return lambda ins: [quantize.requantize(ins[0], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
                                             out_dtype=o.dtype)]
@@ -478,14 +546,31 @@ def _pad(graph: Any, op: Any) -> Invoke:
     return invoke
 
 
-@_reg("STRIDED_SLICE")
-def _strided_slice(graph: Any, op: Any, ins: list) -> list:
+@_prep("STRIDED_SLICE")
+def _strided_slice(graph: Any, op: Any) -> Invoke:
     o = op.options
-    y = shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], begin_mask=o.BeginMask(),
-                                end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
-                                ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
-                                offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
-    return [y.reshape(graph.tensors[op.outputs[0]].shape)]
+    T = graph.tensors
+    oshape = T[op.outputs[0]].shape
+    kw = dict(begin_mask=o.BeginMask(), end_mask=o.EndMask(), shrink_axis_mask=o.ShrinkAxisMask(),
+              ellipsis_mask=o.EllipsisMask(), new_axis_mask=o.NewAxisMask(),
+              offset=bool(o.Offset()) if hasattr(o, "Offset") else False)
+
+    def invoke(ins: list) -> list:
+        return [shape_ops.strided_slice(ins[0], ins[1], ins[2], ins[3], **kw).reshape(oshape)]
+    x = T[op.inputs[0]]
+    if any(T[i].data is None for i in op.inputs[1:4]) or not x.shape:
+        return invoke
+    # constant begin / end / strides: the slice's flat source indices, found by slicing the indices once
+    flat = np.arange(int(np.prod(x.shape)), dtype=np.intp).reshape(x.shape)
+    index = np.ascontiguousarray(invoke([flat] + [T[i].data for i in op.inputs[1:4]])[0])
+    index.flags.writeable = False
+
+    def prepared(ins: list) -> list:
+        xv = ins[0]
+        if xv.shape != x.shape:
+            return invoke(ins)
+        return [np.take(xv, index)]
+    return prepared
 
 
 @_reg("SLICE")
@@ -505,11 +590,24 @@ def _concat(graph: Any, op: Any, ins: list) -> list:
 
 @_prep("MEAN", "SUM")
 def _mean(graph: Any, op: Any) -> Invoke:
-    x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
+    x, o, at = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]], graph.tensors[op.inputs[1]]
     m, s = reduce.mean_sum_params(x.s, o.s)
     keep, total = bool(op.options.KeepDims()), op.name == "SUM"
-    return lambda ins: [reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
-                                           keep_dims=keep, compute_sum=total).reshape(o.shape)]
+
+    def invoke(ins: list) -> list:
+        return [reduce.mean_or_sum(ins[0], ins[1], input_zp=x.zp, output_zp=o.zp, multiplier=m, shift=s,
+                                   keep_dims=keep, compute_sum=total).reshape(o.shape)]
+    if at.data is None or not x.shape or x.dtype not in (np.int8, np.int16):
+        return invoke
+    f = reduce.prepare_mean_or_sum(x.shape, x.dtype, at.data, input_zp=x.zp, output_zp=o.zp, multiplier=m,
+                                   shift=s, keep_dims=keep, compute_sum=total)
+
+    def prepared(ins: list) -> list:
+        xv = ins[0]
+        if xv.shape != x.shape or xv.dtype != x.dtype:
+            return invoke(ins)
+        return [f(xv).reshape(o.shape)]
+    return prepared
 
 
 @_prep("AVERAGE_POOL_2D", "MAX_POOL_2D")
@@ -537,6 +635,15 @@ def _svdf(graph: Any, op: Any) -> Invoke:
         raise MliError(Status.NOT_SUPPORTED, f"SVDF {xt.dtype} input")
     p = svdf.svdf_params(xt.s, xt.zp, wft.s, stt.s, stt.zp, wtt.s, o.s, o.zp)
     rank, state_index = op.options.Rank(), op.inputs[4]
+    bt = T[op.inputs[3]] if len(op.inputs) > 3 and op.inputs[3] >= 0 else None
+    if wft.data is not None and wtt.data is not None and (bt is None or bt.data is not None):
+        step = svdf.prepare_svdf_int8(wft.data, wtt.data, None if bt is None else bt.data, p, rank=rank)
+
+        def invoke_prepared(ins: list) -> list:
+            y, new = step(ins[0], ins[4])
+            _set_state(graph, state_index, new)
+            return [y.reshape(o.shape)]
+        return invoke_prepared
 
     def invoke(ins: list) -> list:
         x, wf, wt, b, st = ins[:5]

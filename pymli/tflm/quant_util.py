@@ -30,6 +30,8 @@ __all__ = [
     "downscale_int32_to_int16_multiplier",
     "wrap",
     "saturate",
+    "wrap32_inplace",
+    "mbqm_inplace",
 ]
 
 ArrayLike = npt.ArrayLike
@@ -306,3 +308,59 @@ def downscale_int32_to_int16_multiplier(m: int) -> int:
     if m >= (1 << 31) - 1 - (1 << 15):
         return 32767
     return (m + (1 << 15)) >> 16
+
+
+def wrap32_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`wrap` to 32 bits of an int64 array, in place (three NumPy calls, no temporaries).
+
+    Args:
+        x: int64 array (overwritten).
+
+    Returns:
+        ``x``.
+    """
+    x += 1 << 31
+    x &= (1 << 32) - 1
+    x -= 1 << 31
+    return x
+
+
+def mbqm_inplace(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """:func:`multiply_by_quantized_multiplier` of int32 values (an int64 array, overwritten where it can)
+    by one multiplier and shift (Python ints): the pre-shift product wrapped to int32, SRDHM as one shift
+    (its saturating case ``INT32_MIN * INT32_MIN`` only with that multiplier: the general function), RDBP
+    as another (exponents of 32 or more: the general function).
+
+    Args:
+        x: int64 array of int32 values.
+        multiplier: Q0.31 multiplier. shift: its shift (positive: left).
+
+    Returns:
+        int64 array of int32 values (``x`` or a new array).
+    """
+    left, right = max(shift, 0), max(-shift, 0)
+    if left:
+        x <<= left
+        wrap32_inplace(x)
+    if multiplier == -(1 << 31):
+        return multiply_by_quantized_multiplier(x, multiplier, -right)
+    x *= multiplier  # |x| <= 2**31, |multiplier| < 2**31: below 2**62
+    if (1 << 30) < multiplier and 0 < right < 32:
+        # SRDHM's floor then RDBP's as one shift: floor((x*m + 2**30 + (2**(e-1) - [srdhm < 0]) * 2**31)
+        # / 2**(31+e)) (an integer added inside a floor, floors of powers of two composed); with
+        # m > 2**30 the SRDHM result is negative exactly when x is (x = -1: -m + 2**30 < 0), and x*m has
+        # x's sign: [x < 0] * 2**31 is -(x*m >> 63) << 31. Every term stays below 2**63.
+        t = x >> 63
+        t <<= 31
+        x += t
+        x += (1 << 30) + (1 << (right - 1 + 31))
+        x >>= 31 + right
+        return x
+    x += 1 << 30
+    x >>= 31
+    if right >= 32:
+        return rounding_divide_by_pot_int32(x, right)
+    if right:
+        x += (1 << (right - 1)) - (x < 0)
+        x >>= right
+    return x

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -9,7 +11,7 @@ from . import quant_util as qu
 from .conv import conv_out_geometry
 from .quant_util import quantize_multiplier
 
-__all__ = ["mean_sum_params", "mean_or_sum", "average_pool", "max_pool"]
+__all__ = ["mean_sum_params", "mean_or_sum", "prepare_mean_or_sum", "average_pool", "max_pool"]
 
 
 def mean_sum_params(input_scale: float, output_scale: float) -> tuple[int, int]:
@@ -47,6 +49,52 @@ def mean_or_sum(x: np.ndarray, axes: np.ndarray, *, input_zp: int, output_zp: in
     out = qu.multiply_by_quantized_multiplier(shifted, m, sh) + output_zp
     info = np.iinfo(x.dtype)
     return np.clip(out, info.min, info.max).astype(x.dtype)
+
+
+def prepare_mean_or_sum(shape: tuple[int, ...], dtype: np.dtype, axes: np.ndarray, *, input_zp: int,
+                        output_zp: int, multiplier: int, shift: int, keep_dims: bool, compute_sum: bool = False
+                        ) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`mean_or_sum` for inputs of one shape and constant axes: the axes, the element count and the
+    count-divided multiplier derived once, a call doing the sum and the requantisation (the same values).
+
+    The int32 accumulator wraps modulo 2**32 whatever the order of its terms: one wrap of the exact int64
+    sum minus ``input_zp * n``, skipped where ``n * max|x - zp|`` stays in the int32 range.
+
+    Args:
+        shape: the input's shape. dtype: int8 or int16.
+        axes: reduction axes (negative allowed, repeats ignored).
+        input_zp: input zero point. output_zp: output zero point.
+        multiplier: :func:`mean_sum_params`. shift: its shift.
+        keep_dims: keep reduced axes with extent 1.
+        compute_sum: SUM instead of MEAN.
+
+    Returns:
+        ``reduce(x) -> array`` of ``dtype``.
+    """
+    nd = len(shape)
+    ax = tuple(sorted({int(a) % nd for a in np.asarray(axes).reshape(-1)}))
+    n = int(np.prod([shape[a] for a in ax])) if ax else 1
+    m, sh = int(multiplier), int(shift)
+    if not compute_sum and n > 0:
+        k = min(n.bit_length() - 1, 32, 31 + sh)
+        m = qu.wrap(np.int64((m << k) // n), 32).item()
+        sh = sh - k
+    info = np.iinfo(dtype)
+    lo, hi, zp_n, ozp = int(info.min), int(info.max), int(input_zp) * n, int(output_zp)
+    wrap = n * (max(info.max - input_zp, input_zp - info.min)) >= 1 << 31
+
+    def reduce_(x: np.ndarray) -> np.ndarray:
+        acc = x.sum(axis=ax, keepdims=keep_dims, dtype=np.int64)
+        if type(acc) is not np.ndarray:  # a sum over every axis: a 0-d array, for the in-place steps
+            acc = np.array(acc)
+        if zp_n:
+            acc -= zp_n
+        r = qu.mbqm_inplace(qu.wrap32_inplace(acc) if wrap else acc, m, sh)
+        r += ozp
+        np.maximum(r, lo, out=r)
+        np.minimum(r, hi, out=r)
+        return r.astype(dtype)
+    return reduce_
 
 
 def _pool_windows(x: np.ndarray, k: tuple[int, int], stride: tuple[int, int], same: bool

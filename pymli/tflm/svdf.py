@@ -4,6 +4,7 @@ state, int32 bias, int8 output): ``EvalIntegerSvdfReference``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -11,7 +12,7 @@ from ..errors import MliError, Status
 from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
-__all__ = ["SvdfParams", "svdf_params", "svdf_int8"]
+__all__ = ["SvdfParams", "svdf_params", "svdf_int8", "prepare_svdf_int8"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,81 @@ def svdf_int8(x: np.ndarray, w_feature: np.ndarray, w_time: np.ndarray, bias: np
     acc = qu.wrap(acc, 32)
     out = qu.multiply_by_quantized_multiplier(acc, p.scale_2_multiplier, p.scale_2_shift) + p.output_zp
     return np.clip(out, -128, 127).astype(np.int8), new.astype(sd).reshape(state.shape)
+
+
+def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarray | None, p: SvdfParams, *,
+                      rank: int) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """:func:`svdf_int8` with constant weights and bias, prepared: the weights as int64 and their zero
+    point corrections derived once, a step only doing the arithmetic (the same values).
+
+    ``(x - input_zp) . w_feature`` is ``x . w_feature - input_zp * sum(w_feature)`` and the time
+    products ``(state - state_zp) . w_time`` are ``state . w_time - state_zp * sum(w_time)``: the
+    int32 sums wrap modulo 2**32 in C, which one wrap of the exact int64 sum gives as well (every
+    partial sum is below 2**50), and no wrap at all where the sums' bound stays in the int32 range.
+    The filter sums over ``rank`` and the bias then wrap once too.
+
+    Args:
+        w_feature: int8 (n_filter, n_input). w_time: int8 / int16 (n_filter, n_memory).
+        bias: int32 (n_filter / rank,) or None.
+        p: :func:`svdf_params`. rank: the op's rank.
+
+    Returns:
+        ``step(x, state) -> (output int8 (batch, n_unit), new state)``, as :func:`svdf_int8`.
+
+    Raises:
+        MliError: inconsistent shapes or types.
+    """
+    nf, n_in = w_feature.shape
+    nm = w_time.shape[1]
+    sd = w_time.dtype
+    if nf % rank or w_time.shape[0] != nf or sd not in (np.int8, np.int16):
+        raise MliError(Status.SHAPE_MISMATCH, f"SVDF wf {w_feature.shape} wt {w_time.shape}/{sd} rank {rank}")
+    wf_t = np.ascontiguousarray(w_feature.astype(np.int64).T)  # (n_in, nf)
+    feature_zp = p.input_zp * w_feature.astype(np.int64).sum(1)  # (nf,)
+    wt = w_time.astype(np.int64)
+    time_zp = p.state_zp * wt.sum(1)  # (nf,)
+    b = None if bias is None else bias.astype(np.int64)
+    if b is not None and rank == 1:  # the bias joins each filter's sum
+        time_zp = time_zp - b
+        b = None
+    bits = 8 * sd.itemsize
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    # bounds of the exact sums from the weights (|x - zp| <= 255, |state - zp| <= 2**bits - 1): wrap only
+    # what can leave the int32 range
+    wrap_dot = 255 * int(np.abs(w_feature.astype(np.int64)).sum(1).max(initial=0)) >= 1 << 31
+    unit = ((1 << bits) - 1) * np.abs(wt).sum(1).reshape(-1, rank).sum(1)
+    if bias is not None:
+        unit = unit + np.abs(bias.astype(np.int64))
+    wrap_acc = int(unit.max(initial=0)) + int(np.abs(time_zp).max(initial=0)) >= 1 << 31
+    m1, s1, m2, s2 = p.scale_1_multiplier, p.scale_1_shift, p.scale_2_multiplier, p.scale_2_shift
+    szp, ozp = p.state_zp, p.output_zp
+
+    def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if x.dtype != np.int8 or state.dtype != sd or x.shape[-1] != n_in:
+            raise MliError(Status.SHAPE_MISMATCH, f"SVDF x {x.shape}/{x.dtype} wf {w_feature.shape} "
+                           f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
+        nb = x.shape[0]
+        dot = x.astype(np.int64) @ wf_t
+        dot -= feature_zp
+        v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)
+        np.maximum(v, lo, out=v)
+        np.minimum(v, hi, out=v)
+        if szp:  # a C narrowing store of the column: the zero point can leave the state's range
+            v += szp - lo
+            v &= (1 << bits) - 1
+            v += lo
+        new = np.empty((nb, nf, nm), sd)
+        new[..., :-1] = state.reshape(nb, nf, nm)[..., 1:]
+        new[..., -1] = v
+        acc = np.einsum("bfm,fm->bf", new, wt, dtype=np.int64)
+        acc -= time_zp
+        if rank > 1:
+            acc = acc.reshape(nb, nf // rank, rank).sum(-1)
+        if b is not None:
+            acc += b
+        out = qu.mbqm_inplace(qu.wrap32_inplace(acc) if wrap_acc else acc, m2, s2)
+        out += ozp
+        np.maximum(out, -128, out=out)
+        np.minimum(out, 127, out=out)
+        return out.astype(np.int8), new.reshape(state.shape)
+    return step
