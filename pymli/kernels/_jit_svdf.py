@@ -28,7 +28,7 @@ def _wrap32(x):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT, inline="always")
 def _mbqm32(x, m, s):  # pragma: no cover - compiled
-    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` of ``x`` wrapped to int32, for shifts of at least -31 and non-negative multipliers
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` for shifts of at least -31 and non-negative multipliers
     below ``2**31`` (what ``QuantizeMultiplier`` gives a positive scale; the caller checks both)."""
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
@@ -73,7 +73,7 @@ def svdf_step(x, state, wf, feature_zp, wt, time_zp, bias, k):  # pragma: no cov
                 d = -feature_zp[f]
                 for i in range(n_in):
                     d += np.int64(x[b, i]) * wf[f, i]
-                v = _mbqm32(d, m1, s1)
+                v = _mbqm32(_wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
                 v = lo if v < lo else (hi if v > hi else v)
                 v = ((v + szp - lo) & mask) + lo  # the C narrowing store of v + state_zp
                 base = f * nm
@@ -85,7 +85,7 @@ def svdf_step(x, state, wf, feature_zp, wt, time_zp, bias, k):  # pragma: no cov
                 new[b, base + nm - 1] = v
                 t += v * wt[f, nm - 1]
                 acc += t
-            o = _mbqm32(acc, m2, s2) + ozp
+            o = _mbqm32(_wrap32(acc), m2, s2) + ozp
             out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
     return out, new
 
