@@ -40,50 +40,52 @@ def _mbqm32(x, m, s):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
-def svdf_step(x, state, wf, feature_zp, wt, time_zp, bias, k):  # pragma: no cover - compiled
-    """One SVDF step.
+def svdf_step(x, state, w, c):  # pragma: no cover - compiled
+    """One SVDF step (the constants in two flat arrays: fewer arguments for the dispatcher to check).
 
     Args:
         x: (B, n_input) int8 input.
         state: (B, n_filter * n_memory) int8 / int16 state before the step, row-major [filter][memory].
-        wf: (n_filter, n_input) int64 feature weights; feature_zp: (n_filter,) int64 ``input_zp * sum(wf)``.
-        wt: (n_filter, n_memory) int64 time weights; time_zp: (n_filter,) int64 ``state_zp * sum(wt)``
-            (less the bias where rank is 1).
-        bias: (n_filter / rank,) int64, added to each unit's sum (zeros when there is none or it is in
-            ``time_zp``).
-        k: (8,) int64: scale 1 multiplier and shift, scale 2 multiplier and shift, state zero point, output
-            zero point, the state type's minimum and maximum.
+        w: int64, the feature weights (n_filter, n_input) then the time weights (n_filter, n_memory),
+            row-major.
+        c: int64: scale 1 multiplier and shift, scale 2 multiplier and shift, state zero point, output zero
+            point, the state type's minimum and maximum, n_filter, n_memory, n_unit (= n_filter / rank), then
+            ``input_zp * sum(w_feature)`` (n_filter), ``state_zp * sum(w_time)`` (n_filter; less the bias where
+            rank is 1), the bias added to each unit's sum (n_unit; zeros when there is none or it is in the
+            previous part).
 
     Returns:
-        ``(output (B, n_filter / rank) int8, new state)`` (the state in a new array of its type).
+        ``(output (B, n_unit) int8, new state)`` (the state in a new array of its type).
     """
     nb, n_in = x.shape
-    nf, nm = wt.shape
-    nu = bias.shape[0]
+    m1, s1, m2, s2, szp, ozp, lo, hi = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+    nf, nm, nu = c[8], c[9], c[10]
     rank = nf // nu
-    m1, s1, m2, s2, szp, ozp, lo, hi = k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]
     mask = hi - lo  # 2**bits - 1
+    fz, tz, bz = 11, 11 + nf, 11 + 2 * nf  # offsets in c
+    wt0 = nf * n_in  # offset of the time weights in w
+    n = nf * nm
     new = np.empty_like(state)
     out = np.empty((nb, nu), np.int8)
     for b in range(nb):
+        for j in range(n - 1):  # the shift towards the past (each filter's newest column written below)
+            new[b, j] = state[b, j + 1]
+        for f in range(nf):
+            d = -c[fz + f]
+            o = f * n_in
+            for i in range(n_in):
+                d += np.int64(x[b, i]) * w[o + i]
+            v = _mbqm32(_wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
+            v = lo if v < lo else (hi if v > hi else v)
+            new[b, f * nm + nm - 1] = ((v + szp - lo) & mask) + lo  # the C narrowing store of v + state_zp
         for u in range(nu):
-            acc = bias[u]
+            acc = c[bz + u]
             for r in range(rank):
                 f = u * rank + r
-                d = -feature_zp[f]
-                for i in range(n_in):
-                    d += np.int64(x[b, i]) * wf[f, i]
-                v = _mbqm32(_wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
-                v = lo if v < lo else (hi if v > hi else v)
-                v = ((v + szp - lo) & mask) + lo  # the C narrowing store of v + state_zp
+                t = -c[tz + f]
                 base = f * nm
-                t = -time_zp[f]
-                for m in range(nm - 1):
-                    sv = state[b, base + m + 1]
-                    new[b, base + m] = sv
-                    t += np.int64(sv) * wt[f, m]
-                new[b, base + nm - 1] = v
-                t += v * wt[f, nm - 1]
+                for m in range(nm):
+                    t += np.int64(new[b, base + m]) * w[wt0 + base + m]
                 acc += t
             o = _mbqm32(_wrap32(acc), m2, s2) + ozp
             out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
@@ -93,8 +95,6 @@ def svdf_step(x, state, wf, feature_zp, wt, time_zp, bias, k):  # pragma: no cov
 def warm_up() -> None:
     """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.svdf` passes: int8 input,
     int8 and int16 state."""
-    k = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127], np.int64)
-    z = np.zeros(1, np.int64)
+    c = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127, 1, 2, 1, 0, 0, 0], np.int64)
     for sd in (np.int8, np.int16):
-        svdf_step(np.zeros((1, 1), np.int8), np.zeros((1, 2), sd), np.zeros((1, 1), np.int64), z,
-                  np.zeros((1, 2), np.int64), z, z, k)
+        svdf_step(np.zeros((1, 1), np.int8), np.zeros((1, 2), sd), np.zeros(3, np.int64), c)

@@ -151,10 +151,9 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     szp, ozp = p.state_zp, p.output_zp
     # the compiled step's operands (its _mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
     jit_ok = min(m1, m2) >= 0 and max(m1, m2) < 1 << 31 and min(s1, s2) >= -31
-    jit_args = (np.ascontiguousarray(w_feature, np.int64), np.ascontiguousarray(feature_zp, np.int64),
-                np.ascontiguousarray(wt), np.ascontiguousarray(time_zp, np.int64),
-                np.zeros(nf // rank, np.int64) if b is None else np.ascontiguousarray(b),
-                np.array([m1, s1, m2, s2, szp, ozp, lo, hi], np.int64))
+    jit_args = (np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()]),
+                np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
+                                np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if x.dtype != np.int8 or state.dtype != sd or x.shape[-1] != n_in:
