@@ -15,6 +15,8 @@ from .quant_util import quantize_multiplier
 
 __all__ = ["SvdfParams", "svdf_params", "svdf_int8", "prepare_svdf_int8"]
 
+_INT8 = np.dtype(np.int8)
+
 
 @dataclass(frozen=True)
 class SvdfParams:
@@ -156,14 +158,16 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
                                 np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if x.dtype != np.int8 or state.dtype != sd or x.shape[-1] != n_in:
+        if x.dtype != _INT8 or state.dtype != sd or x.shape[-1] != n_in:
             raise MliError(Status.SHAPE_MISMATCH, f"SVDF x {x.shape}/{x.dtype} wf {w_feature.shape} "
                            f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
         nb = x.shape[0]
         jit = _jit.compiled("_jit_svdf") if jit_ok else None
         if jit is not None:
-            out, new = jit.svdf_step(x.reshape(nb, n_in), state.reshape(nb, nf * nm), *jit_args)
-            return out, new.reshape(state.shape)
+            # the state's reshape also checks its size (the compiled step does not check bounds)
+            out, new = jit.svdf_step(x if x.ndim == 2 else x.reshape(nb, n_in), state.reshape(nb, nf * nm),
+                                     *jit_args)
+            return out, new if state.ndim == 2 else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
         v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)

@@ -91,7 +91,10 @@ def test_compiled_step_matches_numpy(platform: object, sd: type, seed: int) -> N
 @pytest.mark.parametrize("seed", range(8))
 def test_compiled_step_extremes(sd: type, seed: int) -> None:
     rng = np.random.default_rng([100 + seed, np.dtype(sd).itemsize])
-    _check(_case(rng, sd, extreme=True))
+    wf, wt, bias, p, rank, xs, state = _case(rng, sd, extreme=True)
+    if seed % 2:  # a state of another shape (the same size): the new state keeps it
+        state = state.reshape(state.shape[0], wt.shape[0], wt.shape[1])
+    _check((wf, wt, bias, p, rank, xs, state))
 
 
 @needs_jit
@@ -125,3 +128,5 @@ def test_compiled_step_rejects_bad_input() -> None:
     step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
     with pytest.raises(svdf.MliError):
         step(xs[0], state.astype(np.int16))
+    with pytest.raises(ValueError):  # a state of the wrong size (the compiled step does not check bounds)
+        step(xs[0], state[:, 1:])
