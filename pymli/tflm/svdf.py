@@ -9,10 +9,13 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MliError, Status
+from ..kernels import _jit
 from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
 __all__ = ["SvdfParams", "svdf_params", "svdf_int8", "prepare_svdf_int8"]
+
+_INT8 = np.dtype(np.int8)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,10 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     products ``(state - state_zp) . w_time`` are ``state . w_time - state_zp * sum(w_time)``: the
     int32 sums wrap modulo 2**32 in C, which one wrap of the exact int64 sum gives as well (every
     partial sum is below 2**50), and no wrap at all where the sums' bound stays in the int32 range.
-    The filter sums over ``rank`` and the bias then wrap once too.
+    The filter sums over ``rank`` and the bias then wrap once too. When the JIT is on
+    (:func:`pymli.kernels._jit.enabled` at the step's call) the step is one compiled call
+    (:func:`pymli.kernels._jit_svdf.svdf_step`, the same values) for multipliers and shifts as
+    ``QuantizeMultiplier`` gives positive scales.
 
     Args:
         w_feature: int8 (n_filter, n_input). w_time: int8 / int16 (n_filter, n_memory).
@@ -145,12 +151,23 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     wrap_acc = int(unit.max(initial=0)) + int(np.abs(time_zp).max(initial=0)) >= 1 << 31
     m1, s1, m2, s2 = p.scale_1_multiplier, p.scale_1_shift, p.scale_2_multiplier, p.scale_2_shift
     szp, ozp = p.state_zp, p.output_zp
+    # the compiled step's operands (its _mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
+    jit_ok = min(m1, m2) >= 0 and max(m1, m2) < 1 << 31 and min(s1, s2) >= -31
+    jit_args = (np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()]),
+                np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
+                                np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if x.dtype != np.int8 or state.dtype != sd or x.shape[-1] != n_in:
+        if x.dtype != _INT8 or state.dtype != sd or x.shape[-1] != n_in:
             raise MliError(Status.SHAPE_MISMATCH, f"SVDF x {x.shape}/{x.dtype} wf {w_feature.shape} "
                            f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
         nb = x.shape[0]
+        jit = _jit.compiled("_jit_svdf") if jit_ok else None
+        if jit is not None:
+            # the state's reshape also checks its size (the compiled step does not check bounds)
+            out, new = jit.svdf_step(x if x.ndim == 2 else x.reshape(nb, n_in), state.reshape(nb, nf * nm),
+                                     *jit_args)
+            return out, new if state.ndim == 2 else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
         v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)

@@ -1,0 +1,100 @@
+"""numba-compiled step of TFLM's integer SVDF (the prepared step of :func:`pymli.tflm.svdf.prepare_svdf_int8`),
+loaded through :func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency).
+
+Like :mod:`pymli.kernels._jit_lstm`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call does
+the whole step: the feature products with their zero point correction, ``MultiplyByQuantizedMultiplier``, the
+clamp to the state's type and the narrowing store of ``+ state_zp``, the state's shift towards the past, the
+time products with their zero point correction, the sum over ``rank``, the bias, the requantisation, the
+output zero point and the int8 clamp. Every sum is exact in int64 (``|x - zp| <= 255`` times int8 weights
+over the inputs, ``|state - zp| < 2**16`` times int16 weights over the memory) and wraps once to int32, as
+the C code's int32 sums wrap (modulo ``2**32``). The NumPy step computes the same values
+(tests/tflm/test_svdf_jit.py).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["svdf_step", "warm_up"]
+
+_JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
+
+
+@numba.njit(**_JIT, inline="always")
+def _wrap32(x):  # pragma: no cover - compiled
+    return ((x + np.int64(1 << 31)) & np.int64(0xFFFFFFFF)) - np.int64(1 << 31)
+
+
+@numba.njit(**_JIT, inline="always")
+def _mbqm32(x, m, s):  # pragma: no cover - compiled
+    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` for shifts of at least -31 and non-negative multipliers
+    below ``2**31`` (what ``QuantizeMultiplier`` gives a positive scale; the caller checks both)."""
+    left = s if s > 0 else np.int64(0)
+    right = -s if s < 0 else np.int64(0)
+    a = _wrap32(x << left)
+    p = (a * m + np.int64(1 << 30)) >> np.int64(31)
+    if right == 0:
+        return p
+    return (p + ((np.int64(1) << (right - 1)) - (np.int64(1) if p < 0 else np.int64(0)))) >> right
+
+
+@numba.njit(**_JIT)
+def svdf_step(x, state, w, c):  # pragma: no cover - compiled
+    """One SVDF step (the constants in two flat arrays: fewer arguments for the dispatcher to check).
+
+    Args:
+        x: (B, n_input) int8 input.
+        state: (B, n_filter * n_memory) int8 / int16 state before the step, row-major [filter][memory].
+        w: int64, the feature weights (n_filter, n_input) then the time weights (n_filter, n_memory),
+            row-major.
+        c: int64: scale 1 multiplier and shift, scale 2 multiplier and shift, state zero point, output zero
+            point, the state type's minimum and maximum, n_filter, n_memory, n_unit (= n_filter / rank), then
+            ``input_zp * sum(w_feature)`` (n_filter), ``state_zp * sum(w_time)`` (n_filter; less the bias where
+            rank is 1), the bias added to each unit's sum (n_unit; zeros when there is none or it is in the
+            previous part).
+
+    Returns:
+        ``(output (B, n_unit) int8, new state)`` (the state in a new array of its type).
+    """
+    nb, n_in = x.shape
+    m1, s1, m2, s2, szp, ozp, lo, hi = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
+    nf, nm, nu = c[8], c[9], c[10]
+    rank = nf // nu
+    mask = hi - lo  # 2**bits - 1
+    fz, tz, bz = 11, 11 + nf, 11 + 2 * nf  # offsets in c
+    wt0 = nf * n_in  # offset of the time weights in w
+    n = nf * nm
+    new = np.empty_like(state)
+    out = np.empty((nb, nu), np.int8)
+    for b in range(nb):
+        for j in range(n - 1):  # the shift towards the past (each filter's newest column written below)
+            new[b, j] = state[b, j + 1]
+        for f in range(nf):
+            d = -c[fz + f]
+            o = f * n_in
+            for i in range(n_in):
+                d += np.int64(x[b, i]) * w[o + i]
+            v = _mbqm32(_wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
+            v = lo if v < lo else (hi if v > hi else v)
+            new[b, f * nm + nm - 1] = ((v + szp - lo) & mask) + lo  # the C narrowing store of v + state_zp
+        for u in range(nu):
+            acc = c[bz + u]
+            for r in range(rank):
+                f = u * rank + r
+                t = -c[tz + f]
+                base = f * nm
+                for m in range(nm):
+                    t += np.int64(new[b, base + m]) * w[wt0 + base + m]
+                acc += t
+            o = _mbqm32(_wrap32(acc), m2, s2) + ozp
+            out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
+    return out, new
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.svdf` passes: int8 input,
+    int8 and int16 state."""
+    c = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127, 1, 2, 1, 0, 0, 0], np.int64)
+    for sd in (np.int8, np.int16):
+        svdf_step(np.zeros((1, 1), np.int8), np.zeros((1, 2), sd), np.zeros(3, np.int64), c)
