@@ -17,24 +17,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["lstm_steps", "warm_up"]
+__all__ = ["lstm_steps", "mbqm32", "warm_up", "wrap32"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
 @numba.njit(**_JIT, inline="always")
-def _wrap32(x):  # pragma: no cover - compiled
+def wrap32(x):  # pragma: no cover - compiled
+    """``x`` (int64) wrapped to int32 as C's narrowing store does (two's complement)."""
     return ((x + np.int64(1 << 31)) & np.int64(0xFFFFFFFF)) - np.int64(1 << 31)
 
 
 @numba.njit(**_JIT, inline="always")
-def _mbqm32(x, m, s):  # pragma: no cover - compiled
+def mbqm32(x, m, s):  # pragma: no cover - compiled
     """``MultiplyByQuantizedMultiplier(int32 x, m, s)``
     (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier`) for shifts of at least -31
     (``QuantizeMultiplier`` flushes smaller factors to ``(0, 0)``) and non-negative multipliers (positive
     scales: SRDHM's saturating case, both operands ``-2**31``, does not arise; the caller checks both)."""
     left = s if s > 0 else np.int64(0)
     right = -s if s < 0 else np.int64(0)
-    a = _wrap32(x << left)
+    a = wrap32(x << left)
     p = (a * m + np.int64(1 << 30)) >> np.int64(31)
     if right == 0:
         return p
@@ -47,7 +48,7 @@ def _mbqm64(x, m, s):  # pragma: no cover - compiled
     (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier_int64`)."""
     red = (m + np.int64(1 << 15)) >> np.int64(16) if m < np.int64(0x7FFF0000) else np.int64(0x7FFF)
     total = np.int64(15) - s
-    return _wrap32((x * red + (np.int64(1) << (total - 1))) >> total)
+    return wrap32((x * red + (np.int64(1) << (total - 1))) >> total)
 
 
 @numba.njit(**_JIT, inline="always")
@@ -100,8 +101,8 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
                         r = _mbqm64(a, m_rec[j], s_rec[j])
                         r_in = _mbqm64(a_in, m_in[j], s_in[j])
                     else:
-                        r = _mbqm32(_wrap32(a), m_rec[j], s_rec[j])
-                        r_in = _mbqm32(_wrap32(a_in), m_in[j], s_in[j])
+                        r = mbqm32(wrap32(a), m_rec[j], s_rec[j])
+                        r_in = mbqm32(wrap32(a_in), m_in[j], s_in[j])
                     v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
                                + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
                     if gate == 0:
@@ -112,14 +113,14 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
                         gg = np.int64(tanh_t[v & 0xFFFF]) if cell_tanh else np.int64(sig_t[v & 0xFFFF])
                     else:
                         go = np.int64(sig_t[v & 0xFFFF])
-                cv = _clamp(_mbqm32(gf * c[b, u], fm, fs), np.int64(-32768), np.int64(32767))
-                cv = _clamp(cv + _clamp(_mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
+                cv = _clamp(mbqm32(gf * c[b, u], fm, fs), np.int64(-32768), np.int64(32767))
+                cv = _clamp(cv + _clamp(mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
                             np.int64(-32768), np.int64(32767))
                 if clip > 0:
                     cv = _clamp(cv, -clip, clip)
                 c[b, u] = cv
                 tc = np.int64(ctanh_t[cv & 0xFFFF])
-                out[t, b, u] = _clamp(_mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
+                out[t, b, u] = _clamp(mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
             for u in range(ns):
                 h[b, u] = out[t, b, u]
 

@@ -16,27 +16,11 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._jit_lstm import mbqm32, wrap32  # TFLM's fixed-point steps, shared by the compiled TFLM loops
+
 __all__ = ["svdf_step", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
-
-
-@numba.njit(**_JIT, inline="always")
-def _wrap32(x):  # pragma: no cover - compiled
-    return ((x + np.int64(1 << 31)) & np.int64(0xFFFFFFFF)) - np.int64(1 << 31)
-
-
-@numba.njit(**_JIT, inline="always")
-def _mbqm32(x, m, s):  # pragma: no cover - compiled
-    """``MultiplyByQuantizedMultiplier(int32 x, m, s)`` for shifts of at least -31 and non-negative multipliers
-    below ``2**31`` (what ``QuantizeMultiplier`` gives a positive scale; the caller checks both)."""
-    left = s if s > 0 else np.int64(0)
-    right = -s if s < 0 else np.int64(0)
-    a = _wrap32(x << left)
-    p = (a * m + np.int64(1 << 30)) >> np.int64(31)
-    if right == 0:
-        return p
-    return (p + ((np.int64(1) << (right - 1)) - (np.int64(1) if p < 0 else np.int64(0)))) >> right
 
 
 @numba.njit(**_JIT)
@@ -75,7 +59,7 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
             o = f * n_in
             for i in range(n_in):
                 d += np.int64(x[b, i]) * w[o + i]
-            v = _mbqm32(_wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
+            v = mbqm32(wrap32(d), m1, s1)  # wrapped before the left shift: no int64 overflow
             v = lo if v < lo else (hi if v > hi else v)
             new[b, f * nm + nm - 1] = ((v + szp - lo) & mask) + lo  # the C narrowing store of v + state_zp
         for u in range(nu):
@@ -87,7 +71,7 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
                 for m in range(nm):
                     t += np.int64(new[b, base + m]) * w[wt0 + base + m]
                 acc += t
-            o = _mbqm32(_wrap32(acc), m2, s2) + ozp
+            o = mbqm32(wrap32(acc), m2, s2) + ozp
             out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
     return out, new
 

@@ -157,11 +157,7 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
         a = t1 if const1 is not None else np.take(t1, x1.view(index))
         b = t2 if const2 is not None else np.take(t2, x2.view(index))
         raw = np.subtract(a, b) if sub else np.add(a, b)
-        r = qu.mbqm_inplace(qu.wrap32_inplace(raw) if wrap else raw, mo, so)
-        r += zo
-        np.maximum(r, lo, out=r)
-        np.minimum(r, hi, out=r)
-        return r.astype(dt)
+        return qu.requantize_clamp(raw, mo, so, zo, lo, hi, dt, wrap)
     return add_sub_
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "saturate",
     "wrap32_inplace",
     "mbqm_inplace",
+    "requantize_clamp",
 ]
 
 ArrayLike = npt.ArrayLike
@@ -364,3 +365,24 @@ def mbqm_inplace(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
         x += (1 << (right - 1)) - (x < 0)
         x >>= right
     return x
+
+
+def requantize_clamp(acc: np.ndarray, multiplier: int, shift: int, zero_point: int, lo: int, hi: int,
+                     dtype: np.dtype | type, wrap: bool) -> np.ndarray:
+    """The output stage of TFLM's integer kernels: ``acc`` (int64 array of sums, overwritten) through
+    :func:`mbqm_inplace` (after a wrap to int32 where the sums may leave it), plus the output zero
+    point, clamped to ``[lo, hi]``, cast to ``dtype``.
+
+    Args:
+        acc: int64 sums. multiplier, shift: the output's quantised multiplier.
+        zero_point: output zero point. lo, hi: the activation range. dtype: the output type.
+        wrap: whether ``acc`` may hold values beyond int32 (C's int32 accumulator wraps them).
+
+    Returns:
+        the output values in ``dtype``.
+    """
+    r = mbqm_inplace(wrap32_inplace(acc) if wrap else acc, multiplier, shift)
+    r += zero_point
+    np.maximum(r, lo, out=r)
+    np.minimum(r, hi, out=r)
+    return r.astype(dtype)

@@ -89,11 +89,7 @@ def prepare_mean_or_sum(shape: tuple[int, ...], dtype: np.dtype, axes: np.ndarra
             acc = np.array(acc)
         if zp_n:
             acc -= zp_n
-        r = qu.mbqm_inplace(qu.wrap32_inplace(acc) if wrap else acc, m, sh)
-        r += ozp
-        np.maximum(r, lo, out=r)
-        np.minimum(r, hi, out=r)
-        return r.astype(dtype)
+        return qu.requantize_clamp(acc, m, sh, ozp, lo, hi, dtype, wrap)
     return reduce_
 
 

@@ -151,7 +151,7 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     wrap_acc = int(unit.max(initial=0)) + int(np.abs(time_zp).max(initial=0)) >= 1 << 31
     m1, s1, m2, s2 = p.scale_1_multiplier, p.scale_1_shift, p.scale_2_multiplier, p.scale_2_shift
     szp, ozp = p.state_zp, p.output_zp
-    # the compiled step's operands (its _mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
+    # the compiled step's operands (its mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
     jit_ok = min(m1, m2) >= 0 and max(m1, m2) < 1 << 31 and min(s1, s2) >= -31
     jit_args = (np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()]),
                 np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
