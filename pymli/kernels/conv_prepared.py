@@ -39,10 +39,12 @@ from .convolution import (
     container_bound,
     conv2d_hwcn,
     depthwise_conv2d_hwcn,
+    group_conv2d_hwcn,
 )
 from .fully_connected import prepare_fc
 
-__all__ = ["FusedLayer", "PreparedConv", "prepare_conv", "TINY_CONSTANTS", "TINY_MACS"]
+__all__ = ["FusedLayer", "PreparedConv", "PreparedGroupConv", "prepare_conv", "prepare_group_conv", "TINY_CONSTANTS",
+           "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
@@ -628,3 +630,103 @@ def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int
     """
     return PreparedConv(w, bias, q, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, bounds=bounds,
                         depthwise=depthwise, out_dtype=out_dtype)
+
+
+class PreparedGroupConv:
+    """A group convolution of fixed weights, bias, parameters and geometry: ``prepared(x)`` returns the
+    values of :func:`group_conv2d_hwcn` on ``x``, bit for bit, with the output container's dtype.
+
+    Built by :func:`prepare_group_conv`. Groups of one input channel (a TFLite depthwise layer with a
+    channel multiplier ``m``: weights (Kh, Kw, 1, C * m), output channel ``o`` reading input channel
+    ``o // m``) are a depthwise convolution of the input with each channel repeated ``m`` times: output
+    channel ``o``'s sum runs over the same taps of the same input values times the same weights, and
+    its output stage (bias, per-channel scale, clamp) is the same, so a :class:`PreparedConv`
+    depthwise layer (its compiled single-shape form with the JIT on) computes it on the input gathered
+    along the channels. Other groupings, and inputs whose channel count does not divide the output
+    channels, call the plain kernel.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                 dilation: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int],
+                 bounds: tuple[int, int], out_dtype: np.dtype | type) -> None:
+        self._w = np.array(w)  # own copies: a caller may rewrite its buffers later
+        self._w.flags.writeable = False  # constant: the plain kernel may memoise its working copies
+        self._bias = np.array(bias)
+        self._q, self._dtype = q, np.dtype(out_dtype)
+        self._kw = {"stride": tuple(stride), "dilation": tuple(dilation), "pad": tuple(pad),
+                    "out_hw": tuple(out_hw), "bounds": (int(bounds[0]), int(bounds[1]))}
+        self._dw = None if self._w.shape[2] != 1 else PreparedConv(
+            self._w, self._bias, q, **self._kw, depthwise=True, out_dtype=self._dtype)  # type: ignore[arg-type]
+        self._idx: dict[int, np.ndarray | None] = {}  # per input channel count: the gather, or None
+
+    def _gather(self, c: int) -> np.ndarray | None:
+        """The input channel of each output channel for inputs of ``c`` channels, or None (plain kernel)."""
+        if c in self._idx:
+            return self._idx[c]
+        n = self._w.shape[3]
+        idx = None
+        if self._dw is not None and c and n % c == 0:
+            idx = np.repeat(np.arange(c), n // c)
+        if len(self._idx) >= 8:  # a few channel counts at most: keep memory bounded
+            self._idx.clear()
+        self._idx[c] = idx
+        return idx
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (H, W, C) or (N, H, W, C) container integers.
+
+        Returns:
+            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
+        """
+        x = np.asarray(x)
+        idx = self._gather(x.shape[-1]) if x.ndim in (3, 4) else None
+        if idx is not None:
+            return self._dw(x.take(idx, axis=-1))  # type: ignore[misc]
+        r = group_conv2d_hwcn(x, self._w, self._bias, self._q, **self._kw)  # type: ignore[arg-type]
+        return r.astype(self._dtype, copy=False)
+
+    def single(self, shape: tuple[int, ...], dtype: np.dtype | type) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The layer for repeated calls on inputs of one shape and dtype (a model's step): ``f(x)``
+        returns what ``self(x)`` returns (the channel gather, then the depthwise layer's
+        :meth:`PreparedConv.single` form).
+
+        Args:
+            shape: the input's shape. dtype: its dtype.
+
+        Returns:
+            ``f``, or None where there is no such form (groups of several channels, the JIT off).
+        """
+        shape = tuple(shape)
+        idx = self._gather(shape[-1]) if len(shape) in (3, 4) else None
+        if idx is None:
+            return None
+        dw = self._dw.single(shape[:-1] + (idx.size,), dtype)  # type: ignore[union-attr]
+        if dw is None:
+            return None
+        take = np.take
+
+        def run(x: np.ndarray) -> np.ndarray:
+            return dw(take(x, idx, axis=-1))
+        return run
+
+
+def prepare_group_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int] = (1, 1),
+                       dilation: tuple[int, int] = (1, 1), pad: tuple[int, int] = (0, 0),
+                       out_hw: tuple[int, int], bounds: tuple[int, int],
+                       out_dtype: np.dtype | type = I64) -> PreparedGroupConv:
+    """:func:`group_conv2d_hwcn` with weights, bias, parameters and geometry fixed: a callable of the input.
+
+    Args:
+        w: (Kh, Kw, C // groups, N) weights (the groups follow from the input's C at each call).
+        bias, q, stride, dilation, pad, out_hw, bounds: as for :func:`conv2d_hwcn` (copied).
+        out_dtype: dtype of the returned values (e.g. the output container's).
+
+    Returns:
+        A :class:`PreparedGroupConv`: ``f(x)`` equals the plain kernel's values on ``x`` as ``out_dtype``,
+        under the platform in force at the call.
+    """
+    return PreparedGroupConv(w, bias, q, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, bounds=bounds,
+                             out_dtype=out_dtype)

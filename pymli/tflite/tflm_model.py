@@ -39,7 +39,7 @@ from ..errors import MliError, Status
 from ..kernels import _jit
 from ..kernels import convolution as K
 from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
-from ..kernels.conv_prepared import prepare_conv
+from ..kernels.conv_prepared import prepare_conv, prepare_group_conv
 from ..kernels.eltwise import eltwise_sa8
 from ..kernels.fully_connected import prepare_fc, prepare_pointwise
 from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
@@ -495,12 +495,13 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
             return layer(x)  # a leading batch axis: each image computed exactly as alone
         conv.single = layer.single  # type: ignore[attr-defined]  # for _OffloadedStep._direct
         return conv
-    kern = K.group_conv2d_hwcn
+    group = prepare_group_conv(wt, bias, qc, **geo, out_dtype=np.int8)  # type: ignore[arg-type]
 
     def convs(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray:
         # MLI has no batch axis (arc_mli's glue calls the kernel once per row); the kernels take a
         # leading batch axis, each image computed exactly as alone
-        return kern(x, wt, bias, qc, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
+        return group(x)
+    convs.single = group.single  # type: ignore[attr-defined]  # for _OffloadedStep._direct
     return convs
 
 
