@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pymli.config import use_platform
+from pymli.kernels import _jit
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
 from pymli.tflm import activations as A
 from pymli.tflm import quant_util as qu
@@ -370,3 +371,33 @@ def test_mbqm_inplace_ties() -> None:
     for m in (2**30 + 1, 2**30 + 12345, 2**31 - 1, 2**30, 1234567):
         for s in (-1, -2, -3, -5, 0, 2):
             assert np.array_equal(qu.mbqm_inplace(x.copy(), m, s), qu.multiply_by_quantized_multiplier(x, m, s)), (m, s)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_requantize_clamp_compiled_equals_numpy(seed: int) -> None:
+    """The compiled output stage (JIT on) against the NumPy one (JIT off): random and tie-dense sums, sums
+    beyond int32 (wrapped), every output type, a 0-d and a non-contiguous accumulator."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: only the NumPy stage exists")
+    rng = np.random.default_rng(1000 + seed)
+    accs = [rng.integers(-(2**40), 2**40, size=(3, 37)), rng.integers(-(2**31), 2**31, size=101),
+            np.arange(-70000, 70000, dtype=np.int64), np.array(rng.integers(-(2**31), 2**31)),
+            rng.integers(-(2**20), 2**20, size=(9, 8))[:, ::3]]
+    accs[1][:5] = [-(2**31), 2**31 - 1, -1, 0, 1]
+    cases = [(int(rng.integers(2**30, 2**31)), int(rng.integers(-31, 8))) for _ in range(12)]
+    cases += [(2**31 - 1, -31), (2**30, 0), (2**30 + 1, -1), (0, 0), (1234567, -3), (2**31 - 1, 2)]
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        for acc in accs:
+            acc = np.asarray(acc, np.int64)
+            for m, s in cases:
+                zp, lo, hi = int(rng.integers(-5, 6)), int(info.min) + int(rng.integers(0, 3)), int(info.max)
+                got = []
+                for on in (True, False):
+                    prev = _jit.set_enabled(on)
+                    try:
+                        got.append(qu.requantize_clamp(acc.copy(), m, s, zp, lo, hi, dt, True))
+                    finally:
+                        _jit.set_enabled(prev)
+                assert got[0].dtype == got[1].dtype == dt and got[0].shape == got[1].shape == acc.shape
+                assert np.array_equal(got[0], got[1]), (dt, m, s, zp)
