@@ -1,5 +1,5 @@
 """numba-compiled output stage of TFLM's integer kernels (:func:`pymli.tflm.quant_util.requantize_clamp`: the
-prepared ADD / SUB and MEAN / SUM steps), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
+prepared ADD / SUB and MEAN / SUM steps; the whole int16 ADD / SUB step as :func:`add_sub16`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
 is installed: an optional dependency).
 
 Like :mod:`pymli.kernels._jit_svdf`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call
@@ -16,7 +16,7 @@ import numpy as np
 
 from ._jit_lstm import mbqm32, wrap32
 
-__all__ = ["requantize_clamp", "warm_up"]
+__all__ = ["requantize_clamp", "add_sub16", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -35,8 +35,32 @@ def requantize_clamp(acc, out, m, s, zp, lo, hi):  # pragma: no cover - compiled
         out[i] = lo if v < lo else (hi if v > hi else v)
 
 
+@numba.njit(**_JIT)
+def add_sub16(x1, x2, t1, t2, out, sub, m, s, zp, lo, hi):  # pragma: no cover - compiled
+    """The prepared int16 ADD / SUB step of :func:`pymli.tflm.elementwise.prepare_add_sub` for inputs of one
+    size (no broadcasting): each input's rescaled value from its table (indexed by the input's bits as
+    uint16, or the table itself, element by element, for a constant input), their sum or difference, then
+    :func:`requantize_clamp`'s stage.
+
+    Args:
+        x1, x2: 1-D uint16 views of the int16 inputs (a constant input's: ignored, any 1-D uint16 array).
+        t1, t2: 1-D int64 tables: 65536 rescaled values, or a constant input's rescaled values (as many as
+            ``out``; the caller passes ``x1`` / ``x2`` of length 0 to say so).
+        out: 1-D int16 output, written. sub: subtract. m, s, zp, lo, hi: as :func:`requantize_clamp`.
+    """
+    c1, c2 = x1.shape[0] == 0, x2.shape[0] == 0
+    for i in range(out.shape[0]):
+        a = t1[i] if c1 else t1[x1[i]]
+        b = t2[i] if c2 else t2[x2[i]]
+        v = mbqm32(wrap32(a - b if sub else a + b), m, s) + zp
+        out[i] = lo if v < lo else (hi if v > hi else v)
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the output types :mod:`pymli.tflm.quant_util` passes: int8, int16,
     int32."""
     for dt in (np.int8, np.int16, np.int32):
         requantize_clamp(np.zeros(1, np.int64), np.zeros(1, dt), 1 << 30, 0, 0, -128, 127)
+    t = np.zeros(1 << 16, np.int64)
+    add_sub16(np.zeros(1, np.uint16), np.zeros(1, np.uint16), t, t, np.zeros(1, np.int16), True, 1 << 30, 0, 0,
+              -128, 127)

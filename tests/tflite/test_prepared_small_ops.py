@@ -401,3 +401,39 @@ def test_requantize_clamp_compiled_equals_numpy(seed: int) -> None:
                         _jit.set_enabled(prev)
                 assert got[0].dtype == got[1].dtype == dt and got[0].shape == got[1].shape == acc.shape
                 assert np.array_equal(got[0], got[1]), (dt, m, s, zp)
+
+
+@pytest.mark.parametrize("sub", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_prepared_add_sub16_compiled_equals_numpy_and_kernel(sub: bool, seed: int) -> None:
+    """The int16 ADD / SUB step as one compiled call (JIT on) against the NumPy step (JIT off) and
+    :func:`elementwise.add_sub`: inputs of one shape (the compiled case), a constant of that shape, a
+    broadcast one (the NumPy step), a non-contiguous input, an empty one, both platforms."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: only the NumPy step exists")
+    rng = np.random.default_rng(1100 + seed)
+    shape = tuple(int(n) for n in rng.integers(1, 9, size=int(rng.integers(1, 5))))
+    sc = [float(10 ** rng.uniform(-4, -1)) for _ in range(3)]
+    p = elementwise.add_sub_params(sc[0], 0, sc[1], 0, sc[2], 0, int16=True, sub=sub)
+    lo, hi = (0, 32767) if seed % 2 else (-32768, 32767)
+    odd = _extremes(rng, shape[:-1] + (2 * shape[-1],), np.int16)[..., ::2]
+    cases = [(None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape, np.int16)),
+             (_extremes(rng, shape, np.int16), None, None, odd),
+             (None, _extremes(rng, shape, np.int16), odd, None),
+             (None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape[-1:], np.int16)),
+             (None, None, np.zeros((0, 3), np.int16), np.zeros((0, 3), np.int16))]
+    for c1, c2, x1, x2 in cases:
+        a = c1 if c1 is not None else x1
+        b = c2 if c2 is not None else x2
+        want = elementwise.add_sub(a, b, p, act_min=lo, act_max=hi, sub=sub)
+        for k, on in enumerate((True, False)):
+            prev = _jit.set_enabled(on)
+            try:
+                with use_platform(PLATFORMS[(seed + k) % 2]):
+                    f = elementwise.prepare_add_sub(p, np.int16, act_min=lo, act_max=hi, sub=sub, const1=c1,
+                                                    const2=c2)
+                    assert f is not None
+                    got = f(a, b)
+            finally:
+                _jit.set_enabled(prev)
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (on, k)
