@@ -37,21 +37,24 @@ def requantize_clamp(acc, out, m, s, zp, lo, hi):  # pragma: no cover - compiled
 
 @numba.njit(**_JIT)
 def add_sub16(x1, x2, t1, t2, out, sub, m, s, zp, lo, hi):  # pragma: no cover - compiled
-    """The prepared int16 ADD / SUB step of :func:`pymli.tflm.elementwise.prepare_add_sub` for inputs of one
-    size (no broadcasting): each input's rescaled value from its table (indexed by the input's bits as
-    uint16, or the table itself, element by element, for a constant input), their sum or difference, then
+    """The prepared int16 ADD / SUB step of :func:`pymli.tflm.elementwise.prepare_add_sub` for inputs that
+    repeat along the output's leading axes only (element ``i`` of the row-major output takes element
+    ``i % size`` of each): each input's rescaled value from its table (indexed by the input's bits as
+    uint16), or a constant input's own rescaled values, their sum or difference, then
     :func:`requantize_clamp`'s stage.
 
     Args:
-        x1, x2: 1-D uint16 views of the int16 inputs (a constant input's: ignored, any 1-D uint16 array).
-        t1, t2: 1-D int64 tables: 65536 rescaled values, or a constant input's rescaled values (as many as
-            ``out``; the caller passes ``x1`` / ``x2`` of length 0 to say so).
-        out: 1-D int16 output, written. sub: subtract. m, s, zp, lo, hi: as :func:`requantize_clamp`.
+        x1, x2: 1-D uint16 views of the int16 inputs; a constant input's: length 0.
+        t1, t2: 1-D int64: the 65536 rescaled values, or a constant input's rescaled values.
+        out: 1-D int16 output, written (not empty). sub: subtract. m, s, zp, lo, hi: as
+            :func:`requantize_clamp`.
     """
     c1, c2 = x1.shape[0] == 0, x2.shape[0] == 0
+    n1 = t1.shape[0] if c1 else x1.shape[0]
+    n2 = t2.shape[0] if c2 else x2.shape[0]
     for i in range(out.shape[0]):
-        a = t1[i] if c1 else t1[x1[i]]
-        b = t2[i] if c2 else t2[x2[i]]
+        a = t1[i % n1] if c1 else t1[x1[i % n1]]
+        b = t2[i % n2] if c2 else t2[x2[i % n2]]
         v = mbqm32(wrap32(a - b if sub else a + b), m, s) + zp
         out[i] = lo if v < lo else (hi if v > hi else v)
 

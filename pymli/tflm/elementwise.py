@@ -155,16 +155,18 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
     mo, so, zo = p.output_multiplier, p.output_shift, p.output_offset
     lo, hi = int(act_min), int(act_max)
 
-    # the compiled step (one call, the same values): int16, multiplier and shift as its mbqm32 takes them, no
-    # broadcasting (a constant input of the output's size)
+    # the compiled step (one call, the same values): int16, multiplier and shift as its mbqm32 takes them,
+    # broadcasting where each input repeats along the leading axes only (its own index: the output's modulo
+    # its size)
     jit_ok = dt == np.int16 and 0 <= mo < 1 << 31 and so >= -31
     none = np.zeros(0, np.uint16)
     f1, f2 = t1.reshape(-1), t2.reshape(-1)
+    shapes: dict[tuple, tuple | None] = {}  # (input shapes) -> the output's, or None: not the compiled step
 
     def add_sub_(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-        shape = x2.shape if const1 is not None else x1.shape
-        if jit_ok and (const2 is not None and shape == t2.shape or const2 is None and x2.shape == shape) \
-                and (const1 is None or t1.shape == shape):
+        key = (t1.shape if const1 is not None else x1.shape, t2.shape if const2 is not None else x2.shape)
+        shape = shapes[key] if key in shapes else shapes.setdefault(key, _leading_broadcast(*key))
+        if jit_ok and shape is not None:
             jit = _jit.compiled("_jit_requant")
             if jit is not None:
                 out = np.empty(shape, dt)
@@ -177,6 +179,17 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
         raw = np.subtract(a, b) if sub else np.add(a, b)
         return qu.requantize_clamp(raw, mo, so, zo, lo, hi, dt, wrap)
     return add_sub_
+
+
+def _leading_broadcast(s1: tuple, s2: tuple) -> tuple | None:
+    """The broadcast shape of ``s1`` and ``s2`` when each, less its leading 1s, is a suffix of it (then
+    element ``i`` of the row-major output takes element ``i % size`` of each input), else None."""
+    out = max(s1, s2, key=lambda s: (len(s), int(np.prod(s))))
+    for s in (s1, s2):
+        core = s[next((k for k, n in enumerate(s) if n != 1), len(s)):]
+        if core != out[len(out) - len(core):] or 0 in s:
+            return None
+    return out if np.broadcast_shapes(s1, s2) == out else None
 
 
 def add_sub_int32(x1: np.ndarray, x2: np.ndarray, *, act_min: int = -(2**31),

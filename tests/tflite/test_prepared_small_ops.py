@@ -407,8 +407,9 @@ def test_requantize_clamp_compiled_equals_numpy(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_prepared_add_sub16_compiled_equals_numpy_and_kernel(sub: bool, seed: int) -> None:
     """The int16 ADD / SUB step as one compiled call (JIT on) against the NumPy step (JIT off) and
-    :func:`elementwise.add_sub`: inputs of one shape (the compiled case), a constant of that shape, a
-    broadcast one (the NumPy step), a non-contiguous input, an empty one, both platforms."""
+    :func:`elementwise.add_sub`: inputs of one shape, a constant of that shape, inputs repeated along the
+    leading axes (the compiled step), one repeated along the last axis (the NumPy step), a non-contiguous
+    input, an empty one, both platforms."""
     if not _jit.available():
         pytest.skip("numba is not installed: only the NumPy step exists")
     rng = np.random.default_rng(1100 + seed)
@@ -421,6 +422,9 @@ def test_prepared_add_sub16_compiled_equals_numpy_and_kernel(sub: bool, seed: in
              (_extremes(rng, shape, np.int16), None, None, odd),
              (None, _extremes(rng, shape, np.int16), odd, None),
              (None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape[-1:], np.int16)),
+             (None, _extremes(rng, (1,) + shape[-1:], np.int16), _extremes(rng, shape, np.int16), None),
+             (None, None, _extremes(rng, (1,) + shape[1:], np.int16), _extremes(rng, shape, np.int16)),
+             (None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape[:-1] + (1,), np.int16)),
              (None, None, np.zeros((0, 3), np.int16), np.zeros((0, 3), np.int16))]
     for c1, c2, x1, x2 in cases:
         a = c1 if c1 is not None else x1
