@@ -14,9 +14,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._jit_lstm import mbqm32, wrap32
+from ._jit_lstm import _mbqm64, mbqm32, wrap32
 
-__all__ = ["requantize_clamp", "add_sub16", "warm_up"]
+__all__ = ["requantize_clamp", "add_sub16", "mac_stage", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -59,11 +59,38 @@ def add_sub16(x1, x2, t1, t2, out, sub, m, s, zp, lo, hi):  # pragma: no cover -
         out[i] = lo if v < lo else (hi if v > hi else v)
 
 
+@numba.njit(**_JIT)
+def mac_stage(a, corr, m, s, out, wide, wrap, zp, lo, hi):  # pragma: no cover - compiled
+    """The output stage of :func:`pymli.tflm.conv.prepare_mac`'s step after its float64 matrix product:
+    ``out[r, j] = clamp(MBQM(acc) + zp, lo, hi)`` of ``acc = int(a[r, j]) + corr[j]`` (``a``: exact
+    integers, the conversion exact), wrapped to int32 first where ``wrap``; MBQM per column: the int64
+    accumulator's (TFLM ``MultiplyByQuantizedMultiplier(int64, ...)``, its multiplier reduced to 16 bits and
+    its result wrapped to int32) where ``wide``, else the int32 one (multipliers in ``[0, 2**31)``, shifts of
+    at least -31).
+
+    Args:
+        a: (N, C) float64 products. corr: (C,) int64 zero point and bias corrections.
+        m: (C,) int64 multipliers. s: (C,) int64 shifts. out: (N, C) output (int8 / int16), written.
+        wide: the 64-bit accumulator. wrap: wrap the sums to int32. zp, lo, hi: zero point, clamp.
+    """
+    for r in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            v = np.int64(a[r, j]) + corr[j]
+            if wrap:
+                v = wrap32(v)
+            v = (_mbqm64(v, m[j], s[j]) if wide else mbqm32(v, m[j], s[j])) + zp
+            out[r, j] = lo if v < lo else (hi if v > hi else v)
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the output types :mod:`pymli.tflm.quant_util` passes: int8, int16,
     int32."""
     for dt in (np.int8, np.int16, np.int32):
         requantize_clamp(np.zeros(1, np.int64), np.zeros(1, dt), 1 << 30, 0, 0, -128, 127)
+    one = np.ones(1, np.int64)
+    for dt in (np.int8, np.int16):
+        for wide in (False, True):
+            mac_stage(np.zeros((1, 1)), one, one << 30, -one, np.zeros((1, 1), dt), wide, False, 0, -128, 127)
     t = np.zeros(1 << 16, np.int64)
     add_sub16(np.zeros(1, np.uint16), np.zeros(1, np.uint16), t, t, np.zeros(1, np.int16), True, 1 << 30, 0, 0,
               -128, 127)

@@ -198,19 +198,27 @@ def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | 
     ("TRANSPOSE_CONV", np.int16, np.int16),
     ("TRANSPOSE_CONV", np.int16, None)])
 @pytest.mark.parametrize("seed", range(8))
-def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | None, seed: int) -> None:
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | None, seed: int, jit: bool) -> None:
+    """The matrix form, its output stage compiled (JIT on; NumPy where numba is missing) or NumPy (JIT off)."""
     rng = np.random.default_rng(300 + seed)
     g, op, xi = _mac_case(rng, kind, xd, bias_dtype)
     inv = prepare_op(g, op)
     T = g.tensors
     consts = [T[i].data for i in op.inputs]
-    for k in range(4):
-        with use_platform(PLATFORMS[k % 2]):
-            ins = list(consts)
-            ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
-            got = inv(ins)[0]
-            want = _unprepared(g, op, ins)[0]
-        assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
+    prev = _jit.set_enabled(jit)
+    try:
+        for k in range(4):
+            with use_platform(PLATFORMS[k % 2]):
+                ins = list(consts)
+                ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
+                if k == 3:  # a batch of two (one sample repeated)
+                    ins[xi] = np.concatenate([ins[xi], ins[xi][::-1]])
+                got = inv(ins)[0]
+                want = _unprepared(g, op, ins)[0]
+            assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
+    finally:
+        _jit.set_enabled(prev)
 
 
 def test_prepared_mac_takes_the_matrix_form() -> None:
