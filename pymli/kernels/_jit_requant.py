@@ -1,5 +1,6 @@
 """numba-compiled output stage of TFLM's integer kernels (:func:`pymli.tflm.quant_util.requantize_clamp`: the
-prepared ADD / SUB and MEAN / SUM steps; the whole int16 ADD / SUB step as :func:`add_sub16`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
+prepared ADD / SUB and MEAN / SUM steps; the whole int16 ADD / SUB step as :func:`add_sub16`), of the
+prepared convolutions' matrix form (:func:`mac_stage`) and of QUANTIZE from float32 (:func:`quantize_f32`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
 is installed: an optional dependency).
 
 Like :mod:`pymli.kernels._jit_svdf`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call
@@ -16,7 +17,7 @@ import numpy as np
 
 from ._jit_lstm import _mbqm64, mbqm32, wrap32
 
-__all__ = ["requantize_clamp", "add_sub16", "mac_stage", "warm_up"]
+__all__ = ["requantize_clamp", "add_sub16", "mac_stage", "quantize_f32", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -82,6 +83,30 @@ def mac_stage(a, corr, m, s, out, wide, wrap, zp, lo, hi):  # pragma: no cover -
             out[r, j] = lo if v < lo else (hi if v > hi else v)
 
 
+@numba.njit(**_JIT)
+def quantize_f32(x, s, out, zp, lo, hi):  # pragma: no cover - compiled
+    """TFLM ``AffineQuantize`` as :func:`pymli.tflm.quantize.prepare_affine_quantize` computes it: the float32
+    quotient ``x / s`` (IEEE division, no fastmath), rounded half away from zero as ``trunc(q + copysign(0.5,
+    q))`` in float64 (exact: a float32 plus 0.5), clamped to ``[-2**62, 2**62]``, wrapped to int32, plus the
+    zero point, clamped to ``[lo, hi]``. A NaN quotient gives ``zp`` clamped (NumPy's conversion of NaN to
+    int64, ``-2**63`` on x86 and 0 elsewhere, wraps to 0 either way).
+
+    Args:
+        x: 1-D float32 input. s: float32 scale. out: 1-D output (int8 / int16 / int32), written.
+        zp, lo, hi: zero point and the output type's range.
+    """
+    for i in range(x.shape[0]):
+        q = np.float64(x[i] / s)
+        if q != q:
+            v = zp
+        else:
+            q = np.trunc(q + np.copysign(0.5, q))
+            q = -4611686018427387904.0 if q < -4611686018427387904.0 else (
+                4611686018427387904.0 if q > 4611686018427387904.0 else q)
+            v = wrap32(np.int64(q)) + zp
+        out[i] = lo if v < lo else (hi if v > hi else v)
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the output types :mod:`pymli.tflm.quant_util` passes: int8, int16,
     int32."""
@@ -91,6 +116,8 @@ def warm_up() -> None:
     for dt in (np.int8, np.int16):
         for wide in (False, True):
             mac_stage(np.zeros((1, 1)), one, one << 30, -one, np.zeros((1, 1), dt), wide, False, 0, -128, 127)
+    for dt in (np.int8, np.int16, np.int32):
+        quantize_f32(np.zeros(1, np.float32), np.float32(1), np.zeros(1, dt), 0, -128, 127)
     t = np.zeros(1 << 16, np.int64)
     add_sub16(np.zeros(1, np.uint16), np.zeros(1, np.uint16), t, t, np.zeros(1, np.int16), True, 1 << 30, 0, 0,
               -128, 127)

@@ -328,22 +328,31 @@ def test_prepared_add_sub_equals_kernel(name: str, xd: type, seed: int) -> None:
 
 @pytest.mark.parametrize("od", [np.int8, np.int16, np.int32])
 @pytest.mark.parametrize("seed", range(8))
-def test_prepared_affine_quantize_equals_reference(seed: int, od: type) -> None:
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_affine_quantize_equals_reference(seed: int, od: type, jit: bool) -> None:
+    """Compiled (JIT on; NumPy where numba is missing) or NumPy (JIT off) against the reference: ties,
+    signed zeros, infinities, NaN, values past int32, a non-contiguous input, 0-d and empty inputs."""
     rng = np.random.default_rng(700 + seed)
     scale = float(np.float32(10 ** rng.uniform(-5, 1)))
     zp = int(rng.integers(-128, 128)) if od == np.int8 else 0
     f = Q.prepare_affine_quantize(scale=scale, zero_point=zp, out_dtype=od)
-    for k, shape in enumerate([(1, 5), (3, 7, 2), (40,), ()]):
-        x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 12)).astype(np.float32)
-        if x.ndim:  # ties (k + 0.5 quotients), signed zeros, infinities, values past int32
-            flat = x.reshape(-1)
-            ties = (np.arange(flat.size) - flat.size // 2 + 0.5).astype(np.float32) * np.float32(scale)
-            flat[::2] = ties[::2]
-            flat[:4] = np.array([-0.0, np.inf, -np.inf, 3e38], np.float32)[:min(4, flat.size)]
-        with use_platform(PLATFORMS[k % 2]):
-            got = f(x)
-            want = Q.affine_quantize(x, scale=scale, zero_point=zp, out_dtype=od)
-        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, scale)
+    prev = _jit.set_enabled(jit)
+    try:
+        for k, shape in enumerate([(1, 5), (3, 7, 2), (40,), (), (0, 3), (6, 8)]):
+            x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 12)).astype(np.float32)
+            if x.size:  # ties (k + 0.5 quotients), signed zeros, infinities, NaN, values past int32
+                flat = x.reshape(-1)
+                ties = (np.arange(flat.size) - flat.size // 2 + 0.5).astype(np.float32) * np.float32(scale)
+                flat[::2] = ties[::2]
+                flat[:5] = np.array([-0.0, np.inf, -np.inf, 3e38, np.nan], np.float32)[:min(5, flat.size)]
+            if k == 5:
+                x = x[:, ::2]
+            with use_platform(PLATFORMS[k % 2]), np.errstate(invalid="ignore"):
+                got = f(x)
+                want = Q.affine_quantize(x, scale=scale, zero_point=zp, out_dtype=od)
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, scale)
+    finally:
+        _jit.set_enabled(prev)
 
 
 @pytest.mark.parametrize("seed", range(6))
