@@ -1,6 +1,7 @@
 """numba-compiled output stage of TFLM's integer kernels (:func:`pymli.tflm.quant_util.requantize_clamp`: the
 prepared ADD / SUB and MEAN / SUM steps; the whole int16 ADD / SUB step as :func:`add_sub16`), of the
-prepared convolutions' matrix form (:func:`mac_stage`) and of QUANTIZE from float32 (:func:`quantize_f32`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
+prepared convolutions' matrix form (:func:`mac_stage`), QUANTIZE from float32 (:func:`quantize_f32`) and the
+whole MEAN / SUM step over one block of axes (:func:`mean3`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
 is installed: an optional dependency).
 
 Like :mod:`pymli.kernels._jit_svdf`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call
@@ -17,7 +18,7 @@ import numpy as np
 
 from ._jit_lstm import _mbqm64, mbqm32, wrap32
 
-__all__ = ["requantize_clamp", "add_sub16", "mac_stage", "quantize_f32", "warm_up"]
+__all__ = ["requantize_clamp", "add_sub16", "mac_stage", "quantize_f32", "mean3", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -107,6 +108,25 @@ def quantize_f32(x, s, out, zp, lo, hi):  # pragma: no cover - compiled
         out[i] = lo if v < lo else (hi if v > hi else v)
 
 
+@numba.njit(**_JIT)
+def mean3(x, out, zp_n, m, s, zp, lo, hi):  # pragma: no cover - compiled
+    """The prepared MEAN / SUM step of :func:`pymli.tflm.reduce.prepare_mean_or_sum` for reduced axes that
+    form one block: ``out[a, b]`` from the exact int64 sum of ``x[a, :, b]`` less ``zp_n`` (C's int32
+    accumulator: one wrap of the exact sum), then :func:`requantize_clamp`'s stage.
+
+    Args:
+        x: (A, R, B) int8 / int16 input. out: (A, B) output of its type, written.
+        zp_n: input zero point times R. m, s, zp, lo, hi: as :func:`requantize_clamp`.
+    """
+    for a in range(x.shape[0]):
+        for b in range(x.shape[2]):
+            acc = -zp_n
+            for r in range(x.shape[1]):
+                acc += np.int64(x[a, r, b])
+            v = mbqm32(wrap32(acc), m, s) + zp
+            out[a, b] = lo if v < lo else (hi if v > hi else v)
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) the output types :mod:`pymli.tflm.quant_util` passes: int8, int16,
     int32."""
@@ -118,6 +138,8 @@ def warm_up() -> None:
             mac_stage(np.zeros((1, 1)), one, one << 30, -one, np.zeros((1, 1), dt), wide, False, 0, -128, 127)
     for dt in (np.int8, np.int16, np.int32):
         quantize_f32(np.zeros(1, np.float32), np.float32(1), np.zeros(1, dt), 0, -128, 127)
+        if dt != np.int32:
+            mean3(np.zeros((1, 1, 1), dt), np.zeros((1, 1), dt), 0, 1 << 30, 0, 0, -128, 127)
     t = np.zeros(1 << 16, np.int64)
     add_sub16(np.zeros(1, np.uint16), np.zeros(1, np.uint16), t, t, np.zeros(1, np.int16), True, 1 << 30, 0, 0,
               -128, 127)

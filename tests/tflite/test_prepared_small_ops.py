@@ -238,8 +238,18 @@ def test_prepared_mac_takes_the_matrix_form() -> None:
 
 
 @pytest.mark.parametrize("xd", [np.int8, np.int16])
-@pytest.mark.parametrize("seed", range(10))
-def test_prepared_mean_sum_equals_handler(seed: int, xd: type) -> None:
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_mean_sum_equals_handler(seed: int, xd: type, jit: bool) -> None:
+    """Compiled (JIT on, axes in one block; NumPy where numba is missing) or NumPy (JIT off)."""
+    prev = _jit.set_enabled(jit)
+    try:
+        _check_mean_sum(seed, xd)
+    finally:
+        _jit.set_enabled(prev)
+
+
+def _check_mean_sum(seed: int, xd: type) -> None:
     rng = np.random.default_rng(400 + seed)
     shape = tuple(int(n) for n in rng.integers(1, 7, size=int(rng.integers(1, 5))))
     nd = len(shape)
