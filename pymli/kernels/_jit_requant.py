@@ -1,8 +1,8 @@
-"""numba-compiled output stage of TFLM's integer kernels (:func:`pymli.tflm.quant_util.requantize_clamp`: the
-prepared ADD / SUB and MEAN / SUM steps; the whole int16 ADD / SUB step as :func:`add_sub16`), of the
-prepared convolutions' matrix form (:func:`mac_stage`), QUANTIZE from float32 (:func:`quantize_f32`) and the
-whole MEAN / SUM step over one block of axes (:func:`mean3`), loaded through :func:`pymli.kernels._jit.compiled` (only when numba
-is installed: an optional dependency).
+"""numba-compiled steps of TFLM's small prepared integer operators, loaded through
+:func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency): the output stage
+of :func:`pymli.tflm.quant_util.requantize_clamp` (:func:`requantize_clamp`), the whole int16 ADD / SUB step
+(:func:`add_sub16`), the output stage of the convolutions' matrix form (:func:`mac_stage`), QUANTIZE from
+float32 (:func:`quantize_f32`) and the whole MEAN / SUM step over one block of axes (:func:`mean3`).
 
 Like :mod:`pymli.kernels._jit_svdf`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call
 replaces about ten NumPy calls on the (small) arrays of these steps: each int64 sum wrapped to int32 (C's
@@ -128,8 +128,8 @@ def mean3(x, out, zp_n, m, s, zp, lo, hi):  # pragma: no cover - compiled
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the output types :mod:`pymli.tflm.quant_util` passes: int8, int16,
-    int32."""
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm` passes: int8, int16 and int32
+    outputs, both accumulator widths of :func:`mac_stage`."""
     for dt in (np.int8, np.int16, np.int32):
         requantize_clamp(np.zeros(1, np.int64), np.zeros(1, dt), 1 << 30, 0, 0, -128, 127)
     one = np.ones(1, np.int64)

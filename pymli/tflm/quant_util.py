@@ -373,7 +373,9 @@ def requantize_clamp(acc: np.ndarray, multiplier: int, shift: int, zero_point: i
                      dtype: np.dtype | type, wrap: bool) -> np.ndarray:
     """The output stage of TFLM's integer kernels: ``acc`` (int64 array of sums, overwritten) through
     :func:`mbqm_inplace` (after a wrap to int32 where the sums may leave it), plus the output zero
-    point, clamped to ``[lo, hi]``, cast to ``dtype``.
+    point, clamped to ``[lo, hi]``, cast to ``dtype``; with the JIT on, one compiled call
+    (:func:`pymli.kernels._jit_requant.requantize_clamp`, the same values) for multipliers in ``[0, 2**31)``
+    and shifts of at least -31.
 
     Args:
         acc: int64 sums. multiplier, shift: the output's quantised multiplier.
