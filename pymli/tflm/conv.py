@@ -15,6 +15,7 @@ import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..errors import MliError, Status
+from ..kernels import _jit
 from . import quant_util as qu
 from .common import compute_out_size, compute_padding
 
@@ -486,16 +487,28 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     if bias is not None:
         corr = corr + np.tile(np.asarray(bias, np.int64).reshape(-1), reps)
     wrap = bits == 32 and (int(col.max(initial=0)) * x_max + int(np.abs(corr).max(initial=0)) >= 1 << 31)
-    stage = _output_stage(np.tile(np.broadcast_to(multiplier, (nch,)), reps),
-                          np.tile(np.broadcast_to(shift, (nch,)), reps), bits, output_zp, act_min, act_max,
-                          np.dtype(x_dtype))
+    m_all = np.tile(np.broadcast_to(np.asarray(multiplier, np.int64), (nch,)), reps)
+    s_all = np.tile(np.broadcast_to(np.asarray(shift, np.int64), (nch,)), reps)
+    dt = np.dtype(x_dtype)
+    stage = _output_stage(m_all, s_all, bits, output_zp, act_min, act_max, dt)
     if stage is None:
         return None
     matf = mat.astype(np.float64)
     matf.flags.writeable = False
+    # the compiled output stage (one call, the same values) takes multipliers in [0, 2**31) (the stage above
+    # has refused the cases its mbqm32 / _mbqm64 would not compute: shifts, INT32_MIN)
+    jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all())
+    jit_args = (np.ascontiguousarray(corr, np.int64), m_all, s_all)
+    jit_tail = (bits == 64, wrap, int(output_zp), int(act_min), int(act_max))
+    n_cols = mat.shape[1]
 
     def mac(x: np.ndarray) -> np.ndarray:
         n = x.shape[0]
+        jit = _jit.compiled("_jit_requant") if jit_ok else None
+        if jit is not None:
+            out = np.empty((n,) + out_per, dt)
+            jit.mac_stage(np.matmul(x.reshape(n, n_in), matf), *jit_args, out.reshape(n, n_cols), *jit_tail)
+            return out
         a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
         a += corr
         return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)

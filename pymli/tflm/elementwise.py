@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MliError, Status
+from ..kernels import _jit
 from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
@@ -110,7 +111,8 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
     """:func:`add_sub` prepared: int8 as the table of its results over every pair of input values (one
     gather a call); int16 with each input's rescaling (element-wise) as a table over its 65536 values, or
     computed once for a constant input, a call gathering, adding, and applying the output rescaling with
-    its constants bound (the same values).
+    its constants bound (the same values); int16 inputs of one size with the JIT on: that step as one compiled
+    call (:func:`pymli.kernels._jit_requant.add_sub16`).
 
     Args:
         p: :func:`add_sub_params`. dtype: the inputs' dtype (int8 / int16).
@@ -153,12 +155,41 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
     mo, so, zo = p.output_multiplier, p.output_shift, p.output_offset
     lo, hi = int(act_min), int(act_max)
 
+    # the compiled step (one call, the same values): int16, multiplier and shift as its mbqm32 takes them,
+    # broadcasting where each input repeats along the leading axes only (its own index: the output's modulo
+    # its size)
+    jit_ok = dt == np.int16 and 0 <= mo < 1 << 31 and so >= -31
+    none = np.zeros(0, np.uint16)
+    f1, f2 = t1.reshape(-1), t2.reshape(-1)
+    shapes: dict[tuple, tuple | None] = {}  # (input shapes) -> the output's, or None: not the compiled step
+
     def add_sub_(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
+        key = (t1.shape if const1 is not None else x1.shape, t2.shape if const2 is not None else x2.shape)
+        shape = shapes[key] if key in shapes else shapes.setdefault(key, _leading_broadcast(*key))
+        if jit_ok and shape is not None:
+            jit = _jit.compiled("_jit_requant")
+            if jit is not None:
+                out = np.empty(shape, dt)
+                jit.add_sub16(none if const1 is not None else x1.reshape(-1).view(index),
+                              none if const2 is not None else x2.reshape(-1).view(index), f1, f2, out.reshape(-1),
+                              sub, mo, so, zo, lo, hi)
+                return out
         a = t1 if const1 is not None else np.take(t1, x1.view(index))
         b = t2 if const2 is not None else np.take(t2, x2.view(index))
         raw = np.subtract(a, b) if sub else np.add(a, b)
         return qu.requantize_clamp(raw, mo, so, zo, lo, hi, dt, wrap)
     return add_sub_
+
+
+def _leading_broadcast(s1: tuple, s2: tuple) -> tuple | None:
+    """The broadcast shape of ``s1`` and ``s2`` when each, less its leading 1s, is a suffix of it (then
+    element ``i`` of the row-major output takes element ``i % size`` of each input), else None."""
+    out = max(s1, s2, key=lambda s: (len(s), int(np.prod(s))))
+    for s in (s1, s2):
+        core = s[next((k for k, n in enumerate(s) if n != 1), len(s)):]
+        if core != out[len(out) - len(core):] or 0 in s:
+            return None
+    return out if np.broadcast_shapes(s1, s2) == out else None
 
 
 def add_sub_int32(x1: np.ndarray, x2: np.ndarray, *, act_min: int = -(2**31),

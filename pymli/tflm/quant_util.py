@@ -16,6 +16,8 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from ..kernels import _jit
+
 __all__ = [
     "quantize_multiplier",
     "quantize_multipliers",
@@ -371,7 +373,9 @@ def requantize_clamp(acc: np.ndarray, multiplier: int, shift: int, zero_point: i
                      dtype: np.dtype | type, wrap: bool) -> np.ndarray:
     """The output stage of TFLM's integer kernels: ``acc`` (int64 array of sums, overwritten) through
     :func:`mbqm_inplace` (after a wrap to int32 where the sums may leave it), plus the output zero
-    point, clamped to ``[lo, hi]``, cast to ``dtype``.
+    point, clamped to ``[lo, hi]``, cast to ``dtype``; with the JIT on, one compiled call
+    (:func:`pymli.kernels._jit_requant.requantize_clamp`, the same values) for multipliers in ``[0, 2**31)``
+    and shifts of at least -31.
 
     Args:
         acc: int64 sums. multiplier, shift: the output's quantised multiplier.
@@ -381,6 +385,14 @@ def requantize_clamp(acc: np.ndarray, multiplier: int, shift: int, zero_point: i
     Returns:
         the output values in ``dtype``.
     """
+    multiplier, shift = int(multiplier), int(shift)
+    if 0 <= multiplier < 1 << 31 and shift >= -31:  # the operands of the compiled stage's mbqm32
+        jit = _jit.compiled("_jit_requant")
+        if jit is not None:  # one compiled call, the same values (its wrap: the identity within int32)
+            out = np.empty(acc.shape, dtype)
+            jit.requantize_clamp(acc.reshape(-1), out.reshape(-1), multiplier, shift, int(zero_point), int(lo),
+                                 int(hi))
+            return out
     r = mbqm_inplace(wrap32_inplace(acc) if wrap else acc, multiplier, shift)
     r += zero_point
     np.maximum(r, lo, out=r)

@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MliError, Status
+from ..kernels import _jit
 from . import quant_util as qu
 from .quant_util import quantize_multiplier
 
@@ -47,7 +48,8 @@ def prepare_affine_quantize(*, scale: float, zero_point: int, out_dtype: np.dtyp
 
     Ties away from zero as ``trunc(q + copysign(0.5, q))`` in float64 (exact: a float32 plus 0.5 is
     exact in float64; for ``q >= 0`` it is ``floor(q + 0.5)``, for ``q < 0`` ``ceil(q - 0.5)``, which is
-    ``-floor(-q + 0.5)``), then the same clamp to ``[-2**62, 2**62]``, int32 wrap, zero point and clamp.
+    ``-floor(-q + 0.5)``), then the same clamp to ``[-2**62, 2**62]``, int32 wrap, zero point and clamp; with
+    the JIT on, one compiled call (:func:`pymli.kernels._jit_requant.quantize_f32`, the same values).
 
     Args:
         scale: output scale (float32 value). zero_point: output zero point. out_dtype: int8 / int16 / int32.
@@ -63,6 +65,11 @@ def prepare_affine_quantize(*, scale: float, zero_point: int, out_dtype: np.dtyp
     def quantize(x: np.ndarray) -> np.ndarray:
         if x.dtype != np.float32:
             raise MliError(Status.TYPE_MISMATCH, f"quantize input {x.dtype}")
+        jit = _jit.compiled("_jit_requant")
+        if jit is not None:  # one compiled call, the same values
+            out = np.empty(x.shape, od)
+            jit.quantize_f32(x.reshape(-1), s, out.reshape(-1), zp, lo, hi)
+            return out
         q = np.divide(x, s, dtype=np.float32).astype(np.float64)
         if type(q) is not np.ndarray:  # a 0-d input: an array for the in-place steps
             q = np.array(q)

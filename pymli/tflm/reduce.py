@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..kernels import _jit
 from . import quant_util as qu
 from .conv import conv_out_geometry
 from .quant_util import quantize_multiplier
@@ -83,7 +84,29 @@ def prepare_mean_or_sum(shape: tuple[int, ...], dtype: np.dtype, axes: np.ndarra
     lo, hi, zp_n, ozp = int(info.min), int(info.max), int(input_zp) * n, int(output_zp)
     wrap = n * (max(info.max - input_zp, input_zp - info.min)) >= 1 << 31
 
+    # the compiled step (one call, the same values) where the reduced axes of extent above 1 form one block:
+    # the input as (before, reduced, after), the output as (before, after); multiplier and shift as its
+    # mbqm32 takes them
+    big = [a for a in range(nd) if shape[a] != 1]
+    red = [a for a in big if a in ax]
+    block = not red or big.index(red[-1]) - big.index(red[0]) == len(red) - 1
+    jit_ok = block and 0 <= m < 1 << 31 and sh >= -31
+    if red:
+        n_a = int(np.prod(shape[:red[0]], dtype=np.int64))
+        n_b = int(np.prod(shape[red[-1] + 1:], dtype=np.int64))
+    else:
+        n_a, n_b = int(np.prod(shape, dtype=np.int64)), 1
+    shape3 = (n_a, n, n_b) if red else (n_a, 1, 1)
+    out_shape = tuple(1 if a in ax else shape[a] for a in range(nd)) if keep_dims else \
+        tuple(shape[a] for a in range(nd) if a not in ax)
+    shape = tuple(shape)
+
     def reduce_(x: np.ndarray) -> np.ndarray:
+        jit = _jit.compiled("_jit_requant") if jit_ok and x.shape == shape else None
+        if jit is not None:
+            out = np.empty(out_shape, dtype)
+            jit.mean3(x.reshape(shape3), out.reshape(shape3[0], shape3[2]), zp_n, m, sh, ozp, lo, hi)
+            return out
         acc = x.sum(axis=ax, keepdims=keep_dims, dtype=np.int64)
         if type(acc) is not np.ndarray:  # a sum over every axis: a 0-d array, for the in-place steps
             acc = np.array(acc)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from pymli.config import use_platform
+from pymli.kernels import _jit
 from pymli.tflite.tgraph import TGraph, TOp, TTensor
 from pymli.tflm import activations as A
 from pymli.tflm import quant_util as qu
@@ -197,19 +198,27 @@ def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | 
     ("TRANSPOSE_CONV", np.int16, np.int16),
     ("TRANSPOSE_CONV", np.int16, None)])
 @pytest.mark.parametrize("seed", range(8))
-def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | None, seed: int) -> None:
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_mac_equals_handler(kind: str, xd: type, bias_dtype: type | None, seed: int, jit: bool) -> None:
+    """The matrix form, its output stage compiled (JIT on; NumPy where numba is missing) or NumPy (JIT off)."""
     rng = np.random.default_rng(300 + seed)
     g, op, xi = _mac_case(rng, kind, xd, bias_dtype)
     inv = prepare_op(g, op)
     T = g.tensors
     consts = [T[i].data for i in op.inputs]
-    for k in range(4):
-        with use_platform(PLATFORMS[k % 2]):
-            ins = list(consts)
-            ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
-            got = inv(ins)[0]
-            want = _unprepared(g, op, ins)[0]
-        assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
+    prev = _jit.set_enabled(jit)
+    try:
+        for k in range(4):
+            with use_platform(PLATFORMS[k % 2]):
+                ins = list(consts)
+                ins[xi] = _extremes(rng, T[op.inputs[xi]].shape, xd)
+                if k == 3:  # a batch of two (one sample repeated)
+                    ins[xi] = np.concatenate([ins[xi], ins[xi][::-1]])
+                got = inv(ins)[0]
+                want = _unprepared(g, op, ins)[0]
+            assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, k)
+    finally:
+        _jit.set_enabled(prev)
 
 
 def test_prepared_mac_takes_the_matrix_form() -> None:
@@ -229,8 +238,18 @@ def test_prepared_mac_takes_the_matrix_form() -> None:
 
 
 @pytest.mark.parametrize("xd", [np.int8, np.int16])
-@pytest.mark.parametrize("seed", range(10))
-def test_prepared_mean_sum_equals_handler(seed: int, xd: type) -> None:
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_mean_sum_equals_handler(seed: int, xd: type, jit: bool) -> None:
+    """Compiled (JIT on, axes in one block; NumPy where numba is missing) or NumPy (JIT off)."""
+    prev = _jit.set_enabled(jit)
+    try:
+        _check_mean_sum(seed, xd)
+    finally:
+        _jit.set_enabled(prev)
+
+
+def _check_mean_sum(seed: int, xd: type) -> None:
     rng = np.random.default_rng(400 + seed)
     shape = tuple(int(n) for n in rng.integers(1, 7, size=int(rng.integers(1, 5))))
     nd = len(shape)
@@ -319,22 +338,31 @@ def test_prepared_add_sub_equals_kernel(name: str, xd: type, seed: int) -> None:
 
 @pytest.mark.parametrize("od", [np.int8, np.int16, np.int32])
 @pytest.mark.parametrize("seed", range(8))
-def test_prepared_affine_quantize_equals_reference(seed: int, od: type) -> None:
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_affine_quantize_equals_reference(seed: int, od: type, jit: bool) -> None:
+    """Compiled (JIT on; NumPy where numba is missing) or NumPy (JIT off) against the reference: ties,
+    signed zeros, infinities, NaN, values past int32, a non-contiguous input, 0-d and empty inputs."""
     rng = np.random.default_rng(700 + seed)
     scale = float(np.float32(10 ** rng.uniform(-5, 1)))
     zp = int(rng.integers(-128, 128)) if od == np.int8 else 0
     f = Q.prepare_affine_quantize(scale=scale, zero_point=zp, out_dtype=od)
-    for k, shape in enumerate([(1, 5), (3, 7, 2), (40,), ()]):
-        x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 12)).astype(np.float32)
-        if x.ndim:  # ties (k + 0.5 quotients), signed zeros, infinities, values past int32
-            flat = x.reshape(-1)
-            ties = (np.arange(flat.size) - flat.size // 2 + 0.5).astype(np.float32) * np.float32(scale)
-            flat[::2] = ties[::2]
-            flat[:4] = np.array([-0.0, np.inf, -np.inf, 3e38], np.float32)[:min(4, flat.size)]
-        with use_platform(PLATFORMS[k % 2]):
-            got = f(x)
-            want = Q.affine_quantize(x, scale=scale, zero_point=zp, out_dtype=od)
-        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, scale)
+    prev = _jit.set_enabled(jit)
+    try:
+        for k, shape in enumerate([(1, 5), (3, 7, 2), (40,), (), (0, 3), (6, 8)]):
+            x = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 12)).astype(np.float32)
+            if x.size:  # ties (k + 0.5 quotients), signed zeros, infinities, NaN, values past int32
+                flat = x.reshape(-1)
+                ties = (np.arange(flat.size) - flat.size // 2 + 0.5).astype(np.float32) * np.float32(scale)
+                flat[::2] = ties[::2]
+                flat[:5] = np.array([-0.0, np.inf, -np.inf, 3e38, np.nan], np.float32)[:min(5, flat.size)]
+            if k == 5:
+                x = x[:, ::2]
+            with use_platform(PLATFORMS[k % 2]), np.errstate(invalid="ignore"):
+                got = f(x)
+                want = Q.affine_quantize(x, scale=scale, zero_point=zp, out_dtype=od)
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, scale)
+    finally:
+        _jit.set_enabled(prev)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -370,3 +398,73 @@ def test_mbqm_inplace_ties() -> None:
     for m in (2**30 + 1, 2**30 + 12345, 2**31 - 1, 2**30, 1234567):
         for s in (-1, -2, -3, -5, 0, 2):
             assert np.array_equal(qu.mbqm_inplace(x.copy(), m, s), qu.multiply_by_quantized_multiplier(x, m, s)), (m, s)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_requantize_clamp_compiled_equals_numpy(seed: int) -> None:
+    """The compiled output stage (JIT on) against the NumPy one (JIT off): random and tie-dense sums, sums
+    beyond int32 (wrapped), every output type, a 0-d and a non-contiguous accumulator."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: only the NumPy stage exists")
+    rng = np.random.default_rng(1000 + seed)
+    accs = [rng.integers(-(2**40), 2**40, size=(3, 37)), rng.integers(-(2**31), 2**31, size=101),
+            np.arange(-70000, 70000, dtype=np.int64), np.array(rng.integers(-(2**31), 2**31)),
+            rng.integers(-(2**20), 2**20, size=(9, 8))[:, ::3]]
+    accs[1][:5] = [-(2**31), 2**31 - 1, -1, 0, 1]
+    cases = [(int(rng.integers(2**30, 2**31)), int(rng.integers(-31, 8))) for _ in range(12)]
+    cases += [(2**31 - 1, -31), (2**30, 0), (2**30 + 1, -1), (0, 0), (1234567, -3), (2**31 - 1, 2)]
+    for dt in (np.int8, np.int16, np.int32):
+        info = np.iinfo(dt)
+        for acc in accs:
+            acc = np.asarray(acc, np.int64)
+            for m, s in cases:
+                zp, lo, hi = int(rng.integers(-5, 6)), int(info.min) + int(rng.integers(0, 3)), int(info.max)
+                got = []
+                for on in (True, False):
+                    prev = _jit.set_enabled(on)
+                    try:
+                        got.append(qu.requantize_clamp(acc.copy(), m, s, zp, lo, hi, dt, True))
+                    finally:
+                        _jit.set_enabled(prev)
+                assert got[0].dtype == got[1].dtype == dt and got[0].shape == got[1].shape == acc.shape
+                assert np.array_equal(got[0], got[1]), (dt, m, s, zp)
+
+
+@pytest.mark.parametrize("sub", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_prepared_add_sub16_compiled_equals_numpy_and_kernel(sub: bool, seed: int) -> None:
+    """The int16 ADD / SUB step as one compiled call (JIT on) against the NumPy step (JIT off) and
+    :func:`elementwise.add_sub`: inputs of one shape, a constant of that shape, inputs repeated along the
+    leading axes (the compiled step), one repeated along the last axis (the NumPy step), a non-contiguous
+    input, an empty one, both platforms."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: only the NumPy step exists")
+    rng = np.random.default_rng(1100 + seed)
+    shape = tuple(int(n) for n in rng.integers(1, 9, size=int(rng.integers(1, 5))))
+    sc = [float(10 ** rng.uniform(-4, -1)) for _ in range(3)]
+    p = elementwise.add_sub_params(sc[0], 0, sc[1], 0, sc[2], 0, int16=True, sub=sub)
+    lo, hi = (0, 32767) if seed % 2 else (-32768, 32767)
+    odd = _extremes(rng, shape[:-1] + (2 * shape[-1],), np.int16)[..., ::2]
+    cases = [(None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape, np.int16)),
+             (_extremes(rng, shape, np.int16), None, None, odd),
+             (None, _extremes(rng, shape, np.int16), odd, None),
+             (None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape[-1:], np.int16)),
+             (None, _extremes(rng, (1,) + shape[-1:], np.int16), _extremes(rng, shape, np.int16), None),
+             (None, None, _extremes(rng, (1,) + shape[1:], np.int16), _extremes(rng, shape, np.int16)),
+             (None, None, _extremes(rng, shape, np.int16), _extremes(rng, shape[:-1] + (1,), np.int16)),
+             (None, None, np.zeros((0, 3), np.int16), np.zeros((0, 3), np.int16))]
+    for c1, c2, x1, x2 in cases:
+        a = c1 if c1 is not None else x1
+        b = c2 if c2 is not None else x2
+        want = elementwise.add_sub(a, b, p, act_min=lo, act_max=hi, sub=sub)
+        for k, on in enumerate((True, False)):
+            prev = _jit.set_enabled(on)
+            try:
+                with use_platform(PLATFORMS[(seed + k) % 2]):
+                    f = elementwise.prepare_add_sub(p, np.int16, act_min=lo, act_max=hi, sub=sub, const1=c1,
+                                                    const2=c2)
+                    assert f is not None
+                    got = f(a, b)
+            finally:
+                _jit.set_enabled(prev)
+            assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (on, k)
