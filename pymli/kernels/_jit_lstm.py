@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["lstm_steps", "mbqm32", "warm_up", "wrap32"]
+__all__ = ["lstm_steps", "mbqm32", "mbqm64", "warm_up", "wrap32"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -43,7 +43,7 @@ def mbqm32(x, m, s):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT, inline="always")
-def _mbqm64(x, m, s):  # pragma: no cover - compiled
+def mbqm64(x, m, s):  # pragma: no cover - compiled
     """``MultiplyByQuantizedMultiplier(int64 x, m, s)``
     (:func:`~pymli.tflm.quant_util.multiply_by_quantized_multiplier_int64`)."""
     red = (m + np.int64(1 << 15)) >> np.int64(16) if m < np.int64(0x7FFF0000) else np.int64(0x7FFF)
@@ -98,8 +98,8 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
                     a = np.int64(acc[j])
                     a_in = np.int64(xin[t, b, j]) + bias[j]
                     if wide:
-                        r = _mbqm64(a, m_rec[j], s_rec[j])
-                        r_in = _mbqm64(a_in, m_in[j], s_in[j])
+                        r = mbqm64(a, m_rec[j], s_rec[j])
+                        r_in = mbqm64(a_in, m_in[j], s_in[j])
                     else:
                         r = mbqm32(wrap32(a), m_rec[j], s_rec[j])
                         r_in = mbqm32(wrap32(a_in), m_in[j], s_in[j])

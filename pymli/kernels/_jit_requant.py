@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._jit_lstm import _mbqm64, mbqm32, wrap32
+from ._jit_lstm import mbqm32, mbqm64, wrap32
 
 __all__ = ["requantize_clamp", "add_sub16", "mac_stage", "quantize_f32", "mean3", "warm_up"]
 
@@ -80,7 +80,7 @@ def mac_stage(a, corr, m, s, out, wide, wrap, zp, lo, hi):  # pragma: no cover -
             v = np.int64(a[r, j]) + corr[j]
             if wrap:
                 v = wrap32(v)
-            v = (_mbqm64(v, m[j], s[j]) if wide else mbqm32(v, m[j], s[j])) + zp
+            v = (mbqm64(v, m[j], s[j]) if wide else mbqm32(v, m[j], s[j])) + zp
             out[r, j] = lo if v < lo else (hi if v > hi else v)
 
 

@@ -496,7 +496,7 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     matf = mat.astype(np.float64)
     matf.flags.writeable = False
     # the compiled output stage (one call, the same values) takes multipliers in [0, 2**31) (the stage above
-    # has refused the cases its mbqm32 / _mbqm64 would not compute: shifts, INT32_MIN)
+    # has refused the cases its mbqm32 / mbqm64 would not compute: shifts, INT32_MIN)
     jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all())
     jit_args = (np.ascontiguousarray(corr, np.int64), m_all, s_all)
     jit_tail = (bits == 64, wrap, int(output_zp), int(act_min), int(act_max))

@@ -17,8 +17,10 @@ import pytest
 from pymli.kernels import _jit
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _numpy_kernels() -> Iterator[None]:
+    # per test, not per session: a session-scoped fixture of this folder would stay active (JIT off)
+    # for every test the same worker runs after the first fuzz test
     prev = _jit.set_enabled(False)
     yield
     _jit.set_enabled(prev)

@@ -6,6 +6,8 @@ carried over several invocations, on both rounding platforms."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 
@@ -97,8 +99,16 @@ def test_compiled_step_extremes(sd: type, seed: int) -> None:
     _check((wf, wt, bias, p, rank, xs, state))
 
 
+@pytest.fixture
+def jit_on() -> Iterator[None]:
+    """The JIT switched on for the test (whatever PYMLI_JIT says), restored after."""
+    prev = _jit.set_enabled(True)
+    yield
+    _jit.set_enabled(prev)
+
+
 @needs_jit
-def test_compiled_step_is_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiled_step_is_taken(monkeypatch: pytest.MonkeyPatch, jit_on: None) -> None:
     """The prepared step calls the compiled kernel when the JIT is on (else the comparisons above compare
     the NumPy step with itself), and not when it is off."""
     mod = _jit.compiled("_jit_svdf")
