@@ -34,6 +34,17 @@ def _geometry(rng: np.random.Generator, h: int, w: int, kh: int, kw: int):
     return {"stride": stride, "dilation": dil, "pad": pad, "out_hw": tuple(out)}
 
 
+def _input(rng: np.random.Generator, h: int, wd: int, c: int, xt: type, extreme: bool) -> np.ndarray:
+    """An (h, wd, c) input, or a batch of 1-3 of them, of ``xt`` values (only the type's limits and 0
+    when ``extreme``)."""
+    batch = int(rng.integers(0, 4))
+    shape = (h, wd, c) if batch == 0 else (batch, h, wd, c)
+    info = np.iinfo(xt)
+    if extreme:
+        return rng.choice(np.array([info.min, info.max, 0]), size=shape).astype(xt)
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(xt)
+
+
 def _case(seed: int, kind: str, depthwise: bool, extreme: bool, ordinary: bool):
     rng = np.random.default_rng(seed)
     kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
@@ -45,13 +56,7 @@ def _case(seed: int, kind: str, depthwise: bool, extreme: bool, ordinary: bool):
     w = w.reshape(kh, kw, 1 if depthwise else c, n)
     h, wd = int(rng.integers(1, 8)), int(rng.integers(1, 8))
     geo = _geometry(rng, h, wd, kh, kw)
-    batch = int(rng.integers(0, 4))
-    shape = (h, wd, c) if batch == 0 else (batch, h, wd, c)
-    info = np.iinfo(xt)
-    if extreme:
-        x = rng.choice(np.array([info.min, info.max, 0]), size=shape).astype(xt)
-    else:
-        x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(xt)
+    x = _input(rng, h, wd, c, xt, extreme)
     return w, b, q, bounds, geo, x, xt
 
 

@@ -15,7 +15,7 @@ from pymli.kernels import _jit
 from pymli.kernels import convolution as K
 from pymli.kernels.conv_prepared import prepare_group_conv
 
-from .test_conv_prepared import _geometry
+from .test_conv_prepared import _geometry, _input
 from .test_fc_paths import _layer, _ordinary
 
 PLATFORMS = [*PRESETS.values(), Platform(RoundMode.CONVERGENT, True, False, "em-full-accu")]
@@ -36,13 +36,7 @@ def _case(seed: int, kind: str, extreme: bool, ordinary: bool):
     w = w.reshape(kh, kw, cg, n)
     h, wd = int(rng.integers(1, 8)), int(rng.integers(1, 8))
     geo = _geometry(rng, h, wd, kh, kw)
-    batch = int(rng.integers(0, 4))
-    shape = (h, wd, c) if batch == 0 else (batch, h, wd, c)
-    info = np.iinfo(xt)
-    if extreme:
-        x = rng.choice(np.array([info.min, info.max, 0]), size=shape).astype(xt)
-    else:
-        x = rng.integers(info.min, info.max, size=shape, endpoint=True).astype(xt)
+    x = _input(rng, h, wd, c, xt, extreme)
     return w, b, q, bounds, geo, x
 
 
