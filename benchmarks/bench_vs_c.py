@@ -18,6 +18,7 @@ is on (the default).
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from bench_rnn import rnn_operands
 from pymli import capi
 from pymli.arith.lut import create_lut
 from pymli.capi.move import MovCfg
-from pymli.kernels import _parallel
+from pymli.kernels import _jit, _parallel
 from pymli.capi.types import (
     ArgmaxCfg, Conv2dCfg, FullyConnectedCfg, L2NormalizeCfg, PermuteCfg, PoolCfg, ReluCfg, ReluType, RnnCellCfg,
     RnnDirection, RnnOutActivation, RnnResults, SoftmaxCfg,
@@ -295,6 +296,15 @@ def run(repeat: int = 10, only: str = "") -> list[Row]:
     return rows
 
 
+def jit_status() -> str:
+    """Whether pymli's optional JIT runs in this process (the figures differ a lot: benchmarks/README.md)."""
+    if _jit.enabled():
+        return f"JIT on (numba {importlib.metadata.version('numba')})"
+    if not _jit.available():
+        return "JIT off: numba is not installed, NumPy only (pip install 'pymli-arc[bench]' for the JIT)"
+    return "JIT off (PYMLI_JIT=0): NumPy only"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Print the side-by-side table (the command line above)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -304,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads_rows", action=argparse.BooleanOptionalAction, default=True)
     a = ap.parse_args(argv)
     print(f"MLI 2.0.2 C library: {COMPILE_FLAGS}; outputs asserted bit-identical; ratio = C / pymli")
+    print(f"pymli: {jit_status()}")
     print(f"{'kernel':44s} {'shape':24s} {'th':>2}  {'pymli':>10s} {'C':>10s}  {'ratio':>8s}")
     rows = measure(a.repeat, a.only, a.blas_threads, a.threads_rows)
     slower = [r for r in rows if r[4] > r[5]]
