@@ -68,22 +68,22 @@ def mac_gather(x, idx, w, chan, par, out):  # pragma: no cover - compiled
     elements: ``out[r, b * G + g] = clamp(MBQM(acc) + zp, lo, hi)`` of the exact int64 sum
     ``acc = chan[0, b * G + g] + sum_t x[r, idx[b, t]] * w[b, t, g]`` (``x``, ``out`` flat per sample)
     (:func:`~pymli.tflm.conv.prepare_mac` bounds each column's ``sum_t |w|`` times the input's range below
-    ``2**53``), wrapped to int32 first where ``wrap``; MBQM per column: the int64 accumulator's (TFLM
-    ``MultiplyByQuantizedMultiplier(int64, ...)``, its multiplier reduced to 16 bits and its result wrapped to
-    int32) where ``wide``, else the int32 one (multipliers in ``[0, 2**31)``, shifts of at least -31). The sums
-    of a block run along ``g`` (contiguous weights: they vectorise); blocks of one column (``G == 1``) take
-    a scalar loop.
+    ``2**53``); MBQM per column: the int64 accumulator's (TFLM ``MultiplyByQuantizedMultiplier(int64, ...)``,
+    its multiplier reduced to 16 bits and its result wrapped to int32) where ``wide``, else the int32 one
+    (:func:`~pymli.kernels._jit_lstm.mbqm32` wraps the sum to int32 first: C's int32 accumulator; multipliers
+    in ``[0, 2**31)``, shifts of at least -31). The sums of a block run along ``g`` (contiguous weights: they
+    vectorise); blocks of one column (``G == 1``) take a scalar loop.
 
     Args:
         x: int8 / int16 input (N, ...), C-contiguous, ``n_in`` elements per sample.
         idx: (B, T) uint32 element indices within one sample (padding taps: any index, zero weights).
         w: (B, T, G) int32 weights. chan: (3, B * G) int64: the zero point and bias correction, the multiplier,
             the shift per output column.
-        par: int64 ``[wide, wrap, zp, lo, hi, n_in]``: the 64-bit accumulator, wrap the sums to int32, the
-            output zero point, the clamp, one sample's input size.
+        par: int64 ``[wide, zp, lo, hi, n_in]``: the 64-bit accumulator, the output zero point, the clamp, one
+            sample's input size.
         out: (N, ...) output (int8 / int16), C-contiguous, ``B * G`` elements per sample, written.
     """
-    wide, wrap, zp, lo, hi, n_in = par[0] != 0, par[1] != 0, par[2], par[3], par[4], par[5]
+    wide, zp, lo, hi, n_in = par[0] != 0, par[1], par[2], par[3], par[4]
     n_b, n_t, n_g = w.shape
     corr, m, s = chan[0], chan[1], chan[2]
     acc = np.empty(n_b * n_g, np.int64)
@@ -109,13 +109,11 @@ def mac_gather(x, idx, w, chan, par, out):  # pragma: no cover - compiled
         o = outs[r * acc.shape[0]:(r + 1) * acc.shape[0]]
         if wide:
             for j in range(acc.shape[0]):
-                v = wrap32(acc[j]) if wrap else acc[j]
-                v = mbqm64(v, m[j], s[j]) + zp
+                v = mbqm64(acc[j], m[j], s[j]) + zp
                 o[j] = lo if v < lo else (hi if v > hi else v)
         else:
             for j in range(acc.shape[0]):
-                v = wrap32(acc[j]) if wrap else acc[j]
-                v = mbqm32(v, m[j], s[j]) + zp
+                v = mbqm32(acc[j], m[j], s[j]) + zp  # its operand wrapped to int32 first: C's accumulator
                 o[j] = lo if v < lo else (hi if v > hi else v)
 
 
@@ -169,7 +167,7 @@ def warm_up() -> None:
         requantize_clamp(np.zeros(1, np.int64), np.zeros(1, dt), 1 << 30, 0, 0, -128, 127)
     for dt in (np.int8, np.int16):
         mac_gather(np.zeros((1, 1, 1, 1), dt), np.zeros((1, 1), np.uint32), np.ones((1, 1, 1), np.int32),
-                   np.array([[0], [1 << 30], [-1]], np.int64), np.array([1, 0, 0, -128, 127, 1], np.int64),
+                   np.array([[0], [1 << 30], [-1]], np.int64), np.array([1, 0, -128, 127, 1], np.int64),
                    np.zeros((1, 1, 1, 1), dt))
     for dt in (np.int8, np.int16, np.int32):
         quantize_f32(np.zeros(1, np.float32), np.float32(1), np.zeros(1, dt), 0, -128, 127)

@@ -530,7 +530,7 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all()) and int(np.abs(mat).max()) < 1 << 31
     idx, wts = _gather_form(mat, nch)
     chan = np.stack([corr, m_all, s_all]).astype(np.int64)
-    par = np.array([bits == 64, wrap, output_zp, act_min, act_max, n_in], np.int64)
+    par = np.array([bits == 64, output_zp, act_min, act_max, n_in], np.int64)
     entry: list = []  # the compiled step's native entry (:func:`pymli.kernels._jit.entry`), made on its first call
     empty, on = np.empty, _jit.is_on if jit_ok else (lambda: False)
 
