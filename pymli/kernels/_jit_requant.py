@@ -1,7 +1,8 @@
 """numba-compiled steps of TFLM's small prepared integer operators, loaded through
 :func:`pymli.kernels._jit.compiled` (only when numba is installed: an optional dependency): the output stage
 of :func:`pymli.tflm.quant_util.requantize_clamp` (:func:`requantize_clamp`), the whole int16 ADD / SUB step
-(:func:`add_sub16`), the whole step of the convolutions' prepared form (:func:`mac_gather`), QUANTIZE from
+(:func:`add_sub16`), the whole sparse step of the convolutions' prepared form (:func:`mac_gather`; the
+output stage of its dense step: :func:`mac_stage`), QUANTIZE from
 float32 (:func:`quantize_f32`) and the whole MEAN / SUM step over one block of axes (:func:`mean3`).
 
 Like :mod:`pymli.kernels._jit_svdf`: ``nopython``, ``nogil``, ``cache=True``, no ``fastmath``. One call
@@ -18,7 +19,7 @@ import numpy as np
 
 from ._jit_lstm import mbqm32, mbqm64, wrap32
 
-__all__ = ["requantize_clamp", "add_sub16", "mac_gather", "quantize_f32", "mean3", "warm_up"]
+__all__ = ["requantize_clamp", "add_sub16", "mac_gather", "mac_stage", "quantize_f32", "mean3", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -118,6 +119,24 @@ def mac_gather(x, idx, w, chan, par, out):  # pragma: no cover - compiled
 
 
 @numba.njit(**_JIT)
+def mac_stage(a, chan, par, out):  # pragma: no cover - compiled
+    """The output stage of :func:`pymli.tflm.conv.prepare_mac`'s dense step after its float64 matrix product:
+    ``out[r, j] = clamp(MBQM(acc) + zp, lo, hi)`` of ``acc = int(a[r, j]) + chan[0, j]`` (``a``: exact
+    integers, the conversion exact), MBQM as in :func:`mac_gather`.
+
+    Args:
+        a: (N, C) float64 products. chan, par: as :func:`mac_gather`. out: (N, C) output (int8 / int16), written.
+    """
+    wide, zp, lo, hi = par[0] != 0, par[1], par[2], par[3]
+    corr, m, s = chan[0], chan[1], chan[2]
+    for r in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            v = np.int64(a[r, j]) + corr[j]
+            v = (mbqm64(v, m[j], s[j]) if wide else mbqm32(v, m[j], s[j])) + zp
+            out[r, j] = lo if v < lo else (hi if v > hi else v)
+
+
+@numba.njit(**_JIT)
 def quantize_f32(x, s, out, zp, lo, hi):  # pragma: no cover - compiled
     """TFLM ``AffineQuantize`` as :func:`pymli.tflm.quantize.prepare_affine_quantize` computes it: the float32
     quotient ``x / s`` (IEEE division, no fastmath), rounded half away from zero as ``trunc(q + copysign(0.5,
@@ -162,13 +181,16 @@ def mean3(x, out, zp_n, m, s, zp, lo, hi):  # pragma: no cover - compiled
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm` passes: int8, int16 and int32
-    outputs, int8 and int16 inputs of :func:`mac_gather` (one signature: the accumulator's width is a value)."""
+    outputs, int8 and int16 inputs of :func:`mac_gather` and :func:`mac_stage` (the accumulator's width is a
+    value)."""
     for dt in (np.int8, np.int16, np.int32):
         requantize_clamp(np.zeros(1, np.int64), np.zeros(1, dt), 1 << 30, 0, 0, -128, 127)
     for dt in (np.int8, np.int16):
         mac_gather(np.zeros((1, 1, 1, 1), dt), np.zeros((1, 1), np.uint32), np.ones((1, 1, 1), np.int32),
                    np.array([[0], [1 << 30], [-1]], np.int64), np.array([1, 0, -128, 127, 1], np.int64),
                    np.zeros((1, 1, 1, 1), dt))
+        mac_stage(np.zeros((1, 1)), np.array([[0], [1 << 30], [-1]], np.int64),
+                  np.array([1, 0, -128, 127, 1], np.int64), np.zeros((1, 1), dt))
     for dt in (np.int8, np.int16, np.int32):
         quantize_f32(np.zeros(1, np.float32), np.float32(1), np.zeros(1, dt), 0, -128, 127)
         if dt != np.int32:

@@ -438,7 +438,7 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
     return stage
 
 
-def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray]:
+def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray, float]:
     """The matrix ``mat`` (n_in, C) of :func:`prepare_mac` as :func:`pymli.kernels._jit_requant.mac_gather`
     takes it: per block of ``G`` consecutive columns (within one output position's ``nch`` channels) the
     rows that any of them reads (ascending, padded with rows of zero weights to the longest block) and the
@@ -447,7 +447,8 @@ def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray]:
     longest block's row count; ns per term measured here).
 
     Returns:
-        ``(idx, w)``: (B, T) uint32 rows, (B, T, G) int32 weights (``B * G = C``).
+        ``(idx, w, ns)``: (B, T) uint32 rows, (B, T, G) int32 weights (``B * G = C``), the estimated time of
+        the sums per sample in ns.
     """
     nz = mat != 0
     n_in, n_cols = mat.shape
@@ -462,7 +463,15 @@ def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray]:
     blocks = mat.reshape(n_in, -1, g)
     order = np.argsort(~nz.reshape(n_in, -1, g).any(2), axis=0, kind="stable")[:t]  # (T, B)
     w = np.take_along_axis(blocks, order[:, :, None], 0)  # (T, B, G)
-    return np.ascontiguousarray(order.T, np.uint32), np.ascontiguousarray(w.transpose(1, 0, 2), np.int32)
+    return (np.ascontiguousarray(order.T, np.uint32), np.ascontiguousarray(w.transpose(1, 0, 2), np.int32),
+            cost * n_cols)
+
+
+def _dense_pays(n_in: int, n_cols: int, gather_ns: float) -> bool:
+    """Whether :func:`prepare_mac`'s compiled step takes the float64 matrix product (BLAS; ~0.12 ns per
+    matrix entry and ~1.6 us more per call than :func:`_gather_form`'s sums, measured here) over the sparse
+    sums estimated at ``gather_ns``: matrices whose columns read most of the input."""
+    return 1600 + 0.12 * n_in * n_cols < gather_ns
 
 
 def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype,
@@ -475,7 +484,9 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     vectors; the zero point and the bias become one correction per output element, the output stage's
     constants are derived once (:func:`_output_stage`). With the JIT on, one compiled call per step
     (:func:`pymli.kernels._jit_requant.mac_gather`: the matrix's nonzero entries per output, int64 sums, the
-    output stage; :func:`_gather_form`); else a float64 matrix product and the NumPy output stage.
+    output stage; :func:`_gather_form`), or for a dense matrix (:func:`_dense_pays`) the float64 matrix
+    product and the compiled output stage (:func:`~pymli.kernels._jit_requant.mac_stage`); with the JIT off
+    the float64 product and the NumPy output stage.
 
     Exact: each matrix entry is one filter tap (``|w| <= 2**7``) or a sum of a few, and the products' sums
     are checked below ``2**53`` here, so the float64 product is the integer sum (and the int64 sums cannot
@@ -528,21 +539,37 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     # [0, 2**31) (the stage above has refused the cases its mbqm32 / mbqm64 would not compute: shifts,
     # INT32_MIN) and the matrix as its nonzero entries (int32: each one tap or a sum of a few)
     jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all()) and int(np.abs(mat).max()) < 1 << 31
-    idx, wts = _gather_form(mat, nch)
+    idx, wts, gather_ns = _gather_form(mat, nch)
     chan = np.stack([corr, m_all, s_all]).astype(np.int64)
     par = np.array([bits == 64, output_zp, act_min, act_max, n_in], np.int64)
+    n_cols = mat.shape[1]
+
+    def numpy_step(x: np.ndarray) -> np.ndarray:
+        n = x.shape[0]
+        a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
+        a += corr
+        return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)
+
+    if _dense_pays(n_in, n_cols, gather_ns):
+        def dense(x: np.ndarray) -> np.ndarray:
+            jit = _jit.compiled("_jit_requant") if jit_ok else None
+            if jit is None:
+                return numpy_step(x)
+            n = x.shape[0]
+            out = np.empty((n,) + out_per, dt)
+            jit.mac_stage(np.matmul(x.reshape(n, n_in), matf), chan, par, out.reshape(n, n_cols))
+            return out
+        return dense
     entry: list = []  # the compiled step's native entry (:func:`pymli.kernels._jit.entry`), made on its first call
     empty, on = np.empty, _jit.is_on if jit_ok else (lambda: False)
+    one_in, one_out = (1,) + per, (1,) + out_per
 
     def compiled_step() -> Callable[..., object] | None:
         mod = _jit.compiled("_jit_requant")
         if mod is None:
             return None
-        entry.append(_jit.entry(mod, "mac_gather", np.zeros((1,) + per, dt), idx, wts, chan, par,
-                                np.empty((1,) + out_per, dt)))
+        entry.append(_jit.entry(mod, "mac_gather", np.zeros(one_in, dt), idx, wts, chan, par, np.empty(one_out, dt)))
         return entry[0]
-
-    one_in, one_out = (1,) + per, (1,) + out_per
 
     def mac(x: np.ndarray) -> np.ndarray:
         # the native entry takes exactly its arrays' types: a C-contiguous input of dt, x_shape[1:] per sample
@@ -553,8 +580,5 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
                 out = empty(one_out if s[0] == 1 else s[:1] + out_per, dt)
                 step(x, idx, wts, chan, par, out)
                 return out
-        n = x.shape[0]
-        a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
-        a += corr
-        return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)
+        return numpy_step(x)
     return mac

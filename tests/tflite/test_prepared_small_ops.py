@@ -253,9 +253,9 @@ def test_prepared_mac_blocks_equal_handler(kind: str, xd: type, bias_dtype: type
     gather, prepare = C._gather_form, C.prepare_mac
 
     def spy_gather(mat: np.ndarray, nch: int) -> tuple:
-        idx, w = gather(mat, nch)
-        blocks.append(w.shape[2])
-        return idx, w
+        form = gather(mat, nch)
+        blocks.append(form[1].shape[2])
+        return form
 
     def spy_prepare(*a: object, **k: object) -> object:
         mac = prepare(*a, **k)
@@ -303,8 +303,9 @@ def test_gather_form_holds_the_matrix(seed: int) -> None:
         mat = np.repeat(rng.random((n_in, reps, 1)) < 0.3, nch, 2).reshape(n_in, -1) * rng.integers(-3, 4, mat.shape)
     if seed == 1:
         mat[:] = 0
-    idx, w = C._gather_form(mat.astype(np.int64), nch)
+    idx, w, ns = C._gather_form(mat.astype(np.int64), nch)
     n_b, n_t, n_g = w.shape
+    assert ns > 0
     assert idx.dtype == np.uint32 and w.dtype == np.int32 and idx.shape == (n_b, n_t) and n_b * n_g == mat.shape[1]
     assert nch % n_g == 0 and (n_g == 1 or n_g >= 8)
     back = np.zeros_like(mat)
@@ -318,41 +319,52 @@ def test_gather_form_holds_the_matrix(seed: int) -> None:
         assert np.array_equal(rows, np.unique(rows)) and nz[b, :rows.size].all()
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(16))
 def test_prepare_mac_linear_map_compiled_equals_numpy(seed: int) -> None:
     """:func:`C.prepare_mac` of a random sparse integer map (channel counts with and without blocks, weights
     that are sums of taps, zero points, biases up to the int32 limits: wrapped sums, both accumulator widths,
-    extreme multipliers and shifts, a narrow clamp) with the JIT on and off, against ``requantize_acc`` of the
-    exact sums: batches of 4, 1 and 0 samples, reversed and strided (non-contiguous) batches."""
+    extreme multipliers and shifts, a narrow clamp; seeds from 12: dense maps, the float64 product's step)
+    with the JIT on and off, against ``requantize_acc`` of the exact sums: batches of 4, 1 and 0 samples,
+    reversed and strided (non-contiguous) batches."""
     rng = np.random.default_rng(950 + seed)
     xd = np.int16 if seed % 2 else np.int8
     bits = 64 if seed % 4 == 1 else 32
     nch = int(rng.choice([1, 2, 5, 8, 12, 16]))
     per, reps = (int(rng.integers(1, 5)), int(rng.integers(1, 9))), int(rng.integers(1, 7))
+    if seed >= 12:
+        per, reps = (int(rng.integers(8, 12)), int(rng.integers(12, 17))), 128 // nch
     n_in = per[0] * per[1]
-    mat = rng.integers(-300, 300, size=(n_in, reps, nch)) * (rng.random((n_in, reps, 1)) < 0.4)
+    mat = rng.integers(-300, 300, size=(n_in, reps, nch)) * (rng.random((n_in, reps, 1)) < (0.4 if seed < 12 else 1))
     mat = mat.reshape(n_in, -1).astype(np.int64)
+    dense = []
+    pays = C._dense_pays
     zp = 0 if xd == np.int16 else int(rng.integers(-128, 128))
-    bias = rng.integers(-(2**31), 2**31, size=nch) if seed % 3 else None
+    big = 2 ** int(rng.integers(8, 32)) if seed % 4 else 2**31
+    bias = rng.integers(-big, big, size=nch) if seed % 3 else None
+    x = _extremes(rng, (4,) + per, xd)
+    exact = (x.reshape(4, n_in).astype(np.int64) - zp) @ mat + (0 if bias is None else np.tile(bias, reps))
+    exact = exact.reshape(4, reps, nch)
+    info = np.iinfo(xd)
     m = rng.integers(2**30, 2**31, size=nch)
     m[0] = 2**31 - 1
-    sh = rng.integers(-31 if bits == 32 else -16, 3 if bits == 32 else 1, size=nch)
-    info = np.iinfo(xd)
+    mag = int(np.abs(qu.wrap(exact, 32) if bits == 32 else exact).max(initial=1)) + 1
+    sh = np.clip(info.bits - 1 - mag.bit_length() + rng.integers(-2, 3, size=nch), -31, 2)  # outputs in range
+    if nch > 2:
+        sh[-1] = -31
     ozp = 0 if xd == np.int16 else int(rng.integers(-128, 128))
     lo, hi = (int(info.min), int(info.max)) if seed % 3 != 2 else (int(rng.integers(info.min, 0)), int(info.max) - 3)
 
     def acc(xs: np.ndarray) -> np.ndarray:
         return np.rint(xs.reshape(xs.shape[0], n_in) @ mat).astype(np.int64).reshape((xs.shape[0], reps, nch))
-    x = _extremes(rng, (4,) + per, xd)
-    exact = (x.reshape(4, n_in).astype(np.int64) - zp) @ mat + (0 if bias is None else np.tile(bias, reps))
-    exact = exact.reshape(4, reps, nch)
     want = C.requantize_acc(qu.wrap(exact, 32) if bits == 32 else exact, m, sh, output_zp=ozp, act_min=lo,
                             act_max=hi, acc_bits=bits)
     for on in (True, False):
         prev = _jit.set_enabled(on)
         try:
-            mac = C.prepare_mac(acc, (1,) + per, np.dtype(xd), (1, reps, nch), input_zp=zp, bias=bias, bits=bits,
-                                multiplier=m, shift=sh, output_zp=ozp, act_min=lo, act_max=hi)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(C, "_dense_pays", lambda *a: dense.append(pays(*a)) or dense[-1])
+                mac = C.prepare_mac(acc, (1,) + per, np.dtype(xd), (1, reps, nch), input_zp=zp, bias=bias,
+                                    bits=bits, multiplier=m, shift=sh, output_zp=ozp, act_min=lo, act_max=hi)
             assert mac is not None
             for xs, ref in ((x, want), (x[:1], want[:1]), (x[:0], want[:0]), (x[::-1], want[::-1]),
                             (x[::2], want[::2])):
@@ -360,6 +372,7 @@ def test_prepare_mac_linear_map_compiled_equals_numpy(seed: int) -> None:
                 assert got.dtype == xd and np.array_equal(got, ref), (on, xs.shape)
         finally:
             _jit.set_enabled(prev)
+    assert dense == [seed >= 12] * 2
 
 
 @pytest.mark.parametrize("xd", [np.int8, np.int16])
