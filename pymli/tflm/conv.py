@@ -443,7 +443,7 @@ def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray, flo
     takes it: per block of ``G`` consecutive columns (within one output position's ``nch`` channels) the
     rows that any of them reads (ascending, padded with rows of zero weights to the longest block) and the
     block's weights there. ``G``: 1 or the divisor of ``nch`` (8 or more: the compiled sums vectorise along
-    a block) of the lowest cost per column, ``T_G * (0.2 + 2 / G)`` against ``0.63 * T_1`` (``T_G``: the
+    a block) of the lowest cost per column, ``T_G * (0.08 + 3 / G)`` against ``0.63 * T_1`` (``T_G``: the
     longest block's row count; ns per term measured here).
 
     Returns:
@@ -457,8 +457,8 @@ def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray, flo
         return max(int(nz.reshape(n_in, -1, g).any(2).sum(0).max(initial=0)), 1)
     g, cost = 1, 0.63 * rows(1)
     for d in range(8, nch + 1):
-        if nch % d == 0 and rows(d) * (0.2 + 2 / d) < cost:
-            g, cost = d, rows(d) * (0.2 + 2 / d)
+        if nch % d == 0 and rows(d) * (0.08 + 3 / d) < cost:
+            g, cost = d, rows(d) * (0.08 + 3 / d)
     t = rows(g)
     blocks = mat.reshape(n_in, -1, g)
     order = np.argsort(~nz.reshape(n_in, -1, g).any(2), axis=0, kind="stable")[:t]  # (T, B)
