@@ -55,9 +55,12 @@ def add_sub16(x1, x2, t1, t2, out, sub, m, s, zp, lo, hi):  # pragma: no cover -
     c1, c2 = x1.shape[0] == 0, x2.shape[0] == 0
     n1 = t1.shape[0] if c1 else x1.shape[0]
     n2 = t2.shape[0] if c2 else x2.shape[0]
+    k1 = k2 = 0  # i % n1, i % n2 as counters (no division per element)
     for i in range(out.shape[0]):
-        a = t1[i % n1] if c1 else t1[x1[i % n1]]
-        b = t2[i % n2] if c2 else t2[x2[i % n2]]
+        a = t1[k1] if c1 else t1[x1[k1]]
+        b = t2[k2] if c2 else t2[x2[k2]]
+        k1 = 0 if k1 + 1 == n1 else k1 + 1
+        k2 = 0 if k2 + 1 == n2 else k2 + 1
         v = mbqm32(wrap32(a - b if sub else a + b), m, s) + zp
         out[i] = lo if v < lo else (hi if v > hi else v)
 
