@@ -505,7 +505,8 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
 
     Returns:
         ``mac(x) -> output`` for inputs of ``x_shape[1:]`` per sample (any batch), or None (a matrix over
-        :data:`MATRIX_MAX` entries, sums that could leave float64's exact range, an output stage case left out).
+        :data:`MATRIX_MAX` entries or none, sums that could leave float64's exact range, an output stage case left
+        out).
     """
     per = tuple(x_shape[1:])
     n_in = int(np.prod(per, dtype=np.int64))
@@ -515,11 +516,11 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     probe = acc(np.eye(n_in, dtype=np.float64).reshape((n_in,) + per))
     out_per = probe.shape[1:]
     mat = probe.reshape(n_in, -1)
-    if mat.size > MATRIX_MAX or not out_per or out_per[-1] != np.size(multiplier):
+    if not 0 < mat.size <= MATRIX_MAX or not out_per or out_per[-1] != np.size(multiplier):
         return None
     col = np.abs(mat).sum(0)
     x_max = (1 << (8 * np.dtype(x_dtype).itemsize - 1)) + abs(int(input_zp))
-    if mat.size and int(col.max()) * x_max >= 1 << 53:
+    if int(col.max()) * x_max >= 1 << 53:
         return None
     nch = out_per[-1]
     reps = mat.shape[1] // nch

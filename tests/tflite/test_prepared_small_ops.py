@@ -319,6 +319,14 @@ def test_gather_form_holds_the_matrix(seed: int) -> None:
         assert np.array_equal(rows, np.unique(rows)) and nz[b, :rows.size].all()
 
 
+def test_prepare_mac_refuses_an_empty_matrix() -> None:
+    """No prepared form for a map without outputs (the probe's matrix is empty): the kernel's own path."""
+    kw = dict(input_zp=0, bias=None, bits=32, multiplier=np.full(3, 1 << 30), shift=np.zeros(3, np.int64),
+              output_zp=0, act_min=-128, act_max=127)
+    assert C.prepare_mac(lambda xs: np.zeros((xs.shape[0], 0, 3), np.int64), (1, 4), np.dtype(np.int8), (1, 2, 3),
+                         **kw) is None
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_prepare_mac_linear_map_compiled_equals_numpy(seed: int) -> None:
     """:func:`C.prepare_mac` of a random sparse integer map (channel counts with and without blocks, weights
