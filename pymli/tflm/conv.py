@@ -438,20 +438,60 @@ def _output_stage(multiplier: np.ndarray, shift: np.ndarray, bits: int, output_z
     return stage
 
 
+def _gather_form(mat: np.ndarray, nch: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """The matrix ``mat`` (n_in, C) of :func:`prepare_mac` as :func:`pymli.kernels._jit_requant.mac_gather`
+    takes it: per block of ``G`` consecutive columns (within one output position's ``nch`` channels) the
+    rows that any of them reads (ascending, padded with rows of zero weights to the longest block) and the
+    block's weights there. ``G``: 1 or the divisor of ``nch`` (8 or more: the compiled sums vectorise along
+    a block) of the lowest cost per column, ``T_G * (0.08 + 3 / G)`` against ``0.63 * T_1`` (``T_G``: the
+    longest block's row count; ns per term measured here).
+
+    Returns:
+        ``(idx, w, ns)``: (B, T) uint32 rows, (B, T, G) int32 weights (``B * G = C``), the estimated time of
+        the sums per sample in ns.
+    """
+    nz = mat != 0
+    n_in, n_cols = mat.shape
+
+    def rows(g: int) -> int:
+        return max(int(nz.reshape(n_in, -1, g).any(2).sum(0).max(initial=0)), 1)
+    g, cost = 1, 0.63 * rows(1)
+    for d in range(8, nch + 1):
+        if nch % d == 0 and rows(d) * (0.08 + 3 / d) < cost:
+            g, cost = d, rows(d) * (0.08 + 3 / d)
+    t = rows(g)
+    blocks = mat.reshape(n_in, -1, g)
+    order = np.argsort(~nz.reshape(n_in, -1, g).any(2), axis=0, kind="stable")[:t]  # (T, B)
+    w = np.take_along_axis(blocks, order[:, :, None], 0)  # (T, B, G)
+    return (np.ascontiguousarray(order.T, np.uint32), np.ascontiguousarray(w.transpose(1, 0, 2), np.int32),
+            cost * n_cols)
+
+
+def _dense_pays(n_in: int, n_cols: int, gather_ns: float) -> bool:
+    """Whether :func:`prepare_mac`'s compiled step takes the float64 matrix product (BLAS; ~0.12 ns per
+    matrix entry and ~1.6 us more per call than :func:`_gather_form`'s sums, measured here) over the sparse
+    sums estimated at ``gather_ns``: matrices whose columns read most of the input."""
+    return 1600 + 0.12 * n_in * n_cols < gather_ns
+
+
 def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...], x_dtype: np.dtype,
                 out_shape: tuple[int, ...], *, input_zp: int, bias: np.ndarray | None, bits: int,
                 multiplier: npt.ArrayLike,
                 shift: npt.ArrayLike, output_zp: int, act_min: int, act_max: int
                 ) -> Callable[[np.ndarray], np.ndarray] | None:
-    """A small convolution-like operator prepared as one matrix product: its accumulators are a linear map
-    of the input minus its zero point, whose matrix is ``acc`` (the kernel's own exact sums) of the basis
+    """A small convolution-like operator prepared as one sparse matrix product: its accumulators are a linear
+    map of the input minus its zero point, whose matrix is ``acc`` (the kernel's own exact sums) of the basis
     vectors; the zero point and the bias become one correction per output element, the output stage's
-    constants are derived once (:func:`_output_stage`).
+    constants are derived once (:func:`_output_stage`). With the JIT on, one compiled call per step
+    (:func:`pymli.kernels._jit_requant.mac_gather`: the matrix's nonzero entries per output, int64 sums, the
+    output stage; :func:`_gather_form`), or for a dense matrix (:func:`_dense_pays`) the float64 matrix
+    product and the compiled output stage (:func:`~pymli.kernels._jit_requant.mac_stage`); with the JIT off
+    the float64 product and the NumPy output stage.
 
     Exact: each matrix entry is one filter tap (``|w| <= 2**7``) or a sum of a few, and the products' sums
-    are checked below ``2**53`` here, so the float64 product is the integer sum; the int32 accumulator
-    wraps modulo 2**32 whatever the order of its terms (one wrap of the exact sum), skipped where the
-    sums' bound stays in the int32 range.
+    are checked below ``2**53`` here, so the float64 product is the integer sum (and the int64 sums cannot
+    overflow); the int32 accumulator wraps modulo 2**32 whatever the order of its terms (one wrap of the
+    exact sum), skipped where the sums' bound stays in the int32 range.
 
     Args:
         acc: ``acc(xs) -> int64 accumulators`` of float64 inputs ``xs`` (N, ...) (the input minus its zero point).
@@ -465,7 +505,8 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
 
     Returns:
         ``mac(x) -> output`` for inputs of ``x_shape[1:]`` per sample (any batch), or None (a matrix over
-        :data:`MATRIX_MAX` entries, sums that could leave float64's exact range, an output stage case left out).
+        :data:`MATRIX_MAX` entries or none, sums that could leave float64's exact range, an output stage case left
+        out).
     """
     per = tuple(x_shape[1:])
     n_in = int(np.prod(per, dtype=np.int64))
@@ -475,11 +516,11 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
     probe = acc(np.eye(n_in, dtype=np.float64).reshape((n_in,) + per))
     out_per = probe.shape[1:]
     mat = probe.reshape(n_in, -1)
-    if mat.size > MATRIX_MAX or not out_per or out_per[-1] != np.size(multiplier):
+    if not 0 < mat.size <= MATRIX_MAX or not out_per or out_per[-1] != np.size(multiplier):
         return None
     col = np.abs(mat).sum(0)
     x_max = (1 << (8 * np.dtype(x_dtype).itemsize - 1)) + abs(int(input_zp))
-    if mat.size and int(col.max()) * x_max >= 1 << 53:
+    if int(col.max()) * x_max >= 1 << 53:
         return None
     nch = out_per[-1]
     reps = mat.shape[1] // nch
@@ -495,21 +536,50 @@ def prepare_mac(acc: Callable[[np.ndarray], np.ndarray], x_shape: tuple[int, ...
         return None
     matf = mat.astype(np.float64)
     matf.flags.writeable = False
-    # the compiled output stage (one call, the same values) takes multipliers in [0, 2**31) (the stage above
-    # has refused the cases its mbqm32 / mbqm64 would not compute: shifts, INT32_MIN)
-    jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all())
-    jit_args = (np.ascontiguousarray(corr, np.int64), m_all, s_all)
-    jit_tail = (bits == 64, wrap, int(output_zp), int(act_min), int(act_max))
+    # the compiled step (:func:`pymli.kernels._jit_requant.mac_gather`, the same values) takes multipliers in
+    # [0, 2**31) (the stage above has refused the cases its mbqm32 / mbqm64 would not compute: shifts,
+    # INT32_MIN) and the matrix as its nonzero entries (int32: each one tap or a sum of a few)
+    jit_ok = bool((m_all >= 0).all()) and bool((m_all < 1 << 31).all()) and int(np.abs(mat).max()) < 1 << 31
+    idx, wts, gather_ns = _gather_form(mat, nch)
+    chan = np.stack([corr, m_all, s_all]).astype(np.int64)
+    par = np.array([bits == 64, output_zp, act_min, act_max, n_in], np.int64)
     n_cols = mat.shape[1]
 
-    def mac(x: np.ndarray) -> np.ndarray:
+    def numpy_step(x: np.ndarray) -> np.ndarray:
         n = x.shape[0]
-        jit = _jit.compiled("_jit_requant") if jit_ok else None
-        if jit is not None:
-            out = np.empty((n,) + out_per, dt)
-            jit.mac_stage(np.matmul(x.reshape(n, n_in), matf), *jit_args, out.reshape(n, n_cols), *jit_tail)
-            return out
         a = np.matmul(x.reshape(n, n_in), matf).astype(np.int64)
         a += corr
         return stage(qu.wrap32_inplace(a) if wrap else a).reshape((n,) + out_per)
+
+    if _dense_pays(n_in, n_cols, gather_ns):
+        def dense(x: np.ndarray) -> np.ndarray:
+            jit = _jit.compiled("_jit_requant") if jit_ok else None
+            if jit is None:
+                return numpy_step(x)
+            n = x.shape[0]
+            out = np.empty((n,) + out_per, dt)
+            jit.mac_stage(np.matmul(x.reshape(n, n_in), matf), chan, par, out.reshape(n, n_cols))
+            return out
+        return dense
+    entry: list = []  # the compiled step's native entry (:func:`pymli.kernels._jit.entry`), made on its first call
+    empty, on = np.empty, _jit.is_on if jit_ok else (lambda: False)
+    one_in, one_out = (1,) + per, (1,) + out_per
+
+    def compiled_step() -> Callable[..., object] | None:
+        mod = _jit.compiled("_jit_requant")
+        if mod is None:
+            return None
+        entry.append(_jit.entry(mod, "mac_gather", np.zeros(one_in, dt), idx, wts, chan, par, np.empty(one_out, dt)))
+        return entry[0]
+
+    def mac(x: np.ndarray) -> np.ndarray:
+        # the native entry takes exactly its arrays' types: a C-contiguous input of dt, x_shape[1:] per sample
+        s = x.shape
+        if on() and x.dtype is dt and (s == one_in or s[1:] == per) and x.flags.c_contiguous:
+            step = entry[0] if entry else compiled_step()
+            if step is not None:
+                out = empty(one_out if s[0] == 1 else s[:1] + out_per, dt)
+                step(x, idx, wts, chan, par, out)
+                return out
+        return numpy_step(x)
     return mac

@@ -134,8 +134,9 @@ def test_prepared_softmax_equals_reference(seed: int, od: type) -> None:
         assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), (shape, beta, scale)
 
 
-def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | None) -> tuple:
-    """A random small CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV: the graph and its operator."""
+def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | None, many: bool = False) -> tuple:
+    """A random small CONV_2D / DEPTHWISE_CONV_2D / TRANSPOSE_CONV: the graph and its operator (``many``: 8 to
+    24 output channels, depth multipliers 8 to 12: the compiled step's blocks of columns)."""
     h, w_, cin = int(rng.integers(1, 6)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
     kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
@@ -148,14 +149,14 @@ def _mac_case(rng: np.random.Generator, kind: str, xd: type, bias_dtype: type | 
     izp, ozp = (int(rng.integers(-128, 128)), int(rng.integers(-128, 128))) if xd == np.int8 else (0, 0)
     si, so = float(rng.uniform(1e-3, 0.1)), float(rng.uniform(1e-3, 0.5)) * (1 if rng.random() < 0.7 else 1e-4)
     if kind == "CONV_2D":
-        cout = int(rng.integers(1, 6))
+        cout = int(rng.choice([8, 9, 12, 16, 24])) if many else int(rng.integers(1, 6))
         wshape = (cout, kh, kw, cin)
     elif kind == "DEPTHWISE_CONV_2D":
-        dm = int(rng.integers(1, 3))
+        dm = int(rng.choice([8, 9, 12])) if many else int(rng.integers(1, 3))
         cout = cin * dm
         wshape = (1, kh, kw, cout)
     else:
-        cout = int(rng.integers(1, 5))
+        cout = int(rng.choice([8, 10, 16])) if many else int(rng.integers(1, 5))
         wshape = (cout, kh, kw, cin)
     ws = rng.uniform(1e-3, 0.05, size=cout).astype(np.float32)
     qdim = 3 if kind == "DEPTHWISE_CONV_2D" else 0
@@ -235,6 +236,151 @@ def test_prepared_mac_takes_the_matrix_form() -> None:
     finally:
         C.conv2d = orig
     assert np.array_equal(got, _unprepared(g, op, ins)[0])
+
+
+_MAC_KINDS = [("CONV_2D", np.int8, np.int32), ("CONV_2D", np.int16, np.int64), ("CONV_2D", np.int16, np.int32),
+              ("DEPTHWISE_CONV_2D", np.int8, None), ("DEPTHWISE_CONV_2D", np.int16, np.int64),
+              ("TRANSPOSE_CONV", np.int8, np.int32), ("TRANSPOSE_CONV", np.int16, np.int16)]
+
+
+@pytest.mark.parametrize("kind,xd,bias_dtype", _MAC_KINDS)
+@pytest.mark.parametrize("jit", [True, False])
+def test_prepared_mac_blocks_equal_handler(kind: str, xd: type, bias_dtype: type | None, jit: bool) -> None:
+    """Many output channels (the compiled step's blocks of 8 or more columns, :func:`C._gather_form`): the
+    prepared step against the handler's kernel on contiguous, read-only, non-contiguous (the NumPy step) and
+    constant extreme inputs; the prepared form is taken, mostly in blocks."""
+    blocks, taken = [], []
+    gather, prepare = C._gather_form, C.prepare_mac
+
+    def spy_gather(mat: np.ndarray, nch: int) -> tuple:
+        form = gather(mat, nch)
+        blocks.append(form[1].shape[2])
+        return form
+
+    def spy_prepare(*a: object, **k: object) -> object:
+        mac = prepare(*a, **k)
+        taken.append(mac is not None)
+        return mac
+    prev = _jit.set_enabled(jit)
+    try:
+        for seed in range(8):
+            rng = np.random.default_rng(700 + seed)
+            g, op, xi = _mac_case(rng, kind, xd, bias_dtype, many=True)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(C, "_gather_form", spy_gather)
+                mp.setattr(C, "prepare_mac", spy_prepare)
+                inv = prepare_op(g, op)
+            T = g.tensors
+            shape = T[op.inputs[xi]].shape
+            for k in range(4):
+                with use_platform(PLATFORMS[k % 2]):
+                    x = _extremes(rng, shape, xd)
+                    if k == 1:
+                        x.flags.writeable = False
+                    elif k == 2:  # a non-contiguous view
+                        x = _extremes(rng, shape[:-1] + (2 * shape[-1],), xd)[..., ::2]
+                    elif k == 3:
+                        x[...] = np.iinfo(xd).min if seed % 2 else np.iinfo(xd).max
+                    ins = [T[i].data for i in op.inputs]
+                    ins[xi] = x
+                    got = inv(ins)[0]
+                    want = _unprepared(g, op, ins)[0]
+                assert got.dtype == want.dtype and np.array_equal(got, want.reshape(got.shape)), (kind, seed, k)
+    finally:
+        _jit.set_enabled(prev)
+    assert sum(taken) >= 4 and sum(b > 1 for b in blocks) >= len(blocks) // 2, (taken, blocks)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_gather_form_holds_the_matrix(seed: int) -> None:
+    """:func:`C._gather_form`: the blocks' rows and weights rebuild the matrix (sparse, dense, empty columns,
+    every channel count's divisors), each block's nonzero rows first, ascending, each once."""
+    rng = np.random.default_rng(900 + seed)
+    nch = int(rng.choice([1, 3, 8, 9, 16, 24, 32]))
+    n_in, reps = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+    mat = rng.integers(-128, 128, size=(n_in, reps * nch)) * (rng.random((n_in, reps * nch)) < rng.random())
+    if seed % 3 == 0:  # rows shared by an output position's channels (a convolution's pattern), some zero weights
+        mat = np.repeat(rng.random((n_in, reps, 1)) < 0.3, nch, 2).reshape(n_in, -1) * rng.integers(-3, 4, mat.shape)
+    if seed == 1:
+        mat[:] = 0
+    idx, w, ns = C._gather_form(mat.astype(np.int64), nch)
+    n_b, n_t, n_g = w.shape
+    assert ns > 0
+    assert idx.dtype == np.uint32 and w.dtype == np.int32 and idx.shape == (n_b, n_t) and n_b * n_g == mat.shape[1]
+    assert nch % n_g == 0 and (n_g == 1 or n_g >= 8)
+    back = np.zeros_like(mat)
+    for b in range(n_b):
+        for t in range(n_t):
+            back[idx[b, t], b * n_g:(b + 1) * n_g] += w[b, t]
+    assert np.array_equal(back, mat)
+    nz = np.abs(w).sum(2) > 0
+    for b in range(n_b):
+        rows = idx[b][nz[b]]
+        assert np.array_equal(rows, np.unique(rows)) and nz[b, :rows.size].all()
+
+
+def test_prepare_mac_refuses_an_empty_matrix() -> None:
+    """No prepared form for a map without outputs (the probe's matrix is empty): the kernel's own path."""
+    kw = dict(input_zp=0, bias=None, bits=32, multiplier=np.full(3, 1 << 30), shift=np.zeros(3, np.int64),
+              output_zp=0, act_min=-128, act_max=127)
+    assert C.prepare_mac(lambda xs: np.zeros((xs.shape[0], 0, 3), np.int64), (1, 4), np.dtype(np.int8), (1, 2, 3),
+                         **kw) is None
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_prepare_mac_linear_map_compiled_equals_numpy(seed: int) -> None:
+    """:func:`C.prepare_mac` of a random sparse integer map (channel counts with and without blocks, weights
+    that are sums of taps, zero points, biases up to the int32 limits: wrapped sums, both accumulator widths,
+    extreme multipliers and shifts, a narrow clamp; seeds from 12: dense maps, the float64 product's step)
+    with the JIT on and off, against ``requantize_acc`` of the exact sums: batches of 4, 1 and 0 samples,
+    reversed and strided (non-contiguous) batches."""
+    rng = np.random.default_rng(950 + seed)
+    xd = np.int16 if seed % 2 else np.int8
+    bits = 64 if seed % 4 == 1 else 32
+    nch = int(rng.choice([1, 2, 5, 8, 12, 16]))
+    per, reps = (int(rng.integers(1, 5)), int(rng.integers(1, 9))), int(rng.integers(1, 7))
+    if seed >= 12:
+        per, reps = (int(rng.integers(8, 12)), int(rng.integers(12, 17))), 128 // nch
+    n_in = per[0] * per[1]
+    mat = rng.integers(-300, 300, size=(n_in, reps, nch)) * (rng.random((n_in, reps, 1)) < (0.4 if seed < 12 else 1))
+    mat = mat.reshape(n_in, -1).astype(np.int64)
+    dense = []
+    pays = C._dense_pays
+    zp = 0 if xd == np.int16 else int(rng.integers(-128, 128))
+    big = 2 ** int(rng.integers(8, 32)) if seed % 4 else 2**31
+    bias = rng.integers(-big, big, size=nch) if seed % 3 else None
+    x = _extremes(rng, (4,) + per, xd)
+    exact = (x.reshape(4, n_in).astype(np.int64) - zp) @ mat + (0 if bias is None else np.tile(bias, reps))
+    exact = exact.reshape(4, reps, nch)
+    info = np.iinfo(xd)
+    m = rng.integers(2**30, 2**31, size=nch)
+    m[0] = 2**31 - 1
+    mag = int(np.abs(qu.wrap(exact, 32) if bits == 32 else exact).max(initial=1)) + 1
+    sh = np.clip(info.bits - 1 - mag.bit_length() + rng.integers(-2, 3, size=nch), -31, 2)  # outputs in range
+    if nch > 2:
+        sh[-1] = -31
+    ozp = 0 if xd == np.int16 else int(rng.integers(-128, 128))
+    lo, hi = (int(info.min), int(info.max)) if seed % 3 != 2 else (int(rng.integers(info.min, 0)), int(info.max) - 3)
+
+    def acc(xs: np.ndarray) -> np.ndarray:
+        return np.rint(xs.reshape(xs.shape[0], n_in) @ mat).astype(np.int64).reshape((xs.shape[0], reps, nch))
+    want = C.requantize_acc(qu.wrap(exact, 32) if bits == 32 else exact, m, sh, output_zp=ozp, act_min=lo,
+                            act_max=hi, acc_bits=bits)
+    for on in (True, False):
+        prev = _jit.set_enabled(on)
+        try:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(C, "_dense_pays", lambda *a: dense.append(pays(*a)) or dense[-1])
+                mac = C.prepare_mac(acc, (1,) + per, np.dtype(xd), (1, reps, nch), input_zp=zp, bias=bias,
+                                    bits=bits, multiplier=m, shift=sh, output_zp=ozp, act_min=lo, act_max=hi)
+            assert mac is not None
+            for xs, ref in ((x, want), (x[:1], want[:1]), (x[:0], want[:0]), (x[::-1], want[::-1]),
+                            (x[::2], want[::2])):
+                got = mac(xs)
+                assert got.dtype == xd and np.array_equal(got, ref), (on, xs.shape)
+        finally:
+            _jit.set_enabled(prev)
+    assert dense == [seed >= 12] * 2
 
 
 @pytest.mark.parametrize("xd", [np.int8, np.int16])
