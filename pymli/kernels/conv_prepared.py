@@ -813,20 +813,19 @@ class PreparedGroupConv:
 
     def _merge(self, shape: tuple[int, ...], groups: int, prod: Any, split: bool) -> int:
         """How many neighbouring groups (a divisor of ``groups``) one integer product computes: the least
-        estimated time, ``groups / s`` calls of :data:`GROUP_CALL_COST` each plus their inner work (pixels
-        x 4-byte groups of taps x vectors of lanes: merging more groups adds taps, fills lanes and pads
-        fewer channels); ties: the most merged."""
+        estimated time, ``groups / s`` products of :data:`GROUP_CALL_COST` each
+        plus their inner work (pixels x 4-byte groups of taps x vectors of lanes: merging more groups
+        adds taps, fills lanes and pads fewer channels); ties: the most merged."""
         kh, kw, cg, n = self._w.shape
-        ng = n // groups * (2 if split else 1)  # a split weight: two product columns
+        ng = n // groups
         (ho, wo), nb = self._kw["out_hw"], (shape[0] if len(shape) == 4 else 1)
         pix, per, lanes = nb * ho * wo, prod.per_group, prod.lanes
-        best, best_s = None, 1
+        best, best_s = 0, 1
         for s in range(1, groups + 1):
-            if groups % s:
-                continue
-            cost = groups // s * (pix * kh * kw * -(-s * cg // per) * -(-s * ng // lanes) + GROUP_CALL_COST)
-            if best is None or cost <= best:
-                best, best_s = cost, s
+            if groups % s == 0:
+                cost = groups // s * (pix * kh * kw * -(-s * cg // per) * -(-s * ng // lanes) + GROUP_CALL_COST)
+                if s == 1 or cost <= best:
+                    best, best_s = cost, s
         return best_s
 
     def _merged(self, groups: int, s: int) -> np.ndarray:
@@ -863,10 +862,12 @@ class PreparedGroupConv:
         nonzero terms (the merged groups' zero weights add 0 at any step) or, where
         :func:`_int_applies` admits a wrapping 32-bit accumulator, that sum modulo 2**32 as C's
         accumulator wraps it: its bounds count the layer's own group's taps, which are every nonzero
-        term of a merged lane. Split int16 weights give ``256 * hi + lo`` in int64. The output
-        stage is the compiled one of :func:`pymli.kernels._jit.finish` (the plain kernel's), called
-        directly: its only check, a 40-bit sum and bias below 2**62, is made here. A call while
-        another thread runs this one takes the plain kernel (the buffers are shared).
+        term of a merged lane. Split int16 weights (:func:`_split16`: ``256 * hi + lo``) take two
+        products per merged group, into separate ``lo`` and ``hi`` sums, added as ``256 * hi + lo`` in
+        int64 (two NumPy calls on whole arrays). The output stage is the compiled one of
+        :func:`pymli.kernels._jit.finish` (the plain kernel's), called directly: its only check, a
+        40-bit sum and bias below 2**62, is made here. A call while another thread runs this one
+        takes the plain kernel (the buffers are shared).
         """
         mod, prod, split = found
         wm = self._merged(gm * s, s)
@@ -881,59 +882,69 @@ class PreparedGroupConv:
         fin = _jit.compiled("_jit_numba")
         if fin is None:
             return None
-        nw = 2 * n if split else n  # the product's output columns
-        ng = nw // gm
+        ng = n // gm  # output channels of a merged group (a product's columns)
         u8 = prod.per_group == 4
         cgp, npad = -(-cgm // prod.per_group) * prod.per_group, -(-ng // prod.lanes) * prod.lanes
         hp, wp = _geometry((kh, kw), (sh, sw), (dh, dw), (ho, wo))
-        dt = np.dtype(np.uint8 if u8 else np.int16)
-        xp = np.full((nb, hp, wp, gm, cgp), a + 128 if u8 else 0, dt)
+        xp = np.full((nb, hp, wp, gm, cgp), a + 128 if u8 else 0, np.uint8 if u8 else np.int16)
+        # the input's interior rows in the buffer: a row's channels side by side when no channel is padded
         r0, c0 = max(top, 0), max(left, 0)
         r1, c1 = min(top + h, hp), min(left + wd, wp)
         inner = r0 < r1 and c0 < c1
-        rows, cols = slice(r0 - top, r1 - top), slice(c0 - left, c1 - left)
-        dst = xp[:, r0:r1, c0:c1] if cgp == cgm else xp[:, r0:r1, c0:c1, :, :cgm]
-        dst = dst.reshape(nb, r1 - r0, c1 - c0, c) if cgp == cgm and inner else dst
-        src5 = None if cgp == cgm else (nb, r1 - r0, c1 - c0, gm, cgm)
-        packs = _int_weights(_split16(wm, gm) if split else wm, a, prod, gm)
-        offs, roff, l4 = _int_geometry(ho, wo, wp, gm, cgp, dt.itemsize, kh, kw, sh, sw, dh, dw)
-        image = hp * wp * gm * cgp * dt.itemsize  # bytes per padded image
+        whole = (r0 - top, r1 - top, c0 - left, c1 - left) == (0, h, 0, wd)
+        if cgp == cgm:
+            src_shape, dst = (nb, h, wd * c), xp.reshape(nb, hp, wp * c)[:, r0:r1, c0 * c:c1 * c]
+            cut = (slice(None), slice(r0 - top, r1 - top), slice((c0 - left) * c, (c1 - left) * c))
+        else:
+            src_shape, dst = (nb, h, wd, gm, cgm), xp[:, r0:r1, c0:c1, :, :cgm]
+            cut = (slice(None), slice(r0 - top, r1 - top), slice(c0 - left, c1 - left))
+        if u8:
+            dst = dst.view(np.int8)  # u = x ^ 0x80 = x + 128, written from the int8 input
+        wq = _split16(wm, gm).reshape(kh, kw, cgm, gm, 2, ng) if split else None
+        weights = [wm] if wq is None else [np.ascontiguousarray(wq[:, :, :, :, i]).reshape(kh, kw, cgm, n)
+                                           for i in (0, 1)]  # lo, hi
+        packs = [_int_weights(wi, a, prod, gm) for wi in weights]
+        offs, roff, l4 = _int_geometry(ho, wo, wp, gm, cgp, xp.itemsize, kh, kw, sh, sw, dh, dw)
+        image = hp * wp * gm * cgp * xp.itemsize  # bytes per padded image
         offs = (offs.reshape(-1)[None, :] + np.arange(nb, dtype=I64)[:, None] * image).reshape(-1)
         npix = nb * ho * wo
-        direct = npad == ng  # the product writes each merged group's columns straight into the sums
         acc = np.empty((npix, npad), np.int32)
-        sums = acc if gm == 1 and direct else np.empty((npix, nw), np.int32)
-        outs = [sums[:, g * ng:(g + 1) * ng] if direct else acc for g in range(gm)]
-        moves = [None if direct else (sums[:, g * ng:(g + 1) * ng], acc[:, :ng]) for g in range(gm)]
-        roffs = [np.ascontiguousarray(roff[g]) for g in range(gm)]
-        final = sums
-        if split:  # per merged group: the lo columns, then the hi ones
+        sums = [acc] if not split and gm == 1 and npad == n else [np.empty((npix, n), np.int32) for _ in packs]
+        work = []  # (segment offsets, packed weights, product output, its columns to copy into the sums)
+        for sm, pk in zip(sums, packs):
+            for g in range(gm):
+                cols = sm[:, g * ng:(g + 1) * ng]
+                direct = npad == ng  # the product writes the merged group's columns straight into the sums
+                work.append((np.ascontiguousarray(roff[g]), pk[g], cols if direct else acc,
+                             None if direct else (cols, acc[:, :ng])))
+        final = sums[0]
+        if split:
             final = np.empty((npix, n), I64)
-            halves = sums.reshape(npix, gm, 2, ng // 2)
-            wide, lo, hi = final.reshape(npix, gm, ng // 2), halves[:, :, 0], halves[:, :, 1]
+            lo, hi = sums
         odt, chan, par = stage.out_dtype, stage.chan, stage.par
-        prod_ep = _jit.entry(mod, f"conv_{prod.name}", xp, offs, roffs[0], l4, *packs[0], outs[0])
+        ro0, pk0, o0, _ = work[0]
+        prod_ep = _jit.entry(mod, f"conv_{prod.name}", xp, offs, ro0, l4, *pk0, o0)
         stage_ep = _jit.entry(fin, "finish_sa8" if stage.sa8 else "finish_fx", final, chan, par,
                               np.empty((npix, n), odt))
         out_shape = (*shape[:-3], ho, wo, n)
         cast = None if odt == self._dtype else self._dtype
-        lock, plain, flip, off16 = threading.Lock(), self._plain, np.uint8(0x80), np.int16(a)
+        lock, plain, off = threading.Lock(), self._plain, np.int8(-128) if u8 else np.int16(a)
         xor, subtract, copyto, shift, add, empty = (np.bitwise_xor, np.subtract, np.copyto, np.left_shift, np.add,
                                                     np.empty)
-        work = list(zip(roffs, packs, outs, moves))
+        i16, eight = np.dtype(np.int16), np.int64(8)
 
         def run(x: np.ndarray) -> np.ndarray:
             if not lock.acquire(False):  # another thread is in this layer's buffers
                 return plain(x)
             try:
                 if inner:
-                    v = (x if x.ndim == 4 else x.reshape(shape4))[:, rows, cols]
-                    if src5 is not None:
-                        v = v.reshape(src5)
-                    if u8:  # u = x + 128: the uint8 products' input
-                        xor(v.view(np.uint8), flip, out=dst)
+                    v = x.reshape(src_shape)
+                    if not whole:
+                        v = v[cut]
+                    if u8:
+                        xor(v, off, out=dst)
                     elif a:
-                        subtract(v, off16, out=dst, dtype=np.int16)
+                        subtract(v, off, out=dst, dtype=i16)
                     else:
                         copyto(dst, v)
                 for ro, pk, o, move in work:
@@ -941,8 +952,8 @@ class PreparedGroupConv:
                     if move is not None:  # the lanes beyond the merged group's columns: dropped
                         copyto(*move)
                 if split:
-                    shift(hi, 8, out=wide, dtype=I64)
-                    add(wide, lo, out=wide)
+                    shift(hi, eight, out=final, dtype=I64)
+                    add(final, lo, out=final)
                 out = empty((npix, n), odt)
                 stage_ep(final, chan, par, out)
             finally:
