@@ -676,8 +676,9 @@ class PreparedGroupConv:
       calls of :data:`pymli.kernels._parallel.PARALLEL_WORK` or more (the threads) take the plain
       kernel on the merged weights. Without the JIT, small layers are one block-diagonal conv2d
       (``s`` = every group, :data:`BLOCK_DIAG_MAX_MACS`), larger ones the plain kernel.
-    * Weights zero points (a zero weight would add ``-w_zp * x``), inputs of other ranks or dtypes,
-      channel counts the weights do not divide: the plain kernel.
+    * Weights zero points (a zero weight would add ``-w_zp * x``; and C sums a dilated group conv2d's
+      input for them with undilated steps, unlike a depthwise layer's), inputs of other ranks or
+      dtypes, channel counts the weights do not divide: the plain kernel.
     """
 
     def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
@@ -689,9 +690,10 @@ class PreparedGroupConv:
         self._q, self._dtype = q, np.dtype(out_dtype)
         self._kw = {"stride": tuple(stride), "dilation": tuple(dilation), "pad": tuple(pad),
                     "out_hw": tuple(out_hw), "bounds": (int(bounds[0]), int(bounds[1]))}
-        self._dw = None if self._w.shape[2] != 1 else PreparedConv(
-            self._w, self._bias, q, **self._kw, depthwise=True, out_dtype=self._dtype)  # type: ignore[arg-type]
         self._a, self._b = _offsets(q)
+        # weights zero points: C's input sums of a dilated group conv2d are not the depthwise kernel's (_wzp_terms)
+        self._dw = None if self._w.shape[2] != 1 or self._b else PreparedConv(
+            self._w, self._bias, q, **self._kw, depthwise=True, out_dtype=self._dtype)  # type: ignore[arg-type]
         self._post = _OutputStage(self._bias, q, self._kw["bounds"])  # the compiled stage's constants per platform
         self._merges: dict[tuple[int, int], np.ndarray] = {}  # (groups, merged s) -> weights (read-only)
         self._convs: dict[int, PreparedConv] = {}  # groups -> the block-diagonal conv2d (no JIT)
