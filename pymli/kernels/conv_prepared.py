@@ -638,15 +638,17 @@ def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int
 
 
 GROUP_CALL_COST = 2048
-"""The fixed cost of one integer product call of a prepared group convolution (Python frame, native
-entry, the column copy) in units of the product's inner work, one pixel x one 4-byte group of taps x
-one vector of output lanes (measured here with u8x16: ~0.3 ns a unit, ~0.6 us a call): it weighs
+"""The fixed cost of one integer product call of a prepared group convolution (the native entry, the loop,
+the column copy) in units of the product's inner work, one pixel x one 4-byte group of taps x one vector of
+output lanes (measured here, u8x16 / s16x16: ~0.3-0.4 ns a unit, ~0.4 us a call without the copy): it weighs
 fewer, merged groups against the taps they add (:meth:`PreparedGroupConv._merge`)."""
-BLOCK_DIAG_MAX_MACS = 1 << 18
+BLOCK_DIAG_MAX_MACS = 1 << 20
 """Without the compiled products, group convolutions of at most this many multiply-adds with every group
-merged (one image's ``Ho * Wo * Kh * Kw * C * N``) run as one prepared conv2d of block-diagonal weights
-(:class:`PreparedConv`: its fixed per-call cost is a few NumPy calls, the plain kernel's ~60 us); larger ones
-the plain kernel's grouped product (merging would multiply its work by the groups)."""
+merged (``Ho * Wo * Kh * Kw * C * N`` times the batch) run as one prepared conv2d of block-diagonal weights
+(:class:`PreparedConv`: a few NumPy calls of fixed cost, the plain kernel's ~60-100 us); larger ones the plain
+kernel's grouped product (merging multiplies its work by the groups). Measured, NumPy kernels: 8x8x16 in
+4 groups, 3x3 -> 16 ~23 us against ~62 us, 16x16x16 in 4 groups ~58 us against ~190 us; 16x16x32 in 2 groups
+(2.4 M merged) about even, 32x32x64 in 4 groups (38 M) ~1.3x slower."""
 
 
 class PreparedGroupConv:
