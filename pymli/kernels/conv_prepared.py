@@ -44,12 +44,13 @@ from .convolution import (
     conv2d_hwcn,
     depthwise_conv2d_hwcn,
     group_conv2d_hwcn,
+    transpose_conv2d_hwcn,
 )
 from ._parallel import PARALLEL_WORK
 from .fully_connected import prepare_fc
 
-__all__ = ["FusedLayer", "PreparedConv", "PreparedGroupConv", "prepare_conv", "prepare_group_conv", "TINY_CONSTANTS",
-           "TINY_MACS"]
+__all__ = ["FusedLayer", "PreparedConv", "PreparedGroupConv", "PreparedTransposeConv", "prepare_conv",
+           "prepare_group_conv", "prepare_transpose_conv", "TINY_CONSTANTS", "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
@@ -806,7 +807,8 @@ class PreparedGroupConv:
                 return conv2d_hwcn(x, wm, self._bias, self._q, **kw_, groups=gm).astype(self._dtype, copy=False)
             return merged, False
         (ho, wo) = self._kw["out_hw"]
-        if ho * wo * kh * kw * c * n * (shape[0] if len(shape) == 4 else 1) <= BLOCK_DIAG_MAX_MACS:
+        # one group: no merged zeros, the prepared conv2d at any size (it takes the plain kernel beyond its own limit)
+        if groups == 1 or ho * wo * kh * kw * c * n * (shape[0] if len(shape) == 4 else 1) <= BLOCK_DIAG_MAX_MACS:
             conv = self._convs.get(groups)
             if conv is None:
                 conv = self._convs[groups] = PreparedConv(self._merged(groups, groups), self._bias, self._q,
@@ -984,3 +986,90 @@ def prepare_group_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tup
     """
     return PreparedGroupConv(w, bias, q, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, bounds=bounds,
                              out_dtype=out_dtype)
+
+
+class PreparedTransposeConv:
+    """A transpose convolution of fixed weights, bias, parameters and geometry: ``prepared(x)`` returns the
+    values of :func:`transpose_conv2d_hwcn` on ``x``, bit for bit, with the output container's dtype.
+
+    Built by :func:`prepare_transpose_conv`. Without a weights zero point the plain kernel computes the
+    stride-1 convolution of the zero-inserted input (the input zero point between the pixels, so that
+    ``x - zp`` is 0 there) with the mirrored kernel, padded by ``Kh - 1 - pad_top`` / ``Kw - 1 - pad_left``;
+    so does this layer, the zero-inserted input held in a buffer kept per thread and input shape (the
+    inserted values written once, the pixels on every call) and the convolution prepared once
+    (:class:`PreparedGroupConv` of one group: the compiled integer products with the JIT, else
+    :class:`PreparedConv`). The sums are those of the plain kernel's paths (the raw zero-inserted
+    input and the input offset, or the centred one with zeros: the same terms), the output stage the
+    same. Weights zero points, paddings outside ``0 .. K - 1``, zero points outside the input container
+    and other inputs: the plain kernel.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                 pad: tuple[int, int], out_hw: tuple[int, int], bounds: tuple[int, int],
+                 out_dtype: np.dtype | type) -> None:
+        self._w = np.array(w)  # own copies: a caller may rewrite its buffers later
+        self._w.flags.writeable = False  # constant: the plain kernel memoises its mirrored copy
+        self._bias = np.array(bias)
+        self._q, self._dtype = q, np.dtype(out_dtype)
+        self._kw = {"stride": (int(stride[0]), int(stride[1])), "pad": (int(pad[0]), int(pad[1])),
+                    "out_hw": tuple(out_hw), "bounds": (int(bounds[0]), int(bounds[1]))}
+        kh, kw = self._w.shape[:2]
+        self._a, b = _offsets(q)
+        self._conv = None
+        if not b and 0 <= pad[0] < kh and 0 <= pad[1] < kw and min(stride) >= 1:
+            self._conv = PreparedGroupConv(self._w[::-1, ::-1], self._bias, q, stride=(1, 1), dilation=(1, 1),
+                                           pad=(kh - 1 - pad[0], kw - 1 - pad[1]), out_hw=out_hw, bounds=bounds,
+                                           out_dtype=self._dtype)
+        self._buffers: dict[tuple, np.ndarray | None] = {}  # (thread, shape, dtype) -> zero-inserted input
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (H, W, C) or (N, H, W, C) container integers.
+
+        Returns:
+            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
+        """
+        x = np.asarray(x)
+        key = (_get_ident(), x.shape, x.dtype)
+        xd = self._buffers.get(key, False)
+        if xd is False:
+            xd = self._buffer(x)
+            if len(self._buffers) >= 8:  # a few threads / input shapes at most: keep memory bounded
+                self._buffers.clear()
+            self._buffers[key] = xd
+        if xd is None:
+            r = transpose_conv2d_hwcn(x, self._w, self._bias, self._q, **self._kw)  # type: ignore[arg-type]
+            return r.astype(self._dtype, copy=False)
+        sh, sw = self._kw["stride"]
+        xd[..., ::sh, ::sw, :] = x
+        return self._conv(xd)  # type: ignore[misc]
+
+    def _buffer(self, x: np.ndarray) -> np.ndarray | None:
+        """The zero-inserted input buffer of inputs like ``x`` (the input offset between the pixels), or None
+        (the plain kernel)."""
+        if self._conv is None or x.ndim not in (3, 4) or x.dtype.kind not in "iu" or 0 in x.shape:
+            return None
+        info = np.iinfo(x.dtype)
+        if not info.min <= self._a <= info.max or x.shape[-1] != self._w.shape[2]:
+            return None
+        (sh, sw), (h, wd) = self._kw["stride"], x.shape[-3:-1]
+        return np.full((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, x.shape[-1]), self._a, x.dtype)
+
+
+def prepare_transpose_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                           pad: tuple[int, int], out_hw: tuple[int, int], bounds: tuple[int, int],
+                           out_dtype: np.dtype | type = I64) -> PreparedTransposeConv:
+    """:func:`transpose_conv2d_hwcn` with weights, bias, parameters and geometry fixed: a callable of the input.
+
+    Args:
+        w: (Kh, Kw, C, N) weights; bias, q, stride, pad, out_hw, bounds: as for :func:`transpose_conv2d_hwcn`
+            (copied).
+        out_dtype: dtype of the returned values (e.g. the output container's).
+
+    Returns:
+        A :class:`PreparedTransposeConv`: ``f(x)`` equals the plain kernel's values on ``x`` as ``out_dtype``,
+        under the platform in force at the call.
+    """
+    return PreparedTransposeConv(w, bias, q, stride=stride, pad=pad, out_hw=out_hw, bounds=bounds, out_dtype=out_dtype)

@@ -1,8 +1,11 @@
 """The prepared group convolution (:func:`pymli.kernels.conv_prepared.prepare_group_conv`) against the plain
 kernel :func:`pymli.kernels.convolution.group_conv2d_hwcn`: seeded random layers of every weights type
-(sa8 per tensor / per axis, with weights zero points, fx16, fx16 x fx8), groups of one channel (a channel
+(sa8 per tensor / per axis, with weights zero points, fx16, fx16 x fx8, fx8), groups of one channel (a channel
 multiplier) and of several, strides, dilations, paddings, batches, extreme values, every platform, the JIT
-on and off, and the single-shape form. Whole outputs are compared with ``np.array_equal``."""
+on and off, and the single-shape form; and the prepared transpose convolution
+(:func:`pymli.kernels.conv_prepared.prepare_transpose_conv`, a prepared convolution of one group on the
+zero-inserted input) against :func:`pymli.kernels.convolution.transpose_conv2d_hwcn`. Whole outputs are compared
+with ``np.array_equal``."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from pymli.config import PRESETS
 from pymli.kernels import _jit
 from pymli.kernels import conv_prepared as CP
 from pymli.kernels import convolution as K
-from pymli.kernels.conv_prepared import prepare_group_conv
+from pymli.kernels.conv_prepared import prepare_group_conv, prepare_transpose_conv
 
 from .test_conv_prepared import _geometry, _input
 from .test_fc_paths import _layer, _ordinary
@@ -270,3 +273,60 @@ def test_overlapping_calls_on_threads() -> None:
             assert all(pool.map(work, range(len(xs))))
     finally:
         _jit.set_enabled(was)
+
+
+# ---------------------------------------------------------------------------- prepared transpose convolution
+def _transposed(seed: int, kind: str, extreme: bool = False):
+    """A random transpose convolution (MLI's limits: ``pad < K``, ``stride <= K``): (w, bias, q, bounds,
+    geometry, x)."""
+    rng = np.random.default_rng(seed)
+    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    c, n = int(rng.integers(1, 9)), int(rng.integers(1, 20))
+    w, b, q, bounds, xt = _layer(rng, kind, kh * kw * c, n, extreme)
+    if seed % 3 != 2:
+        q = _ordinary(q, np.iinfo(w.dtype).bits)
+    w = w.reshape(kh, kw, c, n)
+    h, wd = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    stride = (int(rng.integers(1, kh + 1)), int(rng.integers(1, kw + 1)))
+    pads = [int(rng.integers(0, k)) for k in (kh, kh, kw, kw)]
+    out = ((h - 1) * stride[0] + kh - pads[0] - pads[1], (wd - 1) * stride[1] + kw - pads[2] - pads[3])
+    if min(out) < 1:
+        pads = [0, 0, 0, 0]
+        out = ((h - 1) * stride[0] + kh, (wd - 1) * stride[1] + kw)
+    geo = {"stride": stride, "pad": (pads[0], pads[2]), "out_hw": out}
+    return w, b, q, bounds, geo, _input(rng, h, wd, c, xt, extreme)
+
+
+@pytest.mark.parametrize("kind", KINDS_ALL)
+def test_prepared_transpose_matches_plain(kind: str, jit: bool) -> None:
+    """:class:`PreparedTransposeConv` against :func:`transpose_conv2d_hwcn`: every weights type (weights zero
+    points: the plain kernel), batches, strided inputs, every platform, the JIT on and off."""
+    for seed in range(10):
+        w, b, q, bounds, geo, x = _transposed(seed * 53 + len(kind), kind, seed % 5 == 4)
+        dtype = np.int16 if isinstance(q, K.FxQuant) and q.out_bits > 8 else np.int8
+        prep = prepare_transpose_conv(w, b, q, **geo, bounds=bounds, out_dtype=dtype)
+        xs = np.repeat(x, 2, axis=-2)[..., ::2, :]
+        for p in PLATFORMS:
+            with use_platform(p):
+                want = K.transpose_conv2d_hwcn(x, w, b, q, **geo, bounds=bounds).astype(dtype)
+                for v in (x, x, xs):
+                    got = prep(v)
+                    assert got.dtype == want.dtype and got.shape == want.shape, (seed, kind)
+                    assert np.array_equal(got, want), (seed, kind, geo, w.shape, p.name)
+
+
+def test_transpose_weights_copied_and_offsets_outside_the_container() -> None:
+    """The caller's weights rewritten after preparing do not reach the layer; an input zero point the int8 buffer
+    cannot hold (the plain kernel) and an int16 input of an sa8 layer give the plain values."""
+    w, b, q, bounds, geo, x = _transposed(7, "sa8")
+    want_w = w.copy()
+    prep = prepare_transpose_conv(w, b, q, **geo, bounds=bounds, out_dtype=np.int8)
+    w[...] = 1
+    with use_platform(PRESETS["vpx"]):
+        assert np.array_equal(prep(x), K.transpose_conv2d_hwcn(x, want_w, b, q, **geo, bounds=bounds).astype(np.int8))
+        q2 = dataclasses.replace(q, in_zp=-200)
+        prep = prepare_transpose_conv(want_w, b, q2, **geo, bounds=bounds, out_dtype=np.int8)
+        assert np.array_equal(prep(x), K.transpose_conv2d_hwcn(x, want_w, b, q2, **geo, bounds=bounds).astype(np.int8))
+        x16 = x.astype(np.int16) * 3
+        assert np.array_equal(prep(x16), K.transpose_conv2d_hwcn(x16, want_w, b, q2, **geo, bounds=bounds)
+                              .astype(np.int8))

@@ -1,7 +1,8 @@
 """Networks of group convolutions (groups of several channels, of one channel with a multiplier, many groups,
-strides, dilations, paddings): the prepared run (:class:`pymli.kernels.conv_prepared.PreparedGroupConv` as the
-layer's step) against the per-sample capi path and against the unprepared step (the plain kernel on every
-call), bit for bit, on every platform, the JIT on and off."""
+strides, dilations, paddings) and transpose convolutions: the prepared run
+(:class:`pymli.kernels.conv_prepared.PreparedGroupConv` / ``PreparedTransposeConv`` as the layers' steps)
+against the per-sample capi path and against the unprepared steps (the plain kernels on every call), bit for
+bit, on every platform, the JIT on and off."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ import pytest
 from pymli.config import PRESETS, use_platform
 from pymli.kernels import _jit
 from pymli.kernels import convolution as KC
-from pymli.models import Conv2D, FullyConnected, GroupConv2D, Network
+from pymli.models import Conv2D, FullyConnected, GroupConv2D, Network, TransposeConv2D
 from pymli.models import layers as L
 from pymli.models.quantize import quantize_network
 
 from .test_plan import SCHEMES, assert_same, container_input
 
-GROUP_LAYERS = ("g4", "g8", "mult", "g1x1", "one")
+GROUP_LAYERS = ("g4", "g8", "mult", "g1x1", "one", "t", "t2")
 
 
 def _group_net(seed: int) -> Network:
@@ -31,8 +32,10 @@ def _group_net(seed: int) -> Network:
         GroupConv2D(r(2, 2, 1, 48), r(48), padding=(0, 1, 1, 0), name="mult"),  # depthwise, multiplier 2
         GroupConv2D(r(1, 1, 6, 8), r(8), name="g1x1"),  # 8 groups of 6 -> 1
         GroupConv2D(r(3, 3, 8, 20), r(20), padding=1, dilation=2, relu="gen", name="one"),  # one group
-        Conv2D(r(1, 1, 20, 6), r(6), name="pw"),
-        FullyConnected(r(3 * 5 * 6, 5), r(5), name="fc"),
+        TransposeConv2D(r(3, 3, 20, 6), r(6), stride=2, padding=1, name="t"),
+        Conv2D(r(1, 1, 6, 6), r(6), name="pw"),
+        TransposeConv2D(r(2, 4, 6, 4), r(4), stride=(1, 2), padding=(1, 0, 2, 1), relu="relu_1", name="t2"),
+        FullyConnected(r(5 * 17 * 4, 5), r(5), name="fc"),
     ], name="groups")
 
 
@@ -68,9 +71,12 @@ def test_group_network_equals_the_unprepared_step(scheme: str, jit: bool, monkey
     runs = {}
     for prepared in (True, False):
         if not prepared:
-            def plain(w, b, qk, *, out_dtype, **kw):  # type: ignore[no-untyped-def]
-                return lambda x: KC.group_conv2d_hwcn(x, w, b, qk, **kw).astype(out_dtype, copy=False)
-            monkeypatch.setattr(L, "prepare_group_conv", plain)
+            def unprepared(kernel):  # type: ignore[no-untyped-def]
+                def make(w, b, qk, *, out_dtype, **kw):  # type: ignore[no-untyped-def]
+                    return lambda x: kernel(x, w, b, qk, **kw).astype(out_dtype, copy=False)
+                return make
+            monkeypatch.setattr(L, "prepare_group_conv", unprepared(KC.group_conv2d_hwcn))
+            monkeypatch.setattr(L, "prepare_transpose_conv", unprepared(KC.transpose_conv2d_hwcn))
         q.invalidate()
         for plat in PRESETS.values():
             plan = q.prepare(plat)
