@@ -3,6 +3,10 @@ geometry once and returns a callable of the input (:class:`PreparedConv`): the f
 cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
 :class:`FusedLayer` is the path of tiny layers (conv2d here, fully connected in :mod:`pymli.capi`):
 the im2col gather, the padding and the output stage's roundings folded into constant matrices.
+:func:`prepare_group_conv` (:class:`PreparedGroupConv`: neighbouring groups merged into block-diagonal
+weights for the compiled integer products) and :func:`prepare_transpose_conv`
+(:class:`PreparedTransposeConv`: the zero-inserted input through a prepared convolution) do the same
+for group and transpose convolutions.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
