@@ -703,6 +703,7 @@ class PreparedGroupConv:
             self._w, self._bias, q, **self._kw, depthwise=True, out_dtype=self._dtype)  # type: ignore[arg-type]
         self._post = _OutputStage(self._bias, q, self._kw["bounds"])  # the compiled stage's constants per platform
         self._merges: dict[tuple[int, int], np.ndarray] = {}  # (groups, merged s) -> weights (read-only)
+        self._packs: dict[tuple[int, int, str], list] = {}  # (merged groups, s, product) -> packed weights
         self._convs: dict[int, PreparedConv] = {}  # groups -> the block-diagonal conv2d (no JIT)
         self._plans: dict[tuple, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {}
         self._last: tuple = (None, None, None, None, None)  # (platform, JIT on, shape, dtype, run) of the last call
@@ -910,10 +911,15 @@ class PreparedGroupConv:
             cut = (slice(None), slice(r0 - top, r1 - top), slice(c0 - left, c1 - left))
         if u8:
             dst = dst.view(np.int8)  # u = x ^ 0x80 = x + 128, written from the int8 input
-        wq = _split16(wm, gm).reshape(kh, kw, cgm, gm, 2, ng) if split else None
-        weights = [wm] if wq is None else [np.ascontiguousarray(wq[:, :, :, :, i]).reshape(kh, kw, cgm, n)
-                                           for i in (0, 1)]  # lo, hi
-        packs = [_int_weights(wi, a, prod, gm) for wi in weights]
+        key = (gm, s, prod.name)
+        packs = self._packs.get(key)
+        if packs is None:  # kept: the same for every input shape and platform
+            wq = _split16(wm, gm).reshape(kh, kw, cgm, gm, 2, ng) if split else None
+            weights = [wm] if wq is None else [np.ascontiguousarray(wq[:, :, :, :, i]).reshape(kh, kw, cgm, n)
+                                               for i in (0, 1)]  # lo, hi
+            if len(self._packs) >= 8:  # a few channel counts / products at most: keep memory bounded
+                self._packs.clear()
+            packs = self._packs[key] = [_int_weights(wi, a, prod, gm) for wi in weights]
         offs, roff, l4 = _int_geometry(ho, wo, wp, gm, cgp, xp.itemsize, kh, kw, sh, sw, dh, dw)
         image = hp * wp * gm * cgp * xp.itemsize  # bytes per padded image
         offs = (offs.reshape(-1)[None, :] + np.arange(nb, dtype=I64)[:, None] * image).reshape(-1)
@@ -934,6 +940,8 @@ class PreparedGroupConv:
         odt, chan, par = stage.out_dtype, stage.chan, stage.par
         ro0, pk0, o0, _ = work[0]
         prod_ep = _jit.entry(mod, f"conv_{prod.name}", xp, offs, ro0, l4, *pk0, o0)
+        if len({o.flags.c_contiguous for _, _, o, _ in work}) > 1:  # the native entry takes one layout only
+            prod_ep = getattr(mod, f"conv_{prod.name}")
         stage_ep = _jit.entry(fin, "finish_sa8" if stage.sa8 else "finish_fx", final, chan, par,
                               np.empty((npix, n), odt))
         out_shape = (*shape[:-3], ho, wo, n)
