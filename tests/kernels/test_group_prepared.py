@@ -235,12 +235,16 @@ def test_numpy_paths_without_the_jit(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_jit_switched_at_run_time_and_other_shapes() -> None:
     """A single-shape form made with the JIT on gives the plain values after the JIT is switched off, on
     other input shapes and under another platform; the layer itself follows the switch."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: no compiled single-shape form")
     w, b, q, bounds, geo, x = _grouped(11, "sa8")
+    assert w.shape[2] > 1
     prep = prepare_group_conv(w, b, q, **geo, bounds=bounds, out_dtype=np.int8)
     was = _jit.set_enabled(True)
     try:
         with use_platform(PRESETS["vpx"]):
             single = prep.single(x.shape, x.dtype)
+            assert single is not None
             want = K.group_conv2d_hwcn(x, w, b, q, **geo, bounds=bounds).astype(np.int8)
             x2 = np.concatenate([x[None] if x.ndim == 3 else x] * 2)
             want2 = K.group_conv2d_hwcn(x2, w, b, q, **geo, bounds=bounds).astype(np.int8)
@@ -266,6 +270,7 @@ def test_overlapping_calls_on_threads() -> None:
         xs = [rng.integers(-128, 128, x.shape).astype(np.int8) for _ in range(40)]
         with use_platform(PRESETS["vpx"]):
             wants = [K.group_conv2d_hwcn(v, w, b, q, **geo, bounds=bounds).astype(np.int8) for v in xs]
+
         def work(i: int) -> bool:
             with use_platform(PRESETS["vpx"]):
                 return all(np.array_equal(prep(xs[i]), wants[i]) for _ in range(5))
