@@ -806,6 +806,9 @@ class PreparedGroupConv:
                 run = self._int_runner(shape, dtype, s, groups // s, found, stage)
                 if run is not None:
                     return run, True
+            if _int_applies(np.empty(0, dtype), self._merged(groups, s), groups // s, self._a,
+                            self._q.acc_bits) is None:
+                s = 1  # the plain kernel bounds the merged taps as nonzero ones: it would take its float product
             wm, gm, kw_ = self._merged(groups, s), groups // s, self._kw
 
             def merged(x: np.ndarray) -> np.ndarray:  # the plain kernel's row blocks over the threads

@@ -198,6 +198,26 @@ def test_every_merge_and_the_threaded_path(kind: str, cost: int, monkeypatch: py
         _jit.set_enabled(was)
 
 
+def test_large_split_layer_keeps_its_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fx16 weights (split in two products) of 8 groups of 8 channels, 3x3: merged they would count 576 taps,
+    beyond the plain kernel's exact integer product for split weights (512): a large call keeps the groups."""
+    was = _jit.set_enabled(True)
+    try:
+        monkeypatch.setattr(CP, "PARALLEL_WORK", 0)
+        rng = np.random.default_rng(8)
+        w, b, q, bounds, xt = _layer(rng, "fx16", 9 * 8, 16)
+        w, q = w.reshape(3, 3, 8, 16), _ordinary(q, 16)
+        x = _input(rng, 6, 5, 64, xt, False)
+        geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (6, 5)}
+        prep = prepare_group_conv(w, b, q, **geo, bounds=bounds, out_dtype=np.int16)
+        if _jit.available():
+            found = K._int_applies(x, w, 8, 0, q.acc_bits)
+            assert found is not None and found[2] and prep._merge(x.shape, 8, found[1], True) > 1
+        _check_all(prep, None, x, w, b, q, bounds, geo, np.int16, "split")
+    finally:
+        _jit.set_enabled(was)
+
+
 def test_merged_weights_are_block_diagonal() -> None:
     """Merging ``s`` groups: each output channel's weights at its own group's input channels, zeros at the
     other merged groups' ones."""
