@@ -827,9 +827,9 @@ class PreparedGroupConv:
 
     def _merge(self, shape: tuple[int, ...], groups: int, prod: Any, split: bool) -> int:
         """How many neighbouring groups (a divisor of ``groups``) one integer product computes: the least
-        estimated time, ``groups / s`` products of :data:`GROUP_CALL_COST` each
-        plus their inner work (pixels x 4-byte groups of taps x vectors of lanes: merging more groups
-        adds taps, fills lanes and pads fewer channels); ties: the most merged."""
+        estimated time, ``groups / s`` products of :data:`GROUP_CALL_COST` each plus their inner work
+        (pixels x 4-byte groups of taps x vectors of lanes, split weights taking two columns: merging more
+        groups adds taps, fills lanes and pads fewer channels); ties: the most merged."""
         kh, kw, cg, n = self._w.shape
         ng = n // groups * (2 if split else 1)  # a split weight: two product columns
         (ho, wo), nb = self._kw["out_hw"], (shape[0] if len(shape) == 4 else 1)
