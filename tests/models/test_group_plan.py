@@ -18,7 +18,7 @@ from pymli.models.quantize import quantize_network
 
 from .test_plan import SCHEMES, assert_same, container_input
 
-GROUP_LAYERS = ("g4", "g8", "mult", "g1x1", "one", "t", "t2")
+PREPARED_LAYERS = ("g4", "g8", "mult", "g1x1", "one", "t", "t2")
 
 
 def _group_net(seed: int) -> Network:
@@ -56,7 +56,7 @@ def jit(request: pytest.FixtureRequest):
 def test_group_network_equals_capi(scheme: str, jit: bool) -> None:
     q = _quantised(scheme)
     plan = q.prepare()
-    assert set(GROUP_LAYERS) <= set(plan.kernel_layers)
+    assert set(PREPARED_LAYERS) <= set(plan.kernel_layers)
     x = container_input(q, 5, 2)
     for plat in PRESETS.values():
         assert_same(q, x, plat, batch=3)
@@ -80,7 +80,7 @@ def test_group_network_equals_the_unprepared_step(scheme: str, jit: bool, monkey
         q.invalidate()
         for plat in PRESETS.values():
             plan = q.prepare(plat)
-            assert plan.mismatches == [] and set(GROUP_LAYERS) <= set(plan.kernel_layers), plan.mismatches
+            assert plan.mismatches == [] and set(PREPARED_LAYERS) <= set(plan.kernel_layers), plan.mismatches
             with use_platform(plat):
                 runs[prepared, plat.name, 6] = q.run(x, platform=plat, batch=6)
                 runs[prepared, plat.name, 1] = q.run(x, platform=plat, batch=1)
