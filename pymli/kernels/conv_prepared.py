@@ -3,6 +3,10 @@ geometry once and returns a callable of the input (:class:`PreparedConv`): the f
 cost of small convolutions (padding, parameter derivation, output-stage plans) is paid once.
 :class:`FusedLayer` is the path of tiny layers (conv2d here, fully connected in :mod:`pymli.capi`):
 the im2col gather, the padding and the output stage's roundings folded into constant matrices.
+:func:`prepare_group_conv` (:class:`PreparedGroupConv`: neighbouring groups merged into block-diagonal
+weights for the compiled integer products) and :func:`prepare_transpose_conv`
+(:class:`PreparedTransposeConv`: the zero-inserted input through a prepared convolution) do the same
+for group and transpose convolutions.
 
 A module of its own: it builds on :mod:`pymli.kernels.fully_connected`, which imports
 :mod:`pymli.kernels.convolution` (in that module it would close an import cycle).
@@ -32,19 +36,25 @@ from .convolution import (
     _batch,
     _depthwise_dtype,
     _geometry,
+    _int_applies,
+    _int_geometry,
+    _int_weights,
     _offsets,
     _OutputStage,
     _eff_offset,
+    _split16,
     _windows,
     container_bound,
     conv2d_hwcn,
     depthwise_conv2d_hwcn,
     group_conv2d_hwcn,
+    transpose_conv2d_hwcn,
 )
+from ._parallel import PARALLEL_WORK
 from .fully_connected import prepare_fc
 
-__all__ = ["FusedLayer", "PreparedConv", "PreparedGroupConv", "prepare_conv", "prepare_group_conv", "TINY_CONSTANTS",
-           "TINY_MACS"]
+__all__ = ["FusedLayer", "PreparedConv", "PreparedGroupConv", "PreparedTransposeConv", "prepare_conv",
+           "prepare_group_conv", "prepare_transpose_conv", "TINY_CONSTANTS", "TINY_MACS"]
 
 I64 = np.int64
 PREPARED_MAX_MACS = 1 << 21
@@ -632,18 +642,50 @@ def prepare_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int
                         depthwise=depthwise, out_dtype=out_dtype)
 
 
+GROUP_CALL_COST = 2048
+"""The fixed cost of one integer product call of a prepared group convolution (the native entry, the loop,
+the column copy) in units of the product's inner work, one pixel x one 4-byte group of taps x one vector of
+output lanes (measured here, u8x16 / s16x16: ~0.3-0.4 ns a unit, ~0.4 us a call without the copy): it weighs
+fewer, merged groups against the taps they add (:meth:`PreparedGroupConv._merge`)."""
+BLOCK_DIAG_MAX_MACS = 1 << 20
+"""Without the compiled products, group convolutions of at most this many multiply-adds with every group
+merged (``Ho * Wo * Kh * Kw * C * N`` times the batch) run as one prepared conv2d of block-diagonal weights
+(:class:`PreparedConv`: a few NumPy calls of fixed cost, the plain kernel's ~60-100 us); larger ones the plain
+kernel's grouped product (merging multiplies its work by the groups). Measured, NumPy kernels: 8x8x16 in
+4 groups, 3x3 -> 16 ~23 us against ~62 us, 16x16x16 in 4 groups ~58 us against ~190 us; 16x16x32 in 2 groups
+(2.4 M merged) about even, 32x32x64 in 4 groups (38 M) ~1.3x slower."""
+
+
 class PreparedGroupConv:
     """A group convolution of fixed weights, bias, parameters and geometry: ``prepared(x)`` returns the
     values of :func:`group_conv2d_hwcn` on ``x``, bit for bit, with the output container's dtype.
 
-    Built by :func:`prepare_group_conv`. Groups of one input channel (a TFLite depthwise layer with a
-    channel multiplier ``m``: weights (Kh, Kw, 1, C * m), output channel ``o`` reading input channel
-    ``o // m``) are a depthwise convolution of the input with each channel repeated ``m`` times: output
-    channel ``o``'s sum runs over the same taps of the same input values times the same weights, and
-    its output stage (bias, per-channel scale, clamp) is the same, so a :class:`PreparedConv`
-    depthwise layer (its compiled single-shape form with the JIT on) computes it on the input gathered
-    along the channels. Other groupings, and inputs whose channel count does not divide the output
-    channels, call the plain kernel.
+    Built by :func:`prepare_group_conv`. Everything that depends on the layer, the input's shape and
+    dtype, the platform and the JIT switch is derived on the first call with that key and kept
+    (:meth:`_plan`):
+
+    * Groups of one input channel (a TFLite depthwise layer with a channel multiplier ``m``: weights
+      (Kh, Kw, 1, C * m), output channel ``o`` reading input channel ``o // m``) are a depthwise
+      convolution of the input with each channel repeated ``m`` times: output channel ``o``'s sum runs
+      over the same taps of the same input values times the same weights, and its output stage (bias,
+      per-channel scale, clamp) is the same, so a :class:`PreparedConv` depthwise layer (its compiled
+      single-shape form with the JIT on) computes it on the input gathered along the channels.
+    * Other groupings merge ``s`` neighbouring groups into one (:meth:`_merged`): weights
+      (Kh, Kw, s * C_g, N) holding each output channel's weights at its own group's input channels and
+      zeros at the other merged groups' ones. Without weights zero points a zero weight adds nothing
+      to any sum (and C's 32-bit accumulator wraps the same sum of the same nonzero terms), while the
+      bias and per-channel output stage stay those of the output channel: a convolution with
+      ``groups / s`` groups of these weights computes the layer's values. With the JIT the integer
+      products of :mod:`pymli.kernels._jit_conv` (the plain kernel's :func:`_conv_int` path) run on a
+      padded input buffer kept per shape (its border written once), the weights packed once, the
+      output stage compiled (:mod:`pymli.kernels._jit_numba`), all called through their native
+      entries (:meth:`_int_runner`); ``s`` fills the products' vector lanes (:meth:`_merge`), and
+      calls of :data:`pymli.kernels._parallel.PARALLEL_WORK` or more (the threads) take the plain
+      kernel on the merged weights. Without the JIT, small layers are one block-diagonal conv2d
+      (``s`` = every group, :data:`BLOCK_DIAG_MAX_MACS`), larger ones the plain kernel.
+    * Weights zero points (a zero weight would add ``-w_zp * x``; and C sums a dilated group conv2d's
+      input for them with undilated steps, unlike a depthwise layer's), inputs of other ranks or
+      dtypes, channel counts the weights do not divide: the plain kernel.
     """
 
     def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
@@ -655,22 +697,16 @@ class PreparedGroupConv:
         self._q, self._dtype = q, np.dtype(out_dtype)
         self._kw = {"stride": tuple(stride), "dilation": tuple(dilation), "pad": tuple(pad),
                     "out_hw": tuple(out_hw), "bounds": (int(bounds[0]), int(bounds[1]))}
-        self._dw = None if self._w.shape[2] != 1 else PreparedConv(
+        self._a, self._b = _offsets(q)
+        # weights zero points: C's input sums of a dilated group conv2d are not the depthwise kernel's (_wzp_terms)
+        self._dw = None if self._w.shape[2] != 1 or self._b else PreparedConv(
             self._w, self._bias, q, **self._kw, depthwise=True, out_dtype=self._dtype)  # type: ignore[arg-type]
-        self._idx: dict[int, np.ndarray | None] = {}  # per input channel count: the gather, or None
-
-    def _gather(self, c: int) -> np.ndarray | None:
-        """The input channel of each output channel for inputs of ``c`` channels, or None (plain kernel)."""
-        if c in self._idx:
-            return self._idx[c]
-        n = self._w.shape[3]
-        idx = None
-        if self._dw is not None and c and n % c == 0:
-            idx = np.repeat(np.arange(c), n // c)
-        if len(self._idx) >= 8:  # a few channel counts at most: keep memory bounded
-            self._idx.clear()
-        self._idx[c] = idx
-        return idx
+        self._post = _OutputStage(self._bias, q, self._kw["bounds"])  # the compiled stage's constants per platform
+        self._merges: dict[tuple[int, int], np.ndarray] = {}  # (groups, merged s) -> weights (read-only)
+        self._packs: dict[tuple[int, int, str], list] = {}  # (merged groups, s, product) -> packed weights
+        self._convs: dict[int, PreparedConv] = {}  # groups -> the block-diagonal conv2d (no JIT)
+        self._plans: dict[tuple, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {}
+        self._last: tuple = (None, None, None, None, None)  # (platform, JIT on, shape, dtype, run) of the last call
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """The layer on ``x``.
@@ -682,32 +718,270 @@ class PreparedGroupConv:
             (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
         """
         x = np.asarray(x)
-        idx = self._gather(x.shape[-1]) if x.ndim in (3, 4) else None
-        if idx is not None:
-            return self._dw(x[..., idx])  # type: ignore[misc]
-        r = group_conv2d_hwcn(x, self._w, self._bias, self._q, **self._kw)  # type: ignore[arg-type]
-        return r.astype(self._dtype, copy=False)
+        p, on = get_platform(), _JIT_STATE["on"]
+        last = self._last
+        if last[0] is p and last[1] is on and last[2] == x.shape and last[3] is x.dtype:
+            return last[4](x)  # type: ignore[no-any-return]
+        run = self._plan(p, on, x.shape, x.dtype)[0]
+        self._last = (p, on, x.shape, x.dtype, run)
+        return run(x)
 
     def single(self, shape: tuple[int, ...], dtype: np.dtype | type) -> Callable[[np.ndarray], np.ndarray] | None:
         """The layer for repeated calls on inputs of one shape and dtype (a model's step): ``f(x)``
-        returns what ``self(x)`` returns (the channel gather, then the depthwise layer's
-        :meth:`PreparedConv.single` form).
+        returns what ``self(x)`` returns, calling the compiled form of that shape straight away (groups
+        of one channel: the channel gather, then the depthwise layer's :meth:`PreparedConv.single`
+        form). Calls on other inputs, under another platform or with the JIT switched off since go to
+        ``self``.
 
         Args:
             shape: the input's shape. dtype: its dtype.
 
         Returns:
-            ``f``, or None where there is no such form (groups of several channels, the JIT off).
+            ``f``, or None where there is no such form (the JIT off, large calls, the plain kernel).
         """
-        shape = tuple(shape)
-        idx = self._gather(shape[-1]) if len(shape) in (3, 4) else None
-        if idx is None:
+        shape, dtype = tuple(int(v) for v in shape), np.dtype(dtype)
+        p, on = get_platform(), _JIT_STATE["on"]
+        if not on or len(shape) not in (3, 4):
             return None
-        dw = self._dw.single(shape[:-1] + (idx.size,), dtype)  # type: ignore[union-attr]
-        if dw is None:
+        c, n = shape[-1], self._w.shape[3]
+        if self._dw is not None and c and n % c == 0:  # groups of one channel
+            idx = np.repeat(np.arange(c), n // c)
+            dw = self._dw.single(shape[:-1] + (idx.size,), dtype)
+            if dw is None:
+                return None
+
+            def gathered(x: np.ndarray) -> np.ndarray:
+                return dw(x[..., idx])  # indexing: faster than take / repeat / a broadcast copy on tiny inputs
+            return gathered
+        run, compiled = self._plan(p, on, shape, dtype)
+        if not compiled:
             return None
+        state, platform = _JIT_STATE, get_platform
+
+        def f(x: np.ndarray) -> np.ndarray:
+            if type(x) is not np.ndarray or x.shape != shape or x.dtype != dtype or platform() is not p \
+                    or not state["on"]:
+                return self(x)
+            return run(x)
+        return f
+
+    def _plain(self, x: np.ndarray) -> np.ndarray:
+        """The plain kernel on ``x``."""
+        r = group_conv2d_hwcn(x, self._w, self._bias, self._q, **self._kw)  # type: ignore[arg-type]
+        return r.astype(self._dtype, copy=False)
+
+    def _plan(self, p: Platform, on: object, shape: tuple[int, ...], dtype: np.dtype
+              ) -> tuple[Callable[[np.ndarray], np.ndarray], bool]:
+        """(the computation for inputs of ``shape`` and ``dtype`` under platform ``p`` with the JIT switch
+        ``on``, whether it is a compiled form of that key alone), derived on the first call and kept."""
+        key = (p, bool(on), shape, dtype)  # the dtype, not its char: byte order
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= 16:  # a few platforms / input shapes at most: keep memory bounded
+                self._plans.clear()
+            plan = self._plans[key] = self._choose(bool(on), shape, dtype)
+        return plan
+
+    def _choose(self, on: bool, shape: tuple[int, ...], dtype: np.dtype
+                ) -> tuple[Callable[[np.ndarray], np.ndarray], bool]:
+        """:meth:`_plan`'s choice (see the class docstring)."""
+        kh, kw, cg, n = self._w.shape
+        c = shape[-1] if len(shape) in (3, 4) else 0
+        if self._dw is not None and c and n % c == 0:
+            idx, dw = np.repeat(np.arange(c), n // c), self._dw
+
+            def gathered(x: np.ndarray) -> np.ndarray:
+                return dw(x[..., idx])
+            return gathered, False
+        if not c or not cg or c % cg or n % (c // cg) or self._b or dtype.kind not in "iu" or 0 in shape:
+            return self._plain, False
+        groups = c // cg
+        found = _int_applies(np.empty(0, dtype), self._w, groups, self._a, self._q.acc_bits) if on else None
+        stage = self._post.jit_stage() if found is not None else None
+        if stage is not None:
+            s = self._merge(shape, groups, found[1], found[2])
+            (ho, wo), nb = self._kw["out_hw"], (shape[0] if len(shape) == 4 else 1)
+            work = nb * ho * wo * kh * kw * cg * (n // groups) // (2 if found[2] else 4)  # as _conv_int sizes it
+            if work < PARALLEL_WORK:
+                run = self._int_runner(shape, dtype, s, groups // s, found, stage)
+                if run is not None:
+                    return run, True
+            if _int_applies(np.empty(0, dtype), self._merged(groups, s), groups // s, self._a,
+                            self._q.acc_bits) is None:
+                s = 1  # the plain kernel bounds the merged taps as nonzero ones: it would take its float product
+            wm, gm, kw_ = self._merged(groups, s), groups // s, self._kw
+
+            def merged(x: np.ndarray) -> np.ndarray:  # the plain kernel's row blocks over the threads
+                return conv2d_hwcn(x, wm, self._bias, self._q, **kw_, groups=gm).astype(self._dtype, copy=False)
+            return merged, False
+        (ho, wo) = self._kw["out_hw"]
+        # one group: no merged zeros, the prepared conv2d at any size (it takes the plain kernel beyond its own limit)
+        if groups == 1 or ho * wo * kh * kw * c * n * (shape[0] if len(shape) == 4 else 1) <= BLOCK_DIAG_MAX_MACS:
+            conv = self._convs.get(groups)
+            if conv is None:
+                conv = self._convs[groups] = PreparedConv(self._merged(groups, groups), self._bias, self._q,
+                                                          **self._kw, depthwise=False,  # type: ignore[arg-type]
+                                                          out_dtype=self._dtype)
+            return conv, False
+        return self._plain, False
+
+    def _merge(self, shape: tuple[int, ...], groups: int, prod: Any, split: bool) -> int:
+        """How many neighbouring groups (a divisor of ``groups``) one integer product computes: the least
+        estimated time, ``groups / s`` products of :data:`GROUP_CALL_COST` each plus their inner work
+        (pixels x 4-byte groups of taps x vectors of lanes, split weights taking two columns: merging more
+        groups adds taps, fills lanes and pads fewer channels); ties: the most merged."""
+        kh, kw, cg, n = self._w.shape
+        ng = n // groups * (2 if split else 1)  # a split weight: two product columns
+        (ho, wo), nb = self._kw["out_hw"], (shape[0] if len(shape) == 4 else 1)
+        pix, per, lanes = nb * ho * wo, prod.per_group, prod.lanes
+        best, best_s = 0, 1
+        for s in range(1, groups + 1):
+            if groups % s == 0:
+                cost = groups // s * (pix * kh * kw * -(-s * cg // per) * -(-s * ng // lanes) + GROUP_CALL_COST)
+                if s == 1 or cost <= best:
+                    best, best_s = cost, s
+        return best_s
+
+    def _merged(self, groups: int, s: int) -> np.ndarray:
+        """The weights of a layer of ``groups`` groups with ``s`` neighbouring groups merged (see the class
+        docstring): (Kh, Kw, s * C_g, N), read-only (the plain kernel memoises its working copies of
+        constant weights), kept."""
+        if s == 1:
+            return self._w
+        wm = self._merges.get((groups, s))
+        if wm is None:
+            kh, kw, cg, n = self._w.shape
+            full = np.zeros((kh, kw, s, cg, n), self._w.dtype)
+            o = np.arange(n)
+            # output channel o (group o // (n / groups)) reads slot (o's group) % s of its merged group
+            full[:, :, o // (n // groups) % s, :, o] = np.moveaxis(self._w, 3, 0)
+            wm = full.reshape(kh, kw, s * cg, n)
+            wm.flags.writeable = False
+            if len(self._merges) >= 8:  # a few channel counts at most: keep memory bounded
+                self._merges.clear()
+            self._merges[(groups, s)] = wm
+        return wm
+
+    def _int_runner(self, shape: tuple[int, ...], dtype: np.dtype, s: int, gm: int, found: tuple,
+                    stage: _jit.DepthwiseStage) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The compiled computation of inputs of exactly ``shape`` and ``dtype`` with ``s`` groups merged
+        into each of ``gm`` (``found``: the product of :func:`_int_applies` on the layer's own groups;
+        ``stage``: the output stage's constants of the current platform), or None (a compiled stage
+        that cannot take the sums).
+
+        What :func:`_conv_int` computes, with every operand made once: the padded buffer (the
+        padding, and the channels beyond each merged group's, hold the input offset, or its uint8
+        form; only the interior is written per call), the byte offsets of every pixel of the batch, the
+        packed weights. Each product's int32 lanes hold the exact sum of the output channel's own
+        nonzero terms (the merged groups' zero weights add 0 at any step) or, where
+        :func:`_int_applies` admits a wrapping 32-bit accumulator, that sum modulo 2**32 as C's
+        accumulator wraps it: its bounds count the layer's own group's taps, which are every nonzero
+        term of a merged lane. Split int16 weights (:func:`_split16`: ``256 * hi + lo``) give each
+        merged group's ``lo`` and ``hi`` sums side by side in one product (measured fx16: ~5-15% faster than
+        two products into whole ``lo`` / ``hi`` arrays), added as ``256 * hi + lo`` in int64 (two NumPy
+        calls). The output stage is the compiled one of
+        :func:`pymli.kernels._jit.finish` (the plain kernel's), called directly: its only check, a
+        40-bit sum and bias below 2**62, is made here. A call while another thread runs this one
+        takes the plain kernel (the buffers are shared).
+        """
+        mod, prod, split = found
+        wm = self._merged(gm * s, s)
+        kh, kw, cgm, n = wm.shape
+        (sh, sw), (dh, dw), (top, left), (ho, wo) = (self._kw[k] for k in ("stride", "dilation", "pad", "out_hw"))
+        shape4 = shape if len(shape) == 4 else (1, *shape)
+        nb, h, wd, c = shape4
+        a = self._a
+        bound = kh * kw * self._w.shape[2] * container_bound(np.empty(0, dtype), a) * container_bound(self._w)
+        if not stage.sa8 and not stage.par[0] and bound + int(np.abs(stage.chan).max()) >= 1 << 62:
+            return None
+        fin = _jit.compiled("_jit_numba")
+        if fin is None:
+            return None
+        ng = n // gm * (2 if split else 1)  # a merged group's product columns (split weights: lo and hi)
+        u8 = prod.per_group == 4
+        cgp, npad = -(-cgm // prod.per_group) * prod.per_group, -(-ng // prod.lanes) * prod.lanes
+        hp, wp = _geometry((kh, kw), (sh, sw), (dh, dw), (ho, wo))
+        xp = np.full((nb, hp, wp, gm, cgp), a + 128 if u8 else 0, np.uint8 if u8 else np.int16)
+        # the input's interior rows in the buffer: a row's channels side by side when no channel is padded
+        r0, c0 = max(top, 0), max(left, 0)
+        r1, c1 = min(top + h, hp), min(left + wd, wp)
+        inner = r0 < r1 and c0 < c1
+        whole = (r0 - top, r1 - top, c0 - left, c1 - left) == (0, h, 0, wd)
+        if cgp == cgm:
+            src_shape, dst = (nb, h, wd * c), xp.reshape(nb, hp, wp * c)[:, r0:r1, c0 * c:c1 * c]
+            cut = (slice(None), slice(r0 - top, r1 - top), slice((c0 - left) * c, (c1 - left) * c))
+        else:
+            src_shape, dst = (nb, h, wd, gm, cgm), xp[:, r0:r1, c0:c1, :, :cgm]
+            cut = (slice(None), slice(r0 - top, r1 - top), slice(c0 - left, c1 - left))
+        if u8:
+            dst = dst.view(np.int8)  # u = x ^ 0x80 = x + 128, written from the int8 input
+        key = (gm, s, prod.name)
+        packs = self._packs.get(key)
+        if packs is None:  # kept: the same for every input shape and platform
+            if len(self._packs) >= 8:  # a few channel counts / products at most: keep memory bounded
+                self._packs.clear()
+            packs = self._packs[key] = _int_weights(_split16(wm, gm) if split else wm, a, prod, gm)
+        offs, roff, l4 = _int_geometry(ho, wo, wp, gm, cgp, xp.itemsize, kh, kw, sh, sw, dh, dw)
+        image = hp * wp * gm * cgp * xp.itemsize  # bytes per padded image
+        offs = (offs.reshape(-1)[None, :] + np.arange(nb, dtype=I64)[:, None] * image).reshape(-1)
+        npix, nw = nb * ho * wo, ng * gm
+        acc = np.empty((npix, npad), np.int32)
+        sums = acc if gm == 1 and npad == nw else np.empty((npix, nw), np.int32)
+        work = []  # (segment offsets, packed weights, product output, its columns to copy into the sums)
+        for g in range(gm):
+            cols = sums[:, g * ng:(g + 1) * ng]
+            direct = npad == ng  # the product writes the merged group's columns straight into the sums
+            work.append((np.ascontiguousarray(roff[g]), packs[g], cols if direct else acc,
+                         None if direct else (cols, acc[:, :ng])))
+        final = sums
+        if split:  # per merged group: its lo columns, then its hi ones
+            final = np.empty((npix, n), I64)
+            halves = sums.reshape(npix, gm, 2, ng // 2)
+            lo, hi = (halves[:, 0, i] for i in (0, 1)) if gm == 1 else (halves[:, :, i] for i in (0, 1))
+            if gm > 1:
+                final = final.reshape(npix, gm, ng // 2)
+        sums64 = final.reshape(npix, n)
+        odt, chan, par = stage.out_dtype, stage.chan, stage.par
+        ro0, pk0, o0, _ = work[0]
+        prod_ep = _jit.entry(mod, f"conv_{prod.name}", xp, offs, ro0, l4, *pk0, o0)
+        if len({o.flags.c_contiguous for _, _, o, _ in work}) > 1:  # the native entry takes one layout only
+            prod_ep = getattr(mod, f"conv_{prod.name}")
+        stage_ep = _jit.entry(fin, "finish_sa8" if stage.sa8 else "finish_fx", sums64, chan, par,
+                              np.empty((npix, n), odt))
+        out_shape = (*shape[:-3], ho, wo, n)
+        cast = None if odt == self._dtype else self._dtype
+        lock, plain, off = threading.Lock(), self._plain, np.int8(-128) if u8 else np.int16(a)
+        xor, subtract, copyto, shift, add, empty = (np.bitwise_xor, np.subtract, np.copyto, np.left_shift, np.add,
+                                                    np.empty)
+        i16, eight = np.dtype(np.int16), np.int64(8)
+
         def run(x: np.ndarray) -> np.ndarray:
-            return dw(x[..., idx])  # indexing: faster than take / repeat / a broadcast copy on tiny inputs
+            if not lock.acquire(False):  # another thread is in this layer's buffers
+                return plain(x)
+            try:
+                if inner:
+                    v = x.reshape(src_shape)
+                    if not whole:
+                        v = v[cut]
+                    if u8:
+                        xor(v, off, out=dst)
+                    elif a:
+                        subtract(v, off, out=dst, dtype=i16)
+                    else:
+                        copyto(dst, v)
+                for ro, pk, o, move in work:
+                    prod_ep(xp, offs, ro, l4, pk[0], pk[1], pk[2], o)
+                    if move is not None:  # the lanes beyond the merged group's columns: dropped
+                        copyto(*move)
+                if split:
+                    shift(hi, eight, out=final, dtype=I64)
+                    add(final, lo, out=final)
+                out = empty((npix, n), odt)
+                stage_ep(sums64, chan, par, out)
+            finally:
+                lock.release()
+            out = out.reshape(out_shape)
+            return out if cast is None else out.astype(cast)
         return run
 
 
@@ -728,3 +1002,90 @@ def prepare_group_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tup
     """
     return PreparedGroupConv(w, bias, q, stride=stride, dilation=dilation, pad=pad, out_hw=out_hw, bounds=bounds,
                              out_dtype=out_dtype)
+
+
+class PreparedTransposeConv:
+    """A transpose convolution of fixed weights, bias, parameters and geometry: ``prepared(x)`` returns the
+    values of :func:`transpose_conv2d_hwcn` on ``x``, bit for bit, with the output container's dtype.
+
+    Built by :func:`prepare_transpose_conv`. Without a weights zero point the plain kernel computes the
+    stride-1 convolution of the zero-inserted input (the input zero point between the pixels, so that
+    ``x - zp`` is 0 there) with the mirrored kernel, padded by ``Kh - 1 - pad_top`` / ``Kw - 1 - pad_left``;
+    so does this layer, the zero-inserted input held in a buffer kept per thread and input shape (the
+    inserted values written once, the pixels on every call) and the convolution prepared once
+    (:class:`PreparedGroupConv` of one group: the compiled integer products with the JIT, else
+    :class:`PreparedConv`). The sums are those of the plain kernel's paths (the raw zero-inserted
+    input and the input offset, or the centred one with zeros: the same terms), the output stage the
+    same. Weights zero points, paddings outside ``0 .. K - 1``, zero points outside the input container
+    and other inputs: the plain kernel.
+    """
+
+    def __init__(self, w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                 pad: tuple[int, int], out_hw: tuple[int, int], bounds: tuple[int, int],
+                 out_dtype: np.dtype | type) -> None:
+        self._w = np.array(w)  # own copies: a caller may rewrite its buffers later
+        self._w.flags.writeable = False  # constant: the plain kernel memoises its mirrored copy
+        self._bias = np.array(bias)
+        self._q, self._dtype = q, np.dtype(out_dtype)
+        self._kw = {"stride": (int(stride[0]), int(stride[1])), "pad": (int(pad[0]), int(pad[1])),
+                    "out_hw": tuple(out_hw), "bounds": (int(bounds[0]), int(bounds[1]))}
+        kh, kw = self._w.shape[:2]
+        self._a, b = _offsets(q)
+        self._conv = None
+        if not b and 0 <= pad[0] < kh and 0 <= pad[1] < kw and min(stride) >= 1:
+            self._conv = PreparedGroupConv(self._w[::-1, ::-1], self._bias, q, stride=(1, 1), dilation=(1, 1),
+                                           pad=(kh - 1 - pad[0], kw - 1 - pad[1]), out_hw=out_hw, bounds=bounds,
+                                           out_dtype=self._dtype)
+        self._buffers: dict[tuple, np.ndarray | None] = {}  # (thread, shape, dtype) -> zero-inserted input
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The layer on ``x``.
+
+        Args:
+            x: (H, W, C) or (N, H, W, C) container integers.
+
+        Returns:
+            (Ho, Wo, N_out) or (N, Ho, Wo, N_out) values of the output dtype.
+        """
+        x = np.asarray(x)
+        key = (_get_ident(), x.shape, x.dtype)
+        xd = self._buffers.get(key, False)
+        if xd is False:
+            xd = self._buffer(x)
+            if len(self._buffers) >= 8:  # a few threads / input shapes at most: keep memory bounded
+                self._buffers.clear()
+            self._buffers[key] = xd
+        if xd is None:
+            r = transpose_conv2d_hwcn(x, self._w, self._bias, self._q, **self._kw)  # type: ignore[arg-type]
+            return r.astype(self._dtype, copy=False)
+        sh, sw = self._kw["stride"]
+        xd[..., ::sh, ::sw, :] = x
+        return self._conv(xd)  # type: ignore[misc]
+
+    def _buffer(self, x: np.ndarray) -> np.ndarray | None:
+        """The zero-inserted input buffer of inputs like ``x`` (the input offset between the pixels), or None
+        (the plain kernel)."""
+        if self._conv is None or x.ndim not in (3, 4) or x.dtype.kind not in "iu" or 0 in x.shape:
+            return None
+        info = np.iinfo(x.dtype)
+        if not info.min <= self._a <= info.max or x.shape[-1] != self._w.shape[2]:
+            return None
+        (sh, sw), (h, wd) = self._kw["stride"], x.shape[-3:-1]
+        return np.full((*x.shape[:-3], (h - 1) * sh + 1, (wd - 1) * sw + 1, x.shape[-1]), self._a, x.dtype)
+
+
+def prepare_transpose_conv(w: np.ndarray, bias: np.ndarray, q: Quant, *, stride: tuple[int, int],
+                           pad: tuple[int, int], out_hw: tuple[int, int], bounds: tuple[int, int],
+                           out_dtype: np.dtype | type = I64) -> PreparedTransposeConv:
+    """:func:`transpose_conv2d_hwcn` with weights, bias, parameters and geometry fixed: a callable of the input.
+
+    Args:
+        w: (Kh, Kw, C, N) weights; bias, q, stride, pad, out_hw, bounds: as for :func:`transpose_conv2d_hwcn`
+            (copied).
+        out_dtype: dtype of the returned values (e.g. the output container's).
+
+    Returns:
+        A :class:`PreparedTransposeConv`: ``f(x)`` equals the plain kernel's values on ``x`` as ``out_dtype``,
+        under the platform in force at the call.
+    """
+    return PreparedTransposeConv(w, bias, q, stride=stride, pad=pad, out_hw=out_hw, bounds=bounds, out_dtype=out_dtype)

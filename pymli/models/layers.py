@@ -49,7 +49,7 @@ from ..graph.geometry import conv_out_size, pad4, pair, transpose_out_size
 from ..graph.registry import KernelMissing, Op, entry, lookup, new_lut
 from ..kernels import activation as KA
 from ..kernels import convolution as KC
-from ..kernels.conv_prepared import prepare_conv
+from ..kernels.conv_prepared import prepare_conv, prepare_group_conv, prepare_transpose_conv
 from ..kernels import eltwise as KE
 from ..kernels import pooling as KP
 from ..kernels import transform as KT
@@ -456,6 +456,20 @@ class Conv2D(_MacLayer):
             def conv(xs: list[np.ndarray]) -> np.ndarray:
                 return layer(xs[0])  # the batch axis: one pass, each sample computed as alone
             return conv
+        if kernel is KC.group_conv2d_hwcn:
+            # merged groups, packed weights, padded buffer and output stage prepared once per input shape
+            group = prepare_group_conv(w, b, q, **kw, out_dtype=dtype)
+
+            def grouped(xs: list[np.ndarray]) -> np.ndarray:
+                return group(xs[0])  # the batch axis: one pass, each sample computed as alone
+            return grouped
+        if kernel is KC.transpose_conv2d_hwcn:
+            # the zero-inserted input's buffer and the mirrored kernel's convolution prepared once
+            transposed = prepare_transpose_conv(w, b, q, **kw, out_dtype=dtype)
+
+            def transpose(xs: list[np.ndarray]) -> np.ndarray:
+                return transposed(xs[0])  # the batch axis: one pass, each sample computed as alone
+            return transpose
 
         def step(xs: list[np.ndarray]) -> np.ndarray:
             # the convolution kernels take the batch axis: one pass, each sample computed as alone
