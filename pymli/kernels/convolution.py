@@ -349,7 +349,8 @@ def _const_weights(w: np.ndarray, post: _OutputStage | None, tag: tuple, make: C
 
 def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
                 macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
-                bound: int, blas: bool = True, tile: int = 1) -> np.ndarray:
+                bound: int, blas: bool = True, tile: int = 1,
+                arrange: Callable[[tuple[int, int, int, int], np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """Output (n, ho, wo, ch) of ``block`` over row blocks, on several threads when ``macs`` is large.
 
     ``block((n0, n1, r0, r1))`` returns the exact sums of the (n1 - n0, r1 - r0, wo, ch) piece
@@ -360,25 +361,28 @@ def _run_blocks(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int
     input), dropped from the scratch buffers when a block abandoned on a worker may still be
     reading it. ``blas``: the blocks call BLAS (else no BLAS thread pin is taken). ``tile``: the
     blocks' first rows are multiples of it (their row counts too, except the last block's).
+    ``arrange(blk, values)``: the block's finished values in its output layout, when ``block``
+    returns its sums in another (channels last, the output stage works on any layout).
 
     A call large enough for the pool runs on it or on this thread alone, whichever has been the
     faster for this kernel and shape lately (:func:`pymli.kernels._parallel.pool_pays`).
     """
     threads = get_threads()
     if threads == 1 or macs < _parallel.PARALLEL_WORK:
-        return _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads, tile)
+        return _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads, tile, arrange)
     site = (block.__code__, post is None, n, ho, wo, ch, macs)
     if not pool_pays(site):
         threads = 1
     t0 = time.perf_counter()
-    out = _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads, tile)
+    out = _run_blocks_on(block, n, ho, wo, ch, macs, wide, shared, post, bound, blas, threads, tile, arrange)
     record_time(site, threads > 1, time.perf_counter() - t0)
     return out
 
 
 def _run_blocks_on(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: int, ho: int, wo: int, ch: int,
                    macs: int, wide: bool, shared: np.ndarray, post: _OutputStage | None,
-                   bound: int, blas: bool, threads: int, tile: int = 1) -> np.ndarray:
+                   bound: int, blas: bool, threads: int, tile: int = 1,
+                   arrange: Callable[[tuple[int, int, int, int], np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """:func:`_run_blocks` on at most ``threads`` threads."""
     # One block per thread when the blocks are BLAS products (measured, idle 2-core machine: conv2d sa8
     # 32x32x32 3x3 -> 64 took 0.51-0.52 ms in four blocks on two threads, 0.375-0.38 ms in two).
@@ -388,24 +392,25 @@ def _run_blocks_on(block: Callable[[tuple[int, int, int, int]], np.ndarray], n: 
     if tile > 1:
         blocks = [(n0, n1, r0 * tile, min(r1 * tile, ho)) for n0, n1, r0, r1 in blocks]
 
-    def finished(sums: np.ndarray) -> np.ndarray:
-        return _to_int(sums, bound) if post is None else post(sums, bound, overwrite=True)
+    def finished(blk: tuple[int, int, int, int], sums: np.ndarray) -> np.ndarray:
+        r = _to_int(sums, bound) if post is None else post(sums, bound, overwrite=True)
+        return r if arrange is None else arrange(blk, r)
 
     if len(blocks) == 1:
         if macs < SMALL_PRODUCT or not blas:
-            return finished(block(blocks[0]))  # a small call: no BLAS thread switch, no pool (per-call overhead)
+            return finished(blocks[0], block(blocks[0]))  # a small call: no BLAS thread switch, no pool
         with blas_single_thread(macs):
-            return finished(block(blocks[0]))
+            return finished(blocks[0], block(blocks[0]))
     # The output stage runs on the caller's thread, block after block, when it is many short NumPy
     # calls on small blocks: on two threads those calls fight for the GIL (measured: conv2d sa8
     # 32x32x32 -> 64 in four blocks took 0.84 ms on two threads with it inside the blocks, 0.66 ms
     # on one thread; 0.65-0.75 ms on two with it outside).
     inside = post is None or post.gil_light(n * ho * wo * ch // len(blocks), bound)
     with blas_single_thread(macs if blas else 0):
-        parts = run_parts((lambda i: finished(block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
+        parts = run_parts((lambda i: finished(blocks[i], block(blocks[i]))) if inside else (lambda i: block(blocks[i])),
                           len(blocks), lambda: _scratch_forget(shared), threads)
     if not inside:
-        parts = [finished(p) for p in parts]
+        parts = [finished(blk, p) for blk, p in zip(blocks, parts)]
     if len(parts) == 1:
         return parts[0]
     # Finished values fit the output container: the assembled output is held in it (a large int64
@@ -581,25 +586,33 @@ def _winograd_blocks(x: np.ndarray, wino: _Winograd, *, pad: tuple[int, int], ou
         np.subtract(t[:, :, 2:f + 2:2], t[:, :, 1:f + 1:2], out=v[2])
         np.subtract(t[:, :, 1:f + 1:2], t[:, :, 3:f + 3:2], out=v[3])
         m = np.matmul(v.reshape(16, -1, c), u).reshape(4, 4, -1, n)
-        # A^T m A: along the height (rows i of the tile), then the width into the output
+        # A^T m A: along the height (rows i of the tile), then the width: y[i, j] is the output at
+        # (2 t + i, 2 s + j) of tile (t, s), put in place by arrange (after the output stage: 4x
+        # fewer bytes than the float32 sums, and contiguous passes here)
         z = np.empty((2, 4, m.shape[2], n), np.float32)
         np.add(m[0], m[1], out=z[0])
         z[0] += m[2]
         np.subtract(m[1], m[2], out=z[1])
         z[1] -= m[3]
-        out = np.empty((nt, rt, 2, tw, 2, n), np.float32)
+        y = np.empty((2, 2, nt, rt, tw, n), np.float32)
         for i in range(2):
             zi = z[i].reshape(4, nt, rt, tw, n)
-            o = out[:, :, i, :, 0]
-            np.add(zi[0], zi[1], out=o)
-            o += zi[2]
-            o = out[:, :, i, :, 1]
-            np.subtract(zi[1], zi[2], out=o)
-            o -= zi[3]
-        return out.reshape(nt, 2 * rt, 2 * tw, n)[:, :r1 - r0, :wo]
+            np.add(zi[0], zi[1], out=y[i, 0])
+            y[i, 0] += zi[2]
+            np.subtract(zi[1], zi[2], out=y[i, 1])
+            y[i, 1] -= zi[3]
+        return y
+
+    def arrange(blk: tuple[int, int, int, int], r: np.ndarray) -> np.ndarray:
+        n0, n1, r0, r1 = blk
+        nt, rt = r.shape[2:4]
+        o = np.empty((nt, rt, 2, tw, 2, n), r.dtype)
+        np.copyto(o.transpose(2, 4, 0, 1, 3, 5), r)
+        o = o.reshape(nt, 2 * rt, 2 * tw, n)
+        return o if (2 * rt, 2 * tw) == (r1 - r0, wo) else np.ascontiguousarray(o[:, :r1 - r0, :wo])
 
     macs = nb * th * tw * 16 * c * n
-    return _run_blocks(block, nb, ho, wo, n, macs, wide or bound >= 1 << 31, xp, post, bound, tile=2)
+    return _run_blocks(block, nb, ho, wo, n, macs, wide or bound >= 1 << 31, xp, post, bound, tile=2, arrange=arrange)
 
 
 def _int_product(int16: bool = False):  # type: ignore[no-untyped-def]
