@@ -444,9 +444,12 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     # A float GEMM's padded input is held as int16 when that is exact (one third of float32's padding
     # time): the im2col copy converts it (measured 32x32x32 3x3: pad + im2col 38 us against 48 us).
     narrow = dt.kind == "f" and x_bound < 1 << 15 and groups == 1
-    if narrow and dt == np.float32 and _winograd_applies(w.shape, stride, dilation, x_bound, nb * ho * wo):
+    if narrow and _winograd_applies(w.shape, stride, dilation, x_bound, w_bound, nb * ho * wo):
         wino = _const_weights(w, post, ("winograd",), lambda: _winograd_weights(w))
         if _winograd_exact(wino, x_bound):
+            # also when im2col's bound needs float64: the weights' own sums may prove float32 exact,
+            # and they bound the sums more tightly (which can give the output stage its float32 form)
+            bound = min(bound, int(2 * x_bound * wino.z_sum))
             return _winograd_blocks(x, wino, pad=pad, out_hw=out_hw, x_offset=x_offset, post=post, wide=wide,
                                     bound=bound), bound
     xp = _padded_scratch(x, pad[0], pad[1], hp, wp, np.dtype(np.int16) if narrow else dt, x_offset)
@@ -481,9 +484,13 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
 
 
 WINOGRAD_MIN_CHANNELS = 16
-"""Winograd F(2x2, 3x3) (:func:`_winograd_blocks`) needs this many input and output channels ..."""
+"""Winograd F(2x2, 3x3) (:func:`_winograd_blocks`) needs this many input and output channels, ..."""
+WINOGRAD_MIN_PRODUCT = 2048
+"""... input times output channels (multiply-adds per output pixel and tap) ..."""
 WINOGRAD_MIN_PIXELS = 64
-"""... and output pixels (its transforms cost a few passes over the input and output)."""
+"""... and output pixels: its transforms cost some 20 passes over the input and output (measured one
+core, sa8 'same', against im2col: 8x8x32 -> 32 0.67x, 32x32x16 -> 16 in a batch of 4 0.98x,
+16x16x64 -> 64 1.28x, 32x32x32 -> 64 1.25x, 56x56x64 -> 64 1.51x)."""
 
 _WG32 = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float32)  # F(2, 3)'s G
 
@@ -506,21 +513,22 @@ class _Winograd:
 
 
 def _winograd_applies(w_shape: tuple[int, ...], stride: tuple[int, int], dilation: tuple[int, int], x_bound: int,
-                      pixels: int) -> bool:
-    """A 3x3 stride-1 undilated conv2d with enough channels and outputs, its centred input below 2**14."""
+                      w_bound: int, pixels: int) -> bool:
+    """A 3x3 stride-1 undilated conv2d with enough channels and outputs, its centred input below 2**14
+    and ``K w_bound`` below 2**24 (the float32 sums of :func:`_winograd_weights`)."""
     kh, kw, cg, nout = w_shape
     return ((kh, kw) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and x_bound < 1 << 14
-            and cg >= WINOGRAD_MIN_CHANNELS and nout >= WINOGRAD_MIN_CHANNELS and pixels >= WINOGRAD_MIN_PIXELS)
+            and 9 * cg * w_bound < _F32_EXACT and min(cg, nout) >= WINOGRAD_MIN_CHANNELS
+            and cg * nout >= WINOGRAD_MIN_PRODUCT and pixels >= WINOGRAD_MIN_PIXELS)
 
 
 def _winograd_weights(w: np.ndarray) -> _Winograd:
-    """:class:`_Winograd` of (3, 3, C, N) HWCN weights (callers: the float32 im2col product is exact,
-    ``9 C w_bound x_bound < 2**24``).
+    """:class:`_Winograd` of (3, 3, C, N) HWCN weights (callers: ``9 C w_bound < 2**24``).
 
     Every value is exact in float32: ``G g G^T`` are multiples of 1/4 below ``2.25 w_bound``, the
     width-transformed rows ``G g_row`` multiples of 1/2 below ``1.5 w_bound``; the sums over the
-    channels (and kernel rows) stay below ``2.25 C w_bound`` (``4.5 C w_bound``), under 2**22
-    quarters (2**23 halves). The sums of three are taken in float64.
+    channels (and kernel rows) stay below ``2.25 C w_bound`` (``4.5 C w_bound``): ``9 C w_bound``
+    quarters (halves), below 2**24. The sums of three are taken in float64.
     """
     kh, kw, c, n = w.shape
     g = w.astype(np.float32).reshape(kh, kw, c * n)
@@ -595,12 +603,11 @@ def _winograd_blocks(x: np.ndarray, wino: _Winograd, *, pad: tuple[int, int], ou
         np.subtract(m[1], m[2], out=z[1])
         z[1] -= m[3]
         y = np.empty((2, 2, nt, rt, tw, n), np.float32)
-        for i in range(2):
-            zi = z[i].reshape(4, nt, rt, tw, n)
-            np.add(zi[0], zi[1], out=y[i, 0])
-            y[i, 0] += zi[2]
-            np.subtract(zi[1], zi[2], out=y[i, 1])
-            y[i, 1] -= zi[3]
+        zr = z.reshape(2, 4, nt, rt, tw, n)
+        np.add(zr[:, 0], zr[:, 1], out=y[:, 0])
+        y[:, 0] += zr[:, 2]
+        np.subtract(zr[:, 1], zr[:, 2], out=y[:, 1])
+        y[:, 1] -= zr[:, 3]
         return y
 
     def arrange(blk: tuple[int, int, int, int], r: np.ndarray) -> np.ndarray:
