@@ -10,7 +10,8 @@ bias). Every output is the C reference's value bit for bit:
 * Dot products are computed as an im2col matrix product in float32 or float64 when the bound
   ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
-  A 3x3 stride-1 conv2d with enough channels takes Winograd F(2x2, 3x3) instead (16 float32
+  A product that needs float64 is cut along K into exact float32 products when each holds at
+  least :data:`F32_CHUNK_MIN` terms (float64 runs at half the rate). A 3x3 stride-1 conv2d with enough channels takes Winograd F(2x2, 3x3) instead (16 float32
   products, 2.25x fewer multiply-adds) when the weights' transformed sums prove every partial sum
   exact in float32 (:func:`_winograd_blocks`).
 * With the optional JIT on an x86 CPU with VNNI, AVX-512 or AVX2, conv2d, group conv2d and
@@ -458,8 +459,17 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     xp = _padded_scratch(x, pad[0], pad[1], hp, wp, np.dtype(np.int16) if narrow else dt, x_offset)
     win = _windows(xp, kh, kw, stride[0], stride[1], dilation[0], dilation[1], ho, wo)
     ng = nout // groups
+    # A float64 product runs at half float32's rate: when float32 holds the sums of at least
+    # F32_CHUNK_MIN products, K is cut into (equal) chunks of at most that many, one exact float32
+    # product each, their integer results added in int32 (int64 from 2**31).
+    per = x_bound * w_bound
+    most = (_F32_EXACT - 1) // per if per else k
+    chunks = -(-k // most) if narrow and dt != np.float32 and F32_CHUNK_MIN <= most < k else 1
+    step = -(-k // chunks)
+    gdt = np.dtype(np.float32) if chunks > 1 else dt
+    it = np.int32 if bound < 1 << 31 else I64
     if groups == 1:
-        wm = _const_weights(w, post, ("gemm", dt.char), lambda: w.astype(dt).reshape(k, nout))
+        wm = _const_weights(w, post, ("gemm", gdt.char), lambda: w.astype(gdt).reshape(k, nout))
     else:
         wm = w.astype(dt).reshape(kh, kw, cg, groups, ng).transpose(3, 0, 1, 2, 4).reshape(groups, k, ng)
     # float products are exact (bound); int64 products (beyond 2**53) go through NumPy's own loop.
@@ -472,9 +482,14 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
         # im2col: the one copy of the windows, a fresh array (measured no slower than a scratch
         # buffer: the allocator hands the same memory back call after call)
         if narrow:
-            cols = np.empty((p, k), dt)
+            cols = np.empty((p, k), gdt)
             np.copyto(cols.reshape(v.shape), v, casting="unsafe")  # int16 -> float: exact
-            r = (cols @ wm).reshape(*lead, nout)
+            if chunks == 1:
+                return (cols @ wm).reshape(*lead, nout)
+            r = (cols[:, :step] @ wm[:step]).astype(it)
+            for k0 in range(step, k, step):
+                r += (cols[:, k0:k0 + step] @ wm[k0:k0 + step]).astype(it)
+            return r.reshape(*lead, nout)
         elif groups == 1:
             r = (v.reshape(p, k) @ wm).reshape(*lead, nout)
         else:
@@ -485,6 +500,10 @@ def _conv_blocks(x: np.ndarray, w: np.ndarray, *, stride: tuple[int, int], dilat
     macs = nb * ho * wo * k * ng
     return _run_blocks(block, nb, ho, wo, nout, macs, wide or bound >= 1 << 31, xp, post, bound), bound
 
+
+F32_CHUNK_MIN = 128
+"""Fewest products per float32 chunk of an im2col product whose whole sums need float64 (see
+:func:`_conv_blocks`; fewer: one float64 product)."""
 
 WINOGRAD_MIN_CHANNELS = 16
 """Winograd F(2x2, 3x3) (:func:`_winograd_blocks`) needs this many input and output channels, ..."""

@@ -1,4 +1,5 @@
-"""The Winograd F(2x2, 3x3) product of the NumPy conv2d (``convolution._winograd_blocks``).
+"""The Winograd F(2x2, 3x3) product of the NumPy conv2d (``convolution._winograd_blocks``), and
+its im2col product in float32 chunks where the whole sums need float64.
 
 It must give the im2col product's sums bit for bit wherever it is taken (odd and even output
 sizes, paddings, batches, input zero points, row blocks over threads), take it only where its
@@ -186,3 +187,34 @@ def test_winograd_conv2d_matches_oracle(seed: int, monkeypatch: pytest.MonkeyPat
                          depthwise=False, bounds=bounds, up=plat.round_up, full=plat.full_accu)
     assert taken.calls == 1
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_float32_chunks_equal_float64(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An im2col product whose whole sums need float64 (K * 255 * 128 >= 2**24: input zero point
+    -128, full-range weights) cut into float32 chunks equals the float64 product: sums (int32) and
+    finished sa8 outputs, kernels 1x1 / 3x3 (Winograd off: its bound fails on such weights) / 2x3
+    strided, in one block or several."""
+    rng = np.random.default_rng(300 + seed)
+    kh, kw, stride = [(3, 3, (1, 1)), (1, 1, (1, 1)), (2, 3, (2, 1))][seed % 3]
+    c = int(rng.choice([520, 600])) if kh == 1 else int(rng.choice([90, 130]))
+    n = int(rng.choice([8, 33]))
+    h, w = int(rng.integers(kh, 9)), int(rng.integers(kw, 9))
+    x = rng.integers(-128, 128, (int(rng.integers(1, 3)), h, w, c)).astype(np.int8)
+    wt = np.where(rng.integers(0, 2, (kh, kw, c, n)) > 0, 127, -128).astype(np.int8)
+    k = kh * kw * c
+    assert k * 255 * 128 >= 1 << 24 and (1 << 24) // (255 * 128) >= K.F32_CHUNK_MIN
+    out_hw = (K.out_size(h, kh, stride[0], 0, 0, 1), K.out_size(w, kw, stride[1], 0, 0, 1))
+    geo = {"stride": stride, "dilation": (1, 1), "pad": (0, 0), "out_hw": out_hw}
+    q = K.Sa8Quant(-128, 16384, 20, 0, rng.integers(12000, 32000, n), np.full(n, 20), 5, 20000, 14)
+    b = rng.integers(-5000, 5000, n).astype(np.int32)
+    with _parallel.threads_limit(int(rng.integers(1, 3))):
+        got = numpy_path(K.conv_accumulate, x.astype(np.int16) + 128, wt, **geo)
+        got_out = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo, bounds=(-128, 127))
+        monkeypatch.setattr(K, "F32_CHUNK_MIN", 1 << 30)  # one float64 product
+        want = numpy_path(K.conv_accumulate, x.astype(np.int16) + 128, wt, **geo)
+        want_out = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo, bounds=(-128, 127))
+    assert got[1] == want[1] and np.array_equal(got[0], want[0])
+    assert np.array_equal(got_out, want_out)
+    # the sums reach beyond one float32 chunk's exact range (the chunks matter)
+    assert int(np.abs(want[0]).max()) >= 1 << 24 or k > (1 << 24) // (255 * 128)
