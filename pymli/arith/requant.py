@@ -574,7 +574,8 @@ def _int32_stage(add32: np.ndarray, pre: np.ndarray | None, vb: int, m: np.ndarr
     add2 = add2 - offset * m
     return _Int32Stage(add=(add32 + np.float32(offset)).astype(np.float32), offset=offset,
                        mul=_scalar_if_uniform(m.astype(np.int32)),
-                       add2=_scalar_if_uniform(wrap(add2, 32).astype(np.int32)), sh=_scalar_if_uniform(sh.astype(np.int32)),
+                       add2=_scalar_if_uniform(wrap(add2, 32).astype(np.int32)),
+                       sh=_scalar_if_uniform(sh.astype(np.int32)),
                        lo=lo if fold else lo - zp, hi=hi if fold else hi - zp, zp8=0 if fold else wrap_int(zp, 8))
 
 

@@ -11,9 +11,10 @@ bias). Every output is the C reference's value bit for bit:
   ``K * max|x| * max|w|`` (K = taps x channels) proves every partial sum is an integer below
   2**24 (float32) or 2**53 (float64), whatever the BLAS summation order; otherwise in int64.
   A product that needs float64 is cut along K into exact float32 products when each holds at
-  least :data:`F32_CHUNK_MIN` terms (float64 runs at half the rate). A 3x3 stride-1 conv2d with enough channels takes Winograd F(2x2, 3x3) instead (16 float32
-  products, 2.25x fewer multiply-adds) when the weights' transformed sums prove every partial sum
-  exact in float32 (:func:`_winograd_blocks`).
+  least :data:`F32_CHUNK_MIN` terms (float64 runs at half the rate). A 3x3 stride-1 conv2d with
+  enough channels takes Winograd F(2x2, 3x3) instead (16 float32 products, 2.25x fewer
+  multiply-adds) when the weights' transformed sums prove every partial sum exact in float32
+  (:func:`_winograd_blocks`).
 * With the optional JIT on an x86 CPU with VNNI, AVX-512 or AVX2, conv2d, group conv2d and
   transpose conv2d take the integer products of :mod:`pymli.kernels._jit_conv` instead (``vpdpbusd``
   or ``vpmaddwd`` straight from the padded input, no im2col copy; sa8 with VNNI at ~4x the float32
