@@ -537,10 +537,11 @@ class _Winograd:
 
 def _winograd_applies(w_shape: tuple[int, ...], stride: tuple[int, int], dilation: tuple[int, int], x_bound: int,
                       w_bound: int, pixels: int) -> bool:
-    """A 3x3 stride-1 undilated conv2d with enough channels and outputs, its centred input below 2**14
-    and ``K w_bound`` below 2**24 (the float32 sums of :func:`_winograd_weights`)."""
+    """A 3x3 stride-1 undilated conv2d with enough channels and outputs, its centred input below 2**13
+    (the input transform's int16 passes: ``|B^T d B| <= 4 x_bound``) and ``K w_bound`` below 2**24
+    (the float32 sums of :func:`_winograd_weights`)."""
     kh, kw, cg, nout = w_shape
-    return ((kh, kw) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and x_bound < 1 << 14
+    return ((kh, kw) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and x_bound < 1 << 13
             and 9 * cg * w_bound < _F32_EXACT and min(cg, nout) >= WINOGRAD_MIN_CHANNELS
             and cg * nout >= WINOGRAD_MIN_PRODUCT and pixels >= WINOGRAD_MIN_PIXELS)
 
@@ -604,7 +605,8 @@ def _winograd_blocks(x: np.ndarray, wino: _Winograd, *, pad: tuple[int, int], ou
         t0, t1 = r0 // 2, -(-r1 // 2)
         nt, rt = n1 - n0, t1 - t0
         p = xp[n0:n1, 2 * t0:2 * t1 + 2]
-        # B^T d B, along the width (int16: |values| <= 2 x_bound) then the height (float32)
+        # B^T d B, along the width then the height, in int16 (|values| <= 4 x_bound < 2**15; the
+        # height pass casts its results to float32)
         t = np.empty((4, nt, 2 * rt + 2, tw, c), np.int16)
         np.subtract(p[:, :, 0:e:2], p[:, :, 2:e + 2:2], out=t[0])
         np.add(p[:, :, 1:e + 1:2], p[:, :, 2:e + 2:2], out=t[1])

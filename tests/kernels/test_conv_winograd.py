@@ -218,3 +218,19 @@ def test_float32_chunks_equal_float64(seed: int, monkeypatch: pytest.MonkeyPatch
     assert np.array_equal(got_out, want_out)
     # the sums reach beyond one float32 chunk's exact range (the chunks matter)
     assert int(np.abs(want[0]).max()) >= 1 << 24 or k > (1 << 24) // (255 * 128)
+
+
+def test_winograd_input_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input transform runs in int16 (four inputs summed): inputs up to 8191 take Winograd,
+    larger ones (whose tile values could wrap) im2col; both equal im2col on inputs at the bound."""
+    taken = _Taken(monkeypatch)
+    rng = np.random.default_rng(9)
+    wt = rng.integers(-2, 3, (3, 3, 32, 64)).astype(np.int8)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (9, 9)}
+    for xb in (8191, 8192, 16383):
+        x = (np.where(rng.integers(0, 2, (1, 9, 9, 32)) > 0, xb, -xb)).astype(np.int16)
+        x[0, ::2, ::2] = xb  # tiles of four equal extreme inputs
+        before = taken.calls
+        got = numpy_path(K.conv_accumulate, x, wt, **geo)
+        assert (taken.calls - before == 1) == (xb < 1 << 13)
+        assert np.array_equal(got[0], _im2col(K.conv_accumulate, x, wt, **geo)[0])
