@@ -647,32 +647,48 @@ class Sa8FloatCast:
             t = self._tiles[key] = np.tile(a, r)
         return t
 
-    def __call__(self, acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    def first_stage(self) -> tuple[np.ndarray | None, np.ndarray] | None:
+        """The float32 first pass as ``(scale or None, additive)`` (per channel or scalar): float32
+        sums ``acc`` become ``acc * scale + additive`` (its ``i32`` form's additive where it has
+        one), which a product may apply itself (see ``staged``); None without the float32 stage."""
+        if self.f32 is None:
+            return None
+        return self.f32[0], (self.f32[1] if self.i32 is None else self.i32.add)
+
+    def __call__(self, acc: np.ndarray, overwrite: bool = False, staged: bool = False) -> np.ndarray:
         """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
 
         Args:
             acc: sums bounded as the plan's ``acc_bound`` says.
             overwrite: ``acc`` may be overwritten (a temporary of the caller).
+            staged: ``acc`` (float32) already holds the exact ``acc * scale + additive`` of
+                :meth:`first_stage` (only for a plan that has one).
 
         Returns:
             int8 array, shape of ``acc``.
+
+        Raises:
+            ValueError: ``staged`` without a float32 first stage or with other than float32 sums.
         """
+        if staged and (self.f32 is None or acc.dtype != np.float32):
+            raise ValueError("staged sums need a plan with a float32 first stage and float32 sums")
         if self.f32 is not None and acc.dtype == np.float32:
             # Stage one in float32, exact: see sa8_float_cast (the sum of the scaled terms is an
             # integer below 2**24 times a power of two).
-            scale32, add32 = self.f32
+            scale32, add32 = self.first_stage()  # type: ignore[misc]
             v32 = acc if overwrite and acc.flags.c_contiguous else np.array(acc)
-            rows, scale, add = self._rows(v32, scale32, add32 if self.i32 is None else self.i32.add)
-            if scale is not None:
-                rows *= scale
-            rows += add
+            if not staged:
+                rows, scale, add = self._rows(v32, scale32, add32)
+                if scale is not None:
+                    rows *= scale
+                rows += add
             if self.i32 is not None:
                 return self._finish32(v32, scale32 is not None)
             if scale32 is not None:
                 if self.up:
-                    np.floor(rows, out=rows)
+                    np.floor(v32, out=v32)
                 else:
-                    np.rint(rows, out=rows)
+                    np.rint(v32, out=v32)
             return self._finish(v32.astype(np.float64))
         if self.pre_bias is not None:
             # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact

@@ -260,3 +260,22 @@ def test_int32_stage_every_int16_value() -> None:
                 checked |= _forms(plan)
                 assert np.array_equal(plan(acc.astype(np.float32)), _reference(acc, bias, mul, sh, zp, clamp))
     assert len(checked) >= 6, checked
+
+
+def test_staged_needs_a_float32_first_stage() -> None:
+    """``staged`` sums skip the first pass of ``first_stage()``; without one (float64 sums, or a
+    plan without the float32 stage) the call refuses rather than finishing unstaged values."""
+    with use_platform(VPX):
+        mul, sh = sa8_out_params(16384, 21, 20000, 17, np.full(4, 25000), np.full(4, 20))
+        bias = np.arange(4) * 1000
+        plan = sa8_float_cast(bias, mul, sh, -3, 1 << 20, clamp=(-128, 127))
+        scale, add = plan.first_stage()
+        acc = np.random.default_rng(0).integers(-(1 << 20), 1 << 20, (64, 4))
+        staged = acc.astype(np.float32) * (1 if scale is None else scale) + add
+        assert np.array_equal(plan(staged, staged=True), plan(acc.astype(np.float32)))
+        with pytest.raises(ValueError):
+            plan(acc.astype(np.float64), staged=True)
+        wide = sa8_float_cast(bias, mul, sh, -3, (1 << 31) - 1 - (1 << 20), clamp=(-128, 127))
+        assert wide is not None and wide.first_stage() is None
+        with pytest.raises(ValueError):
+            wide(acc.astype(np.float32), staged=True)

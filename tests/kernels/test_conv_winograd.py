@@ -99,19 +99,47 @@ def test_winograd_sums_equal_im2col(seed: int, monkeypatch: pytest.MonkeyPatch) 
 
 def test_winograd_is_taken_on_the_benchmark_shape(monkeypatch: pytest.MonkeyPatch) -> None:
     """32x32x32 3x3 -> 64 'same' with full-range int8 weights and input (zero point -3, as in
-    benchmarks/bench_vs_c.py): exact, taken, equal."""
+    benchmarks/bench_vs_c.py): exact, taken, equal; on every platform the output stage's float32
+    first pass is folded into the product (a _StagedStage finishes the sums)."""
     rng = np.random.default_rng(5)
     taken = _Taken(monkeypatch)
+    staged = []
+    real = K._StagedStage.__call__
+    monkeypatch.setattr(K._StagedStage, "__call__", lambda self, *a, **k: staged.append(1) or real(self, *a, **k))
     x = rng.integers(-128, 128, (32, 32, 32)).astype(np.int8)
     wt = rng.integers(-128, 128, (3, 3, 32, 64)).astype(np.int8)
     q = K.Sa8Quant(-3, 16384, 20, 0, rng.integers(12000, 32000, 64), np.full(64, 20), 5, 20000, 14)
     b = rng.integers(-5000, 5000, 64).astype(np.int32)
     geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (32, 32), "bounds": (-128, 127)}
     for plat in PLATFORMS:
-        with use_platform(plat):
+        with use_platform(plat), _parallel.threads_limit(1):  # one block: one stage call
             got = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
             assert np.array_equal(got, _im2col(K.conv2d_hwcn, x, wt, b, q, **geo)), plat
     assert taken.calls == len(PLATFORMS)
+    assert len(staged) == len(PLATFORMS)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_folded_first_stage_equals_unfolded(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output stage's first pass folded into the Winograd product (scaled weights, the
+    additive at tile position (1, 1)) against the same product unfolded: large biases and every
+    platform, odd output sizes, batches, two threads."""
+    rng = np.random.default_rng(500 + seed)
+    pad, out_hw, h, w = _geometry(rng)
+    nb = int(rng.integers(1, 3))
+    x = rng.integers(-128, 128, (nb, h + 8, w + 8, 32)).astype(np.int8)
+    out_hw = (out_hw[0] + 8, out_hw[1] + 8)
+    wt = rng.integers(-50, 51, (3, 3, 32, 64)).astype(np.int8)
+    q, _ = _sa8_case(rng, 32, 64, bool(seed % 2))
+    b = rng.integers(-(1 << 22), 1 << 22, 64).astype(np.int32)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": pad, "out_hw": out_hw, "bounds": (-128, 127)}
+    plat = PLATFORMS[seed % len(PLATFORMS)]
+    with use_platform(plat), _parallel.threads_limit(1 + seed % 2):
+        folded = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
+        monkeypatch.setattr(K._OutputStage, "first_stage", lambda self, bound: None)
+        plain = numpy_path(K.conv2d_hwcn, x, wt, b, q, **geo)
+        assert np.array_equal(folded, plain)
+        assert np.array_equal(plain, _im2col(K.conv2d_hwcn, x, wt, b, q, **geo))
 
 
 @pytest.mark.parametrize("extreme", ["all max", "alternating", "one channel"])
