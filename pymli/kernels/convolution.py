@@ -1175,6 +1175,9 @@ class _OutputStage:
     With the optional JIT (:mod:`pymli.kernels._jit`) either stage is one compiled pass over the
     block instead (the integer stage of :func:`finish`, element by element, straight into the
     output container), its constants derived once per platform.
+
+    A product may apply the sa8 stage's float32 first pass itself (:meth:`first_stage`; the
+    Winograd product folds it in) and then hands the sums over with ``staged=True``.
     """
 
     def __init__(self, bias: np.ndarray, q: Quant, bounds: tuple[int, int]) -> None:
