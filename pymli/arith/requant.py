@@ -507,6 +507,79 @@ def _cast_plan(mul_b: bytes, shift_b: bytes, full: bool, mode: RoundMode) -> _Ca
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
+class _Int32Stage:
+    """The ROUND_UP second stage of :class:`Sa8FloatCast` in int32 passes (no FULL_ACCU).
+
+    The float32 first stage adds ``add`` (instead of the plan's ``f32`` additive): with ``offset``
+    it also adds ``2**15``, so that the int16 saturation of ``a = floor(u)`` becomes a clip of
+    ``a + 2**15`` to ``[0, 2**16 - 1]`` on which the float32 -> int32 truncation is the floor (one
+    pass fewer); the planner checks that ``u + 2**15`` stays exact. Then
+    ``r = ((a + offset) * mul + add2) >> sh`` with ``add2 = 2**(sh-1) - offset * mul`` (plus
+    ``zp * 2**sh`` when ``zp`` is folded in) is ``floor((a * mul + 2**(sh-1)) / 2**sh)`` (plus
+    ``zp``): the int32 multiply and add wrap modulo 2**32, which leaves the result exact because
+    the true value ``a * mul + 2**(sh-1) [+ zp * 2**sh]`` lies in int32 (``|a| <= 2**15``,
+    ``|mul| <= 2**15``, ``sh <= 30``; with the zero point: checked per channel). The clip to
+    ``[lo, hi]`` is then the output clamp (``zp`` folded in, ``zp8 == 0``), or the clamp minus
+    the zero point (``[low, high]``, inside int16), whose int8 cast plus ``zp8`` (the zero point
+    modulo 256) wraps to exactly the clamped output.
+
+    Attributes:
+        add: float32 additive of the first stage (per channel or scalar).
+        offset: 2**15 or 0.
+        mul, add2, sh: int32 per-channel (or scalar) multiplier, additive and shift.
+        lo, hi: the clip after the shift; zp8: int8 added after the cast (0: none).
+    """
+
+    add: np.ndarray
+    offset: int
+    mul: np.ndarray
+    add2: np.ndarray
+    sh: np.ndarray
+    lo: int
+    hi: int
+    zp8: int
+
+
+def _uniform(a: np.ndarray) -> bool:
+    """All values of ``a`` are equal."""
+    return a.size == 0 or bool((a == a.flat[0]).all())
+
+
+def _scalar_if_uniform(a: np.ndarray) -> np.ndarray:
+    """``a``, or its one value as a 0-d array when all are equal (a scalar operand: a faster pass)."""
+    return a.reshape(-1)[:1].reshape(()) if a.size and _uniform(a) else a
+
+
+def _int32_stage(add32: np.ndarray, pre: np.ndarray | None, vb: int, m: np.ndarray, sh: np.ndarray, zp: int,
+                 lo: int, hi: int) -> _Int32Stage:
+    """:class:`_Int32Stage` of a plan: ``add32`` its float32 first-stage additive, ``pre`` the
+    per-channel pre-shifts (None: the values are integers), ``vb`` the bound on ``|acc + bias|``,
+    ``m``, ``sh`` the int16 multiplier and shift (``0 <= sh <= 30``, ``|m| <= 2**15``)."""
+    # u + 2**15 is a multiple of 2**-q (q = max(pre, 1) with pre-shifts: the 0.5 of ROUND_UP)
+    # bounded by vb * 2**-pre + 1/2 + 2**15: exact in float32 when that, in units of 2**-q, is
+    # below 2**24
+    if pre is None:
+        offset_ok = vb + (1 << 15) < _F32_EXACT
+    else:
+        q = np.maximum(pre, 1)
+        offset_ok = bool(np.all((vb << (q - pre)) + (I64(1) << (q - 1)) + (I64(1) << (q + 15)) < _F32_EXACT))
+    half = (I64(1) << sh) >> 1
+    # the zero point is folded in when |a * m| + 2**(sh-1) + |zp| * 2**sh stays in int32
+    fold = bool(np.all((np.abs(m) << 15) + half + (abs(zp) << sh) < (1 << 31)))
+    add2 = half + (zp << sh if fold else 0)
+    # The offset saves the floor pass but puts the per-channel -offset * m into add2: taken unless
+    # that turns a scalar add2 into a per-channel one (measured on 65k values: a pass with a
+    # per-channel operand ~10 us, with a scalar ~3.5 us, the floor ~5 us).
+    offset = 1 << 15 if offset_ok and (_uniform(m) or not _uniform(add2)) else 0
+    add2 = add2 - offset * m
+    return _Int32Stage(add=(add32 + np.float32(offset)).astype(np.float32), offset=offset,
+                       mul=_scalar_if_uniform(m.astype(np.int32)),
+                       add2=_scalar_if_uniform(wrap(add2, 32).astype(np.int32)),
+                       sh=_scalar_if_uniform(sh.astype(np.int32)),
+                       lo=lo if fold else lo - zp, hi=hi if fold else hi - zp, zp8=0 if fold else wrap_int(zp, 8))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Sa8FloatCast:
     """Bias add and s8asym ``result_cast`` of one call in float64 (see :func:`sa8_float_cast`).
 
@@ -526,11 +599,9 @@ class Sa8FloatCast:
             exact in float32 (no saturation, ``2 * (|acc| + |bias|) + 2**pre < 2**24``), or None:
             float32 sums then take that stage in float32 (no mixed-type passes: measured 21 us
             instead of 37 us for the whole stage on 16k sums) and only the second in float64.
-        i32: ``(m16, 2**(sh-1), sh)`` as int32 when the second stage after a float32 first one
-            can run in int32 (ROUND_UP without FULL_ACCU, ``0 <= sh <= 30``), else None: the
-            int16 saturation, ``(a * m16 + 2**(sh-1)) >> sh`` (``|a * m16| <= 2**30``, the rounding
-            add at most ``2**29``: no int32 overflow), the clamp and the zero point, in int32
-            passes (half the bytes of float64 ones).
+        i32: the second stage in int32 passes after a float32 first one (:class:`_Int32Stage`),
+            when it can run there (ROUND_UP without FULL_ACCU, ``0 <= sh <= 30``,
+            ``|m16| <= 2**15``), else None.
     """
 
     bias: np.ndarray
@@ -545,55 +616,79 @@ class Sa8FloatCast:
     out_lo: int
     up: bool
     f32: tuple[np.ndarray | None, np.ndarray] | None = None
-    i32: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    i32: _Int32Stage | None = None
     _tiles: dict = dataclasses.field(default_factory=dict, repr=False)
 
-    def _rows(self, v: np.ndarray, a: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        """``v`` (channels last) and the per-channel ``a`` reshaped for one elementwise pass whose
-        inner loop runs over up to :data:`_TILE_PIXELS` pixels (``a`` repeated as often): a (64,)
-        operand broadcast over pixels makes NumPy loop 64 elements at a time (measured 15 us
-        instead of 6 us for a float32 multiply of 65k sums). Scalars and non-contiguous ``v`` are
-        returned as they are."""
-        if a is None or np.ndim(a) == 0 or not v.flags.c_contiguous or v.ndim == 0:
-            return v, a
-        c = a.shape[-1]
+    def _rows(self, v: np.ndarray, *ops: np.ndarray | None) -> tuple:
+        """``v`` (channels last) and the per-channel operands ``ops`` reshaped for elementwise
+        passes whose inner loop runs over up to :data:`_TILE_PIXELS` pixels (each operand repeated
+        as often): a (64,) operand broadcast over pixels makes NumPy loop 64 elements at a time
+        (measured 15 us instead of 6 us for a float32 multiply of 65k sums). Scalars (and
+        one-element operands) are returned as they are, which broadcast against either form;
+        so is everything for a non-contiguous ``v``.
+
+        Returns:
+            ``(rows, *operands)``: the view of ``v`` and the operands in the same order.
+        """
+        if v.ndim == 0 or not v.flags.c_contiguous or all(a is None or np.size(a) <= 1 for a in ops):
+            return (v, *ops)
+        c = v.shape[-1]
         pixels = v.size // c if c else 0
         r = min(pixels & -pixels, _TILE_PIXELS)  # a power of two dividing the pixel count
         if r <= 1:
-            return v, a
+            return (v, *ops)
+        return (v.reshape(-1, c * r), *(a if a is None or np.size(a) <= 1 else self._tile(a, r) for a in ops))
+
+    def _tile(self, a: np.ndarray, r: int) -> np.ndarray:
+        """``a`` repeated ``r`` times (cached: the plan's own arrays, whose ids are stable while it lives)."""
         key = (id(a), r)
         t = self._tiles.get(key)
-        if t is None:  # the plan's own arrays: their ids are stable while the plan lives
+        if t is None:
             t = self._tiles[key] = np.tile(a, r)
-        return v.reshape(-1, c * r), t
+        return t
 
-    def __call__(self, acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    def first_stage(self) -> tuple[np.ndarray | None, np.ndarray] | None:
+        """The float32 first pass as ``(scale or None, additive)`` (per channel or scalar): float32
+        sums ``acc`` become ``acc * scale + additive`` (its ``i32`` form's additive where it has
+        one), which a product may apply itself (see ``staged``); None without the float32 stage."""
+        if self.f32 is None:
+            return None
+        return self.f32[0], (self.f32[1] if self.i32 is None else self.i32.add)
+
+    def __call__(self, acc: np.ndarray, overwrite: bool = False, staged: bool = False) -> np.ndarray:
         """Exact integer sums (any numeric dtype, channels last) -> int8 outputs.
 
         Args:
             acc: sums bounded as the plan's ``acc_bound`` says.
             overwrite: ``acc`` may be overwritten (a temporary of the caller).
+            staged: ``acc`` (float32) already holds the exact ``acc * scale + additive`` of
+                :meth:`first_stage` (only for a plan that has one).
 
         Returns:
             int8 array, shape of ``acc``.
+
+        Raises:
+            ValueError: ``staged`` without a float32 first stage or with other than float32 sums.
         """
+        if staged and (self.f32 is None or acc.dtype != np.float32):
+            raise ValueError("staged sums need a plan with a float32 first stage and float32 sums")
         if self.f32 is not None and acc.dtype == np.float32:
             # Stage one in float32, exact: see sa8_float_cast (the sum of the scaled terms is an
             # integer below 2**24 times a power of two).
-            scale32, add32 = self.f32
+            scale32, add32 = self.first_stage()  # type: ignore[misc]
             v32 = acc if overwrite and acc.flags.c_contiguous else np.array(acc)
-            rows, a = self._rows(v32, add32)
-            if scale32 is None:
-                rows += a
-            else:
-                rows *= self._rows(v32, scale32)[1]
-                rows += a
-                if self.up:
-                    np.floor(rows, out=rows)
-                else:
-                    np.rint(rows, out=rows)
+            if not staged:
+                rows, scale, add = self._rows(v32, scale32, add32)
+                if scale is not None:
+                    rows *= scale
+                rows += add
             if self.i32 is not None:
-                return self._finish32(v32.astype(np.int32))  # integers below 2**24: exact
+                return self._finish32(v32, scale32 is not None)
+            if scale32 is not None:
+                if self.up:
+                    np.floor(v32, out=v32)
+                else:
+                    np.rint(v32, out=v32)
             return self._finish(v32.astype(np.float64))
         if self.pre_bias is not None:
             # (acc + bias [+ 2**(pre-1)]) * 2**-pre in two passes: both terms and their sum are exact
@@ -618,17 +713,28 @@ class Sa8FloatCast:
                 np.rint(v, out=v)
         return self._finish(v)
 
-    def _finish32(self, a: np.ndarray) -> np.ndarray:
-        """The pre-shifted values (int32, modified) -> int8 outputs, ROUND_UP (see ``i32``)."""
-        m16, half, sh = self.i32  # type: ignore[misc]
-        _clip(a, np.int32(-(1 << 15)), np.int32((1 << 15) - 1), out=a)
-        rows, m = self._rows(a, m16)
-        rows *= m
-        rows += self._rows(a, half)[1]
-        rows >>= self._rows(a, sh)[1]
-        _clip(a, np.int32(self.low), np.int32(self.high), out=a)
-        u = a.astype(np.int8)  # in [low, high] (int16): its low byte plus (lo - low), wrapped, is the result
-        u += np.int8(wrap_int(self.out_lo - self.low, 8))
+    def _finish32(self, v: np.ndarray, pre: bool) -> np.ndarray:
+        """The float32 first stage's values before their floor (modified) -> int8 outputs, ROUND_UP
+        (see :class:`_Int32Stage`); ``pre``: they are pre-shifted (not integers)."""
+        st = self.i32
+        if st.offset:
+            # v = u + 2**15: the int16 clip is one to [0, 2**16 - 1], after which the truncating
+            # cast is the floor; casting first is the same (any v < 0 ends at 0 either way)
+            a = v.astype(np.int32)
+            _clip(a, np.int32(0), np.int32((1 << 16) - 1), out=a)
+        else:
+            if pre:
+                np.floor(v, out=v)
+            a = v.astype(np.int32)  # integers below 2**24: exact
+            _clip(a, np.int32(-(1 << 15)), np.int32((1 << 15) - 1), out=a)
+        rows, m, add2, sh = self._rows(a, st.mul, st.add2, st.sh)
+        rows *= m  # wraps modulo 2**32: see _Int32Stage
+        rows += add2
+        rows >>= sh
+        _clip(a, np.int32(st.lo), np.int32(st.hi), out=a)
+        u = a.astype(np.int8)
+        if st.zp8:
+            u += np.int8(st.zp8)  # the int8 wrap-around of the add is exact (see _Int32Stage)
         return u
 
     def _finish(self, v: np.ndarray) -> np.ndarray:
@@ -745,7 +851,8 @@ def _sa8_float_cast(b_bytes: bytes, b_shape: tuple[int, ...], mul_b: bytes, shif
         f32 = (None, b.astype(np.float32))  # acc + bias: an integer below 2**24
     i32 = None
     if f32 is not None and up and not full and _in_range(sh, 0, 30) and _in_range(m, -(1 << 15), 1 << 15):
-        i32 = (m.astype(np.int32), ((I64(1) << sh) >> 1).astype(np.int32), sh.astype(np.int32))
+        i32 = _int32_stage(f32[1], None if f32[0] is None else np.asarray(plan.pre["l"], dtype=I64), acc_bound + bmax,
+                           m, sh, zp, lo, hi)
     return Sa8FloatCast(bias=b.astype(np.float64), sat32=sat32, pre_scale=pre_scale, pre_lim=pre_lim,
                         pre_bias=pre_bias, sat16=sat16, scale=np.ldexp(m.astype(np.float64), -sh), low=low,
                         high=high, out_lo=lo, up=up, f32=f32, i32=i32)
