@@ -78,7 +78,10 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
 
 def warm_up() -> None:
     """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.svdf` passes: int8 input,
-    int8 and int16 state."""
+    int8 and int16 state, writeable or read-only (a model's reset state)."""
     c = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127, 1, 2, 1, 0, 0, 0], np.int64)
     for sd in (np.int8, np.int16):
-        svdf_step(np.zeros((1, 1), np.int8), np.zeros((1, 2), sd), np.zeros(3, np.int64), c)
+        for writeable in (True, False):
+            state = np.zeros((1, 2), sd)
+            state.flags.writeable = writeable
+            svdf_step(np.zeros((1, 1), np.int8), state, np.zeros(3, np.int64), c)

@@ -157,17 +157,34 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
                 np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
                                 np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
 
+    # the compiled step's native entries (_jit.entry), one per (input, state) writeability: numba types
+    # read-only arrays apart (the reset state is read-only); only for C-contiguous aligned arrays
+    entries: dict[tuple[bool, bool], Callable[..., tuple[np.ndarray, np.ndarray]]] = {}
+    on = _jit.is_on
+
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if x.dtype != _INT8 or state.dtype != sd or x.shape[-1] != n_in:
             raise MliError(Status.SHAPE_MISMATCH, f"SVDF x {x.shape}/{x.dtype} wf {w_feature.shape} "
                            f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
         nb = x.shape[0]
-        jit = _jit.compiled("_jit_svdf") if jit_ok else None
-        if jit is not None:
+        if jit_ok and on():
             # the state's reshape also checks its size (the compiled step does not check bounds)
-            out, new = jit.svdf_step(x if x.ndim == 2 else x.reshape(nb, n_in), state.reshape(nb, nf * nm),
-                                     *jit_args)
-            return out, new if state.ndim == 2 else new.reshape(state.shape)
+            x2 = x if x.ndim == 2 else x.reshape(nb, n_in)
+            st2 = state if state.shape == (nb, nf * nm) else state.reshape(nb, nf * nm)
+            fx, fs = x2.flags, st2.flags
+            plain = fx.c_contiguous and fs.c_contiguous and fx.aligned and fs.aligned
+            key = (fx.writeable, fs.writeable)
+            ep = entries.get(key) if plain else None
+            if ep is None:
+                jit = _jit.compiled("_jit_svdf")
+                if jit is not None:
+                    if plain:  # the first call of these types: their entry, then called as later ones
+                        ep = entries[key] = _jit.entry(jit, "svdf_step", x2, st2, *jit_args)
+                    else:
+                        ep = jit.svdf_step
+            if ep is not None:
+                out, new = ep(x2, st2, *jit_args)
+                return out, new if new.shape == state.shape else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
         v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)

@@ -123,13 +123,17 @@ def test_compiled_step_is_taken(monkeypatch: pytest.MonkeyPatch, jit_on: None) -
     wf, wt, bias, p, rank, xs, state = _case(np.random.default_rng(7), np.int16)
     step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
     step(xs[0], state)
-    assert len(calls) == 1
+    first = len(calls)
+    assert first >= 1  # (the first call of these types also looks up the kernel's native entry: _jit.entry)
+    step(xs[0], state)
+    assert len(calls) > first
+    taken = len(calls)
     prev = _jit.set_enabled(False)
     try:
         step(xs[0], state)
     finally:
         _jit.set_enabled(prev)
-    assert len(calls) == 1
+    assert len(calls) == taken
 
 
 @needs_jit
