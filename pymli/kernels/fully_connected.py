@@ -401,10 +401,11 @@ class PreparedFc:
             return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
 
         def single(shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
-            """:meth:`PreparedFc.single` under this stage's platform."""
+            """:meth:`PreparedFc.single` under this stage's platform: the integer product whatever the
+            size below :data:`PARALLEL_WORK` (fused, its fixed cost is a few calls: below
+            :data:`_INT_MIN_MACS` too it beats :func:`rows`' float product)."""
             n, k = math.prod(shape[:-1]), self._w.shape[0]
-            macs = n * k * m
-            if fuse is None or odt != self._dtype or shape[-1] != k or not _INT_MIN_MACS <= macs < PARALLEL_WORK:
+            if fuse is None or odt != self._dtype or shape[-1] != k or n * k * m >= PARALLEL_WORK:
                 return None  # no integer product, or a call that run() may split over threads
             return fuse(shape, "finish_sa8" if st.sa8 else "finish_fx", chan, par, odt, p, self)
         run.single = single  # type: ignore[attr-defined]
@@ -515,6 +516,7 @@ class PreparedFc:
                 return other
             stage_ep = _jit.entry(stage_mod, stage, sums, chan, par, np.empty((n, m), odt))
             out_shape = shape[:-1] + (m,)
+            flat = out_shape == (n, m)  # the output needs no view for the stage
             lock, i8, u8v = threading.Lock(), np.dtype(np.int8), np.dtype(np.uint8)
             xor, copyto, empty, platform, on = np.bitwise_xor, np.copyto, np.empty, get_platform, _jit.is_on
 
@@ -530,11 +532,11 @@ class PreparedFc:
                     prod_ep(xs, offs, roff, l4, w0, w1, w2, acc)
                     if sums is not acc:
                         copyto(sums, wide)
-                    out = empty((n, m), odt)
-                    stage_ep(sums, chan, par, out)
+                    out = empty(out_shape, odt)
+                    stage_ep(sums, chan, par, out if flat else out.reshape(n, m))
                 finally:
                     lock.release()
-                return out.reshape(out_shape)
+                return out
             return fused
         return int_rows, fuse
 

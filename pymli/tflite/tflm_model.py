@@ -749,6 +749,7 @@ class TflmModel:
         for _, r in self._resets:
             r.flags.writeable = False
         self._in_shapes = [(ti, T[ti].shape) for ti in graph.inputs]
+        self._inputs = tuple(T[ti] for ti in graph.inputs)
         # a model whose intermediate tensors are small keeps them to the end of a run (dropping each one
         # after its last reader costs more than the memory it frees)
         small = sum(math.prod(T[i].shape) * T[i].dtype.itemsize for d in self._dead for i in d) <= _KEEP_BYTES
@@ -860,7 +861,7 @@ class TflmModel:
         return self._run(xs, platform=platform, capture=capture, state=self._state if keep_state else None)
 
     def _check_inputs(self, xs: tuple) -> tuple[list[np.ndarray], int | None, bool]:
-        ins = self.inputs
+        ins = self._inputs
         if len(xs) != len(ins):
             raise TfliteInputError(Status.ARGUMENT_ERROR, f"the model takes {len(ins)} input(s) "
                                    f"({', '.join(f'{t.dtype.name}{list(t.shape)}' for t in ins)}), got {len(xs)}",
@@ -996,14 +997,16 @@ class TflmModel:
 
     def _make_plan(self) -> None:
         """Per step, what :meth:`_invoke` does: (its call, the lookup of its arguments in the run's values
-        (a tensor index for one input, else an ``operator.itemgetter``), one input, its kept outputs
-        ((tensor, shape) pairs, or None when an output is omitted), its tensors dropped after it)."""
+        (a tensor index for one input, else an ``operator.itemgetter``), one input, its one output
+        ((tensor, shape), or None), its kept outputs ((tensor, shape) pairs, or None when an output is
+        omitted), its tensors dropped after it, the step)."""
         self._plan = []
         for s, call, kept, drop in zip(self.steps, self._calls, self._outs, self._drops):
             ins = s.op.inputs
             get = ins[0] if len(ins) == 1 else operator.itemgetter(*ins) if ins else operator.itemgetter()
             whole = len(kept) == len(s.op.outputs)
-            self._plan.append((call, get, len(ins) == 1, kept if whole else None, drop, s))
+            self._plan.append((call, get, len(ins) == 1, kept[0] if whole and len(kept) == 1 else None,
+                               kept if whole else None, drop, s))
 
     def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray], keep: bool = True
                 ) -> dict[int, np.ndarray]:
@@ -1025,14 +1028,20 @@ class TflmModel:
             ex = g.extra
             ex["op_state"] = state  # operators' internal state (signal ops), carried like variables
             ex.pop("state", None)
-        for call, get, one, kept, drop, s in self._plan:
+        for call, get, one, out1, kept, drop, s in self._plan:
             try:  # _step_call inlined (a call less per operator)
                 outs = call([vals[get]] if one else [*get(vals)])
             except TfliteError:
                 raise
             except MliError as e:
                 raise TfliteError(e.status, f"operator {s.op.index} ({s.op.name}): {e}") from None
-            if kept is not None:  # every output kept (no omitted -1 output)
+            if out1 is not None:  # the one output (most operators)
+                ti, shape = out1
+                v = outs[0]
+                if type(v) is not np.ndarray or v.shape != shape:
+                    v = np.asarray(v).reshape(shape)
+                vals[ti] = v
+            elif kept is not None:  # every output kept (no omitted -1 output)
                 for (ti, shape), v in zip(kept, outs):
                     if type(v) is not np.ndarray:
                         v = np.asarray(v)

@@ -153,13 +153,14 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     szp, ozp = p.state_zp, p.output_zp
     # the compiled step's operands (its mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
     jit_ok = min(m1, m2) >= 0 and max(m1, m2) < 1 << 31 and min(s1, s2) >= -31
-    jit_args = (np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()]),
-                np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
-                                np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
+    jit_w = np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()])
+    jit_c = np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
+                            np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64)
+    empty, nu = np.empty, nf // rank
 
     # the compiled step's native entries (_jit.entry), one per (input, state) writeability: numba types
     # read-only arrays apart (the reset state is read-only); only for C-contiguous aligned arrays
-    entries: dict[tuple[bool, bool], Callable[..., tuple[np.ndarray, np.ndarray]]] = {}
+    entries: dict[tuple[bool, bool], Callable[..., None]] = {}
     on = _jit.is_on
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -175,15 +176,16 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
             plain = fx.c_contiguous and fs.c_contiguous and fx.aligned and fs.aligned
             key = (fx.writeable, fs.writeable)
             ep = entries.get(key) if plain else None
-            if ep is None:
-                jit = _jit.compiled("_jit_svdf")
-                if jit is not None:
-                    if plain:  # the first call of these types: their entry, then called as later ones
-                        ep = entries[key] = _jit.entry(jit, "svdf_step", x2, st2, *jit_args)
-                    else:
-                        ep = jit.svdf_step
+            out, new = empty((nb, nu), _INT8), empty(st2.shape, sd)
             if ep is not None:
-                out, new = ep(x2, st2, *jit_args)
+                ep(x2, st2, jit_w, jit_c, out, new)
+                return out, new if new.shape == state.shape else new.reshape(state.shape)
+            jit = _jit.compiled("_jit_svdf")
+            if jit is not None:
+                if plain:  # the first call of these types: computes, then its entry serves the later ones
+                    entries[key] = _jit.entry(jit, "svdf_step", x2, st2, jit_w, jit_c, out, new)
+                else:
+                    jit.svdf_step(x2, st2, jit_w, jit_c, out, new)
                 return out, new if new.shape == state.shape else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
