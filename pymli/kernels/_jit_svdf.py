@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
 
 from ._jit_lstm import mbqm32, wrap32  # TFLM's fixed-point steps, shared by the compiled TFLM loops
 
-__all__ = ["svdf_step", "warm_up"]
+__all__ = ["svdf_step", "step_entry", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -74,13 +75,33 @@ def svdf_step(x, state, w, c, out, new):  # pragma: no cover - compiled
             out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
 
 
+def step_entry(state_dtype: np.dtype) -> object:
+    """The native entry of :func:`svdf_step` compiled for any input and state array: int8 input and
+    ``state_dtype`` state of two dimensions in any layout (numba reads their strides), read-only (the
+    step only reads them) and of any alignment; the constants and both results C-contiguous and
+    writeable (the caller's fresh arrays). Calling it skips numba's type dispatch and the caller's
+    checks of the arrays' flags: its native wrapper unboxes any array of the item size.
+
+    Args:
+        state_dtype: int8 or int16.
+
+    Returns:
+        the entry, or the dispatcher itself when this numba keeps no entry (another version's internals).
+    """
+    sd = numba.from_dtype(np.dtype(state_dtype))
+    sig = (types.Array(types.int8, 2, "A", readonly=True, aligned=False),
+           types.Array(sd, 2, "A", readonly=True, aligned=False),
+           types.Array(types.int64, 1, "C"), types.Array(types.int64, 1, "C"),
+           types.Array(types.int8, 2, "C"), types.Array(sd, 2, "C"))
+    svdf_step.compile(sig)
+    try:
+        return svdf_step.overloads[sig].entry_point
+    except (KeyError, AttributeError):
+        return svdf_step
+
+
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.svdf` passes: int8 input,
-    int8 and int16 state, writeable or read-only (a model's reset state)."""
-    c = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127, 1, 2, 1, 0, 0, 0], np.int64)
+    """Compile (or load from numba's cache) the steps :mod:`pymli.tflm.svdf` calls (:func:`step_entry`):
+    int8 and int16 state."""
     for sd in (np.int8, np.int16):
-        for writeable in (True, False):
-            state = np.zeros((1, 2), sd)
-            state.flags.writeable = writeable
-            svdf_step(np.zeros((1, 1), np.int8), state, np.zeros(3, np.int64), c, np.empty((1, 1), np.int8),
-                      np.empty((1, 2), sd))
+        step_entry(np.dtype(sd))

@@ -158,9 +158,9 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
                             np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64)
     empty, nu = np.empty, nf // rank
 
-    # the compiled step's native entries (_jit.entry), one per (input, state) writeability: numba types
-    # read-only arrays apart (the reset state is read-only); only for C-contiguous aligned arrays
-    entries: dict[tuple[bool, bool], Callable[..., None]] = {}
+    # the compiled step's native entry for any input and state arrays (_jit_svdf.step_entry), made on
+    # the first call with the JIT on
+    entry: list[Callable[..., None]] = []
     on = _jit.is_on
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -169,23 +169,15 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
                            f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
         nb = x.shape[0]
         if jit_ok and on():
-            # the state's reshape also checks its size (the compiled step does not check bounds)
-            x2 = x if x.ndim == 2 else x.reshape(nb, n_in)
-            st2 = state if state.shape == (nb, nf * nm) else state.reshape(nb, nf * nm)
-            fx, fs = x2.flags, st2.flags
-            plain = fx.c_contiguous and fs.c_contiguous and fx.aligned and fs.aligned
-            key = (fx.writeable, fs.writeable)
-            ep = entries.get(key) if plain else None
-            out, new = empty((nb, nu), _INT8), empty(st2.shape, sd)
-            if ep is not None:
-                ep(x2, st2, jit_w, jit_c, out, new)
-                return out, new if new.shape == state.shape else new.reshape(state.shape)
-            jit = _jit.compiled("_jit_svdf")
-            if jit is not None:
-                if plain:  # the first call of these types: computes, then its entry serves the later ones
-                    entries[key] = _jit.entry(jit, "svdf_step", x2, st2, jit_w, jit_c, out, new)
-                else:
-                    jit.svdf_step(x2, st2, jit_w, jit_c, out, new)
+            if not entry:
+                jit = _jit.compiled("_jit_svdf")
+                if jit is not None:
+                    entry.append(jit.step_entry(sd))
+            if entry:
+                # the state's reshape also checks its size (the compiled step does not check bounds)
+                st2 = state if state.shape == (nb, nf * nm) else state.reshape(nb, nf * nm)
+                out, new = empty((nb, nu), _INT8), empty(st2.shape, sd)
+                entry[0](x if x.ndim == 2 else x.reshape(nb, n_in), st2, jit_w, jit_c, out, new)
                 return out, new if new.shape == state.shape else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
