@@ -750,6 +750,7 @@ class TflmModel:
             r.flags.writeable = False
         self._in_shapes = [(ti, T[ti].shape) for ti in graph.inputs]
         self._inputs = tuple(T[ti] for ti in graph.inputs)
+        self._in_types = [(T[ti].dtype, T[ti].shape) for ti in graph.inputs]
         # a model whose intermediate tensors are small keeps them to the end of a run (dropping each one
         # after its last reader costs more than the memory it frees)
         small = sum(math.prod(T[i].shape) * T[i].dtype.itemsize for d in self._dead for i in d) <= _KEEP_BYTES
@@ -926,6 +927,14 @@ class TflmModel:
 
     def _run(self, xs: tuple, *, platform: Platform | str | None, capture: bool,
              state: dict[int, np.ndarray] | None) -> Any:
+        if platform is None and not capture and not self._large and len(xs) == 1 == len(self._in_types):
+            # the commonest case: one input array of the model's dtype and shape, one sample, nothing to
+            # check or convert, no context to enter (each costs a few us)
+            x, (dt, shape) = xs[0], self._in_types[0]
+            if type(x) is np.ndarray and x.dtype == dt and x.shape == shape:
+                vals = self._invoke(xs, {} if state is None else state, keep=False)
+                outs = [vals[ti] for ti in self.graph.outputs]
+                return outs[0] if len(outs) == 1 else tuple(outs)
         current = get_platform()
         plat = current if platform is None else resolve_platform(platform)
         arrays, batch, replace = self._check_inputs(xs)
