@@ -18,6 +18,7 @@ from pymli.tflite.errors import TfliteWarning
 from pymli.tflite.examples import GraphMaker
 from pymli.tflite.tflm_model import TflmModel, resolve_platform
 from pymli.tflite.tgraph import reset_value
+from pymli.tflm import shape_ops
 
 PLATFORMS = ("vpx", "em")
 _ROOT = shared_dir() / "tflite_golden" / "models"
@@ -143,3 +144,43 @@ def test_small_model_keeps_intermediates_large_drops_them() -> None:
         y = mm.run(x)
         y2, _ = mm.run(x, capture=True)
         assert np.array_equal(y, y2)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prepared_pad_and_transpose_equal_the_plain_ops(seed: int) -> None:
+    """PAD / PADV2 (one sample: a fresh array filled once) and TRANSPOSE (a constant permutation) equal
+    :func:`pymli.tflm.shape_ops.pad` and ``np.transpose`` on contiguous inputs, strided views, the extremes
+    and a batched run's leading axis (the general branch)."""
+    rng = np.random.default_rng(seed)
+    h, w, c = (int(v) for v in rng.integers(1, 7, 3))
+    g = GraphMaker((h, w, c), seed)
+    pads = tuple(int(v) for v in rng.integers(0, 4, 4))
+    g.transpose([0, 2, 1, 3]).pad(pads).pad(pads[::-1], v2=True)
+    m = _load(g.finish())
+    T = m.graph.tensors
+    steps = {s.op.name: s for s in m.steps}
+    assert set(steps) == {"TRANSPOSE", "PAD", "PADV2"}
+    for k in range(6):
+        if k < 4:
+            x = rng.integers(-128, 128, (1, h, w, c)).astype(np.int8)
+        else:
+            x = np.full((1, h, w, c), (-128, 127)[k - 4], np.int8)
+        wide = np.zeros((1, h, w, 2 * c), np.int8)
+        wide[..., ::2] = x
+        for xv in (x, wide[..., ::2]):
+            t = steps["TRANSPOSE"]
+            y = t.invoke([xv, T[t.op.inputs[1]].data])[0]  # type: ignore[misc]
+            assert np.array_equal(y, np.transpose(xv, (0, 2, 1, 3)))
+            for name in ("PAD", "PADV2"):
+                s = steps[name]
+                p = T[s.op.inputs[1]].data
+                o = T[s.op.outputs[0]]
+                args = [y, p] + ([T[s.op.inputs[2]].data] if name == "PADV2" else [])
+                got = s.invoke(args)[0]  # type: ignore[misc]
+                want = shape_ops.pad(y, p, value=o.zp)
+                assert got.dtype == want.dtype and np.array_equal(got, want), (name, k)
+                batched = s.invoke([np.stack([y[0], y[0][::-1]])[:, None]] + args[1:])[0]  # type: ignore[misc]
+                assert np.array_equal(batched[0], want) and np.array_equal(batched[1], shape_ops.pad(
+                    y[:, ::-1], p, value=o.zp)), name
+                y = got
+        assert np.array_equal(m.run(x), y)
