@@ -601,7 +601,7 @@ def _strided_slice(graph: Any, op: Any) -> Invoke:
         xv = ins[0]
         if xv.shape != x.shape:
             return invoke(ins)
-        return [np.take(xv, index)]
+        return [xv.take(index)]  # the method: np.take's Python wrapper costs ~0.5 us a call
     return prepared
 
 
