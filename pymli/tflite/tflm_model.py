@@ -598,6 +598,11 @@ class _OffloadedStep:
         return _per_sample(self.one, ins, self.batched, n)
 
 
+def _no_inputs(vals: dict) -> tuple:
+    """The arguments of an operator without inputs (its argument lookup in :meth:`TflmModel._invoke`)."""
+    return ()
+
+
 def _whole_batch(invoke: Invoke) -> BatchInvoke:
     """The batch form of an Invoke that takes any leading axes (element-wise operators, FC rows)."""
     return lambda ins, n: invoke(ins)
@@ -1012,7 +1017,7 @@ class TflmModel:
         self._plan = []
         for s, call, kept, drop in zip(self.steps, self._calls, self._outs, self._drops):
             ins = s.op.inputs
-            get = ins[0] if len(ins) == 1 else operator.itemgetter(*ins) if ins else operator.itemgetter()
+            get = ins[0] if len(ins) == 1 else operator.itemgetter(*ins) if ins else _no_inputs
             whole = len(kept) == len(s.op.outputs)
             self._plan.append((call, get, len(ins) == 1, kept[0] if whole and len(kept) == 1 else None,
                                kept if whole else None, drop, s))
