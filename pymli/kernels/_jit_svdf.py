@@ -15,17 +15,20 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
 
 from ._jit_lstm import mbqm32, wrap32  # TFLM's fixed-point steps, shared by the compiled TFLM loops
 
-__all__ = ["svdf_step", "warm_up"]
+__all__ = ["svdf_step", "step_entry", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
 
 @numba.njit(**_JIT)
-def svdf_step(x, state, w, c):  # pragma: no cover - compiled
-    """One SVDF step (the constants in two flat arrays: fewer arguments for the dispatcher to check).
+def svdf_step(x, state, w, c, out, new):  # pragma: no cover - compiled
+    """One SVDF step (the constants in two flat arrays, the results written into arrays of the caller's:
+    fewer arrays for the native call to unbox and box, ~0.4 us of a step of a few thousand MACs; the
+    weights in an array of their own, which LLVM vectorises the products over).
 
     Args:
         x: (B, n_input) int8 input.
@@ -37,9 +40,8 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
             ``input_zp * sum(w_feature)`` (n_filter), ``state_zp * sum(w_time)`` (n_filter; less the bias where
             rank is 1), the bias added to each unit's sum (n_unit; zeros when there is none or it is in the
             previous part).
-
-    Returns:
-        ``(output (B, n_unit) int8, new state)`` (the state in a new array of its type).
+        out: (B, n_unit) int8, written.
+        new: the state after the step, ``state``'s shape and type, written (another array than ``state``).
     """
     nb, n_in = x.shape
     m1, s1, m2, s2, szp, ozp, lo, hi = c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]
@@ -49,8 +51,6 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
     fz, tz, bz = 11, 11 + nf, 11 + 2 * nf  # offsets in c
     wt0 = nf * n_in  # offset of the time weights in w
     n = nf * nm
-    new = np.empty_like(state)
-    out = np.empty((nb, nu), np.int8)
     for b in range(nb):
         for j in range(n - 1):  # the shift towards the past (each filter's newest column written below)
             new[b, j] = state[b, j + 1]
@@ -73,12 +73,35 @@ def svdf_step(x, state, w, c):  # pragma: no cover - compiled
                 acc += t
             o = mbqm32(wrap32(acc), m2, s2) + ozp
             out[b, u] = -128 if o < -128 else (127 if o > 127 else o)
-    return out, new
+
+
+def step_entry(state_dtype: np.dtype) -> object:
+    """The native entry of :func:`svdf_step` compiled for any input and state array: int8 input and
+    ``state_dtype`` state of two dimensions in any layout (numba reads their strides), read-only (the
+    step only reads them) and of any alignment; the constants and both results C-contiguous and
+    writeable (the caller's fresh arrays). Calling it skips numba's type dispatch and the caller's
+    checks of the arrays' flags: its native wrapper unboxes any array of the item size.
+
+    Args:
+        state_dtype: int8 or int16.
+
+    Returns:
+        the entry, or the dispatcher itself when this numba keeps no entry (another version's internals).
+    """
+    sd = numba.from_dtype(np.dtype(state_dtype))
+    sig = (types.Array(types.int8, 2, "A", readonly=True, aligned=False),
+           types.Array(sd, 2, "A", readonly=True, aligned=False),
+           types.Array(types.int64, 1, "C"), types.Array(types.int64, 1, "C"),
+           types.Array(types.int8, 2, "C"), types.Array(sd, 2, "C"))
+    svdf_step.compile(sig)
+    try:
+        return svdf_step.overloads[sig].entry_point
+    except (KeyError, AttributeError):
+        return svdf_step
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflm.svdf` passes: int8 input,
+    """Compile (or load from numba's cache) the steps :mod:`pymli.tflm.svdf` calls (:func:`step_entry`):
     int8 and int16 state."""
-    c = np.array([1 << 30, 0, 1 << 30, 0, 0, 0, -128, 127, 1, 2, 1, 0, 0, 0], np.int64)
     for sd in (np.int8, np.int16):
-        svdf_step(np.zeros((1, 1), np.int8), np.zeros((1, 2), sd), np.zeros(3, np.int64), c)
+        step_entry(np.dtype(sd))

@@ -401,14 +401,52 @@ class PreparedFc:
             return out if x.ndim == 2 else out.reshape(*x.shape[:-1], m)
 
         def single(shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
-            """:meth:`PreparedFc.single` under this stage's platform."""
+            """:meth:`PreparedFc.single` under this stage's platform: the integer product whatever the
+            size below :data:`PARALLEL_WORK` (fused, its fixed cost is a few calls: below
+            :data:`_INT_MIN_MACS` too it beats :func:`rows`' float product)."""
             n, k = math.prod(shape[:-1]), self._w.shape[0]
-            macs = n * k * m
-            if fuse is None or odt != self._dtype or shape[-1] != k or not _INT_MIN_MACS <= macs < PARALLEL_WORK:
+            if fuse is None or odt != self._dtype or shape[-1] != k or n * k * m >= PARALLEL_WORK:
                 return None  # no integer product, or a call that run() may split over threads
+            if n * k * m < _INT_MIN_MACS:
+                small = self._small_single(shape, st.sa8, chan, par, odt, p)
+                if small is not None:
+                    return small
             return fuse(shape, "finish_sa8" if st.sa8 else "finish_fx", chan, par, odt, p, self)
         run.single = single  # type: ignore[attr-defined]
         return run
+
+    def _small_single(self, shape: tuple[int, ...], sa8: bool, chan: np.ndarray, par: np.ndarray, odt: np.dtype,
+                      p: Platform) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The one-shape form of a layer of fewer than :data:`_INT_MIN_MACS` multiply-adds: the product
+        and the output stage in one compiled call (:mod:`pymli.kernels._jit_fc`: the exact int64 sums
+        ``x @ w`` through the stage of ``finish_sa8`` / ``finish_fx`` with constants ``chan``, ``par``),
+        through its native entry for any input layout, on the layer's own copies of the weights and
+        constants: no buffers shared between calls. Calls on another shape or dtype, under another
+        platform than ``p`` or with the JIT off go to the layer itself. None without numba.
+
+        The caller checked what the integer product needs: int8 inputs, int8-range weights
+        (``self._w8``), ``|x @ w| < 2**31``.
+        """
+        mod = _jit.compiled("_jit_fc")
+        if mod is None or self._w8 is None:
+            return None
+        n, k = math.prod(shape[:-1]), shape[-1]
+        m = self._w8.shape[1]
+        # own C-contiguous writeable copies: exactly the entry's argument types
+        w8 = np.array(self._w8, np.int8, order="C")
+        ch, pr = np.array(chan, I64, order="C"), np.array(par, I64, order="C")
+        entry = mod.small_entry(sa8, odt)
+        out_shape = shape[:-1] + (m,)
+        flat, rows = out_shape == (n, m), len(shape) == 2
+        i8, empty, platform, on = np.dtype(np.int8), np.empty, get_platform, _jit.is_on
+
+        def small(x: np.ndarray) -> np.ndarray:
+            if x.shape != shape or x.dtype != i8 or platform() is not p or not on():
+                return self(x)
+            out = empty(out_shape, odt)
+            entry(x if rows else x.reshape(n, k), w8, ch, pr, out if flat else out.reshape(n, m))
+            return out
+        return small
 
     def _int_rows(self, xdt: np.dtype, bound: int
                   ) -> tuple[Callable[[np.ndarray], np.ndarray], Callable[..., Any]] | None:
@@ -515,6 +553,7 @@ class PreparedFc:
                 return other
             stage_ep = _jit.entry(stage_mod, stage, sums, chan, par, np.empty((n, m), odt))
             out_shape = shape[:-1] + (m,)
+            flat = out_shape == (n, m)  # the output needs no view for the stage
             lock, i8, u8v = threading.Lock(), np.dtype(np.int8), np.dtype(np.uint8)
             xor, copyto, empty, platform, on = np.bitwise_xor, np.copyto, np.empty, get_platform, _jit.is_on
 
@@ -530,11 +569,11 @@ class PreparedFc:
                     prod_ep(xs, offs, roff, l4, w0, w1, w2, acc)
                     if sums is not acc:
                         copyto(sums, wide)
-                    out = empty((n, m), odt)
-                    stage_ep(sums, chan, par, out)
+                    out = empty(out_shape, odt)
+                    stage_ep(sums, chan, par, out if flat else out.reshape(n, m))
                 finally:
                     lock.release()
-                return out.reshape(out_shape)
+                return out
             return fused
         return int_rows, fuse
 

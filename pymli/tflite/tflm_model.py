@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
+import operator
 import re
 import warnings
 from typing import Any, Callable
@@ -385,6 +387,10 @@ BatchInvoke = Callable[[list, int], list]
 """A prepared step on a batch: inputs with a leading axis N where they are activations -> outputs with it."""
 
 
+_KEEP_BYTES = 1 << 20
+"""A single-sample run of a model whose intermediate tensors take at most this many bytes in all keeps
+them to its end (dropping each one after its last reader costs more than the memory it frees)."""
+
 _ADD_TABLE_MIN = 256
 """From this many elements an offloaded ADD looks its result up in a 65536-entry table of the kernel's
 results (built once per platform), instead of computing the requantisation per element."""
@@ -574,7 +580,11 @@ class _OffloadedStep:
         return kernel
 
     def one(self, ins: list) -> list:
-        """One Invoke (TFLite shapes)."""
+        """One Invoke (TFLite shapes): the direct kernel call once prepared (arrays), as a model run's."""
+        direct = self.direct
+        if direct is not None and type(ins[0]) is np.ndarray and (
+                self.c.kind != "add" or type(ins[1]) is np.ndarray):
+            return direct(ins)
         if self.fast is not None:
             r = self._kernel(ins, ())
             if r is not None:
@@ -590,6 +600,11 @@ class _OffloadedStep:
             if r is not None:
                 return r
         return _per_sample(self.one, ins, self.batched, n)
+
+
+def _no_inputs(vals: dict) -> tuple:
+    """The arguments of an operator without inputs (its argument lookup in :meth:`TflmModel._invoke`)."""
+    return ()
 
 
 def _whole_batch(invoke: Invoke) -> BatchInvoke:
@@ -726,10 +741,6 @@ class TflmModel:
         self._batched = [[i >= 0 and T[i].data is None for i in s.op.inputs] for s in steps]
         self._large = any(_macs(graph, s.op) >= SMALL_PRODUCT for s in steps)
         self._dead = _buffer_plan(graph, steps)
-        # per step, where each argument of an Invoke comes from (read once: the graph is fixed at load,
-        # as the prepared steps' constants are): (tensor, 0 activation / 1 constant / 2 variable, constant)
-        self._specs = [tuple((i, 1, None) if i < 0 else (i, 1, T[i].data) if T[i].data is not None
-                             else (i, 2 if T[i].variable else 0, None) for i in s.op.inputs) for s in steps]
         # per step, (output tensor, its shape) of the outputs that are kept
         self._outs = [tuple((ti, T[ti].shape) for ti in s.op.outputs if ti >= 0) for s in steps]
         # per step, what a single-sample run calls: the step's Invoke, then (once its first Invoke went
@@ -737,6 +748,24 @@ class TflmModel:
         self._calls: list[Invoke] = [s.invoke for s in steps]  # type: ignore[misc]
         self._unchecked = [(k, s.invoke.__self__) for k, s in enumerate(steps)
                            if isinstance(getattr(s.invoke, "__self__", None), _OffloadedStep)]
+        # a single-sample Invoke starts from a copy of the constants (and None for an omitted input, -1):
+        # each step's arguments are then one lookup per input (operator.itemgetter)
+        self._consts: dict[int, Any] = {-1: None}
+        self._consts.update((t.index, t.data) for t in T if t.data is not None)
+        # the variables' reset values, made once, read-only: a fresh run's state holds them until the
+        # operator replaces them (the stateful kernels return new arrays, none writes its inputs)
+        self._resets = [(t.index, reset_value(t)) for t in self._variables]
+        for _, r in self._resets:
+            r.flags.writeable = False
+        self._in_shapes = [(ti, T[ti].shape) for ti in graph.inputs]
+        self._inputs = tuple(T[ti] for ti in graph.inputs)
+        self._in_types = [(T[ti].dtype, T[ti].shape) for ti in graph.inputs]
+        # a model whose intermediate tensors are small keeps them to the end of a run (dropping each one
+        # after its last reader costs more than the memory it frees)
+        small = sum(math.prod(T[i].shape) * T[i].dtype.itemsize for d in self._dead for i in d) <= _KEEP_BYTES
+        self._drops = [() if small else tuple(d) for d in self._dead]
+        self._plan: list[tuple] = []
+        self._make_plan()
 
     # ----- description
     @property
@@ -842,7 +871,7 @@ class TflmModel:
         return self._run(xs, platform=platform, capture=capture, state=self._state if keep_state else None)
 
     def _check_inputs(self, xs: tuple) -> tuple[list[np.ndarray], int | None, bool]:
-        ins = self.inputs
+        ins = self._inputs
         if len(xs) != len(ins):
             raise TfliteInputError(Status.ARGUMENT_ERROR, f"the model takes {len(ins)} input(s) "
                                    f"({', '.join(f'{t.dtype.name}{list(t.shape)}' for t in ins)}), got {len(xs)}",
@@ -907,6 +936,14 @@ class TflmModel:
 
     def _run(self, xs: tuple, *, platform: Platform | str | None, capture: bool,
              state: dict[int, np.ndarray] | None) -> Any:
+        if platform is None and not capture and not self._large and len(xs) == 1 == len(self._in_types):
+            # the commonest case: one input array of the model's dtype and shape, one sample, nothing to
+            # check or convert, no context to enter (each costs a few us)
+            x, (dt, shape) = xs[0], self._in_types[0]
+            if type(x) is np.ndarray and x.dtype == dt and x.shape == shape:
+                vals = self._invoke(xs, {} if state is None else state, keep=False)
+                outs = [vals[ti] for ti in self.graph.outputs]
+                return outs[0] if len(outs) == 1 else tuple(outs)
         current = get_platform()
         plat = current if platform is None else resolve_platform(platform)
         arrays, batch, replace = self._check_inputs(xs)
@@ -976,46 +1013,69 @@ class TflmModel:
                     vals.pop(ti, None)
         return vals
 
+    def _make_plan(self) -> None:
+        """Per step, what :meth:`_invoke` does: (its call, the lookup of its arguments in the run's values
+        (a tensor index for one input, else an ``operator.itemgetter``), one input, its one output
+        ((tensor, shape), or None), its kept outputs ((tensor, shape) pairs, or None when an output is
+        omitted), its tensors dropped after it, the step)."""
+        self._plan = []
+        for s, call, kept, drop in zip(self.steps, self._calls, self._outs, self._drops):
+            ins = s.op.inputs
+            get = ins[0] if len(ins) == 1 else operator.itemgetter(*ins) if ins else _no_inputs
+            whole = len(kept) == len(s.op.outputs)
+            self._plan.append((call, get, len(ins) == 1, kept[0] if whole and len(kept) == 1 else None,
+                               kept if whole else None, drop, s))
+
     def _invoke(self, inputs: list[np.ndarray], state: dict[int, np.ndarray], keep: bool = True
                 ) -> dict[int, np.ndarray]:
         """One Invoke; returns the tensors' values (``keep=False``: intermediates dropped after their last
-        reader, the graph outputs kept)."""
+        reader, the graph outputs kept; a model with small intermediates keeps them all)."""
         g = self.graph
-        T = g.tensors
-        vals: dict[int, np.ndarray] = {}
-        for ti, x in zip(g.inputs, inputs):
-            vals[ti] = np.ascontiguousarray(x).reshape(T[ti].shape)
-        for t in self._variables:
-            if t.index not in state:
-                state[t.index] = reset_value(t)
-        if self._stateful:
-            g.extra["op_state"] = state  # operators' internal state (signal ops), carried like variables
-        for s, call, spec, kept, dead in zip(self.steps, self._calls, self._specs, self._outs, self._dead):
-            args = [vals[i] if k == 0 else c if k == 1 else state[i] for i, k, c in spec]
-            if self._stateful:
-                g.extra.pop("state", None)
+        vals: dict[int, Any] = self._consts.copy()
+        for (ti, shape), x in zip(self._in_shapes, inputs):
+            if type(x) is not np.ndarray or x.shape != shape or not x.flags.c_contiguous:
+                x = np.ascontiguousarray(x).reshape(shape)
+            vals[ti] = x
+        for ti, r in self._resets:
+            v = state.get(ti)
+            if v is None:
+                state[ti] = v = r
+            vals[ti] = v
+        stateful = self._stateful
+        if stateful:
+            ex = g.extra
+            ex["op_state"] = state  # operators' internal state (signal ops), carried like variables
+            ex.pop("state", None)
+        for call, get, one, out1, kept, drop, s in self._plan:
             try:  # _step_call inlined (a call less per operator)
-                outs = call(args)
+                outs = call([vals[get]] if one else [*get(vals)])
             except TfliteError:
                 raise
             except MliError as e:
                 raise TfliteError(e.status, f"operator {s.op.index} ({s.op.name}): {e}") from None
-            if len(kept) == len(outs):  # every output kept (no omitted -1 output)
+            if out1 is not None:  # the one output (most operators)
+                ti, shape = out1
+                v = outs[0]
+                if type(v) is not np.ndarray or v.shape != shape:
+                    v = np.asarray(v).reshape(shape)
+                vals[ti] = v
+            elif kept is not None:  # every output kept (no omitted -1 output)
                 for (ti, shape), v in zip(kept, outs):
                     if type(v) is not np.ndarray:
                         v = np.asarray(v)
                     vals[ti] = v if v.shape == shape else v.reshape(shape)
             else:
+                T = g.tensors
                 for ti, v in zip(s.op.outputs, outs):
                     if ti >= 0:
                         v = np.asarray(v)
                         vals[ti] = v if v.shape == T[ti].shape else v.reshape(T[ti].shape)
-            if self._stateful:
-                for ti, v in g.extra.pop("state", {}).items():
+            if stateful and "state" in ex:  # variable tensors the step replaced (SVDF, LSTM)
+                for ti, v in ex.pop("state").items():
                     state[ti] = v
                     vals[ti] = v
-            if not keep:
-                for ti in dead:
+            if drop and not keep:
+                for ti in drop:
                     vals.pop(ti, None)
         if self._unchecked:
             self._direct_calls()
@@ -1027,6 +1087,7 @@ class TflmModel:
             if off.direct is not None:
                 self._calls[k] = off.direct
         self._unchecked = [(k, off) for k, off in self._unchecked if not off.checked]
+        self._make_plan()
 
     def run_step(self, step: Step, args: list, *, platform: Platform | str | None = None) -> list[np.ndarray]:
         """One prepared operator alone on given input arrays (``pymli compare``'s own error).

@@ -196,18 +196,22 @@ def prepare_softmax_int8(input_multiplier: int, input_left_shift: int, diff_min:
     lo, hi = int(np.iinfo(od).min), int(np.iinfo(od).max)
     bits = od.itemsize * 8
 
+    i8, recip = np.dtype(np.int8), _reciprocal_cached
+
     def softmax(x: np.ndarray) -> np.ndarray:
-        if x.dtype != np.int8 or x.size > SMALL_SOFTMAX or not x.ndim or not x.shape[-1]:
+        if x.dtype != i8 or x.size > SMALL_SOFTMAX or not x.ndim or not x.shape[-1]:
             return softmax_int8(x, input_multiplier=m, input_left_shift=ls, diff_min=dmin, out_dtype=od)
+        rows = x.tolist() if x.ndim == 2 else x.reshape(-1, x.shape[-1]).tolist()
         out = []
-        for row in x.reshape(-1, x.shape[-1]).tolist():
+        for row in rows:
             mx = max(row)
             negs = [mx - v for v in row]
-            scale, nbou = _reciprocal_cached(sum([e12l[n] for n in negs]))
+            scale, nbou = recip(sum([e12l[n] for n in negs]))
             k = nbou + 31 - bits
             add = (1 << (k - 1)) + (lo << k)
-            out += [min((((scale * em[n] + (1 << 30)) >> 31) + add) >> k, hi) for n in negs]
-        return np.array(out, od).reshape(x.shape)
+            out.append([min((((scale * em[n] + (1 << 30)) >> 31) + add) >> k, hi) for n in negs])
+        y = np.array(out, od)  # (rows, n)
+        return y if x.ndim == 2 else y.reshape(x.shape)
     return softmax
 
 

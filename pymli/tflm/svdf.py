@@ -153,21 +153,32 @@ def prepare_svdf_int8(w_feature: np.ndarray, w_time: np.ndarray, bias: np.ndarra
     szp, ozp = p.state_zp, p.output_zp
     # the compiled step's operands (its mbqm32 takes multipliers in [0, 2**31) and shifts of at least -31)
     jit_ok = min(m1, m2) >= 0 and max(m1, m2) < 1 << 31 and min(s1, s2) >= -31
-    jit_args = (np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()]),
-                np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
-                                np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64))
+    jit_w = np.concatenate([w_feature.astype(np.int64).ravel(), wt.ravel()])
+    jit_c = np.concatenate([[m1, s1, m2, s2, szp, ozp, lo, hi, nf, nm, nf // rank], feature_zp, time_zp,
+                            np.zeros(nf // rank, np.int64) if b is None else b]).astype(np.int64)
+    empty, nu = np.empty, nf // rank
+
+    # the compiled step's native entry for any input and state arrays (_jit_svdf.step_entry), made on
+    # the first call with the JIT on
+    entry: list[Callable[..., None]] = []
+    on = _jit.is_on
 
     def step(x: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if x.dtype != _INT8 or state.dtype != sd or x.shape[-1] != n_in:
             raise MliError(Status.SHAPE_MISMATCH, f"SVDF x {x.shape}/{x.dtype} wf {w_feature.shape} "
                            f"wt {w_time.shape}/{sd} state {state.shape}/{state.dtype} rank {rank}")
         nb = x.shape[0]
-        jit = _jit.compiled("_jit_svdf") if jit_ok else None
-        if jit is not None:
-            # the state's reshape also checks its size (the compiled step does not check bounds)
-            out, new = jit.svdf_step(x if x.ndim == 2 else x.reshape(nb, n_in), state.reshape(nb, nf * nm),
-                                     *jit_args)
-            return out, new if state.ndim == 2 else new.reshape(state.shape)
+        if jit_ok and on():
+            if not entry:
+                jit = _jit.compiled("_jit_svdf")
+                if jit is not None:
+                    entry.append(jit.step_entry(sd))
+            if entry:
+                # the state's reshape also checks its size (the compiled step does not check bounds)
+                st2 = state if state.shape == (nb, nf * nm) else state.reshape(nb, nf * nm)
+                out, new = empty((nb, nu), _INT8), empty(st2.shape, sd)
+                entry[0](x if x.ndim == 2 else x.reshape(nb, n_in), st2, jit_w, jit_c, out, new)
+                return out, new if new.shape == state.shape else new.reshape(state.shape)
         dot = x.astype(np.int64) @ wf_t
         dot -= feature_zp
         v = qu.mbqm_inplace(qu.wrap32_inplace(dot) if wrap_dot else dot, m1, s1)

@@ -255,7 +255,7 @@ def test_single_shape_calls(product: _Counted, kind: str, seed: int) -> None:
         with use_platform(plat):
             prep = prepare_fc(w, b, q, bounds, np.int8)
             assert prepare_fc(w, b, q, bounds, np.int64).single((200, n)) is None  # another container
-            for shape in ((200, n), (1, 7, 9, n), (3, 300, n)):
+            for shape in ((200, n), (1, 7, 9, n), (3, 300, n), (1, n), (1, 1, n)):  # down to one row
                 f = prep.single(shape)
                 if int(np.prod(shape[:-1])) * n * m >= _parallel.PARALLEL_WORK:
                     assert f is None, shape  # a call that may go over threads

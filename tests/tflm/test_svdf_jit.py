@@ -109,27 +109,32 @@ def jit_on() -> Iterator[None]:
 
 @needs_jit
 def test_compiled_step_is_taken(monkeypatch: pytest.MonkeyPatch, jit_on: None) -> None:
-    """The prepared step calls the compiled kernel when the JIT is on (else the comparisons above compare
-    the NumPy step with itself), and not when it is off."""
+    """The prepared step calls the compiled kernel (through its native entry) when the JIT is on (else the
+    comparisons above compare the NumPy step with itself), and not when it is off."""
     mod = _jit.compiled("_jit_svdf")
     assert mod is not None
-    real = mod._module.svdf_step
+    real = mod._module.step_entry
     calls = []
 
-    def spy(*args: object) -> object:
-        calls.append(1)
-        return real(*args)
-    monkeypatch.setattr(mod._module, "svdf_step", spy)
+    def entry(sd: np.dtype) -> object:
+        ep = real(sd)
+
+        def spy(*args: object) -> object:
+            calls.append(1)
+            return ep(*args)  # type: ignore[operator]
+        return spy
+    monkeypatch.setattr(mod._module, "step_entry", entry)
     wf, wt, bias, p, rank, xs, state = _case(np.random.default_rng(7), np.int16)
     step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
     step(xs[0], state)
-    assert len(calls) == 1
+    step(xs[0], state[:, ::-1][:, ::-1])  # a view: the same entry (any layout)
+    assert len(calls) == 2
     prev = _jit.set_enabled(False)
     try:
         step(xs[0], state)
     finally:
         _jit.set_enabled(prev)
-    assert len(calls) == 1
+    assert len(calls) == 2
 
 
 @needs_jit
@@ -140,3 +145,30 @@ def test_compiled_step_rejects_bad_input() -> None:
         step(xs[0], state.astype(np.int16))
     with pytest.raises(ValueError):  # a state of the wrong size (the compiled step does not check bounds)
         step(xs[0], state[:, 1:])
+
+
+@needs_jit
+@pytest.mark.parametrize("sd", [np.int8, np.int16])
+@pytest.mark.parametrize("seed", range(4))
+def test_compiled_step_on_views(jit_on: None, sd: type, seed: int) -> None:
+    """The compiled step's native entry takes any layout: strided, reversed and read-only input and state
+    views (a model's reset state is read-only) give the NumPy step's and the reference's values."""
+    rng = np.random.default_rng([seed, 99, np.dtype(sd).itemsize])
+    wf, wt, bias, p, rank, xs, state = _case(rng, sd, extreme=seed == 3)
+    step = svdf.prepare_svdf_int8(wf, wt, bias, p, rank=rank)
+    nb, n_in = xs.shape[1:]
+    wide = np.zeros((nb, 2 * n_in), np.int8)
+    wide[:, ::2] = xs[0]
+    views = [(wide[:, ::2], state[:, ::-1].copy()[:, ::-1]), (xs[0][::-1].copy()[::-1], state.copy())]
+    views[1][1].flags.writeable = False
+    for x, st in views:
+        got, got_state = step(x, st)
+        prev = _jit.set_enabled(False)
+        try:
+            plain, plain_state = step(np.ascontiguousarray(x), np.ascontiguousarray(st))
+        finally:
+            _jit.set_enabled(prev)
+        ref, ref_state = svdf.svdf_int8(np.ascontiguousarray(x), wf, wt, bias, np.ascontiguousarray(st), p, rank=rank)
+        assert np.array_equal(got, plain) and np.array_equal(got, ref)
+        assert got_state.dtype == st.dtype and np.array_equal(got_state, plain_state)
+        assert np.array_equal(got_state, ref_state)
