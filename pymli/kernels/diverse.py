@@ -184,6 +184,8 @@ def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
     elements (every slice maximum among them); every other element is below the heap minimum
     when it is visited.
     """
+    if k == 3:
+        return _replay3(pos, val)
     heap = _Heap(val[:k], pos[:k], max(val))
     j = k + heap.feed(pos[k:], val[k:])
     if heap.full_of_top:
@@ -191,6 +193,40 @@ def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
         if last:
             heap.hi[0] = last[-1]
     return heap.result()
+
+
+def _replay3(pos: list[int], val: list[int]) -> list[int]:
+    """:func:`_replay` of a heap of three in local variables (``a`` the root, ``b`` / ``c`` its
+    children), every candidate visited: an element equal to a heap all of the maximum replaces the
+    root and stays there, as :meth:`_Heap.feed`'s shortcut assumes.
+    """
+    a, b, c = val[:3]
+    pa, pb, pc = pos[:3]
+    # heapify: the first strictly smallest of (root, left, right) goes to the root
+    if b < a:
+        if c < b:
+            a, c, pa, pc = c, a, pc, pa
+        else:
+            a, b, pa, pb = b, a, pb, pa
+    elif c < a:
+        a, c, pa, pc = c, a, pc, pa
+    for p, v in zip(pos[3:], val[3:]):
+        if v < a:
+            continue
+        # v replaces the root; the smaller child (the left one on a tie) moves up if below v
+        if c < b:
+            if c < v:
+                a, pa, c, pc = c, pc, v, p
+            else:
+                a, pa = v, p
+        elif b < v:
+            a, pa, b, pb = b, pb, v, p
+        else:
+            a, pa = v, p
+    # heap sort: the root swapped with slot 2 and sifted over two entries, then with slot 1
+    if b < c:
+        return [pc, pb, pa]
+    return [pb, pc, pa]
 
 
 def _topk_1d(v: np.ndarray, k: int) -> list[int]:
