@@ -141,6 +141,8 @@ class _Heap:
         """Visit candidates in order; returns the index of the first one not visited because the
         heap is all ``top`` (``len(pos)`` when every one was visited).
         """
+        if self.k == 5:
+            return self._feed5(pos, val)
         hv, hi, k, top = self.hv, self.hi, self.k, self.top
         for j, v in enumerate(val):
             if hv[0] == top:
@@ -159,6 +161,43 @@ class _Heap:
                 r, c = c, 2 * c + 1
             hv[r], hi[r] = v, pos[j]
         return len(pos)
+
+    def _feed5(self, pos: list[int], val: list[int]) -> int:
+        """:meth:`feed` of a heap of five in local variables: the root's children are slots 1 and 2
+        (a leaf), slot 1's are slots 3 and 4."""
+        h0, h1, h2, h3, h4 = self.hv
+        p0, p1, p2, p3, p4 = self.hi
+        top, done = self.top, len(pos)
+        if h0 == top:
+            done = 0
+        else:
+            for j, v in enumerate(val):
+                if v < h0:
+                    continue
+                if h2 < h1:  # slot 2 is the smaller child
+                    if h2 < v:
+                        h0, p0, h2, p2 = h2, p2, v, pos[j]
+                    else:
+                        h0, p0 = v, pos[j]
+                elif h1 < v:  # slot 1 moves up, v sifts on from there
+                    h0, p0 = h1, p1
+                    if h4 < h3:
+                        if h4 < v:
+                            h1, p1, h4, p4 = h4, p4, v, pos[j]
+                        else:
+                            h1, p1 = v, pos[j]
+                    elif h3 < v:
+                        h1, p1, h3, p3 = h3, p3, v, pos[j]
+                    else:
+                        h1, p1 = v, pos[j]
+                else:
+                    h0, p0 = v, pos[j]
+                if h0 == top:
+                    done = j + 1
+                    break
+        self.hv[:] = h0, h1, h2, h3, h4
+        self.hi[:] = p0, p1, p2, p3, p4
+        return done
 
     @property
     def full_of_top(self) -> bool:
@@ -230,7 +269,15 @@ def _replay3(pos: list[int], val: list[int]) -> list[int]:
 
 
 def _topk_1d(v: np.ndarray, k: int) -> list[int]:
-    """:func:`_replay` over a whole 1-D slice (``1 < k < n``), screening it in growing blocks.
+    """:func:`_replay` over a whole 1-D slice (``1 < k < n``): 8-bit values (few distinct, the heap
+    soon all maximum) through :func:`_topk_1d_growing`, others through :func:`_topk_1d_segments`."""
+    if v.dtype.itemsize == 1:
+        return _topk_1d_growing(v, k)
+    return _topk_1d_segments(v, k)
+
+
+def _topk_1d_growing(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_topk_1d`, screening the slice in growing blocks.
 
     The first ``k + 1`` blocks go through the exact screen of :func:`_enters`; after them each
     block is screened against the heap minimum reached so far (a lower bound of the minimum at
@@ -259,6 +306,73 @@ def _topk_1d(v: np.ndarray, k: int) -> list[int]:
         last = _last_max(v[after:]) if after < n else -1
         if last >= 0 and v[after + last] == top:
             heap.hi[0] = after + last
+    return heap.result()
+
+
+# Segments of :func:`_topk_1d_segments`: (end, length) of the fine ones from the start, then the
+# coarse length (a power of two).
+_FINE_SEGMENTS = ((64, 8), (1024, 32))
+_COARSE_SEGMENT = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _segments(n: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The segments of :func:`_topk_1d_segments` for ``n`` values: their starts, the lengths of the
+    fine ones (covering ``[0, f)``, ``f = min(n, 1024)``), ``f`` and the number of whole coarse ones
+    after it (a shorter last segment follows when they do not reach ``n``)."""
+    f = min(n, _COARSE_SEGMENT)
+    starts, a = [], 0
+    for end, length in _FINE_SEGMENTS:
+        starts += range(a, min(end, f), length)
+        a = end
+    nfine = len(starts)
+    nc = (n - f) // _COARSE_SEGMENT
+    starts += range(f, f + nc * _COARSE_SEGMENT, _COARSE_SEGMENT)
+    if f + nc * _COARSE_SEGMENT < n:
+        starts.append(f + nc * _COARSE_SEGMENT)
+    st = np.array(starts, dtype=np.intp)
+    st.flags.writeable = False
+    lengths = np.diff(np.append(st[:nfine], f))
+    lengths.flags.writeable = False
+    return st, lengths, f, nc
+
+
+def _topk_1d_segments(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_topk_1d` over one screen of the whole slice, from the maxima of its segments.
+
+    The heap minimum at any position is at least the ``k``-th largest maximum of the segments
+    before that position's segment (:func:`_prefix_kth`; the segments short at the start, where
+    few maxima are known, see :func:`_segments`): every element not below that bound is a
+    candidate (the first ``k`` segments whole, the seeds among them). The fine segments are
+    screened element by element, the coarse ones only where their maximum reaches the bound.
+    Once the heap is all slice maximum, only the last later candidate equal to it matters.
+    """
+    n = v.shape[0]
+    st, lengths, f, nc = _segments(n)
+    nfine = lengths.shape[0]
+    smax = np.maximum.reduceat(v, st)
+    top = int(smax.max())
+    km = _prefix_kth(smax, k, _limits(v.dtype)[0])  # km[j]: the bound of segment j
+    parts = [np.flatnonzero(v[:f] >= np.repeat(km[:nfine], lengths))]
+    if nc:
+        b = _COARSE_SEGMENT
+        bound = km[nfine:nfine + nc]
+        hit = np.flatnonzero(smax[nfine:nfine + nc] >= bound)
+        if hit.size:
+            at = np.flatnonzero(v[f:f + nc * b].reshape(nc, b)[hit] >= bound[hit, None])
+            parts.append((hit * b + f)[at // b] + at % b)
+    end = f + nc * _COARSE_SEGMENT
+    if end < n:
+        parts.append(np.flatnonzero(v[end:] >= km[-2]) + end)
+    pos = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    vals = v[pos]
+    heap = _Heap(vals[:k].tolist(), pos[:k].tolist(), top)
+    rest = pos[k:].tolist()
+    done = heap.feed(rest, vals[k:].tolist())
+    if heap.full_of_top and done < len(rest):
+        last = np.flatnonzero(vals[k + done:] == top)
+        if last.size:
+            heap.hi[0] = rest[done + int(last[-1])]
     return heap.result()
 
 
