@@ -460,6 +460,12 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
 
 
+def _small_index(s: int) -> type:
+    """The narrowest integer type for slice numbers ``0 .. s-1`` (NumPy's stable sort of 8- and
+    16-bit keys is a radix sort)."""
+    return np.uint8 if s <= 1 << 8 else np.uint16 if s <= 1 << 16 else np.int64
+
+
 def _enters(head: np.ndarray, k: int) -> np.ndarray:
     """Which elements of ``head`` (along axis 0) enter MLI's heap of ``k``: the seeds, and every
     later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
@@ -606,14 +612,20 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     n, s = cols.shape
     top = _rows_max(cols)
-    row, col = np.divmod(np.flatnonzero(_rows_equal(cols, top)), s)  # every maximum, row-major
-    order = np.argsort(col, kind="stable")  # slice-major, rows ascending
+    t0 = top[0]
+    # every maximum, row-major (one scalar compare over the whole array when the maxima agree)
+    eq = cols == t0 if bool((top == t0).all()) else _rows_equal(cols, top)
+    row, col = np.divmod(np.flatnonzero(eq), s)
+    order = np.argsort(col.astype(_small_index(s)), kind="stable")  # slice-major, rows ascending
     row = row[order]
     count = np.bincount(col, minlength=s)
     end = np.cumsum(count)
     begin = end - count
     t1 = row[begin]
-    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1)
+    idx = np.empty((s, 3), dtype=np.int64)
+    idx[:, 0] = t1
+    idx[:, 1] = row[np.minimum(begin + 1, end - 1)]
+    idx[:, 2] = row[end - 1]
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
     low = np.minimum(v0, v1)
@@ -630,22 +642,23 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # Records and ties depend only on the running maximum M1 (every occurrence of M1 is kept):
     # elements below a lower bound of M1 never matter. The seeds and the later elements before t1
     # not below the maximum of the seeds, then from position q = 32, 256, 2048, ... not below the
-    # maximum of the first q elements. Slice-major, positions ascending (the first of every slice
-    # is position 0).
-    t1r = t1[okr]
-    span = int(t1r.max())
-    pre = np.ascontiguousarray(cols[:span, okr].T)
-    bound = np.empty(pre.shape, dtype=pre.dtype)
-    bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
+    # maximum of the first q elements; screened in place over every slice (the prefix before the
+    # last t1 of okr), then ordered slice-major, positions ascending (the first of every slice is
+    # position 0).
+    span = int(t1[okr].max())
+    pre = cols[:span]
+    keep = np.empty(pre.shape, dtype=bool)
+    np.greater_equal(pre[:32], np.maximum(np.maximum(v0, v1), v2), out=keep[:32])
     q = 32
     while q < span:
-        bound[:, q:8 * q] = pre[:, :q].max(axis=1)[:, None]
+        np.greater_equal(pre[q:8 * q], _rows_max(pre[:q]), out=keep[q:8 * q])
         q *= 8
-    keep = pre >= bound
-    keep[:, :3] = True
+    keep[:3] = True
     flat = np.flatnonzero(keep)
-    sl, pos = np.divmod(flat, span)
-    vals = pre.reshape(-1)[flat]
+    pos, sl = np.divmod(flat, s)
+    order = np.argsort(sl.astype(_small_index(s)), kind="stable")
+    pos, sl = pos[order], sl[order]
+    vals = pre.reshape(-1)[flat[order]]
     # Only the running maximum M1 before each element matters: a record v > M1 flips which slot is
     # larger (from "equal" to slot 1); after any v == M1 both slots are equal (a tie when M1
     # occurred once; they were equal already otherwise). Per slice: the last such v, and the parity
@@ -655,16 +668,16 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     enc = sl * (highest - lowest + 1) + vals
     m1x = np.maximum.accumulate(enc)
     m1x[1:] = m1x[:-1]
-    live = (pos >= 3) & (pos < t1r[sl])  # after the seeds, before t1
+    live = (pos >= 3) & (pos < t1[sl])  # after the seeds, before t1
     record = live & (enc > m1x)
     tie = live & (enc == m1x)
-    seg = np.flatnonzero(pos == 0)  # one segment per slice of okr, in order
+    seg = np.flatnonzero(pos == 0)  # one segment per slice, in order
     j = np.arange(pos.size)
     last_tie = np.maximum.reduceat(np.where(tie, j, -1), seg)
     odd = np.logical_xor.reduceat(record & (j > last_tie[sl]), seg)  # parity of the records after it
     # Slot 1 ends larger (t1 goes to slot 2) from "equal" or slot 2 after an odd number of
     # records, from slot 1 (the seeds' state, no tie) after an even number.
-    swap[okr] = odd != (larger1[okr] & (last_tie < 0))
+    swap[okr] = (odd != (larger1 & (last_tie < 0)))[okr]
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
 
