@@ -466,18 +466,20 @@ def _small_index(s: int) -> type:
     return np.uint8 if s <= 1 << 8 else np.uint16 if s <= 1 << 16 else np.int64
 
 
-def _enters(head: np.ndarray, k: int) -> np.ndarray:
-    """Which elements of ``head`` (along axis 0) enter MLI's heap of ``k``: the seeds, and every
-    later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
-    before it (see :func:`_screen`).
+def _enters(head: np.ndarray, k: int, axis: int = 0) -> np.ndarray:
+    """Which elements of ``head`` (along ``axis``, 0 or the last) enter MLI's heap of ``k``: the
+    seeds, and every later element not below the heap minimum, the running ``k``-th largest
+    ``K_k`` of the elements before it (see :func:`_screen`).
     """
+    lead = (slice(None),) * axis
+    before, after, seeds = lead + (slice(None, -1),), lead + (slice(1, None),), lead + (slice(None, k),)
     kr = np.full(head.shape, _limits(head.dtype)[0], dtype=head.dtype)
-    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
+    np.maximum.accumulate(head[before], axis=axis, out=kr[after])
     for _ in range(1, k):
-        prev = np.minimum(head[:-1], kr[:-1])
-        np.maximum.accumulate(prev, axis=0, out=kr[1:])
+        prev = np.minimum(head[before], kr[before])
+        np.maximum.accumulate(prev, axis=axis, out=kr[after])
     flags = head >= kr
-    flags[:k] = True
+    flags[seeds] = True
     return flags
 
 
@@ -843,21 +845,24 @@ def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     n, s = cols.shape
     g = _group_count(n, k)
-    r = np.arange(s, dtype=np.int32)
+    m = n // g  # rows per group
     # Unique int32 keys value * 2**16 + index (values of 8 / 16 bits, indices below 2**16): one
     # sort gives the k + 1 largest values and where each is.
     gkeys = (_group_max(cols, g).T.astype(np.int32) << 16) | np.arange(g, dtype=np.int32)
     gkeys.sort(axis=1)
     ok = (gkeys[:, -k - 1] >> 16) < (gkeys[:, -k] >> 16)
-    # The rows of the k groups, per column: (s, k * n / G).
-    pos = ((gkeys[:, -k:] & 0xFFFF)[:, :, None] + np.arange(0, n, g, dtype=np.int32)).reshape(s, -1)
-    keys = np.take(cols.reshape(-1), pos * s + r[:, None]).astype(np.int32) << 16
-    keys |= np.arange(pos.shape[1], dtype=np.int32)
+    # The elements of the k groups, per column: (s, k, m), flat indices (row * s + column).
+    grp = (gkeys[:, -k:] & 0xFFFF).astype(np.intp)
+    at = (grp * s + np.arange(s)[:, None])[:, :, None] + np.arange(0, n * s, g * s)
+    keys = cols.reshape(-1)[at.reshape(s, k * m)].astype(np.int32)
+    keys <<= 16
+    keys |= np.arange(k * m, dtype=np.int32)
     keys.sort(axis=1)
     top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
     tv = top >> 16
     ok &= (tv[:, 1:] < tv[:, :-1]).all(axis=1)
-    return np.take_along_axis(pos, top[:, :k] & 0xFFFF, axis=1).astype(np.int64), ok
+    j, q = np.divmod(top[:, :k] & 0xFFFF, m)  # which of the k groups, which row of it
+    return np.take_along_axis(grp, j, axis=1) + q * g, ok
 
 
 def _group_count(n: int, k: int) -> int:
@@ -872,20 +877,21 @@ def _group_count(n: int, k: int) -> int:
 def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
     :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over the screen of :func:`_screen`, computed
-    along the rows (contiguous loops): exact over the first ``k`` blocks (:func:`_enters`), then
-    every element not below the ``k``-th largest maximum of the blocks before its own.
+    along the rows (contiguous loops; blocks twice as long where they fit: fewer maxima): exact
+    over the first ``k`` blocks (:func:`_enters`), then every element not below the ``k``-th
+    largest maximum of the blocks before its own.
 
     Returns:
         ``(slices, k)`` positions, largest value first, in MLI's order.
     """
     h, n = t.shape
-    b = _SCREEN_BLOCK
+    b = 2 * _SCREEN_BLOCK if n % (2 * _SCREEN_BLOCK) == 0 and n // (2 * _SCREEN_BLOCK) > k else _SCREEN_BLOCK
     blocks = t.reshape(h, n // b, b)
     bmax = np.maximum.reduceat(t.reshape(-1), np.arange(0, h * n, b)).reshape(h, n // b)
     km = _prefix_kth(bmax.T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
     flags = blocks >= km[:-1].T[:, :, None]
     head = k * b
-    flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
+    flags.reshape(h, n)[:, :head] = _enters(t[:, :head], k, axis=1)
     flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
     sl, pos = np.divmod(flat, n)
     return _replay_slices(pos, sl, t.reshape(-1)[flat], h, k)
