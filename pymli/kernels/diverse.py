@@ -874,24 +874,32 @@ def _group_count(n: int, k: int) -> int:
     return g if g > k and k * (n // g) < 1 << 15 and g < 1 << 15 else 0
 
 
+# Length of the short segments that replace the first k blocks of :func:`_topk_replay_rows`.
+_HEAD_SEGMENT = 8
+
+
 def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
-    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over the screen of :func:`_screen`, computed
-    along the rows (contiguous loops; blocks twice as long where they fit: fewer maxima): exact
-    over the first ``k`` blocks (:func:`_enters`), then every element not below the ``k``-th
-    largest maximum of the blocks before its own.
+    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over a screen in the manner of
+    :func:`_screen`, computed along the rows (contiguous loops): every element not below the
+    ``k``-th largest maximum of the segments before its own (a lower bound of the heap minimum
+    there). The segments are blocks of 32 or 64 (fewer maxima where they fit), the first ``k``
+    of them cut into :data:`_HEAD_SEGMENT` (few maxima are known there; the first ``k`` short
+    segments, the seeds among them, are kept whole).
 
     Returns:
         ``(slices, k)`` positions, largest value first, in MLI's order.
     """
     h, n = t.shape
     b = 2 * _SCREEN_BLOCK if n % (2 * _SCREEN_BLOCK) == 0 and n // (2 * _SCREEN_BLOCK) > k else _SCREEN_BLOCK
-    blocks = t.reshape(h, n // b, b)
-    bmax = np.maximum.reduceat(t.reshape(-1), np.arange(0, h * n, b)).reshape(h, n // b)
-    km = _prefix_kth(bmax.T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
-    flags = blocks >= km[:-1].T[:, :, None]
-    head = k * b
-    flags.reshape(h, n)[:, :head] = _enters(t[:, :head], k, axis=1)
+    head, nf = k * b, k * b // _HEAD_SEGMENT
+    starts = np.concatenate([np.arange(0, head, _HEAD_SEGMENT), np.arange(head, n, b)])
+    smax = np.maximum.reduceat(t.reshape(-1), (np.arange(0, h * n, n)[:, None] + starts).reshape(-1))
+    km = _prefix_kth(smax.reshape(h, -1).T, k, _limits(t.dtype)[0])  # (segments + 1, h)
+    flags = np.empty((h, n), dtype=bool)
+    np.greater_equal(t[:, :head], np.repeat(km[:nf].T, _HEAD_SEGMENT, axis=1), out=flags[:, :head])
+    np.greater_equal(t[:, head:].reshape(h, -1, b), km[nf:-1].T[:, :, None],
+                     out=flags[:, head:].reshape(h, -1, b))
     flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
     sl, pos = np.divmod(flat, n)
     return _replay_slices(pos, sl, t.reshape(-1)[flat], h, k)
