@@ -466,20 +466,18 @@ def _small_index(s: int) -> type:
     return np.uint8 if s <= 1 << 8 else np.uint16 if s <= 1 << 16 else np.int64
 
 
-def _enters(head: np.ndarray, k: int, axis: int = 0) -> np.ndarray:
-    """Which elements of ``head`` (along ``axis``, 0 or the last) enter MLI's heap of ``k``: the
-    seeds, and every later element not below the heap minimum, the running ``k``-th largest
-    ``K_k`` of the elements before it (see :func:`_screen`).
+def _enters(head: np.ndarray, k: int) -> np.ndarray:
+    """Which elements of ``head`` (along axis 0) enter MLI's heap of ``k``: the seeds, and every
+    later element not below the heap minimum, the running ``k``-th largest ``K_k`` of the elements
+    before it (see :func:`_screen`).
     """
-    lead = (slice(None),) * axis
-    before, after, seeds = lead + (slice(None, -1),), lead + (slice(1, None),), lead + (slice(None, k),)
     kr = np.full(head.shape, _limits(head.dtype)[0], dtype=head.dtype)
-    np.maximum.accumulate(head[before], axis=axis, out=kr[after])
+    np.maximum.accumulate(head[:-1], axis=0, out=kr[1:])
     for _ in range(1, k):
-        prev = np.minimum(head[before], kr[before])
-        np.maximum.accumulate(prev, axis=axis, out=kr[after])
+        prev = np.minimum(head[:-1], kr[:-1])
+        np.maximum.accumulate(prev, axis=0, out=kr[1:])
     flags = head >= kr
-    flags[seeds] = True
+    flags[:k] = True
     return flags
 
 

@@ -140,13 +140,6 @@ def test_row_replays_equal_reference(k: int) -> None:
             assert np.array_equal(K._topk_replay_rows(t, k), want), (n, k)
 
 
-def test_enters_along_either_axis() -> None:
-    rng = np.random.default_rng(5)
-    for k in (1, 2, 3, 6):
-        h = rng.integers(-3, 4, (7, 50)).astype(np.int16)
-        assert np.array_equal(K._enters(h, k, axis=1), K._enters(h.T, k).T)
-
-
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
 def test_benchmark_shapes_equal_reference(dtype: type) -> None:
     """64x64x32 whole top5 and axis 2 top3 (issue 14's rows), random full-range values."""
