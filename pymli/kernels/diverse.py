@@ -844,23 +844,38 @@ def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     n, s = cols.shape
     g = _group_count(n, k)
     m = n // g  # rows per group
+    slices, groups, rows, within = _block_rule_ranges(n, s, k)
     # Unique int32 keys value * 2**16 + index (values of 8 / 16 bits, indices below 2**16): one
-    # sort gives the k + 1 largest values and where each is.
-    gkeys = (_group_max(cols, g).T.astype(np.int32) << 16) | np.arange(g, dtype=np.int32)
+    # sort gives the k + 1 largest values and where each is (the value part: key & -2**16).
+    gkeys = _group_max(cols, g).T.astype(np.int32)
+    gkeys <<= 16
+    gkeys |= groups
     gkeys.sort(axis=1)
-    ok = (gkeys[:, -k - 1] >> 16) < (gkeys[:, -k] >> 16)
+    ok = (gkeys[:, -k] & -65536) > gkeys[:, -k - 1]
     # The elements of the k groups, per column: (s, k, m), flat indices (row * s + column).
     grp = (gkeys[:, -k:] & 0xFFFF).astype(np.intp)
-    at = (grp * s + np.arange(s)[:, None])[:, :, None] + np.arange(0, n * s, g * s)
+    at = (grp * s + slices)[:, :, None] + rows
     keys = cols.reshape(-1)[at.reshape(s, k * m)].astype(np.int32)
     keys <<= 16
-    keys |= np.arange(k * m, dtype=np.int32)
+    keys |= within
     keys.sort(axis=1)
     top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
-    tv = top >> 16
-    ok &= (tv[:, 1:] < tv[:, :-1]).all(axis=1)
+    ok &= ((top[:, :-1] & -65536) > top[:, 1:]).all(axis=1)
     j, q = np.divmod(top[:, :k] & 0xFFFF, m)  # which of the k groups, which row of it
-    return np.take_along_axis(grp, j, axis=1) + q * g, ok
+    return grp[slices, j] + q * g, ok
+
+
+@functools.lru_cache(maxsize=64)
+def _block_rule_ranges(n: int, s: int, k: int) -> tuple[np.ndarray, ...]:
+    """The index ranges of :func:`_topk_of_blocks` for ``n`` rows, ``s`` slices and ``k`` (read-only):
+    the slices as a column, the groups (int32), the flat offsets of a group's rows, the positions
+    within the ``k`` groups' elements (int32)."""
+    g = _group_count(n, k)
+    out = (np.arange(s)[:, None], np.arange(g, dtype=np.int32), np.arange(0, n * s, g * s),
+           np.arange(k * (n // g), dtype=np.int32))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def _group_count(n: int, k: int) -> int:
