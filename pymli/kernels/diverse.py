@@ -896,6 +896,16 @@ def _group_count(n: int, k: int) -> int:
 _HEAD_SEGMENT = 8
 
 
+@functools.lru_cache(maxsize=64)
+def _row_segments(h: int, n: int, b: int, head: int) -> np.ndarray:
+    """Flat starts of the segments of :func:`_topk_replay_rows` over ``h`` rows of ``n`` (read-only):
+    :data:`_HEAD_SEGMENT` long over the first ``head`` of a row, ``b`` long after."""
+    starts = np.concatenate([np.arange(0, head, _HEAD_SEGMENT), np.arange(head, n, b)])
+    flat = (np.arange(0, h * n, n)[:, None] + starts).reshape(-1)
+    flat.flags.writeable = False
+    return flat
+
+
 def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
     :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over a screen in the manner of
@@ -911,8 +921,7 @@ def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     h, n = t.shape
     b = 2 * _SCREEN_BLOCK if n % (2 * _SCREEN_BLOCK) == 0 and n // (2 * _SCREEN_BLOCK) > k else _SCREEN_BLOCK
     head, nf = k * b, k * b // _HEAD_SEGMENT
-    starts = np.concatenate([np.arange(0, head, _HEAD_SEGMENT), np.arange(head, n, b)])
-    smax = np.maximum.reduceat(t.reshape(-1), (np.arange(0, h * n, n)[:, None] + starts).reshape(-1))
+    smax = np.maximum.reduceat(t.reshape(-1), _row_segments(h, n, b, head))
     km = _prefix_kth(smax.reshape(h, -1).T, k, _limits(t.dtype)[0])  # (segments + 1, h)
     flags = np.empty((h, n), dtype=bool)
     np.greater_equal(t[:, :head], np.repeat(km[:nf].T, _HEAD_SEGMENT, axis=1), out=flags[:, :head])
@@ -944,10 +953,13 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         rest = _hits(~ok3)
     if (rest.size > 1 and cols.dtype.itemsize <= 2 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k
             and _group_count(n, k)):
-        sub = np.ascontiguousarray(cols if rest.size == s else cols[:, rest])
-        top_idx, ok = _topk_of_blocks(sub, k)
-        idx[rest[ok]] = top_idx[ok]
-        rest = rest[~ok]
+        if rest.size == s:
+            idx, ok = _topk_of_blocks(np.ascontiguousarray(cols), k)
+            rest = _hits(~ok)
+        else:
+            top_idx, ok = _topk_of_blocks(np.ascontiguousarray(cols[:, rest]), k)
+            idx[rest[ok]] = top_idx[ok]
+            rest = rest[~ok]
         if rest.size == 0:
             return idx
         if rest.size * 4 <= s:
