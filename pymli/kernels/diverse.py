@@ -10,10 +10,9 @@ the history of a heap of three off the records and ties before the slice maximum
 other slices over the elements a screen leaves (a heap of three over many candidates: in closed
 form, :func:`_top3_events`; heaps of three and five in local variables, :func:`_replay3` and
 ``_Heap._feed5``). One long slice of 16-bit values is screened once from the maxima of its segments
-(:func:`_topk_1d_segments`). With
-the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of ``topk >= 2`` over int8 / int16
-values run compiled instead, element by element in the C order (:mod:`pymli.kernels._jit_reduce`):
-the same positions.
+(:func:`_topk_1d_segments`). With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
+(:mod:`pymli.kernels._jit_reduce`): the same positions.
 """
 
 from __future__ import annotations
