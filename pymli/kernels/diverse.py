@@ -938,7 +938,7 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
 
     For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
-    through :func:`_top3_of_max` first. Several slices whose ``k`` largest values are distinct and
+    through :func:`_top3_of_max` first (16-bit ones when the block rule leaves many of them). Several slices whose ``k`` largest values are distinct and
     alone at the top are found from their block maxima (:func:`_topk_of_blocks`); when few others
     remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
     Otherwise the other slices take the exact screen (:func:`_screen`):
@@ -946,6 +946,8 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay_slices`).
     """
     n, s = cols.shape
+    if s > 1:
+        cols = np.ascontiguousarray(cols)  # one copy: every step below runs along the rows
     idx = np.zeros((s, k), dtype=np.int64)
     rest = np.arange(s)
     if k == 3 and s > 1 and n >= 2 * k * _SCREEN_BLOCK and cols.dtype.itemsize == 1:
@@ -967,6 +969,13 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
         if rest.size * 4 <= s:
             idx[rest] = _topk_replay_rows(np.ascontiguousarray(cols[:, rest].T), k)
             return idx
+        if k == 3 and cols.dtype.itemsize == 2 and n >= 2 * k * _SCREEN_BLOCK:
+            # Many 16-bit slices with ties at the top: their maxima may repeat as 8-bit ones do.
+            top_idx, ok3 = _top3_of_max(cols if rest.size == s else cols[:, rest])
+            idx[rest[ok3]] = top_idx[ok3]
+            rest = rest[~ok3]
+            if rest.size == 0:
+                return idx
     sub = cols if rest.size == s else cols[:, rest]
     mask, final = _screen(sub, k)
     pos, sl, vals = _candidates(sub, mask)

@@ -149,3 +149,24 @@ def test_benchmark_shapes_equal_reference(dtype: type) -> None:
     assert np.array_equal(K.argmax(x, 2, 3), K.argmax_reference(x, 2, 3))
     v = x.reshape(-1)
     assert K._topk_1d(v, 5) == (K._topk_1d_growing(v, 5) if dtype == np.int16 else K._topk_1d_segments(v, 5))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_top3_rule_on_tied_16bit_slices(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """16-bit slices of few levels (the block rule leaves most of them): the heap-of-3 rule takes
+    those whose maximum repeats, the screen the others; every axis of a 3-D tensor too."""
+    calls = []
+    real = K._top3_of_max
+    monkeypatch.setattr(K, "_top3_of_max", lambda c: calls.append(c.shape) or real(c))
+    rng = np.random.default_rng(600 + seed)
+    for _ in range(3):
+        n, s = 32 * int(rng.integers(6, 40)), int(rng.integers(4, 30))
+        x = rng.integers(-20, 20, (n, s)).astype(np.int16)
+        x[:, rng.integers(0, s, 2)] = rng.integers(-30000, 30000, (n, 2))  # two slices the block rule settles
+        if rng.random() < 0.5:
+            x[:3, 0] = 19  # the maximum among the seeds of one slice
+        assert np.array_equal(K.argmax(x, 1, 3), K.argmax_reference(x, 1, 3)), (n, s)
+    assert calls
+    x = rng.integers(-4, 4, (12, 32, 16)).astype(np.int16)
+    for axis in (0, 1, 2, -1):
+        assert np.array_equal(K.argmax(x, axis, 3), K.argmax_reference(x, axis, 3))
