@@ -938,9 +938,10 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest values of every column (``1 < k <= n``), in MLI's heap order.
 
     For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
-    through :func:`_top3_of_max` first (16-bit ones when the block rule leaves many of them). Several slices whose ``k`` largest values are distinct and
+    through :func:`_top3_of_max` first. Several slices whose ``k`` largest values are distinct and
     alone at the top are found from their block maxima (:func:`_topk_of_blocks`); when few others
-    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
+    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`);
+    when many 16-bit ones remain (ties at the top) and ``k == 3``, they try :func:`_top3_of_max`.
     Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
     (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay_slices`).
