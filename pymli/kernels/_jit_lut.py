@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["gather_pairs", "softmax_row_apply", "softmax_row_sum"]
+__all__ = ["gather_pairs", "softmax_row_apply", "softmax_row_sum", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -67,3 +67,17 @@ def softmax_row_apply(x, mx, e, scale, k, lo, hi, out):  # pragma: no cover - co
         table[d] = min((((scale * e[d] + (np.int64(1) << 30)) >> 31) + add) >> k, hi)
     for i in range(x.shape[0]):
         out[i] = table[mx - np.int64(x[i])]
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.tflite.tflm_model` and
+    :mod:`pymli.tflm.activations` pass, as :func:`pymli.kernels._jit.warm_up` asks of each
+    compiled-kernel module: int8 pairs into an int8 table; an int8 row with read-only int64
+    exponential tables into int8 and int16 outputs."""
+    x = np.zeros(2, np.int8)
+    gather_pairs(np.zeros(1 << 16, np.int8), x, x, np.empty(2, np.int8))
+    e = np.zeros(256, np.int64)
+    e.flags.writeable = False
+    mx, _ = softmax_row_sum(x, e)
+    for od in (np.int8, np.int16):
+        softmax_row_apply(x, mx, e, 1 << 30, 8, int(np.iinfo(od).min), int(np.iinfo(od).max), np.empty(2, od))

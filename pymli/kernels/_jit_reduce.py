@@ -12,7 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["argmax_heap1", "argmax_heaps", "l2_factors", "l2_sums", "scale_slices", "softmax_exp"]
+__all__ = ["argmax_heap1", "argmax_heaps", "l2_factors", "l2_sums", "scale_slices", "softmax_exp", "warm_up"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
@@ -288,3 +288,30 @@ def scale_slices(x, zp, inv, shift, up, lo, hi, out):  # pragma: no cover - comp
             for b in range(nb):
                 q = _rnd32((np.int32(x[a, i, b]) - z) * r[a, b], sh[a, b], up)
                 out[a, i, b] = min(max(q, l32), h32)
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the argument types :mod:`pymli.kernels.diverse` and
+    :mod:`pymli.kernels.transform` pass, as :func:`pymli.kernels._jit.warm_up` asks of each
+    compiled-kernel module: int8 and int16 values; argmax's columns C-ordered, F-ordered (an axis
+    before the last) and strided, its one slice contiguous and strided; l2_normalize's and softmax's
+    C-contiguous (A, N, B) arrays with their read-only tables."""
+    for dt in (np.int8, np.int16):
+        x = np.zeros((4, 4), dt)
+        hv, hi = np.empty((4, 2), np.int64), np.empty((4, 2), np.int64)
+        for cols in (x, np.asfortranarray(x), x[:, ::2]):
+            argmax_heaps(cols, 2, hv[: cols.shape[1]], hi[: cols.shape[1]])
+        for v in (x[0], x[:, 0]):
+            argmax_heap1(v, 2, hv[:1], hi[:1])
+        x3 = np.zeros((1, 2, 2), dt)
+        total, inv, shift = (np.zeros((1, 2), np.int64) for _ in range(3))
+        l2_sums(x3, 0, total)
+        inv_table = np.zeros(1 << 15, np.int64)
+        inv_table.flags.writeable = False
+        l2_factors(total, inv_table, True, 0, inv, shift)
+        shift[:] = 1
+        lo, hi_ = int(np.iinfo(dt).min), int(np.iinfo(dt).max)
+        scale_slices(x3, 0, inv, shift, True, lo, hi_, np.empty_like(x3))
+        exp_table = np.zeros(1 << (8 * x3.itemsize), dt)
+        exp_table.flags.writeable = False
+        softmax_exp(x3, exp_table, np.empty_like(x3), total)

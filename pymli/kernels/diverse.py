@@ -7,10 +7,12 @@ on the history of the heap. :func:`argmax` takes vectorised shortcuts where the 
 depend on that history (slices whose largest values are distinct, found from block maxima), reads
 the history of a heap of three off the records and ties before the slice maximum
 (:func:`_top3_of_max`, vectorised over the slices), and replays the heap, in the C order, for the
-other slices (a heap of three over many candidates: in closed form, :func:`_top3_events`). With
-the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of ``topk >= 2`` over int8 / int16
-values run compiled instead, element by element in the C order (:mod:`pymli.kernels._jit_reduce`):
-the same positions.
+other slices over the elements a screen leaves (a heap of three over many candidates: in closed
+form, :func:`_top3_events`; heaps of three and five in local variables, :func:`_replay3` and
+``_Heap._feed5``). One long slice of 16-bit values is screened once from the maxima of its segments
+(:func:`_topk_1d_segments`). With the optional JIT (:mod:`pymli.kernels._jit`, numba) the heaps of
+``topk >= 2`` over int8 / int16 values run compiled instead, element by element in the C order
+(:mod:`pymli.kernels._jit_reduce`): the same positions.
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def _limits(dtype: np.dtype) -> tuple[int, int]:
     """``(min, max)`` of an integer dtype (``np.iinfo`` costs tens of microseconds a call)."""
     info = np.iinfo(dtype)
     return int(info.min), int(info.max)
+
+
+def _hits(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)`` without its Python wrapper (about 1 us a call)."""
+    return mask.reshape(-1).nonzero()[0]
 
 
 # Slab size of the blocked transpose in :func:`permute` (an L1 data cache's worth).
@@ -141,6 +148,8 @@ class _Heap:
         """Visit candidates in order; returns the index of the first one not visited because the
         heap is all ``top`` (``len(pos)`` when every one was visited).
         """
+        if self.k == 5:
+            return self._feed5(pos, val)
         hv, hi, k, top = self.hv, self.hi, self.k, self.top
         for j, v in enumerate(val):
             if hv[0] == top:
@@ -159,6 +168,43 @@ class _Heap:
                 r, c = c, 2 * c + 1
             hv[r], hi[r] = v, pos[j]
         return len(pos)
+
+    def _feed5(self, pos: list[int], val: list[int]) -> int:
+        """:meth:`feed` of a heap of five in local variables: the root's children are slots 1 and 2
+        (a leaf), slot 1's are slots 3 and 4."""
+        h0, h1, h2, h3, h4 = self.hv
+        p0, p1, p2, p3, p4 = self.hi
+        top, done = self.top, len(pos)
+        if h0 == top:
+            done = 0
+        else:
+            for j, v in enumerate(val):
+                if v < h0:
+                    continue
+                if h2 < h1:  # slot 2 is the smaller child
+                    if h2 < v:
+                        h0, p0, h2, p2 = h2, p2, v, pos[j]
+                    else:
+                        h0, p0 = v, pos[j]
+                elif h1 < v:  # slot 1 moves up, v sifts on from there
+                    h0, p0 = h1, p1
+                    if h4 < h3:
+                        if h4 < v:
+                            h1, p1, h4, p4 = h4, p4, v, pos[j]
+                        else:
+                            h1, p1 = v, pos[j]
+                    elif h3 < v:
+                        h1, p1, h3, p3 = h3, p3, v, pos[j]
+                    else:
+                        h1, p1 = v, pos[j]
+                else:
+                    h0, p0 = v, pos[j]
+                if h0 == top:
+                    done = j + 1
+                    break
+        self.hv[:] = h0, h1, h2, h3, h4
+        self.hi[:] = p0, p1, p2, p3, p4
+        return done
 
     @property
     def full_of_top(self) -> bool:
@@ -184,6 +230,8 @@ def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
     elements (every slice maximum among them); every other element is below the heap minimum
     when it is visited.
     """
+    if k == 3:
+        return _replay3(pos, val)
     heap = _Heap(val[:k], pos[:k], max(val))
     j = k + heap.feed(pos[k:], val[k:])
     if heap.full_of_top:
@@ -193,8 +241,50 @@ def _replay(pos: list[int], val: list[int], k: int) -> list[int]:
     return heap.result()
 
 
+def _replay3(pos: list[int], val: list[int]) -> list[int]:
+    """:func:`_replay` of a heap of three in local variables (``a`` the root, ``b`` / ``c`` its
+    children), every candidate visited: an element equal to a heap all of the maximum replaces the
+    root and stays there, as :meth:`_Heap.feed`'s shortcut assumes.
+    """
+    a, b, c = val[:3]
+    pa, pb, pc = pos[:3]
+    # heapify: the first strictly smallest of (root, left, right) goes to the root
+    if b < a:
+        if c < b:
+            a, c, pa, pc = c, a, pc, pa
+        else:
+            a, b, pa, pb = b, a, pb, pa
+    elif c < a:
+        a, c, pa, pc = c, a, pc, pa
+    for p, v in zip(pos[3:], val[3:]):
+        if v < a:
+            continue
+        # v replaces the root; the smaller child (the left one on a tie) moves up if below v
+        if c < b:
+            if c < v:
+                a, pa, c, pc = c, pc, v, p
+            else:
+                a, pa = v, p
+        elif b < v:
+            a, pa, b, pb = b, pb, v, p
+        else:
+            a, pa = v, p
+    # heap sort: the root swapped with slot 2 and sifted over two entries, then with slot 1
+    if b < c:
+        return [pc, pb, pa]
+    return [pb, pc, pa]
+
+
 def _topk_1d(v: np.ndarray, k: int) -> list[int]:
-    """:func:`_replay` over a whole 1-D slice (``1 < k < n``), screening it in growing blocks.
+    """:func:`_replay` over a whole 1-D slice (``1 < k < n``): 8-bit values (few distinct, the heap
+    soon all maximum) through :func:`_topk_1d_growing`, others through :func:`_topk_1d_segments`."""
+    if v.dtype.itemsize == 1:
+        return _topk_1d_growing(v, k)
+    return _topk_1d_segments(v, k)
+
+
+def _topk_1d_growing(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_topk_1d`, screening the slice in growing blocks.
 
     The first ``k + 1`` blocks go through the exact screen of :func:`_enters`; after them each
     block is screened against the heap minimum reached so far (a lower bound of the minimum at
@@ -205,14 +295,14 @@ def _topk_1d(v: np.ndarray, k: int) -> list[int]:
     n = v.shape[0]
     top = int(v.max())
     head = min(n, (k + 1) * _SCREEN_BLOCK)
-    first = np.flatnonzero(_enters(v[:head], k))
+    first = _hits(_enters(v[:head], k))
     heap = _Heap(v[:k].tolist(), list(range(k)), top)
     pos = first[k:].tolist()
     done, end = heap.feed(pos, v[first[k:]].tolist()), head
     block = 16 * _SCREEN_BLOCK
     while not heap.full_of_top and end < n:
         start, end = end, min(n, end + block)
-        cand = np.flatnonzero(v[start:end] >= heap.hv[0]) + start
+        cand = _hits(v[start:end] >= heap.hv[0]) + start
         pos = cand.tolist()
         done = heap.feed(pos, v[cand].tolist())
         block *= 8
@@ -223,6 +313,73 @@ def _topk_1d(v: np.ndarray, k: int) -> list[int]:
         last = _last_max(v[after:]) if after < n else -1
         if last >= 0 and v[after + last] == top:
             heap.hi[0] = after + last
+    return heap.result()
+
+
+# Segments of :func:`_topk_1d_segments`: (end, length) of the fine ones from the start, then the
+# coarse length (a power of two).
+_FINE_SEGMENTS = ((64, 8), (1024, 32))
+_COARSE_SEGMENT = 1024
+
+
+@functools.lru_cache(maxsize=64)
+def _segments(n: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The segments of :func:`_topk_1d_segments` for ``n`` values: their starts, the lengths of the
+    fine ones (covering ``[0, f)``, ``f = min(n, 1024)``), ``f`` and the number of whole coarse ones
+    after it (a shorter last segment follows when they do not reach ``n``)."""
+    f = min(n, _COARSE_SEGMENT)
+    starts, a = [], 0
+    for end, length in _FINE_SEGMENTS:
+        starts += range(a, min(end, f), length)
+        a = end
+    nfine = len(starts)
+    nc = (n - f) // _COARSE_SEGMENT
+    starts += range(f, f + nc * _COARSE_SEGMENT, _COARSE_SEGMENT)
+    if f + nc * _COARSE_SEGMENT < n:
+        starts.append(f + nc * _COARSE_SEGMENT)
+    st = np.array(starts, dtype=np.intp)
+    st.flags.writeable = False
+    lengths = np.diff(np.append(st[:nfine], f))
+    lengths.flags.writeable = False
+    return st, lengths, f, nc
+
+
+def _topk_1d_segments(v: np.ndarray, k: int) -> list[int]:
+    """:func:`_topk_1d` over one screen of the whole slice, from the maxima of its segments.
+
+    The heap minimum at any position is at least the ``k``-th largest maximum of the segments
+    before that position's segment (:func:`_prefix_kth`; the segments short at the start, where
+    few maxima are known, see :func:`_segments`): every element not below that bound is a
+    candidate (the first ``k`` segments whole, the seeds among them). The fine segments are
+    screened element by element, the coarse ones only where their maximum reaches the bound.
+    Once the heap is all slice maximum, only the last later candidate equal to it matters.
+    """
+    n = v.shape[0]
+    st, lengths, f, nc = _segments(n)
+    nfine = lengths.shape[0]
+    smax = np.maximum.reduceat(v, st)
+    top = int(smax.max())
+    km = _prefix_kth(smax, k, _limits(v.dtype)[0])  # km[j]: the bound of segment j
+    parts = [_hits(v[:f] >= np.repeat(km[:nfine], lengths))]
+    if nc:
+        b = _COARSE_SEGMENT
+        bound = km[nfine:nfine + nc]
+        hit = _hits(smax[nfine:nfine + nc] >= bound)
+        if hit.size:
+            at = _hits(v[f:f + nc * b].reshape(nc, b)[hit] >= bound[hit, None])
+            parts.append((hit * b + f)[at // b] + at % b)
+    end = f + nc * _COARSE_SEGMENT
+    if end < n:
+        parts.append(_hits(v[end:] >= km[-2]) + end)
+    pos = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    vals = v[pos]
+    heap = _Heap(vals[:k].tolist(), pos[:k].tolist(), top)
+    rest = pos[k:].tolist()
+    done = heap.feed(rest, vals[k:].tolist())
+    if heap.full_of_top and done < len(rest):
+        last = _hits(vals[k + done:] == top)
+        if last.size:
+            heap.hi[0] = rest[done + int(last[-1])]
     return heap.result()
 
 
@@ -256,7 +413,7 @@ def _last_max(v: np.ndarray) -> int:
     end, block = v.shape[0], 256
     while True:
         start = max(end - block, 0)
-        hit = np.flatnonzero(v[start:end] == top)
+        hit = _hits(v[start:end] == top)
         if hit.size:
             return start + int(hit[-1])
         end, block = start, block * 4
@@ -308,6 +465,12 @@ def argmax(x: npt.NDArray[np.integer], axis: int, topk: int, strides: Sequence[i
     else:
         idx = _topk_screened(cols, k)
     return _slice_offsets(x.shape, axis, idx, strides).astype(np.int32)
+
+
+def _small_index(s: int) -> type:
+    """The narrowest integer type for slice numbers ``0 .. s-1`` (NumPy's stable sort of 8- and
+    16-bit keys is a radix sort)."""
+    return np.uint8 if s <= 1 << 8 else np.uint16 if s <= 1 << 16 else np.int64
 
 
 def _enters(head: np.ndarray, k: int) -> np.ndarray:
@@ -392,7 +555,7 @@ def _screen(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 def _candidates(cols: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The elements of ``mask``, slice-major with positions ascending: ``(pos, slice, value)``."""
     s = cols.shape[1]
-    pos, sl = np.divmod(np.flatnonzero(mask), s)
+    pos, sl = np.divmod(_hits(mask), s)
     if s > 1:
         order = np.argsort(sl.astype(np.int16 if s <= 1 << 15 else np.int64), kind="stable")
         pos, sl = pos[order], sl[order]
@@ -415,7 +578,7 @@ def _sorted_top(pos: np.ndarray, sl: np.ndarray, vals: np.ndarray, final: np.nda
     s = final.shape[0]
     # The values not below the final bound (every value >= t among them, at least k per slice),
     # by slice and decreasing value; each slice's k + 1 largest (or k and a sentinel).
-    top = np.flatnonzero(vals >= final[sl])
+    top = _hits(vals >= final[sl])
     top = top[np.argsort(sl[top] * (1 << 33) - vals[top])]
     start = np.searchsorted(sl[top], np.arange(s))
     j = start[:, None] + np.arange(k + 1)
@@ -456,14 +619,20 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     n, s = cols.shape
     top = _rows_max(cols)
-    row, col = np.divmod(np.flatnonzero(_rows_equal(cols, top)), s)  # every maximum, row-major
-    order = np.argsort(col, kind="stable")  # slice-major, rows ascending
+    t0 = top[0]
+    # every maximum, row-major (one scalar compare over the whole array when the maxima agree)
+    eq = cols == t0 if bool((top == t0).all()) else _rows_equal(cols, top)
+    row, col = np.divmod(_hits(eq), s)
+    order = np.argsort(col.astype(_small_index(s)), kind="stable")  # slice-major, rows ascending
     row = row[order]
     count = np.bincount(col, minlength=s)
     end = np.cumsum(count)
     begin = end - count
     t1 = row[begin]
-    idx = np.stack([t1, row[np.minimum(begin + 1, end - 1)], row[end - 1]], axis=1)
+    idx = np.empty((s, 3), dtype=np.int64)
+    idx[:, 0] = t1
+    idx[:, 1] = row[np.minimum(begin + 1, end - 1)]
+    idx[:, 2] = row[end - 1]
     # The seeds' heap (heapify of three, strict comparisons: the smallest goes to the root).
     v0, v1, v2 = cols[0], cols[1], cols[2]
     low = np.minimum(v0, v1)
@@ -473,29 +642,30 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # A maximum among the seeds stays in the slot heapify gives it.
     seeded = ok & (t1 < 3)
     swap = seeded & (t1 != np.where(small == 1, 0, 1))
-    okr = np.flatnonzero(ok & ~seeded)
+    okr = _hits(ok & ~seeded)
     if okr.size == 0:
         idx[swap, :2] = idx[swap, 1::-1]
         return idx, ok
     # Records and ties depend only on the running maximum M1 (every occurrence of M1 is kept):
     # elements below a lower bound of M1 never matter. The seeds and the later elements before t1
     # not below the maximum of the seeds, then from position q = 32, 256, 2048, ... not below the
-    # maximum of the first q elements. Slice-major, positions ascending (the first of every slice
-    # is position 0).
-    t1r = t1[okr]
-    span = int(t1r.max())
-    pre = np.ascontiguousarray(cols[:span, okr].T)
-    bound = np.empty(pre.shape, dtype=pre.dtype)
-    bound[:, :32] = np.maximum(np.maximum(v0, v1), v2)[okr, None]
+    # maximum of the first q elements; screened in place over every slice (the prefix before the
+    # last t1 of okr), then ordered slice-major, positions ascending (the first of every slice is
+    # position 0).
+    span = int(t1[okr].max())
+    pre = cols[:span]
+    keep = np.empty(pre.shape, dtype=bool)
+    np.greater_equal(pre[:32], np.maximum(np.maximum(v0, v1), v2), out=keep[:32])
     q = 32
     while q < span:
-        bound[:, q:8 * q] = pre[:, :q].max(axis=1)[:, None]
+        np.greater_equal(pre[q:8 * q], _rows_max(pre[:q]), out=keep[q:8 * q])
         q *= 8
-    keep = pre >= bound
-    keep[:, :3] = True
-    flat = np.flatnonzero(keep)
-    sl, pos = np.divmod(flat, span)
-    vals = pre.reshape(-1)[flat]
+    keep[:3] = True
+    flat = _hits(keep)
+    pos, sl = np.divmod(flat, s)
+    order = np.argsort(sl.astype(_small_index(s)), kind="stable")
+    pos, sl = pos[order], sl[order]
+    vals = pre.reshape(-1)[flat[order]]
     # Only the running maximum M1 before each element matters: a record v > M1 flips which slot is
     # larger (from "equal" to slot 1); after any v == M1 both slots are equal (a tie when M1
     # occurred once; they were equal already otherwise). Per slice: the last such v, and the parity
@@ -505,16 +675,16 @@ def _top3_of_max(cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     enc = sl * (highest - lowest + 1) + vals
     m1x = np.maximum.accumulate(enc)
     m1x[1:] = m1x[:-1]
-    live = (pos >= 3) & (pos < t1r[sl])  # after the seeds, before t1
+    live = (pos >= 3) & (pos < t1[sl])  # after the seeds, before t1
     record = live & (enc > m1x)
     tie = live & (enc == m1x)
-    seg = np.flatnonzero(pos == 0)  # one segment per slice of okr, in order
+    seg = _hits(pos == 0)  # one segment per slice, in order
     j = np.arange(pos.size)
     last_tie = np.maximum.reduceat(np.where(tie, j, -1), seg)
     odd = np.logical_xor.reduceat(record & (j > last_tie[sl]), seg)  # parity of the records after it
     # Slot 1 ends larger (t1 goes to slot 2) from "equal" or slot 2 after an odd number of
     # records, from slot 1 (the seeds' state, no tie) after an even number.
-    swap[okr] = odd != (larger1[okr] & (last_tie < 0))
+    swap[okr] = (odd != (larger1 & (last_tie < 0)))[okr]
     idx[swap, :2] = idx[swap, 1::-1]
     return idx, ok
 
@@ -680,21 +850,39 @@ def _topk_of_blocks(cols: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """
     n, s = cols.shape
     g = _group_count(n, k)
-    r = np.arange(s, dtype=np.int32)
+    m = n // g  # rows per group
+    slices, groups, rows, within = _block_rule_ranges(n, s, k)
     # Unique int32 keys value * 2**16 + index (values of 8 / 16 bits, indices below 2**16): one
-    # sort gives the k + 1 largest values and where each is.
-    gkeys = (_group_max(cols, g).T.astype(np.int32) << 16) | np.arange(g, dtype=np.int32)
+    # sort gives the k + 1 largest values and where each is (the value part: key & -2**16).
+    gkeys = _group_max(cols, g).T.astype(np.int32)
+    gkeys <<= 16
+    gkeys |= groups
     gkeys.sort(axis=1)
-    ok = (gkeys[:, -k - 1] >> 16) < (gkeys[:, -k] >> 16)
-    # The rows of the k groups, per column: (s, k * n / G).
-    pos = ((gkeys[:, -k:] & 0xFFFF)[:, :, None] + np.arange(0, n, g, dtype=np.int32)).reshape(s, -1)
-    keys = np.take(cols.reshape(-1), pos * s + r[:, None]).astype(np.int32) << 16
-    keys |= np.arange(pos.shape[1], dtype=np.int32)
+    ok = (gkeys[:, -k] & -65536) > gkeys[:, -k - 1]
+    # The elements of the k groups, per column: (s, k, m), flat indices (row * s + column).
+    grp = (gkeys[:, -k:] & 0xFFFF).astype(np.intp)
+    at = (grp * s + slices)[:, :, None] + rows
+    keys = cols.reshape(-1)[at.reshape(s, k * m)].astype(np.int32)
+    keys <<= 16
+    keys |= within
     keys.sort(axis=1)
     top = keys[:, : -k - 2: -1]  # the k + 1 largest, decreasing
-    tv = top >> 16
-    ok &= (tv[:, 1:] < tv[:, :-1]).all(axis=1)
-    return np.take_along_axis(pos, top[:, :k] & 0xFFFF, axis=1).astype(np.int64), ok
+    ok &= ((top[:, :-1] & -65536) > top[:, 1:]).all(axis=1)
+    j, q = np.divmod(top[:, :k] & 0xFFFF, m)  # which of the k groups, which row of it
+    return grp[slices, j] + q * g, ok
+
+
+@functools.lru_cache(maxsize=64)
+def _block_rule_ranges(n: int, s: int, k: int) -> tuple[np.ndarray, ...]:
+    """The index ranges of :func:`_topk_of_blocks` for ``n`` rows, ``s`` slices and ``k`` (read-only):
+    the slices as a column, the groups (int32), the flat offsets of a group's rows, the positions
+    within the ``k`` groups' elements (int32)."""
+    g = _group_count(n, k)
+    out = (np.arange(s)[:, None], np.arange(g, dtype=np.int32), np.arange(0, n * s, g * s),
+           np.arange(k * (n // g), dtype=np.int32))
+    for a in out:
+        a.flags.writeable = False
+    return out
 
 
 def _group_count(n: int, k: int) -> int:
@@ -706,24 +894,42 @@ def _group_count(n: int, k: int) -> int:
     return g if g > k and k * (n // g) < 1 << 15 and g < 1 << 15 else 0
 
 
+# Length of the short segments that replace the first k blocks of :func:`_topk_replay_rows`.
+_HEAD_SEGMENT = 8
+
+
+@functools.lru_cache(maxsize=64)
+def _row_segments(h: int, n: int, b: int, head: int) -> np.ndarray:
+    """Flat starts of the segments of :func:`_topk_replay_rows` over ``h`` rows of ``n`` (read-only):
+    :data:`_HEAD_SEGMENT` long over the first ``head`` of a row, ``b`` long after."""
+    starts = np.concatenate([np.arange(0, head, _HEAD_SEGMENT), np.arange(head, n, b)])
+    flat = (np.arange(0, h * n, n)[:, None] + starts).reshape(-1)
+    flat.flags.writeable = False
+    return flat
+
+
 def _topk_replay_rows(t: np.ndarray, k: int) -> np.ndarray:
     """:func:`_replay` of every row of ``t`` (``(slices, n)``, C-contiguous, ``n`` a multiple of
-    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over the screen of :func:`_screen`, computed
-    along the rows (contiguous loops): exact over the first ``k`` blocks (:func:`_enters`), then
-    every element not below the ``k``-th largest maximum of the blocks before its own.
+    :data:`_SCREEN_BLOCK` with more than ``k`` blocks) over a screen in the manner of
+    :func:`_screen`, computed along the rows (contiguous loops): every element not below the
+    ``k``-th largest maximum of the segments before its own (a lower bound of the heap minimum
+    there). The segments are blocks of 32 or 64 (fewer maxima where they fit), the first ``k``
+    of them cut into :data:`_HEAD_SEGMENT` (few maxima are known there; the first ``k`` short
+    segments, the seeds among them, are kept whole).
 
     Returns:
         ``(slices, k)`` positions, largest value first, in MLI's order.
     """
     h, n = t.shape
-    b = _SCREEN_BLOCK
-    blocks = t.reshape(h, n // b, b)
-    bmax = np.maximum.reduceat(t.reshape(-1), np.arange(0, h * n, b)).reshape(h, n // b)
-    km = _prefix_kth(bmax.T, k, _limits(t.dtype)[0])  # (blocks + 1, h)
-    flags = blocks >= km[:-1].T[:, :, None]
-    head = k * b
-    flags.reshape(h, n)[:, :head] = _enters(t[:, :head].T, k).T
-    flat = np.flatnonzero(flags)  # (np.nonzero of a 2-D mask is several times slower)
+    b = 2 * _SCREEN_BLOCK if n % (2 * _SCREEN_BLOCK) == 0 and n // (2 * _SCREEN_BLOCK) > k else _SCREEN_BLOCK
+    head, nf = k * b, k * b // _HEAD_SEGMENT
+    smax = np.maximum.reduceat(t.reshape(-1), _row_segments(h, n, b, head))
+    km = _prefix_kth(smax.reshape(h, -1).T, k, _limits(t.dtype)[0])  # (segments + 1, h)
+    flags = np.empty((h, n), dtype=bool)
+    np.greater_equal(t[:, :head], np.repeat(km[:nf].T, _HEAD_SEGMENT, axis=1), out=flags[:, :head])
+    np.greater_equal(t[:, head:].reshape(h, -1, b), km[nf:-1].T[:, :, None],
+                     out=flags[:, head:].reshape(h, -1, b))
+    flat = _hits(flags)  # (np.nonzero of a 2-D mask is several times slower)
     sl, pos = np.divmod(flat, n)
     return _replay_slices(pos, sl, t.reshape(-1)[flat], h, k)
 
@@ -734,36 +940,49 @@ def _topk_screened(cols: np.ndarray, k: int) -> np.ndarray:
     For ``k == 3``, several long slices of 8-bit values (whose maximum nearly always repeats) go
     through :func:`_top3_of_max` first. Several slices whose ``k`` largest values are distinct and
     alone at the top are found from their block maxima (:func:`_topk_of_blocks`); when few others
-    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`).
+    remain, their heaps are replayed over a screen along their rows (:func:`_topk_replay_rows`);
+    when many 16-bit ones remain (ties at the top) and ``k == 3``, they try :func:`_top3_of_max`.
     Otherwise the other slices take the exact screen (:func:`_screen`):
     those whose ``k`` largest values are distinct and alone at the top are sorted
     (:func:`_sorted_top`), the rest replay the heap over their candidates (:func:`_replay_slices`).
     """
     n, s = cols.shape
+    if s > 1:
+        cols = np.ascontiguousarray(cols)  # one copy: every step below runs along the rows
     idx = np.zeros((s, k), dtype=np.int64)
     rest = np.arange(s)
     if k == 3 and s > 1 and n >= 2 * k * _SCREEN_BLOCK and cols.dtype.itemsize == 1:
         idx, ok3 = _top3_of_max(cols)
         if ok3.all():
             return idx
-        rest = np.flatnonzero(~ok3)
+        rest = _hits(~ok3)
     if (rest.size > 1 and cols.dtype.itemsize <= 2 and n % _SCREEN_BLOCK == 0 and n // _SCREEN_BLOCK > k
             and _group_count(n, k)):
-        sub = np.ascontiguousarray(cols if rest.size == s else cols[:, rest])
-        top_idx, ok = _topk_of_blocks(sub, k)
-        idx[rest[ok]] = top_idx[ok]
-        rest = rest[~ok]
+        if rest.size == s:
+            idx, ok = _topk_of_blocks(np.ascontiguousarray(cols), k)
+            rest = _hits(~ok)
+        else:
+            top_idx, ok = _topk_of_blocks(np.ascontiguousarray(cols[:, rest]), k)
+            idx[rest[ok]] = top_idx[ok]
+            rest = rest[~ok]
         if rest.size == 0:
             return idx
         if rest.size * 4 <= s:
             idx[rest] = _topk_replay_rows(np.ascontiguousarray(cols[:, rest].T), k)
             return idx
+        if k == 3 and cols.dtype.itemsize == 2 and n >= 2 * k * _SCREEN_BLOCK:
+            # Many 16-bit slices with ties at the top: their maxima may repeat as 8-bit ones do.
+            top_idx, ok3 = _top3_of_max(cols if rest.size == s else cols[:, rest])
+            idx[rest[ok3]] = top_idx[ok3]
+            rest = rest[~ok3]
+            if rest.size == 0:
+                return idx
     sub = cols if rest.size == s else cols[:, rest]
     mask, final = _screen(sub, k)
     pos, sl, vals = _candidates(sub, mask)
     top_idx, ok = _sorted_top(pos, sl, vals, final, k)
     if not ok.all():
-        bad = np.flatnonzero(~ok)
+        bad = _hits(~ok)
         keep = ~ok[sl]
         top_idx[bad] = _replay_slices(pos[keep], np.searchsorted(bad, sl[keep]), vals[keep], bad.size, k)
     idx[rest] = top_idx
