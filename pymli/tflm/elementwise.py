@@ -110,11 +110,11 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
                     const1: np.ndarray | None = None, const2: np.ndarray | None = None
                     ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
     """:func:`add_sub` prepared: int8 as the table of its results over every pair of input values (one
-    gather a call; with the JIT on and two inputs of one shape, one compiled call:
-    :func:`pymli.kernels._jit_lut.gather_pairs`); int16 with each input's rescaling (element-wise) as a table over its 65536 values, or
-    computed once for a constant input, a call gathering, adding, and applying the output rescaling with
-    its constants bound (the same values); int16 inputs of one size with the JIT on: that step as one compiled
-    call (:func:`pymli.kernels._jit_requant.add_sub16`).
+    gather a call; with the JIT on and inputs that repeat along their leading axes only, one compiled call:
+    :func:`pymli.kernels._jit_lut.gather_pairs`); int16 with each input's rescaling (element-wise) as a
+    table over its 65536 values, or computed once for a constant input, a call gathering, adding, and
+    applying the output rescaling with its constants bound (the same values); int16 inputs of one size with
+    the JIT on: that step as one compiled call (:func:`pymli.kernels._jit_requant.add_sub16`).
 
     Args:
         p: :func:`add_sub_params`. dtype: the inputs' dtype (int8 / int16).

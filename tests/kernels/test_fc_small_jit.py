@@ -1,9 +1,9 @@
 """The one-shape form of small fully connected layers (``PreparedFc.single`` below ``_INT_MIN_MACS``
-multiply-adds, where ``_small_pays``: product and output stage in one compiled call, :mod:`pymli.kernels._jit_fc`) against the
-plain kernel: seeded random int8 x int8 layers (sa8 per tensor / per axis / ext_bias, fx8) of 1 to 300
-inputs and 1 to 40 outputs, one to a few rows, leading axes, strided and reversed inputs, extreme values,
-every platform; calls under another platform, with the JIT off, on another shape or dtype go to the layer
-itself."""
+multiply-adds, where ``_small_pays``: product and output stage in one compiled call,
+:mod:`pymli.kernels._jit_fc`) against the plain kernel: seeded random int8 x int8 layers (sa8 per tensor /
+per axis / ext_bias, fx8) of 1 to 300 inputs and 1 to 40 outputs, one to a few rows, leading axes, strided
+and reversed inputs, extreme values, every platform; calls under another platform, with the JIT off, on
+another shape or dtype go to the layer itself."""
 
 from __future__ import annotations
 
