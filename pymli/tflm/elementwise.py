@@ -134,16 +134,24 @@ def prepare_add_sub(p: AddSubParams, dtype: np.dtype | type, *, act_min: int, ac
         lo2 = None if const2 is None else np.asarray(const2, dt).view(np.uint8).astype(np.intp)
 
         plans: dict[tuple, tuple | None] = {}  # (input shapes) -> (output shape, repeats of x1, of x2) or None
+        gather: list = [None]  # the compiled gather, once found (its module's guard kept)
+        state, empty = _jit._STATE, np.empty  # the JIT switch, read per call (set_enabled)
 
         def add_sub8(x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-            if hi1 is None and lo2 is None and _jit.is_on():
+            if hi1 is None and lo2 is None and state["on"]:
                 key = (x1.shape, x2.shape)
-                plan = plans[key] if key in plans else plans.setdefault(key, _pairs_plan(*key))
-                lut = None if plan is None else _jit.compiled("_jit_lut")
-                if lut is not None:  # the same gather as one compiled call (tiny tensors: ~1/3 of the NumPy one)
-                    shape, r1, r2 = plan  # type: ignore[misc]
-                    out = np.empty(shape, table.dtype)
-                    lut.gather_pairs(table, _repeated(x1, r1), _repeated(x2, r2), out.reshape(-1))
+                plan = plans.get(key, False)
+                if plan is False:
+                    plan = plans[key] = _pairs_plan(*key)
+                g = gather[0]
+                if g is None and plan is not None:
+                    lut = _jit.compiled("_jit_lut")
+                    g = gather[0] = None if lut is None else lut.gather_pairs
+                if g is not None and plan is not None:
+                    # the same gather as one compiled call (tiny tensors: ~1/3 of the NumPy one's time)
+                    shape, r1, r2 = plan
+                    out = empty(shape, table.dtype)
+                    g(table, _repeated(x1, r1), _repeated(x2, r2), out.reshape(-1))
                     return out
             if hi1 is None:
                 i = x1.view(np.uint8).astype(np.intp)
