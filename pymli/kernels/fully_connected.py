@@ -109,18 +109,21 @@ tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:
 _INT_MIN_MACS = 1 << 14
 """Calls of this many multiply-adds or more take the integer product when there is one (below, the
 float product's fewer Python steps win)."""
-SMALL_FC_NS = 1500.0
+SMALL_FC_NS = 1400.0
 """The one-shape form of a fully connected layer takes the compiled scalar loop (:meth:`PreparedFc._small_single`)
-while its estimated inner work (:func:`_small_pays`) stays below this many nanoseconds: about the fixed cost
-of the integer product's form (buffers, two native calls) over the loop's. Measured: 1152 -> 10 (a small
-model's classifier) 5.1 us in the loop, 3.0 us through the integer product; 256 -> 10 1.7 us against 2.6 us."""
+while its estimated inner work (:func:`_small_pays`) stays below this many nanoseconds plus
+:data:`SMALL_FC_ROW_NS` a row: about the fixed cost of the integer product's form (buffers, two native calls)
+over the loop's. Measured: 1152 -> 10 (a small model's classifier) 5.0 us in the loop, 2.9 us through the
+integer product; 256 -> 10 1.7 us against 2.6 us; 36 rows of 12 -> 8 2.2 us against 2.9 us."""
+SMALL_FC_ROW_NS = 14.0
+"""The integer product form's cost per row beyond the loop's (input conversion, output stage)."""
 
 
 def _small_pays(n: int, k: int, m: int) -> bool:
     """Whether ``n`` rows of ``k`` inputs and ``m`` outputs take the compiled scalar loop rather than the
     integer product (:data:`SMALL_FC_NS`): the loop spends ~1 + 0.4 m ns per input value of a row, ~4 ns from
     8 outputs on (measured, m = 1 .. 32)."""
-    return n * k * min(4.0, 1.0 + 0.4 * m) < SMALL_FC_NS
+    return n * k * min(4.0, 1.0 + 0.4 * m) < SMALL_FC_NS + SMALL_FC_ROW_NS * n
 
 
 _KEEP_BYTES = 1 << 16
