@@ -109,6 +109,23 @@ tenth of a 6x6 pointwise layer). Matrix-vector products keep the pin from :data:
 _INT_MIN_MACS = 1 << 14
 """Calls of this many multiply-adds or more take the integer product when there is one (below, the
 float product's fewer Python steps win)."""
+SMALL_FC_NS = 1400.0
+"""The one-shape form of a fully connected layer takes the compiled scalar loop (:meth:`PreparedFc._small_single`)
+while its estimated inner work (:func:`_small_pays`) stays below this many nanoseconds plus
+:data:`SMALL_FC_ROW_NS` a row: about the fixed cost of the integer product's form (buffers, two native calls)
+over the loop's. Measured: 1152 -> 10 (a small model's classifier) 5.0 us in the loop, 2.9 us through the
+integer product; 256 -> 10 1.7 us against 2.6 us; 36 rows of 12 -> 8 2.2 us against 2.9 us."""
+SMALL_FC_ROW_NS = 14.0
+"""The integer product form's cost per row beyond the loop's (input conversion, output stage)."""
+
+
+def _small_pays(n: int, k: int, m: int) -> bool:
+    """Whether ``n`` rows of ``k`` inputs and ``m`` outputs take the compiled scalar loop rather than the
+    integer product (:data:`SMALL_FC_NS`): the loop spends ~1 + 0.4 m ns per input value of a row, ~4 ns from
+    8 outputs on (measured, m = 1 .. 32)."""
+    return n * k * min(4.0, 1.0 + 0.4 * m) < SMALL_FC_NS + SMALL_FC_ROW_NS * n
+
+
 _KEEP_BYTES = 1 << 16
 """Integer products whose buffers take at most this many bytes keep them per layer and thread (at most
 :data:`_MAX_TILES` row counts): a small layer's call skips three scratch lookups (~1 us)."""
@@ -403,11 +420,12 @@ class PreparedFc:
         def single(shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray] | None:
             """:meth:`PreparedFc.single` under this stage's platform: the integer product whatever the
             size below :data:`PARALLEL_WORK` (fused, its fixed cost is a few calls: below
-            :data:`_INT_MIN_MACS` too it beats :func:`rows`' float product)."""
+            :data:`_INT_MIN_MACS` too it beats :func:`rows`' float product), but for layers whose compiled
+            scalar loop is faster still (:func:`_small_pays`)."""
             n, k = math.prod(shape[:-1]), self._w.shape[0]
             if fuse is None or odt != self._dtype or shape[-1] != k or n * k * m >= PARALLEL_WORK:
                 return None  # no integer product, or a call that run() may split over threads
-            if n * k * m < _INT_MIN_MACS:
+            if n * k * m < _INT_MIN_MACS and _small_pays(n, k, m):
                 small = self._small_single(shape, st.sa8, chan, par, odt, p)
                 if small is not None:
                     return small

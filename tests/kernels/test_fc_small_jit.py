@@ -1,9 +1,9 @@
 """The one-shape form of small fully connected layers (``PreparedFc.single`` below ``_INT_MIN_MACS``
-multiply-adds: product and output stage in one compiled call, :mod:`pymli.kernels._jit_fc`) against the
-plain kernel: seeded random int8 x int8 layers (sa8 per tensor / per axis / ext_bias, fx8) of 1 to 300
-inputs and 1 to 40 outputs, one to a few rows, leading axes, strided and reversed inputs, extreme values,
-every platform; calls under another platform, with the JIT off, on another shape or dtype go to the layer
-itself."""
+multiply-adds, where ``_small_pays``: product and output stage in one compiled call,
+:mod:`pymli.kernels._jit_fc`) against the plain kernel: seeded random int8 x int8 layers (sa8 per tensor /
+per axis / ext_bias, fx8) of 1 to 300 inputs and 1 to 40 outputs, one to a few rows, leading axes, strided
+and reversed inputs, extreme values, every platform; calls under another platform, with the JIT off, on
+another shape or dtype go to the layer itself."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def test_small_single_equals_plain(kind: str, seed: int) -> None:
                 f = prep.single(shape, np.int8)
                 if f is None:
                     continue
-                made += int(int(np.prod(shape[:-1])) * n * m < F._INT_MIN_MACS)
+                rows = int(np.prod(shape[:-1]))
+                made += int(rows * n * m < F._INT_MIN_MACS and F._small_pays(rows, n, m))
                 for x in (_x(rng, shape, extreme), _x(rng, shape, not extreme)):
                     want = fully_connected(x, w, b, q, bounds).astype(odt)
                     got = f(x)
@@ -107,4 +108,13 @@ def test_small_single_is_one_compiled_call(monkeypatch: pytest.MonkeyPatch) -> N
     big = prepare_fc(w, b, _ordinary(q), bounds, np.int8).single((1, 256), np.int8)
     if big is not None:
         big(_x(rng, (1, 256), False))
+    assert len(calls) == 1
+    # below _INT_MIN_MACS, but many inputs and few outputs: the integer product (_small_pays)
+    w, b, q, bounds, _ = _layer(rng, "sa8", 1152, 10)
+    q = _ordinary(q)
+    assert 1152 * 10 < F._INT_MIN_MACS and not F._small_pays(1, 1152, 10)
+    long_ = prepare_fc(w, b, q, bounds, np.int8).single((1, 1152), np.int8)
+    assert long_ is not None
+    x = _x(rng, (1, 1152), False)
+    assert np.array_equal(long_(x), fully_connected(x, w, b, q, bounds).astype(np.int8))
     assert len(calls) == 1
