@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,11 +28,12 @@ from ..arith.activation import clamp
 from ..arith.geometry import ceil_div
 from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
-from ..config import get_platform
+from ..config import Platform, get_platform
+from . import _jit
 from ._scratch import scratch
 
-__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "pool_plan", "out_size", "degenerate",
-           "pool_writes_c_order"]
+__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "pool_plan", "PreparedPool", "out_size",
+           "degenerate", "pool_writes_c_order"]
 
 
 def valid_counts(in_size: int, out_len: int, kernel: int, stride: int, pad_before: int) -> np.ndarray:
@@ -424,6 +426,192 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
 
     return compute
+
+
+_SINGLE_GATHER_MAX = 1 << 14
+""":meth:`PreparedPool.single` without the JIT gathers every tap at once up to this many gathered elements
+(the one-gather form of :func:`pool_plan`); larger maps take the separable passes of the kernels."""
+
+_LUT_MAX = 1 << 18
+"""The compiled average pooling of :meth:`PreparedPool.single` tabulates at most this many (sum, window
+size) outputs; beyond that (int16 inputs with large windows) the NumPy forms run."""
+
+_MAX_FORMS = 8
+"""Forms (platform, JIT switch) kept per input shape of :meth:`PreparedPool.single`."""
+
+
+class PreparedPool:
+    """:func:`maxpool_hwc` (``kind`` "max") or :func:`avepool_hwc` ("ave") of one geometry and
+    quantisation, for repeated calls (a model's pooling layer): everything that does not depend on the
+    values is derived once per platform and, with :meth:`single`, once per input shape.
+
+    Calls compute what those functions compute under the platform in force (its rounding and its
+    AVEPOOL_16BIT_MUL option, read on every call).
+    """
+
+    def __init__(self, kind: str, *, kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
+                 out_hw: tuple[int, int], base_shift: int = 0,
+                 requant: RequantParams | Callable[[], RequantParams] | None = None,
+                 mul16: bool | None = None) -> None:
+        """Args:
+            kind: "max" or "ave".
+            kernel, stride, pad, out_hw, base_shift: as :func:`avepool_hwc`.
+            requant: sa8 requantisation, or a function deriving it under the platform in force (called
+                once per platform: ``requant_params`` rounds); None for fx (and max pooling).
+            mul16: the AVEPOOL_16BIT_MUL option; None: the platform's (``avepool_16bit_mul``).
+
+        Raises:
+            ValueError: ``kind`` is neither "max" nor "ave".
+        """
+        if kind not in ("max", "ave"):
+            raise ValueError(f"pooling kind must be 'max' or 'ave', not {kind!r}")
+        self.kind = kind
+        self.geo = {"kernel": tuple(kernel), "stride": tuple(stride), "pad": tuple(pad), "out_hw": tuple(out_hw)}
+        self._base_shift, self._requant, self._mul16 = base_shift, requant, mul16
+        self._arith: dict[int, tuple[Platform, RequantParams | None, bool]] = {}
+
+    def _args(self, p: Platform) -> tuple[RequantParams | None, bool]:
+        """(requantisation, mul16) of platform ``p`` (in force), derived on first use."""
+        a = self._arith.get(id(p))
+        if a is None or a[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._arith) >= _MAX_FORMS:
+                self._arith.clear()
+            rq = self._requant() if callable(self._requant) else self._requant
+            mul16 = p.avepool_16bit_mul if self._mul16 is None else self._mul16
+            a = self._arith[id(p)] = (p, rq, mul16)
+        return a[1], a[2]
+
+    def __call__(self, x: npt.NDArray[np.integer]) -> np.ndarray:
+        """The pooling of ``x`` (``[H, W, C]`` or a batch ``[N, H, W, C]``), as :func:`maxpool_hwc` /
+        :func:`avepool_hwc`.
+
+        Args:
+            x: int8 / int16 input.
+
+        Returns:
+            a new array of ``x``'s dtype.
+
+        Raises:
+            ValueError: ``x`` is not 3-D or 4-D.
+        """
+        if self.kind == "max":
+            return maxpool_hwc(x, **self.geo)  # type: ignore[arg-type]
+        rq, mul16 = self._args(get_platform())
+        return avepool_hwc(x, **self.geo, base_shift=self._base_shift, requant=rq,  # type: ignore[arg-type]
+                           mul16=mul16)
+
+    def single(self, shape: tuple[int, ...], dtype: npt.DTypeLike) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The pooling for repeated calls on inputs of one shape (a model's step): ``f(x)`` returns what
+        ``self(x)`` returns, with the per-call work in one compiled call (the JIT: :mod:`._jit_pool`) or the
+        one-gather form of :func:`pool_plan` (small maps), prepared per platform and JIT switch on first
+        use. Calls on other inputs are passed on to ``self``.
+
+        Args:
+            shape: the input's shape, ``(H, W, C)`` or ``(N, H, W, C)``. dtype: its dtype.
+
+        Returns:
+            ``f``, or None for inputs other than int8 / int16 or empty shapes.
+        """
+        shape, dt = tuple(int(v) for v in shape), np.dtype(dtype)
+        if dt not in (np.dtype(np.int8), np.dtype(np.int16)) or len(shape) not in (3, 4) or min(shape) < 1:
+            return None
+        forms: dict[tuple[int, bool], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
+        last: list = [None, None, None]  # platform, JIT switch, form
+        platform, on = get_platform, _jit.is_on
+
+        def f(x: np.ndarray) -> np.ndarray:
+            p, jit = platform(), on()
+            if p is last[0] and jit is last[1] and x.shape == shape and x.dtype is dt:
+                return last[2](x)
+            if x.shape != shape or x.dtype != dt:
+                return self(x)
+            got = forms.get((id(p), jit))
+            if got is None or got[0] is not p:
+                if len(forms) >= _MAX_FORMS:
+                    forms.clear()
+                got = forms[(id(p), jit)] = (p, self._form(p, jit, shape, dt))
+            last[:] = [p, jit, got[1]]
+            return got[1](x)
+        return f
+
+    def _form(self, p: Platform, jit: bool, shape: tuple[int, ...], dt: np.dtype
+              ) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`single`'s computation for inputs of ``shape`` and ``dt`` under platform ``p`` (in force)."""
+        four = shape if len(shape) == 4 else (1,) + shape
+        (oh, ow), c = self.geo["out_hw"], shape[-1]
+        out_shape = shape[:-3] + (oh, ow, c)
+        mod = _jit.compiled("_jit_pool") if jit else None
+        run = None if mod is None else self._compiled(mod, p, four, dt)
+        if run is not None:
+            o4, empty = (four[0], oh, ow, c), np.empty
+            if len(shape) == 4:
+                def compiled(x: np.ndarray) -> np.ndarray:
+                    out = empty(o4, dt)
+                    run(x, out)
+                    return out
+                return compiled
+
+            def compiled3(x: np.ndarray) -> np.ndarray:
+                out = empty(o4, dt)
+                run(x.reshape(four), out)
+                return out[0]
+            return compiled3
+        n = four[0]
+        (kh, kw) = self.geo["kernel"]
+        if n == 1 and kh * kw * oh * ow * c <= _SINGLE_GATHER_MAX:
+            rq, mul16 = self._args(p)
+            g = _gather_pool(self.kind, four[1:], dt, self.geo["kernel"], self.geo["stride"],  # type: ignore[arg-type]
+                             self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]
+                             p.round_up)
+            if g is not None:
+                def gathered(x: np.ndarray) -> np.ndarray:
+                    out = np.empty(out_shape, dt)
+                    g(x, out.reshape(oh, ow, c))
+                    return out
+                return gathered
+        return self
+
+    def _compiled(self, mod: Any, p: Platform, four: tuple[int, ...], dt: np.dtype
+                  ) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """``run(x, out)``: the loop nest of :mod:`._jit_pool` on a ``four``-shaped input, writing ``out``;
+        None where the average's table would exceed :data:`_LUT_MAX` entries."""
+        (kh, kw), (sh, sw), (pt, pl), (oh, ow) = (self.geo[k] for k in ("kernel", "stride", "pad", "out_hw"))
+        _, h, w, _ = four
+        bits = dt.itemsize * 8
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        if self.kind == "max":
+            geo = np.array([kh, kw, sh, sw, pt, pl, lo], np.int64)
+            entry = mod.max_entry(dt)
+
+            def run_max(x: np.ndarray, out: np.ndarray) -> None:
+                entry(x, geo, out)
+            return run_max
+        counts = valid_counts(h, oh, kh, sh, pt)[:, None] * valid_counts(w, ow, kw, sw, pl)[None, :]
+        sizes = np.unique(counts)
+        if int(np.abs(sizes).sum()) * (hi - lo) + sizes.size > _LUT_MAX:
+            return None
+        rq, mul16 = self._args(p)
+        shift0 = rq.shift if rq is not None else self._base_shift
+        offset = rq.offset if rq is not None else 0
+        tables, starts, at = [], [], 0
+        for k in sizes.tolist():
+            # every possible sum of k valid elements (0 for a window without any) through the integer
+            # output stage of avepool_hwc, with its multiplier and shift for windows of k elements
+            mul, shift = avepool_multiplier(k, shift0, rq.scale if rq is not None else None, mul16)
+            first = min(k * lo, 0)
+            sums = np.arange(first, max(k * hi, 0) + 1, dtype=np.int64)
+            tables.append(avepool_output(sums, mul, shift, offset, 32 if bits == 8 else 64, bits,
+                                         sum_bound=abs(k) << (bits - 1)).astype(dt))
+            starts.append(at - first)
+            at += sums.size
+        lut = np.concatenate(tables)
+        base = np.ascontiguousarray(np.array(starts, np.int64)[np.searchsorted(sizes, counts)])
+        geo = np.array([kh, kw, sh, sw, pt, pl], np.int64)
+        entry = mod.ave_entry(dt, dt)
+
+        def run_ave(x: np.ndarray, out: np.ndarray) -> None:
+            entry(x, geo, base, lut, out)
+        return run_ave
 
 
 # ----------------------------------------------------------------------------------------------
