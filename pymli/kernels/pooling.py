@@ -428,13 +428,13 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
     return compute
 
 
-_SINGLE_GATHER_MAX = 1 << 14
-""":meth:`PreparedPool.single` without the JIT gathers every tap at once up to this many gathered elements
-(the one-gather form of :func:`pool_plan`); larger maps take the separable passes of the kernels."""
-
 _LUT_MAX = 1 << 18
 """The compiled average pooling of :meth:`PreparedPool.single` tabulates at most this many (sum, window
 size) outputs; beyond that (int16 inputs with large windows) the NumPy forms run."""
+
+_COMPILED_MAX_WORK = 1 << 17
+""":meth:`PreparedPool.single` runs the compiled loop nest up to this many window taps (outputs times
+kernel size) per call; beyond that the separable NumPy passes are as fast or faster (measured)."""
 
 _MAX_FORMS = 8
 """Forms (platform, JIT switch) kept per input shape of :meth:`PreparedPool.single`."""
@@ -502,9 +502,10 @@ class PreparedPool:
 
     def single(self, shape: tuple[int, ...], dtype: npt.DTypeLike) -> Callable[[np.ndarray], np.ndarray] | None:
         """The pooling for repeated calls on inputs of one shape (a model's step): ``f(x)`` returns what
-        ``self(x)`` returns, with the per-call work in one compiled call (the JIT: :mod:`._jit_pool`) or the
-        one-gather form of :func:`pool_plan` (small maps), prepared per platform and JIT switch on first
-        use. Calls on other inputs are passed on to ``self``.
+        ``self(x)`` returns, with the per-call work in one compiled call (the JIT, up to
+        :data:`_COMPILED_MAX_WORK` window taps: :mod:`._jit_pool`) or the one-gather form of :func:`pool_plan`
+        (one small map), prepared per platform and JIT switch on first use; larger calls take ``self``, as
+        do calls on other inputs.
 
         Args:
             shape: the input's shape, ``(H, W, C)`` or ``(N, H, W, C)``. dtype: its dtype.
@@ -540,7 +541,9 @@ class PreparedPool:
         four = shape if len(shape) == 4 else (1,) + shape
         (oh, ow), c = self.geo["out_hw"], shape[-1]
         out_shape = shape[:-3] + (oh, ow, c)
-        mod = _jit.compiled("_jit_pool") if jit else None
+        (kh, kw) = self.geo["kernel"]
+        work = four[0] * oh * ow * c * kh * kw
+        mod = _jit.compiled("_jit_pool") if jit and work <= _COMPILED_MAX_WORK else None
         run = None if mod is None else self._compiled(mod, p, four, dt)
         if run is not None:
             o4, empty = (four[0], oh, ow, c), np.empty
@@ -556,9 +559,7 @@ class PreparedPool:
                 run(x.reshape(four), out)
                 return out[0]
             return compiled3
-        n = four[0]
-        (kh, kw) = self.geo["kernel"]
-        if n == 1 and kh * kw * oh * ow * c <= _SINGLE_GATHER_MAX:
+        if four[0] == 1 and work <= _GATHER_MAX:  # measured: larger maps gain nothing
             rq, mul16 = self._args(p)
             g = _gather_pool(self.kind, four[1:], dt, self.geo["kernel"], self.geo["stride"],  # type: ignore[arg-type]
                              self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]

@@ -106,7 +106,8 @@ def test_single_equals_plain(kind: str, seed: int) -> None:
                     if dt is np.int8:  # another dtype
                         x16 = _x(rng, shape, np.int16, extreme)
                         _same(f(x16), _plain(pk, x16, geo, arith, mul16))
-    assert forms, "neither the compiled nor the gather form was made"
+    if _jit.available() and kind != "fx16":  # one map's taps stay below the compiled form's limit here
+        assert forms, "neither the compiled nor the gather form was made"
 
 
 @pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
@@ -149,6 +150,15 @@ def test_requantisation_is_derived_per_platform() -> None:
         with use_platform(plat):
             _same(f(x), _plain("ave", x, prep.geo, dict(requant=rq)))
     assert {p.round_mode for p in calls} == {RoundMode.UP, RoundMode.CONVERGENT}
+
+
+def test_gather_form_without_the_jit() -> None:
+    """With the JIT off a small map takes the one-gather form, a large one the plain call."""
+    prep = KP.PreparedPool("ave", kernel=(3, 3), stride=(2, 2), pad=(1, 1), out_hw=(4, 4), base_shift=2)
+    p = get_platform()
+    assert prep._form(p, False, (1, 7, 7, 5), np.dtype(np.int8)) is not prep
+    assert prep._form(p, False, (1, 7, 7, 500), np.dtype(np.int8)) is prep
+    assert prep._form(p, False, (2, 7, 7, 5), np.dtype(np.int8)) is prep
 
 
 def test_refused_inputs() -> None:
