@@ -428,6 +428,10 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
     return compute
 
 
+_SINGLE_GATHER_MAX = 1 << 13
+""":meth:`PreparedPool.single` without the JIT takes the one-gather form of :func:`pool_plan` for one map up
+to this many gathered elements (measured: no gain beyond)."""
+
 _LUT_MAX = 1 << 18
 """The compiled average pooling of :meth:`PreparedPool.single` tabulates at most this many (sum, window
 size) outputs; beyond that (int16 inputs with large windows) the NumPy forms run."""
@@ -559,7 +563,7 @@ class PreparedPool:
                 run(x.reshape(four), out)
                 return out[0]
             return compiled3
-        if four[0] == 1 and work <= _GATHER_MAX:  # measured: larger maps gain nothing
+        if four[0] == 1 and work <= _SINGLE_GATHER_MAX:
             rq, mul16 = self._args(p)
             g = _gather_pool(self.kind, four[1:], dt, self.geo["kernel"], self.geo["stride"],  # type: ignore[arg-type]
                              self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]
