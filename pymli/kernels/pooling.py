@@ -18,6 +18,7 @@ sample's window only; the per-window parameters broadcast over the batch).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -569,9 +570,12 @@ class PreparedPool:
                              self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]
                              p.round_up)
             if g is not None:
+                lock = threading.Lock()  # the gather's input buffer is the form's own: one call at a time
+
                 def gathered(x: np.ndarray) -> np.ndarray:
                     out = np.empty(out_shape, dt)
-                    g(x, out.reshape(oh, ow, c))
+                    with lock:
+                        g(x, out.reshape(oh, ow, c))
                     return out
                 return gathered
         return self

@@ -8,6 +8,7 @@ shape or dtype, or under another platform, give the plain results too."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -168,3 +169,21 @@ def test_refused_inputs() -> None:
     assert prep.single((0, 4, 4, 3), np.int8) is None
     with pytest.raises(ValueError, match="kind"):
         KP.PreparedPool("min", kernel=(2, 2), stride=(2, 2), pad=(0, 0), out_hw=(2, 2))
+
+
+@pytest.mark.parametrize("jit", [True, False])
+def test_threads_share_a_form(jit: bool) -> None:
+    """Calls of one form from several threads at once give each call its own result."""
+    _jit.set_enabled(jit)
+    geo = dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), out_hw=(4, 4))
+    prep = KP.PreparedPool("ave", **geo, base_shift=1)
+    f = prep.single((1, 7, 7, 6), np.int8)
+    rng = np.random.default_rng(11)
+    xs = [_x(rng, (1, 7, 7, 6), np.int8, False) for _ in range(8)]
+    wants = [_plain("ave", x, geo, dict(base_shift=1)) for x in xs]
+    f(xs[0])  # the form made before the threads start
+
+    def work(k: int) -> bool:
+        return all(np.array_equal(f(xs[k]), wants[k]) for _ in range(200))
+    with ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(work, range(8)))
