@@ -13,6 +13,10 @@ Window reductions are separable: one pass over ``kernel_w`` strided column slice
 slide over axes 1 and 2 of the whole batch in the same passes, and sample ``n`` of the result is
 bit-identical to the kernel applied to ``x[n]`` alone (every output element depends on its own
 sample's window only; the per-window parameters broadcast over the batch).
+
+:class:`PreparedPool` is a layer's pooling with its parameters derived once per platform, and its
+one-shape form (:meth:`PreparedPool.single`) a small map's whole call in one compiled loop nest
+(:mod:`pymli.kernels._jit_pool`) or one gather.
 """
 
 from __future__ import annotations
@@ -522,13 +526,14 @@ class PreparedPool:
         if dt not in (np.dtype(np.int8), np.dtype(np.int16)) or len(shape) not in (3, 4) or min(shape) < 1:
             return None
         forms: dict[tuple[int, bool], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
-        last: list = [None, None, None]  # platform, JIT switch, form
+        last: list = [(None, None, None)]  # (platform, JIT switch, form), replaced as one (threads)
         platform, on = get_platform, _jit.is_on
 
         def f(x: np.ndarray) -> np.ndarray:
             p, jit = platform(), on()
-            if p is last[0] and jit is last[1] and x.shape == shape and x.dtype is dt:
-                return last[2](x)
+            lp, ljit, lform = last[0]
+            if p is lp and jit is ljit and x.shape == shape and x.dtype is dt:
+                return lform(x)
             if x.shape != shape or x.dtype != dt:
                 return self(x)
             got = forms.get((id(p), jit))
@@ -536,7 +541,7 @@ class PreparedPool:
                 if len(forms) >= _MAX_FORMS:
                     forms.clear()
                 got = forms[(id(p), jit)] = (p, self._form(p, jit, shape, dt))
-            last[:] = [p, jit, got[1]]
+            last[0] = (p, jit, got[1])
             return got[1](x)
         return f
 

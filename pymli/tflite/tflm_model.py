@@ -410,7 +410,8 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
 
     The returned ``f(x, y)`` takes the operator's input rows (conv / pool: (M, H, W, C); FC: (M, n_in);
     ADD: two equal-shaped arrays) and returns int8 outputs. Rounding, FULL_ACCU and the 16-bit average
-    pooling multiplier are read by the kernels from the current platform on every call.
+    pooling multiplier are read by the kernels from the current platform on every call (the average
+    pooling's requantisation, whose derivation rounds, is derived once per platform).
     """
     inp = _sa(np.zeros(1, np.int8), c.inp)
     out = _sa(np.zeros(1, np.int8), c.out)
