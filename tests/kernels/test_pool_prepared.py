@@ -7,6 +7,7 @@ shape or dtype, or under another platform, give the plain results too."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -187,3 +188,21 @@ def test_threads_share_a_form(jit: bool) -> None:
         return all(np.array_equal(f(xs[k]), wants[k]) for _ in range(200))
     with ThreadPoolExecutor(4) as ex:
         assert all(ex.map(work, range(8)))
+
+
+@pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
+def test_warm_up_covers_the_compiled_forms() -> None:
+    """``_jit_pool.warm_up()`` compiles every signature the compiled forms call: none is added after it."""
+    mod = importlib.import_module("pymli.kernels._jit_pool")
+    mod.warm_up()
+    before = {name: len(getattr(mod, name).overloads) for name in ("max_hwc", "ave_hwc")}
+    assert all(before.values())
+    rng = np.random.default_rng(2)
+    for dt in (np.int8, np.int16):
+        for pk in ("max", "ave"):
+            prep = KP.PreparedPool(pk, kernel=(2, 1), stride=(1, 2), pad=(1, 0), out_hw=(4, 3), base_shift=1)
+            for shape in ((5, 6, 3), (2, 5, 6, 3)):
+                x = _x(rng, shape, dt, False)
+                assert prep._form(get_platform(), True, shape, np.dtype(dt)) is not prep
+                _same(prep.single(shape, dt)(x), _plain(pk, x, prep.geo, dict(base_shift=1)))
+    assert {name: len(getattr(mod, name).overloads) for name in before} == before
