@@ -40,7 +40,6 @@ from ..capi.types import (
     ReluCfg,
     SoftmaxCfg,
 )
-from ..config import get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
