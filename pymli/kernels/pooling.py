@@ -376,6 +376,22 @@ def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, 
     return compute
 
 
+def _gather_index(in_hwc: tuple[int, int, int], kernel: tuple[int, int], stride: tuple[int, int],
+                  pad: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
+    """Where every tap of every window reads a flattened ``in_hwc`` map: ``[kh * kw, oh, ow, C]`` intp
+    offsets, ``H * W * C`` (one past the map) for padded positions."""
+    h, w, c = in_hwc
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b
+    r = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]  # [oh, kh]
+    q = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]  # [ow, kw]
+    rr = r.T[:, None, :, None, None]  # [kh, 1, oh, 1, 1]
+    qq = q.T[None, :, None, :, None]  # [1, kw, 1, ow, 1]
+    inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
+    flat = (rr * w + qq) * c + np.arange(c)
+    return np.where(inside, flat, h * w * c).reshape(kh * kw, oh, ow, c).astype(np.intp)
+
+
 def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: tuple[int, int],
                  stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int,
                  requant: RequantParams | None, mul16: bool,
@@ -399,16 +415,8 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         def finish(y: np.ndarray, out: np.ndarray | None) -> np.ndarray:
             y *= factor  # the sums (float64, exact) times 2**-shift * mul: exact (see _window_params)
             return _float_finish(y, addend, offset, round_up, bits, dt, out, saturate)
-    # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b; outside the map:
-    # the extra element n (the neutral value).
     n = h * w * c
-    r = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]  # [oh, kh]
-    q = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]  # [ow, kw]
-    rr = r.T[:, None, :, None, None]  # [kh, 1, oh, 1, 1]
-    qq = q.T[None, :, None, :, None]  # [1, kw, 1, ow, 1]
-    inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
-    flat = (rr * w + qq) * c + np.arange(c)
-    idx = np.where(inside, flat, n).reshape(kh * kw, oh, ow, c).astype(np.intp)
+    idx = _gather_index(in_hwc, kernel, stride, pad, out_hw)
     if finish is not None:
         # Each output is a monotonic function of its window's sum (floor / rint of a fixed multiple
         # plus constants), so its extremes come from windows full of the type's minimum or maximum:
@@ -570,6 +578,9 @@ class PreparedPool:
                 return out[0]
             return compiled3
         if four[0] == 1 and work <= _SINGLE_GATHER_MAX:
+            table = self._table(p, four[1], four[2], dt) if self.kind == "ave" else None
+            if table is not None:
+                return self._looked_up(four[1:], dt, table, out_shape)
             rq, mul16 = self._args(p)
             g = _gather_pool(self.kind, four[1:], dt, self.geo["kernel"], self.geo["stride"],  # type: ignore[arg-type]
                              self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]
@@ -585,21 +596,36 @@ class PreparedPool:
                 return gathered
         return self
 
-    def _compiled(self, mod: Any, p: Platform, four: tuple[int, ...], dt: np.dtype
-                  ) -> Callable[[np.ndarray, np.ndarray], None] | None:
-        """``run(x, out)``: the loop nest of :mod:`._jit_pool` on a ``four``-shaped input, writing ``out``;
-        None where the average's table would exceed :data:`_LUT_MAX` entries."""
+    def _looked_up(self, hwc: tuple[int, ...], dt: np.dtype, table: tuple[np.ndarray, np.ndarray],
+                   out_shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
+        """The average of one ``hwc`` map as one gather of every tap, the sums, one table lookup
+        (:meth:`_table`: the outputs of the integer output stage)."""
+        lut, base = table
+        h, w, c = hwc
+        n = h * w * c
+        g = self.geo
+        idx = _gather_index((h, w, c), g["kernel"], g["stride"], g["pad"], g["out_hw"])  # type: ignore[arg-type]
+        ext = np.zeros(n + 1, dt)  # the map, and a 0 read by the padded taps
+        body = ext[:n].reshape(h, w, c)
+        base3 = base[:, :, None]
+        lock = threading.Lock()  # the map's buffer is the form's own: one call at a time
+
+        def looked_up(x: np.ndarray) -> np.ndarray:
+            with lock:
+                body[...] = x
+                g = ext[idx]
+            s = np.add.reduce(g, axis=0, dtype=np.int64)  # exact
+            s += base3
+            return lut.take(s).reshape(out_shape)
+        return looked_up
+
+    def _table(self, p: Platform, h: int, w: int, dt: np.dtype) -> tuple[np.ndarray, np.ndarray] | None:
+        """The average's output of every possible window sum under platform ``p`` (in force) for an
+        ``h x w`` map of ``dt``: ``(lut, base)``, output ``(i, j)`` being ``lut[base[i, j] + sum]``
+        (``base``: ``[out_h, out_w]`` int64); None beyond :data:`_LUT_MAX` entries."""
         (kh, kw), (sh, sw), (pt, pl), (oh, ow) = (self.geo[k] for k in ("kernel", "stride", "pad", "out_hw"))
-        _, h, w, _ = four
         bits = dt.itemsize * 8
         lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-        if self.kind == "max":
-            geo = np.array([kh, kw, sh, sw, pt, pl, lo], np.int64)
-            entry = mod.max_entry(dt)
-
-            def run_max(x: np.ndarray, out: np.ndarray) -> None:
-                entry(x, geo, out)
-            return run_max
         counts = valid_counts(h, oh, kh, sh, pt)[:, None] * valid_counts(w, ow, kw, sw, pl)[None, :]
         sizes = np.unique(counts)
         if int(np.abs(sizes).sum()) * (hi - lo) + sizes.size > _LUT_MAX:
@@ -618,8 +644,27 @@ class PreparedPool:
                                          sum_bound=abs(k) << (bits - 1)).astype(dt))
             starts.append(at - first)
             at += sums.size
-        lut = np.concatenate(tables)
         base = np.ascontiguousarray(np.array(starts, np.int64)[np.searchsorted(sizes, counts)])
+        return np.concatenate(tables), base
+
+    def _compiled(self, mod: Any, p: Platform, four: tuple[int, ...], dt: np.dtype
+                  ) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """``run(x, out)``: the loop nest of :mod:`._jit_pool` on a ``four``-shaped input, writing ``out``;
+        None where the average's table would exceed :data:`_LUT_MAX` entries."""
+        (kh, kw), (sh, sw), (pt, pl), (oh, ow) = (self.geo[k] for k in ("kernel", "stride", "pad", "out_hw"))
+        _, h, w, _ = four
+        if self.kind == "max":
+            lo = -(1 << (dt.itemsize * 8 - 1))  # the padded positions' value: never beats a valid element
+            geo = np.array([kh, kw, sh, sw, pt, pl, lo], np.int64)
+            entry = mod.max_entry(dt)
+
+            def run_max(x: np.ndarray, out: np.ndarray) -> None:
+                entry(x, geo, out)
+            return run_max
+        table = self._table(p, h, w, dt)
+        if table is None:
+            return None
+        lut, base = table
         geo = np.array([kh, kw, sh, sw, pt, pl], np.int64)
         entry = mod.ave_entry(dt, dt)
 
