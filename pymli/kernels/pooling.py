@@ -13,12 +13,18 @@ Window reductions are separable: one pass over ``kernel_w`` strided column slice
 slide over axes 1 and 2 of the whole batch in the same passes, and sample ``n`` of the result is
 bit-identical to the kernel applied to ``x[n]`` alone (every output element depends on its own
 sample's window only; the per-window parameters broadcast over the batch).
+
+:class:`PreparedPool` is a layer's pooling with its parameters derived once per platform, and its
+one-shape form (:meth:`PreparedPool.single`) a small map's whole call in one compiled loop nest
+(:mod:`pymli.kernels._jit_pool`) or one gather.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,11 +33,12 @@ from ..arith.activation import clamp
 from ..arith.geometry import ceil_div
 from ..arith.geometry import pool_out_size as out_size
 from ..arith.pool import RequantParams, avepool_multiplier, avepool_output
-from ..config import get_platform
+from ..config import Platform, get_platform
+from . import _jit
 from ._scratch import scratch
 
-__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "pool_plan", "out_size", "degenerate",
-           "pool_writes_c_order"]
+__all__ = ["valid_counts", "window_reduce", "avepool_hwc", "maxpool_hwc", "pool_plan", "PreparedPool", "out_size",
+           "degenerate", "pool_writes_c_order"]
 
 
 def valid_counts(in_size: int, out_len: int, kernel: int, stride: int, pad_before: int) -> np.ndarray:
@@ -369,6 +376,22 @@ def pool_plan(kind: str, in_hwc: tuple[int, int, int], dtype: npt.DTypeLike, *, 
     return compute
 
 
+def _gather_index(in_hwc: tuple[int, int, int], kernel: tuple[int, int], stride: tuple[int, int],
+                  pad: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
+    """Where every tap of every window reads a flattened ``in_hwc`` map: ``[kh * kw, oh, ow, C]`` intp
+    offsets, ``H * W * C`` (one past the map) for padded positions."""
+    h, w, c = in_hwc
+    (kh, kw), (sh, sw), (pt, pl), (oh, ow) = kernel, stride, pad, out_hw
+    # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b
+    r = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]  # [oh, kh]
+    q = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]  # [ow, kw]
+    rr = r.T[:, None, :, None, None]  # [kh, 1, oh, 1, 1]
+    qq = q.T[None, :, None, :, None]  # [1, kw, 1, ow, 1]
+    inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
+    flat = (rr * w + qq) * c + np.arange(c)
+    return np.where(inside, flat, h * w * c).reshape(kh * kw, oh, ow, c).astype(np.intp)
+
+
 def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: tuple[int, int],
                  stride: tuple[int, int], pad: tuple[int, int], out_hw: tuple[int, int], base_shift: int,
                  requant: RequantParams | None, mul16: bool,
@@ -392,16 +415,8 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         def finish(y: np.ndarray, out: np.ndarray | None) -> np.ndarray:
             y *= factor  # the sums (float64, exact) times 2**-shift * mul: exact (see _window_params)
             return _float_finish(y, addend, offset, round_up, bits, dt, out, saturate)
-    # Window (i, j) tap (a, b) reads row i * sh - pt + a, column j * sw - pl + b; outside the map:
-    # the extra element n (the neutral value).
     n = h * w * c
-    r = (np.arange(oh) * sh - pt)[:, None] + np.arange(kh)[None, :]  # [oh, kh]
-    q = (np.arange(ow) * sw - pl)[:, None] + np.arange(kw)[None, :]  # [ow, kw]
-    rr = r.T[:, None, :, None, None]  # [kh, 1, oh, 1, 1]
-    qq = q.T[None, :, None, :, None]  # [1, kw, 1, ow, 1]
-    inside = (rr >= 0) & (rr < h) & (qq >= 0) & (qq < w)
-    flat = (rr * w + qq) * c + np.arange(c)
-    idx = np.where(inside, flat, n).reshape(kh * kw, oh, ow, c).astype(np.intp)
+    idx = _gather_index(in_hwc, kernel, stride, pad, out_hw)
     if finish is not None:
         # Each output is a monotonic function of its window's sum (floor / rint of a fixed multiple
         # plus constants), so its extremes come from windows full of the type's minimum or maximum:
@@ -424,6 +439,238 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
 
     return compute
+
+
+_SINGLE_GATHER_MAX = 1 << 13
+""":meth:`PreparedPool.single` without the JIT takes the one-gather form of :func:`pool_plan` for one map up
+to this many gathered elements (measured: no gain beyond)."""
+
+_LUT_MAX = 1 << 18
+"""The compiled average pooling of :meth:`PreparedPool.single` tabulates at most this many (sum, window
+size) outputs; beyond that (int16 inputs with large windows) the NumPy forms run."""
+
+_COMPILED_MAX_WORK = 1 << 17
+""":meth:`PreparedPool.single` runs the compiled loop nest up to this many window taps (outputs times
+kernel size) per call; beyond that the separable NumPy passes are as fast or faster (measured)."""
+
+_MAX_FORMS = 8
+"""Forms (platform, JIT switch) kept per input shape of :meth:`PreparedPool.single`."""
+
+
+class PreparedPool:
+    """:func:`maxpool_hwc` (``kind`` "max") or :func:`avepool_hwc` ("ave") of one geometry and
+    quantisation, for repeated calls (a model's pooling layer): everything that does not depend on the
+    values is derived once per platform and, with :meth:`single`, once per input shape.
+
+    Calls compute what those functions compute under the platform in force (its rounding and its
+    AVEPOOL_16BIT_MUL option, read on every call).
+    """
+
+    def __init__(self, kind: str, *, kernel: tuple[int, int], stride: tuple[int, int], pad: tuple[int, int],
+                 out_hw: tuple[int, int], base_shift: int = 0,
+                 requant: RequantParams | Callable[[], RequantParams] | None = None,
+                 mul16: bool | None = None) -> None:
+        """Args:
+            kind: "max" or "ave".
+            kernel, stride, pad, out_hw, base_shift: as :func:`avepool_hwc`.
+            requant: sa8 requantisation, or a function deriving it under the platform in force (called
+                once per platform: ``requant_params`` rounds); None for fx (and max pooling).
+            mul16: the AVEPOOL_16BIT_MUL option; None: the platform's (``avepool_16bit_mul``).
+
+        Raises:
+            ValueError: ``kind`` is neither "max" nor "ave".
+        """
+        if kind not in ("max", "ave"):
+            raise ValueError(f"pooling kind must be 'max' or 'ave', not {kind!r}")
+        self.kind = kind
+        self.geo = {"kernel": tuple(kernel), "stride": tuple(stride), "pad": tuple(pad), "out_hw": tuple(out_hw)}
+        self._base_shift, self._requant, self._mul16 = base_shift, requant, mul16
+        self._arith: dict[int, tuple[Platform, RequantParams | None, bool]] = {}
+
+    def _args(self, p: Platform) -> tuple[RequantParams | None, bool]:
+        """(requantisation, mul16) of platform ``p`` (in force), derived on first use."""
+        a = self._arith.get(id(p))
+        if a is None or a[0] is not p:  # the entry holds the platform: its id cannot be reused meanwhile
+            if len(self._arith) >= _MAX_FORMS:
+                self._arith.clear()
+            rq = self._requant() if callable(self._requant) else self._requant
+            mul16 = p.avepool_16bit_mul if self._mul16 is None else self._mul16
+            a = self._arith[id(p)] = (p, rq, mul16)
+        return a[1], a[2]
+
+    def __call__(self, x: npt.NDArray[np.integer]) -> np.ndarray:
+        """The pooling of ``x`` (``[H, W, C]`` or a batch ``[N, H, W, C]``), as :func:`maxpool_hwc` /
+        :func:`avepool_hwc`.
+
+        Args:
+            x: int8 / int16 input.
+
+        Returns:
+            a new array of ``x``'s dtype.
+
+        Raises:
+            ValueError: ``x`` is not 3-D or 4-D.
+        """
+        if self.kind == "max":
+            return maxpool_hwc(x, **self.geo)  # type: ignore[arg-type]
+        rq, mul16 = self._args(get_platform())
+        return avepool_hwc(x, **self.geo, base_shift=self._base_shift, requant=rq,  # type: ignore[arg-type]
+                           mul16=mul16)
+
+    def single(self, shape: tuple[int, ...], dtype: npt.DTypeLike) -> Callable[[np.ndarray], np.ndarray] | None:
+        """The pooling for repeated calls on inputs of one shape (a model's step): ``f(x)`` returns what
+        ``self(x)`` returns, with the per-call work in one compiled call (the JIT, up to
+        :data:`_COMPILED_MAX_WORK` window taps: :mod:`._jit_pool`) or the one-gather form of :func:`pool_plan`
+        (one small map), prepared per platform and JIT switch on first use; larger calls take ``self``, as
+        do calls on other inputs.
+
+        Args:
+            shape: the input's shape, ``(H, W, C)`` or ``(N, H, W, C)``. dtype: its dtype.
+
+        Returns:
+            ``f``, or None for inputs other than int8 / int16 or empty shapes.
+        """
+        shape, dt = tuple(int(v) for v in shape), np.dtype(dtype)
+        if dt not in (np.dtype(np.int8), np.dtype(np.int16)) or len(shape) not in (3, 4) or min(shape) < 1:
+            return None
+        forms: dict[tuple[int, bool], tuple[Platform, Callable[[np.ndarray], np.ndarray]]] = {}
+        last: list = [(None, None, None)]  # (platform, JIT switch, form), replaced as one (threads)
+        platform, on = get_platform, _jit.is_on
+
+        def f(x: np.ndarray) -> np.ndarray:
+            p, jit = platform(), on()
+            lp, ljit, lform = last[0]
+            if p is lp and jit is ljit and x.shape == shape and x.dtype is dt:
+                return lform(x)
+            if x.shape != shape or x.dtype != dt:
+                return self(x)
+            got = forms.get((id(p), jit))
+            if got is None or got[0] is not p:
+                if len(forms) >= _MAX_FORMS:
+                    forms.clear()
+                got = forms[(id(p), jit)] = (p, self._form(p, jit, shape, dt))
+            last[0] = (p, jit, got[1])
+            return got[1](x)
+        return f
+
+    def _form(self, p: Platform, jit: bool, shape: tuple[int, ...], dt: np.dtype
+              ) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`single`'s computation for inputs of ``shape`` and ``dt`` under platform ``p`` (in force)."""
+        four = shape if len(shape) == 4 else (1,) + shape
+        (oh, ow), c = self.geo["out_hw"], shape[-1]
+        out_shape = shape[:-3] + (oh, ow, c)
+        (kh, kw) = self.geo["kernel"]
+        work = four[0] * oh * ow * c * kh * kw
+        mod = _jit.compiled("_jit_pool") if jit and work <= _COMPILED_MAX_WORK else None
+        run = None if mod is None else self._compiled(mod, p, four, dt)
+        if run is not None:
+            o4, empty = (four[0], oh, ow, c), np.empty
+            if len(shape) == 4:
+                def compiled(x: np.ndarray) -> np.ndarray:
+                    out = empty(o4, dt)
+                    run(x, out)
+                    return out
+                return compiled
+
+            def compiled3(x: np.ndarray) -> np.ndarray:
+                out = empty(o4, dt)
+                run(x.reshape(four), out)
+                return out[0]
+            return compiled3
+        if four[0] == 1 and work <= _SINGLE_GATHER_MAX:
+            table = self._table(p, four[1], four[2], dt) if self.kind == "ave" else None
+            if table is not None:
+                return self._looked_up(four[1:], dt, table, out_shape)
+            rq, mul16 = self._args(p)
+            g = _gather_pool(self.kind, four[1:], dt, self.geo["kernel"], self.geo["stride"],  # type: ignore[arg-type]
+                             self.geo["pad"], self.geo["out_hw"], self._base_shift, rq, mul16,  # type: ignore[arg-type]
+                             p.round_up)
+            if g is not None:
+                lock = threading.Lock()  # the gather's input buffer is the form's own: one call at a time
+
+                def gathered(x: np.ndarray) -> np.ndarray:
+                    out = np.empty(out_shape, dt)
+                    with lock:
+                        g(x, out.reshape(oh, ow, c))
+                    return out
+                return gathered
+        return self
+
+    def _looked_up(self, hwc: tuple[int, ...], dt: np.dtype, table: tuple[np.ndarray, np.ndarray],
+                   out_shape: tuple[int, ...]) -> Callable[[np.ndarray], np.ndarray]:
+        """The average of one ``hwc`` map as one gather of every tap, the sums, one table lookup
+        (:meth:`_table`: the outputs of the integer output stage)."""
+        lut, base = table
+        h, w, c = hwc
+        n = h * w * c
+        g = self.geo
+        idx = _gather_index((h, w, c), g["kernel"], g["stride"], g["pad"], g["out_hw"])  # type: ignore[arg-type]
+        ext = np.zeros(n + 1, dt)  # the map, and a 0 read by the padded taps
+        body = ext[:n].reshape(h, w, c)
+        base3 = base[:, :, None]
+        lock = threading.Lock()  # the map's buffer is the form's own: one call at a time
+
+        def looked_up(x: np.ndarray) -> np.ndarray:
+            with lock:
+                body[...] = x
+                g = ext[idx]
+            s = np.add.reduce(g, axis=0, dtype=np.int64)  # exact
+            s += base3
+            return lut.take(s).reshape(out_shape)
+        return looked_up
+
+    def _table(self, p: Platform, h: int, w: int, dt: np.dtype) -> tuple[np.ndarray, np.ndarray] | None:
+        """The average's output of every possible window sum under platform ``p`` (in force) for an
+        ``h x w`` map of ``dt``: ``(lut, base)``, output ``(i, j)`` being ``lut[base[i, j] + sum]``
+        (``base``: ``[out_h, out_w]`` int64); None beyond :data:`_LUT_MAX` entries."""
+        (kh, kw), (sh, sw), (pt, pl), (oh, ow) = (self.geo[k] for k in ("kernel", "stride", "pad", "out_hw"))
+        bits = dt.itemsize * 8
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        counts = valid_counts(h, oh, kh, sh, pt)[:, None] * valid_counts(w, ow, kw, sw, pl)[None, :]
+        sizes = np.unique(counts)
+        if int(np.abs(sizes).sum()) * (hi - lo) + sizes.size > _LUT_MAX:
+            return None
+        rq, mul16 = self._args(p)
+        shift0 = rq.shift if rq is not None else self._base_shift
+        offset = rq.offset if rq is not None else 0
+        tables, starts, at = [], [], 0
+        for k in sizes.tolist():
+            # every possible sum of k valid elements (0 for a window without any) through the integer
+            # output stage of avepool_hwc, with its multiplier and shift for windows of k elements
+            mul, shift = avepool_multiplier(k, shift0, rq.scale if rq is not None else None, mul16)
+            first = min(k * lo, 0)
+            sums = np.arange(first, max(k * hi, 0) + 1, dtype=np.int64)
+            tables.append(avepool_output(sums, mul, shift, offset, 32 if bits == 8 else 64, bits,
+                                         sum_bound=abs(k) << (bits - 1)).astype(dt))
+            starts.append(at - first)
+            at += sums.size
+        base = np.ascontiguousarray(np.array(starts, np.int64)[np.searchsorted(sizes, counts)])
+        return np.concatenate(tables), base
+
+    def _compiled(self, mod: Any, p: Platform, four: tuple[int, ...], dt: np.dtype
+                  ) -> Callable[[np.ndarray, np.ndarray], None] | None:
+        """``run(x, out)``: the loop nest of :mod:`._jit_pool` on a ``four``-shaped input, writing ``out``;
+        None where the average's table would exceed :data:`_LUT_MAX` entries."""
+        (kh, kw), (sh, sw), (pt, pl), (oh, ow) = (self.geo[k] for k in ("kernel", "stride", "pad", "out_hw"))
+        _, h, w, _ = four
+        if self.kind == "max":
+            lo = -(1 << (dt.itemsize * 8 - 1))  # the padded positions' value: never beats a valid element
+            geo = np.array([kh, kw, sh, sw, pt, pl, lo], np.int64)
+            entry = mod.max_entry(dt)
+
+            def run_max(x: np.ndarray, out: np.ndarray) -> None:
+                entry(x, geo, out)
+            return run_max
+        table = self._table(p, h, w, dt)
+        if table is None:
+            return None
+        lut, base = table
+        geo = np.array([kh, kw, sh, sw, pt, pl], np.int64)
+        entry = mod.ave_entry(dt, dt)
+
+        def run_ave(x: np.ndarray, out: np.ndarray) -> None:
+            entry(x, geo, base, lut, out)
+        return run_ave
 
 
 # ----------------------------------------------------------------------------------------------

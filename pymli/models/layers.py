@@ -40,7 +40,6 @@ from ..capi.types import (
     ReluCfg,
     SoftmaxCfg,
 )
-from ..config import get_platform
 from ..errors import MliError, Status
 from ..formats import ElType
 from ..graph import args
@@ -683,6 +682,22 @@ class _Pool(Layer):
     def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
         raise NotImplementedError
 
+    @staticmethod
+    def _prepared_step(prep: KP.PreparedPool, dtype: np.dtype) -> Step:
+        """The step of a prepared pooling: its one-shape form per batch shape (a few kept), any batch
+        axis pooled in one pass (each sample computed as alone)."""
+        shaped: dict[tuple[int, ...], Callable[[np.ndarray], np.ndarray]] = {}
+
+        def step(xs: list[np.ndarray]) -> np.ndarray:
+            x = xs[0]
+            f = shaped.get(x.shape)
+            if f is None:
+                if len(shaped) >= 4:
+                    shaped.clear()
+                f = shaped[x.shape] = prep.single(x.shape, x.dtype) or prep
+            return f(x).astype(dtype, copy=False)
+        return step
+
     def out_shape(self, in_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
         h, w, c = _hwc(self, in_shapes[0])
         t, b, l, r = self.padding
@@ -698,11 +713,7 @@ class MaxPool(_Pool):
     follows_input = True
 
     def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
-        dtype = out_q.el_type.dtype
-
-        def step(xs: list[np.ndarray]) -> np.ndarray:
-            return KP.maxpool_hwc(xs[0], **geo).astype(dtype, copy=False)  # batch axis: one pass
-        return step
+        return self._prepared_step(KP.PreparedPool("max", **geo), out_q.el_type.dtype)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.max_pool(xs[0], self.kernel, self.stride, self.padding)
@@ -718,19 +729,14 @@ class AvgPool(_Pool):
         return None
 
     def _pool_step(self, in_q: QParams, out_q: QParams, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Step:
-        dtype = out_q.el_type.dtype
         if in_q.el_type.is_sa:
             rq = requant_params(int(in_q.scale), int(in_q.scale_frac_bits), int(in_q.zero_point),
                                 int(out_q.scale), int(out_q.scale_frac_bits), int(out_q.zero_point))
-            arith: dict[str, Any] = {"base_shift": 0, "requant": rq}
+            # the AVEPOOL_16BIT_MUL option is the platform's in force at run time (mul16=None)
+            prep = KP.PreparedPool("ave", **geo, base_shift=0, requant=rq)
         else:
-            arith = {"base_shift": int(in_q.frac_bits) - int(out_q.frac_bits)}
-
-        def step(xs: list[np.ndarray]) -> np.ndarray:
-            # the AVEPOOL_16BIT_MUL option is the platform's in force at run time
-            mul16 = get_platform().avepool_16bit_mul if in_q.el_type.is_sa else False
-            return KP.avepool_hwc(xs[0], **geo, **arith, mul16=mul16).astype(dtype, copy=False)  # batch axis
-        return step
+            prep = KP.PreparedPool("ave", **geo, base_shift=int(in_q.frac_bits) - int(out_q.frac_bits), mul16=False)
+        return self._prepared_step(prep, out_q.el_type.dtype)
 
     def forward_float(self, xs: list[np.ndarray], original: bool = False) -> np.ndarray:
         return F.avg_pool(xs[0], self.kernel, self.stride, self.padding)

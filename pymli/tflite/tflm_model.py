@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import capi
 from ..arith.eltwise import EltOp
-from ..arith.pool import requant_params
+from ..arith.pool import RequantParams, requant_params
 from ..capi import convolution as capi_conv
 from ..config import PRESETS, Platform, get_platform, use_platform
 from ..errors import MliError, Status
@@ -44,7 +44,7 @@ from ..kernels._blas import SMALL_PRODUCT, blas_single_thread
 from ..kernels.conv_prepared import prepare_conv, prepare_group_conv
 from ..kernels.eltwise import eltwise_sa8
 from ..kernels.fully_connected import prepare_fc, prepare_pointwise
-from ..kernels.pooling import avepool_hwc, degenerate, maxpool_hwc
+from ..kernels.pooling import PreparedPool, degenerate
 from ..tensor import Tensor
 from ..tflm import arc_mli
 from ..tflm.common import activation_range
@@ -410,7 +410,8 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
 
     The returned ``f(x, y)`` takes the operator's input rows (conv / pool: (M, H, W, C); FC: (M, n_in);
     ADD: two equal-shaped arrays) and returns int8 outputs. Rounding, FULL_ACCU and the 16-bit average
-    pooling multiplier are read by the kernels from the current platform on every call.
+    pooling multiplier are read by the kernels from the current platform on every call (the average
+    pooling's requantisation, whose derivation rounds, is derived once per platform).
     """
     inp = _sa(np.zeros(1, np.int8), c.inp)
     out = _sa(np.zeros(1, np.int8), c.out)
@@ -458,20 +459,23 @@ def _fast_mli(c: _MliCall, out_shape: tuple[int, ...]) -> Callable[[np.ndarray, 
         if any(v > 255 for v in kernel + stride + pads):
             return None  # the cfg holds uint8 fields: leave the wrap to the capi function
         if "avepool" in fn:
-            rq = requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
-                                int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
-
-            def pool(imgs: np.ndarray) -> np.ndarray:
-                return avepool_hwc(imgs, **geo, base_shift=0, requant=rq,  # type: ignore[arg-type]
-                                   mul16=get_platform().avepool_16bit_mul).astype(np.int8, copy=False)
+            def rq() -> RequantParams:  # derived per platform by the prepared pooling (it rounds)
+                return requant_params(int(inp.scale), int(inp.scale_frac_bits), int(inp.zero_point),
+                                      int(out.scale), int(out.scale_frac_bits), int(out.zero_point))
+            prep = PreparedPool("ave", **geo, requant=rq)  # type: ignore[arg-type]  # mul16: the platform's
         else:
-            def pool(imgs: np.ndarray) -> np.ndarray:
-                return maxpool_hwc(imgs, **geo).astype(np.int8, copy=False)  # type: ignore[arg-type]
+            prep = PreparedPool("max", **geo)  # type: ignore[arg-type]
 
         def pools(x: np.ndarray, _: np.ndarray | None = None) -> np.ndarray | None:
             if degenerate(x.shape[1], x.shape[2], kernel, stride, pads, (ho, wo)):
                 return None
-            return pool(x)  # the pooling kernels take a batch [N, H, W, C] in one pass
+            return prep(x).astype(np.int8, copy=False)  # the pooling kernels take a batch [N, H, W, C] in one pass
+
+        def single(shape: tuple[int, ...], dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray] | None:
+            if len(shape) != 4 or dtype != np.int8 or degenerate(shape[1], shape[2], kernel, stride, pads, (ho, wo)):
+                return None
+            return prep.single(shape, dtype)
+        pools.single = single  # type: ignore[attr-defined]  # for _OffloadedStep._direct
         return pools  # type: ignore[return-value]
     w, cf = c.weights, c.cfg
     n = w.shape[3]
