@@ -426,17 +426,28 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
                 for v in (float(-(1 << (bits - 1))), float((1 << (bits - 1)) - 1))]
         saturate = not all(-(1 << (bits - 1)) <= float(e.min()) and float(e.max()) <= (1 << (bits - 1)) - 1
                            for e in ends)
+    neutral = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
     ext = np.empty(n + 1, dt)
-    ext[n] = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
-    body = ext[:n].reshape(h, w, c)
+    ext[n] = neutral
+    busy = threading.Lock()  # the kept buffer serves one call at a time (a memoised capi plan is shared)
 
-    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        body[...] = x
-        g = ext[idx]
+    def reduce(buf: np.ndarray, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        buf[:n].reshape(h, w, c)[...] = x
+        g = buf[idx]
         if finish is None:
             return np.maximum.reduce(g, axis=0, out=out)
         # Sums of at most 2**12 values below 2**15 in magnitude: exact in float64.
         return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
+
+    def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        if busy.acquire(blocking=False):
+            try:
+                return reduce(ext, x, out)
+            finally:
+                busy.release()
+        own = np.empty(n + 1, dt)  # another thread holds the kept buffer: a buffer of this call's own
+        own[n] = neutral
+        return reduce(own, x, out)
 
     return compute
 

@@ -190,6 +190,25 @@ def test_threads_share_a_form(jit: bool) -> None:
         assert all(ex.map(work, range(8)))
 
 
+@pytest.mark.parametrize("kind", ["max", "ave"])
+def test_pool_plan_shared_by_threads(kind: str) -> None:
+    """A memoised capi plan (:func:`pool_plan`'s one-gather form) called from several threads at once:
+    each call reads its own input (the kept buffer serves one call; the others take their own)."""
+    geo = dict(kernel=(3, 3), stride=(1, 1), pad=(1, 1), out_hw=(6, 6))
+    arith = dict(base_shift=1) if kind == "ave" else {}
+    plan = KP.pool_plan(kind, (6, 6, 5), np.int16, **geo, **arith)
+    rng = np.random.default_rng(12)
+    xs = [rng.integers(-32768, 32768, (6, 6, 5)).astype(np.int16) for _ in range(8)]
+    wants = [_plain(kind, x[None], geo, arith)[0] for x in xs]
+    plan(xs[0])
+    plan(xs[0])  # the gather form from the second call on
+
+    def work(k: int) -> bool:
+        return all(np.array_equal(plan(xs[k]), wants[k]) for _ in range(300))
+    with ThreadPoolExecutor(4) as ex:
+        assert all(ex.map(work, range(8)))
+
+
 @pytest.mark.skipif(not _jit.available(), reason="numba (the jit extra) is not installed")
 def test_warm_up_covers_the_compiled_forms() -> None:
     """``_jit_pool.warm_up()`` compiles every signature the compiled forms call: none is added after it."""
