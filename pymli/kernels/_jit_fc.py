@@ -24,6 +24,17 @@ _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
 
 @numba.njit(**_JIT)
+def _row_sums(x, w, i, acc):  # pragma: no cover - compiled
+    """``acc[:] = x[i] @ w`` in int64 (exact: int8 products over a few thousand inputs)."""
+    k, m = w.shape
+    acc[:] = 0
+    for j in range(k):
+        v = np.int64(x[i, j])
+        for c in range(m):
+            acc[c] += v * w[j, c]
+
+
+@numba.njit(**_JIT)
 def fc_sa8_small(x, w, chan, par, out):  # pragma: no cover - compiled
     """``out[i, c] = finish_sa8(x @ w)[i, c]``.
 
@@ -31,17 +42,13 @@ def fc_sa8_small(x, w, chan, par, out):  # pragma: no cover - compiled
         x: (N, K) int8 inputs. w: (K, M) int8 weights. chan, par: the constants of ``finish_sa8``.
         out: (N, M) int8, written.
     """
-    n, k = x.shape
+    n = x.shape[0]
     m = w.shape[1]
     up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
     pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
     acc = np.empty(m, np.int64)
     for i in range(n):
-        acc[:] = 0
-        for j in range(k):
-            v = np.int64(x[i, j])
-            for c in range(m):
-                acc[c] += v * w[j, c]
+        _row_sums(x, w, i, acc)
         for c in range(m):
             out[i, c] = _sa8_out(acc[c], chan, c, up, pre_lo, pre_hi, zp, lo, hi)
 
@@ -54,18 +61,14 @@ def fc_fx_small(x, w, bias, par, out):  # pragma: no cover - compiled
         x: (N, K) int8 inputs. w: (K, M) int8 weights. bias, par: the constants of ``finish_fx``.
         out: (N, M) int8 / int16, written.
     """
-    n, k = x.shape
+    n = x.shape[0]
     m = w.shape[1]
     wrap32, sat_lo, sat_hi, rnd_lim, s, half = par[0] != 0, par[1], par[2], par[3], par[4], par[5]
     wsh = 32 if wrap32 else 0
     up, cont_lo, cont_hi, lo, hi = par[6] != 0, par[7], par[8], par[9], par[10]
     acc = np.empty(m, np.int64)
     for i in range(n):
-        acc[:] = 0
-        for j in range(k):
-            v = np.int64(x[i, j])
-            for c in range(m):
-                acc[c] += v * w[j, c]
+        _row_sums(x, w, i, acc)
         for c in range(m):
             out[i, c] = _fx_out(acc[c], bias[c], wsh, sat_lo, sat_hi, rnd_lim, s, half, up, cont_lo, cont_hi,
                                 lo, hi)

@@ -23,6 +23,13 @@ _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 
 
 @numba.njit(**_JIT)
+def _span(i, stride, pad, k, n):  # pragma: no cover - compiled
+    """The valid input positions ``[first, end)`` of window ``i`` along one axis (``n`` positions)."""
+    first = i * stride - pad
+    return max(first, 0), min(first + k, n)
+
+
+@numba.njit(**_JIT)
 def max_hwc(x, geo, out):  # pragma: no cover - compiled
     """``out[n, i, j, c]`` = the maximum of window (i, j) of ``x[n, ..., c]``.
 
@@ -37,13 +44,9 @@ def max_hwc(x, geo, out):  # pragma: no cover - compiled
     kh, kw, sh, sw, pt, pl, fill = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], geo[6]
     for b in range(nb):
         for i in range(oh):
-            r0 = i * sh - pt
-            r1 = min(r0 + kh, h)
-            r0 = max(r0, 0)
+            r0, r1 = _span(i, sh, pt, kh, h)
             for j in range(ow):
-                q0 = j * sw - pl
-                q1 = min(q0 + kw, w)
-                q0 = max(q0, 0)
+                q0, q1 = _span(j, sw, pl, kw, w)
                 for c in range(ch):
                     out[b, i, j, c] = fill
                 for r in range(r0, r1):
@@ -71,13 +74,9 @@ def ave_hwc(x, geo, base, lut, out):  # pragma: no cover - compiled
     acc = np.empty(ch, np.int64)
     for b in range(nb):
         for i in range(oh):
-            r0 = i * sh - pt
-            r1 = min(r0 + kh, h)
-            r0 = max(r0, 0)
+            r0, r1 = _span(i, sh, pt, kh, h)
             for j in range(ow):
-                q0 = j * sw - pl
-                q1 = min(q0 + kw, w)
-                q0 = max(q0, 0)
+                q0, q1 = _span(j, sw, pl, kw, w)
                 for c in range(ch):
                     acc[c] = 0
                 for r in range(r0, r1):
