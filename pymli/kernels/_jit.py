@@ -461,6 +461,16 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
             out = np.empty((r1 - r0, wo, c), dtype=odt)
             return out if _ran(mod.depthwise_fx3_pairs, x, wf64, np.empty(c), out, r0, ho, geo, chan, fx40) else None
         return run_pairs
+    if stage.sa8 and kh == 3 and kw == 3 and ho * wo * c <= FLAT_OUTPUTS and 9 * xb * wb < 1 << 24:
+        # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact;
+        # the per-channel operands tiled along an output row (j = ox * C + c)
+        wt = np.ascontiguousarray(np.tile(wk.astype(np.float32).reshape(9, c), (1, wo)))
+        chan_t = np.ascontiguousarray(np.tile(chan, (1, wo)))
+
+        def run_flat(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_sa8_3_flat, x, x_off, wt, out, r0, ho, geo, chan_t, par) else None
+        return run_flat
     if stage.sa8 and ring and 9 * xb * wb < 1 << 24:
         # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
         wf32 = wk.astype(np.float32)
@@ -628,6 +638,12 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
     return out
 
 
+FLAT_OUTPUTS = 2048
+"""Most outputs (Ho * Wo * C) of a 3x3 s8asym call that takes ``depthwise_sa8_3_flat`` (loops over whole
+output rows: a few channels' loops run in scalar remainders; measured one thread, with the ~0.45 us
+call: 8x8x8 ~1.35 us against ~1.9 us on the row ring, 6x6x8 ~1.0 against ~1.6, 16x16x16 even; larger
+maps and strides of 2 read better from the ring or the input directly)."""
+
 RING_CHANNELS = 128
 """Most channels of the row-ring loop nests (``depthwise_fx3_rows``, ``depthwise_sa8_3_rows``): six float
 rows of more channels and the weights no longer stay in the first-level cache (measured fx16, one
@@ -694,7 +710,7 @@ def _container_bound(char: str, offset: int) -> int:
 _WARM_SA8 = (("b", "b", "i", "b"),)
 _WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
 _WARM_FX3 = (("h", "h"), ("b", "b"))
-_WARM_SA8_3 = ("b",)
+_WARM_SA8_3 = ("b",)  # also the x containers of depthwise_sa8_3_flat
 _WARM_PAIRS = (("h", "h"), ("b", "b"))
 _WARM_SUMS = ("f", "d", "i", "q")
 
@@ -717,6 +733,8 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd in _WARM_SA8_3:
         mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
                                  np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)
+        mod.depthwise_sa8_3_flat(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((9, 6), np.float32),
+                                 np.empty((3, 3, 2), np.int8), 0, 3, geo, np.zeros((7, 6), dtype=I64), par_sa8)
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))
