@@ -415,11 +415,15 @@ _RUNNERS: dict[tuple, _RowsRunner | None] = {}
 
 def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
                  stage: DepthwiseStage | None, stride: tuple[int, int], dilation: tuple[int, int],
-                 pad: tuple[int, int], out_hw: tuple[int, int]) -> _RowsRunner | None:
+                 pad: tuple[int, int], out_hw: tuple[int, int], mult: int = 1) -> _RowsRunner | None:
     """The compiled loop nest of :func:`depthwise` for inputs of this shape and dtype, its operands
     derived once: ``run(x, r0, r1)`` returns the output rows ``r0 .. r1 - 1`` (rows of all samples,
     numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array
     (None when the loop nest's first compile was cut short: :func:`_ran`).
+
+    ``mult`` > 1: ``run`` takes (N, H, W, C / mult) inputs standing for their channels each repeated
+    ``mult`` times (``x_shape``: the repeated shape), read so by ``depthwise_sa8_3_flat`` (the other
+    loop nests do not: None).
 
     Returns:
         The runner, or None when the JIT does not take such calls (see :func:`depthwise`).
@@ -436,8 +440,9 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     wb = -int(np.iinfo(w.dtype).min)
     if xb * wb >= 1 << 31 or (not stage.sa8 and x_off):
         return None  # the loop nest forms each product in int32
+    flat = stage.sa8 and kh == 3 and kw == 3 and ho * wo * c <= FLAT_OUTPUTS and 9 * xb * wb < 1 << 24
     mod = _module()
-    if mod is None:
+    if mod is None or (mult != 1 and not flat):
         return None
     wk = np.array(w, order="C").reshape(kh, kw, c)  # a copy: depthwise keeps runners by the weights' values
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
@@ -461,7 +466,7 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
             out = np.empty((r1 - r0, wo, c), dtype=odt)
             return out if _ran(mod.depthwise_fx3_pairs, x, wf64, np.empty(c), out, r0, ho, geo, chan, fx40) else None
         return run_pairs
-    if stage.sa8 and kh == 3 and kw == 3 and ho * wo * c <= FLAT_OUTPUTS and 9 * xb * wb < 1 << 24:
+    if flat:
         # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact;
         # the per-channel operands tiled along an output row (j = ox * C + c)
         wt = np.ascontiguousarray(np.tile(wk.astype(np.float32).reshape(9, c), (1, wo)))
@@ -592,6 +597,40 @@ class PreparedDepthwise:
         if plan is None or plan[3] is not None:
             return None
         rows, out_shape, run, _ = plan
+        return self._single(shape, dtype, other, p, rows, out_shape, run)
+
+    def single_repeated(self, shape: tuple[int, ...], dtype: np.dtype, mult: int,
+                        other: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray] | None:
+        """:meth:`single` on inputs of ``C / mult`` channels standing for each channel repeated ``mult``
+        times (a channel multiplier), read so by the loop nest (no repeated copy): ``f(x)`` is
+        ``single(...)(x.repeat(mult, axis=-1))``; every other call goes to ``other``, on ``x``.
+
+        Args:
+            shape: (H, W, C / mult) or (N, H, W, C / mult) of the input. dtype: its dtype.
+            mult: the channel multiplier (``C``: the weights' channels). other: as :meth:`single`.
+
+        Returns:
+            ``f``, or None where the loop nest does not take such inputs (only tiny 3x3 s8asym maps:
+            ``depthwise_sa8_3_flat``) or a call may go over the threads.
+        """
+        p = get_platform()
+        c = self._w.shape[-1]
+        if not _STATE["on"] or len(shape) not in (3, 4) or mult < 1 or shape[-1] * mult != c:
+            return None
+        stride, dilation, pad, (ho, wo) = self._geo
+        shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
+        stage = self._stage()
+        rows = shape4[0] * ho
+        run = _rows_runner((*shape4[:-1], c), np.dtype(dtype), self._w, self._x_offset, stage, stride, dilation, pad,
+                           (ho, wo), mult)
+        if run is None or _site(stage, np.dtype(dtype), self._w, rows, wo, c) is not None:  # type: ignore[arg-type]
+            return None
+        return self._single(shape, dtype, other, p, rows, (*shape[:-3], ho, wo, c), run)
+
+    @staticmethod
+    def _single(shape: tuple[int, ...], dtype: np.dtype, other: Callable[[np.ndarray], np.ndarray], p: object,
+                rows: int, out_shape: tuple[int, ...], run: _RowsRunner) -> Callable[[np.ndarray], np.ndarray]:
+        """The ``f`` of :meth:`single` for inputs ``shape``, ``dtype`` under platform ``p``."""
         shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
         shape, state = tuple(shape), _STATE
 

@@ -453,39 +453,45 @@ def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma
     column phase: padded column ``m * stride_w + p`` at ``[p, m * C + c]``. Output row ``oy``'s tap
     ``(ky, kx)`` then reads padded row ``oy * stride_h + ky * dil_h``, phase ``kx * dil_w % stride_w``,
     contiguously from ``(kx * dil_w // stride_w) * C``. Sums in float32: integer-valued and exact as in
-    :func:`depthwise_sa8_3_rows` (the caller checks the bound).
+    :func:`depthwise_sa8_3_rows` (the caller checks the bound). An input of ``C / m`` channels stands
+    for its channels each repeated ``m`` times (a channel multiplier: output channel ``c`` reads input
+    channel ``c // m``), repeated in that conversion.
 
     Args:
-        x: (N, H, W, C) C-contiguous int8 / int16 input; x_off: the input offset.
+        x: (N, H, W, C / m) C-contiguous int8 / int16 input (``m``: ``C`` over its channels); x_off: the
+            input offset.
         wt: (9, Wo * C) float32 weights tiled along the row (``wt[3 * ky + kx, ox * C + c] = w[ky, kx, c]``).
         out: (rows, Wo, C) C-contiguous output rows (written); row0, ho, geo, par: as
             :func:`depthwise_sa8_rows`.
         chan: (7, Wo * C) int64 per-channel constants of :func:`depthwise_sa8_rows` tiled along the row.
     """
-    nb, h, wdt, c = x.shape
+    nb, h, wdt, cin = x.shape
+    wo, c = out.shape[1], out.shape[2]
+    mult = c // cin
     sh, sw, dh, dw, pt, pl = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
     up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
     pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
-    wo = out.shape[1]
     length = wo * c
     width = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)  # padded columns: every tap's column inside
     height = max(pt + h, (ho - 1) * sh + 2 * dh + 1)
     n0, n1 = row0 // ho, (row0 + out.shape[0] - 1) // ho
     xp = np.zeros((n1 + 1 - n0, height, sw, (width + sw - 1) // sw * c), dtype=wt.dtype)
     off = wt.dtype.type(x_off)
-    xr = x.reshape(nb, h, wdt * c)  # C-contiguous (the caller's): a view
+    xr = x.reshape(nb, h, wdt * cin)  # C-contiguous (the caller's): a view
     for n in range(n0, n1 + 1):
         for iy in range(h):
             src = xr[n, iy]
-            if sw == 1:
+            if sw == 1 and mult == 1:
                 dst = xp[n - n0, pt + iy, 0, pl * c:]
                 for j in range(wdt * c):
                     dst[j] = wt.dtype.type(src[j]) - off
             else:
                 for ix in range(wdt):
                     dst = xp[n - n0, pt + iy, (pl + ix) % sw, (pl + ix) // sw * c:]
-                    for ch in range(c):
-                        dst[ch] = wt.dtype.type(src[ix * c + ch]) - off
+                    for ci in range(cin):
+                        v = wt.dtype.type(src[ix * cin + ci]) - off
+                        for k in range(mult):
+                            dst[ci * mult + k] = v
     p0, p1, p2 = 0, dw % sw, 2 * dw % sw
     k1, k2 = dw // sw * c, 2 * dw // sw * c
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6], wt[7], wt[8]
