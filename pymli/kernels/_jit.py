@@ -471,10 +471,12 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
         # the per-channel operands tiled along an output row (j = ox * C + c)
         wt = np.ascontiguousarray(np.tile(wk.astype(np.float32).reshape(9, c), (1, wo)))
         chan_t = np.ascontiguousarray(np.tile(chan, (1, wo)))
+        gather = _flat_gather(x_shape[2], c, mult, stride[1], dilation[1], pad[1], wo)
 
         def run_flat(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
             out = np.empty((r1 - r0, wo, c), dtype=odt)
-            return out if _ran(mod.depthwise_sa8_3_flat, x, x_off, wt, out, r0, ho, geo, chan_t, par) else None
+            return out if _ran(mod.depthwise_sa8_3_flat, x, x_off, wt, gather, out, r0, ho, geo, chan_t, par) \
+                else None
         return run_flat
     if stage.sa8 and ring and 9 * xb * wb < 1 << 24:
         # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
@@ -499,6 +501,18 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
         acc = np.empty((wo, c), dtype=acc_dt)
         return out if _ran(mod.depthwise_fx_rows, x, wk, acc, out, r0, ho, geo, chan, par) else None
     return run_fx
+
+
+def _flat_gather(wdt: int, c: int, mult: int, sw: int, dw: int, pl: int, wo: int) -> np.ndarray:
+    """The ``gather`` table of ``depthwise_sa8_3_flat`` (see there) for input rows of ``wdt`` columns of
+    ``c / mult`` channels, the width's stride ``sw``, dilation ``dw``, left padding ``pl``, ``wo`` outputs."""
+    cin = c // mult
+    width = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)
+    mw = -(-width // sw)
+    p, m, ch = np.meshgrid(np.arange(sw), np.arange(mw), np.arange(c), indexing="ij")
+    ix = m * sw + p - pl
+    inside = (ix >= 0) & (ix < wdt)
+    return np.where(inside, ix * cin + ch // mult, wdt * cin).astype(np.uint32).reshape(-1)
 
 
 class PreparedDepthwise:
@@ -773,7 +787,8 @@ def _warm_numba(mod: ModuleType) -> None:
         mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
                                  np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)
         mod.depthwise_sa8_3_flat(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((9, 6), np.float32),
-                                 np.empty((3, 3, 2), np.int8), 0, 3, geo, np.zeros((7, 6), dtype=I64), par_sa8)
+                                 np.zeros(10, np.uint32), np.empty((3, 3, 2), np.int8), 0, 3, geo,
+                                 np.zeros((7, 6), dtype=I64), par_sa8)
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))

@@ -442,7 +442,7 @@ def depthwise_sa8_3_rows(x, x_off, wf, out, row0, ho, geo, chan, par):  # pragma
 
 
 @numba.njit(**_JIT_FMA)
-def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma: no cover - compiled
+def depthwise_sa8_3_flat(x, x_off, wt, gather, out, row0, ho, geo, chan, par):  # pragma: no cover - compiled
     """:func:`depthwise_sa8_3_rows` for tiny maps: loops over a few channels run mostly in scalar
     remainders, so the loop here runs over a whole output row, ``j = ox * C + c`` (``Wo * C`` lanes;
     the per-channel operands tiled along the row once by the caller), the nine products and the output
@@ -450,8 +450,9 @@ def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma
 
     The input minus ``x_off`` is first converted into a float32 copy padded with zeros (rows and
     columns: every tap reads inside it, as the ring of :func:`_new_ring`), each padded row split by
-    column phase: padded column ``m * stride_w + p`` at ``[p, m * C + c]``. Output row ``oy``'s tap
-    ``(ky, kx)`` then reads padded row ``oy * stride_h + ky * dil_h``, phase ``kx * dil_w % stride_w``,
+    column phase: padded column ``m * stride_w + p`` at ``[p, m * C + c]`` (with a stride or a channel
+    multiplier, a padded row is gathered from the converted input row by the caller's table ``gather``).
+    Output row ``oy``'s tap ``(ky, kx)`` then reads padded row ``oy * stride_h + ky * dil_h``, phase ``kx * dil_w % stride_w``,
     contiguously from ``(kx * dil_w // stride_w) * C``. Sums in float32: integer-valued and exact as in
     :func:`depthwise_sa8_3_rows` (the caller checks the bound). An input of ``C / m`` channels stands
     for its channels each repeated ``m`` times (a channel multiplier: output channel ``c`` reads input
@@ -461,6 +462,11 @@ def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma
         x: (N, H, W, C / m) C-contiguous int8 / int16 input (``m``: ``C`` over its channels); x_off: the
             input offset.
         wt: (9, Wo * C) float32 weights tiled along the row (``wt[3 * ky + kx, ox * C + c] = w[ky, kx, c]``).
+        gather: (stride_w * ceil(Wp / stride_w) * C,) uint32: for each place ``p * ceil(Wp / stride_w) * C
+            + m * C + c`` of a padded row of ``Wp`` columns (``Wp = max(pad_l + W, (Wo - 1) * stride_w + 2
+            * dil_w + 1)``) the index ``ix * C / m + c // m`` of input column ``ix = m * stride_w + p -
+            pad_l`` in the input row, or ``W * C / m`` (a zero) outside the input (unused for stride 1
+            without a multiplier).
         out: (rows, Wo, C) C-contiguous output rows (written); row0, ho, geo, par: as
             :func:`depthwise_sa8_rows`.
         chan: (7, Wo * C) int64 per-channel constants of :func:`depthwise_sa8_rows` tiled along the row.
@@ -478,6 +484,7 @@ def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma
     xp = np.zeros((n1 + 1 - n0, height, sw, (width + sw - 1) // sw * c), dtype=wt.dtype)
     off = wt.dtype.type(x_off)
     xr = x.reshape(nb, h, wdt * cin)  # C-contiguous (the caller's): a view
+    tmp = np.zeros(wdt * cin + 1, dtype=wt.dtype)  # an input row converted, and a zero for the padding
     for n in range(n0, n1 + 1):
         for iy in range(h):
             src = xr[n, iy]
@@ -486,12 +493,11 @@ def depthwise_sa8_3_flat(x, x_off, wt, out, row0, ho, geo, chan, par):  # pragma
                 for j in range(wdt * c):
                     dst[j] = wt.dtype.type(src[j]) - off
             else:
-                for ix in range(wdt):
-                    dst = xp[n - n0, pt + iy, (pl + ix) % sw, (pl + ix) // sw * c:]
-                    for ci in range(cin):
-                        v = wt.dtype.type(src[ix * cin + ci]) - off
-                        for k in range(mult):
-                            dst[ci * mult + k] = v
+                for j in range(wdt * cin):
+                    tmp[j] = wt.dtype.type(src[j]) - off
+                dst = xp[n - n0, pt + iy].reshape(gather.size)
+                for j in range(gather.size):
+                    dst[j] = tmp[gather[j]]
     p0, p1, p2 = 0, dw % sw, 2 * dw % sw
     k1, k2 = dw // sw * c, 2 * dw // sw * c
     w0, w1, w2, w3, w4, w5, w6, w7, w8 = wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6], wt[7], wt[8]

@@ -155,7 +155,8 @@ def test_channel_multiplier_read_in_the_loop_nest(kind: str, monkeypatch: pytest
     mod = _jit._module()
     seen = []
     real = mod.depthwise_sa8_3_flat
-    monkeypatch.setattr(mod, "depthwise_sa8_3_flat", lambda *a: seen.append((a[0].shape[-1], a[3].shape[-1])) or real(*a))
+    monkeypatch.setattr(mod, "depthwise_sa8_3_flat",
+                        lambda *a: seen.append((a[0].shape[-1], a[4].shape[-1])) or real(*a))
     was = _jit.set_enabled(True)
     try:
         for seed in range(16):

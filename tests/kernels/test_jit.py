@@ -623,7 +623,7 @@ def test_sa8_3x3_flat(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPa
     mod = _jit._module()
     taken = []
     real = mod.depthwise_sa8_3_flat
-    monkeypatch.setattr(mod, "depthwise_sa8_3_flat", lambda *a: taken.append(a[3].shape) or real(*a))
+    monkeypatch.setattr(mod, "depthwise_sa8_3_flat", lambda *a: taken.append(a[4].shape) or real(*a))
     monkeypatch.setattr(_jit, "_RUNNERS", {})
     rng = np.random.default_rng([29, PLATFORMS.index(plat)])
     cases = 0
