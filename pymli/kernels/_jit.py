@@ -645,14 +645,21 @@ class PreparedDepthwise:
     def _single(shape: tuple[int, ...], dtype: np.dtype, other: Callable[[np.ndarray], np.ndarray], p: object,
                 rows: int, out_shape: tuple[int, ...], run: _RowsRunner) -> Callable[[np.ndarray], np.ndarray]:
         """The ``f`` of :meth:`single` for inputs ``shape``, ``dtype`` under platform ``p``."""
-        shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
         shape, state = tuple(shape), _STATE
+        if len(shape) == 3:  # the runner's (rows, Wo, C) is the output's shape: no reshape
+            def f3(x: np.ndarray) -> np.ndarray:
+                if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
+                        or not x.flags.c_contiguous:
+                    return other(x)
+                out = run(x[None], 0, rows)
+                return other(x) if out is None else out
+            return f3
 
         def f(x: np.ndarray) -> np.ndarray:
             if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
                     or not x.flags.c_contiguous:
                 return other(x)
-            out = run(x.reshape(shape4), 0, rows)
+            out = run(x, 0, rows)
             return other(x) if out is None else out.reshape(out_shape)
         return f
 
