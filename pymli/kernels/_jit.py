@@ -23,7 +23,9 @@ scaled by the output shift's power of two (they vectorise), and that stage as a 
 rounding (:func:`_fx3_operands`); a 3x3 s8asym call ``depthwise_sa8_3_rows``: exact float32 sums,
 then the int64 stage; both on a ring of input rows converted to floats once, where that pays
 (:func:`_ring_pays`; else ``depthwise_fx3_pairs``: float64 sums read from the input, and
-``depthwise_sa8_rows``). :func:`finish` runs the same stages on the exact
+``depthwise_sa8_rows``); tiny 3x3 s8asym maps (:data:`FLAT_OUTPUTS`) take ``depthwise_sa8_3_flat``,
+loops over whole output rows, which also reads a channel multiplier's input channels itself
+(:meth:`PreparedDepthwise.single_repeated`). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
