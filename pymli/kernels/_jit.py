@@ -23,7 +23,9 @@ scaled by the output shift's power of two (they vectorise), and that stage as a 
 rounding (:func:`_fx3_operands`); a 3x3 s8asym call ``depthwise_sa8_3_rows``: exact float32 sums,
 then the int64 stage; both on a ring of input rows converted to floats once, where that pays
 (:func:`_ring_pays`; else ``depthwise_fx3_pairs``: float64 sums read from the input, and
-``depthwise_sa8_rows``). :func:`finish` runs the same stages on the exact
+``depthwise_sa8_rows``); tiny 3x3 s8asym maps (:data:`FLAT_OUTPUTS`) take ``depthwise_sa8_3_flat``,
+loops over whole output rows, which also reads a channel multiplier's input channels itself
+(:meth:`PreparedDepthwise.single_repeated`). :func:`finish` runs the same stages on the exact
 sums of :mod:`pymli.kernels.convolution`'s row blocks (float GEMM results or integers).
 :class:`PreparedDepthwise` keeps a prepared layer's loop nest and its operands per platform and input
 shape, so that a small step is one compiled call (the per-call derivation of :func:`depthwise` is
@@ -415,11 +417,15 @@ _RUNNERS: dict[tuple, _RowsRunner | None] = {}
 
 def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_offset: int,
                  stage: DepthwiseStage | None, stride: tuple[int, int], dilation: tuple[int, int],
-                 pad: tuple[int, int], out_hw: tuple[int, int]) -> _RowsRunner | None:
+                 pad: tuple[int, int], out_hw: tuple[int, int], mult: int = 1) -> _RowsRunner | None:
     """The compiled loop nest of :func:`depthwise` for inputs of this shape and dtype, its operands
     derived once: ``run(x, r0, r1)`` returns the output rows ``r0 .. r1 - 1`` (rows of all samples,
     numbered ``sample * Ho + oy``; ``x`` C-contiguous (N, H, W, C)) as a fresh (r1 - r0, Wo, C) array
     (None when the loop nest's first compile was cut short: :func:`_ran`).
+
+    ``mult`` > 1: ``run`` takes (N, H, W, C / mult) inputs standing for their channels each repeated
+    ``mult`` times (``x_shape``: the repeated shape), read so by ``depthwise_sa8_3_flat`` (the other
+    loop nests do not: None).
 
     Returns:
         The runner, or None when the JIT does not take such calls (see :func:`depthwise`).
@@ -436,8 +442,9 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
     wb = -int(np.iinfo(w.dtype).min)
     if xb * wb >= 1 << 31 or (not stage.sa8 and x_off):
         return None  # the loop nest forms each product in int32
+    flat = stage.sa8 and kh == 3 and kw == 3 and ho * wo * c <= FLAT_OUTPUTS and 9 * xb * wb < 1 << 24
     mod = _module()
-    if mod is None:
+    if mod is None or (mult != 1 and not flat):
         return None
     wk = np.array(w, order="C").reshape(kh, kw, c)  # a copy: depthwise keeps runners by the weights' values
     geo = np.array([stride[0], stride[1], dilation[0], dilation[1], pad[0], pad[1]], dtype=I64)
@@ -461,6 +468,18 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
             out = np.empty((r1 - r0, wo, c), dtype=odt)
             return out if _ran(mod.depthwise_fx3_pairs, x, wf64, np.empty(c), out, r0, ho, geo, chan, fx40) else None
         return run_pairs
+    if flat:
+        # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact;
+        # the per-channel operands tiled along an output row (j = ox * C + c)
+        wt = np.ascontiguousarray(np.tile(wk.astype(np.float32).reshape(9, c), (1, wo)))
+        chan_t = np.ascontiguousarray(np.tile(chan, (1, wo)))
+        gather = _flat_gather(x_shape[2], c, mult, stride[1], dilation[1], pad[1], wo)
+
+        def run_flat(x: np.ndarray, r0: int, r1: int) -> np.ndarray | None:
+            out = np.empty((r1 - r0, wo, c), dtype=odt)
+            return out if _ran(mod.depthwise_sa8_3_flat, x, x_off, wt, gather, out, r0, ho, geo, chan_t, par) \
+                else None
+        return run_flat
     if stage.sa8 and ring and 9 * xb * wb < 1 << 24:
         # float32 sums: every product and partial sum is an integer below 9 * xb * wb < 2**24: exact
         wf32 = wk.astype(np.float32)
@@ -484,6 +503,18 @@ def _rows_runner(x_shape: tuple[int, ...], x_dtype: np.dtype, w: np.ndarray, x_o
         acc = np.empty((wo, c), dtype=acc_dt)
         return out if _ran(mod.depthwise_fx_rows, x, wk, acc, out, r0, ho, geo, chan, par) else None
     return run_fx
+
+
+def _flat_gather(wdt: int, c: int, mult: int, sw: int, dw: int, pl: int, wo: int) -> np.ndarray:
+    """The ``gather`` table of ``depthwise_sa8_3_flat`` (see there) for input rows of ``wdt`` columns of
+    ``c / mult`` channels, the width's stride ``sw``, dilation ``dw``, left padding ``pl``, ``wo`` outputs."""
+    cin = c // mult
+    width = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)
+    mw = -(-width // sw)
+    p, m, ch = np.meshgrid(np.arange(sw), np.arange(mw), np.arange(c), indexing="ij")
+    ix = m * sw + p - pl
+    inside = (ix >= 0) & (ix < wdt)
+    return np.where(inside, ix * cin + ch // mult, wdt * cin).astype(np.uint32).reshape(-1)
 
 
 class PreparedDepthwise:
@@ -582,14 +613,55 @@ class PreparedDepthwise:
         if plan is None or plan[3] is not None:
             return None
         rows, out_shape, run, _ = plan
+        return self._single(shape, dtype, other, p, rows, out_shape, run)
+
+    def single_repeated(self, shape: tuple[int, ...], dtype: np.dtype, mult: int,
+                        other: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray] | None:
+        """:meth:`single` on inputs of ``C / mult`` channels standing for each channel repeated ``mult``
+        times (a channel multiplier), read so by the loop nest (no repeated copy): ``f(x)`` is
+        ``single(...)(x.repeat(mult, axis=-1))``; every other call goes to ``other``, on ``x``.
+
+        Args:
+            shape: (H, W, C / mult) or (N, H, W, C / mult) of the input. dtype: its dtype.
+            mult: the channel multiplier (``C``: the weights' channels). other: as :meth:`single`.
+
+        Returns:
+            ``f``, or None where the loop nest does not take such inputs (only tiny 3x3 s8asym maps:
+            ``depthwise_sa8_3_flat``) or a call may go over the threads.
+        """
+        p = get_platform()
+        c = self._w.shape[-1]
+        if not _STATE["on"] or len(shape) not in (3, 4) or mult < 1 or shape[-1] * mult != c:
+            return None
+        stride, dilation, pad, (ho, wo) = self._geo
         shape4 = tuple(shape) if len(shape) == 4 else (1, *shape)
+        stage = self._stage()
+        rows = shape4[0] * ho
+        run = _rows_runner((*shape4[:-1], c), np.dtype(dtype), self._w, self._x_offset, stage, stride, dilation, pad,
+                           (ho, wo), mult)
+        if run is None or _site(stage, np.dtype(dtype), self._w, rows, wo, c) is not None:  # type: ignore[arg-type]
+            return None
+        return self._single(shape, dtype, other, p, rows, (*shape[:-3], ho, wo, c), run)
+
+    @staticmethod
+    def _single(shape: tuple[int, ...], dtype: np.dtype, other: Callable[[np.ndarray], np.ndarray], p: object,
+                rows: int, out_shape: tuple[int, ...], run: _RowsRunner) -> Callable[[np.ndarray], np.ndarray]:
+        """The ``f`` of :meth:`single` for inputs ``shape``, ``dtype`` under platform ``p``."""
         shape, state = tuple(shape), _STATE
+        if len(shape) == 3:  # the runner's (rows, Wo, C) is the output's shape: no reshape
+            def f3(x: np.ndarray) -> np.ndarray:
+                if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
+                        or not x.flags.c_contiguous:
+                    return other(x)
+                out = run(x[None], 0, rows)
+                return other(x) if out is None else out
+            return f3
 
         def f(x: np.ndarray) -> np.ndarray:
             if x.shape != shape or x.dtype != dtype or get_platform() is not p or not state["on"] \
                     or not x.flags.c_contiguous:
                 return other(x)
-            out = run(x.reshape(shape4), 0, rows)
+            out = run(x, 0, rows)
             return other(x) if out is None else out.reshape(out_shape)
         return f
 
@@ -627,6 +699,12 @@ def finish(acc: np.ndarray, bound: int, stage: DepthwiseStage | None) -> np.ndar
             return None
     return out
 
+
+FLAT_OUTPUTS = 2048
+"""Most outputs (Ho * Wo * C) of a 3x3 s8asym call that takes ``depthwise_sa8_3_flat`` (loops over whole
+output rows: a few channels' loops run in scalar remainders; measured one thread, with the ~0.45 us
+call: 8x8x8 ~1.35 us against ~1.9 us on the row ring, 6x6x8 ~1.0 against ~1.6, 16x16x16 even; larger
+maps and strides of 2 read better from the ring or the input directly)."""
 
 RING_CHANNELS = 128
 """Most channels of the row-ring loop nests (``depthwise_fx3_rows``, ``depthwise_sa8_3_rows``): six float
@@ -694,7 +772,7 @@ def _container_bound(char: str, offset: int) -> int:
 _WARM_SA8 = (("b", "b", "i", "b"),)
 _WARM_FX = (("h", "h", "q", "h"), ("b", "b", "i", "b"), ("h", "b", "i", "h"))
 _WARM_FX3 = (("h", "h"), ("b", "b"))
-_WARM_SA8_3 = ("b",)
+_WARM_SA8_3 = ("b",)  # also the x containers of depthwise_sa8_3_flat
 _WARM_PAIRS = (("h", "h"), ("b", "b"))
 _WARM_SUMS = ("f", "d", "i", "q")
 
@@ -717,6 +795,9 @@ def _warm_numba(mod: ModuleType) -> None:
     for xd in _WARM_SA8_3:
         mod.depthwise_sa8_3_rows(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((3, 3, 2), np.float32),
                                  np.empty((3, 3, 2), np.int8), 0, 3, geo, chan7, par_sa8)
+        mod.depthwise_sa8_3_flat(np.zeros((1, 3, 3, 2), xd), 0, np.zeros((9, 6), np.float32),
+                                 np.zeros(10, np.uint32), np.empty((3, 3, 2), np.int8), 0, 3, geo,
+                                 np.zeros((7, 6), dtype=I64), par_sa8)
     for xd, od in _WARM_FX3:
         mod.depthwise_fx3_rows(np.zeros((1, 3, 3, 2), xd), np.zeros((3, 3, 2)), np.zeros(2), np.empty((3, 3, 2), od),
                                0, 3, geo, np.zeros(3))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["depthwise_fx3_pairs", "depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_3_rows",
-           "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
+__all__ = ["depthwise_fx3_pairs", "depthwise_fx3_rows", "depthwise_fx_rows", "depthwise_sa8_3_flat",
+           "depthwise_sa8_3_rows", "depthwise_sa8_rows", "finish_fx", "finish_sa8"]
 
 _JIT = {"nogil": True, "cache": True, "fastmath": False, "boundscheck": False}
 _JIT_FMA = {**_JIT, "fastmath": {"contract"}}
@@ -439,6 +439,82 @@ def depthwise_sa8_3_rows(x, x_off, wf, out, row0, ho, geo, chan, par):  # pragma
                 for ch in range(c):
                     out[r + i, ox, ch] = _sa8_out(np.int64(acc[i, ox, ch]), chan, ch, up, pre_lo, pre_hi, zp, lo, hi)
         r += k
+
+
+@numba.njit(**_JIT_FMA)
+def depthwise_sa8_3_flat(x, x_off, wt, gather, out, row0, ho, geo, chan, par):  # pragma: no cover - compiled
+    """:func:`depthwise_sa8_3_rows` for tiny maps: loops over a few channels run mostly in scalar
+    remainders, so the loop here runs over a whole output row, ``j = ox * C + c`` (``Wo * C`` lanes;
+    the per-channel operands tiled along the row once by the caller), the nine products and the output
+    stage of each ``j`` in one pass.
+
+    The input minus ``x_off`` is first converted into a float32 copy padded with zeros (rows and
+    columns: every tap reads inside it, as the ring of :func:`_new_ring`), each padded row split by
+    column phase: padded column ``m * stride_w + p`` at ``[p, m * C + c]`` (with a stride or a channel
+    multiplier, a padded row is gathered from the converted input row by the caller's table ``gather``).
+    Output row ``oy``'s tap ``(ky, kx)`` then reads padded row ``oy * stride_h + ky * dil_h``, phase ``kx * dil_w % stride_w``,
+    contiguously from ``(kx * dil_w // stride_w) * C``. Sums in float32: integer-valued and exact as in
+    :func:`depthwise_sa8_3_rows` (the caller checks the bound). An input of ``C / m`` channels stands
+    for its channels each repeated ``m`` times (a channel multiplier: output channel ``c`` reads input
+    channel ``c // m``), repeated in that conversion.
+
+    Args:
+        x: (N, H, W, C / m) C-contiguous int8 / int16 input (``m``: ``C`` over its channels); x_off: the
+            input offset.
+        wt: (9, Wo * C) float32 weights tiled along the row (``wt[3 * ky + kx, ox * C + c] = w[ky, kx, c]``).
+        gather: (stride_w * ceil(Wp / stride_w) * C,) uint32: for each place ``p * ceil(Wp / stride_w) * C
+            + m * C + c`` of a padded row of ``Wp`` columns (``Wp = max(pad_l + W, (Wo - 1) * stride_w + 2
+            * dil_w + 1)``) the index ``ix * C / m + c // m`` of input column ``ix = m * stride_w + p -
+            pad_l`` in the input row, or ``W * C / m`` (a zero) outside the input (unused for stride 1
+            without a multiplier).
+        out: (rows, Wo, C) C-contiguous output rows (written); row0, ho, geo, par: as
+            :func:`depthwise_sa8_rows`.
+        chan: (7, Wo * C) int64 per-channel constants of :func:`depthwise_sa8_rows` tiled along the row.
+    """
+    nb, h, wdt, cin = x.shape
+    wo, c = out.shape[1], out.shape[2]
+    mult = c // cin
+    sh, sw, dh, dw, pt, pl = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
+    up, zp, lo, hi = par[0] != 0, par[2], par[3], par[4]
+    pre_lo, pre_hi = (-32768, 32767) if par[1] != 0 else (_I64_MIN, _I64_MAX)
+    length = wo * c
+    width = max(pl + wdt, (wo - 1) * sw + 2 * dw + 1)  # padded columns: every tap's column inside
+    height = max(pt + h, (ho - 1) * sh + 2 * dh + 1)
+    n0, n1 = row0 // ho, (row0 + out.shape[0] - 1) // ho
+    xp = np.zeros((n1 + 1 - n0, height, sw, (width + sw - 1) // sw * c), dtype=wt.dtype)
+    off = wt.dtype.type(x_off)
+    xr = x.reshape(nb, h, wdt * cin)  # C-contiguous (the caller's): a view
+    tmp = np.zeros(wdt * cin + 1, dtype=wt.dtype)  # an input row converted, and a zero for the padding
+    for n in range(n0, n1 + 1):
+        for iy in range(h):
+            src = xr[n, iy]
+            if sw == 1 and mult == 1:
+                dst = xp[n - n0, pt + iy, 0, pl * c:]
+                for j in range(wdt * c):
+                    dst[j] = wt.dtype.type(src[j]) - off
+            else:
+                for j in range(wdt * cin):
+                    tmp[j] = wt.dtype.type(src[j]) - off
+                dst = xp[n - n0, pt + iy].reshape(gather.size)
+                for j in range(gather.size):
+                    dst[j] = tmp[gather[j]]
+    p0, p1, p2 = 0, dw % sw, 2 * dw % sw
+    k1, k2 = dw // sw * c, 2 * dw // sw * c
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6], wt[7], wt[8]
+    flat = out.reshape(out.shape[0], length)  # C-contiguous (the caller's): a view
+    for r in range(out.shape[0]):
+        n, oy = (row0 + r) // ho, (row0 + r) % ho
+        q0, q1, q2 = xp[n - n0, oy * sh], xp[n - n0, oy * sh + dh], xp[n - n0, oy * sh + 2 * dh]
+        # slices: indices the compiler knows non-negative (no wrap-around: the loop vectorises)
+        a0, a1, a2 = q0[p0, :length], q0[p1, k1:k1 + length], q0[p2, k2:k2 + length]
+        b0, b1, b2 = q1[p0, :length], q1[p1, k1:k1 + length], q1[p2, k2:k2 + length]
+        d0, d1, d2 = q2[p0, :length], q2[p1, k1:k1 + length], q2[p2, k2:k2 + length]
+        o = flat[r]
+        for j in range(length):
+            v = a0[j] * w0[j] + a1[j] * w1[j] + a2[j] * w2[j]
+            v = v + b0[j] * w3[j] + b1[j] * w4[j] + b2[j] * w5[j]
+            v = v + d0[j] * w6[j] + d1[j] * w7[j] + d2[j] * w8[j]
+            o[j] = _sa8_out(np.int64(v), chan, j, up, pre_lo, pre_hi, zp, lo, hi)
 
 
 @numba.njit(**_JIT)

@@ -778,6 +778,12 @@ class PreparedGroupConv:
         c, n = shape[-1], self._w.shape[3]
         if self._dw is not None and c and n % c == 0:  # groups of one channel
             mult = n // c
+            stage = self._dw._post.jit_stage() if mult > 1 else None  # type: ignore[union-attr]
+            if stage is not None and stage.out_dtype == self._dtype:
+                # tiny maps: the loop nest reads each input channel for its mult outputs (no repeat)
+                rep = self._dw._jit_dw.single_repeated(shape, dtype, mult, self)
+                if rep is not None:
+                    return rep
             dw = self._dw.single(shape[:-1] + (n,), dtype)
             if dw is None:
                 return None

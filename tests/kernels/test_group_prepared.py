@@ -144,6 +144,44 @@ def _check_all(prep, single, x, w, b, q, bounds, geo, dtype, what) -> None:
                 assert np.array_equal(single(xs), want), (what, p.name)
 
 
+@pytest.mark.parametrize("kind", ["sa8", "sa8_axis"])
+def test_channel_multiplier_read_in_the_loop_nest(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tiny 3x3 s8asym layers with a channel multiplier: the single-shape form (made under each platform)
+    runs ``depthwise_sa8_3_flat`` on the input itself (each channel read for its outputs, no repeated
+    copy) and equals the plain kernel: multipliers 2-8, strides, dilations, paddings, batches, extreme
+    values, strided inputs (the prepared call)."""
+    if not _jit.available():
+        pytest.skip("numba is not installed: no compiled loop nest")
+    mod = _jit._module()
+    seen = []
+    real = mod.depthwise_sa8_3_flat
+    monkeypatch.setattr(mod, "depthwise_sa8_3_flat",
+                        lambda *a: seen.append((a[0].shape[-1], a[4].shape[-1])) or real(*a))
+    was = _jit.set_enabled(True)
+    try:
+        for seed in range(16):
+            rng = np.random.default_rng([41, seed, len(kind)])
+            c, mult = int(rng.integers(1, 6)), int(rng.integers(2, 9))
+            extreme = seed % 4 == 3
+            w, b, q, bounds, xt = _layer(rng, kind, 9, c * mult, extreme)
+            w = w.reshape(3, 3, 1, c * mult)
+            h, wd = int(rng.integers(1, 10)), int(rng.integers(1, 10))
+            geo = _geometry(rng, h, wd, 3, 3)
+            x = _input(rng, h, wd, c, xt, extreme)
+            prep = prepare_group_conv(w, b, q, **geo, bounds=bounds, out_dtype=np.int8)
+            for p in PLATFORMS:
+                with use_platform(p):
+                    single = prep.single(x.shape, x.dtype)
+                    assert single is not None
+                    want = K.group_conv2d_hwcn(x, w, b, q, **geo, bounds=bounds).astype(np.int8)
+                    del seen[:]
+                    assert np.array_equal(single(x), want), (seed, kind, geo, c, mult, p.name)
+                    assert seen == [(c, c * mult)], (seed, geo)
+                    assert np.array_equal(prep(np.repeat(x, 2, axis=-2)[..., ::2, :]), want), (seed, p.name)
+    finally:
+        _jit.set_enabled(was)
+
+
 KINDS_ALL = [*KINDS, "fx8"]
 
 

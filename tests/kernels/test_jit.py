@@ -586,6 +586,8 @@ def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.
     taken = []
     real = mod.depthwise_sa8_3_rows
     monkeypatch.setattr(mod, "depthwise_sa8_3_rows", lambda *a: taken.append(1) or real(*a))
+    monkeypatch.setattr(_jit, "FLAT_OUTPUTS", 0)  # tiny maps too: the ring (test_sa8_3x3_flat)
+    monkeypatch.setattr(_jit, "_RUNNERS", {})
     rng = np.random.default_rng([13, PLATFORMS.index(plat)])
     cases, ring = 24, 0
     for i in range(cases):
@@ -609,6 +611,61 @@ def test_sa8_3x3_float32_sums(plat: Platform, jit_on: None, monkeypatch: pytest.
             r0 = int(rng.integers(0, rows))
             assert np.array_equal(run(np.ascontiguousarray(xb), r0, rows), want.reshape(rows, wo, -1)[r0:])
     assert len(taken) == ring > cases // 2
+
+
+@needs_numba
+@pytest.mark.parametrize("plat", PLATFORMS, ids=lambda p: p.name or repr(p))
+def test_sa8_3x3_flat(plat: Platform, jit_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``depthwise_sa8_3_flat`` (tiny maps: loops over whole output rows, the input converted into a
+    zero-padded copy split by column phase) against the NumPy path: random tiny maps, strides 1-3,
+    dilations, paddings (also wider than the kernel reach), batches, channel counts, extremes, both
+    rounding platforms, and row blocks starting mid-sample; larger maps keep the other loop nests."""
+    mod = _jit._module()
+    taken = []
+    real = mod.depthwise_sa8_3_flat
+    monkeypatch.setattr(mod, "depthwise_sa8_3_flat", lambda *a: taken.append(a[4].shape) or real(*a))
+    monkeypatch.setattr(_jit, "_RUNNERS", {})
+    rng = np.random.default_rng([29, PLATFORMS.index(plat)])
+    cases = 0
+    for i in range(60):
+        extreme = i % 4 == 3
+        c = int(rng.choice([1, 2, 3, 5, 8, 12, 16, 17]))
+        h, w = (int(v) for v in rng.integers(1, 12, 2))
+        s = tuple(int(v) for v in rng.integers(1, 4, 2))
+        d = tuple(int(v) for v in rng.integers(1, 3, 2)) if i % 3 == 0 else (1, 1)
+        pad = tuple(int(v) for v in rng.integers(0, 4, 2))
+        ho, wo = K.out_size(h, 3, s[0], pad[0], pad[0], d[0]), K.out_size(w, 3, s[1], pad[1], pad[1], d[1])
+        if ho < 1 or wo < 1:
+            continue
+        batch = [None, 1, 2][i % 3]
+        q, p, (tx, tw, _) = _params(rng, "sa8", c)
+        x = _values(rng, (h, w, c) if batch is None else (batch, h, w, c), tx, extreme)
+        wt = _values(rng, (3, 3, 1, c), tw, extreme)
+        b = (rng.choice(np.array([-(1 << 31), (1 << 31) - 1, 0]), c) if extreme
+             else rng.integers(-20000, 20000, c)).astype(np.int32)
+        bnd = relu_bounds(int(rng.integers(4)), 8, zero_point=p["out_zp"], scale=p["out_scale"],
+                          frac_bits=p["out_frac"])
+        geo = {"stride": s, "dilation": d, "pad": pad, "out_hw": (ho, wo), "bounds": bnd}
+        cases += 1
+        with use_platform(plat):
+            want = numpy_path(K.depthwise_conv2d_hwcn, x, wt, b, q, **geo)
+            got = K.depthwise_conv2d_hwcn(x, wt, b, q, **geo)
+            assert np.array_equal(got.astype(np.int64), want.astype(np.int64)), (i, x.shape, geo)
+            xb = x if x.ndim == 4 else x[None]
+            run = _jit._rows_runner(xb.shape, xb.dtype, wt, K._offsets(q)[0], K._jit_stage(b, q, bnd), s, d,
+                                    pad, (ho, wo))
+            rows = xb.shape[0] * ho
+            r0 = int(rng.integers(0, rows))
+            assert np.array_equal(run(np.ascontiguousarray(xb), r0, rows), want.reshape(rows, wo, c)[r0:])
+    assert cases > 30 and len(taken) == 2 * cases  # every call of these tiny maps took the flat loop nest
+    # above FLAT_OUTPUTS: the other loop nests
+    x = _values(rng, (1, 24, 24, 8), np.int8, False)
+    wt = _values(rng, (3, 3, 1, 8), np.int8, False)
+    q, p, _ = _params(rng, "sa8", 8)
+    geo = {"stride": (1, 1), "dilation": (1, 1), "pad": (1, 1), "out_hw": (24, 24), "bounds": (-128, 127)}
+    with use_platform(plat):
+        K.depthwise_conv2d_hwcn(x, wt, np.zeros(8, np.int32), q, **geo)
+    assert len(taken) == 2 * cases and 24 * 24 * 8 > _jit.FLAT_OUTPUTS
 
 
 @needs_numba
