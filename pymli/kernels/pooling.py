@@ -429,10 +429,11 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
     neutral = -(1 << (bits - 1)) if kind == "max" else 0  # never beats a valid element / adds nothing
     ext = np.empty(n + 1, dt)
     ext[n] = neutral
+    body = ext[:n].reshape(h, w, c)
     busy = threading.Lock()  # the kept buffer serves one call at a time (a memoised capi plan is shared)
 
-    def reduce(buf: np.ndarray, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
-        buf[:n].reshape(h, w, c)[...] = x
+    def reduce(buf: np.ndarray, buf_body: np.ndarray, x: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+        buf_body[...] = x
         g = buf[idx]
         if finish is None:
             return np.maximum.reduce(g, axis=0, out=out)
@@ -440,14 +441,14 @@ def _gather_pool(kind: str, in_hwc: tuple[int, int, int], dt: np.dtype, kernel: 
         return finish(np.add.reduce(g, axis=0, dtype=np.float64), out)
 
     def compute(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        if busy.acquire(blocking=False):
+        if busy.acquire(False):
             try:
-                return reduce(ext, x, out)
+                return reduce(ext, body, x, out)
             finally:
                 busy.release()
         own = np.empty(n + 1, dt)  # another thread holds the kept buffer: a buffer of this call's own
         own[n] = neutral
-        return reduce(own, x, out)
+        return reduce(own, own[:n].reshape(h, w, c), x, out)
 
     return compute
 
