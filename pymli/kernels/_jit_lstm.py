@@ -10,6 +10,8 @@ their 65536-entry tables, the cell update and the hidden state, with the scalar 
 :mod:`pymli.tflm.quant_util` (``MultiplyByQuantizedMultiplier`` for int32 and int64, gemmlowp's
 ``SaturatingRoundingDoublingHighMul`` and ``RoundingDivideByPOT``, exponents up to 31) written
 out element by element in int64. The NumPy loop computes the same values (tests/tflm/test_lstm_fast.py).
+:func:`lstm_op` is a whole small operator in one call (its input products as exact int64 sums too), for
+:func:`pymli.tflm.lstm.prepare_unidirectional_sequence_lstm` (tests/tflm/test_lstm_prepared.py).
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
 
 
 @numba.njit(**_JIT)
-def lstm_op(x, h0, c0, w_in, w_rec, vec, k, sig_t, tanh_t, ctanh_t, out, h, c):  # pragma: no cover - compiled
+def lstm_op(x, h0, c0, wv, k, tabs, out, h, c):  # pragma: no cover - compiled
     """A whole small LSTM operator: the input products of every step (exact int64 sums) and then
     :func:`lstm_steps`' recurrence, reading the input in either layout and writing the output, hidden
     and cell states in their own types.
@@ -135,18 +137,19 @@ def lstm_op(x, h0, c0, w_in, w_rec, vec, k, sig_t, tanh_t, ctanh_t, out, h, c): 
     Args:
         x: (B, T, I) or (T, B, I) int8 / int16 input (any layout; ``k[4]`` says which).
         h0: (B, U) hidden state of ``x``'s type; c0: (B, U) int16 cell state (read only).
-        w_in: (I, 4U) int64 input weights; w_rec: (U, 4U) int64 recurrent weights; columns in ``GATES``
-            order.
-        vec: (5, 4U) int64: bias, input multipliers, input shifts, recurrent multipliers, recurrent shifts.
+        wv: (I + U + 5, 4U) int64, columns in ``GATES`` order: the input weights (I rows), the recurrent
+            weights (U rows), the bias, input multipliers, input shifts, recurrent multipliers, recurrent
+            shifts (one operand rather than seven: each array argument costs its unboxing at every call).
         k: (14,) int64: input zero point, hidden zero point, 16x8 (1) or 8x8 (0), cell gate tanh (1) or
             sigmoid (0), time major (1), the forget-cell, input-cell and output-hidden (multiplier, shift)
             pairs, the hidden state's minimum and maximum, the quantised cell clip (0: none).
-        sig_t, tanh_t, ctanh_t: as :func:`lstm_steps`.
+        tabs: (3, 65536) int16: the sigmoid, tanh and cell-state tanh tables of :func:`lstm_steps`.
         out: ``x``'s shape but U columns, ``x``'s type; h: (B, U) of ``x``'s type; c: (B, U) int16: written.
     """
-    n4 = w_rec.shape[1]
+    n4 = wv.shape[1]
     ns = n4 // 4
-    ni = w_in.shape[0]
+    ni = wv.shape[0] - ns - 5
+    vb = ni + ns  # the row of the bias
     izp, hzp, wide, cell_tanh, tmaj = k[0], k[1], k[2] != 0, k[3] != 0, k[4] != 0
     fm, fs, im, is_, om, os_ = k[5], k[6], k[7], k[8], k[9], k[10]
     hlo, hhi, clip = k[11], k[12], k[13]
@@ -165,15 +168,15 @@ def lstm_op(x, h0, c0, w_in, w_rec, vec, k, sig_t, tanh_t, ctanh_t, out, h, c): 
         for b in range(nb):
             for j in range(n4):
                 acc[j] = 0
-                ain[j] = vec[0, j]
+                ain[j] = wv[vb, j]
             for q in range(ni):
                 xv = np.int64(x[t, b, q] if tmaj else x[b, t, q]) - izp
                 for j in range(n4):
-                    ain[j] += xv * w_in[q, j]
+                    ain[j] += xv * wv[q, j]
             for q in range(ns):
                 hv = hs[b, q] - hzp
                 for j in range(n4):
-                    acc[j] += hv * w_rec[q, j]
+                    acc[j] += hv * wv[ni + q, j]
             for u in range(ns):
                 gi = np.int64(0)
                 gf = np.int64(0)
@@ -182,28 +185,28 @@ def lstm_op(x, h0, c0, w_in, w_rec, vec, k, sig_t, tanh_t, ctanh_t, out, h, c): 
                 for gate in range(4):
                     j = gate * ns + u
                     if wide:
-                        r = mbqm64(acc[j], vec[3, j], vec[4, j])
-                        r_in = mbqm64(ain[j], vec[1, j], vec[2, j])
+                        r = mbqm64(acc[j], wv[vb + 3, j], wv[vb + 4, j])
+                        r_in = mbqm64(ain[j], wv[vb + 1, j], wv[vb + 2, j])
                     else:
-                        r = mbqm32(wrap32(acc[j]), vec[3, j], vec[4, j])
-                        r_in = mbqm32(wrap32(ain[j]), vec[1, j], vec[2, j])
+                        r = mbqm32(wrap32(acc[j]), wv[vb + 3, j], wv[vb + 4, j])
+                        r_in = mbqm32(wrap32(ain[j]), wv[vb + 1, j], wv[vb + 2, j])
                     v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
                                + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
                     if gate == 0:
-                        gi = np.int64(sig_t[v & 0xFFFF])
+                        gi = np.int64(tabs[0, v & 0xFFFF])
                     elif gate == 1:
-                        gf = np.int64(sig_t[v & 0xFFFF])
+                        gf = np.int64(tabs[0, v & 0xFFFF])
                     elif gate == 2:
-                        gg = np.int64(tanh_t[v & 0xFFFF]) if cell_tanh else np.int64(sig_t[v & 0xFFFF])
+                        gg = np.int64(tabs[1 if cell_tanh else 0, v & 0xFFFF])
                     else:
-                        go = np.int64(sig_t[v & 0xFFFF])
+                        go = np.int64(tabs[0, v & 0xFFFF])
                 cv = _clamp(mbqm32(gf * cs[b, u], fm, fs), np.int64(-32768), np.int64(32767))
                 cv = _clamp(cv + _clamp(mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
                             np.int64(-32768), np.int64(32767))
                 if clip > 0:
                     cv = _clamp(cv, -clip, clip)
                 cs[b, u] = cv
-                tc = np.int64(ctanh_t[cv & 0xFFFF])
+                tc = np.int64(tabs[2, cv & 0xFFFF])
                 hv = _clamp(mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
                 hn[u] = hv
                 if tmaj:
@@ -231,9 +234,8 @@ def op_entry(dtype: np.dtype) -> object:
     """
     dt = numba.from_dtype(np.dtype(dtype))
     ro = {"readonly": True, "aligned": False}
-    i64_2, i16_1 = types.Array(types.int64, 2, "C"), types.Array(types.int16, 1, "C")
     sig = (types.Array(dt, 3, "A", **ro), types.Array(dt, 2, "A", **ro), types.Array(types.int16, 2, "A", **ro),
-           i64_2, i64_2, i64_2, types.Array(types.int64, 1, "C"), i16_1, i16_1, i16_1,
+           types.Array(types.int64, 2, "C"), types.Array(types.int64, 1, "C"), types.Array(types.int16, 2, "C"),
            types.Array(dt, 3, "C"), types.Array(dt, 2, "C"), types.Array(types.int16, 2, "C"))
     lstm_op.compile(sig)
     try:

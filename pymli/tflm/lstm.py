@@ -458,11 +458,12 @@ def prepare_unidirectional_sequence_lstm(p: LstmParams, dtype: np.dtype, *, time
     hlo, hhi = _RANGE.get(dt, (0, 0))
     sh = 15 + p.cell_scale_power - 3
     ctanh = (3, -sh) if sh < 0 else (0, sh)
-    w_in, w_rec = np.ascontiguousarray(fz.w_in, np.int64), np.ascontiguousarray(fz.w_rec, np.int64)
-    vec = np.ascontiguousarray(np.stack([fz.bias, fz.m_in, fz.s_in, fz.m_rec, fz.s_rec]), np.int64)
+    wv = np.ascontiguousarray(np.concatenate([fz.w_in, fz.w_rec, np.stack([fz.bias, fz.m_in, fz.s_in, fz.m_rec,
+                                                                           fz.s_rec])]), np.int64)
     k = np.array([p.input_zp, p.hidden_zp, dt == _INT16, p.cell_tanh, time_major, *p.forget_cell, *p.input_cell,
                   *p.output_hidden, hlo, hhi, p.quantized_cell_clip if p.cell_clip > 0 else 0], np.int64)
-    tables = (_int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh)) if ok else ()
+    tabs = np.stack([_int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh)]) if ok \
+        else None
     entry: list[Callable[..., None]] = []  # the compiled operator's native entry, made on the first JIT call
     on, empty = _jit.is_on, np.empty
 
@@ -479,7 +480,7 @@ def prepare_unidirectional_sequence_lstm(p: LstmParams, dtype: np.dtype, *, time
                 h0 = hidden if hidden.shape == (nb, ns) else hidden.reshape(nb, ns)
                 c0 = cell if cell.shape == (nb, ns) else cell.reshape(nb, ns)
                 out, h, c = empty((x.shape[0], x.shape[1], ns), dt), empty((nb, ns), dt), empty((nb, ns), _INT16)
-                entry[0](x, h0, c0, w_in, w_rec, vec, k, *tables, out, h, c)
+                entry[0](x, h0, c0, wv, k, tabs, out, h, c)
                 return (out, h if h.shape == hidden.shape else h.reshape(hidden.shape),
                         c if c.shape == cell.shape else c.reshape(cell.shape))
         return unidirectional_sequence_lstm(x, p, hidden, cell, time_major=time_major)
