@@ -723,6 +723,20 @@ def _uslstm(graph: Any, op: Any) -> Invoke:
     if all(idx[k] < 0 or T[idx[k]].data is not None for k in consts):  # constant weights: Prepare once
         fixed = _lstm_params(graph, op, [T[i].data if 0 <= i and T[i].data is not None else None for i in idx])
     time_major, shape = bool(op.options.TimeMajor()), T[op.outputs[0]].shape
+    if fixed is not None:
+        step = lstm.prepare_unidirectional_sequence_lstm(fixed, T[idx[0]].dtype, time_major=time_major)
+        hi, ci = idx[18], idx[19]
+
+        def invoke_prepared(ins: list) -> list:
+            y, h, c = step(ins[0], ins[18], ins[19])
+            ex = graph.extra  # _set_state inlined (a call less per Invoke)
+            st = ex.get("state")
+            if st is None:
+                ex["state"] = st = {}
+            st[hi] = h
+            st[ci] = c
+            return [y if y.shape == shape else y.reshape(shape)]
+        return invoke_prepared
 
     def invoke(ins: list) -> list:
         p = fixed if fixed is not None else _lstm_params(graph, op, ins)

@@ -9,13 +9,15 @@ projection or layer normalisation (TFLM micro rejects them).
 The input FCs of all steps are one exact BLAS product before the time loop (they do not depend on the
 state); the loop itself is one compiled call with the JIT (:mod:`pymli.kernels._jit_lstm`: the recurrent
 product, both requantisations, the gate tables, cell and hidden update), else NumPy per step with every
-constant prepared once (the same values: tests/tflm/test_lstm_fast.py).
+constant prepared once (the same values: tests/tflm/test_lstm_fast.py). A small operator with constant
+weights (:func:`prepare_unidirectional_sequence_lstm`) is one compiled call in all, input products included.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +30,7 @@ from ._tables import SIGMOID_Q16
 from .quant_util import quantize_multiplier
 
 __all__ = ["sigmoid_int16", "tanh_int16", "checked_log2", "LstmGate", "LstmParams", "lstm_params",
-           "unidirectional_sequence_lstm", "GATES"]
+           "unidirectional_sequence_lstm", "prepare_unidirectional_sequence_lstm", "GATES"]
 
 GATES = ("input", "forget", "cell", "output")
 
@@ -423,3 +425,63 @@ def _steps_jit(jit: object, xin: np.ndarray, h: np.ndarray, c: np.ndarray, p: Ls
                    p.hidden_zp, _int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh),
                    p.cell_tanh, k, out)
     return out, h, c
+
+
+#: Input products (steps x batch x input x 4 x state MACs) up to which a prepared operator is one compiled
+#: call (:func:`pymli.kernels._jit_lstm.lstm_op`, scalar int64 products); larger ones take BLAS for them.
+_WHOLE_MACS = 1 << 16
+
+_INT16 = np.dtype(np.int16)
+
+
+def prepare_unidirectional_sequence_lstm(p: LstmParams, dtype: np.dtype, *, time_major: bool = False
+                                         ) -> Callable[[np.ndarray, np.ndarray, np.ndarray],
+                                                       tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`unidirectional_sequence_lstm` with constant parameters, prepared: with the JIT on (at the
+    call) and at most :data:`_WHOLE_MACS` input products, one compiled call
+    (:func:`pymli.kernels._jit_lstm.lstm_op`: the same values) on operands derived here once; else
+    :func:`unidirectional_sequence_lstm`.
+
+    Args:
+        p: :func:`lstm_params` (its ``fused`` gates are used). dtype: the input's type (int8 or int16).
+        time_major: layout of the input and of the output.
+
+    Returns:
+        ``step(x, hidden, cell) -> (output, new hidden, new cell)``, as :func:`unidirectional_sequence_lstm`.
+    """
+    fz = p.fused if p.fused is not None else _fuse(p.gates)
+    dt = np.dtype(dtype)
+    ni, ns = fz.w_in.shape[0], fz.w_rec.shape[0]
+    n4 = 4 * ns
+    ok = fz.jit_ok and dt in _RANGE and min(p.forget_cell[0], p.input_cell[0], p.output_hidden[0]) >= 0 \
+        and min(p.forget_cell[1], p.input_cell[1], p.output_hidden[1]) >= -31  # as _jit_ok
+    hlo, hhi = _RANGE.get(dt, (0, 0))
+    sh = 15 + p.cell_scale_power - 3
+    ctanh = (3, -sh) if sh < 0 else (0, sh)
+    wv = np.ascontiguousarray(np.concatenate([fz.w_in, fz.w_rec, np.stack([fz.bias, fz.m_in, fz.s_in, fz.m_rec,
+                                                                           fz.s_rec])]), np.int64)
+    k = np.array([p.input_zp, p.hidden_zp, dt == _INT16, p.cell_tanh, time_major, *p.forget_cell, *p.input_cell,
+                  *p.output_hidden, hlo, hhi, p.quantized_cell_clip if p.cell_clip > 0 else 0], np.int64)
+    tabs = np.stack([_int16_table(False, 0, 0), _int16_table(True, 0, 0), _int16_table(True, *ctanh)]) if ok \
+        else None
+    entry: list[Callable[..., None]] = []  # the compiled operator's native entry, made on the first JIT call
+    on, empty = _jit.is_on, np.empty
+
+    def step(x: np.ndarray, hidden: np.ndarray, cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if ok and on() and x.dtype == dt and hidden.dtype == dt and cell.dtype == _INT16 and x.ndim == 3 \
+                and x.shape[2] == ni and x.size * n4 <= _WHOLE_MACS:
+            if not entry:
+                jit = _jit.compiled("_jit_lstm")
+                if jit is not None:
+                    entry.append(jit.op_entry(dt))
+            if entry:
+                nb = x.shape[1] if time_major else x.shape[0]
+                # the reshapes check the states' sizes (the compiled call does not check bounds)
+                h0 = hidden if hidden.shape == (nb, ns) else hidden.reshape(nb, ns)
+                c0 = cell if cell.shape == (nb, ns) else cell.reshape(nb, ns)
+                out, h, c = empty((x.shape[0], x.shape[1], ns), dt), empty((nb, ns), dt), empty((nb, ns), _INT16)
+                entry[0](x, h0, c0, wv, k, tabs, out, h, c)
+                return (out, h if h.shape == hidden.shape else h.reshape(hidden.shape),
+                        c if c.shape == cell.shape else c.reshape(cell.shape))
+        return unidirectional_sequence_lstm(x, p, hidden, cell, time_major=time_major)
+    return step
