@@ -59,6 +59,33 @@ def _clamp(x, lo, hi):  # pragma: no cover - compiled
     return lo if x < lo else (hi if x > hi else x)
 
 
+@numba.njit(**_JIT, inline="always")
+def _gate_sum(a, a_in, m, s, m_in, s_in, wide):  # pragma: no cover - compiled
+    """A gate's int16 pre-activation: the recurrent sum ``a`` and the input sum ``a_in`` (bias included)
+    requantised (``MultiplyByQuantizedMultiplier``, int64 for 16x8 ``wide``, else int32), each saturated
+    to int16, their saturated sum."""
+    if wide:
+        r = mbqm64(a, m, s)
+        r_in = mbqm64(a_in, m_in, s_in)
+    else:
+        r = mbqm32(wrap32(a), m, s)
+        r_in = mbqm32(wrap32(a_in), m_in, s_in)
+    return _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
+                  + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
+
+
+@numba.njit(**_JIT, inline="always")
+def _cell_state(gi, gf, gg, c_prev, fm, fs, im, is_, clip):  # pragma: no cover - compiled
+    """The new int16 cell state: forget gate times the old state plus input gate times the cell gate, each
+    requantised and saturated, then the quantised clip (0: none)."""
+    cv = _clamp(mbqm32(gf * c_prev, fm, fs), np.int64(-32768), np.int64(32767))
+    cv = _clamp(cv + _clamp(mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
+                np.int64(-32768), np.int64(32767))
+    if clip > 0:
+        cv = _clamp(cv, -clip, clip)
+    return cv
+
+
 @numba.njit(**_JIT)
 def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig_t, tanh_t, ctanh_t, cell_tanh, k,
                out):  # pragma: no cover - compiled
@@ -98,16 +125,8 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
                 go = np.int64(0)
                 for gate in range(4):
                     j = gate * ns + u
-                    a = np.int64(acc[j])
-                    a_in = np.int64(xin[t, b, j]) + bias[j]
-                    if wide:
-                        r = mbqm64(a, m_rec[j], s_rec[j])
-                        r_in = mbqm64(a_in, m_in[j], s_in[j])
-                    else:
-                        r = mbqm32(wrap32(a), m_rec[j], s_rec[j])
-                        r_in = mbqm32(wrap32(a_in), m_in[j], s_in[j])
-                    v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
-                               + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
+                    v = _gate_sum(np.int64(acc[j]), np.int64(xin[t, b, j]) + bias[j], m_rec[j], s_rec[j], m_in[j],
+                                  s_in[j], wide)
                     if gate == 0:
                         gi = np.int64(sig_t[v & 0xFFFF])
                     elif gate == 1:
@@ -116,11 +135,7 @@ def lstm_steps(xin, bias, m_in, s_in, h, c, w, acc, m_rec, s_rec, wide, hzp, sig
                         gg = np.int64(tanh_t[v & 0xFFFF]) if cell_tanh else np.int64(sig_t[v & 0xFFFF])
                     else:
                         go = np.int64(sig_t[v & 0xFFFF])
-                cv = _clamp(mbqm32(gf * c[b, u], fm, fs), np.int64(-32768), np.int64(32767))
-                cv = _clamp(cv + _clamp(mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
-                            np.int64(-32768), np.int64(32767))
-                if clip > 0:
-                    cv = _clamp(cv, -clip, clip)
+                cv = _cell_state(gi, gf, gg, c[b, u], fm, fs, im, is_, clip)
                 c[b, u] = cv
                 tc = np.int64(ctanh_t[cv & 0xFFFF])
                 out[t, b, u] = _clamp(mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
@@ -184,14 +199,7 @@ def lstm_op(x, h0, c0, wv, k, tabs, out, h, c):  # pragma: no cover - compiled
                 go = np.int64(0)
                 for gate in range(4):
                     j = gate * ns + u
-                    if wide:
-                        r = mbqm64(acc[j], wv[vb + 3, j], wv[vb + 4, j])
-                        r_in = mbqm64(ain[j], wv[vb + 1, j], wv[vb + 2, j])
-                    else:
-                        r = mbqm32(wrap32(acc[j]), wv[vb + 3, j], wv[vb + 4, j])
-                        r_in = mbqm32(wrap32(ain[j]), wv[vb + 1, j], wv[vb + 2, j])
-                    v = _clamp(_clamp(r_in, np.int64(-32768), np.int64(32767))
-                               + _clamp(r, np.int64(-32768), np.int64(32767)), np.int64(-32768), np.int64(32767))
+                    v = _gate_sum(acc[j], ain[j], wv[vb + 3, j], wv[vb + 4, j], wv[vb + 1, j], wv[vb + 2, j], wide)
                     if gate == 0:
                         gi = np.int64(tabs[0, v & 0xFFFF])
                     elif gate == 1:
@@ -200,11 +208,7 @@ def lstm_op(x, h0, c0, wv, k, tabs, out, h, c):  # pragma: no cover - compiled
                         gg = np.int64(tabs[1 if cell_tanh else 0, v & 0xFFFF])
                     else:
                         go = np.int64(tabs[0, v & 0xFFFF])
-                cv = _clamp(mbqm32(gf * cs[b, u], fm, fs), np.int64(-32768), np.int64(32767))
-                cv = _clamp(cv + _clamp(mbqm32(gi * gg, im, is_), np.int64(-32768), np.int64(32767)),
-                            np.int64(-32768), np.int64(32767))
-                if clip > 0:
-                    cv = _clamp(cv, -clip, clip)
+                cv = _cell_state(gi, gf, gg, cs[b, u], fm, fs, im, is_, clip)
                 cs[b, u] = cv
                 tc = np.int64(tabs[2, cv & 0xFFFF])
                 hv = _clamp(mbqm32(tc * go, om, os_) + hzp, hlo, hhi)
