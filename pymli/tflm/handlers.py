@@ -510,7 +510,7 @@ def _leaky(graph: Any, op: Any) -> Invoke:
 
 
 @_prep("QUANTIZE")
-def _quantize(graph: Any, op: Any) -> Invoke:
+def _quantize_prepared(graph: Any, op: Any) -> Invoke:
     x, o = graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
     if x.dtype == np.float32:
         f = quantize.prepare_affine_quantize(scale=o.s, zero_point=o.zp, out_dtype=o.dtype)
